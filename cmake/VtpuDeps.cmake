@@ -1,0 +1,7 @@
+# Finds the third-party packages every part uses. Installed by scripts/install-deps.sh.
+find_package(yaml-cpp REQUIRED)          # target yaml-cpp (no namespace in 0.7)
+find_package(fmt REQUIRED)
+find_package(CLI11 REQUIRED)
+find_package(nlohmann_json REQUIRED)
+find_package(GTest REQUIRED)
+find_package(benchmark REQUIRED)

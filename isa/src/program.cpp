@@ -1,0 +1,436 @@
+#include "vtpu/isa/program.h"
+
+#include <fmt/format.h>
+
+#include <bit>
+#include <cstring>
+#include <fstream>
+
+namespace vtpu::isa {
+
+std::string_view tensor_role_name(TensorRole r) {
+  switch (r) {
+    case TensorRole::Input: return "input";
+    case TensorRole::Output: return "output";
+    case TensorRole::Constant: return "const";
+    case TensorRole::Scratch: return "scratch";
+  }
+  return "?";
+}
+
+uint64_t DmaDescriptor::total_bytes() const {
+  uint64_t n = bytes;
+  for (const DmaDim& d : dims) n *= d.count;
+  return n;
+}
+
+uint64_t TensorInfo::bytes() const {
+  uint64_t n = dtype_bytes(dtype);
+  for (int64_t d : shape) n *= uint64_t(d);
+  return n;
+}
+
+namespace {
+
+enum SectionId : uint32_t {
+  kCode = 1, kTags = 2, kDescriptors = 3, kParams = 4, kTensors = 5, kConstants = 6,
+  kSymbols = 7, kConfigName = 8,
+};
+
+const char* section_name(uint32_t id) {
+  switch (id) {
+    case kCode: return "code";
+    case kTags: return "tags";
+    case kDescriptors: return "dma descriptors";
+    case kParams: return "vector params";
+    case kTensors: return "tensors";
+    case kConstants: return "constants";
+    case kSymbols: return "symbols";
+    case kConfigName: return "config name";
+  }
+  return "unknown";
+}
+
+class Writer {
+ public:
+  std::vector<uint8_t> out;
+  template <typename T>
+  void put(T v) {
+    static_assert(std::is_trivially_copyable_v<T>);
+    uint8_t b[sizeof(T)];
+    std::memcpy(b, &v, sizeof(T));
+    out.insert(out.end(), b, b + sizeof(T));
+  }
+  void str(const std::string& s) {
+    put<uint32_t>(uint32_t(s.size()));
+    out.insert(out.end(), s.begin(), s.end());
+  }
+  template <typename T>
+  void vec(const std::vector<T>& v) {
+    put<uint32_t>(uint32_t(v.size()));
+    for (const T& x : v) put<T>(x);
+  }
+};
+
+class Reader {
+ public:
+  Reader(std::span<const uint8_t> b, std::string where) : b_(b), where_(std::move(where)) {}
+  template <typename T>
+  T get() {
+    need(sizeof(T));
+    T v;
+    std::memcpy(&v, b_.data() + pos_, sizeof(T));
+    pos_ += sizeof(T);
+    return v;
+  }
+  std::string str() {
+    uint32_t n = get<uint32_t>();
+    need(n);
+    std::string s(reinterpret_cast<const char*>(b_.data() + pos_), n);
+    pos_ += n;
+    return s;
+  }
+  template <typename T>
+  std::vector<T> vec() {
+    uint32_t n = get<uint32_t>();
+    need(uint64_t(n) * sizeof(T));
+    std::vector<T> v(n);
+    if (n) std::memcpy(v.data(), b_.data() + pos_, n * sizeof(T));
+    pos_ += n * sizeof(T);
+    return v;
+  }
+  std::span<const uint8_t> take(uint64_t n) {
+    need(n);
+    auto s = b_.subspan(pos_, n);
+    pos_ += n;
+    return s;
+  }
+  uint32_t count(uint64_t min_item_bytes) {
+    uint32_t n = get<uint32_t>();
+    if (uint64_t(n) * min_item_bytes > remaining()) fail(fmt::format("count {} exceeds the data", n));
+    return n;
+  }
+  uint64_t remaining() const { return b_.size() - pos_; }
+  bool done() const { return pos_ == b_.size(); }
+  [[noreturn]] void fail(const std::string& what) const {
+    throw ProgramFormatError(fmt::format("{}: {} at byte {}", where_, what, pos_));
+  }
+
+ private:
+  void need(uint64_t n) {
+    if (n > remaining())
+      fail(fmt::format("truncated: needs {} more bytes, {} left", n, remaining()));
+  }
+  std::span<const uint8_t> b_;
+  size_t pos_ = 0;
+  std::string where_;
+};
+
+static_assert(std::endian::native == std::endian::little, "vtpu containers are little-endian");
+
+Dtype checked_dtype(Reader& r, uint8_t v) {
+  if (v > uint8_t(Dtype::Int16)) r.fail(fmt::format("unknown dtype code {}", v));
+  return Dtype(v);
+}
+
+}  // namespace
+
+std::vector<uint8_t> serialize(const Program& p) {
+  std::vector<std::pair<uint32_t, std::vector<uint8_t>>> sections;
+  {
+    Writer w;
+    w.put<uint32_t>(uint32_t(p.code.size()));
+    for (const EncodedBundle& b : p.code)
+      for (uint64_t word : b) w.put(word);
+    sections.emplace_back(kCode, std::move(w.out));
+  }
+  {
+    Writer w;
+    w.put<uint32_t>(uint32_t(p.tags.size()));
+    for (const auto& s : p.tags) w.str(s);
+    sections.emplace_back(kTags, std::move(w.out));
+  }
+  {
+    Writer w;
+    w.put<uint32_t>(uint32_t(p.descriptors.size()));
+    for (const DmaDescriptor& d : p.descriptors) {
+      w.str(d.name);
+      w.put(d.src_offset);
+      w.put(d.dst_offset);
+      w.put(d.bytes);
+      w.put<uint8_t>(uint8_t(d.dtype));
+      w.put<uint8_t>(uint8_t(d.dims.size()));
+      for (const DmaDim& dim : d.dims) {
+        w.put(dim.count);
+        w.put(dim.src_stride);
+        w.put(dim.dst_stride);
+      }
+    }
+    sections.emplace_back(kDescriptors, std::move(w.out));
+  }
+  {
+    Writer w;
+    w.put<uint32_t>(uint32_t(p.params.size()));
+    for (const VectorParams& v : p.params) {
+      w.str(v.name);
+      w.vec(v.multiplier);
+      w.vec(v.shift);
+      w.put(v.input_zp);
+      w.put(v.output_zp);
+      w.put<uint8_t>(v.double_round);
+      w.put(v.min);
+      w.put(v.max);
+      w.vec(v.scale);
+      w.vec(v.bias);
+      w.vec(v.window);
+    }
+    sections.emplace_back(kParams, std::move(w.out));
+  }
+  {
+    Writer w;
+    w.put<uint32_t>(uint32_t(p.tensors.size()));
+    for (const TensorInfo& t : p.tensors) {
+      w.str(t.name);
+      w.put<uint8_t>(uint8_t(t.role));
+      w.put<uint8_t>(uint8_t(t.dtype));
+      w.vec(t.shape);
+      w.put(t.hbm_addr);
+      w.put(t.quant_scale);
+      w.put(t.zero_point);
+    }
+    sections.emplace_back(kTensors, std::move(w.out));
+  }
+  {
+    Writer w;
+    w.put<uint32_t>(uint32_t(p.constants.size()));
+    for (const ConstSegment& c : p.constants) {
+      w.put(c.hbm_addr);
+      w.vec(c.data);
+    }
+    sections.emplace_back(kConstants, std::move(w.out));
+  }
+  {
+    Writer w;
+    w.put<uint32_t>(uint32_t(p.symbols.size()));
+    for (const Symbol& s : p.symbols) {
+      w.str(s.name);
+      w.put(s.bundle);
+    }
+    sections.emplace_back(kSymbols, std::move(w.out));
+  }
+  {
+    Writer w;
+    w.str(p.config_name);
+    sections.emplace_back(kConfigName, std::move(w.out));
+  }
+
+  Writer w;
+  for (char c : kMagic) w.put<char>(c);
+  w.put<uint16_t>(kFormatVersion);
+  w.put<uint16_t>(0);
+  w.put<uint64_t>(p.config_fingerprint);
+  w.put<uint32_t>(kBundleBits);
+  w.put<uint32_t>(uint32_t(sections.size()));
+  for (auto& [id, bytes] : sections) {
+    w.put<uint32_t>(id);
+    w.put<uint64_t>(bytes.size());
+    w.out.insert(w.out.end(), bytes.begin(), bytes.end());
+  }
+  return std::move(w.out);
+}
+
+Program deserialize(std::span<const uint8_t> bytes, std::string_view source_name) {
+  Reader r(bytes, std::string(source_name));
+  Program p;
+  p.tags.clear();
+  char magic[4];
+  for (char& c : magic) c = r.get<char>();
+  if (std::memcmp(magic, kMagic, 4) != 0)
+    r.fail("not a vtpu program (bad magic; expected \"VTPU\"). Assemble it with `vtpu asm` or "
+           "compile it with `vtpu compile`");
+  uint16_t version = r.get<uint16_t>();
+  if (version != kFormatVersion)
+    r.fail(fmt::format("format version {} is not supported (this vtpu reads version {}); "
+                       "rebuild the program with this vtpu",
+                       version, kFormatVersion));
+  r.get<uint16_t>();
+  p.config_fingerprint = r.get<uint64_t>();
+  uint32_t bundle_bits = r.get<uint32_t>();
+  if (bundle_bits != kBundleBits)
+    r.fail(fmt::format("bundle width {} bits, expected {}", bundle_bits, kBundleBits));
+  uint32_t nsections = r.get<uint32_t>();
+  bool seen[16] = {};
+  for (uint32_t i = 0; i < nsections; ++i) {
+    uint32_t id = r.get<uint32_t>();
+    uint64_t size = r.get<uint64_t>();
+    if (size > r.remaining())
+      r.fail(fmt::format("section '{}' claims {} bytes, only {} left", section_name(id), size,
+                         r.remaining()));
+    auto body = r.take(size);
+    if (id < 16) {
+      if (seen[id]) r.fail(fmt::format("section '{}' appears twice", section_name(id)));
+      seen[id] = true;
+    }
+    Reader s(body, fmt::format("{}: section '{}'", source_name, section_name(id)));
+    switch (id) {
+      case kCode: {
+        uint32_t n = s.count(kBundleBytes);
+        p.code.resize(n);
+        for (auto& b : p.code)
+          for (uint64_t& word : b) word = s.get<uint64_t>();
+        break;
+      }
+      case kTags: {
+        uint32_t n = s.count(4);
+        for (uint32_t k = 0; k < n; ++k) p.tags.push_back(s.str());
+        break;
+      }
+      case kDescriptors: {
+        uint32_t n = s.count(30);
+        for (uint32_t k = 0; k < n; ++k) {
+          DmaDescriptor d;
+          d.name = s.str();
+          d.src_offset = s.get<uint64_t>();
+          d.dst_offset = s.get<uint64_t>();
+          d.bytes = s.get<uint32_t>();
+          d.dtype = checked_dtype(s, s.get<uint8_t>());
+          uint8_t nd = s.get<uint8_t>();
+          if (nd > kMaxDmaDims)
+            s.fail(fmt::format("descriptor '{}' has {} dimensions, at most {}", d.name, nd,
+                               kMaxDmaDims));
+          for (uint8_t j = 0; j < nd; ++j) {
+            DmaDim dim;
+            dim.count = s.get<uint32_t>();
+            dim.src_stride = s.get<int64_t>();
+            dim.dst_stride = s.get<int64_t>();
+            d.dims.push_back(dim);
+          }
+          p.descriptors.push_back(std::move(d));
+        }
+        break;
+      }
+      case kParams: {
+        uint32_t n = s.count(4);
+        for (uint32_t k = 0; k < n; ++k) {
+          VectorParams v;
+          v.name = s.str();
+          v.multiplier = s.vec<int32_t>();
+          v.shift = s.vec<int32_t>();
+          v.input_zp = s.get<int32_t>();
+          v.output_zp = s.get<int32_t>();
+          v.double_round = s.get<uint8_t>() != 0;
+          v.min = s.get<double>();
+          v.max = s.get<double>();
+          v.scale = s.vec<float>();
+          v.bias = s.vec<float>();
+          v.window = s.vec<int32_t>();
+          p.params.push_back(std::move(v));
+        }
+        break;
+      }
+      case kTensors: {
+        uint32_t n = s.count(4);
+        for (uint32_t k = 0; k < n; ++k) {
+          TensorInfo t;
+          t.name = s.str();
+          uint8_t role = s.get<uint8_t>();
+          if (role > uint8_t(TensorRole::Scratch))
+            s.fail(fmt::format("tensor '{}' has unknown role code {}", t.name, role));
+          t.role = TensorRole(role);
+          t.dtype = checked_dtype(s, s.get<uint8_t>());
+          t.shape = s.vec<int64_t>();
+          t.hbm_addr = s.get<uint64_t>();
+          t.quant_scale = s.get<double>();
+          t.zero_point = s.get<int32_t>();
+          p.tensors.push_back(std::move(t));
+        }
+        break;
+      }
+      case kConstants: {
+        uint32_t n = s.count(12);
+        for (uint32_t k = 0; k < n; ++k) {
+          ConstSegment c;
+          c.hbm_addr = s.get<uint64_t>();
+          c.data = s.vec<uint8_t>();
+          p.constants.push_back(std::move(c));
+        }
+        break;
+      }
+      case kSymbols: {
+        uint32_t n = s.count(8);
+        for (uint32_t k = 0; k < n; ++k) {
+          Symbol sym;
+          sym.name = s.str();
+          sym.bundle = s.get<uint32_t>();
+          p.symbols.push_back(std::move(sym));
+        }
+        break;
+      }
+      case kConfigName:
+        p.config_name = s.str();
+        break;
+      default:
+        break;  // unknown sections are skipped: newer writers may add optional ones
+    }
+    if (id < 16 && id >= kCode && id <= kConfigName && !s.done())
+      s.fail(fmt::format("{} trailing bytes", s.remaining()));
+  }
+  if (!r.done()) r.fail(fmt::format("{} bytes after the last section", r.remaining()));
+  if (!seen[kCode]) r.fail("no code section");
+  if (p.tags.empty() || !p.tags[0].empty()) r.fail("tag table must start with the empty tag");
+  return p;
+}
+
+void write_program(const Program& p, const std::filesystem::path& path) {
+  auto bytes = serialize(p);
+  std::ofstream f(path, std::ios::binary);
+  if (!f) throw UserError(fmt::format("{}: cannot open for writing", path.string()));
+  f.write(reinterpret_cast<const char*>(bytes.data()), std::streamsize(bytes.size()));
+  if (!f) throw UserError(fmt::format("{}: write failed", path.string()));
+}
+
+Program read_program(const std::filesystem::path& path) {
+  std::ifstream f(path, std::ios::binary);
+  if (!f)
+    throw UserError(fmt::format("{}: cannot open program (does the file exist?)", path.string()));
+  std::vector<uint8_t> bytes((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  return deserialize(bytes, path.string());
+}
+
+std::vector<Bundle> decode_program(const Program& p) {
+  std::vector<Bundle> out;
+  out.reserve(p.code.size());
+  for (size_t i = 0; i < p.code.size(); ++i) {
+    Bundle b = decode(p.code[i], i);
+    if (b.tag >= p.tags.size())
+      throw DecodeError(fmt::format("bundle {}: tag {} but the program has {} tags", i, b.tag,
+                                    p.tags.size()));
+    for (const SlotDef& sd : table().slots) {
+      const Operation& op = b.at(sd.id);
+      if (op.is_nop()) continue;
+      for (size_t k = 1; k < sd.fields.size(); ++k) {
+        const FieldDef& f = sd.fields[k];
+        int64_t v = op.fields[k];
+        auto bad = [&](const char* what, size_t n) {
+          throw DecodeError(fmt::format("bundle {}: slot {}: {} field '{}' = {} but the program "
+                                        "has {} {}",
+                                        i, sd.name, op.def->mnemonic, f.name, v, n, what));
+        };
+        bool used = false;
+        for (const OperandDef& o : op.def->operands)
+          for (auto fn : o.fields)
+            if (fn == f.name) used = true;
+        if (!used) continue;
+        if (f.kind == FieldKind::Desc && size_t(v) >= p.descriptors.size())
+          bad("DMA descriptors", p.descriptors.size());
+        if (f.kind == FieldKind::Param && size_t(v) >= p.params.size())
+          bad("vector params", p.params.size());
+        if (f.kind == FieldKind::Target && size_t(v) >= p.code.size()) bad("bundles", p.code.size());
+      }
+    }
+    out.push_back(b);
+  }
+  return out;
+}
+
+}  // namespace vtpu::isa

@@ -1,0 +1,2 @@
+# expect: 2:8: unexpected character '@'
+li r1, @5

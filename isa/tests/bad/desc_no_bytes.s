@@ -1,0 +1,2 @@
+# expect: 2:7: .desc d needs bytes=N
+.desc d dim=[2, 8, 8]

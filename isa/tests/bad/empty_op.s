@@ -1,0 +1,2 @@
+# expect: 2:11: empty operation between
+li r1, 1||

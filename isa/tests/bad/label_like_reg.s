@@ -1,0 +1,2 @@
+# expect: 2:1: label 'r3' looks like a register
+r3: halt

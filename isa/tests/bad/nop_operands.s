@@ -1,0 +1,2 @@
+# expect: 2:5: nop takes no operands
+nop r1

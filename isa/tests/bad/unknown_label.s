@@ -1,0 +1,2 @@
+# expect: 2:5: unknown label 'nowhere'
+jmp nowhere

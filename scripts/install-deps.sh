@@ -1,0 +1,51 @@
+#!/usr/bin/env bash
+# Installs the Debian 12 packages vtpu needs. Idempotent: packages already present are
+# skipped, so a machine that has everything runs no apt command at all.
+set -euo pipefail
+
+PACKAGES=(
+  # build tools and test frameworks
+  cmake ninja-build g++ make pkg-config
+  libgtest-dev libgmock-dev libbenchmark-dev
+  clang libclang-rt-14-dev            # libFuzzer + sanitizers for the fuzz label
+  # libraries
+  libyaml-cpp-dev libcli11-dev libfmt-dev nlohmann-json3-dev
+  libsystemc-dev verilator
+  llvm-19-dev libmlir-19-dev mlir-19-tools
+  libonnx-dev libprotobuf-dev protobuf-compiler libonnx-testdata
+)
+
+missing=()
+for p in "${PACKAGES[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+    missing+=("$p")
+  fi
+done
+
+if [ ${#missing[@]} -eq 0 ]; then
+  echo "install-deps: all ${#PACKAGES[@]} packages present"
+  exit 0
+fi
+
+echo "install-deps: missing: ${missing[*]}"
+if ! command -v apt-get >/dev/null 2>&1; then
+  echo "install-deps: error: apt-get not found. vtpu targets Debian 12 (bookworm);" >&2
+  echo "  install the packages above with your system's package manager and re-run." >&2
+  exit 1
+fi
+
+SUDO=""
+if [ "$(id -u)" -ne 0 ]; then
+  if command -v sudo >/dev/null 2>&1 && sudo -n true 2>/dev/null; then
+    SUDO="sudo -n"
+  else
+    echo "install-deps: error: not running as root and passwordless sudo is unavailable." >&2
+    echo "  Run as root:  sudo $0   (or: apt-get install ${missing[*]})" >&2
+    exit 1
+  fi
+fi
+
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -q
+$SUDO apt-get install -y -q --no-install-recommends "${missing[@]}"
+echo "install-deps: installed ${#missing[@]} packages"
