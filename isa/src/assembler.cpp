@@ -554,8 +554,11 @@ class Assembler {
       if (!ps.at_end()) throw LineError{ps.peek().loc, ".tag takes one name"};
       current_tag_ = intern_tag(n.text, n.loc);
     } else if (name == ".config") {
-      Token n = need_name(".config");
-      prog_.config_name = n.text;
+      // Preset names contain '-' (tiny-8x8): take the rest of the line as written.
+      std::string n;
+      while (!ps.at_end()) n += ps.next().text;
+      if (n.empty()) throw LineError{d.loc, ".config needs a preset name or a config file path"};
+      prog_.config_name = n;
     } else if (name == ".fingerprint") {
       Value v = ps.value();
       if (v.kind != Value::Int) throw LineError{v.loc, ".fingerprint needs an integer"};
@@ -690,7 +693,7 @@ class Assembler {
         out.push_back(float(float_of(v, what)));
       return out;
     };
-    each_key(args, ".vparam", {"mult", "shift", "in_zp", "out_zp", "double_round", "min", "max", "scale", "bias", "window"},
+    each_key(args, ".vparam", {"mult", "shift", "in_zp", "out_zp", "double_round", "min", "max", "scale", "bias", "window", "pool_stride"},
              [&](const std::string& k, const Value& v) {
                if (k == "mult") p.multiplier = ints(v, "mult", INT32_MIN, INT32_MAX);
                else if (k == "shift") p.shift = ints(v, "shift", 2, 62);
@@ -702,6 +705,7 @@ class Assembler {
                else if (k == "scale") p.scale = floats(v, "scale");
                else if (k == "bias") p.bias = floats(v, "bias");
                else if (k == "window") p.window = ints(v, "window", INT32_MIN, INT32_MAX);
+               else if (k == "pool_stride") p.pool_stride = int32_t(int_of(v, "pool_stride", 0, INT32_MAX));
              });
     if (p.min > p.max) throw LineError{n.loc, fmt::format(".vparam {}: min {} is greater than max {}", n.text, p.min, p.max)};
     if (prog_.params.size() >= (1u << 12)) throw LineError{n.loc, "more than 4096 vector params"};

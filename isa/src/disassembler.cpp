@@ -144,6 +144,7 @@ std::string disassemble(const Program& p) {
       out += " bias=" + list(s);
     }
     if (!v.window.empty()) out += " window=" + list(v.window);
+    if (v.pool_stride) out += fmt::format(" pool_stride={}", v.pool_stride);
     out += '\n';
   }
   for (const TensorInfo& t : p.tensors) {

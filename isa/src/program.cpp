@@ -183,6 +183,7 @@ std::vector<uint8_t> serialize(const Program& p) {
       w.vec(v.scale);
       w.vec(v.bias);
       w.vec(v.window);
+      w.put(v.pool_stride);
     }
     sections.emplace_back(kParams, std::move(w.out));
   }
@@ -324,6 +325,7 @@ Program deserialize(std::span<const uint8_t> bytes, std::string_view source_name
           v.scale = s.vec<float>();
           v.bias = s.vec<float>();
           v.window = s.vec<int32_t>();
+          v.pool_stride = s.get<int32_t>();
           p.params.push_back(std::move(v));
         }
         break;

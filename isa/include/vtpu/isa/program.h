@@ -55,7 +55,8 @@ struct VectorParams {
   double max = std::numeric_limits<double>::infinity();
   std::vector<float> scale;   // per tensor (1) or per lane
   std::vector<float> bias;    // per tensor (1) or per lane
-  std::vector<int32_t> window;  // pooling: byte offsets of the window's rows from the output's source row
+  std::vector<int32_t> window;  // pooling: byte offsets of the window's rows from the output row's source base
+  int32_t pool_stride = 0;      // pooling: bytes between consecutive output rows' source bases (0 = one row)
   bool operator==(const VectorParams&) const = default;
 };
 

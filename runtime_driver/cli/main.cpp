@@ -1,0 +1,196 @@
+// vtpu: the command-line tool. A thin layer over the libraries; every subcommand maps
+// errors to the exit codes in vtpu/support/error.h.
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+
+#include <filesystem>
+#include <iostream>
+
+#include <fstream>
+
+#include "vtpu/config/config.h"
+#include "vtpu/isa/assembler.h"
+#include "vtpu/isa/program.h"
+#include "vtpu/runtime/npy.h"
+#include "vtpu/sim/report.h"
+#include "vtpu/sim/simulator.h"
+#include "vtpu/support/error.h"
+
+namespace {
+
+using namespace vtpu;
+
+std::filesystem::path default_output(const std::string& in) {
+  std::filesystem::path p(in);
+  p.replace_extension(".vtpu");
+  return p;
+}
+
+int cmd_asm(const std::string& input, std::string output, const std::string& config) {
+  isa::Program prog = isa::assemble_file(input);
+  // Bind the program to a config: -c wins, else the file's .config directive.
+  std::string cfg = !config.empty() ? config : prog.config_name;
+  if (!cfg.empty()) {
+    config::Config c = config::resolve(cfg);
+    prog.config_fingerprint = config::fingerprint(c);
+    prog.config_name = c.name;
+  }
+  if (output.empty()) output = default_output(input).string();
+  isa::write_program(prog, output);
+  std::cerr << fmt::format("vtpu asm: wrote {} ({} bundles{})\n", output, prog.code.size(),
+                           prog.config_name.empty() ? "" : ", config " + prog.config_name);
+  return kExitOk;
+}
+
+int cmd_disasm(const std::string& input) {
+  isa::Program prog = isa::read_program(input);
+  isa::decode_program(prog);  // reports illegal encodings with their bundle before printing
+  std::cout << isa::disassemble(prog);
+  return kExitOk;
+}
+
+int cmd_config_check(const std::string& what) {
+  config::Config c = config::resolve(what);
+  std::cout << fmt::format("# {}: valid; fingerprint 0x{:016x}\n", what, config::fingerprint(c));
+  std::cout << config::to_yaml(c);
+  return kExitOk;
+}
+
+int cmd_config_list() {
+  for (const std::string& n : config::preset_names()) {
+    config::Config c = config::load_preset(n);
+    std::cout << fmt::format("{:<14} {}\n", n, c.description);
+  }
+  return kExitOk;
+}
+
+struct SimArgs {
+  std::string program, config, output_dir, report, trace;
+  std::vector<std::string> inputs;
+  uint64_t seed = 1;
+  uint64_t max_cycles = 10'000'000'000ull;
+  bool quiet = false;
+};
+
+int cmd_sim(const SimArgs& a) {
+  isa::Program prog = isa::read_program(a.program);
+  std::string cfg_name = !a.config.empty() ? a.config : prog.config_name;
+  if (cfg_name.empty())
+    throw UserError(fmt::format("{}: the program names no config; pass one with -c (vtpu config list shows the "
+                                "presets)",
+                                a.program));
+  config::Config cfg = config::resolve(cfg_name);
+
+  std::map<std::string, std::vector<uint8_t>> inputs;
+  sim::ReportMeta meta;
+  meta.tool_version = VTPU_VERSION;
+  meta.program = a.program;
+  meta.seed = a.seed;
+  for (const std::string& spec : a.inputs) {
+    size_t eq = spec.find('=');
+    if (eq == std::string::npos || eq == 0)
+      throw UserError(fmt::format("--input '{}': expected NAME=FILE.npy", spec));
+    std::string name = spec.substr(0, eq), file = spec.substr(eq + 1);
+    const isa::TensorInfo* t = nullptr;
+    for (const auto& ti : prog.tensors)
+      if (ti.name == name && ti.role == isa::TensorRole::Input) t = &ti;
+    if (!t) {
+      std::string names;
+      for (const auto& ti : prog.tensors)
+        if (ti.role == isa::TensorRole::Input) names += " " + ti.name;
+      throw UserError(fmt::format("--input {}: the program has no input '{}'; its inputs are:{}", spec, name,
+                                  names.empty() ? " (none)" : names));
+    }
+    inputs[name] = runtime::tensor_bytes_from_npy(runtime::read_npy(file), t->dtype, t->shape, name, file);
+    meta.inputs.push_back(name + "=" + file);
+  }
+  for (const auto& t : prog.tensors)
+    if (t.role == isa::TensorRole::Input && !inputs.count(t.name)) meta.inputs.push_back(t.name + "=random");
+  sim::fill_missing_inputs(prog, a.seed, inputs);
+
+  sim::SimOptions opt;
+  opt.max_cycles = a.max_cycles;
+  opt.record_trace = !a.trace.empty();
+  sim::RunResult r = sim::simulate(cfg, prog, inputs, opt);
+
+  if (!a.quiet) std::cout << sim::summary_table(r, cfg);
+  if (!a.output_dir.empty()) {
+    std::filesystem::create_directories(a.output_dir);
+    for (const auto& t : prog.tensors) {
+      if (t.role != isa::TensorRole::Output) continue;
+      auto path = std::filesystem::path(a.output_dir) / (t.name + ".npy");
+      runtime::write_npy(path, runtime::npy_from_tensor_bytes(r.outputs.at(t.name), t.dtype, t.shape));
+    }
+  }
+  if (!a.report.empty()) {
+    std::ofstream f(a.report);
+    if (!f) throw UserError(fmt::format("{}: cannot open for writing", a.report));
+    f << sim::report_json(r, cfg, meta);
+  }
+  if (!a.trace.empty()) {
+    std::ofstream f(a.trace);
+    if (!f) throw UserError(fmt::format("{}: cannot open for writing", a.trace));
+    sim::write_trace(f, r.trace, prog.tags, cfg.clock_mhz);
+  }
+  return kExitOk;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"vtpu: a virtual TPU (cycle-accurate simulator, compiler, RTL cross-check)"};
+  app.require_subcommand(1);
+  app.set_version_flag("--version", std::string("vtpu ") + VTPU_VERSION);
+
+  std::string asm_in, asm_out, asm_cfg;
+  auto* asm_cmd = app.add_subcommand("asm", "assemble a .s file into a .vtpu program");
+  asm_cmd->add_option("FILE", asm_in, "assembly source")->required();
+  asm_cmd->add_option("-o,--output", asm_out, "output program (default: FILE with .vtpu)");
+  asm_cmd->add_option("-c,--config", asm_cfg, "preset name or YAML file the program targets");
+
+  std::string dis_in;
+  auto* dis_cmd = app.add_subcommand("disasm", "print a .vtpu program as assembly");
+  dis_cmd->add_option("FILE", dis_in, "program")->required();
+
+  auto* cfg_cmd = app.add_subcommand("config", "validate and show configs");
+  cfg_cmd->require_subcommand(1);
+  std::string cfg_file;
+  auto* check_cmd = cfg_cmd->add_subcommand("check", "validate a config and print it with defaults filled in");
+  check_cmd->add_option("FILE", cfg_file, "preset name or YAML file")->required();
+  auto* list_cmd = cfg_cmd->add_subcommand("list", "list the built-in presets");
+
+  SimArgs sim_args;
+  auto* sim_cmd = app.add_subcommand("sim", "run a .vtpu program on the cycle-accurate chip model");
+  sim_cmd->add_option("PROGRAM", sim_args.program, "program (.vtpu)")->required();
+  sim_cmd->add_option("-c,--config", sim_args.config, "preset name or YAML file (default: the program's config)");
+  sim_cmd->add_option("--input", sim_args.inputs, "NAME=FILE.npy for an input tensor (repeatable); others are seeded random");
+  sim_cmd->add_option("--seed", sim_args.seed, "seed for generated inputs")->capture_default_str();
+  sim_cmd->add_option("--output-dir", sim_args.output_dir, "write every output tensor as NAME.npy here");
+  sim_cmd->add_option("--report", sim_args.report, "write the JSON report (docs/reports.md) here");
+  sim_cmd->add_option("--trace", sim_args.trace, "write a Chrome-trace/Perfetto timeline here");
+  sim_cmd->add_option("--max-cycles", sim_args.max_cycles, "stop with an error past this many cycles")->capture_default_str();
+  sim_cmd->add_flag("-q,--quiet", sim_args.quiet, "do not print the summary table");
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    int rc = app.exit(e);
+    return rc == 0 ? kExitOk : kExitUsage;
+  }
+
+  try {
+    if (*asm_cmd) return cmd_asm(asm_in, asm_out, asm_cfg);
+    if (*sim_cmd) return cmd_sim(sim_args);
+    if (*dis_cmd) return cmd_disasm(dis_in);
+    if (*check_cmd) return cmd_config_check(cfg_file);
+    if (*list_cmd) return cmd_config_list();
+  } catch (const UserError& e) {
+    std::cerr << e.what() << "\n";
+    return kExitUserError;
+  } catch (const std::exception& e) {
+    std::cerr << "vtpu: internal error: " << e.what()
+              << "\n  This is a bug in vtpu; please report it with the command that caused it.\n";
+    return kExitInternal;
+  }
+  return kExitUsage;
+}

@@ -1,0 +1,156 @@
+#include "vtpu/runtime/npy.h"
+
+#include <fmt/format.h>
+
+#include <cstring>
+#include <fstream>
+
+namespace vtpu::runtime {
+namespace {
+
+std::string descr_of(isa::Dtype d) {
+  switch (d) {
+    case isa::Dtype::Int8: return "|i1";
+    case isa::Dtype::Uint8: return "|u1";
+    case isa::Dtype::Int16: return "<i2";
+    case isa::Dtype::Int32: return "<i4";
+    case isa::Dtype::Fp32: return "<f4";
+    case isa::Dtype::Bf16: return "<f4";
+  }
+  return "?";
+}
+
+// Same type whatever the byte-order mark of a one-byte type.
+bool same_descr(const std::string& a, const std::string& b) {
+  if (a.size() != 3 || b.size() != 3) return a == b;
+  return a.substr(1) == b.substr(1) && (a[0] == b[0] || a[2] == '1');
+}
+
+}  // namespace
+
+NpyArray read_npy(const std::filesystem::path& path) {
+  std::ifstream f(path, std::ios::binary);
+  if (!f) throw UserError(fmt::format("{}: cannot open (does the file exist?)", path.string()));
+  std::vector<uint8_t> b((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  auto bad = [&](const std::string& what) {
+    return UserError(fmt::format("{}: not a valid .npy file: {}", path.string(), what));
+  };
+  if (b.size() < 10 || std::memcmp(b.data(), "\x93NUMPY", 6) != 0) throw bad("missing the \\x93NUMPY magic");
+  uint8_t major = b[6];
+  size_t hlen, hstart;
+  if (major == 1) hlen = b[8] | (size_t(b[9]) << 8), hstart = 10;
+  else if (major == 2 || major == 3) {
+    if (b.size() < 12) throw bad("truncated header");
+    hlen = b[8] | (size_t(b[9]) << 8) | (size_t(b[10]) << 16) | (size_t(b[11]) << 24), hstart = 12;
+  } else throw bad(fmt::format("format version {} is not supported", major));
+  if (hstart + hlen > b.size()) throw bad("truncated header");
+  std::string h(reinterpret_cast<const char*>(b.data() + hstart), hlen);
+  auto value_of = [&](const std::string& key) {
+    size_t k = h.find("'" + key + "'");
+    if (k == std::string::npos) throw bad("header lacks '" + key + "'");
+    size_t c = h.find(':', k);
+    if (c == std::string::npos) throw bad("malformed header");
+    return c + 1;
+  };
+  NpyArray a;
+  size_t d = value_of("descr");
+  size_t q1 = h.find('\'', d), q2 = q1 == std::string::npos ? q1 : h.find('\'', q1 + 1);
+  if (q2 == std::string::npos) throw bad("malformed descr");
+  a.descr = h.substr(q1 + 1, q2 - q1 - 1);
+  size_t fo = value_of("fortran_order");
+  if (h.compare(h.find_first_not_of(' ', fo), 4, "True") == 0)
+    throw bad("Fortran-order arrays are not supported; save with numpy.ascontiguousarray");
+  size_t s = value_of("shape");
+  size_t p1 = h.find('(', s), p2 = h.find(')', s);
+  if (p1 == std::string::npos || p2 == std::string::npos) throw bad("malformed shape");
+  std::string dims = h.substr(p1 + 1, p2 - p1 - 1);
+  size_t pos = 0;
+  while (pos < dims.size()) {
+    size_t comma = dims.find(',', pos);
+    std::string tok = dims.substr(pos, comma == std::string::npos ? std::string::npos : comma - pos);
+    tok.erase(0, tok.find_first_not_of(' '));
+    if (!tok.empty()) {
+      size_t used = 0;
+      long long v = 0;
+      try {
+        v = std::stoll(tok, &used);
+      } catch (...) {
+        throw bad("malformed shape '" + dims + "'");
+      }
+      if (v < 0) throw bad("negative dimension");
+      a.shape.push_back(v);
+    }
+    if (comma == std::string::npos) break;
+    pos = comma + 1;
+  }
+  uint64_t count = 1;
+  for (int64_t v : a.shape) count *= uint64_t(v);
+  if (a.descr.size() != 3 || (a.descr[0] != '<' && a.descr[0] != '|'))
+    throw bad(fmt::format("dtype '{}' is not supported (little-endian int8/uint8/int16/int32/float32)", a.descr));
+  uint64_t esz = uint64_t(a.descr[2] - '0');
+  size_t off = hstart + hlen;
+  if (b.size() - off != count * esz)
+    throw bad(fmt::format("data holds {} bytes but shape and dtype need {}", b.size() - off, count * esz));
+  a.data.assign(b.begin() + long(off), b.end());
+  return a;
+}
+
+void write_npy(const std::filesystem::path& path, const NpyArray& a) {
+  std::string shape = fmt::format("{}", fmt::join(a.shape, ", "));
+  if (a.shape.size() == 1) shape += ",";  // Python's one-element tuple
+  std::string h = fmt::format("{{'descr': '{}', 'fortran_order': False, 'shape': ({}), }}", a.descr, shape);
+  size_t total = 10 + h.size() + 1;
+  h.append((64 - total % 64) % 64, ' ');
+  h += '\n';
+  std::ofstream f(path, std::ios::binary);
+  if (!f) throw UserError(fmt::format("{}: cannot open for writing", path.string()));
+  f.write("\x93NUMPY\x01\x00", 8);
+  uint16_t hl = uint16_t(h.size());
+  f.write(reinterpret_cast<const char*>(&hl), 2);
+  f.write(h.data(), std::streamsize(h.size()));
+  f.write(reinterpret_cast<const char*>(a.data.data()), std::streamsize(a.data.size()));
+  if (!f) throw UserError(fmt::format("{}: write failed", path.string()));
+}
+
+std::vector<uint8_t> tensor_bytes_from_npy(const NpyArray& a, isa::Dtype dtype, const std::vector<int64_t>& shape,
+                                           const std::string& tensor, const std::string& file) {
+  auto join = [](const std::vector<int64_t>& s) { return fmt::format("[{}]", fmt::join(s, ", ")); };
+  uint64_t want = 1, have = 1;
+  for (int64_t v : shape) want *= uint64_t(v);
+  for (int64_t v : a.shape) have *= uint64_t(v);
+  if (want != have)
+    throw UserError(fmt::format("{}: input '{}' needs shape {} ({} elements) but the file holds {} ({} elements)",
+                                file, tensor, join(shape), want, join(a.shape), have));
+  std::string need = descr_of(dtype);
+  if (!same_descr(a.descr, need))
+    throw UserError(fmt::format("{}: input '{}' is {} (numpy '{}') but the file holds '{}'; convert it with "
+                                "numpy's astype",
+                                file, tensor, isa::dtype_name(dtype), need, a.descr));
+  if (dtype != isa::Dtype::Bf16) return a.data;
+  std::vector<uint8_t> out(want * 2);
+  for (uint64_t i = 0; i < want; ++i) {
+    uint32_t u;
+    std::memcpy(&u, &a.data[i * 4], 4);
+    uint16_t hbits = (u & 0x7fffffff) > 0x7f800000 ? uint16_t(0x7fc0) : uint16_t((u + 0x7fff + ((u >> 16) & 1)) >> 16);
+    std::memcpy(&out[i * 2], &hbits, 2);
+  }
+  return out;
+}
+
+NpyArray npy_from_tensor_bytes(const std::vector<uint8_t>& bytes, isa::Dtype dtype, const std::vector<int64_t>& shape) {
+  NpyArray a;
+  a.descr = descr_of(dtype);
+  a.shape = shape;
+  if (dtype != isa::Dtype::Bf16) {
+    a.data = bytes;
+    return a;
+  }
+  a.data.resize(bytes.size() * 2);
+  for (size_t i = 0; i < bytes.size() / 2; ++i) {
+    uint32_t u = uint32_t(bytes[i * 2] | (bytes[i * 2 + 1] << 8)) << 16;
+    std::memcpy(&a.data[i * 4], &u, 4);
+  }
+  return a;
+}
+
+}  // namespace vtpu::runtime

@@ -1,0 +1,57 @@
+#pragma once
+// The cycle-accurate SystemC model of one vtpu chip. docs/microarch.md states every timing
+// rule it implements; docs/numerics.md the arithmetic.
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "vtpu/config/config.h"
+#include "vtpu/isa/program.h"
+#include "vtpu/sim/stats.h"
+#include "vtpu/support/error.h"
+
+namespace vtpu::sim {
+
+struct SimOptions {
+  uint64_t max_cycles = 1'000'000'000'000ull;  // stop with an error past this
+  bool record_trace = false;                   // keep per-operation events for --trace
+};
+
+// One operation's activity on a unit, for the timeline trace.
+struct TraceEvent {
+  Unit unit;
+  uint16_t lane;       // MXU index, DMA slot
+  uint16_t tag;        // Program::tags index
+  uint32_t bundle;
+  const char* name;    // mnemonic or stall reason; static storage
+  uint64_t begin, end; // cycles [begin, end)
+};
+
+struct RunResult {
+  Stats stats;
+  std::vector<TraceEvent> trace;
+  std::map<std::string, std::vector<uint8_t>> outputs;  // output tensors, raw little-endian
+};
+
+// The program did something the chip cannot do: a deadlock, a race, an address out of
+// bounds, an illegal operand, the cycle limit. The message names the bundle, its tag, the
+// unit and the field or flag involved.
+class SimError : public UserError {
+ public:
+  using UserError::UserError;
+};
+
+// Runs `program` on a chip built from `config`. `inputs` gives the bytes of every input
+// tensor by name (use fill_missing_inputs for defaults). SystemC allows one simulation per
+// process: a second call throws InternalError.
+RunResult simulate(const config::Config& config, const isa::Program& program,
+                   const std::map<std::string, std::vector<uint8_t>>& inputs,
+                   const SimOptions& options = {});
+
+// Deterministic pseudo-random bytes for every input tensor missing from `inputs`
+// (int8: uniform in [-64, 63]; bf16/fp32: uniform in [-1, 1); int32: [-1000, 1000]).
+void fill_missing_inputs(const isa::Program& program, uint64_t seed,
+                         std::map<std::string, std::vector<uint8_t>>& inputs);
+
+}  // namespace vtpu::sim

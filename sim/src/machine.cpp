@@ -1,0 +1,783 @@
+// The rules of docs/microarch.md. Each accept_* returns the earliest cycle an operation can
+// issue and why it waited; each exec_* commits its timing and computes its data.
+#include "machine.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cstring>
+
+#include "compute.h"
+
+namespace vtpu::sim::detail {
+
+using isa::Dtype;
+using isa::FieldKind;
+
+namespace {
+
+uint64_t ceil_div(uint64_t a, uint64_t b) { return (a + b - 1) / b; }
+
+const char* space_name(Space s) {
+  switch (s) {
+    case Space::Ub: return "unified-buffer bytes";
+    case Space::Acc: return "accumulator rows";
+    case Space::Hbm: return "HBM bytes";
+  }
+  return "?";
+}
+
+bool has_operand(const isa::OpDef& def, std::string_view name) {
+  for (const auto& o : def.operands)
+    if (o.name == name) return true;
+  return false;
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------------------------------
+// Hazards
+
+void HazardChecker::retire_before(uint64_t cycle) {
+  std::erase_if(live_, [&](const Access& a) { return a.t1 <= cycle; });
+}
+
+namespace {
+// Does any touched range of `x` intersect one of `y`? Both bounding boxes overlap already.
+bool overlaps(const Access& x, const Access& y) {
+  if (!x.rows && !y.rows) return true;
+  const Access& strided = x.rows ? x : y;
+  const Access& other = x.rows ? y : x;
+  for (auto [b, e] : *strided.rows) {
+    if (!other.rows) {
+      if (b < other.hi && other.lo < e) return true;
+      continue;
+    }
+    // other's rows are sorted by begin and all no longer than their bytes: look at the
+    // candidates that begin before e.
+    const auto& o = *other.rows;
+    auto it = std::lower_bound(o.begin(), o.end(), std::pair{e, uint64_t(0)});
+    uint64_t len = o.front().second - o.front().first;
+    while (it != o.begin()) {
+      --it;
+      if (it->second > b) return true;
+      if (it->first + len <= b) break;  // earlier rows end even sooner
+    }
+  }
+  return false;
+}
+}  // namespace
+
+void HazardChecker::check_and_add(const Access& a, const isa::Program& prog) {
+  for (const Access& l : live_) {
+    if (l.space != a.space || l.t1 <= a.t0 || a.t1 <= l.t0) continue;
+    if (l.hi <= a.lo || a.hi <= l.lo) continue;
+    if (!l.write && !a.write) continue;
+    if (!overlaps(l, a)) continue;
+    if (l.op.bundle == a.op.bundle && l.op.slot == a.op.slot) continue;  // an operation's own operands
+    if (a.space == Space::Acc && l.mxu >= 0 && l.mxu == a.mxu) continue;  // in-order array
+    uint64_t lo = std::max(l.lo, a.lo), hi = std::min(l.hi, a.hi);
+    auto tagname = [&](uint16_t t) { return t < prog.tags.size() && !prog.tags[t].empty() ? " [" + prog.tags[t] + "]" : std::string(); };
+    throw SimError(fmt::format(
+        "race: bundle {} ({}){} {} {} {}..{} during cycles {}..{}, but bundle {} ({}){} {} them until "
+        "cycle {}. Make bundle {} wait on a flag that bundle {} increments (or move one of them).",
+        a.op.bundle, a.op.def->mnemonic, tagname(a.op.tag), a.write ? "writes" : "reads", space_name(a.space),
+        lo, hi - 1, a.t0, a.t1 - 1, l.op.bundle, l.op.def->mnemonic, tagname(l.op.tag),
+        l.write ? "writes" : "reads", l.t1, a.op.bundle, l.op.bundle));
+  }
+  live_.push_back(a);
+}
+
+// ---------------------------------------------------------------------------------------
+// Storage
+
+uint64_t MxuState::fifo_occupancy(uint64_t t) const {
+  uint64_t n = fifo.size();
+  for (uint64_t p : pop_times)
+    if (p > t) ++n;
+  return n;
+}
+
+void HbmStore::read(uint64_t addr, uint8_t* dst, uint64_t n) const {
+  while (n) {
+    uint64_t page = addr / kPage, off = addr % kPage, len = std::min(n, kPage - off);
+    auto it = pages_.find(page);
+    if (it == pages_.end()) std::memset(dst, 0, len);
+    else std::memcpy(dst, it->second.get() + off, len);
+    addr += len, dst += len, n -= len;
+  }
+}
+
+void HbmStore::write(uint64_t addr, const uint8_t* src, uint64_t n) {
+  while (n) {
+    uint64_t page = addr / kPage, off = addr % kPage, len = std::min(n, kPage - off);
+    auto& p = pages_[page];
+    if (!p) {
+      p = std::make_unique<uint8_t[]>(kPage);
+      std::memset(p.get(), 0, kPage);
+    }
+    std::memcpy(p.get() + off, src, len);
+    addr += len, src += len, n -= len;
+  }
+}
+
+// ---------------------------------------------------------------------------------------
+// Machine
+
+Machine::Machine(const config::Config& cfg, const isa::Program& prog, const SimOptions& opt,
+                 HbmStore& hbm, HbmPort hbm_port)
+    : cfg_(cfg), prog_(prog), opt_(opt), hbm_(hbm), hbm_port_(std::move(hbm_port)) {
+  bundles_ = isa::decode_program(prog);
+  R_ = cfg.core.mxu.rows;
+  C_ = cfg.core.mxu.cols;
+  ub_.assign(cfg.core.unified_buffer.bytes, 0);
+  mxu_.resize(cfg.core.mxu.count);
+  for (MxuState& m : mxu_) m.acc.assign(size_t(cfg.core.accumulators.rows) * C_, 0);
+  flags_.resize(isa::kNumFlags);
+  per_tag_.resize(prog.tags.size());
+  stats_.clock_mhz = cfg.clock_mhz;
+  stats_.mxu_count = cfg.core.mxu.count;
+  stats_.mxu_rows = R_;
+  stats_.mxu_cols = C_;
+}
+
+std::string Machine::where(const OpRef& ref) const {
+  std::string s = fmt::format("bundle {} (slot {}, {}", ref.bundle, isa::slot(ref.slot).name,
+                              ref.def ? ref.def->mnemonic : "nop");
+  if (ref.tag < prog_.tags.size() && !prog_.tags[ref.tag].empty()) s += fmt::format(", tag '{}'", prog_.tags[ref.tag]);
+  return s + ")";
+}
+
+void Machine::fail(const OpRef& ref, const std::string& what) const {
+  throw SimError(fmt::format("{}: {}", where(ref), what));
+}
+
+int64_t Machine::f(const Operation& op, SlotId s, std::string_view name) const {
+  return isa::field(op, s, name);
+}
+
+uint32_t Machine::check_mxu(const OpRef& ref, std::string_view field, int64_t mxu) {
+  if (mxu < 0 || uint64_t(mxu) >= mxu_.size())
+    fail(ref, fmt::format("field '{}' = {} but the config has {} MXU(s) (core.mxu.count); use 0..{}", field,
+                          mxu, mxu_.size(), mxu_.size() - 1));
+  return uint32_t(mxu);
+}
+
+void Machine::check_ub(const OpRef& ref, std::string_view field, uint64_t addr, uint64_t bytes, bool aligned) {
+  uint64_t cap = ub_.size();
+  if (addr > cap || bytes > cap - addr)
+    fail(ref, fmt::format("'{}' reaches unified-buffer bytes {}..{}, past its {} bytes "
+                          "(core.unified_buffer.bytes)",
+                          field, addr, addr + bytes - 1, cap));
+  uint64_t al = cfg_.core.unified_buffer.alignment_bytes;
+  if (aligned && al > 1 && addr % al)
+    fail(ref, fmt::format("'{}' = unified-buffer address {} is not a multiple of {} "
+                          "(core.unified_buffer.alignment_bytes)",
+                          field, addr, al));
+}
+
+uint64_t Machine::check_acc(const OpRef& ref, std::string_view field, int mxu, uint64_t row, uint64_t rows) {
+  uint64_t per = cfg_.core.accumulators.rows;
+  if (mxu >= 0) {
+    if (row + rows > per)
+      fail(ref, fmt::format("'{}' reaches accumulator rows {}..{} of MXU {}, which has {} rows "
+                            "(core.accumulators.rows)",
+                            field, row, row + rows - 1, mxu, per));
+    return uint64_t(mxu) * per + row;
+  }
+  uint64_t total = per * mxu_.size();
+  if (row + rows > total)
+    fail(ref, fmt::format("'{}' reaches accumulator rows {}..{}, past the {} rows of {} MXU(s) "
+                          "(vector operations address MXU m's row r as m*{}+r)",
+                          field, row, row + rows - 1, total, mxu_.size(), per));
+  return row;
+}
+
+void Machine::add_increment(int64_t flag, uint64_t done, StallReason source, uint32_t bundle, int64_t amount) {
+  if (flag == 0) return;
+  flags_[size_t(flag)].pending.push_back({done, amount, source, bundle});
+}
+
+void Machine::charge_done(const OpRef& ref, uint64_t done) {
+  last_done_ = std::max(last_done_, done);
+  Counters& c = tagc(ref.tag);
+  c.last_done = std::max(c.last_done, done);
+}
+
+void Machine::trace(Unit u, uint16_t lane, const OpRef& ref, const char* name, uint64_t b, uint64_t e) {
+  if (opt_.record_trace && e > b) trace_.push_back({u, lane, ref.tag, ref.bundle, name, b, e});
+}
+
+// ---- sync flags ----
+
+Machine::Accept Machine::accept_wait(const Operation& op, uint64_t t, const OpRef& ref) {
+  int64_t flag = f(op, SlotId::Control, "flag"), n = f(op, SlotId::Control, "count");
+  if (flag == 0) fail(ref, "wait on f0, which means 'no flag'; use a flag f1..f63");
+  FlagState& fs = flags_[size_t(flag)];
+  std::sort(fs.pending.begin(), fs.pending.end(), [](auto& a, auto& b) { return a.done < b.done; });
+  int64_t v = fs.value;
+  for (const auto& p : fs.pending)
+    if (p.done <= t) v += p.amount;
+  if (v >= n) return {t, StallReason::WaitFlag};
+  for (const auto& p : fs.pending) {
+    if (p.done <= t) continue;
+    v += p.amount;
+    if (v >= n) return {p.done, p.source};
+  }
+  std::string who;
+  for (const auto& p : fs.pending) who += fmt::format(" bundle {} (done at cycle {});", p.bundle, p.done);
+  fail(ref, fmt::format("deadlock: waits for f{} >= {}, but f{} can only reach {} — no issued operation "
+                        "will increment it further.{} Check the flag numbers and counts of the operations "
+                        "that should signal f{}.",
+                        flag, n, flag, v, who.empty() ? "" : " Pending increments:" + who, flag));
+}
+
+void Machine::exec_wait(const Operation& op, uint64_t t) {
+  int64_t flag = f(op, SlotId::Control, "flag"), n = f(op, SlotId::Control, "count");
+  FlagState& fs = flags_[size_t(flag)];
+  std::erase_if(fs.pending, [&](const FlagState::Pending& p) {
+    if (p.done > t) return false;
+    fs.value += p.amount;
+    return true;
+  });
+  fs.value -= n;
+}
+
+// ---- DMA ----
+
+namespace {
+struct DmaShape {
+  uint64_t min_off = 0, max_off = 0;  // extremes of row start offsets
+  uint64_t rows = 1;
+};
+DmaShape shape_of(const isa::DmaDescriptor& d, bool src) {
+  int64_t lo = 0, hi = 0;
+  uint64_t rows = 1;
+  for (const auto& dim : d.dims) {
+    int64_t s = src ? dim.src_stride : dim.dst_stride;
+    int64_t span = int64_t(dim.count - 1) * s;
+    if (span >= 0) hi += span;
+    else lo += span;
+    rows *= dim.count;
+  }
+  return {uint64_t(lo), uint64_t(hi), rows};
+}
+}  // namespace
+
+Machine::Accept Machine::accept_dma(const Operation& op, uint64_t t, const OpRef& ref) {
+  Accept a{t, StallReason::DmaBusy};
+  std::erase_if(dma_done_, [&](uint64_t d) { return d <= t; });
+  uint32_t slots = cfg_.core.dma.max_in_flight;
+  if (dma_done_.size() >= slots) {
+    std::vector<uint64_t> d = dma_done_;
+    std::sort(d.begin(), d.end());
+    a.t = d[d.size() - slots];  // the earliest cycle at which only slots-1 remain in flight
+  }
+  if (ref.def->mnemonic == "dma.send")
+    fail(ref, "dma.send moves data between chips, which needs a multi-chip run; this is a single-chip "
+              "simulation");
+  if (ref.def->mnemonic == "dma.wfifo") {
+    uint32_t m = check_mxu(ref, "mxu", f(op, SlotId::Dma, "unit"));
+    const MxuState& ms = mxu_[m];
+    uint64_t depth = cfg_.core.mxu.weight_fifo_tiles;
+    if (ms.fifo_occupancy(a.t) >= depth) {
+      std::vector<uint64_t> pops;
+      for (uint64_t p : ms.pop_times)
+        if (p > a.t) pops.push_back(p);
+      std::sort(pops.begin(), pops.end());
+      // Occupancy falls by one at each pop; find when it drops below depth.
+      uint64_t occ = ms.fifo_occupancy(a.t);
+      size_t need = size_t(occ - depth + 1);
+      if (need > pops.size())
+        fail(ref, fmt::format("deadlock: the weight FIFO of MXU {} is full ({} tiles, "
+                              "core.mxu.weight_fifo_tiles) and no issued mxu.wload will take a tile out; "
+                              "issue mxu.wload before more dma.wfifo",
+                              m, depth));
+      a = {pops[need - 1], StallReason::WeightFifoFull};
+    }
+  }
+  return a;
+}
+
+void Machine::exec_dma(const Operation& op, uint64_t T, const OpRef& ref) {
+  const auto& ub_cfg = cfg_.core.unified_buffer;
+  const isa::DmaDescriptor& d = prog_.descriptors[size_t(f(op, SlotId::Dma, "desc"))];
+  std::string_view kind = ref.def->mnemonic;
+  bool src_ub = kind == "dma.store" || kind == "dma.copy";
+  bool dst_ub = kind == "dma.load" || kind == "dma.copy";
+  uint64_t src = uint64_t(reg(f(op, SlotId::Dma, "src"))) + d.src_offset;
+  uint64_t dst = kind == "dma.wfifo" ? 0 : uint64_t(reg(f(op, SlotId::Dma, "dst"))) + d.dst_offset;
+  DmaShape ss = shape_of(d, true), ds = shape_of(d, false);
+  uint64_t N = d.total_bytes();
+  if (d.bytes == 0) fail(ref, fmt::format("descriptor '{}' moves 0 bytes", d.name));
+
+  auto check_side = [&](bool ub, uint64_t base, const DmaShape& s, const char* field, int64_t stride_check) {
+    if (s.min_off > 0 && base < uint64_t(-int64_t(s.min_off)))
+      fail(ref, fmt::format("'{}' (descriptor '{}') reaches below address 0", field, d.name));
+    uint64_t lo = base + s.min_off, hi = base + s.max_off + d.bytes;
+    if (ub) {
+      check_ub(ref, field, lo, hi - lo, true);
+      uint64_t al = ub_cfg.alignment_bytes;
+      if (al > 1 && stride_check % int64_t(al))
+        fail(ref, fmt::format("descriptor '{}': every row must start on a multiple of {} bytes on the "
+                              "unified-buffer side (core.unified_buffer.alignment_bytes), so its strides must "
+                              "be multiples of it",
+                              d.name, al));
+    } else if (hi > hbm_.capacity()) {
+      fail(ref, fmt::format("'{}' (descriptor '{}') reaches HBM bytes {}..{}, past its {} bytes (memory.bytes)",
+                            field, d.name, lo, hi - 1, hbm_.capacity()));
+    }
+    return std::pair{lo, hi};
+  };
+  int64_t src_strides = 0, dst_strides = 0;
+  for (const auto& dim : d.dims) src_strides |= dim.src_stride, dst_strides |= dim.dst_stride;
+  auto [slo, shi] = check_side(src_ub, src, ss, "src", src_strides);
+  std::pair<uint64_t, uint64_t> dr{0, 0};
+  if (kind != "dma.wfifo") dr = check_side(dst_ub, dst, ds, "dst", dst_strides);
+
+  // Row addresses, innermost dimension first.
+  std::vector<std::pair<uint64_t, uint64_t>> rows;
+  rows.reserve(ss.rows);
+  std::array<uint32_t, isa::kMaxDmaDims> cnt{1, 1, 1};
+  std::array<int64_t, isa::kMaxDmaDims> sst{0, 0, 0}, dst_st{0, 0, 0};
+  for (size_t i = 0; i < d.dims.size(); ++i) cnt[i] = d.dims[i].count, sst[i] = d.dims[i].src_stride, dst_st[i] = d.dims[i].dst_stride;
+  for (uint32_t i2 = 0; i2 < cnt[2]; ++i2)
+    for (uint32_t i1 = 0; i1 < cnt[1]; ++i1)
+      for (uint32_t i0 = 0; i0 < cnt[0]; ++i0)
+        rows.emplace_back(src + uint64_t(i0 * sst[0] + i1 * sst[1] + int64_t(i2) * sst[2]),
+                          dst + uint64_t(i0 * dst_st[0] + i1 * dst_st[1] + int64_t(i2) * dst_st[2]));
+
+  uint64_t S = T + cfg_.core.dma.setup_cycles;
+  uint64_t D = S;
+  Counters& c = tagc(ref.tag);
+  auto ub_port = [&](uint32_t ports) {
+    uint64_t occ = ceil_div(N, ub_cfg.row_bytes * ports);
+    uint64_t start = std::max(S, dma_port_free_);
+    dma_port_free_ = start + occ;
+    return start + occ;
+  };
+
+  if (kind == "dma.load") {
+    uint64_t H = S;
+    for (auto [s, t] : rows) H = std::max(H, hbm_port_(s, ub_.data() + t, d.bytes, S, false));
+    D = std::max(H, ub_port(ub_cfg.write_ports)) + ub_cfg.write_latency_cycles;
+    c.hbm_read_bytes += N, c.ub_write_bytes += N;
+  } else if (kind == "dma.store") {
+    uint64_t ready = S + ub_cfg.read_latency_cycles, H = ready;
+    for (auto [s, t] : rows) H = std::max(H, hbm_port_(t, ub_.data() + s, d.bytes, ready, true));
+    D = std::max(H, ub_port(ub_cfg.read_ports));
+    c.hbm_write_bytes += N, c.ub_read_bytes += N;
+  } else if (kind == "dma.copy") {
+    uint64_t occ = ceil_div(N, ub_cfg.row_bytes);
+    uint64_t start = std::max(S, dma_port_free_);
+    dma_port_free_ = start + 2 * occ;
+    D = start + 2 * occ + ub_cfg.read_latency_cycles + ub_cfg.write_latency_cycles;
+    for (auto [s, t] : rows) std::memmove(ub_.data() + t, ub_.data() + s, d.bytes);
+    c.ub_read_bytes += N, c.ub_write_bytes += N;
+  } else if (kind == "dma.wfifo") {
+    uint32_t m = check_mxu(ref, "mxu", f(op, SlotId::Dma, "unit"));
+    unsigned esz = isa::dtype_bytes(d.dtype);
+    if (d.dtype != Dtype::Int8 && d.dtype != Dtype::Bf16)
+      fail(ref, fmt::format("descriptor '{}' has dtype {}; weight tiles are int8 or bf16", d.name, isa::dtype_name(d.dtype)));
+    if (d.bytes % esz)
+      fail(ref, fmt::format("descriptor '{}': row of {} bytes is not a whole number of {} elements", d.name, d.bytes, isa::dtype_name(d.dtype)));
+    uint64_t K = rows.size(), Ncol = d.bytes / esz;
+    if (K > R_ || Ncol > C_)
+      fail(ref, fmt::format("descriptor '{}' describes a {}x{} weight tile but the array is {}x{} "
+                            "(core.mxu.rows x core.mxu.cols)",
+                            d.name, K, Ncol, R_, C_));
+    auto tile = std::make_shared<Tile>();
+    tile->data.resize(N);
+    tile->k = uint32_t(K), tile->n = uint32_t(Ncol), tile->dtype = d.dtype;
+    uint64_t H = S;
+    for (size_t r = 0; r < rows.size(); ++r)
+      H = std::max(H, hbm_port_(rows[r].first, tile->data.data() + r * d.bytes, d.bytes, S, false));
+    D = H;
+    tile->ready = D;
+    tile->loaded_by_bundle = ref.bundle;
+    mxu_[m].fifo.push_back(tile);
+    c.hbm_read_bytes += N, c.wfifo_bytes += N;
+  }
+
+  // Occupancy for the hazard checker: exact row ranges when the rows leave gaps.
+  auto space = [](bool ub) { return ub ? Space::Ub : Space::Hbm; };
+  auto pattern = [&](bool src_side, uint64_t lo, uint64_t hi) {
+    std::shared_ptr<std::vector<std::pair<uint64_t, uint64_t>>> v;
+    if (uint64_t(rows.size()) * d.bytes == hi - lo) return v;  // contiguous
+    v = std::make_shared<std::vector<std::pair<uint64_t, uint64_t>>>();
+    v->reserve(rows.size());
+    for (auto [s, t] : rows) {
+      uint64_t b = src_side ? s : t;
+      v->emplace_back(b, b + d.bytes);
+    }
+    std::sort(v->begin(), v->end());
+    return v;
+  };
+  Access src_acc{space(src_ub), slo, shi, false, T, D, ref};
+  src_acc.rows = pattern(true, slo, shi);
+  hazards_.check_and_add(src_acc, prog_);
+  if (kind != "dma.wfifo") {
+    Access dst_acc{space(dst_ub), dr.first, dr.second, true, T, D, ref};
+    dst_acc.rows = pattern(false, dr.first, dr.second);
+    hazards_.check_and_add(dst_acc, prog_);
+  }
+
+  add_increment(f(op, SlotId::Dma, "flag"), D, StallReason::WaitDma, ref.bundle);
+  dma_done_.push_back(D);
+  c.dma_transfers++;
+  c.dma_busy_cycles += D - T;
+  charge_done(ref, D);
+  trace(Unit::Dma, uint16_t(dma_done_.size() - 1), ref, ref.def->mnemonic.data(), T, D);
+}
+
+// ---- MXU ----
+
+Machine::Accept Machine::accept_wload(const Operation& op, uint64_t t, const OpRef& ref) {
+  uint32_t m = check_mxu(ref, "mxu", f(op, SlotId::MxuWeight, "mxu"));
+  return {std::max(t, mxu_[m].wpath_free), StallReason::WeightPathBusy};
+}
+
+void Machine::exec_wload(const Operation& op, uint64_t T, const OpRef& ref) {
+  uint32_t m = uint32_t(f(op, SlotId::MxuWeight, "mxu"));
+  MxuState& ms = mxu_[m];
+  if (ms.fifo.empty())
+    fail(ref, fmt::format("the weight FIFO of MXU {} is empty and no dma.wfifo to it is in flight; "
+                          "issue a dma.wfifo for this tile first",
+                          m));
+  if (ms.shadow)
+    fail(ref, fmt::format("would overwrite the shadow weights of MXU {} (loaded from the dma.wfifo at bundle "
+                          "{}) before any mxu.matmul swap=1 used them",
+                          m, ms.shadow->loaded_by_bundle));
+  std::shared_ptr<Tile> tile = ms.fifo.front();
+  ms.fifo.pop_front();
+  uint64_t start = std::max({T, tile->ready, ms.shadow_free});
+  uint64_t end = start + cfg_.core.mxu.weight_shift_cycles;
+  std::erase_if(ms.pop_times, [&](uint64_t p) { return p <= T; });
+  ms.pop_times.push_back(start);
+  ms.shadow = tile;
+  ms.shadow_ready = end;
+  ms.wpath_free = end;
+  Counters& c = tagc(ref.tag);
+  c.weight_loads++;
+  charge_done(ref, end);
+  trace(Unit::WeightFifo, uint16_t(m), ref, "mxu.wload", start, end);
+}
+
+Machine::Accept Machine::accept_matmul(const Operation& op, uint64_t t, const OpRef& ref) {
+  uint32_t m = check_mxu(ref, "mxu", f(op, SlotId::MxuMatmul, "mxu"));
+  const MxuState& ms = mxu_[m];
+  Accept a{std::max(t, ms.data_free), StallReason::MxuBusy};
+  if (f(op, SlotId::MxuMatmul, "swap")) {
+    if (!ms.shadow)
+      fail(ref, fmt::format("swap=1 but no mxu.wload has loaded new weights into MXU {} since its last swap", m));
+    if (ms.shadow_ready > a.t) a = {ms.shadow_ready, StallReason::WaitWeights};
+  } else if (!ms.active) {
+    fail(ref, fmt::format("MXU {} has no weights: the first mxu.matmul must swap in a tile (swap=1)", m));
+  }
+  return a;
+}
+
+void Machine::exec_matmul(const Operation& op, uint64_t T, const OpRef& ref) {
+  const auto& mc = cfg_.core.mxu;
+  uint32_t m = uint32_t(f(op, SlotId::MxuMatmul, "mxu"));
+  MxuState& ms = mxu_[m];
+  uint64_t S = T + mc.input_latency_cycles;
+  if (f(op, SlotId::MxuMatmul, "swap")) {
+    ms.active = ms.shadow;
+    ms.shadow.reset();
+    ms.shadow_free = S;
+  }
+  const Tile& w = *ms.active;
+  Dtype dt = Dtype(f(op, SlotId::MxuMatmul, "dtype"));
+  config::DType cdt = dt == Dtype::Int8 ? config::DType::kInt8 : config::DType::kBf16;
+  if (!config::supports(cfg_, cdt))
+    fail(ref, fmt::format("dtype={} but this config's MXU multiplies only what core.mxu.dtypes lists",
+                          isa::dtype_name(dt)));
+  if (w.dtype != dt)
+    fail(ref, fmt::format("dtype={} but the weights in MXU {} are {} (descriptor of the dma.wfifo at bundle {})",
+                          isa::dtype_name(dt), m, isa::dtype_name(w.dtype), w.loaded_by_bundle));
+  uint64_t B = uint64_t(f(op, SlotId::MxuMatmul, "rows"));
+  unsigned esz = isa::dtype_bytes(dt);
+  uint64_t row_bytes = uint64_t(R_) * esz;
+  uint64_t stride = uint64_t(f(op, SlotId::MxuMatmul, "stride"));
+  if (stride == 0) stride = row_bytes;
+  if (stride % esz) fail(ref, fmt::format("stride={} is not a multiple of the {}-byte {} element", stride, esz, isa::dtype_name(dt)));
+  uint64_t src = uint64_t(reg(f(op, SlotId::MxuMatmul, "src_reg"))) + uint64_t(f(op, SlotId::MxuMatmul, "src_off"));
+  uint64_t span = (B - 1) * stride + row_bytes;
+  check_ub(ref, "src", src, span, false);
+  uint64_t drow = uint64_t(reg(f(op, SlotId::MxuMatmul, "dst_reg"))) + uint64_t(f(op, SlotId::MxuMatmul, "dst_off"));
+  uint64_t grow = check_acc(ref, "dst", int(m), drow, B);
+  bool accumulate = f(op, SlotId::MxuMatmul, "acc") != 0;
+  uint64_t D = S + B + R_ + C_ - 2 + mc.output_latency_cycles;
+
+  hazards_.check_and_add({Space::Ub, src, src + span, false, T, T + B, ref}, prog_);
+  hazards_.check_and_add({Space::Acc, grow, grow + B, true, T, D, ref, int(m)}, prog_);
+
+  matmul_compute(dt, ub_.data() + src, stride / esz, w, ms.acc.data() + drow * C_, C_, B, C_, accumulate);
+
+  ms.data_free = T + B;
+  add_increment(f(op, SlotId::MxuMatmul, "flag"), D, StallReason::WaitMxu, ref.bundle);
+  Counters& c = tagc(ref.tag);
+  c.matmuls++;
+  c.mxu_rows += B;
+  (dt == Dtype::Int8 ? c.macs_int8 : c.macs_bf16) += B * w.k * w.n;
+  c.pe_rows += B * R_ * C_;
+  c.ub_read_bytes += B * row_bytes;
+  c.acc_write_bytes += B * C_ * 4;
+  if (accumulate) c.acc_read_bytes += B * C_ * 4;
+  charge_done(ref, D);
+  trace(Unit::Mxu, uint16_t(m), ref, "mxu.matmul", S, S + B);
+}
+
+// ---- vector unit ----
+
+Machine::Accept Machine::accept_vector(const Operation&, uint64_t t, const OpRef&) {
+  return {std::max(t, vec_free_), StallReason::VectorBusy};
+}
+
+void Machine::exec_vector(const Operation& op, uint64_t T, const OpRef& ref) {
+  const isa::OpDef& def = *ref.def;
+  const auto& vc = cfg_.core.vector;
+  uint32_t W = C_;
+  auto V = [&](std::string_view n) { return f(op, SlotId::Vector, n); };
+  Dtype dt = Dtype(V("dt"));
+  Dtype odt = has_operand(def, "odt") ? Dtype(V("odt")) : dt;
+  uint64_t rows = uint64_t(V("rows"));
+  const isa::VectorParams* param = has_operand(def, "param") ? &prog_.params[size_t(V("param"))] : nullptr;
+  if (std::string e = vector_check(def, dt, odt, param, W); !e.empty()) fail(ref, e);
+
+  bool pool = def.op_class == isa::OpClass::VecPool;
+  uint64_t window = pool ? param->window.size() : 1;
+  uint64_t occ = rows * ceil_div(W, vc.lanes) * window;
+  uint32_t lat = 0;
+  switch (def.op_class) {
+    case isa::OpClass::VecAlu: case isa::OpClass::VecMove: lat = vc.latency_cycles.alu; break;
+    case isa::OpClass::VecMul: lat = vc.latency_cycles.multiply; break;
+    case isa::OpClass::VecTranscendental: lat = vc.latency_cycles.transcendental; break;
+    case isa::OpClass::VecReduce: lat = vc.latency_cycles.reduce; break;
+    case isa::OpClass::VecRescale: lat = vc.latency_cycles.rescale; break;
+    case isa::OpClass::VecConvert: lat = vc.latency_cycles.convert; break;
+    case isa::OpClass::VecPool: lat = vc.latency_cycles.pool; break;
+    default: break;
+  }
+  uint64_t D = T + occ + lat;
+  Counters& c = tagc(ref.tag);
+
+  struct Resolved {
+    VecOperand v;
+    Space space;
+    uint64_t lo, hi;
+  };
+  auto operand = [&](const char* name, Dtype type, bool write) {
+    std::string p(name);
+    bool acc = V(p + "_mem") == 1;
+    uint64_t addr = uint64_t(reg(V(p + "_reg"))) + uint64_t(V(p + "_off"));
+    Resolved r;
+    r.v.dtype = type;
+    if (acc) {
+      if (type != Dtype::Int32 && type != Dtype::Fp32)
+        fail(ref, fmt::format("operand '{}' is in the accumulators, which hold int32 or fp32, not {}", name,
+                              isa::dtype_name(type)));
+      r.v.row_bytes = W * 4;
+      uint64_t n = rows;
+      if (!write && V("bcast") && p == "b") n = 1;
+      if (!write && pool) n = 0;  // pooling from accumulators: bound below
+      uint64_t g = check_acc(ref, name, -1, addr, std::max<uint64_t>(n, 1));
+      uint64_t mx = g / cfg_.core.accumulators.rows, row = g % cfg_.core.accumulators.rows;
+      r.v.ptr = reinterpret_cast<uint8_t*>(mxu_[mx].acc.data() + row * W);
+      if (row + std::max<uint64_t>(n, 1) > cfg_.core.accumulators.rows)
+        fail(ref, fmt::format("operand '{}' spans two MXUs' accumulators (rows {}..{})", name, g, g + n - 1));
+      r.space = Space::Acc, r.lo = g, r.hi = g + std::max<uint64_t>(n, 1);
+      (write ? c.acc_write_bytes : c.acc_read_bytes) += std::max<uint64_t>(n, 1) * r.v.row_bytes;
+    } else {
+      r.v.row_bytes = W * isa::dtype_bytes(type);
+      uint64_t n = rows;
+      if (!write && V("bcast") && p == "b") n = 1;
+      uint64_t lo = addr, hi = addr + n * r.v.row_bytes;
+      if (!write && pool) {
+        int64_t step = param->pool_stride ? param->pool_stride : int64_t(r.v.row_bytes);
+        int64_t wmin = *std::min_element(param->window.begin(), param->window.end());
+        int64_t wmax = *std::max_element(param->window.begin(), param->window.end());
+        int64_t l = int64_t(addr) + wmin, h = int64_t(addr) + int64_t(rows - 1) * step + wmax + int64_t(r.v.row_bytes);
+        if (l < 0) fail(ref, "pooling window reaches below unified-buffer address 0");
+        lo = uint64_t(l), hi = uint64_t(h);
+      }
+      check_ub(ref, name, lo, hi - lo, true);
+      r.v.ptr = ub_.data() + addr;
+      r.space = Space::Ub, r.lo = lo, r.hi = hi;
+      (write ? c.ub_write_bytes : c.ub_read_bytes) += hi - lo;
+    }
+    return r;
+  };
+
+  Resolved a = operand("a", dt, false);
+  Resolved b{};
+  bool binary = has_operand(def, "b");
+  if (binary) b = operand("b", dt, false);
+  Resolved d = operand("dst", odt, true);
+  hazards_.check_and_add({a.space, a.lo, a.hi, false, T, T + occ, ref}, prog_);
+  if (binary) hazards_.check_and_add({b.space, b.lo, b.hi, false, T, T + occ, ref}, prog_);
+  hazards_.check_and_add({d.space, d.lo, d.hi, true, T, D, ref}, prog_);
+
+  vector_compute(def, d.v, a.v, b.v, binary && V("bcast"), rows, W, param);
+
+  vec_free_ = T + occ;
+  add_increment(V("flag"), D, StallReason::WaitVector, ref.bundle);
+  c.vector_ops++;
+  c.vector_busy_cycles += occ;
+  c.vector_elements += rows * W * window;
+  if (def.op_class == isa::OpClass::VecMul || def.op_class == isa::OpClass::VecRescale ||
+      def.op_class == isa::OpClass::VecTranscendental)
+    c.vector_mul_elements += rows * W;
+  charge_done(ref, D);
+  trace(Unit::Vector, 0, ref, def.mnemonic.data(), T, T + occ);
+}
+
+// ---------------------------------------------------------------------------------------
+// Sequencer
+
+void Machine::run(const std::function<void(uint64_t)>& sync) {
+  const auto& sc = cfg_.core.scalar;
+  // Tie-break order for stall attribution, and the order operations take effect.
+  static constexpr SlotId kAcceptOrder[] = {SlotId::Control, SlotId::Dma, SlotId::MxuWeight,
+                                            SlotId::MxuMatmul, SlotId::Vector};
+  uint64_t prev = 0, penalty = 0;
+  bool first = true;
+  size_t pc = 0;
+  uint64_t T = 0;
+  uint64_t next_sync = 1 << 16;
+  while (true) {
+    if (pc >= bundles_.size())
+      throw SimError(fmt::format("the program ran past its last bundle ({}) without halt; end it with `halt`",
+                                 bundles_.size() ? bundles_.size() - 1 : 0));
+    const Bundle& b = bundles_[pc];
+    auto ref_of = [&](SlotId s) { return OpRef{uint32_t(pc), s, b.at(s).def, b.tag}; };
+    uint64_t earliest = first ? 0 : prev + 1 + penalty;
+    Accept best{earliest, StallReason::WaitFlag};
+    SlotId stall_slot = SlotId::Control;
+    for (SlotId s : kAcceptOrder) {
+      const Operation& op = b.at(s);
+      if (op.is_nop()) continue;
+      OpRef ref = ref_of(s);
+      Accept a{earliest, StallReason::WaitFlag};
+      switch (s) {
+        case SlotId::Control:
+          if (op.def->mnemonic == "wait") a = accept_wait(op, earliest, ref);
+          break;
+        case SlotId::Dma: a = accept_dma(op, earliest, ref); break;
+        case SlotId::MxuWeight: a = accept_wload(op, earliest, ref); break;
+        case SlotId::MxuMatmul: a = accept_matmul(op, earliest, ref); break;
+        case SlotId::Vector: a = accept_vector(op, earliest, ref); break;
+        default: break;
+      }
+      if (a.t > best.t) best = a, stall_slot = s;
+    }
+    T = best.t;
+    if (T > opt_.max_cycles)
+      throw SimError(fmt::format("{}: cycle limit {} reached (the program may loop forever or wait on a very "
+                                 "long transfer); raise it with --max-cycles",
+                                 where(ref_of(stall_slot)), opt_.max_cycles));
+    Counters& c = tagc(b.tag);
+    if (T > earliest) {
+      uint64_t stall = T - earliest;
+      c.stall[size_t(best.why)] += stall;
+      c.stall_cycles += stall;
+      trace(Unit::Sequencer, 0, ref_of(stall_slot), stall_reason_name(best.why).data(), earliest, T);
+    }
+    c.bundles++;
+    c.first_issue = std::min(c.first_issue, T);
+    hazards_.retire_before(T);
+
+    // Effects, in the order docs/microarch.md gives.
+    const Operation& ctl = b.at(SlotId::Control);
+    if (!ctl.is_nop() && ctl.def->mnemonic == "wait") exec_wait(ctl, T);
+    if (!b.at(SlotId::Dma).is_nop()) exec_dma(b.at(SlotId::Dma), T, ref_of(SlotId::Dma));
+    if (!b.at(SlotId::MxuMatmul).is_nop()) exec_matmul(b.at(SlotId::MxuMatmul), T, ref_of(SlotId::MxuMatmul));
+    if (!b.at(SlotId::MxuWeight).is_nop()) exec_wload(b.at(SlotId::MxuWeight), T, ref_of(SlotId::MxuWeight));
+    if (!b.at(SlotId::Vector).is_nop()) exec_vector(b.at(SlotId::Vector), T, ref_of(SlotId::Vector));
+
+    // Scalar unit and control: read every register before writing any.
+    std::array<std::pair<int64_t, uint32_t>, 3> writes{};
+    size_t nw = 0;
+    for (SlotId s : {SlotId::S0, SlotId::S1}) {
+      const Operation& op = b.at(s);
+      if (op.is_nop()) continue;
+      c.scalar_ops++;
+      uint32_t a = reg(f(op, s, "rs1")), bb = reg(f(op, s, "rs2"));
+      uint32_t imm = uint32_t(int32_t(f(op, s, "imm")));
+      std::string_view m = op.def->mnemonic;
+      bool use_imm = m.back() == 'i' && m != "li";
+      uint32_t y = use_imm ? imm : bb;
+      std::string_view base = use_imm ? m.substr(0, m.size() - 1) : m;
+      uint32_t r = 0;
+      if (m == "li") r = imm;
+      else if (base == "add") r = a + y;
+      else if (base == "sub") r = a - y;
+      else if (base == "mul") r = uint32_t(uint64_t(a) * y);
+      else if (base == "and") r = a & y;
+      else if (base == "or") r = a | y;
+      else if (base == "xor") r = a ^ y;
+      else if (base == "shl") r = a << (y & 31);
+      else if (base == "shr") r = a >> (y & 31);
+      else if (base == "sra") r = uint32_t(int32_t(a) >> (y & 31));
+      else if (base == "slt") r = int32_t(a) < int32_t(y);
+      else if (base == "sltu") r = a < y;
+      else if (base == "seq") r = a == y;
+      else if (base == "sne") r = a != y;
+      else if (base == "min") r = uint32_t(std::min(int32_t(a), int32_t(y)));
+      else if (base == "max") r = uint32_t(std::max(int32_t(a), int32_t(y)));
+      else throw InternalError(fmt::format("scalar operation {} not implemented", m));
+      writes[nw++] = {f(op, s, "rd"), r};
+    }
+    bool halt = false, taken = false;
+    size_t next = pc + 1;
+    if (!ctl.is_nop()) {
+      std::string_view m = ctl.def->mnemonic;
+      int32_t a = int32_t(reg(f(ctl, SlotId::Control, "rs1"))), bb = int32_t(reg(f(ctl, SlotId::Control, "rs2")));
+      size_t target = size_t(f(ctl, SlotId::Control, "target"));
+      if (m == "halt") halt = true;
+      else if (m == "signal") {
+        int64_t fl = f(ctl, SlotId::Control, "flag");
+        if (fl == 0) fail(ref_of(SlotId::Control), "signal on f0, which means 'no flag'; use f1..f63");
+        add_increment(fl, T + 1, StallReason::WaitFlag, uint32_t(pc), f(ctl, SlotId::Control, "count"));
+      }
+      else if (m == "jmp") taken = true;
+      else if (m == "beq") taken = a == bb;
+      else if (m == "bne") taken = a != bb;
+      else if (m == "blt") taken = a < bb;
+      else if (m == "bge") taken = a >= bb;
+      else if (m == "loop") {
+        uint32_t nv = uint32_t(a) - 1;
+        writes[nw++] = {f(ctl, SlotId::Control, "rs1"), nv};
+        taken = nv != 0;
+      }
+      // barrier: a single chip reaches every barrier at once.
+      if (taken) next = target;
+    }
+    for (size_t i = 0; i < nw; ++i)
+      if (writes[i].first != 0) regs_[size_t(writes[i].first)] = writes[i].second;
+
+    last_done_ = std::max(last_done_, T + 1);
+    if (T >= next_sync) {
+      sync(T);
+      next_sync = T + (1 << 16);
+    }
+    if (halt) break;
+    prev = T;
+    penalty = taken ? sc.branch_penalty_cycles : 0;
+    first = false;
+    pc = next;
+  }
+
+  stats_.total_cycles = last_done_;
+  for (size_t t = 0; t < per_tag_.size(); ++t) {
+    if (per_tag_[t].bundles == 0 && per_tag_[t].last_done == 0) continue;
+    stats_.per_tag.push_back({prog_.tags[t], per_tag_[t]});
+    stats_.total.add(per_tag_[t]);
+  }
+  std::stable_sort(stats_.per_tag.begin(), stats_.per_tag.end(),
+                   [](const TagStats& a, const TagStats& b) { return a.c.first_issue < b.c.first_issue; });
+  sync(stats_.total_cycles);
+}
+
+}  // namespace vtpu::sim::detail

@@ -1,0 +1,183 @@
+#pragma once
+// Internal: the state of one chip and the rules of docs/microarch.md, as plain C++ that
+// the SystemC modules in chip.cpp drive. Nothing here ticks a clock: every operation
+// computes its accept, start and done cycles when it issues, and its data effect at once
+// (the hazard checker makes sure that equals the timed behaviour).
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "vtpu/config/config.h"
+#include "vtpu/isa/bundle.h"
+#include "vtpu/isa/program.h"
+#include "vtpu/sim/simulator.h"
+
+namespace vtpu::sim::detail {
+
+using isa::Bundle;
+using isa::Operation;
+using isa::SlotId;
+
+// Where an operation sits, for error messages.
+struct OpRef {
+  uint32_t bundle = 0;
+  SlotId slot = SlotId::S0;
+  const isa::OpDef* def = nullptr;
+  uint16_t tag = 0;
+};
+
+// The memories an operation can occupy; see "Memory hazards are errors".
+enum class Space : uint8_t { Ub, Acc, Hbm };
+
+struct Access {
+  Space space;
+  uint64_t lo, hi;  // [lo, hi) bytes (UB, HBM) or global accumulator rows (Acc)
+  bool write;
+  uint64_t t0, t1;  // occupied cycles [t0, t1)
+  OpRef op;
+  int mxu = -1;     // set for matmul accumulator accesses (same-MXU overlap is allowed)
+  // For strided DMA patterns: the [begin, end) byte ranges actually touched, sorted by
+  // begin; null means all of [lo, hi).
+  std::shared_ptr<const std::vector<std::pair<uint64_t, uint64_t>>> rows;
+};
+
+class HazardChecker {
+ public:
+  // Throws SimError if `a` races with an operation still in flight; then records it.
+  void check_and_add(const Access& a, const isa::Program& prog);
+  void retire_before(uint64_t cycle);
+
+ private:
+  std::vector<Access> live_;
+};
+
+// A weight tile in a FIFO or a weight buffer: K x N valid elements of dtype, row-major.
+struct Tile {
+  std::vector<uint8_t> data;
+  uint32_t k = 0, n = 0;
+  isa::Dtype dtype = isa::Dtype::Int8;
+  uint64_t ready = 0;  // dma.wfifo done cycle
+  uint32_t loaded_by_bundle = 0;
+};
+
+struct MxuState {
+  // Weight FIFO: tiles reserved by dma.wfifo and not yet taken by an mxu.wload.
+  std::deque<std::shared_ptr<Tile>> fifo;
+  std::vector<uint64_t> pop_times;  // shift_start of issued wloads (tile leaves the FIFO)
+  uint64_t wpath_free = 0;          // previous wload's shift end
+  // Shadow buffer.
+  std::shared_ptr<Tile> shadow;     // loaded (or loading) tile not yet swapped in
+  uint64_t shadow_ready = 0;        // shift end of that tile
+  uint64_t shadow_free = 0;         // cycle from which the shadow may be overwritten
+  // Active buffer.
+  std::shared_ptr<Tile> active;
+  uint64_t data_free = 0;           // T_prev + B_prev
+  std::vector<uint32_t> acc;        // rows x C 32-bit words (int32 or fp32 bits)
+
+  uint64_t fifo_occupancy(uint64_t t) const;
+};
+
+struct FlagState {
+  int64_t value = 0;  // increments realized up to the last wait, minus waits
+  struct Pending {
+    uint64_t done;
+    int64_t amount;
+    StallReason source;
+    uint32_t bundle;
+  };
+  std::vector<Pending> pending;  // not yet realized, unsorted
+};
+
+// Sparse byte-addressed HBM contents (zero where never written).
+class HbmStore {
+ public:
+  explicit HbmStore(uint64_t capacity) : capacity_(capacity) {}
+  void read(uint64_t addr, uint8_t* dst, uint64_t n) const;
+  void write(uint64_t addr, const uint8_t* src, uint64_t n);
+  uint64_t capacity() const { return capacity_; }
+
+ private:
+  static constexpr uint64_t kPage = 1 << 16;
+  uint64_t capacity_;
+  std::unordered_map<uint64_t, std::unique_ptr<uint8_t[]>> pages_;
+};
+
+// Callback the DMA engine uses to reach the memory model: one request per contiguous row,
+// returning the completion cycle. chip.cpp routes it through a TLM-2.0 socket.
+using HbmPort = std::function<uint64_t(uint64_t addr, uint8_t* data, uint64_t bytes,
+                                       uint64_t ready_cycle, bool is_write)>;
+
+class Machine {
+ public:
+  Machine(const config::Config& cfg, const isa::Program& prog, const SimOptions& opt,
+          HbmStore& hbm, HbmPort hbm_port);
+
+  // Runs the program; `sync(cycle)` lets the SystemC sequencer advance simulated time.
+  void run(const std::function<void(uint64_t)>& sync);
+
+  Stats& stats() { return stats_; }
+  std::vector<TraceEvent>& trace() { return trace_; }
+  std::vector<uint8_t>& ub() { return ub_; }
+
+ private:
+  // Accept times (docs/microarch.md); each returns the earliest cycle >= t and the reason.
+  struct Accept {
+    uint64_t t;
+    StallReason why;
+  };
+  Accept accept_wait(const Operation& op, uint64_t t, const OpRef& ref);
+  Accept accept_dma(const Operation& op, uint64_t t, const OpRef& ref);
+  Accept accept_wload(const Operation& op, uint64_t t, const OpRef& ref);
+  Accept accept_matmul(const Operation& op, uint64_t t, const OpRef& ref);
+  Accept accept_vector(const Operation& op, uint64_t t, const OpRef& ref);
+
+  void exec_wait(const Operation& op, uint64_t t);
+  void exec_dma(const Operation& op, uint64_t t, const OpRef& ref);
+  void exec_wload(const Operation& op, uint64_t t, const OpRef& ref);
+  void exec_matmul(const Operation& op, uint64_t t, const OpRef& ref);
+  void exec_vector(const Operation& op, uint64_t t, const OpRef& ref);
+
+  void add_increment(int64_t flag, uint64_t done, StallReason source, uint32_t bundle, int64_t amount = 1);
+  [[noreturn]] void fail(const OpRef& ref, const std::string& what) const;
+  std::string where(const OpRef& ref) const;
+  int64_t f(const Operation& op, SlotId s, std::string_view name) const;
+  uint32_t reg(int64_t r) const { return regs_[size_t(r)]; }
+  void check_ub(const OpRef& ref, std::string_view field, uint64_t addr, uint64_t bytes, bool aligned);
+  uint64_t check_acc(const OpRef& ref, std::string_view field, int mxu, uint64_t row, uint64_t rows);
+  uint32_t check_mxu(const OpRef& ref, std::string_view field, int64_t mxu);
+  Counters& tagc(uint16_t tag) { return per_tag_[tag]; }
+  void charge_done(const OpRef& ref, uint64_t done);
+  void trace(Unit u, uint16_t lane, const OpRef& ref, const char* name, uint64_t b, uint64_t e);
+
+  const config::Config& cfg_;
+  const isa::Program& prog_;
+  SimOptions opt_;
+  std::vector<Bundle> bundles_;
+  HbmStore& hbm_;
+  HbmPort hbm_port_;
+
+  uint32_t R_, C_;
+  std::vector<uint8_t> ub_;
+  std::vector<MxuState> mxu_;
+  std::vector<FlagState> flags_;
+  std::array<uint32_t, isa::kNumScalarRegs> regs_{};
+  HazardChecker hazards_;
+
+  // DMA engine
+  std::vector<uint64_t> dma_done_;  // done cycles of transfers possibly in flight
+  uint64_t dma_port_free_ = 0;      // UB port shared by DMA transfers
+  // Vector unit
+  uint64_t vec_free_ = 0;
+
+  uint64_t last_done_ = 0;
+  Stats stats_;
+  std::vector<Counters> per_tag_;
+  std::vector<TraceEvent> trace_;
+};
+
+}  // namespace vtpu::sim::detail

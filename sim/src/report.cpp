@@ -1,0 +1,145 @@
+// Report writers. Field names and units are documented in docs/reports.md; keep the two in
+// step (a test checks every key of a real report is documented).
+#include "vtpu/sim/report.h"
+
+#include <fmt/format.h>
+
+#include <nlohmann/json.hpp>
+
+namespace vtpu::sim {
+namespace {
+
+using nlohmann::json;
+
+json counters_json(const Counters& c, uint64_t span_cycles, const Stats& s) {
+  json j;
+  j["bundles"] = c.bundles;
+  json stalls = json::object();
+  for (size_t i = 0; i < kNumStallReasons; ++i) stalls[std::string(stall_reason_name(StallReason(i)))] = c.stall[i];
+  j["stall_cycles"] = stalls;
+  j["stall_cycles_total"] = c.stall_cycles;
+  j["mxu"] = {{"matmuls", c.matmuls},
+              {"rows_streamed", c.mxu_rows},
+              {"weight_loads", c.weight_loads},
+              {"macs_int8", c.macs_int8},
+              {"macs_bf16", c.macs_bf16},
+              {"spatial_utilization", c.pe_rows ? double(c.macs()) / double(c.pe_rows) : 0.0},
+              {"temporal_utilization",
+               span_cycles && s.mxu_count ? double(c.mxu_rows) / (double(span_cycles) * s.mxu_count) : 0.0}};
+  j["vector"] = {{"ops", c.vector_ops}, {"busy_cycles", c.vector_busy_cycles}, {"elements", c.vector_elements}};
+  j["dma"] = {{"transfers", c.dma_transfers}, {"busy_cycles", c.dma_busy_cycles}};
+  j["scalar_ops"] = c.scalar_ops;
+  j["bytes"] = {{"hbm_read", c.hbm_read_bytes},  {"hbm_write", c.hbm_write_bytes},
+                {"ub_read", c.ub_read_bytes},    {"ub_write", c.ub_write_bytes},
+                {"acc_read", c.acc_read_bytes},  {"acc_write", c.acc_write_bytes},
+                {"weight_fifo", c.wfifo_bytes}};
+  json e = json::object();
+  for (size_t u = 0; u < kNumUnits; ++u) e[std::string(unit_name(Unit(u)))] = c.energy_pj[u];
+  e["total"] = c.energy_total_pj();
+  j["energy_pj"] = e;
+  return j;
+}
+
+}  // namespace
+
+std::string report_json(const RunResult& r, const config::Config& cfg, const ReportMeta& meta) {
+  const Stats& s = r.stats;
+  json j;
+  j["schema_version"] = kReportSchemaVersion;
+  j["tool"] = {{"name", "vtpu"}, {"version", meta.tool_version}};
+  j["program"] = meta.program;
+  j["seed"] = meta.seed;
+  j["inputs"] = meta.inputs;
+  j["config"] = {{"name", cfg.name}, {"fingerprint", fmt::format("0x{:016x}", config::fingerprint(cfg))},
+                 {"clock_mhz", cfg.clock_mhz}, {"mxu_count", s.mxu_count}, {"mxu_rows", s.mxu_rows},
+                 {"mxu_cols", s.mxu_cols}};
+  double secs = s.seconds();
+  double energy_j = s.total.energy_total_pj() * 1e-12;
+  j["totals"] = {{"cycles", s.total_cycles},
+                 {"seconds", secs},
+                 {"macs", s.total.macs()},
+                 {"achieved_tops", secs > 0 ? 2.0 * double(s.total.macs()) / secs / 1e12 : 0.0},
+                 {"peak_tops", config::peak_ops_per_s_per_chip(cfg) / 1e12},
+                 {"mxu_temporal_utilization", s.mxu_temporal_utilization()},
+                 {"mxu_spatial_utilization", s.mxu_spatial_utilization()},
+                 {"mxu_utilization", s.mxu_overall_utilization()},
+                 {"energy_j", energy_j},
+                 {"average_power_w", secs > 0 ? energy_j / secs : 0.0},
+                 {"hbm_row_hits", s.hbm_row_hits},
+                 {"hbm_row_misses", s.hbm_row_misses},
+                 {"hbm_row_empty", s.hbm_row_empty}};
+  j["counters"] = counters_json(s.total, s.total_cycles, s);
+  json tags = json::array();
+  for (const TagStats& t : s.per_tag) {
+    json tj = counters_json(t.c, t.c.last_done > t.c.first_issue ? t.c.last_done - t.c.first_issue : 0, s);
+    tj["tag"] = t.tag;
+    tj["first_issue_cycle"] = t.c.first_issue == UINT64_MAX ? 0 : t.c.first_issue;
+    tj["last_done_cycle"] = t.c.last_done;
+    tags.push_back(std::move(tj));
+  }
+  j["per_tag"] = tags;
+  json outs = json::object();
+  for (const auto& [name, bytes] : r.outputs) outs[name] = {{"bytes", bytes.size()}};
+  j["outputs"] = outs;
+  return j.dump(2) + "\n";
+}
+
+std::string summary_table(const RunResult& r, const config::Config& cfg) {
+  const Stats& s = r.stats;
+  std::string o;
+  double secs = s.seconds();
+  double ej = s.total.energy_total_pj() * 1e-12;
+  o += fmt::format("config {} ({}x{} x{} MXU @ {} MHz)\n", cfg.name, s.mxu_rows, s.mxu_cols, s.mxu_count, cfg.clock_mhz);
+  o += fmt::format("cycles {}  = {:.3f} us   MACs {}   achieved {:.3f} / peak {:.1f} TOPS\n", s.total_cycles,
+                   secs * 1e6, s.total.macs(), secs > 0 ? 2.0 * double(s.total.macs()) / secs / 1e12 : 0.0,
+                   config::peak_ops_per_s_per_chip(cfg) / 1e12);
+  o += fmt::format("MXU utilization {:.1f}% (temporal {:.1f}%, spatial {:.1f}%)   energy {:.3f} uJ   avg power {:.2f} W\n",
+                   100 * s.mxu_overall_utilization(), 100 * s.mxu_temporal_utilization(),
+                   100 * s.mxu_spatial_utilization(), ej * 1e6, secs > 0 ? ej / secs : 0.0);
+  o += fmt::format("\n{:<24} {:>10} {:>10} {:>9} {:>10} {:>10} {:>8} {:>12}\n", "tag", "first", "last", "bundles",
+                   "stall", "MACs", "vec ops", "energy nJ");
+  for (const TagStats& t : s.per_tag)
+    o += fmt::format("{:<24} {:>10} {:>10} {:>9} {:>10} {:>10} {:>8} {:>12.3f}\n",
+                     t.tag.empty() ? "(untagged)" : t.tag.substr(0, 24), t.c.first_issue == UINT64_MAX ? 0 : t.c.first_issue,
+                     t.c.last_done, t.c.bundles, t.c.stall_cycles, t.c.macs(), t.c.vector_ops,
+                     t.c.energy_total_pj() * 1e-3);
+  o += "\nstall cycles by reason:";
+  bool any = false;
+  for (size_t i = 0; i < kNumStallReasons; ++i)
+    if (s.total.stall[i]) o += fmt::format("  {} {}", stall_reason_name(StallReason(i)), s.total.stall[i]), any = true;
+  if (!any) o += "  none";
+  o += "\nenergy by unit (nJ):";
+  for (size_t u = 0; u < kNumUnits; ++u)
+    if (s.total.energy_pj[u] > 0) o += fmt::format("  {} {:.3f}", unit_name(Unit(u)), s.total.energy_pj[u] * 1e-3);
+  o += fmt::format("\nbytes: HBM read {} write {}, UB read {} write {}, accumulators read {} write {}\n",
+                   s.total.hbm_read_bytes, s.total.hbm_write_bytes, s.total.ub_read_bytes, s.total.ub_write_bytes,
+                   s.total.acc_read_bytes, s.total.acc_write_bytes);
+  return o;
+}
+
+void write_trace(std::ostream& out, const std::vector<TraceEvent>& events, const std::vector<std::string>& tags,
+                 double clock_mhz) {
+  // Chrome trace event format: one process (the chip), one thread (track) per unit lane.
+  auto tid = [](const TraceEvent& e) { return int(e.unit) * 16 + e.lane; };
+  json j;
+  json arr = json::array();
+  std::map<int, std::string> names;
+  for (const TraceEvent& e : events) {
+    names[tid(e)] = e.unit == Unit::Mxu || e.unit == Unit::WeightFifo
+                        ? fmt::format("{} {}", unit_name(e.unit), e.lane)
+                        : std::string(e.unit == Unit::Sequencer ? "sequencer stalls" : unit_name(e.unit));
+    json ev = {{"name", e.name}, {"ph", "X"}, {"pid", 0}, {"tid", tid(e)},
+               {"ts", double(e.begin) / clock_mhz}, {"dur", double(e.end - e.begin) / clock_mhz},
+               {"args", {{"bundle", e.bundle}, {"tag", e.tag < tags.size() ? tags[e.tag] : ""},
+                         {"begin_cycle", e.begin}, {"end_cycle", e.end}}}};
+    arr.push_back(std::move(ev));
+  }
+  arr.push_back({{"name", "process_name"}, {"ph", "M"}, {"pid", 0}, {"args", {{"name", "vtpu chip 0"}}}});
+  for (const auto& [t, n] : names)
+    arr.push_back({{"name", "thread_name"}, {"ph", "M"}, {"pid", 0}, {"tid", t}, {"args", {{"name", n}}}});
+  j["traceEvents"] = arr;
+  j["displayTimeUnit"] = "ns";
+  out << j.dump() << "\n";
+}
+
+}  // namespace vtpu::sim

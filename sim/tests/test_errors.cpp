@@ -1,0 +1,127 @@
+// Bad programs stop with a diagnostic that names the bundle, the unit and the flag or field.
+#include "sim_test_util.h"
+
+namespace vtpu::sim {
+namespace {
+
+using testing::run_asm;
+
+std::string fails(const std::string& preset, const std::string& text, SimOptions opt = {}) {
+  return run_asm(preset, text, [](const RunResult& r) { return "ran " + std::to_string(r.stats.total_cycles); }, {},
+                 opt);
+}
+
+void expect_error(const std::string& got, std::initializer_list<const char*> parts) {
+  EXPECT_EQ(got.rfind("SIMERROR: ", 0), 0u) << got;
+  for (const char* p : parts) EXPECT_NE(got.find(p), std::string::npos) << "missing '" << p << "' in: " << got;
+}
+
+TEST(SimErrors, WaitNobodySignalsIsADeadlock) {
+  expect_error(fails("tiny-4x4", "  li r1, 1\n  wait f7, 2\n  halt\n"),
+               {"bundle 1", "slot ctl", "wait", "deadlock", "f7 >= 2", "can only reach 0"});
+}
+
+TEST(SimErrors, DeadlockListsPendingIncrements) {
+  expect_error(fails("tiny-4x4", ".desc d bytes=16\n  dma.load desc=d src=r0 dst=r0 flag=f3\n  wait f3, 2\n  halt\n"),
+               {"bundle 1", "f3 >= 2", "can only reach 1", "Pending increments: bundle 0"});
+}
+
+TEST(SimErrors, ReadingAccumulatorsBeforeTheMatmulIsDoneIsARace) {
+  std::string text = R"(
+    .desc w bytes=4 dim=[4, 4, 4]
+    .tag layer1
+      dma.wfifo desc=w src=r0 mxu=0 flag=f1
+      wait f1
+      mxu.wload mxu=0
+      mxu.matmul mxu=0 src=r0+0 dst=r0+0 rows=4 dtype=int8 swap=1 flag=f2
+      vec.copy dst=ub[r0+256] a=acc[r0+0] rows=4 dt=int32
+      halt
+  )";
+  expect_error(fails("tiny-4x4", text), {"race", "bundle 4 (vec.copy) [layer1] reads accumulator rows 0..3",
+                                         "bundle 3 (mxu.matmul)", "writes them until cycle", "wait on a flag"});
+}
+
+TEST(SimErrors, OverwritingUbWhileADmaReadsItIsARace) {
+  std::string text = R"(
+    .desc d bytes=64
+      dma.store desc=d src=r0 dst=r0 flag=f1
+      vec.copy dst=ub[r0+0] a=ub[r0+128] rows=1 dt=int32
+      wait f1
+      halt
+  )";
+  expect_error(fails("tiny-4x4", text), {"race", "bundle 1 (vec.copy) writes unified-buffer bytes 0..15",
+                                         "bundle 0 (dma.store)"});
+}
+
+TEST(SimErrors, MatmulSourcePastTheUnifiedBuffer) {
+  config::Config cfg = config::load_preset("tiny-4x4");
+  std::string text = R"(
+    .desc w bytes=4 dim=[4, 4, 4]
+      dma.wfifo desc=w src=r0 mxu=0 flag=f1
+      wait f1
+      mxu.wload mxu=0
+      li r5, )" + std::to_string(cfg.core.unified_buffer.bytes - 8) + R"(
+      mxu.matmul mxu=0 src=r5+0 dst=r0+0 rows=4 dtype=int8 swap=1 flag=f2
+      wait f2
+      halt
+  )";
+  expect_error(fails("tiny-4x4", text), {"bundle 4", "mxu.matmul", "'src'", "past its", "core.unified_buffer.bytes"});
+}
+
+TEST(SimErrors, MisalignedDmaOnTheUnifiedBufferSide) {
+  config::Config cfg = config::load_preset("tiny-8x8");
+  if (cfg.core.unified_buffer.alignment_bytes <= 1) GTEST_SKIP() << "preset has no alignment rule";
+  std::string text = "  li r2, 1\n.desc d bytes=64\n  dma.load desc=d src=r0 dst=r2 flag=f1\n  wait f1\n  halt\n";
+  expect_error(fails("tiny-8x8", text), {"bundle 1", "dma.load", "'dst'", "not a multiple of",
+                                         "core.unified_buffer.alignment_bytes"});
+}
+
+TEST(SimErrors, MxuIndexPastTheConfig) {
+  expect_error(fails("tiny-4x4", ".desc w bytes=4\n  dma.wfifo desc=w src=r0 mxu=3\n  halt\n"),
+               {"bundle 0", "'mxu' = 3", "1 MXU(s)"});
+}
+
+TEST(SimErrors, MatmulWithoutWeights) {
+  expect_error(fails("tiny-4x4", "  mxu.matmul mxu=0 src=r0+0 dst=r0+0 rows=1 dtype=int8\n  halt\n"),
+               {"bundle 0", "MXU 0 has no weights", "swap=1"});
+}
+
+TEST(SimErrors, WeightFifoOverflowWithoutLoadsIsADeadlock) {
+  config::Config cfg = config::load_preset("tiny-4x4");
+  std::string text = ".desc w bytes=4 dim=[4, 4, 4]\n";
+  for (uint32_t i = 0; i <= cfg.core.mxu.weight_fifo_tiles; ++i) text += "  dma.wfifo desc=w src=r0 mxu=0\n";
+  text += "  halt\n";
+  expect_error(fails("tiny-4x4", text), {"weight FIFO of MXU 0 is full", "issue mxu.wload"});
+}
+
+TEST(SimErrors, InfiniteLoopHitsTheCycleLimit) {
+  SimOptions o;
+  o.max_cycles = 5000;
+  expect_error(fails("tiny-4x4", "top: jmp top\n", o), {"cycle limit 5000", "--max-cycles", "bundle 0"});
+}
+
+TEST(SimErrors, RunningPastTheLastBundle) {
+  expect_error(fails("tiny-4x4", "  li r1, 1\n"), {"ran past its last bundle", "halt"});
+}
+
+TEST(SimErrors, ProgramBuiltForAnotherConfig) {
+  std::string out = testing::in_child([] {
+    isa::Program p = isa::assemble("halt\n", "t.s");
+    p.config_name = "tiny-4x4";
+    p.config_fingerprint = config::fingerprint(config::load_preset("tiny-4x4"));
+    simulate(config::load_preset("tiny-8x8"), p, {});
+    return std::string("ran");
+  });
+  EXPECT_NE(out.find("built for config 'tiny-4x4'"), std::string::npos) << out;
+  EXPECT_NE(out.find("-c tiny-8x8"), std::string::npos) << out;
+}
+
+TEST(SimErrors, TransferPastHbm) {
+  config::Config cfg = config::load_preset("tiny-4x4");
+  std::string text = ".desc d bytes=64 src_off=" + std::to_string(cfg.memory.bytes - 32) +
+                     "\n  dma.load desc=d src=r0 dst=r0 flag=f1\n  wait f1\n  halt\n";
+  expect_error(fails("tiny-4x4", text), {"bundle 0", "'src'", "memory.bytes"});
+}
+
+}  // namespace
+}  // namespace vtpu::sim

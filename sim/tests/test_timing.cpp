@@ -1,0 +1,208 @@
+// Cycle counts against the formulas of docs/microarch.md, computed here by hand from the
+// config — not against the simulator's own earlier output.
+#include <fmt/format.h>
+
+#include <sstream>
+
+#include "sim_test_util.h"
+
+namespace vtpu::sim {
+namespace {
+
+using testing::run_asm;
+
+// Finds the first trace event of a unit (and name, when given).
+const TraceEvent* find_event(const RunResult& r, Unit u, std::string_view name = {}) {
+  for (const TraceEvent& e : r.trace)
+    if (e.unit == u && (name.empty() || name == e.name)) return &e;
+  return nullptr;
+}
+
+SimOptions traced() {
+  SimOptions o;
+  o.record_trace = true;
+  return o;
+}
+
+// "key=value" lines, parsed by the parent.
+std::map<std::string, uint64_t> parse(const std::string& s) {
+  std::map<std::string, uint64_t> m;
+  std::istringstream in(s);
+  std::string line;
+  while (std::getline(in, line)) {
+    size_t eq = line.find('=');
+    if (eq != std::string::npos) m[line.substr(0, eq)] = std::stoull(line.substr(eq + 1));
+  }
+  return m;
+}
+
+std::string weights_then_matmul(uint32_t R, uint32_t C, uint64_t B) {
+  return fmt::format(R"(
+    .desc w bytes={C} dim=[{R}, {C}, {C}]
+      dma.wfifo desc=w src=r0 mxu=0 flag=f1
+      wait f1
+      mxu.wload mxu=0
+      mxu.matmul mxu=0 src=r0+0 dst=r0+0 rows={B} dtype=int8 swap=1 flag=f2
+      wait f2
+      halt
+  )", fmt::arg("R", R), fmt::arg("C", C), fmt::arg("B", B));
+}
+
+class MatmulLatency : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(MatmulLatency, FillAndDrainOfOneMatmul) {
+  config::Config cfg = config::load_preset(GetParam());
+  const auto& m = cfg.core.mxu;
+  uint64_t R = m.rows, C = m.cols, B = 2 * R;
+  std::string out = run_asm(GetParam(), weights_then_matmul(m.rows, m.cols, B), [](const RunResult& r) {
+    const TraceEvent* dma = find_event(r, Unit::Dma);
+    const TraceEvent* mm = find_event(r, Unit::Mxu, "mxu.matmul");
+    const TraceEvent* wl = find_event(r, Unit::WeightFifo);
+    return fmt::format("dma_end={}\nmm_begin={}\nmm_end={}\nwl_begin={}\nwl_end={}\ntotal={}\nwait_weights={}\nwait_dma={}\nwait_mxu={}\n",
+                       dma->end, mm->begin, mm->end, wl->begin, wl->end, r.stats.total_cycles,
+                       r.stats.total.stall[size_t(StallReason::WaitWeights)],
+                       r.stats.total.stall[size_t(StallReason::WaitDma)],
+                       r.stats.total.stall[size_t(StallReason::WaitMxu)]);
+  }, {}, traced());
+  ASSERT_EQ(out.find("EXCEPTION"), std::string::npos) << out;
+  auto v = parse(out);
+  uint64_t D1 = v["dma_end"];
+  // wait f1 issues at D1 (stalled D1 - 1 cycles after bundle 0 at cycle 0).
+  EXPECT_EQ(v["wait_dma"], D1 - 1);
+  // mxu.wload at D1 + 1: the shift occupies [D1 + 1, D1 + 1 + shift).
+  EXPECT_EQ(v["wl_begin"], D1 + 1);
+  EXPECT_EQ(v["wl_end"], D1 + 1 + m.weight_shift_cycles);
+  // The swapping matmul waits for the shadow: T = D1 + 1 + shift, rows enter from T + in.
+  uint64_t T = D1 + 1 + m.weight_shift_cycles;
+  EXPECT_EQ(v["wait_weights"], T - (D1 + 2));
+  EXPECT_EQ(v["mm_begin"], T + m.input_latency_cycles);
+  EXPECT_EQ(v["mm_end"], T + m.input_latency_cycles + B);
+  uint64_t done = T + m.input_latency_cycles + B + R + C - 2 + m.output_latency_cycles;
+  // wait f2 at done, halt at done + 1, total = halt + 1.
+  EXPECT_EQ(v["wait_mxu"], done - (T + 1));
+  EXPECT_EQ(v["total"], done + 2);
+}
+
+INSTANTIATE_TEST_SUITE_P(Presets, MatmulLatency,
+                         ::testing::Values("tiny-4x4", "tiny-8x8", "tiny-16x16", "edge", "tpu-v1", "tpu-v4-core"),
+                         [](const auto& info) {
+                           std::string s = info.param;
+                           for (char& c : s)
+                             if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
+                           return s;
+                         });
+
+TEST(Timing, BackToBackMatmulsStreamWithoutBubbles) {
+  config::Config cfg = config::load_preset("tiny-8x8");
+  const auto& m = cfg.core.mxu;
+  uint64_t R = m.rows, C = m.cols;
+  std::string text = fmt::format(R"(
+    .desc w bytes={C} dim=[{R}, {C}, {C}]
+      dma.wfifo desc=w src=r0 mxu=0 flag=f1
+      wait f1
+      mxu.wload mxu=0
+      mxu.matmul mxu=0 src=r0+0 dst=r0+0 rows=5 dtype=int8 swap=1
+      mxu.matmul mxu=0 src=r0+0 dst=r0+8 rows=7 dtype=int8 flag=f2
+      wait f2
+      halt
+  )", fmt::arg("R", R), fmt::arg("C", C));
+  std::string out = run_asm("tiny-8x8", text, [](const RunResult& r) {
+    std::string s;
+    int i = 0;
+    for (const TraceEvent& e : r.trace)
+      if (e.unit == Unit::Mxu) s += fmt::format("mm{}_begin={}\nmm{}_end={}\n", i, e.begin, i, e.end), ++i;
+    return s + fmt::format("mxu_busy={}\ntotal={}\n", r.stats.total.stall[size_t(StallReason::MxuBusy)],
+                           r.stats.total_cycles);
+  }, {}, traced());
+  auto v = parse(out);
+  ASSERT_TRUE(v.count("mm1_begin")) << out;
+  // The second matmul issues B1 = 5 cycles after the first: its rows follow with no gap.
+  EXPECT_EQ(v["mm1_begin"], v["mm0_end"]);
+  EXPECT_EQ(v["mxu_busy"], 5u - 1);  // earliest was the next cycle
+  uint64_t done = v["mm1_begin"] + 7 + R + C - 2 + m.output_latency_cycles;
+  EXPECT_EQ(v["total"], done + 2);
+}
+
+TEST(Timing, VectorOperationOccupancyAndLatency) {
+  config::Config cfg = config::load_preset("tiny-8x8");
+  const auto& vc = cfg.core.vector;
+  uint64_t W = cfg.core.mxu.cols, rows = 6;
+  std::string text = fmt::format(R"(
+      vec.add dst=ub[r0+0] a=ub[r0+512] b=ub[r0+1024] rows={rows} dt=int32 flag=f1
+      vec.exp dst=ub[r0+2048] a=ub[r0+3072] rows={rows} dt=fp32 flag=f2
+      wait f1
+      wait f2
+      halt
+  )", fmt::arg("rows", rows));
+  std::string out = run_asm("tiny-8x8", text, [](const RunResult& r) {
+    std::string s;
+    int i = 0;
+    for (const TraceEvent& e : r.trace)
+      if (e.unit == Unit::Vector) s += fmt::format("v{}_begin={}\nv{}_end={}\n", i, e.begin, i, e.end), ++i;
+    return s + fmt::format("total={}\nvector_busy={}\n", r.stats.total_cycles,
+                           r.stats.total.stall[size_t(StallReason::VectorBusy)]);
+  }, {}, traced());
+  auto v = parse(out);
+  uint64_t occ = rows * ((W + vc.lanes - 1) / vc.lanes);
+  EXPECT_EQ(v["v0_begin"], 0u);
+  EXPECT_EQ(v["v0_end"], occ);
+  EXPECT_EQ(v["v1_begin"], occ);  // the second waits for the issue stage
+  EXPECT_EQ(v["vector_busy"], occ - 1);
+  uint64_t d1 = occ + vc.latency_cycles.alu, d2 = 2 * occ + vc.latency_cycles.transcendental;
+  // wait f1 at max(d1, occ + 1); wait f2 the cycle after or at d2; halt next; total = halt + 1.
+  uint64_t w1 = std::max(d1, occ + 1), w2 = std::max(d2, w1 + 1);
+  EXPECT_EQ(v["total"], std::max(w2 + 2, d2));
+}
+
+TEST(Timing, BranchPenaltyAndLoopCount) {
+  config::Config cfg = config::load_preset("tiny-4x4");
+  uint64_t pen = cfg.core.scalar.branch_penalty_cycles;
+  std::string text = R"(
+      li r1, 5
+    top:
+      addi r2, r2, 3 || loop r1, top
+      halt
+  )";
+  std::string out = run_asm("tiny-4x4", text, [](const RunResult& r) {
+    return fmt::format("total={}\nbundles={}\nscalar={}\n", r.stats.total_cycles, r.stats.total.bundles,
+                       r.stats.total.scalar_ops);
+  });
+  auto v = parse(out);
+  // li at 0; the loop body issues 5 times, 4 of them followed by a taken branch.
+  EXPECT_EQ(v["bundles"], 1u + 5u + 1u);
+  EXPECT_EQ(v["scalar"], 1u + 5u);
+  uint64_t halt = 1 + 5 - 1 + 4 * pen + 1;
+  EXPECT_EQ(v["total"], halt + 1);
+}
+
+TEST(Timing, DmaSlotsLimitTransfersInFlight) {
+  config::Config cfg = config::load_preset("tiny-8x8");
+  uint32_t slots = cfg.core.dma.max_in_flight;
+  std::string text = ".desc d bytes=64\n";
+  for (uint32_t i = 0; i <= slots; ++i) text += fmt::format("  dma.load desc=d src=r0 dst=r0 flag=f{}\n", i + 1);
+  text += "  halt\n";
+  // Every transfer reads HBM 0.. and writes UB 0..: reading the same source is fine but
+  // the writes race, so give each its own destination.
+  text.clear();
+  text += ".desc d bytes=64\n";
+  for (uint32_t i = 0; i <= slots; ++i)
+    text += fmt::format("  li r{}, {}\n", i + 1, i * 64);
+  for (uint32_t i = 0; i <= slots; ++i)
+    text += fmt::format("  dma.load desc=d src=r0 dst=r{} flag=f1\n", i + 1);
+  text += fmt::format("  wait f1, {}\n  halt\n", slots + 1);
+  std::string out = run_asm("tiny-8x8", text, [](const RunResult& r) {
+    std::string s;
+    int i = 0;
+    for (const TraceEvent& e : r.trace)
+      if (e.unit == Unit::Dma) s += fmt::format("d{}_begin={}\nd{}_end={}\n", i, e.begin, i, e.end), ++i;
+    return s + fmt::format("dma_busy={}\n", r.stats.total.stall[size_t(StallReason::DmaBusy)]);
+  }, {}, traced());
+  auto v = parse(out);
+  ASSERT_TRUE(v.count(fmt::format("d{}_begin", slots))) << out;
+  // The extra transfer issues when the first one completes.
+  EXPECT_EQ(v[fmt::format("d{}_begin", slots)], v["d0_end"]);
+  EXPECT_GT(v["dma_busy"], 0u);
+}
+
+}  // namespace
+}  // namespace vtpu::sim
