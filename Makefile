@@ -19,11 +19,14 @@ configure: deps
 build: configure
 	cmake --build $(BUILD_DIR) -j $(JOBS)
 
+# Until the compiler and model zoo land, the main job runs a hand-written conv layer on the
+# cycle-accurate model of the default small chip and prints its report.
 run: build
 	@mkdir -p $(BUILD_DIR)/run
-	$(VTPU) config check tpu-v1
-	$(VTPU) asm examples/matmul_tiled.s -o $(BUILD_DIR)/run/matmul_tiled.vtpu
-	$(VTPU) disasm $(BUILD_DIR)/run/matmul_tiled.vtpu
+	$(VTPU) asm examples/conv3x3.s -o $(BUILD_DIR)/run/conv3x3.vtpu
+	$(VTPU) sim $(BUILD_DIR)/run/conv3x3.vtpu --output-dir $(BUILD_DIR)/run \
+	  --report $(BUILD_DIR)/run/report.json --trace $(BUILD_DIR)/run/trace.json
+	@echo "outputs, report and timeline (open in ui.perfetto.dev) are in $(BUILD_DIR)/run/"
 
 test: build
 	ctest --test-dir $(BUILD_DIR) --output-on-failure -j $(JOBS)
