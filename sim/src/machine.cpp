@@ -5,6 +5,8 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <chrono>
+#include <cstdlib>
 #include <cstring>
 
 #include "compute.h"
@@ -112,10 +114,7 @@ void HbmStore::write(uint64_t addr, const uint8_t* src, uint64_t n) {
   while (n) {
     uint64_t page = addr / kPage, off = addr % kPage, len = std::min(n, kPage - off);
     auto& p = pages_[page];
-    if (!p) {
-      p = std::make_unique<uint8_t[]>(kPage);
-      std::memset(p.get(), 0, kPage);
-    }
+    if (!p) p = std::make_unique<uint8_t[]>(kPage);  // zero-filled
     std::memcpy(p.get() + off, src, len);
     addr += len, src += len, n -= len;
   }
@@ -130,7 +129,9 @@ Machine::Machine(const config::Config& cfg, const isa::Program& prog, const SimO
   bundles_ = isa::decode_program(prog);
   R_ = cfg.core.mxu.rows;
   C_ = cfg.core.mxu.cols;
-  ub_.assign(cfg.core.unified_buffer.bytes, 0);
+  ub_bytes_ = cfg.core.unified_buffer.bytes;
+  ub_.reset(static_cast<uint8_t*>(std::calloc(ub_bytes_, 1)));
+  if (!ub_) throw UserError(fmt::format("cannot allocate the {}-byte unified buffer", ub_bytes_));
   mxu_.resize(cfg.core.mxu.count);
   for (MxuState& m : mxu_) m.acc.assign(size_t(cfg.core.accumulators.rows) * C_, 0);
   flags_.resize(isa::kNumFlags);
@@ -164,7 +165,7 @@ uint32_t Machine::check_mxu(const OpRef& ref, std::string_view field, int64_t mx
 }
 
 void Machine::check_ub(const OpRef& ref, std::string_view field, uint64_t addr, uint64_t bytes, bool aligned) {
-  uint64_t cap = ub_.size();
+  uint64_t cap = ub_bytes_;
   if (addr > cap || bytes > cap - addr)
     fail(ref, fmt::format("'{}' reaches unified-buffer bytes {}..{}, past its {} bytes "
                           "(core.unified_buffer.bytes)",
@@ -359,12 +360,12 @@ void Machine::exec_dma(const Operation& op, uint64_t T, const OpRef& ref) {
 
   if (kind == "dma.load") {
     uint64_t H = S;
-    for (auto [s, t] : rows) H = std::max(H, hbm_port_(s, ub_.data() + t, d.bytes, S, false));
+    for (auto [s, t] : rows) H = std::max(H, hbm_port_(s, ub_.get() + t, d.bytes, S, false));
     D = std::max(H, ub_port(ub_cfg.write_ports)) + ub_cfg.write_latency_cycles;
     c.hbm_read_bytes += N, c.ub_write_bytes += N;
   } else if (kind == "dma.store") {
     uint64_t ready = S + ub_cfg.read_latency_cycles, H = ready;
-    for (auto [s, t] : rows) H = std::max(H, hbm_port_(t, ub_.data() + s, d.bytes, ready, true));
+    for (auto [s, t] : rows) H = std::max(H, hbm_port_(t, ub_.get() + s, d.bytes, ready, true));
     D = std::max(H, ub_port(ub_cfg.read_ports));
     c.hbm_write_bytes += N, c.ub_read_bytes += N;
   } else if (kind == "dma.copy") {
@@ -372,7 +373,7 @@ void Machine::exec_dma(const Operation& op, uint64_t T, const OpRef& ref) {
     uint64_t start = std::max(S, dma_port_free_);
     dma_port_free_ = start + 2 * occ;
     D = start + 2 * occ + ub_cfg.read_latency_cycles + ub_cfg.write_latency_cycles;
-    for (auto [s, t] : rows) std::memmove(ub_.data() + t, ub_.data() + s, d.bytes);
+    for (auto [s, t] : rows) std::memmove(ub_.get() + t, ub_.get() + s, d.bytes);
     c.ub_read_bytes += N, c.ub_write_bytes += N;
   } else if (kind == "dma.wfifo") {
     uint32_t m = check_mxu(ref, "mxu", f(op, SlotId::Dma, "unit"));
@@ -513,7 +514,7 @@ void Machine::exec_matmul(const Operation& op, uint64_t T, const OpRef& ref) {
   hazards_.check_and_add({Space::Ub, src, src + span, false, T, T + B, ref}, prog_);
   hazards_.check_and_add({Space::Acc, grow, grow + B, true, T, D, ref, int(m)}, prog_);
 
-  matmul_compute(dt, ub_.data() + src, stride / esz, w, ms.acc.data() + drow * C_, C_, B, C_, accumulate);
+  matmul_compute(dt, ub_.get() + src, stride / esz, w, ms.acc.data() + drow * C_, C_, B, C_, accumulate);
 
   ms.data_free = T + B;
   add_increment(f(op, SlotId::MxuMatmul, "flag"), D, StallReason::WaitMxu, ref.bundle);
@@ -603,7 +604,7 @@ void Machine::exec_vector(const Operation& op, uint64_t T, const OpRef& ref) {
         lo = uint64_t(l), hi = uint64_t(h);
       }
       check_ub(ref, name, lo, hi - lo, true);
-      r.v.ptr = ub_.data() + addr;
+      r.v.ptr = ub_.get() + addr;
       r.space = Space::Ub, r.lo = lo, r.hi = hi;
       (write ? c.ub_write_bytes : c.ub_read_bytes) += hi - lo;
     }
@@ -691,10 +692,17 @@ void Machine::run(const std::function<void(uint64_t)>& sync) {
     // Effects, in the order docs/microarch.md gives.
     const Operation& ctl = b.at(SlotId::Control);
     if (!ctl.is_nop() && ctl.def->mnemonic == "wait") exec_wait(ctl, T);
+    auto t0 = std::chrono::steady_clock::now();
     if (!b.at(SlotId::Dma).is_nop()) exec_dma(b.at(SlotId::Dma), T, ref_of(SlotId::Dma));
+    auto t1 = std::chrono::steady_clock::now();
     if (!b.at(SlotId::MxuMatmul).is_nop()) exec_matmul(b.at(SlotId::MxuMatmul), T, ref_of(SlotId::MxuMatmul));
+    auto t2 = std::chrono::steady_clock::now();
     if (!b.at(SlotId::MxuWeight).is_nop()) exec_wload(b.at(SlotId::MxuWeight), T, ref_of(SlotId::MxuWeight));
     if (!b.at(SlotId::Vector).is_nop()) exec_vector(b.at(SlotId::Vector), T, ref_of(SlotId::Vector));
+    auto t3 = std::chrono::steady_clock::now();
+    prof_[0] += std::chrono::duration<double>(t1 - t0).count();
+    prof_[1] += std::chrono::duration<double>(t2 - t1).count();
+    prof_[2] += std::chrono::duration<double>(t3 - t2).count();
 
     // Scalar unit and control: read every register before writing any.
     std::array<std::pair<int64_t, uint32_t>, 3> writes{};
@@ -769,6 +777,8 @@ void Machine::run(const std::function<void(uint64_t)>& sync) {
     pc = next;
   }
 
+  if (std::getenv("VTPU_SIM_PROFILE"))
+    fmt::print(stderr, "sim profile: dma {:.1f} ms, matmul {:.1f} ms, vector {:.1f} ms\n", prof_[0] * 1e3, prof_[1] * 1e3, prof_[2] * 1e3);
   stats_.total_cycles = last_done_;
   for (size_t t = 0; t < per_tag_.size(); ++t) {
     if (per_tag_[t].bundles == 0 && per_tag_[t].last_done == 0) continue;

@@ -122,7 +122,7 @@ class Machine {
 
   Stats& stats() { return stats_; }
   std::vector<TraceEvent>& trace() { return trace_; }
-  std::vector<uint8_t>& ub() { return ub_; }
+
 
  private:
   // Accept times (docs/microarch.md); each returns the earliest cycle >= t and the reason.
@@ -162,7 +162,9 @@ class Machine {
   HbmPort hbm_port_;
 
   uint32_t R_, C_;
-  std::vector<uint8_t> ub_;
+  // calloc'd so the untouched parts of a large buffer never cost a page fault.
+  std::unique_ptr<uint8_t[], void (*)(void*)> ub_{nullptr, std::free};
+  uint64_t ub_bytes_ = 0;
   std::vector<MxuState> mxu_;
   std::vector<FlagState> flags_;
   std::array<uint32_t, isa::kNumScalarRegs> regs_{};
@@ -175,6 +177,7 @@ class Machine {
   uint64_t vec_free_ = 0;
 
   uint64_t last_done_ = 0;
+  double prof_[3] = {};  // wall seconds in DMA, matmul, vector work (VTPU_SIM_PROFILE=1)
   Stats stats_;
   std::vector<Counters> per_tag_;
   std::vector<TraceEvent> trace_;

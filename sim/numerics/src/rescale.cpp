@@ -2,6 +2,7 @@
 #include "vtpu/numerics/rescale.h"
 
 #include <cmath>
+#include <cstdint>
 #include <string>
 
 #include "vtpu/numerics/convert.h"
@@ -59,7 +60,16 @@ Bounds out_bounds(const RescaleParams& p, NumType out) { return int_clamp_bounds
 int64_t rescale_with(int64_t in, const RescaleParams& p, size_t lane, Bounds b) {
   const size_t c = p.multiplier.size() == 1 ? 0 : lane;
   const int64_t value = in - p.input_zp;
-  int64_t r = apply_scale_32(value, p.multiplier[c], p.shift[c], p.double_round) + p.output_zp;
+  int64_t r;
+  if (value >= INT32_MIN && value <= INT32_MAX) {
+    // |value * multiplier| < 2^62 and the rounding term < 2^62: exact in int64, no __int128.
+    const int32_t shift = p.shift[c];
+    int64_t round = int64_t{1} << (shift - 1);
+    if (p.double_round && shift > 31) round += value >= 0 ? (int64_t{1} << 30) : -(int64_t{1} << 30);
+    r = ((value * p.multiplier[c] + round) >> shift) + p.output_zp;
+  } else {
+    r = apply_scale_32(value, p.multiplier[c], p.shift[c], p.double_round) + p.output_zp;
+  }
   // clamp(max(r, lo), hi): when min > max the upper bound wins.
   if (r < b.lo) r = b.lo;
   if (r > b.hi) r = b.hi;
