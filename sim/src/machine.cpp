@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <numeric>
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
@@ -207,6 +208,40 @@ void Machine::charge_done(const OpRef& ref, uint64_t done) {
 
 void Machine::trace(Unit u, uint16_t lane, const OpRef& ref, const char* name, uint64_t b, uint64_t e) {
   if (opt_.record_trace && e > b) trace_.push_back({u, lane, ref.tag, ref.bundle, name, b, e});
+}
+
+// ---- unified-buffer banks ----
+
+uint64_t Machine::ub_group_cycles(const std::vector<std::pair<uint64_t, uint64_t>>& reads,
+                                  const std::vector<std::pair<uint64_t, uint64_t>>& writes) {
+  const auto& u = cfg_.core.unified_buffer;
+  uint64_t worst = 0;
+  auto count = [&](const std::vector<std::pair<uint64_t, uint64_t>>& ranges, uint32_t ports) {
+    bank_hits_.assign(u.banks, 0);
+    for (auto [a, len] : ranges)
+      for (uint64_t blk = a / u.row_bytes; blk <= (a + len - 1) / u.row_bytes; ++blk) ++bank_hits_[blk % u.banks];
+    for (uint32_t h : bank_hits_) worst = std::max<uint64_t>(worst, ceil_div(h, ports));
+  };
+  count(reads, u.read_ports);
+  count(writes, u.write_ports);
+  return worst;
+}
+
+// Sum over rows i < n of f(i), where f depends only on the operands' addresses modulo one
+// sweep of the banks: evaluate one period and extrapolate exactly.
+uint64_t Machine::periodic_sum(uint64_t n, const std::vector<uint64_t>& steps, const std::function<uint64_t(uint64_t)>& f) {
+  const auto& u = cfg_.core.unified_buffer;
+  uint64_t M = u.row_bytes * u.banks, P = 1;
+  for (uint64_t st : steps) {
+    uint64_t p = M / std::gcd(st % M == 0 ? M : st % M, M);
+    P = std::lcm(P, p);
+  }
+  uint64_t limit = std::min(n, P), full = 0;
+  std::vector<uint64_t> prefix(limit + 1, 0);
+  for (uint64_t i = 0; i < limit; ++i) prefix[i + 1] = prefix[i] + f(i);
+  if (n <= P) return prefix[n];
+  full = prefix[P];
+  return (n / P) * full + prefix[n % P];
 }
 
 // ---- sync flags ----
@@ -426,7 +461,10 @@ void Machine::exec_dma(const Operation& op, uint64_t T, const OpRef& ref) {
   add_increment(f(op, SlotId::Dma, "flag"), D, StallReason::WaitDma, ref.bundle);
   dma_done_.push_back(D);
   c.dma_transfers++;
-  c.dma_busy_cycles += D - T;
+  // Busy = cycles with any transfer in flight; transfers issue in order, so the union
+  // grows only past its current end.
+  c.dma_busy_cycles += D > std::max(T, dma_busy_end_) ? D - std::max(T, dma_busy_end_) : 0;
+  dma_busy_end_ = std::max(dma_busy_end_, D);
   charge_done(ref, D);
   trace(Unit::Dma, uint16_t(dma_done_.size() - 1), ref, ref.def->mnemonic.data(), T, D);
 }
@@ -460,6 +498,7 @@ void Machine::exec_wload(const Operation& op, uint64_t T, const OpRef& ref) {
   ms.wpath_free = end;
   Counters& c = tagc(ref.tag);
   c.weight_loads++;
+  c.weight_shift_cycles += end - start;
   charge_done(ref, end);
   trace(Unit::WeightFifo, uint16_t(m), ref, "mxu.wload", start, end);
 }
@@ -509,14 +548,16 @@ void Machine::exec_matmul(const Operation& op, uint64_t T, const OpRef& ref) {
   uint64_t drow = uint64_t(reg(f(op, SlotId::MxuMatmul, "dst_reg"))) + uint64_t(f(op, SlotId::MxuMatmul, "dst_off"));
   uint64_t grow = check_acc(ref, "dst", int(m), drow, B);
   bool accumulate = f(op, SlotId::MxuMatmul, "acc") != 0;
-  uint64_t D = S + B + R_ + C_ - 2 + mc.output_latency_cycles;
+  // One input row per cycle, or more when a row needs several accesses to one bank.
+  uint64_t stream = periodic_sum(B, {stride}, [&](uint64_t j) { return ub_group_cycles({{src + j * stride, row_bytes}}, {}); });
+  uint64_t D = S + stream + R_ + C_ - 2 + mc.output_latency_cycles;
 
-  hazards_.check_and_add({Space::Ub, src, src + span, false, T, T + B, ref}, prog_);
+  hazards_.check_and_add({Space::Ub, src, src + span, false, T, T + stream, ref}, prog_);
   hazards_.check_and_add({Space::Acc, grow, grow + B, true, T, D, ref, int(m)}, prog_);
 
   matmul_compute(dt, ub_.get() + src, stride / esz, w, ms.acc.data() + drow * C_, C_, B, C_, accumulate);
 
-  ms.data_free = T + B;
+  ms.data_free = T + stream;
   add_increment(f(op, SlotId::MxuMatmul, "flag"), D, StallReason::WaitMxu, ref.bundle);
   Counters& c = tagc(ref.tag);
   c.matmuls++;
@@ -527,7 +568,8 @@ void Machine::exec_matmul(const Operation& op, uint64_t T, const OpRef& ref) {
   c.acc_write_bytes += B * C_ * 4;
   if (accumulate) c.acc_read_bytes += B * C_ * 4;
   charge_done(ref, D);
-  trace(Unit::Mxu, uint16_t(m), ref, "mxu.matmul", S, S + B);
+  c.ub_bank_extra_cycles += stream - B;
+  trace(Unit::Mxu, uint16_t(m), ref, "mxu.matmul", S, S + stream);
 }
 
 // ---- vector unit ----
@@ -549,7 +591,6 @@ void Machine::exec_vector(const Operation& op, uint64_t T, const OpRef& ref) {
 
   bool pool = def.op_class == isa::OpClass::VecPool;
   uint64_t window = pool ? param->window.size() : 1;
-  uint64_t occ = rows * ceil_div(W, vc.lanes) * window;
   uint32_t lat = 0;
   switch (def.op_class) {
     case isa::OpClass::VecAlu: case isa::OpClass::VecMove: lat = vc.latency_cycles.alu; break;
@@ -561,7 +602,6 @@ void Machine::exec_vector(const Operation& op, uint64_t T, const OpRef& ref) {
     case isa::OpClass::VecPool: lat = vc.latency_cycles.pool; break;
     default: break;
   }
-  uint64_t D = T + occ + lat;
   Counters& c = tagc(ref.tag);
 
   struct Resolved {
@@ -616,6 +656,30 @@ void Machine::exec_vector(const Operation& op, uint64_t T, const OpRef& ref) {
   bool binary = has_operand(def, "b");
   if (binary) b = operand("b", dt, false);
   Resolved d = operand("dst", odt, true);
+
+  // Issue-stage cycles: per row, the lanes' passes or the busiest bank, whichever is longer
+  // (pooling: the window's rows one after another, banks not modelled).
+  uint64_t lane_passes = ceil_div(W, vc.lanes);
+  uint64_t occ = rows * lane_passes * window;
+  if (!pool) {
+    bool b_ub = binary && b.space == Space::Ub, b_every_row = b_ub && !V("bcast");
+    std::vector<uint64_t> steps;
+    if (a.space == Space::Ub) steps.push_back(a.v.row_bytes);
+    if (b_every_row) steps.push_back(b.v.row_bytes);
+    if (d.space == Space::Ub) steps.push_back(d.v.row_bytes);
+    if (!steps.empty()) {
+      std::vector<std::pair<uint64_t, uint64_t>> rd, wr;
+      occ = periodic_sum(rows, steps, [&](uint64_t i) {
+        rd.clear(), wr.clear();
+        if (a.space == Space::Ub) rd.emplace_back(a.lo + i * a.v.row_bytes, a.v.row_bytes);
+        if (b_every_row || (b_ub && i == 0)) rd.emplace_back(b.lo + (b_every_row ? i * b.v.row_bytes : 0), b.v.row_bytes);
+        if (d.space == Space::Ub) wr.emplace_back(d.lo + i * d.v.row_bytes, d.v.row_bytes);
+        return std::max(lane_passes, ub_group_cycles(rd, wr));
+      });
+      c.ub_bank_extra_cycles += occ - rows * lane_passes;
+    }
+  }
+  uint64_t D = T + occ + lat;
   hazards_.check_and_add({a.space, a.lo, a.hi, false, T, T + occ, ref}, prog_);
   if (binary) hazards_.check_and_add({b.space, b.lo, b.hi, false, T, T + occ, ref}, prog_);
   hazards_.check_and_add({d.space, d.lo, d.hi, true, T, D, ref}, prog_);

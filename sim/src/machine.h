@@ -151,6 +151,12 @@ class Machine {
   uint64_t check_acc(const OpRef& ref, std::string_view field, int mxu, uint64_t row, uint64_t rows);
   uint32_t check_mxu(const OpRef& ref, std::string_view field, int64_t mxu);
   Counters& tagc(uint16_t tag) { return per_tag_[tag]; }
+  // Cycles one group of unified-buffer accesses (byte ranges) needs: the busiest bank's
+  // accesses over its ports (docs/microarch.md, "Unified buffer").
+  uint64_t ub_group_cycles(const std::vector<std::pair<uint64_t, uint64_t>>& reads,
+                           const std::vector<std::pair<uint64_t, uint64_t>>& writes);
+  uint64_t periodic_sum(uint64_t n, const std::vector<uint64_t>& steps, const std::function<uint64_t(uint64_t)>& f);
+  std::vector<uint32_t> bank_hits_;
   void charge_done(const OpRef& ref, uint64_t done);
   void trace(Unit u, uint16_t lane, const OpRef& ref, const char* name, uint64_t b, uint64_t e);
 
@@ -173,6 +179,7 @@ class Machine {
   // DMA engine
   std::vector<uint64_t> dma_done_;  // done cycles of transfers possibly in flight
   uint64_t dma_port_free_ = 0;      // UB port shared by DMA transfers
+  uint64_t dma_busy_end_ = 0;       // end of the union of in-flight intervals so far
   // Vector unit
   uint64_t vec_free_ = 0;
 

@@ -11,6 +11,9 @@ namespace {
 
 using nlohmann::json;
 
+// Peak of the simulated core: 2 ops per MAC on every PE of every MXU each cycle.
+double peak_tops(const Stats& s) { return 2.0 * s.mxu_count * s.mxu_rows * s.mxu_cols * s.clock_mhz * 1e6 / 1e12; }
+
 json counters_json(const Counters& c, uint64_t span_cycles, const Stats& s) {
   json j;
   j["bundles"] = c.bundles;
@@ -27,7 +30,9 @@ json counters_json(const Counters& c, uint64_t span_cycles, const Stats& s) {
               {"temporal_utilization",
                span_cycles && s.mxu_count ? double(c.mxu_rows) / (double(span_cycles) * s.mxu_count) : 0.0}};
   j["vector"] = {{"ops", c.vector_ops}, {"busy_cycles", c.vector_busy_cycles}, {"elements", c.vector_elements}};
+  j["ub_bank_conflict_cycles"] = c.ub_bank_extra_cycles;
   j["dma"] = {{"transfers", c.dma_transfers}, {"busy_cycles", c.dma_busy_cycles}};
+  j["mxu"]["weight_shift_cycles"] = c.weight_shift_cycles;
   j["scalar_ops"] = c.scalar_ops;
   j["bytes"] = {{"hbm_read", c.hbm_read_bytes},  {"hbm_write", c.hbm_write_bytes},
                 {"ub_read", c.ub_read_bytes},    {"ub_write", c.ub_write_bytes},
@@ -59,7 +64,7 @@ std::string report_json(const RunResult& r, const config::Config& cfg, const Rep
                  {"seconds", secs},
                  {"macs", s.total.macs()},
                  {"achieved_tops", secs > 0 ? 2.0 * double(s.total.macs()) / secs / 1e12 : 0.0},
-                 {"peak_tops", config::peak_ops_per_s_per_chip(cfg) / 1e12},
+                 {"peak_tops", peak_tops(s)},
                  {"mxu_temporal_utilization", s.mxu_temporal_utilization()},
                  {"mxu_spatial_utilization", s.mxu_spatial_utilization()},
                  {"mxu_utilization", s.mxu_overall_utilization()},
@@ -69,6 +74,17 @@ std::string report_json(const RunResult& r, const config::Config& cfg, const Rep
                  {"hbm_row_misses", s.hbm_row_misses},
                  {"hbm_row_empty", s.hbm_row_empty}};
   j["counters"] = counters_json(s.total, s.total_cycles, s);
+  // Busy / stall / idle cycles per unit (docs/reports.md, "units").
+  auto unit = [&](uint64_t busy, uint64_t stall, uint64_t lanes) {
+    uint64_t cap = s.total_cycles * lanes;
+    return json{{"busy_cycles", busy}, {"stall_cycles", stall}, {"idle_cycles", cap > busy + stall ? cap - busy - stall : 0},
+                {"instances", lanes}};
+  };
+  j["units"] = {{"sequencer", unit(s.total.bundles, s.total.stall_cycles, 1)},
+                {"dma", unit(s.total.dma_busy_cycles, 0, 1)},
+                {"mxu", unit(s.total.mxu_rows + s.total.ub_bank_extra_cycles, 0, s.mxu_count)},
+                {"weight_path", unit(s.total.weight_shift_cycles, 0, s.mxu_count)},
+                {"vector", unit(s.total.vector_busy_cycles, 0, 1)}};
   json tags = json::array();
   for (const TagStats& t : s.per_tag) {
     json tj = counters_json(t.c, t.c.last_done > t.c.first_issue ? t.c.last_done - t.c.first_issue : 0, s);
@@ -92,7 +108,7 @@ std::string summary_table(const RunResult& r, const config::Config& cfg) {
   o += fmt::format("config {} ({}x{} x{} MXU @ {} MHz)\n", cfg.name, s.mxu_rows, s.mxu_cols, s.mxu_count, cfg.clock_mhz);
   o += fmt::format("cycles {}  = {:.3f} us   MACs {}   achieved {:.3f} / peak {:.1f} TOPS\n", s.total_cycles,
                    secs * 1e6, s.total.macs(), secs > 0 ? 2.0 * double(s.total.macs()) / secs / 1e12 : 0.0,
-                   config::peak_ops_per_s_per_chip(cfg) / 1e12);
+                   peak_tops(s));
   o += fmt::format("MXU utilization {:.1f}% (temporal {:.1f}%, spatial {:.1f}%)   energy {:.3f} uJ   avg power {:.2f} W\n",
                    100 * s.mxu_overall_utilization(), 100 * s.mxu_temporal_utilization(),
                    100 * s.mxu_spatial_utilization(), ej * 1e6, secs > 0 ? ej / secs : 0.0);

@@ -54,6 +54,7 @@ void Counters::add(const Counters& o) {
   acc_write_bytes += o.acc_write_bytes;
   wfifo_bytes += o.wfifo_bytes;
   weight_loads += o.weight_loads;
+  weight_shift_cycles += o.weight_shift_cycles;
   matmuls += o.matmuls;
   mxu_rows += o.mxu_rows;
   macs_int8 += o.macs_int8;
@@ -63,6 +64,7 @@ void Counters::add(const Counters& o) {
   vector_busy_cycles += o.vector_busy_cycles;
   vector_elements += o.vector_elements;
   vector_mul_elements += o.vector_mul_elements;
+  ub_bank_extra_cycles += o.ub_bank_extra_cycles;
   first_issue = std::min(first_issue, o.first_issue);
   last_done = std::max(last_done, o.last_done);
   for (size_t i = 0; i < energy_pj.size(); ++i) energy_pj[i] += o.energy_pj[i];

@@ -36,7 +36,7 @@ struct Counters {
   std::array<uint64_t, kNumStallReasons> stall{};
   uint64_t scalar_ops = 0;
   uint64_t dma_transfers = 0;
-  uint64_t dma_busy_cycles = 0;   // sum over transfers of (done - issue)
+  uint64_t dma_busy_cycles = 0;   // cycles with at least one transfer in flight
   uint64_t hbm_read_bytes = 0;
   uint64_t hbm_write_bytes = 0;
   uint64_t ub_read_bytes = 0;
@@ -45,6 +45,7 @@ struct Counters {
   uint64_t acc_write_bytes = 0;
   uint64_t wfifo_bytes = 0;       // written into weight FIFOs
   uint64_t weight_loads = 0;      // mxu.wload
+  uint64_t weight_shift_cycles = 0;  // cycles weight paths spent shifting tiles in
   uint64_t matmuls = 0;
   uint64_t mxu_rows = 0;          // input rows streamed (= cycles a row enters an array)
   uint64_t macs_int8 = 0;         // useful MACs (K x N per row)
@@ -54,6 +55,7 @@ struct Counters {
   uint64_t vector_busy_cycles = 0;
   uint64_t vector_elements = 0;
   uint64_t vector_mul_elements = 0;     // multiply-class lane operations (mul, affine, rescale, transcendental)
+  uint64_t ub_bank_extra_cycles = 0;    // MXU/vector cycles lost to unified-buffer bank conflicts
   uint64_t first_issue = UINT64_MAX;    // cycle of the first bundle with this tag
   uint64_t last_done = 0;               // latest done cycle of an operation with this tag
   std::array<double, kNumUnits> energy_pj{};
