@@ -1,4 +1,7 @@
 // Bad programs stop with a diagnostic that names the bundle, the unit and the flag or field.
+#include <iostream>
+#include <random>
+
 #include "sim_test_util.h"
 
 namespace vtpu::sim {
@@ -121,6 +124,87 @@ TEST(SimErrors, TransferPastHbm) {
   std::string text = ".desc d bytes=64 src_off=" + std::to_string(cfg.memory.bytes - 32) +
                      "\n  dma.load desc=d src=r0 dst=r0 flag=f1\n  wait f1\n  halt\n";
   expect_error(fails("tiny-4x4", text), {"bundle 0", "'src'", "memory.bytes"});
+}
+
+}  // namespace
+}  // namespace vtpu::sim
+
+namespace vtpu::sim {
+namespace {
+
+// Random programs of random operations with random fields either run or stop with a
+// SimError (a user error naming the bundle); never a crash, an internal error or a hang.
+TEST(SimRobustness, RandomProgramsRunOrFailCleanly) {
+  std::mt19937_64 rng(2024);
+  int ran = 0, rejected = 0;
+  for (int iter = 0; iter < 300; ++iter) {
+    isa::Program p;
+    for (int i = 0; i < 4; ++i) {
+      isa::DmaDescriptor d;
+      d.name = "d" + std::to_string(i);
+      d.bytes = uint32_t(1 + rng() % 64) * (i == 0 ? 1 : 4);
+      d.src_offset = rng() % 4096, d.dst_offset = rng() % 4096;
+      if (rng() % 2) d.dims.push_back({uint32_t(1 + rng() % 4), int64_t(rng() % 512), int64_t(rng() % 512)});
+      d.dtype = rng() % 2 ? isa::Dtype::Int8 : isa::Dtype::Bf16;
+      p.descriptors.push_back(d);
+      isa::VectorParams v;
+      v.name = "p" + std::to_string(i);
+      v.multiplier = {int32_t(rng() % 2000000000)};
+      v.shift = {int32_t(2 + rng() % 60)};
+      v.window = {0, int32_t(4 * (rng() % 8))};
+      v.scale = {1.5f};
+      p.params.push_back(v);
+    }
+    size_t n = 5 + rng() % 40;
+    for (size_t b = 0; b < n; ++b) {
+      isa::Bundle bundle;
+      for (const isa::SlotDef& sd : isa::table().slots) {
+        if (rng() % 3) continue;
+        std::vector<const isa::OpDef*> cands;
+        for (const isa::OpDef& op : isa::table().ops)
+          if (op.slot_class == sd.slot_class) cands.push_back(&op);
+        const isa::OpDef* def = cands[rng() % cands.size()];
+        if (def->mnemonic == "dma.send") continue;
+        isa::Operation op = isa::make_op(*def);
+        for (const isa::OperandDef& od : def->operands) {
+          unsigned k = od.kind == isa::OperandKind::Field ? 1 : od.kind == isa::OperandKind::Addr ? 2 : 3;
+          for (unsigned i = 0; i < k; ++i) {
+            int fi = sd.field_index(od.fields[i]);
+            const isa::FieldDef& f = sd.fields[size_t(fi)];
+            int64_t v;
+            // Bias towards programs that get far: existing MXU, aligned small offsets.
+            if (f.name == "mxu" || f.name == "unit") v = 0;
+            else if (f.name.ends_with("_off")) v = int64_t(rng() % 64) * 64;
+            else if (f.kind == isa::FieldKind::Desc || f.kind == isa::FieldKind::Param) v = int64_t(rng() % 4);
+            else if (f.kind == isa::FieldKind::Target) v = int64_t(rng() % n);
+            else if (f.kind == isa::FieldKind::UImm && f.width > 8) v = int64_t(rng() % 300) + f.min;  // small rows/offsets
+            else v = f.min + int64_t(rng() % uint64_t(f.max - f.min + 1));
+            op.fields[size_t(fi)] = v;
+          }
+        }
+        bundle.at(sd.id) = op;
+      }
+      p.code.push_back(isa::encode(bundle));
+    }
+    isa::Bundle halt;
+    halt.at(isa::SlotId::Control) = isa::make_op(*isa::find_op("halt"));
+    p.code.push_back(isa::encode(halt));
+    std::string out = testing::in_child([&] {
+      SimOptions o;
+      o.max_cycles = 200000;
+      std::map<std::string, std::vector<uint8_t>> in;
+      auto r = simulate(config::load_preset("tiny-4x4"), p, in, o);
+      return std::string("ran");
+    });
+    if (out == "ran") ++ran;
+    else if (out.rfind("SIMERROR: ", 0) == 0) {
+      ++rejected;
+      if (std::getenv("VTPU_TEST_VERBOSE")) std::cout << out.substr(0, 160) << "\n";
+    }
+    else FAIL() << "iteration " << iter << ": " << out << "\n" << isa::disassemble(p);
+  }
+  EXPECT_EQ(ran + rejected, 300);
+  EXPECT_GT(rejected, 0);
 }
 
 }  // namespace
