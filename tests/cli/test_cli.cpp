@@ -113,3 +113,75 @@ TEST(Cli, UsageErrorsExitTwo) {
 }
 
 }  // namespace
+
+namespace {
+
+// Every malformed input in the repository gives exit code 1 and its file:line location.
+TEST(Cli, EveryBadAssemblyFileExitsOne) {
+  int n = 0;
+  for (const auto& e : fs::directory_iterator(kRoot / "isa/tests/bad")) {
+    CliResult r = vtpu("asm " + e.path().string() + " -o " + tmp("bad_out.vtpu").string());
+    EXPECT_EQ(r.code, 1) << e.path();
+    EXPECT_NE(r.err.find(e.path().filename().string() + ":"), std::string::npos) << r.err;
+    ++n;
+  }
+  EXPECT_GE(n, 20);
+}
+
+TEST(Cli, EveryBadConfigFileExitsOne) {
+  int n = 0;
+  for (const auto& e : fs::directory_iterator(kRoot / "configs/tests/bad")) {
+    CliResult r = vtpu("config check " + e.path().string());
+    EXPECT_EQ(r.code, 1) << e.path() << "\n" << r.err;
+    EXPECT_NE(r.err.find("error"), std::string::npos) << r.err;
+    ++n;
+  }
+  EXPECT_GE(n, 20);
+}
+
+TEST(Cli, SimWritesOutputsReportAndTrace) {
+  fs::path dir = tmp("cli_sim_out");
+  fs::remove_all(dir);
+  fs::path prog = tmp("cli_conv.vtpu");
+  ASSERT_EQ(vtpu("asm " + (kRoot / "examples/conv3x3.s").string() + " -o " + prog.string()).code, 0);
+  CliResult r = vtpu("sim " + prog.string() + " --output-dir " + dir.string() + " --report " + (dir / "r.json").string() +
+                     " --trace " + (dir / "t.json").string());
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("cycles"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("conv"), std::string::npos) << r.out;  // the per-tag table
+  EXPECT_TRUE(fs::exists(dir / "y.npy"));
+  EXPECT_EQ(fs::file_size(dir / "y.npy"), 128u + 128u);  // 64-byte-aligned header... + 4x4x8 int8
+  EXPECT_GT(fs::file_size(dir / "r.json"), 500u);
+  EXPECT_GT(fs::file_size(dir / "t.json"), 500u);
+  // The same run again gives the same report.
+  std::ifstream f1(dir / "r.json");
+  std::string first((std::istreambuf_iterator<char>(f1)), {});
+  ASSERT_EQ(vtpu("sim " + prog.string() + " -q --report " + (dir / "r2.json").string()).code, 0);
+  std::ifstream f2(dir / "r2.json");
+  std::string second((std::istreambuf_iterator<char>(f2)), {});
+  EXPECT_EQ(first, second);
+  fs::remove_all(dir);
+}
+
+TEST(Cli, SimRejectsWrongInputsAndBadPrograms) {
+  fs::path prog = tmp("cli_conv2.vtpu");
+  ASSERT_EQ(vtpu("asm " + (kRoot / "examples/conv3x3.s").string() + " -o " + prog.string()).code, 0);
+  CliResult r = vtpu("sim " + prog.string() + " --input nosuch=x.npy");
+  EXPECT_EQ(r.code, 1);
+  EXPECT_NE(r.err.find("has no input 'nosuch'"), std::string::npos) << r.err;
+  r = vtpu("sim " + prog.string() + " --input x=/nonexistent.npy");
+  EXPECT_EQ(r.code, 1);
+  EXPECT_NE(r.err.find("/nonexistent.npy"), std::string::npos) << r.err;
+  r = vtpu("sim " + prog.string() + " -c tiny-4x4");
+  EXPECT_EQ(r.code, 1);
+  EXPECT_NE(r.err.find("built for config 'tiny-8x8'"), std::string::npos) << r.err;
+  fs::path dead = tmp("cli_dead.s"), deadp = tmp("cli_dead.vtpu");
+  std::ofstream(dead) << ".config tiny-4x4\n  wait f3\n  halt\n";
+  ASSERT_EQ(vtpu("asm " + dead.string() + " -o " + deadp.string()).code, 0);
+  r = vtpu("sim " + deadp.string());
+  EXPECT_EQ(r.code, 1);
+  EXPECT_NE(r.err.find("bundle 0"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("deadlock"), std::string::npos) << r.err;
+}
+
+}  // namespace
