@@ -8,6 +8,7 @@
 
 #include <fstream>
 
+#include "vtpu/compiler/compiler.h"
 #include "vtpu/config/config.h"
 #include "vtpu/isa/assembler.h"
 #include "vtpu/isa/program.h"
@@ -61,6 +62,33 @@ int cmd_config_list() {
     config::Config c = config::load_preset(n);
     std::cout << fmt::format("{:<14} {}\n", n, c.description);
   }
+  return kExitOk;
+}
+
+struct CompileArgs {
+  std::string model, config = "tpu-v4-core", dtype = "bf16", output, emit_asm, emit_mlir;
+  int64_t batch = 0;
+};
+
+int cmd_compile(const CompileArgs& a) {
+  config::Config cfg = config::resolve(a.config);
+  compiler::CompileOptions opt;
+  if (a.dtype == "int8") opt.precision = compiler::Precision::Int8;
+  else if (a.dtype == "bf16") opt.precision = compiler::Precision::Bf16;
+  else throw UserError(fmt::format("--dtype '{}': use int8 or bf16", a.dtype));
+  opt.batch = a.batch;
+  opt.emit_mlir_stage = a.emit_mlir;
+  compiler::CompileResult r = compiler::compile_onnx(a.model, cfg, opt);
+  std::string out = a.output.empty() ? default_output(a.model).string() : a.output;
+  isa::write_program(r.program, out);
+  if (!a.emit_asm.empty()) {
+    std::ofstream f(a.emit_asm);
+    if (!f) throw UserError(fmt::format("{}: cannot open for writing", a.emit_asm));
+    f << r.assembly;
+  }
+  if (!a.emit_mlir.empty()) std::cout << r.mlir;
+  std::cerr << fmt::format("vtpu compile: wrote {} ({} bundles, {} layers, config {}, {})\n", out, r.program.code.size(),
+                           r.bounds.size(), cfg.name, a.dtype);
   return kExitOk;
 }
 
@@ -159,6 +187,16 @@ int main(int argc, char** argv) {
   check_cmd->add_option("FILE", cfg_file, "preset name or YAML file")->required();
   auto* list_cmd = cfg_cmd->add_subcommand("list", "list the built-in presets");
 
+  CompileArgs compile_args;
+  auto* compile_cmd = app.add_subcommand("compile", "compile an ONNX model into a .vtpu program");
+  compile_cmd->add_option("MODEL", compile_args.model, "model (.onnx)")->required();
+  compile_cmd->add_option("-c,--config", compile_args.config, "preset name or YAML file")->capture_default_str();
+  compile_cmd->add_option("--dtype", compile_args.dtype, "int8 or bf16")->capture_default_str();
+  compile_cmd->add_option("-o,--output", compile_args.output, "output program (default: MODEL with .vtpu)");
+  compile_cmd->add_option("--batch", compile_args.batch, "batch size (default: the model's)");
+  compile_cmd->add_option("--emit-asm", compile_args.emit_asm, "also write the program as assembly");
+  compile_cmd->add_option("--emit-mlir", compile_args.emit_mlir, "print the IR after a stage: tosa or tpu");
+
   SimArgs sim_args;
   auto* sim_cmd = app.add_subcommand("sim", "run a .vtpu program on the cycle-accurate chip model");
   sim_cmd->add_option("PROGRAM", sim_args.program, "program (.vtpu)")->required();
@@ -181,6 +219,7 @@ int main(int argc, char** argv) {
   try {
     if (*asm_cmd) return cmd_asm(asm_in, asm_out, asm_cfg);
     if (*sim_cmd) return cmd_sim(sim_args);
+    if (*compile_cmd) return cmd_compile(compile_args);
     if (*dis_cmd) return cmd_disasm(dis_in);
     if (*check_cmd) return cmd_config_check(cfg_file);
     if (*list_cmd) return cmd_config_list();

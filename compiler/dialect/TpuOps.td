@@ -1,0 +1,62 @@
+// The tpu dialect: whole layers as the vtpu chip executes them. TOSA is lowered to these
+// ops after fusion (bias, activation, requantization folded in), and code generation turns
+// each op into bundles. Every op carries the ONNX node name as `layer`, which becomes the
+// program's tag so reports break down per layer.
+include "mlir/IR/OpBase.td"
+include "mlir/Interfaces/SideEffectInterfaces.td"
+
+def Tpu_Dialect : Dialect {
+  let name = "tpu";
+  let cppNamespace = "::vtpu::tpu";
+  let summary = "Layer-level operations of the vtpu chip";
+}
+
+class Tpu_Op<string mnemonic, list<Trait> traits = []> : Op<Tpu_Dialect, mnemonic, traits>;
+
+// Rows x features matrices: a 2-D activation, or an NHWC image seen as pixels x channels.
+def Tpu_MatmulOp : Tpu_Op<"matmul", [Pure]> {
+  let summary = "y = clamp(x * w + bias) on the MXUs; x [M, K], w [K, N] and bias [N] constant";
+  let arguments = (ins AnyRankedTensor:$input, AnyRankedTensor:$weight, AnyRankedTensor:$bias,
+                   F64Attr:$clamp_min, F64Attr:$clamp_max, StrAttr:$layer);
+  let results = (outs AnyRankedTensor:$output);
+  let assemblyFormat = "operands attr-dict `:` functional-type(operands, results)";
+}
+
+def Tpu_Conv2DOp : Tpu_Op<"conv2d", [Pure]> {
+  let summary = "NHWC convolution y = clamp(conv(x, w) + bias); w is [KH, KW, CI, CO]";
+  let arguments = (ins AnyRankedTensor:$input, AnyRankedTensor:$weight, AnyRankedTensor:$bias,
+                   DenseI64ArrayAttr:$stride, DenseI64ArrayAttr:$pad, DenseI64ArrayAttr:$dilation,
+                   F64Attr:$clamp_min, F64Attr:$clamp_max, StrAttr:$layer);
+  let results = (outs AnyRankedTensor:$output);
+  let assemblyFormat = "operands attr-dict `:` functional-type(operands, results)";
+}
+
+def Tpu_PoolOp : Tpu_Op<"pool", [Pure]> {
+  let summary = "NHWC max or average pooling window";
+  let arguments = (ins AnyRankedTensor:$input, StrAttr:$kind, DenseI64ArrayAttr:$kernel,
+                   DenseI64ArrayAttr:$stride, DenseI64ArrayAttr:$pad, StrAttr:$layer);
+  let results = (outs AnyRankedTensor:$output);
+  let assemblyFormat = "operands attr-dict `:` functional-type(operands, results)";
+}
+
+def Tpu_AddOp : Tpu_Op<"add", [Pure]> {
+  let summary = "y = clamp(a + b), elementwise on two activations of the same shape";
+  let arguments = (ins AnyRankedTensor:$lhs, AnyRankedTensor:$rhs, F64Attr:$clamp_min,
+                   F64Attr:$clamp_max, StrAttr:$layer);
+  let results = (outs AnyRankedTensor:$output);
+  let assemblyFormat = "operands attr-dict `:` functional-type(operands, results)";
+}
+
+def Tpu_SoftmaxOp : Tpu_Op<"softmax", [Pure]> {
+  let summary = "softmax over the last dimension";
+  let arguments = (ins AnyRankedTensor:$input, StrAttr:$layer);
+  let results = (outs AnyRankedTensor:$output);
+  let assemblyFormat = "operands attr-dict `:` functional-type(operands, results)";
+}
+
+def Tpu_ReshapeOp : Tpu_Op<"reshape", [Pure]> {
+  let summary = "a new shape for the same elements in row-major order";
+  let arguments = (ins AnyRankedTensor:$input, StrAttr:$layer);
+  let results = (outs AnyRankedTensor:$output);
+  let assemblyFormat = "operands attr-dict `:` functional-type(operands, results)";
+}

@@ -1,0 +1,51 @@
+#pragma once
+// The vtpu compiler: ONNX model -> TOSA (MLIR) -> tpu dialect -> VLIW program for a config.
+// This header carries no MLIR types; the pipeline and its passes live in compiler/src.
+#include <cstdint>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "vtpu/config/config.h"
+#include "vtpu/isa/program.h"
+#include "vtpu/support/error.h"
+
+namespace vtpu::compiler {
+
+enum class Precision : uint8_t { Int8, Bf16 };
+
+struct CompileOptions {
+  Precision precision = Precision::Bf16;
+  int64_t batch = 0;                      // 0: the model's own batch size
+  std::string emit_mlir_stage;            // "", "tosa", "tpu": keep the IR after that stage
+  uint64_t seed = 1;                      // calibration inputs when none are given
+};
+
+// The roofline of one layer on the config: whichever of compute and memory takes longer.
+struct LayerBound {
+  std::string layer;       // the ONNX node name (the program's tag)
+  uint64_t macs = 0;
+  uint64_t hbm_bytes = 0;  // weights + inputs/outputs that must cross HBM
+  uint64_t compute_cycles = 0;
+  uint64_t memory_cycles = 0;
+  uint64_t bound_cycles() const { return compute_cycles > memory_cycles ? compute_cycles : memory_cycles; }
+};
+
+struct CompileResult {
+  isa::Program program;
+  std::string assembly;  // the program as vtpu assembly (what --emit-asm writes)
+  std::string mlir;      // the IR after emit_mlir_stage, when asked for
+  std::vector<LayerBound> bounds;
+};
+
+// A model the compiler cannot handle: an unsupported operator or attribute, a shape it
+// cannot tile, a model that does not fit the config. The message names the node.
+class CompileError : public UserError {
+ public:
+  using UserError::UserError;
+};
+
+CompileResult compile_onnx(const std::filesystem::path& model, const config::Config& cfg,
+                           const CompileOptions& options = {});
+
+}  // namespace vtpu::compiler

@@ -1,0 +1,781 @@
+// tpu dialect -> vtpu program (docs/compiler.md, "Code generation").
+//
+// Activations live in the unified buffer in the chip's blocked layout: a tensor seen as
+// rows x features (an NHWC image is pixels x channels) is split into feature blocks of R
+// lanes; block b holds every row's features [b*R, b*R + R), one R-wide row per tensor row.
+// A matmul then reads K-slices straight from the blocks and its results leave the
+// accumulators as the next layer's blocks. Weights are pre-tiled in HBM, one contiguous
+// K x N tile per (K block, N block), so one DMA descriptor moves a tile.
+//
+// Each MXU works through a stream of weight tiles with the weights two tiles ahead in the
+// FIFO and one ahead in the shadow registers; when an output block's last matmul is
+// issued, its epilogue (bias, activation, conversion into the output blocks) runs one
+// step later, while the next block streams.
+#include <fmt/format.h>
+
+#include <cmath>
+#include <cstring>
+#include <deque>
+#include <functional>
+#include <limits>
+#include <map>
+
+#include "import.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Tosa/IR/TosaOps.h"
+#include "mlir/IR/BuiltinAttributes.h"
+#include "tpu_dialect.h"
+#include "vtpu/isa/assembler.h"
+#include "vtpu/numerics/float.h"
+
+namespace vtpu::compiler {
+namespace {
+
+using mlir::Value;
+namespace tosa = mlir::tosa;
+
+uint64_t align_up(uint64_t x, uint64_t a) { return (x + a - 1) / a * a; }
+uint64_t ceil_div(uint64_t a, uint64_t b) { return (a + b - 1) / b; }
+
+std::vector<int64_t> shape_of(Value v) {
+  auto t = mlir::cast<mlir::RankedTensorType>(v.getType());
+  return {t.getShape().begin(), t.getShape().end()};
+}
+
+std::vector<float> const_floats(Value v, const std::string& layer) {
+  auto c = v.getDefiningOp<tosa::ConstOp>();
+  if (!c) throw CompileError(fmt::format("node '{}': expected a constant operand", layer));
+  auto a = mlir::cast<mlir::DenseElementsAttr>(c.getValue());
+  std::vector<float> out;
+  for (float f : a.getValues<float>()) out.push_back(f);
+  return out;
+}
+
+uint16_t bf16_of(float f) { return numerics::f32_to_bf16(numerics::f32_bits(f)); }
+
+// An activation in the unified buffer (see the file comment).
+struct Act {
+  uint64_t rows = 0, features = 0;
+  uint64_t base = 0, block_bytes = 0, blocks = 0;
+  std::vector<int64_t> shape;  // logical shape (NHWC for images)
+  uint64_t bytes() const { return block_bytes * blocks; }
+};
+
+// First-fit allocator of unified-buffer bytes.
+class UbAllocator {
+ public:
+  UbAllocator(uint64_t cap, uint64_t align) : cap_(cap), align_(align) { free_[0] = cap; }
+  std::optional<uint64_t> alloc(uint64_t bytes) {
+    bytes = align_up(std::max<uint64_t>(bytes, 1), align_);
+    for (auto it = free_.begin(); it != free_.end(); ++it)
+      if (it->second >= bytes) {
+        uint64_t at = it->first, left = it->second - bytes;
+        free_.erase(it);
+        if (left) free_[at + bytes] = left;
+        used_[at] = bytes;
+        high_ = std::max(high_, at + bytes);
+        return at;
+      }
+    return std::nullopt;
+  }
+  void release(uint64_t at) {
+    auto u = used_.find(at);
+    if (u == used_.end()) return;
+    uint64_t n = u->second;
+    used_.erase(u);
+    auto [it, ok] = free_.emplace(at, n);
+    auto next = std::next(it);
+    if (next != free_.end() && it->first + it->second == next->first) it->second += next->second, free_.erase(next);
+    if (it != free_.begin()) {
+      auto prev = std::prev(it);
+      if (prev->first + prev->second == it->first) prev->second += it->second, free_.erase(it);
+    }
+  }
+  uint64_t in_use() const {
+    uint64_t n = 0;
+    for (auto& [a, b] : used_) n += b;
+    return n;
+  }
+  uint64_t capacity() const { return cap_; }
+
+ private:
+  uint64_t cap_, align_, high_ = 0;
+  std::map<uint64_t, uint64_t> free_, used_;
+};
+
+// One matmul of an MXU work stream.
+struct MatmulStep {
+  uint64_t src, rows, stride, acc_row;
+  bool accumulate;
+};
+// A weight tile and the matmuls that use it.
+struct TileGroup {
+  std::string desc;
+  std::vector<MatmulStep> steps;
+};
+// An output block: tile groups accumulating into one accumulator region, then an epilogue.
+struct Block {
+  std::vector<TileGroup> groups;
+  std::function<void(uint32_t mxu, uint64_t acc_row)> epilogue;
+  uint64_t acc_rows = 0;
+};
+
+class Codegen {
+ public:
+  Codegen(const config::Config& cfg, const CompileOptions& opt) : cfg_(cfg), opt_(opt), ub_(cfg.core.unified_buffer.bytes, 64) {
+    R_ = cfg.core.mxu.rows;
+    C_ = cfg.core.mxu.cols;
+    if (R_ != C_)
+      throw CompileError(fmt::format("config '{}': the compiler needs square arrays (core.mxu.rows = core.mxu.cols); "
+                                     "this one is {}x{}",
+                                     cfg.name, R_, C_));
+    if (opt.precision == Precision::Int8)
+      throw CompileError("--dtype int8 needs post-training calibration, which the compiler does not do yet; "
+                         "use --dtype bf16");
+    if (!config::supports(cfg, config::DType::kBf16))
+      throw CompileError(fmt::format("config '{}' has no bf16 MXU (core.mxu.dtypes); use a config with bf16", cfg.name));
+    esz_ = 2;
+    acc_region_ = cfg.core.accumulators.rows / 2;
+  }
+
+  CompileResult run(mlir::ModuleOp module) {
+    auto fn = module.lookupSymbol<mlir::func::FuncOp>("main");
+    if (!fn) throw InternalError("no func @main");
+    decl(fmt::format(".config {}", cfg_.name));
+    // Zero region in HBM (never written) for clearing UB buffers.
+    zero_hbm_ = hbm_alloc(1 << 20);
+
+    // Inputs: HBM -> UB blocked layout.
+    for (unsigned i = 0; i < fn.getNumArguments(); ++i) {
+      Value arg = fn.getArgument(i);
+      std::string name = fn.getArgAttrOfType<mlir::StringAttr>(i, "vtpu.name").str();
+      auto shape = shape_of(arg);
+      uint64_t bytes = numel(shape) * esz_;
+      uint64_t addr = hbm_alloc(bytes);
+      decl(fmt::format(".tensor {} role=input dtype=bf16 shape=[{}] addr={}", quote(name), fmt::join(shape, ", "), addr));
+      tag("input " + name);
+      Act a = new_act(shape, "input '" + name + "'");
+      load_act(a, addr);
+      acts_[arg.getAsOpaquePointer()] = a;
+    }
+    uses_left(fn);
+
+    for (mlir::Operation& op : fn.getBody().front()) {
+      if (mlir::isa<tosa::ConstOp>(op)) continue;
+      if (auto ret = mlir::dyn_cast<mlir::func::ReturnOp>(op)) {
+        for (unsigned i = 0; i < ret.getNumOperands(); ++i) {
+          Value v = ret.getOperand(i);
+          std::string name = fn.getResultAttrOfType<mlir::StringAttr>(i, "vtpu.name").str();
+          auto shape = shape_of(v);
+          uint64_t addr = hbm_alloc(numel(shape) * esz_);
+          decl(fmt::format(".tensor {} role=output dtype=bf16 shape=[{}] addr={}", quote(name), fmt::join(shape, ", "), addr));
+          tag("output " + name);
+          store_act(act(v), addr);
+        }
+        continue;
+      }
+      if (auto m = mlir::dyn_cast<tpu::MatmulOp>(op)) gen_matmul(m);
+      else if (auto c = mlir::dyn_cast<tpu::Conv2DOp>(op)) gen_conv(c);
+      else if (auto p = mlir::dyn_cast<tpu::PoolOp>(op)) gen_pool(p);
+      else if (auto a = mlir::dyn_cast<tpu::AddOp>(op)) gen_add(a);
+      else if (auto s = mlir::dyn_cast<tpu::SoftmaxOp>(op)) gen_softmax(s);
+      else if (auto r = mlir::dyn_cast<tpu::ReshapeOp>(op)) gen_reshape(r);
+      else throw CompileError(fmt::format("code generation does not handle {}", op.getName().getStringRef().str()));
+      for (Value operand : op.getOperands()) release(operand);
+    }
+    code("  halt");
+
+    CompileResult r;
+    r.assembly = decls_ + code_;
+    r.program = isa::assemble(r.assembly, "<compiler>");
+    for (auto& seg : segments_) r.program.constants.push_back(std::move(seg));
+    r.program.config_fingerprint = config::fingerprint(cfg_);
+    r.program.config_name = cfg_.name;
+    r.bounds = std::move(bounds_);
+    r.assembly += fmt::format("# {} bytes of weights and constants in {} HBM segments (not listed)\n", const_bytes_,
+                              r.program.constants.size());
+    return r;
+  }
+
+ private:
+  static uint64_t numel(const std::vector<int64_t>& s) {
+    uint64_t n = 1;
+    for (int64_t d : s) n *= uint64_t(d);
+    return n;
+  }
+  static std::string quote(const std::string& s) {
+    std::string q = "\"";
+    for (char c : s) {
+      if (c == '"' || c == '\\') q += '\\';
+      q += c;
+    }
+    return q + "\"";
+  }
+  void decl(const std::string& s) { decls_ += s + "\n"; }
+  void code(const std::string& s) { code_ += s + "\n"; }
+  void tag(const std::string& layer) { code(".tag " + quote(layer)); }
+
+  uint64_t hbm_alloc(uint64_t bytes) {
+    uint64_t at = hbm_next_;
+    hbm_next_ = align_up(hbm_next_ + bytes, 4096);
+    if (hbm_next_ > cfg_.memory.bytes)
+      throw CompileError(fmt::format("the model needs {} bytes of HBM but the config has {} (memory.bytes)", hbm_next_,
+                                     cfg_.memory.bytes));
+    return at;
+  }
+  uint64_t hbm_const(std::vector<uint8_t> bytes) {
+    uint64_t at = hbm_alloc(bytes.size());
+    const_bytes_ += bytes.size();
+    segments_.push_back({at, std::move(bytes)});
+    return at;
+  }
+  std::string new_desc(const std::string& body) {
+    std::string name = fmt::format("d{}", ndesc_++);
+    decl(fmt::format(".desc {} {}", name, body));
+    return name;
+  }
+  std::string new_param(const std::string& body) {
+    std::string name = fmt::format("p{}", nparam_++);
+    decl(fmt::format(".vparam {} {}", name, body));
+    return name;
+  }
+  // "r0+addr" when the address fits the 24-bit offset fields, else loads it into `reg`
+  // (in a bundle of its own: registers are read before a bundle writes them).
+  std::string addr_ref(uint64_t addr, int reg) {
+    if (addr <= 0xFFFFFF) return fmt::format("r0+{}", addr);
+    if (addr > UINT32_MAX) throw CompileError(fmt::format("address {} exceeds the 32-bit registers", addr));
+    code(fmt::format("  li r{}, {}", reg, addr));
+    return fmt::format("r{}+0", reg);
+  }
+
+  Act new_act(const std::vector<int64_t>& shape, const std::string& what) {
+    Act a;
+    a.shape = shape;
+    a.features = uint64_t(shape.back());
+    a.rows = numel(shape) / a.features;
+    a.blocks = ceil_div(a.features, R_);
+    a.block_bytes = align_up(a.rows * R_ * esz_, 64);
+    auto at = ub_.alloc(a.bytes());
+    if (!at)
+      throw CompileError(fmt::format("{} needs {} bytes of the unified buffer but only {} of its {} bytes are free "
+                                     "(core.unified_buffer.bytes is {} too small); use a config with a larger unified "
+                                     "buffer or a smaller batch",
+                                     what, a.bytes(), ub_.capacity() - ub_.in_use(), ub_.capacity(),
+                                     a.bytes() - (ub_.capacity() - ub_.in_use())));
+    a.base = *at;
+    return a;
+  }
+
+  const Act& act(Value v) {
+    auto it = acts_.find(v.getAsOpaquePointer());
+    if (it == acts_.end()) throw InternalError("activation used before it was produced");
+    return it->second;
+  }
+  void define(Value v, const Act& a) { acts_[v.getAsOpaquePointer()] = a; }
+  void uses_left(mlir::func::FuncOp fn) {
+    fn.walk([&](mlir::Operation* op) {
+      for (Value v : op->getOperands()) uses_[v.getAsOpaquePointer()]++;
+    });
+  }
+  void release(Value v) {
+    auto p = v.getAsOpaquePointer();
+    if (--uses_[p] > 0) return;
+    auto it = acts_.find(p);
+    if (it == acts_.end()) return;
+    // Aliases (reshape without data movement) share a base: free once nobody uses it.
+    uint64_t base = it->second.base;
+    acts_.erase(it);
+    for (auto& [k, a] : acts_)
+      if (a.base == base) return;
+    ub_.release(base);
+  }
+
+  // Blocked-layout DMA between HBM row-major [rows, features] and UB.
+  void load_act(const Act& a, uint64_t hbm) {
+    for (uint64_t b = 0; b < a.blocks; ++b) {
+      uint64_t fw = std::min<uint64_t>(R_, a.features - b * R_);
+      std::string d = new_desc(fmt::format("bytes={} src_off={} dst_off={} dim=[{}, {}, {}]", fw * esz_, hbm + b * R_ * esz_,
+                                           a.base + b * a.block_bytes, a.rows, a.features * esz_, R_ * esz_));
+      // Clear the padding lanes of a partial block first so no stale value is read as data.
+      if (fw < R_) clear(a.base + b * a.block_bytes, a.block_bytes);
+      code(fmt::format("  dma.load desc={} src=r0 dst=r0 flag=f1", d));
+      code("  wait f1");
+    }
+  }
+  void store_act(const Act& a, uint64_t hbm) {
+    for (uint64_t b = 0; b < a.blocks; ++b) {
+      uint64_t fw = std::min<uint64_t>(R_, a.features - b * R_);
+      std::string d = new_desc(fmt::format("bytes={} src_off={} dst_off={} dim=[{}, {}, {}]", fw * esz_,
+                                           a.base + b * a.block_bytes, hbm + b * R_ * esz_, a.rows, R_ * esz_, a.features * esz_));
+      code(fmt::format("  dma.store desc={} src=r0 dst=r0 flag=f1", d));
+      code("  wait f1");
+    }
+  }
+  // Zero-fill UB bytes by loading from HBM that is never written.
+  void clear(uint64_t ub, uint64_t bytes) {
+    while (bytes) {
+      uint64_t n = std::min<uint64_t>(bytes, 1 << 20);
+      std::string d = new_desc(fmt::format("bytes={} src_off={} dst_off={}", n, zero_hbm_, ub));
+      code(fmt::format("  dma.load desc={} src=r0 dst=r0 flag=f1", d));
+      code("  wait f1");
+      ub += n, bytes -= n;
+    }
+  }
+
+  // Weight tile (k block, n block) of a [K, N] matrix as bf16 rows, its own HBM segment.
+  std::string weight_tile(const std::vector<float>& w, uint64_t K, uint64_t N, uint64_t kb, uint64_t nb) {
+    uint64_t kw = std::min<uint64_t>(R_, K - kb * R_), nw = std::min<uint64_t>(C_, N - nb * C_);
+    std::vector<uint8_t> bytes(kw * nw * 2);
+    for (uint64_t k = 0; k < kw; ++k)
+      for (uint64_t n = 0; n < nw; ++n) {
+        uint16_t h = bf16_of(w[(kb * R_ + k) * N + nb * C_ + n]);
+        std::memcpy(&bytes[(k * nw + n) * 2], &h, 2);
+      }
+    uint64_t at = hbm_const(std::move(bytes));
+    return new_desc(fmt::format("bytes={} src_off={} dtype=bf16 dim=[{}, {}, 0]", nw * 2, at, kw, nw * 2));
+  }
+
+  // Bias of one n block as an fp32 row of C lanes in UB (loaded once per layer).
+  uint64_t bias_rows(const std::vector<float>& bias) {
+    uint64_t nb = ceil_div(bias.size(), C_);
+    std::vector<uint8_t> bytes(nb * C_ * 4, 0);
+    for (size_t i = 0; i < bias.size(); ++i) std::memcpy(&bytes[i * 4], &bias[i], 4);
+    uint64_t hbm = hbm_const(bytes);
+    auto at = ub_.alloc(bytes.size());
+    if (!at) throw CompileError("the unified buffer has no room left for a bias row");
+    std::string d = new_desc(fmt::format("bytes={} src_off={} dst_off={}", bytes.size(), hbm, *at));
+    code(fmt::format("  dma.load desc={} src=r0 dst=r0 flag=f1", d));
+    code("  wait f1");
+    return *at;
+  }
+
+  // The epilogue of an output block: acc (fp32) + bias, clamp, -> bf16 rows of `out` block.
+  void epilogue(uint32_t mxu, uint64_t acc_row, uint64_t rows, uint64_t bias_ub, const std::string& clamp_param,
+                uint64_t out_ub) {
+    uint64_t g = uint64_t(mxu) * cfg_.core.accumulators.rows + acc_row;
+    code(fmt::format("  wait f{}", 2 + mxu));
+    code(fmt::format("  vec.add dst=acc[r0+{0}] a=acc[r0+{0}] b=ub[{1}] rows={2} dt=fp32 bcast=1 flag=f20", g, addr_ref(bias_ub, 8), rows));
+    code("  wait f20");
+    if (!clamp_param.empty()) {
+      code(fmt::format("  vec.clamp dst=acc[r0+{0}] a=acc[r0+{0}] rows={1} dt=fp32 param={2} flag=f20", g, rows, clamp_param));
+      code("  wait f20");
+    }
+    code(fmt::format("  vec.cvt dst=ub[{}] a=acc[r0+{}] rows={} dt=fp32 odt=bf16 flag=f20", addr_ref(out_ub, 9), g, rows));
+    code("  wait f20");
+  }
+
+  std::string clamp_param(double lo, double hi) {
+    if (std::isinf(lo) && std::isinf(hi)) return {};
+    std::string body;
+    if (!std::isinf(lo)) body += fmt::format(" min={}", lo);
+    if (!std::isinf(hi)) body += fmt::format(" max={}", hi);
+    return new_param(body);
+  }
+
+  // Issues the blocks of one layer over the MXUs (see the file comment).
+  void run_blocks(std::vector<Block>& blocks) {
+    uint32_t nm = cfg_.core.mxu.count;
+    struct Stream {
+      std::vector<size_t> blocks;  // indices into `blocks`
+      std::vector<std::pair<size_t, size_t>> tiles;  // (block, group) in order
+    };
+    std::vector<Stream> s(nm);
+    for (size_t b = 0; b < blocks.size(); ++b) {
+      s[b % nm].blocks.push_back(b);
+      for (size_t g = 0; g < blocks[b].groups.size(); ++g) s[b % nm].tiles.push_back({b, g});
+    }
+    // Prologue: two tiles into each FIFO, one into each shadow.
+    for (uint32_t m = 0; m < nm; ++m) {
+      for (size_t i = 0; i < std::min<size_t>(2, s[m].tiles.size()); ++i)
+        code(fmt::format("  dma.wfifo desc={} src=r0 mxu={}", blocks[s[m].tiles[i].first].groups[s[m].tiles[i].second].desc, m));
+      if (!s[m].tiles.empty()) code(fmt::format("  mxu.wload mxu={}", m));
+    }
+    struct Pending {
+      uint32_t mxu;
+      size_t block;
+      uint64_t acc_row;
+    };
+    std::vector<Pending> due;  // epilogues that run after the next step
+    std::vector<size_t> tile_pos(nm, 0), step_pos(nm, 0), blocks_done(nm, 0);
+    auto region_row = [&](uint32_t, size_t nth_block) { return uint64_t(nth_block % 2) * acc_region_; };
+    bool work = true;
+    while (work) {
+      work = false;
+      std::vector<Pending> finished;
+      for (uint32_t m = 0; m < nm; ++m) {
+        if (tile_pos[m] >= s[m].tiles.size()) continue;
+        work = true;
+        auto [bi, gi] = s[m].tiles[tile_pos[m]];
+        Block& blk = blocks[bi];
+        const TileGroup& grp = blk.groups[gi];
+        uint64_t base_row = region_row(m, blocks_done[m]);
+        // All matmuls of this tile group, the first swapping the tile in.
+        for (size_t k = 0; k < grp.steps.size(); ++k) {
+          const MatmulStep& st = grp.steps[k];
+          bool last = gi + 1 == blk.groups.size() && k + 1 == grp.steps.size();
+          std::string src = addr_ref(st.src, 10 + int(m));
+          std::string op = fmt::format("mxu.matmul mxu={} src={} dst=r0+{} rows={} dtype=bf16{}{}{}{}", m, src,
+                                       base_row + st.acc_row, st.rows, st.stride ? fmt::format(" stride={}", st.stride) : "",
+                                       k == 0 ? " swap=1" : "", st.accumulate ? " acc=1" : "",
+                                       last ? fmt::format(" flag=f{}", 2 + m) : "");
+          if (k == 0) {
+            if (tile_pos[m] + 1 < s[m].tiles.size()) op += fmt::format(" || mxu.wload mxu={}", m);
+            if (tile_pos[m] + 2 < s[m].tiles.size()) {
+              auto [b2, g2] = s[m].tiles[tile_pos[m] + 2];
+              op += fmt::format(" || dma.wfifo desc={} src=r0 mxu={}", blocks[b2].groups[g2].desc, m);
+            }
+          }
+          code("  " + op);
+        }
+        if (gi + 1 == blk.groups.size()) finished.push_back({m, bi, base_row}), blocks_done[m]++;
+        tile_pos[m]++;
+      }
+      for (const Pending& p : due) blocks[p.block].epilogue(p.mxu, p.acc_row);
+      due = std::move(finished);
+    }
+    for (const Pending& p : due) blocks[p.block].epilogue(p.mxu, p.acc_row);
+  }
+
+  void add_bound(const std::string& layer, uint64_t macs, uint64_t hbm_bytes) {
+    LayerBound lb;
+    lb.layer = layer;
+    lb.macs = macs;
+    lb.hbm_bytes = hbm_bytes;
+    uint64_t per_cycle = uint64_t(cfg_.core.mxu.count) * R_ * C_;
+    lb.compute_cycles = ceil_div(macs, per_cycle);
+    double bytes_per_cycle = cfg_.memory.bandwidth_gbytes_per_s * 1e9 / (cfg_.clock_mhz * 1e6);
+    lb.memory_cycles = uint64_t(std::ceil(double(hbm_bytes) / bytes_per_cycle));
+    bounds_.push_back(lb);
+  }
+
+  // ---- layers ----
+
+  void gen_matmul(tpu::MatmulOp op) {
+    std::string layer = op.getLayer().str();
+    tag(layer);
+    const Act& x = act(op.getInput());
+    auto ws = shape_of(op.getWeight());
+    uint64_t K = uint64_t(ws[0]), N = uint64_t(ws[1]);
+    if (x.features != K) throw CompileError(fmt::format("node '{}': input has {} features, weights expect {}", layer, x.features, K));
+    auto w = const_floats(op.getWeight(), layer), bias = const_floats(op.getBias(), layer);
+    Act y = new_act(shape_of(op.getOutput()), fmt::format("the output of '{}'", layer));
+    uint64_t bias_ub = bias_rows(bias);
+    std::string cp = clamp_param(op.getClampMin().convertToDouble(), op.getClampMax().convertToDouble());
+    uint64_t kt = ceil_div(K, R_), nt = ceil_div(N, C_);
+    uint64_t mc = std::min<uint64_t>(x.rows, acc_region_);
+    std::vector<std::vector<std::string>> tiles(nt, std::vector<std::string>(kt));
+    for (uint64_t n = 0; n < nt; ++n)
+      for (uint64_t k = 0; k < kt; ++k) tiles[n][k] = weight_tile(w, K, N, k, n);
+    std::vector<Block> blocks;
+    for (uint64_t n = 0; n < nt; ++n)
+      for (uint64_t r0 = 0; r0 < x.rows; r0 += mc) {
+        uint64_t rows = std::min(mc, x.rows - r0);
+        Block b;
+        for (uint64_t k = 0; k < kt; ++k)
+          b.groups.push_back({tiles[n][k], {{x.base + k * x.block_bytes + r0 * R_ * esz_, rows, 0, 0, k > 0}}});
+        uint64_t out = y.base + n * y.block_bytes + r0 * C_ * esz_, bias_row = bias_ub + n * C_ * 4;
+        b.epilogue = [this, rows, bias_row, cp, out](uint32_t m, uint64_t acc_row) { epilogue(m, acc_row, rows, bias_row, cp, out); };
+        blocks.push_back(std::move(b));
+      }
+    run_blocks(blocks);
+    ub_.release(bias_ub);
+    add_bound(layer, x.rows * K * N, K * N * esz_);
+    define(op.getOutput(), y);
+  }
+
+  void gen_conv(tpu::Conv2DOp op) {
+    std::string layer = op.getLayer().str();
+    tag(layer);
+    const Act& x = act(op.getInput());
+    auto xs = x.shape;  // N, H, W, CI
+    auto ws = shape_of(op.getWeight());  // KH, KW, CI, CO
+    auto ys = shape_of(op.getOutput());  // N, OH, OW, CO
+    uint64_t N = uint64_t(xs[0]), H = uint64_t(xs[1]), W = uint64_t(xs[2]), CI = uint64_t(xs[3]);
+    uint64_t KH = uint64_t(ws[0]), KW = uint64_t(ws[1]), CO = uint64_t(ws[3]);
+    uint64_t OH = uint64_t(ys[1]), OW = uint64_t(ys[2]);
+    auto stride = op.getStride(), pad = op.getPad(), dil = op.getDilation();
+    uint64_t sh = uint64_t(stride[0]), sw = uint64_t(stride[1]), dh = uint64_t(dil[0]), dw = uint64_t(dil[1]);
+    uint64_t pt = uint64_t(pad[0]), pb = uint64_t(pad[1]), pl = uint64_t(pad[2]), pr = uint64_t(pad[3]);
+    auto w = const_floats(op.getWeight(), layer), bias = const_floats(op.getBias(), layer);
+    Act y = new_act(ys, fmt::format("the output of '{}'", layer));
+
+    // Zero-padded copy of the input when the conv pads.
+    uint64_t Hp = H + pt + pb, Wp = W + pl + pr;
+    Act xp = x;
+    bool padded = pt || pb || pl || pr;
+    if (padded) {
+      xp = new_act({int64_t(N), int64_t(Hp), int64_t(Wp), int64_t(CI)}, fmt::format("the padded input of '{}'", layer));
+      clear(xp.base, xp.bytes());
+      for (uint64_t b = 0; b < x.blocks; ++b)
+        for (uint64_t n = 0; n < N; ++n) {
+          uint64_t src = x.base + b * x.block_bytes + n * H * W * R_ * esz_;
+          uint64_t dst = xp.base + b * xp.block_bytes + ((n * Hp + pt) * Wp + pl) * R_ * esz_;
+          std::string d = new_desc(fmt::format("bytes={} src_off={} dst_off={} dim=[{}, {}, {}]", W * R_ * esz_, src, dst, H,
+                                               W * R_ * esz_, Wp * R_ * esz_));
+          code(fmt::format("  dma.copy desc={} src=r0 dst=r0 flag=f1", d));
+          code("  wait f1");
+        }
+    }
+    uint64_t bias_ub = bias_rows(bias);
+    std::string cp = clamp_param(op.getClampMin().convertToDouble(), op.getClampMax().convertToDouble());
+    uint64_t cbs = ceil_div(CI, R_), nbs = ceil_div(CO, C_);
+    // Weight tiles per (tap, ci block, co block): rows = input channels, cols = output channels.
+    std::map<std::tuple<uint64_t, uint64_t, uint64_t>, std::string> tiles;
+    for (uint64_t t = 0; t < KH * KW; ++t)
+      for (uint64_t cb = 0; cb < cbs; ++cb)
+        for (uint64_t nb = 0; nb < nbs; ++nb) {
+          std::vector<float> tap(w.begin() + long(t * CI * CO), w.begin() + long((t + 1) * CI * CO));
+          tiles[{t, cb, nb}] = weight_tile(tap, CI, CO, cb, nb);
+        }
+    // Output rows (n, oy) in chunks that fit an accumulator region.
+    uint64_t rows_per_chunk = std::max<uint64_t>(1, acc_region_ / OW);
+    if (OW > acc_region_)
+      throw CompileError(fmt::format("node '{}': an output row of {} pixels exceeds half the {} accumulator rows "
+                                     "(core.accumulators.rows)",
+                                     layer, OW, cfg_.core.accumulators.rows));
+    std::vector<Block> blocks;
+    for (uint64_t nb = 0; nb < nbs; ++nb)
+      for (uint64_t r0 = 0; r0 < N * OH; r0 += rows_per_chunk) {
+        uint64_t r1 = std::min(N * OH, r0 + rows_per_chunk);
+        Block b;
+        bool first = true;
+        for (uint64_t t = 0; t < KH * KW; ++t)
+          for (uint64_t cb = 0; cb < cbs; ++cb) {
+            TileGroup g{tiles[{t, cb, nb}], {}};
+            uint64_t dy = t / KW, dx = t % KW;
+            for (uint64_t r = r0; r < r1; ++r) {
+              uint64_t n = r / OH, oy = r % OH;
+              uint64_t iy = oy * sh + dy * dh, ix = dx * dw;  // in the padded image
+              uint64_t src = xp.base + cb * xp.block_bytes + ((n * Hp + iy) * Wp + ix) * R_ * esz_;
+              g.steps.push_back({src, OW, sw == 1 ? 0 : sw * R_ * esz_, (r - r0) * OW, !first});
+            }
+            first = false;
+            b.groups.push_back(std::move(g));
+          }
+        uint64_t rows = (r1 - r0) * OW;
+        uint64_t out = y.base + nb * y.block_bytes + r0 * OW * C_ * esz_, bias_row = bias_ub + nb * C_ * 4;
+        b.epilogue = [this, rows, bias_row, cp, out](uint32_t m, uint64_t acc_row) { epilogue(m, acc_row, rows, bias_row, cp, out); };
+        blocks.push_back(std::move(b));
+      }
+    run_blocks(blocks);
+    ub_.release(bias_ub);
+    if (padded) ub_.release(xp.base);
+    add_bound(layer, N * OH * OW * KH * KW * CI * CO, KH * KW * CI * CO * esz_);
+    define(op.getOutput(), y);
+  }
+
+  void gen_pool(tpu::PoolOp op) {
+    std::string layer = op.getLayer().str();
+    tag(layer);
+    const Act& x = act(op.getInput());
+    auto ys = shape_of(op.getOutput());
+    uint64_t N = uint64_t(x.shape[0]), H = uint64_t(x.shape[1]), W = uint64_t(x.shape[2]), Cc = uint64_t(x.shape[3]);
+    uint64_t OH = uint64_t(ys[1]), OW = uint64_t(ys[2]);
+    auto k = op.getKernel(), st = op.getStride(), pad = op.getPad();
+    bool maxp = op.getKind() == "max";
+    if (pad[0] || pad[1] || pad[2] || pad[3]) {
+      auto* producer = op.getInput().getDefiningOp();
+      bool nonneg = false;
+      if (auto c = mlir::dyn_cast_or_null<tpu::Conv2DOp>(producer)) nonneg = c.getClampMin().convertToDouble() >= 0;
+      if (auto c = mlir::dyn_cast_or_null<tpu::MatmulOp>(producer)) nonneg = c.getClampMin().convertToDouble() >= 0;
+      if (auto c = mlir::dyn_cast_or_null<tpu::AddOp>(producer)) nonneg = c.getClampMin().convertToDouble() >= 0;
+      if (!maxp || !nonneg)
+        throw CompileError(fmt::format("node '{}': padded pooling is supported only as max pooling of non-negative "
+                                       "(ReLU) inputs",
+                                       layer));
+    }
+    uint64_t pt = uint64_t(pad[0]), pl = uint64_t(pad[2]), Hp = H + pad[0] + pad[1], Wp = W + pad[2] + pad[3];
+    Act xp = x;
+    if (pt || pl || pad[1] || pad[3]) {
+      xp = new_act({int64_t(N), int64_t(Hp), int64_t(Wp), int64_t(Cc)}, fmt::format("the padded input of '{}'", layer));
+      clear(xp.base, xp.bytes());
+      for (uint64_t b = 0; b < x.blocks; ++b)
+        for (uint64_t n = 0; n < N; ++n) {
+          std::string d = new_desc(fmt::format("bytes={} src_off={} dst_off={} dim=[{}, {}, {}]", W * R_ * esz_,
+                                               x.base + b * x.block_bytes + n * H * W * R_ * esz_,
+                                               xp.base + b * xp.block_bytes + ((n * Hp + pt) * Wp + pl) * R_ * esz_, H,
+                                               W * R_ * esz_, Wp * R_ * esz_));
+          code(fmt::format("  dma.copy desc={} src=r0 dst=r0 flag=f1", d));
+          code("  wait f1");
+        }
+    }
+    Act y = new_act(ys, fmt::format("the output of '{}'", layer));
+    std::vector<int64_t> window;
+    for (int64_t dy = 0; dy < k[0]; ++dy)
+      for (int64_t dx = 0; dx < k[1]; ++dx) window.push_back(int64_t((uint64_t(dy) * Wp + uint64_t(dx)) * R_ * esz_));
+    std::string body = fmt::format("window=[{}] pool_stride={}", fmt::join(window, ", "), uint64_t(st[1]) * R_ * esz_);
+    if (!maxp) body += fmt::format(" scale=[{}]", 1.0 / double(k[0] * k[1]));
+    std::string p = new_param(body);
+    for (uint64_t b = 0; b < x.blocks; ++b)
+      for (uint64_t n = 0; n < N; ++n)
+        for (uint64_t oy = 0; oy < OH; ++oy) {
+          uint64_t src = xp.base + b * xp.block_bytes + ((n * Hp + oy * uint64_t(st[0])) * Wp) * R_ * esz_;
+          uint64_t dst = y.base + b * y.block_bytes + ((n * OH + oy) * OW) * R_ * esz_;
+          code(fmt::format("  li r1, {} || li r2, {}", src, dst));
+          code(fmt::format("  vec.{}pool dst=ub[r2+0] a=ub[r1+0] rows={} dt=bf16 param={} flag=f20", maxp ? "max" : "avg", OW, p));
+          code("  wait f20");
+        }
+    if (xp.base != x.base) ub_.release(xp.base);
+    define(op.getOutput(), y);
+  }
+
+  void gen_add(tpu::AddOp op) {
+    std::string layer = op.getLayer().str();
+    tag(layer);
+    const Act& a = act(op.getLhs());
+    const Act& b = act(op.getRhs());
+    Act y = new_act(shape_of(op.getOutput()), fmt::format("the output of '{}'", layer));
+    std::string cp = clamp_param(op.getClampMin().convertToDouble(), op.getClampMax().convertToDouble());
+    for (uint64_t blk = 0; blk < y.blocks; ++blk) {
+      uint64_t ya = y.base + blk * y.block_bytes, aa = a.base + blk * a.block_bytes, ba = b.base + blk * b.block_bytes;
+      code(fmt::format("  li r1, {} || li r2, {}", aa, ba));
+      code(fmt::format("  li r3, {}", ya));
+      code(fmt::format("  vec.add dst=ub[r3+0] a=ub[r1+0] b=ub[r2+0] rows={} dt=bf16 flag=f20", y.rows));
+      code("  wait f20");
+      if (!cp.empty()) {
+        code(fmt::format("  vec.clamp dst=ub[r3+0] a=ub[r3+0] rows={} dt=bf16 param={} flag=f20", y.rows, cp));
+        code("  wait f20");
+      }
+    }
+    add_bound(layer, 0, 0);
+    define(op.getOutput(), y);
+  }
+
+  void gen_softmax(tpu::SoftmaxOp op) {
+    std::string layer = op.getLayer().str();
+    tag(layer);
+    const Act& x = act(op.getInput());
+    Act y = new_act(shape_of(op.getOutput()), fmt::format("the output of '{}'", layer));
+    // fp32 work rows: one per block for the values, plus running max and sum rows.
+    uint64_t row32 = C_ * 4, rows = x.rows;
+    auto work = ub_.alloc(x.blocks * rows * row32 + 3 * rows * row32 + row32 * x.blocks);
+    if (!work) throw CompileError(fmt::format("node '{}': no unified-buffer room for the softmax work rows", layer));
+    uint64_t vals = *work, mx = vals + x.blocks * rows * row32, sum = mx + rows * row32, tmp = sum + rows * row32;
+    uint64_t masks = tmp + rows * row32;
+    // Mask rows: 0 on valid lanes, -inf on padding, so padding never wins the max.
+    for (uint64_t b = 0; b < x.blocks; ++b) {
+      std::vector<uint8_t> m(row32);
+      uint64_t valid = std::min<uint64_t>(C_, x.features - b * C_);
+      for (uint64_t i = 0; i < C_; ++i) {
+        float f = i < valid ? 0.0f : -std::numeric_limits<float>::infinity();
+        std::memcpy(&m[i * 4], &f, 4);
+      }
+      uint64_t hbm = hbm_const(m);
+      std::string d = new_desc(fmt::format("bytes={} src_off={} dst_off={}", row32, hbm, masks + b * row32));
+      code(fmt::format("  dma.load desc={} src=r0 dst=r0 flag=f1", d));
+      code("  wait f1");
+    }
+    auto vec = [&](const std::string& s) {
+      code("  " + s + " flag=f20");
+      code("  wait f20");
+    };
+    for (uint64_t b = 0; b < x.blocks; ++b) {
+      uint64_t v = vals + b * rows * row32;
+      code(fmt::format("  li r1, {} || li r2, {}", x.base + b * x.block_bytes, v));
+      vec(fmt::format("vec.cvt dst=ub[r2+0] a=ub[r1+0] rows={} dt=bf16 odt=fp32", rows));
+      code(fmt::format("  li r3, {}", masks + b * row32));
+      vec(fmt::format("vec.add dst=ub[r2+0] a=ub[r2+0] b=ub[r3+0] rows={} dt=fp32 bcast=1", rows));
+      code(fmt::format("  li r4, {}", b == 0 ? mx : tmp));
+      vec(fmt::format("vec.rmax dst=ub[r4+0] a=ub[r2+0] rows={} dt=fp32", rows));
+      if (b) {
+        code(fmt::format("  li r5, {} || li r6, {}", mx, tmp));
+        vec(fmt::format("vec.max dst=ub[r5+0] a=ub[r5+0] b=ub[r6+0] rows={} dt=fp32", rows));
+      }
+    }
+    for (uint64_t b = 0; b < x.blocks; ++b) {
+      uint64_t v = vals + b * rows * row32;
+      code(fmt::format("  li r2, {} || li r5, {}", v, mx));
+      vec(fmt::format("vec.sub dst=ub[r2+0] a=ub[r2+0] b=ub[r5+0] rows={} dt=fp32", rows));
+      vec(fmt::format("vec.exp dst=ub[r2+0] a=ub[r2+0] rows={} dt=fp32", rows));
+      code(fmt::format("  li r4, {}", b == 0 ? sum : tmp));
+      vec(fmt::format("vec.rsum dst=ub[r4+0] a=ub[r2+0] rows={} dt=fp32 odt=fp32", rows));
+      if (b) {
+        code(fmt::format("  li r5, {} || li r6, {}", sum, tmp));
+        vec(fmt::format("vec.add dst=ub[r5+0] a=ub[r5+0] b=ub[r6+0] rows={} dt=fp32", rows));
+      }
+    }
+    code(fmt::format("  li r5, {}", sum));
+    vec(fmt::format("vec.recip dst=ub[r5+0] a=ub[r5+0] rows={} dt=fp32", rows));
+    for (uint64_t b = 0; b < x.blocks; ++b) {
+      uint64_t v = vals + b * rows * row32;
+      code(fmt::format("  li r2, {} || li r3, {}", v, y.base + b * y.block_bytes));
+      vec(fmt::format("vec.mul dst=ub[r2+0] a=ub[r2+0] b=ub[r5+0] rows={} dt=fp32", rows));
+      vec(fmt::format("vec.cvt dst=ub[r3+0] a=ub[r2+0] rows={} dt=fp32 odt=bf16", rows));
+    }
+    ub_.release(*work);
+    add_bound(layer, 0, 0);
+    define(op.getOutput(), y);
+  }
+
+  void gen_reshape(tpu::ReshapeOp op) {
+    std::string layer = op.getLayer().str();
+    const Act& x = act(op.getInput());
+    auto ys = shape_of(op.getOutput());
+    if (uint64_t(ys.back()) == x.features) {  // same rows x features: an alias
+      Act y = x;
+      y.shape = ys;
+      define(op.getOutput(), y);
+      uses_[op.getInput().getAsOpaquePointer()]++;  // keep x alive while y is
+      return;
+    }
+    tag(layer);
+    // Flatten an NHWC image [N, H, W, C] to [N, H*W*C]: row n gathers its pixels' channels.
+    if (x.shape.size() != 4 || ys.size() != 2 || uint64_t(ys[0]) != uint64_t(x.shape[0]))
+      throw CompileError(fmt::format("node '{}': reshape from [{}] to [{}] is not supported yet", layer,
+                                     fmt::join(x.shape, ", "), fmt::join(ys, ", ")));
+    Act y = new_act(ys, fmt::format("the output of '{}'", layer));
+    clear(y.base, y.bytes());
+    uint64_t P = uint64_t(x.shape[1] * x.shape[2]), Cc = x.features, N = uint64_t(x.shape[0]);
+    for (uint64_t n = 0; n < N; ++n)
+      for (uint64_t b = 0; b < x.blocks; ++b) {
+        uint64_t fw = std::min<uint64_t>(R_, Cc - b * R_);
+        // Element (p, c) of image n goes to flat index p*C + c: block (p*C + c) / R, lane % R.
+        // Rows of the flat tensor are images, so within a block element i sits at lane i % R
+        // of row n: the whole flat row is contiguous only per block; copy pixel by pixel
+        // when a pixel's channels straddle blocks.
+        for (uint64_t p = 0; p < P; ++p) {
+          uint64_t flat = p * Cc + b * R_;
+          uint64_t yb = flat / R_, lane = flat % R_;
+          uint64_t src = x.base + b * x.block_bytes + (n * P + p) * R_ * esz_;
+          uint64_t first = std::min(fw, R_ - lane);
+          uint64_t dst = y.base + yb * y.block_bytes + n * R_ * esz_ + lane * esz_;
+          copy_bytes(src, dst, first * esz_);
+          if (first < fw) copy_bytes(src + first * esz_, y.base + (yb + 1) * y.block_bytes + n * R_ * esz_, (fw - first) * esz_);
+        }
+      }
+    add_bound(layer, 0, 0);
+    define(op.getOutput(), y);
+  }
+
+  void copy_bytes(uint64_t src, uint64_t dst, uint64_t bytes) {
+    uint64_t al = cfg_.core.unified_buffer.alignment_bytes;
+    if (src % al || dst % al)
+      throw CompileError(fmt::format("a flatten needs unaligned unified-buffer copies (alignment {}); channel counts "
+                                     "should be multiples of {}",
+                                     al, al / esz_));
+    std::string d = new_desc(fmt::format("bytes={} src_off={} dst_off={}", bytes, src, dst));
+    code(fmt::format("  dma.copy desc={} src=r0 dst=r0 flag=f1", d));
+    code("  wait f1");
+  }
+
+  const config::Config& cfg_;
+  CompileOptions opt_;
+  UbAllocator ub_;
+  uint32_t R_ = 0, C_ = 0;
+  uint64_t esz_ = 2, acc_region_ = 0;
+  uint64_t hbm_next_ = 0, zero_hbm_ = 0, const_bytes_ = 0;
+  int ndesc_ = 0, nparam_ = 0;
+  std::string decls_, code_;
+  std::vector<isa::ConstSegment> segments_;
+  std::map<const void*, Act> acts_;
+  std::map<const void*, int> uses_;
+  std::vector<LayerBound> bounds_;
+};
+
+}  // namespace
+
+CompileResult generate_program(mlir::ModuleOp module, const config::Config& cfg, const CompileOptions& options) {
+  return Codegen(cfg, options).run(module);
+}
+
+}  // namespace vtpu::compiler

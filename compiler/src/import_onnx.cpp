@@ -1,0 +1,565 @@
+// ONNX (libonnx protobuf) -> upstream TOSA in MLIR.
+//
+// Layout choice happens here: 4-D activations are kept NHWC, the layout the chip stores
+// images in (pixels x channels), so convolutions and pools map straight onto TOSA's NHWC
+// ops. A 4-D model input is declared NHWC (the runtime transposes NCHW data when it places
+// it); where ONNX semantics depend on NCHW order (Flatten/Reshape of an image) the importer
+// inserts a tosa.transpose, which the lowering folds into the next layer's weights.
+// Every op gets the ONNX node's name as its location; it becomes the program's tag.
+#include <fmt/format.h>
+
+#include <cmath>
+#include <fstream>
+#include <map>
+#include <onnx/onnx_pb.h>
+
+#include "import.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Tosa/IR/TosaOps.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinAttributes.h"
+#include "mlir/IR/BuiltinTypes.h"
+#include "mlir/IR/Verifier.h"
+
+namespace vtpu::compiler {
+namespace {
+
+using mlir::Value;
+
+struct Tensor {
+  Value value;
+  std::vector<int64_t> shape;  // logical ONNX shape (NCHW for images)
+  bool nhwc = false;           // the MLIR value is the NHWC transpose of `shape`
+};
+
+// An initializer: float data and its shape.
+struct Constant {
+  std::vector<int64_t> shape;
+  std::vector<float> data;
+};
+
+int64_t numel(const std::vector<int64_t>& s) {
+  int64_t n = 1;
+  for (int64_t d : s) n *= d;
+  return n;
+}
+
+class Importer {
+ public:
+  Importer(mlir::MLIRContext& ctx, const std::filesystem::path& path, const CompileOptions& opt)
+      : ctx_(ctx), b_(&ctx), path_(path), opt_(opt) {}
+
+  mlir::OwningOpRef<mlir::ModuleOp> run() {
+    load();
+    auto module = mlir::ModuleOp::create(b_.getUnknownLoc());
+    const onnx::GraphProto& g = model_.graph();
+    for (const auto& init : g.initializer()) constants_[init.name()] = read_tensor(init);
+
+    // Inputs: graph inputs that are not initializers.
+    std::vector<mlir::Type> in_types;
+    std::vector<std::string> in_names;
+    std::vector<std::vector<int64_t>> in_shapes;
+    for (const auto& in : g.input()) {
+      if (constants_.count(in.name())) continue;
+      auto shape = input_shape(in);
+      in_names.push_back(in.name());
+      in_shapes.push_back(shape);
+      in_types.push_back(tensor_type(shape.size() == 4 ? to_nhwc(shape) : shape));
+    }
+    if (in_names.empty()) fail("the model has no inputs", g.name());
+
+    b_.setInsertionPointToEnd(module.getBody());
+    auto fn = b_.create<mlir::func::FuncOp>(b_.getUnknownLoc(), "main", b_.getFunctionType(in_types, {}));
+    mlir::Block* entry = fn.addEntryBlock();
+    b_.setInsertionPointToStart(entry);
+    for (size_t i = 0; i < in_names.size(); ++i) {
+      values_[in_names[i]] = {entry->getArgument(unsigned(i)), in_shapes[i], in_shapes[i].size() == 4};
+      fn.setArgAttr(unsigned(i), "vtpu.name", b_.getStringAttr(in_names[i]));
+    }
+    for (const auto& node : g.node()) import_node(node);
+
+    std::vector<Value> outs;
+    std::vector<mlir::Type> out_types;
+    std::vector<std::string> out_names;
+    for (const auto& out : g.output()) {
+      auto it = values_.find(out.name());
+      if (it == values_.end()) fail(fmt::format("graph output '{}' is never produced", out.name()), out.name());
+      Value v = it->second.nhwc ? to_nchw_value(it->second, b_.getUnknownLoc()) : it->second.value;
+      outs.push_back(v);
+      out_types.push_back(v.getType());
+      out_names.push_back(out.name());
+    }
+    b_.create<mlir::func::ReturnOp>(b_.getUnknownLoc(), outs);
+    fn.setType(b_.getFunctionType(in_types, out_types));
+    for (size_t i = 0; i < out_names.size(); ++i) fn.setResultAttr(unsigned(i), "vtpu.name", b_.getStringAttr(out_names[i]));
+    if (mlir::failed(mlir::verify(module)))
+      throw InternalError("the importer built invalid TOSA for " + path_.string());
+    return module;
+  }
+
+ private:
+  [[noreturn]] void fail(const std::string& what, const std::string& node) const {
+    throw CompileError(fmt::format("{}: node '{}': {}", path_.string(), node, what));
+  }
+
+  void load() {
+    std::ifstream f(path_, std::ios::binary);
+    if (!f) throw UserError(fmt::format("{}: cannot open the model (does the file exist?)", path_.string()));
+    if (!model_.ParseFromIstream(&f))
+      throw UserError(fmt::format("{}: not a valid ONNX model (protobuf parse failed)", path_.string()));
+    int64_t opset = 0;
+    for (const auto& o : model_.opset_import())
+      if (o.domain().empty() || o.domain() == "ai.onnx") opset = o.version();
+    if (opset && (opset < 11 || opset > 17))
+      throw CompileError(fmt::format("{}: opset {} is not supported (11 to 17); convert the model with "
+                                     "onnx.version_converter",
+                                     path_.string(), opset));
+  }
+
+  std::vector<int64_t> input_shape(const onnx::ValueInfoProto& in) {
+    if (!in.type().has_tensor_type())
+      fail("only tensor inputs are supported", in.name());
+    const auto& t = in.type().tensor_type();
+    if (t.elem_type() != onnx::TensorProto::FLOAT)
+      fail(fmt::format("input element type {} is not supported (float)", t.elem_type()), in.name());
+    std::vector<int64_t> shape;
+    for (int i = 0; i < t.shape().dim_size(); ++i) {
+      const auto& d = t.shape().dim(i);
+      int64_t v = d.has_dim_value() ? d.dim_value() : -1;
+      if (i == 0 && (opt_.batch > 0 || v <= 0)) v = opt_.batch > 0 ? opt_.batch : 1;
+      if (v <= 0) fail(fmt::format("dimension {} of input '{}' is symbolic; the compiler needs static shapes", i, in.name()), in.name());
+      shape.push_back(v);
+    }
+    return shape;
+  }
+
+  Constant read_tensor(const onnx::TensorProto& t) {
+    Constant c;
+    for (int64_t d : t.dims()) c.shape.push_back(d);
+    int64_t n = numel(c.shape);
+    std::string raw;
+    if (t.data_location() == onnx::TensorProto::EXTERNAL) {
+      std::string loc;
+      int64_t offset = 0, length = -1;
+      for (const auto& kv : t.external_data()) {
+        if (kv.key() == "location") loc = kv.value();
+        else if (kv.key() == "offset") offset = std::stoll(kv.value());
+        else if (kv.key() == "length") length = std::stoll(kv.value());
+      }
+      auto file = path_.parent_path() / loc;
+      std::ifstream f(file, std::ios::binary);
+      if (!f) fail(fmt::format("external data file '{}' cannot be opened", file.string()), t.name());
+      f.seekg(offset);
+      raw.assign(size_t(length >= 0 ? length : n * 8), '\0');
+      f.read(raw.data(), std::streamsize(raw.size()));
+      raw.resize(size_t(f.gcount()));
+    } else if (t.has_raw_data()) {
+      raw = t.raw_data();
+    }
+    c.data.resize(size_t(n));
+    auto from_raw = [&](auto type_tag) {
+      using T = decltype(type_tag);
+      if (raw.size() != size_t(n) * sizeof(T))
+        fail(fmt::format("initializer holds {} bytes, its shape needs {}", raw.size(), size_t(n) * sizeof(T)), t.name());
+      for (int64_t i = 0; i < n; ++i) {
+        T v;
+        std::memcpy(&v, raw.data() + size_t(i) * sizeof(T), sizeof(T));
+        c.data[size_t(i)] = float(v);
+      }
+    };
+    switch (t.data_type()) {
+      case onnx::TensorProto::FLOAT:
+        if (!raw.empty()) from_raw(float{});
+        else if (t.float_data_size() == n) for (int64_t i = 0; i < n; ++i) c.data[size_t(i)] = t.float_data(int(i));
+        else fail("float initializer has the wrong number of values", t.name());
+        break;
+      case onnx::TensorProto::INT64:
+        if (!raw.empty()) from_raw(int64_t{});
+        else for (int64_t i = 0; i < n && i < t.int64_data_size(); ++i) c.data[size_t(i)] = float(t.int64_data(int(i)));
+        break;
+      case onnx::TensorProto::INT32:
+        if (!raw.empty()) from_raw(int32_t{});
+        else for (int64_t i = 0; i < n && i < t.int32_data_size(); ++i) c.data[size_t(i)] = float(t.int32_data(int(i)));
+        break;
+      default:
+        fail(fmt::format("initializer element type {} is not supported (float, int64, int32)", t.data_type()), t.name());
+    }
+    return c;
+  }
+
+  mlir::RankedTensorType tensor_type(const std::vector<int64_t>& shape) {
+    return mlir::RankedTensorType::get(shape, b_.getF32Type());
+  }
+  static std::vector<int64_t> to_nhwc(const std::vector<int64_t>& s) { return {s[0], s[2], s[3], s[1]}; }
+
+  Value constant(const std::vector<int64_t>& shape, const std::vector<float>& data, mlir::Location loc) {
+    auto type = tensor_type(shape);
+    auto attr = mlir::DenseElementsAttr::get(type, llvm::ArrayRef<float>(data));
+    return b_.create<mlir::tosa::ConstOp>(loc, type, attr);
+  }
+
+  Value transpose(Value v, const std::vector<int32_t>& perm, mlir::Location loc) {
+    auto in = mlir::cast<mlir::RankedTensorType>(v.getType());
+    std::vector<int64_t> out;
+    for (int32_t p : perm) out.push_back(in.getShape()[size_t(p)]);
+    auto ptype = mlir::RankedTensorType::get({int64_t(perm.size())}, b_.getI32Type());
+    Value perms = b_.create<mlir::tosa::ConstOp>(loc, ptype, mlir::DenseElementsAttr::get(ptype, llvm::ArrayRef<int32_t>(perm)));
+    return b_.create<mlir::tosa::TransposeOp>(loc, tensor_type(out), v, perms);
+  }
+  Value to_nchw_value(const Tensor& t, mlir::Location loc) { return transpose(t.value, {0, 3, 1, 2}, loc); }
+
+  Value reshape(Value v, const std::vector<int64_t>& shape, mlir::Location loc) {
+    return b_.create<mlir::tosa::ReshapeOp>(loc, tensor_type(shape), v, b_.getDenseI64ArrayAttr(shape));
+  }
+
+  const onnx::AttributeProto* attr(const onnx::NodeProto& n, const std::string& name) {
+    for (const auto& a : n.attribute())
+      if (a.name() == name) return &a;
+    return nullptr;
+  }
+  int64_t attr_i(const onnx::NodeProto& n, const std::string& name, int64_t dflt) {
+    auto* a = attr(n, name);
+    return a ? a->i() : dflt;
+  }
+  float attr_f(const onnx::NodeProto& n, const std::string& name, float dflt) {
+    auto* a = attr(n, name);
+    return a ? a->f() : dflt;
+  }
+  std::vector<int64_t> attr_ints(const onnx::NodeProto& n, const std::string& name, std::vector<int64_t> dflt) {
+    auto* a = attr(n, name);
+    if (!a) return dflt;
+    return {a->ints().begin(), a->ints().end()};
+  }
+  std::string attr_s(const onnx::NodeProto& n, const std::string& name, std::string dflt) {
+    auto* a = attr(n, name);
+    return a ? a->s() : dflt;
+  }
+  void only_attrs(const onnx::NodeProto& n, std::initializer_list<const char*> allowed) {
+    for (const auto& a : n.attribute()) {
+      bool ok = false;
+      for (const char* x : allowed) ok |= a.name() == x;
+      if (!ok) fail(fmt::format("{} attribute '{}' is not supported", n.op_type(), a.name()), node_name(n));
+    }
+  }
+
+  std::string node_name(const onnx::NodeProto& n) const {
+    return n.name().empty() ? n.op_type() + "_" + (n.output_size() ? n.output(0) : std::string()) : n.name();
+  }
+
+  const Tensor& input(const onnx::NodeProto& n, int i) {
+    if (i >= n.input_size() || n.input(i).empty()) fail(fmt::format("{} needs input {}", n.op_type(), i), node_name(n));
+    auto it = values_.find(n.input(i));
+    if (it != values_.end()) return it->second;
+    auto c = constants_.find(n.input(i));
+    if (c == constants_.end()) fail(fmt::format("input '{}' is not produced by any node", n.input(i)), node_name(n));
+    mlir::Location loc = mlir::NameLoc::get(b_.getStringAttr(n.input(i)));
+    values_[n.input(i)] = {constant(c->second.shape, c->second.data, loc), c->second.shape, false};
+    return values_[n.input(i)];
+  }
+  const Constant& const_input(const onnx::NodeProto& n, int i, const char* what) {
+    auto c = constants_.find(n.input(i));
+    if (c == constants_.end())
+      fail(fmt::format("{} must be a constant (an initializer) for the vtpu compiler", what), node_name(n));
+    return c->second;
+  }
+  void define(const onnx::NodeProto& n, Tensor t) { values_[n.output(0)] = std::move(t); }
+
+  // ---- operators ----
+
+  void import_node(const onnx::NodeProto& n) {
+    const std::string& op = n.op_type();
+    if (!n.domain().empty() && n.domain() != "ai.onnx")
+      fail(fmt::format("operator domain '{}' is not supported", n.domain()), node_name(n));
+    mlir::Location loc = mlir::NameLoc::get(b_.getStringAttr(node_name(n)));
+    if (op == "Gemm") return gemm(n, loc);
+    if (op == "MatMul") return matmul(n, loc);
+    if (op == "Conv") return conv(n, loc);
+    if (op == "Relu") return clamp(n, loc, 0.0f, std::numeric_limits<float>::infinity());
+    if (op == "Clip") return clip(n, loc);
+    if (op == "Add" || op == "Sub" || op == "Mul") return binary(n, loc);
+    if (op == "MaxPool" || op == "AveragePool") return pool(n, loc);
+    if (op == "GlobalAveragePool") return global_pool(n, loc);
+    if (op == "Flatten") return flatten(n, loc);
+    if (op == "Reshape") return reshape_op(n, loc);
+    if (op == "BatchNormalization") return batchnorm(n, loc);
+    if (op == "Softmax") return softmax(n, loc);
+    if (op == "Identity" || op == "Dropout") {
+      values_[n.output(0)] = input(n, 0);
+      return;
+    }
+    fail(fmt::format("operator {} is not supported yet (docs/compiler.md lists the supported operators)", op),
+         node_name(n));
+  }
+
+  void gemm(const onnx::NodeProto& n, mlir::Location loc) {
+    only_attrs(n, {"alpha", "beta", "transA", "transB"});
+    const Tensor& a = input(n, 0);
+    if (a.shape.size() != 2) fail("Gemm input A must be 2-D", node_name(n));
+    if (attr_i(n, "transA", 0)) fail("Gemm attribute transA=1 is not supported", node_name(n));
+    const Constant& w = const_input(n, 1, "Gemm input B");
+    float alpha = attr_f(n, "alpha", 1.0f), beta = attr_f(n, "beta", 1.0f);
+    bool tb = attr_i(n, "transB", 0) != 0;
+    int64_t K = a.shape[1], N = tb ? w.shape[0] : w.shape[1];
+    if ((tb ? w.shape[1] : w.shape[0]) != K) fail("Gemm: A and B shapes do not agree", node_name(n));
+    // TOSA fully_connected wants weights [N, K].
+    std::vector<float> wt(size_t(N * K));
+    for (int64_t k = 0; k < K; ++k)
+      for (int64_t j = 0; j < N; ++j) wt[size_t(j * K + k)] = alpha * (tb ? w.data[size_t(j * K + k)] : w.data[size_t(k * N + j)]);
+    std::vector<float> bias(size_t(N), 0.0f);
+    if (n.input_size() > 2 && !n.input(2).empty()) {
+      const Constant& c = const_input(n, 2, "Gemm input C");
+      if (numel(c.shape) == N) for (int64_t j = 0; j < N; ++j) bias[size_t(j)] = beta * c.data[size_t(j)];
+      else if (numel(c.shape) == 1) for (auto& x : bias) x = beta * c.data[0];
+      else fail("Gemm input C must have N elements (per-column bias)", node_name(n));
+    }
+    Value fc = b_.create<mlir::tosa::FullyConnectedOp>(loc, tensor_type({a.shape[0], N}), a.value,
+                                                       constant({N, K}, wt, loc), constant({N}, bias, loc), nullptr);
+    define(n, {fc, {a.shape[0], N}, false});
+  }
+
+  void matmul(const onnx::NodeProto& n, mlir::Location loc) {
+    const Tensor& a = input(n, 0);
+    if (a.nhwc) fail("MatMul on an image tensor is not supported", node_name(n));
+    const Constant& w = const_input(n, 1, "MatMul input B (activation x activation matmuls come later)");
+    if (w.shape.size() != 2) fail("MatMul weight must be 2-D", node_name(n));
+    int64_t K = w.shape[0], N = w.shape[1];
+    if (a.shape.back() != K) fail("MatMul: shapes do not agree", node_name(n));
+    int64_t M = numel(a.shape) / K;
+    std::vector<float> wt(size_t(N * K));
+    for (int64_t k = 0; k < K; ++k)
+      for (int64_t j = 0; j < N; ++j) wt[size_t(j * K + k)] = w.data[size_t(k * N + j)];
+    Value x = a.shape.size() == 2 ? a.value : reshape(a.value, {M, K}, loc);
+    Value fc = b_.create<mlir::tosa::FullyConnectedOp>(loc, tensor_type({M, N}), x, constant({N, K}, wt, loc),
+                                                       constant({N}, std::vector<float>(size_t(N), 0.0f), loc), nullptr);
+    std::vector<int64_t> out = a.shape;
+    out.back() = N;
+    define(n, {out.size() == 2 ? fc : reshape(fc, out, loc), out, false});
+  }
+
+  std::vector<int64_t> pads_of(const onnx::NodeProto& n, const std::vector<int64_t>& in_hw, const std::vector<int64_t>& kernel,
+                               const std::vector<int64_t>& stride, const std::vector<int64_t>& dilation) {
+    std::string ap = attr_s(n, "auto_pad", "NOTSET");
+    std::vector<int64_t> p = attr_ints(n, "pads", {0, 0, 0, 0});  // top, left, bottom, right
+    if (ap == "SAME_UPPER" || ap == "SAME_LOWER") {
+      for (int i = 0; i < 2; ++i) {
+        int64_t out = (in_hw[size_t(i)] + stride[size_t(i)] - 1) / stride[size_t(i)];
+        int64_t total = std::max<int64_t>(0, (out - 1) * stride[size_t(i)] + (kernel[size_t(i)] - 1) * dilation[size_t(i)] + 1 - in_hw[size_t(i)]);
+        int64_t small = total / 2, big = total - small;
+        p[size_t(i)] = ap == "SAME_UPPER" ? small : big;
+        p[size_t(i + 2)] = ap == "SAME_UPPER" ? big : small;
+      }
+    } else if (ap == "VALID") {
+      p = {0, 0, 0, 0};
+    } else if (ap != "NOTSET") {
+      fail(fmt::format("auto_pad '{}' is not supported", ap), node_name(n));
+    }
+    if (p.size() != 4) fail("only 2-D pads are supported", node_name(n));
+    return {p[0], p[2], p[1], p[3]};  // TOSA order: top, bottom, left, right
+  }
+
+  void conv(const onnx::NodeProto& n, mlir::Location loc) {
+    only_attrs(n, {"auto_pad", "dilations", "group", "kernel_shape", "pads", "strides"});
+    const Tensor& x = input(n, 0);
+    if (x.shape.size() != 4) fail("only 2-D convolutions (4-D inputs) are supported", node_name(n));
+    if (attr_i(n, "group", 1) != 1) fail("Conv attribute group != 1 (grouped/depthwise) is not supported yet", node_name(n));
+    const Constant& w = const_input(n, 1, "Conv weight");
+    int64_t CO = w.shape[0], CI = w.shape[1], KH = w.shape[2], KW = w.shape[3];
+    if (CI != x.shape[1]) fail("Conv weight channels do not match the input", node_name(n));
+    auto stride = attr_ints(n, "strides", {1, 1}), dil = attr_ints(n, "dilations", {1, 1});
+    auto pad = pads_of(n, {x.shape[2], x.shape[3]}, {KH, KW}, stride, dil);
+    int64_t OH = (x.shape[2] + pad[0] + pad[1] - ((KH - 1) * dil[0] + 1)) / stride[0] + 1;
+    int64_t OW = (x.shape[3] + pad[2] + pad[3] - ((KW - 1) * dil[1] + 1)) / stride[1] + 1;
+    // OIHW -> OHWI
+    std::vector<float> wt(w.data.size());
+    for (int64_t o = 0; o < CO; ++o)
+      for (int64_t i = 0; i < CI; ++i)
+        for (int64_t h = 0; h < KH; ++h)
+          for (int64_t ww = 0; ww < KW; ++ww)
+            wt[size_t(((o * KH + h) * KW + ww) * CI + i)] = w.data[size_t(((o * CI + i) * KH + h) * KW + ww)];
+    std::vector<float> bias(size_t(CO), 0.0f);
+    if (n.input_size() > 2 && !n.input(2).empty()) bias = const_input(n, 2, "Conv bias").data;
+    Value in = x.nhwc ? x.value : transpose(x.value, {0, 2, 3, 1}, loc);
+    std::vector<int64_t> out{x.shape[0], CO, OH, OW};
+    Value y = b_.create<mlir::tosa::Conv2DOp>(loc, tensor_type(to_nhwc(out)), in, constant({CO, KH, KW, CI}, wt, loc),
+                                              constant({CO}, bias, loc), b_.getDenseI64ArrayAttr(pad),
+                                              b_.getDenseI64ArrayAttr(stride), b_.getDenseI64ArrayAttr(dil), nullptr);
+    define(n, {y, out, true});
+  }
+
+  Value make_clamp(Value v, float lo, float hi, mlir::Location loc) {
+    float flo = std::max(lo, -std::numeric_limits<float>::max()), fhi = std::min(hi, std::numeric_limits<float>::max());
+    return b_.create<mlir::tosa::ClampOp>(loc, v.getType(), v, b_.getI64IntegerAttr(int64_t(std::max(-1e9f, flo))),
+                                          b_.getI64IntegerAttr(int64_t(std::min(1e9f, fhi))), b_.getF32FloatAttr(flo),
+                                          b_.getF32FloatAttr(fhi));
+  }
+
+  void clamp(const onnx::NodeProto& n, mlir::Location loc, float lo, float hi) {
+    const Tensor& x = input(n, 0);
+    define(n, {make_clamp(x.value, lo, hi, loc), x.shape, x.nhwc});
+  }
+
+  void clip(const onnx::NodeProto& n, mlir::Location loc) {
+    float lo = attr_f(n, "min", -std::numeric_limits<float>::infinity());
+    float hi = attr_f(n, "max", std::numeric_limits<float>::infinity());
+    if (n.input_size() > 1 && !n.input(1).empty()) lo = const_input(n, 1, "Clip min").data.at(0);
+    if (n.input_size() > 2 && !n.input(2).empty()) hi = const_input(n, 2, "Clip max").data.at(0);
+    clamp(n, loc, lo, hi);
+  }
+
+  void binary(const onnx::NodeProto& n, mlir::Location loc) {
+    const Tensor a = input(n, 0), c = input(n, 1);
+    // Bring both to the rank and layout of the larger one (ONNX broadcasting, right-aligned).
+    const Tensor& big = a.shape.size() >= c.shape.size() ? a : c;
+    auto align = [&](const Tensor& t) -> Value {
+      if (t.shape.size() == big.shape.size()) {
+        if (t.nhwc == big.nhwc) return t.value;
+        return t.nhwc ? to_nchw_value(t, loc) : transpose(t.value, {0, 2, 3, 1}, loc);
+      }
+      std::vector<int64_t> s(big.shape.size() - t.shape.size(), 1);
+      s.insert(s.end(), t.shape.begin(), t.shape.end());
+      Value r = reshape(t.value, s, loc);
+      return big.nhwc ? transpose(r, {0, 2, 3, 1}, loc) : r;
+    };
+    Value x = align(a), y = align(c);
+    auto out_type = mlir::cast<mlir::RankedTensorType>(big.value.getType());
+    Value r;
+    if (n.op_type() == "Add") r = b_.create<mlir::tosa::AddOp>(loc, out_type, x, y);
+    else if (n.op_type() == "Sub") r = b_.create<mlir::tosa::SubOp>(loc, out_type, x, y);
+    else r = b_.create<mlir::tosa::MulOp>(loc, out_type, x, y, b_.getI8IntegerAttr(0));
+    define(n, {r, big.shape, big.nhwc});
+  }
+
+  void pool(const onnx::NodeProto& n, mlir::Location loc) {
+    only_attrs(n, {"auto_pad", "ceil_mode", "count_include_pad", "dilations", "kernel_shape", "pads", "storage_order", "strides"});
+    const Tensor& x = input(n, 0);
+    if (x.shape.size() != 4) fail("only 2-D pooling is supported", node_name(n));
+    if (attr_i(n, "ceil_mode", 0)) fail("pooling attribute ceil_mode=1 is not supported", node_name(n));
+    auto k = attr_ints(n, "kernel_shape", {});
+    if (k.size() != 2) fail("kernel_shape must have 2 values", node_name(n));
+    auto stride = attr_ints(n, "strides", {1, 1});
+    auto pad = pads_of(n, {x.shape[2], x.shape[3]}, k, stride, {1, 1});
+    bool avg = n.op_type() == "AveragePool";
+    if (avg && attr_i(n, "count_include_pad", 0) == 0 && (pad[0] || pad[1] || pad[2] || pad[3]))
+      fail("AveragePool with padding and count_include_pad=0 is not supported", node_name(n));
+    int64_t OH = (x.shape[2] + pad[0] + pad[1] - k[0]) / stride[0] + 1, OW = (x.shape[3] + pad[2] + pad[3] - k[1]) / stride[1] + 1;
+    std::vector<int64_t> out{x.shape[0], x.shape[1], OH, OW};
+    Value in = x.nhwc ? x.value : transpose(x.value, {0, 2, 3, 1}, loc);
+    Value y;
+    if (avg)
+      y = b_.create<mlir::tosa::AvgPool2dOp>(loc, tensor_type(to_nhwc(out)), in, b_.getDenseI64ArrayAttr(k),
+                                             b_.getDenseI64ArrayAttr(stride), b_.getDenseI64ArrayAttr(pad),
+                                             mlir::TypeAttr::get(b_.getF32Type()), nullptr);
+    else
+      y = b_.create<mlir::tosa::MaxPool2dOp>(loc, tensor_type(to_nhwc(out)), in, b_.getDenseI64ArrayAttr(k),
+                                             b_.getDenseI64ArrayAttr(stride), b_.getDenseI64ArrayAttr(pad));
+    define(n, {y, out, true});
+  }
+
+  void global_pool(const onnx::NodeProto& n, mlir::Location loc) {
+    const Tensor& x = input(n, 0);
+    if (x.shape.size() != 4) fail("GlobalAveragePool needs a 4-D input", node_name(n));
+    std::vector<int64_t> out{x.shape[0], x.shape[1], 1, 1};
+    Value in = x.nhwc ? x.value : transpose(x.value, {0, 2, 3, 1}, loc);
+    Value y = b_.create<mlir::tosa::AvgPool2dOp>(loc, tensor_type(to_nhwc(out)), in,
+                                                 b_.getDenseI64ArrayAttr({x.shape[2], x.shape[3]}),
+                                                 b_.getDenseI64ArrayAttr({1, 1}), b_.getDenseI64ArrayAttr({0, 0, 0, 0}),
+                                                 mlir::TypeAttr::get(b_.getF32Type()), nullptr);
+    define(n, {y, out, true});
+  }
+
+  // Flatten and Reshape follow NCHW order: images go back to NCHW first.
+  void reshape_to(const onnx::NodeProto& n, const std::vector<int64_t>& shape, mlir::Location loc) {
+    const Tensor& x = input(n, 0);
+    if (numel(shape) != numel(x.shape)) fail("reshape changes the number of elements", node_name(n));
+    Value v = x.nhwc ? to_nchw_value(x, loc) : x.value;
+    if (shape.size() == 4) {
+      // Stay in the chip's layout for images.
+      Value r = reshape(v, shape, loc);
+      define(n, {transpose(r, {0, 2, 3, 1}, loc), shape, true});
+      return;
+    }
+    define(n, {reshape(v, shape, loc), shape, false});
+  }
+
+  void flatten(const onnx::NodeProto& n, mlir::Location loc) {
+    const Tensor& x = input(n, 0);
+    int64_t axis = attr_i(n, "axis", 1);
+    if (axis < 0) axis += int64_t(x.shape.size());
+    int64_t outer = 1, inner = 1;
+    for (size_t i = 0; i < x.shape.size(); ++i) (int64_t(i) < axis ? outer : inner) *= x.shape[i];
+    reshape_to(n, {outer, inner}, loc);
+  }
+
+  void reshape_op(const onnx::NodeProto& n, mlir::Location loc) {
+    const Tensor& x = input(n, 0);
+    const Constant& s = const_input(n, 1, "Reshape shape");
+    std::vector<int64_t> shape;
+    int64_t known = 1, infer = -1;
+    for (size_t i = 0; i < s.data.size(); ++i) {
+      int64_t d = int64_t(s.data[i]);
+      if (d == 0) d = x.shape.at(i);
+      if (d == -1) infer = int64_t(i), d = 1;
+      else known *= d;
+      shape.push_back(d);
+    }
+    if (infer >= 0) shape[size_t(infer)] = numel(x.shape) / known;
+    reshape_to(n, shape, loc);
+  }
+
+  void batchnorm(const onnx::NodeProto& n, mlir::Location loc) {
+    const Tensor& x = input(n, 0);
+    float eps = attr_f(n, "epsilon", 1e-5f);
+    const auto& gamma = const_input(n, 1, "BatchNormalization scale").data;
+    const auto& beta = const_input(n, 2, "BatchNormalization bias").data;
+    const auto& mean = const_input(n, 3, "BatchNormalization mean").data;
+    const auto& var = const_input(n, 4, "BatchNormalization var").data;
+    size_t C = gamma.size();
+    std::vector<float> s(C), t(C);
+    for (size_t c = 0; c < C; ++c) {
+      s[c] = gamma[c] / std::sqrt(var[c] + eps);
+      t[c] = beta[c] - mean[c] * s[c];
+    }
+    // y = x * s + t per channel (the last dimension in NHWC).
+    std::vector<int64_t> cs = x.nhwc ? std::vector<int64_t>{1, 1, 1, int64_t(C)} : std::vector<int64_t>{1, int64_t(C)};
+    if (!x.nhwc && x.shape.size() != 2) fail("BatchNormalization needs an image or a 2-D input", node_name(n));
+    Value m = b_.create<mlir::tosa::MulOp>(loc, x.value.getType(), x.value, constant(cs, s, loc), b_.getI8IntegerAttr(0));
+    Value a = b_.create<mlir::tosa::AddOp>(loc, x.value.getType(), m, constant(cs, t, loc));
+    define(n, {a, x.shape, x.nhwc});
+  }
+
+  void softmax(const onnx::NodeProto& n, mlir::Location loc) {
+    const Tensor& x = input(n, 0);
+    int64_t axis = attr_i(n, "axis", -1);
+    if (axis < 0) axis += int64_t(x.shape.size());
+    if (x.nhwc || axis != int64_t(x.shape.size()) - 1)
+      fail("Softmax is supported over the last dimension of a non-image tensor", node_name(n));
+    auto type = mlir::cast<mlir::RankedTensorType>(x.value.getType());
+    std::vector<int64_t> red(x.shape);
+    red.back() = 1;
+    auto ax = b_.getI32IntegerAttr(int32_t(axis));
+    Value mx = b_.create<mlir::tosa::ReduceMaxOp>(loc, tensor_type(red), x.value, ax);
+    Value sub = b_.create<mlir::tosa::SubOp>(loc, type, x.value, mx);
+    Value ex = b_.create<mlir::tosa::ExpOp>(loc, type, sub);
+    Value sum = b_.create<mlir::tosa::ReduceSumOp>(loc, tensor_type(red), ex, ax);
+    Value rcp = b_.create<mlir::tosa::ReciprocalOp>(loc, tensor_type(red), sum);
+    Value y = b_.create<mlir::tosa::MulOp>(loc, type, ex, rcp, b_.getI8IntegerAttr(0));
+    define(n, {y, x.shape, false});
+  }
+
+  mlir::MLIRContext& ctx_;
+  mlir::OpBuilder b_;
+  std::filesystem::path path_;
+  CompileOptions opt_;
+  onnx::ModelProto model_;
+  std::map<std::string, Constant> constants_;
+  std::map<std::string, Tensor> values_;
+};
+
+}  // namespace
+
+mlir::OwningOpRef<mlir::ModuleOp> import_onnx(mlir::MLIRContext& ctx, const std::filesystem::path& model,
+                                              const CompileOptions& options) {
+  return Importer(ctx, model, options).run();
+}
+
+}  // namespace vtpu::compiler

@@ -1,0 +1,384 @@
+// TOSA -> tpu dialect.
+//
+// Passes (all on func @main, registered for vtpu-opt):
+//   --tpu-cancel-transposes  removes transpose pairs that compose to the identity
+//   --tpu-fold-batchnorm     folds per-channel tosa.mul/tosa.add by constants into the
+//                            preceding conv2d / fully_connected weights and bias
+//   --tpu-lower-tosa         fuses conv/matmul + bias + clamp, matches softmax, folds a
+//                            flatten's NCHW transpose into the next matmul's weights, and
+//                            turns each layer into one tpu op
+#include <fmt/format.h>
+
+#include <cmath>
+#include <limits>
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Tosa/IR/TosaOps.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinAttributes.h"
+#include "mlir/Pass/Pass.h"
+#include "mlir/Pass/PassRegistry.h"
+#include "tpu_dialect.h"
+#include "vtpu/compiler/compiler.h"
+
+namespace vtpu::tpu {
+namespace {
+
+using mlir::Value;
+namespace tosa = mlir::tosa;
+
+std::string layer_name(mlir::Operation* op) {
+  if (auto n = mlir::dyn_cast<mlir::NameLoc>(op->getLoc())) return n.getName().str();
+  return op->getName().getStringRef().str();
+}
+
+[[noreturn]] void fail(mlir::Operation* op, const std::string& what) {
+  throw compiler::CompileError(fmt::format("node '{}': {}", layer_name(op), what));
+}
+
+// The float data of a tosa.const, or nullopt.
+std::optional<std::vector<float>> const_data(Value v) {
+  auto c = v.getDefiningOp<tosa::ConstOp>();
+  if (!c) return std::nullopt;
+  auto attr = mlir::dyn_cast<mlir::DenseElementsAttr>(c.getValue());
+  if (!attr || !attr.getElementType().isF32()) return std::nullopt;
+  std::vector<float> out;
+  out.reserve(size_t(attr.getNumElements()));
+  for (float f : attr.getValues<float>()) out.push_back(f);
+  return out;
+}
+
+std::vector<int64_t> shape_of(Value v) {
+  auto t = mlir::cast<mlir::RankedTensorType>(v.getType());
+  return {t.getShape().begin(), t.getShape().end()};
+}
+
+Value make_const(mlir::OpBuilder& b, mlir::Location loc, const std::vector<int64_t>& shape, const std::vector<float>& data) {
+  auto type = mlir::RankedTensorType::get(shape, b.getF32Type());
+  return b.create<tosa::ConstOp>(loc, type, mlir::DenseElementsAttr::get(type, llvm::ArrayRef<float>(data)));
+}
+
+std::vector<int32_t> perm_of(tosa::TransposeOp t) {
+  std::vector<int32_t> p;
+  auto c = t.getPerms().getDefiningOp<tosa::ConstOp>();
+  if (!c) return p;
+  for (auto v : mlir::cast<mlir::DenseElementsAttr>(c.getValue()).getValues<llvm::APInt>()) p.push_back(int32_t(v.getSExtValue()));
+  return p;
+}
+
+mlir::Operation* single_user(Value v) {
+  if (!v.hasOneUse()) return nullptr;
+  return *v.getUsers().begin();
+}
+
+// A constant operand of a binary op that broadcasts one value per channel (last dim).
+std::optional<std::vector<float>> per_channel_const(mlir::Operation* op, Value from, int64_t channels) {
+  for (Value operand : op->getOperands()) {
+    if (operand == from) continue;
+    auto d = const_data(operand);
+    if (!d) return std::nullopt;
+    auto s = shape_of(operand);
+    int64_t n = 1;
+    for (int64_t x : s) n *= x;
+    if (n == channels && !s.empty() && s.back() == channels) return d;
+    if (n == 1) return std::vector<float>(size_t(channels), (*d)[0]);
+    return std::nullopt;
+  }
+  return std::nullopt;
+}
+
+// ---------------------------------------------------------------------------------------
+
+struct CancelTransposes : mlir::PassWrapper<CancelTransposes, mlir::OperationPass<mlir::func::FuncOp>> {
+  MLIR_DEFINE_EXPLICIT_INTERNAL_INLINE_TYPE_ID(CancelTransposes)
+  llvm::StringRef getArgument() const final { return "tpu-cancel-transposes"; }
+  llvm::StringRef getDescription() const final { return "Remove tosa.transpose pairs that compose to the identity"; }
+  void runOnOperation() override {
+    bool changed = true;
+    while (changed) {
+      changed = false;
+      getOperation().walk([&](tosa::TransposeOp outer) {
+        auto inner = outer.getInput1().getDefiningOp<tosa::TransposeOp>();
+        if (!inner) return;
+        auto p1 = perm_of(inner), p2 = perm_of(outer);
+        if (p1.empty() || p1.size() != p2.size()) return;
+        for (size_t i = 0; i < p2.size(); ++i)
+          if (p1[size_t(p2[i])] != int32_t(i)) return;
+        outer.getResult().replaceAllUsesWith(inner.getInput1());
+        changed = true;
+      });
+      // Drop transposes nobody uses any more.
+      getOperation().walk([&](tosa::TransposeOp t) {
+        if (t.getResult().use_empty()) t.erase();
+      });
+    }
+  }
+};
+
+struct FoldBatchNorm : mlir::PassWrapper<FoldBatchNorm, mlir::OperationPass<mlir::func::FuncOp>> {
+  MLIR_DEFINE_EXPLICIT_INTERNAL_INLINE_TYPE_ID(FoldBatchNorm)
+  llvm::StringRef getArgument() const final { return "tpu-fold-batchnorm"; }
+  llvm::StringRef getDescription() const final {
+    return "Fold per-channel scale/shift constants into the preceding conv2d or fully_connected";
+  }
+  void runOnOperation() override {
+    mlir::OpBuilder b(&getContext());
+    getOperation().walk([&](mlir::Operation* op) {
+      if (!mlir::isa<tosa::Conv2DOp, tosa::FullyConnectedOp>(op)) return;
+      bool conv = mlir::isa<tosa::Conv2DOp>(op);
+      while (true) {
+        Value out = op->getResult(0);
+        mlir::Operation* user = single_user(out);
+        if (!user || !mlir::isa<tosa::MulOp, tosa::AddOp>(user)) return;
+        int64_t C = shape_of(out).back();
+        auto k = per_channel_const(user, out, C);
+        if (!k) return;
+        auto w = const_data(op->getOperand(1)), bias = const_data(op->getOperand(2));
+        if (!w || !bias) return;
+        if (mlir::isa<tosa::MulOp>(user)) {
+          if (mlir::cast<tosa::MulOp>(user).getShift() != 0) return;
+          size_t per = w->size() / size_t(C);  // weights are [C_out, ...] in both ops
+          for (size_t c = 0; c < size_t(C); ++c) {
+            for (size_t i = 0; i < per; ++i) (*w)[c * per + i] *= (*k)[c];
+            (*bias)[c] *= (*k)[c];
+          }
+        } else {
+          for (size_t c = 0; c < size_t(C); ++c) (*bias)[c] += (*k)[c];
+        }
+        b.setInsertionPoint(op);
+        op->setOperand(1, make_const(b, op->getLoc(), shape_of(op->getOperand(1)), *w));
+        op->setOperand(2, make_const(b, op->getLoc(), shape_of(op->getOperand(2)), *bias));
+        user->getResult(0).replaceAllUsesWith(out);
+        user->erase();
+        (void)conv;
+      }
+    });
+  }
+};
+
+// ---------------------------------------------------------------------------------------
+
+struct LowerTosaToTpu : mlir::PassWrapper<LowerTosaToTpu, mlir::OperationPass<mlir::func::FuncOp>> {
+  MLIR_DEFINE_EXPLICIT_INTERNAL_INLINE_TYPE_ID(LowerTosaToTpu)
+  llvm::StringRef getArgument() const final { return "tpu-lower-tosa"; }
+  llvm::StringRef getDescription() const final { return "Lower TOSA layers to tpu ops, fusing bias and activation"; }
+  void getDependentDialects(mlir::DialectRegistry& r) const override { r.insert<TpuDialect>(); }
+
+  static constexpr double kInf = std::numeric_limits<double>::infinity();
+
+  // Follows `v` through an optional bias add (per-channel constant) and clamp; returns the
+  // value the fused layer replaces and updates bias / bounds.
+  Value absorb_epilogue(Value v, std::vector<float>& bias, double& lo, double& hi, std::vector<mlir::Operation*>& dead) {
+    int64_t C = shape_of(v).back();
+    if (mlir::Operation* u = single_user(v); u && mlir::isa<tosa::AddOp>(u)) {
+      if (auto k = per_channel_const(u, v, C)) {
+        for (size_t c = 0; c < size_t(C); ++c) bias[c] += (*k)[c];
+        dead.push_back(u);
+        v = u->getResult(0);
+      }
+    }
+    if (mlir::Operation* u = single_user(v); u && mlir::isa<tosa::ClampOp>(u)) {
+      auto cl = mlir::cast<tosa::ClampOp>(u);
+      lo = cl.getMinFp().convertToDouble(), hi = cl.getMaxFp().convertToDouble();
+      if (lo <= -std::numeric_limits<float>::max()) lo = -kInf;
+      if (hi >= std::numeric_limits<float>::max()) hi = kInf;
+      dead.push_back(u);
+      v = u->getResult(0);
+    }
+    return v;
+  }
+
+  void runOnOperation() override {
+    auto fn = getOperation();
+    mlir::OpBuilder b(&getContext());
+    std::vector<mlir::Operation*> ops;
+    fn.walk([&](mlir::Operation* op) {
+      if (op != fn.getOperation()) ops.push_back(op);
+    });
+    llvm::DenseSet<mlir::Operation*> gone;
+    std::vector<mlir::Operation*> dead;
+    auto retire = [&](mlir::Operation* op) { gone.insert(op), dead.push_back(op); };
+
+    for (mlir::Operation* op : ops) {
+      if (gone.contains(op)) continue;
+      std::string name = layer_name(op);
+      b.setInsertionPointAfter(op);
+      mlir::Location loc = op->getLoc();
+      auto clamp_attrs = [&](double lo, double hi) { return std::pair{b.getF64FloatAttr(lo), b.getF64FloatAttr(hi)}; };
+
+      if (auto fc = mlir::dyn_cast<tosa::FullyConnectedOp>(op)) {
+        auto w = const_data(fc.getWeight()), bias = const_data(fc.getBias());
+        if (!w || !bias) fail(op, "matmul weights and bias must be constants");
+        auto ws = shape_of(fc.getWeight());  // [N, K]
+        int64_t N = ws[0], K = ws[1];
+        Value x = fc.getInput();
+        // A flatten of an NHWC image arrives as transpose(NHWC->NCHW) + reshape; fold the
+        // transpose into the weights so the image is flattened in NHWC order.
+        std::vector<int64_t> col_of(static_cast<size_t>(K));
+        for (int64_t k = 0; k < K; ++k) col_of[size_t(k)] = k;
+        if (auto rs = x.getDefiningOp<tosa::ReshapeOp>()) {
+          if (auto tr = rs.getInput1().getDefiningOp<tosa::TransposeOp>(); tr && perm_of(tr) == std::vector<int32_t>{0, 3, 1, 2}) {
+            auto img = shape_of(tr.getInput1());  // NHWC
+            int64_t H = img[1], W = img[2], C = img[3];
+            if (H * W * C == K && img[0] == shape_of(x)[0]) {
+              // NHWC flat index (h, w, c) holds NCHW flat index (c, h, w).
+              for (int64_t h = 0; h < H; ++h)
+                for (int64_t ww = 0; ww < W; ++ww)
+                  for (int64_t c = 0; c < C; ++c) col_of[size_t((h * W + ww) * C + c)] = (c * H + h) * W + ww;
+              Value flat = b.create<ReshapeOp>(rs.getLoc(), rs.getType(), tr.getInput1(), b.getStringAttr(layer_name(rs)));
+              x = flat;
+            }
+          }
+        }
+        std::vector<float> wkn(size_t(K * N));
+        for (int64_t k = 0; k < K; ++k)
+          for (int64_t n = 0; n < N; ++n) wkn[size_t(k * N + n)] = (*w)[size_t(n * K + col_of[size_t(k)])];
+        double lo = -kInf, hi = kInf;
+        Value last = absorb_epilogue(fc.getResult(), *bias, lo, hi, dead);
+        for (mlir::Operation* d : dead) gone.insert(d);
+        if (last.getDefiningOp() != op) b.setInsertionPointAfter(last.getDefiningOp());
+        auto [clo, chi] = clamp_attrs(lo, hi);
+        Value y = b.create<MatmulOp>(loc, last.getType(), x, make_const(b, loc, {K, N}, wkn), make_const(b, loc, {N}, *bias),
+                                     clo, chi, b.getStringAttr(name));
+        last.replaceAllUsesWith(y);
+        retire(op);
+        continue;
+      }
+      if (auto cv = mlir::dyn_cast<tosa::Conv2DOp>(op)) {
+        auto w = const_data(cv.getWeight()), bias = const_data(cv.getBias());
+        if (!w || !bias) fail(op, "convolution weights and bias must be constants");
+        auto ws = shape_of(cv.getWeight());  // OHWI
+        int64_t CO = ws[0], KH = ws[1], KW = ws[2], CI = ws[3];
+        std::vector<float> hwio(w->size());
+        for (int64_t o = 0; o < CO; ++o)
+          for (int64_t h = 0; h < KH; ++h)
+            for (int64_t ww = 0; ww < KW; ++ww)
+              for (int64_t i = 0; i < CI; ++i)
+                hwio[size_t(((h * KW + ww) * CI + i) * CO + o)] = (*w)[size_t(((o * KH + h) * KW + ww) * CI + i)];
+        double lo = -kInf, hi = kInf;
+        Value last = absorb_epilogue(cv.getResult(), *bias, lo, hi, dead);
+        for (mlir::Operation* d : dead) gone.insert(d);
+        if (last.getDefiningOp() != op) b.setInsertionPointAfter(last.getDefiningOp());
+        auto [clo, chi] = clamp_attrs(lo, hi);
+        Value y = b.create<Conv2DOp>(loc, last.getType(), cv.getInput(), make_const(b, loc, {KH, KW, CI, CO}, hwio),
+                                     make_const(b, loc, {CO}, *bias), cv.getStrideAttr(), cv.getPadAttr(),
+                                     cv.getDilationAttr(), clo, chi, b.getStringAttr(name));
+        last.replaceAllUsesWith(y);
+        retire(op);
+        continue;
+      }
+      if (auto add = mlir::dyn_cast<tosa::AddOp>(op)) {
+        if (const_data(add.getInput1()) || const_data(add.getInput2()))
+          fail(op, "an Add of a constant that is not a bias of a conv/matmul is not supported yet");
+        if (shape_of(add.getInput1()) != shape_of(add.getInput2()))
+          fail(op, "broadcasting Add of two activations is not supported yet");
+        double lo = -kInf, hi = kInf;
+        std::vector<float> unused(size_t(shape_of(add.getResult()).back()), 0.0f);
+        Value last = add.getResult();
+        if (mlir::Operation* u = single_user(last); u && mlir::isa<tosa::ClampOp>(u)) {
+          std::vector<mlir::Operation*> d2;
+          last = absorb_epilogue(last, unused, lo, hi, d2);
+          for (auto* d : d2) gone.insert(d), dead.push_back(d);
+          b.setInsertionPointAfter(last.getDefiningOp());
+        }
+        auto [clo, chi] = clamp_attrs(lo, hi);
+        Value y = b.create<AddOp>(loc, last.getType(), add.getInput1(), add.getInput2(), clo, chi, b.getStringAttr(name));
+        last.replaceAllUsesWith(y);
+        retire(op);
+        continue;
+      }
+      if (auto mp = mlir::dyn_cast<tosa::MaxPool2dOp>(op)) {
+        Value y = b.create<PoolOp>(loc, mp.getType(), mp.getInput(), b.getStringAttr("max"), mp.getKernelAttr(),
+                                   mp.getStrideAttr(), mp.getPadAttr(), b.getStringAttr(name));
+        mp.getResult().replaceAllUsesWith(y);
+        retire(op);
+        continue;
+      }
+      if (auto ap = mlir::dyn_cast<tosa::AvgPool2dOp>(op)) {
+        Value y = b.create<PoolOp>(loc, ap.getType(), ap.getInput(), b.getStringAttr("avg"), ap.getKernelAttr(),
+                                   ap.getStrideAttr(), ap.getPadAttr(), b.getStringAttr(name));
+        ap.getResult().replaceAllUsesWith(y);
+        retire(op);
+        continue;
+      }
+      if (auto rm = mlir::dyn_cast<tosa::ReduceMaxOp>(op)) {
+        // softmax: mul(exp(x - max(x)), reciprocal(sum(exp(x - max(x)))))
+        Value x = rm.getInput();
+        auto sub = mlir::dyn_cast_or_null<tosa::SubOp>(single_user(rm.getResult()));
+        auto ex = sub ? mlir::dyn_cast_or_null<tosa::ExpOp>(single_user(sub.getResult())) : nullptr;
+        tosa::ReduceSumOp sum;
+        tosa::MulOp mul;
+        if (ex)
+          for (mlir::Operation* u : ex.getResult().getUsers()) {
+            if (auto s = mlir::dyn_cast<tosa::ReduceSumOp>(u)) sum = s;
+            if (auto m = mlir::dyn_cast<tosa::MulOp>(u)) mul = m;
+          }
+        auto rcp = sum ? mlir::dyn_cast_or_null<tosa::ReciprocalOp>(single_user(sum.getResult())) : nullptr;
+        if (!sub || sub.getInput1() != x || !ex || !sum || !mul || !rcp)
+          fail(op, "a reduce_max that is not part of a softmax is not supported");
+        b.setInsertionPointAfter(mul);
+        Value y = b.create<SoftmaxOp>(loc, mul.getType(), x, b.getStringAttr(name));
+        mul.getResult().replaceAllUsesWith(y);
+        for (mlir::Operation* d : {op, sub.getOperation(), ex.getOperation(), sum.getOperation(), rcp.getOperation(), mul.getOperation()})
+          retire(d);
+        continue;
+      }
+      if (auto rs = mlir::dyn_cast<tosa::ReshapeOp>(op)) {
+        if (rs.getResult().use_empty()) {
+          retire(op);
+          continue;
+        }
+        if (auto tr = rs.getInput1().getDefiningOp<tosa::TransposeOp>()) {
+          // Flatten of an NHWC image: the matmul that consumes it folds the order into its
+          // weights (see the fully_connected case) and makes its own tpu.reshape.
+          mlir::Operation* u = single_user(rs.getResult());
+          if (u && mlir::isa<tosa::FullyConnectedOp>(u)) continue;
+          fail(op, "reshaping an image in NCHW order is only supported right before a matmul (Flatten + Gemm)");
+        }
+        Value y = b.create<ReshapeOp>(loc, rs.getType(), rs.getInput1(), b.getStringAttr(name));
+        rs.getResult().replaceAllUsesWith(y);
+        retire(op);
+        continue;
+      }
+      if (mlir::isa<tosa::ConstOp, mlir::func::ReturnOp>(op) || op->getDialect()->getNamespace() == "tpu") continue;
+      if (mlir::isa<tosa::TransposeOp>(op)) continue;  // removed below if unused
+      if (mlir::isa<tosa::ClampOp>(op)) fail(op, "an activation that does not follow a conv, matmul or add is not supported yet");
+      if (mlir::isa<tosa::MulOp>(op)) fail(op, "a Mul that is not a batch-norm scale after a conv/matmul is not supported yet");
+      fail(op, fmt::format("{} cannot be lowered to the tpu dialect", op->getName().getStringRef().str()));
+    }
+    // Erase replaced ops users-first, then constants and transposes nobody uses.
+    for (bool progress = true; progress;) {
+      progress = false;
+      for (auto& d : dead)
+        if (d && d->use_empty()) d->erase(), d = nullptr, progress = true;
+    }
+    bool again = true;
+    while (again) {
+      again = false;
+      fn.walk([&](mlir::Operation* op) {
+        if (mlir::isa<tosa::ConstOp, tosa::TransposeOp, tosa::ReshapeOp>(op) && op->use_empty()) {
+          op->erase();
+          again = true;
+        }
+      });
+    }
+    fn.walk([&](mlir::Operation* op) {
+      if (op->getDialect() && op->getDialect()->getNamespace() == "tosa" && !mlir::isa<tosa::ConstOp>(op))
+        fail(op, fmt::format("{} is left after lowering", op->getName().getStringRef().str()));
+    });
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<mlir::Pass> createFoldBatchNormPass() { return std::make_unique<FoldBatchNorm>(); }
+std::unique_ptr<mlir::Pass> createLowerTosaToTpuPass() { return std::make_unique<LowerTosaToTpu>(); }
+std::unique_ptr<mlir::Pass> createCancelTransposesPass() { return std::make_unique<CancelTransposes>(); }
+
+void registerPasses() {
+  mlir::PassRegistration<CancelTransposes>();
+  mlir::PassRegistration<FoldBatchNorm>();
+  mlir::PassRegistration<LowerTosaToTpu>();
+}
+
+}  // namespace vtpu::tpu

@@ -1,0 +1,284 @@
+// Models built in C++ are compiled, run on the simulator and compared with a plain fp32
+// forward pass written here from the ONNX operator definitions (bf16 tolerance).
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <cstring>
+#include <functional>
+
+#include "onnx_builder.h"
+#include "vtpu/compiler/compiler.h"
+#include "vtpu/numerics/float.h"
+#include "vtpu/sim/simulator.h"
+
+namespace vtpu::compiler {
+namespace {
+
+using testing::OnnxBuilder;
+using Vec = std::vector<float>;
+
+// ---- fp32 reference (NCHW, as ONNX defines it) ----
+Vec gemm(const Vec& x, int64_t M, int64_t K, const Vec& w, int64_t N, const Vec& b, bool transB) {
+  Vec y(size_t(M * N));
+  for (int64_t i = 0; i < M; ++i)
+    for (int64_t j = 0; j < N; ++j) {
+      double s = b.empty() ? 0 : b[size_t(j)];
+      for (int64_t k = 0; k < K; ++k) s += double(x[size_t(i * K + k)]) * w[size_t(transB ? j * K + k : k * N + j)];
+      y[size_t(i * N + j)] = float(s);
+    }
+  return y;
+}
+Vec relu(Vec x) {
+  for (auto& v : x) v = std::max(v, 0.0f);
+  return x;
+}
+Vec softmax_rows(const Vec& x, int64_t M, int64_t N) {
+  Vec y(x.size());
+  for (int64_t i = 0; i < M; ++i) {
+    double m = -1e30, s = 0;
+    for (int64_t j = 0; j < N; ++j) m = std::max(m, double(x[size_t(i * N + j)]));
+    for (int64_t j = 0; j < N; ++j) s += std::exp(double(x[size_t(i * N + j)]) - m);
+    for (int64_t j = 0; j < N; ++j) y[size_t(i * N + j)] = float(std::exp(double(x[size_t(i * N + j)]) - m) / s);
+  }
+  return y;
+}
+// x [C, H, W] (batch 1), w [CO, C, KH, KW]
+Vec conv(const Vec& x, int64_t C, int64_t H, int64_t W, const Vec& w, const Vec& b, int64_t CO, int64_t K, int64_t pad, int64_t& OH, int64_t& OW) {
+  OH = H + 2 * pad - K + 1, OW = W + 2 * pad - K + 1;
+  Vec y(size_t(CO * OH * OW));
+  for (int64_t o = 0; o < CO; ++o)
+    for (int64_t oy = 0; oy < OH; ++oy)
+      for (int64_t ox = 0; ox < OW; ++ox) {
+        double s = b[size_t(o)];
+        for (int64_t c = 0; c < C; ++c)
+          for (int64_t ky = 0; ky < K; ++ky)
+            for (int64_t kx = 0; kx < K; ++kx) {
+              int64_t iy = oy + ky - pad, ix = ox + kx - pad;
+              if (iy < 0 || ix < 0 || iy >= H || ix >= W) continue;
+              s += double(x[size_t((c * H + iy) * W + ix)]) * w[size_t(((o * C + c) * K + ky) * K + kx)];
+            }
+        y[size_t((o * OH + oy) * OW + ox)] = float(s);
+      }
+  return y;
+}
+Vec maxpool2(const Vec& x, int64_t C, int64_t H, int64_t W) {
+  Vec y(size_t(C * (H / 2) * (W / 2)));
+  for (int64_t c = 0; c < C; ++c)
+    for (int64_t oy = 0; oy < H / 2; ++oy)
+      for (int64_t ox = 0; ox < W / 2; ++ox) {
+        float m = -INFINITY;
+        for (int dy = 0; dy < 2; ++dy)
+          for (int dx = 0; dx < 2; ++dx) m = std::max(m, x[size_t((c * H + oy * 2 + dy) * W + ox * 2 + dx)]);
+        y[size_t((c * (H / 2) + oy) * (W / 2) + ox)] = m;
+      }
+  return y;
+}
+
+std::vector<uint8_t> to_bf16(const Vec& v) {
+  std::vector<uint8_t> b(v.size() * 2);
+  for (size_t i = 0; i < v.size(); ++i) {
+    uint16_t h = numerics::f32_to_bf16(numerics::f32_bits(v[i]));
+    std::memcpy(&b[i * 2], &h, 2);
+  }
+  return b;
+}
+Vec from_bf16(const std::string& bytes) {
+  Vec v(bytes.size() / 2);
+  for (size_t i = 0; i < v.size(); ++i) {
+    uint16_t h;
+    std::memcpy(&h, bytes.data() + i * 2, 2);
+    v[i] = numerics::f32_from_bits(uint32_t(h) << 16);
+  }
+  return v;
+}
+
+// Simulates in a child process (one SystemC simulation per process); returns the output bytes.
+std::string simulate(const config::Config& cfg, const isa::Program& p, const std::map<std::string, std::vector<uint8_t>>& in,
+                     const std::string& out) {
+  int fds[2];
+  EXPECT_EQ(pipe(fds), 0);
+  pid_t pid = fork();
+  if (pid == 0) {
+    close(fds[0]);
+    std::string r;
+    try {
+      r = "OK" + [&] {
+        auto res = sim::simulate(cfg, p, in);
+        const auto& o = res.outputs.at(out);
+        return std::string(o.begin(), o.end());
+      }();
+    } catch (const std::exception& e) {
+      r = std::string("ERR") + e.what();
+    }
+    size_t off = 0;
+    while (off < r.size()) {
+      ssize_t n = write(fds[1], r.data() + off, r.size() - off);
+      if (n <= 0) break;
+      off += size_t(n);
+    }
+    _exit(0);
+  }
+  close(fds[1]);
+  std::string got;
+  char buf[65536];
+  ssize_t n;
+  while ((n = read(fds[0], buf, sizeof buf)) > 0) got.append(buf, size_t(n));
+  close(fds[0]);
+  waitpid(pid, nullptr, 0);
+  return got;
+}
+
+void expect_close(const Vec& got, const Vec& want, double rel) {
+  ASSERT_EQ(got.size(), want.size());
+  double mx = 0;
+  for (float w : want) mx = std::max(mx, double(std::fabs(w)));
+  for (size_t i = 0; i < got.size(); ++i)
+    EXPECT_NEAR(got[i], want[i], rel * mx + 1e-3) << "element " << i;
+}
+
+class CompileE2E : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(CompileE2E, MlpMatchesFp32Reference) {
+  OnnxBuilder m;
+  const int64_t B = 3, K = 40, H = 48, N = 10;
+  m.input("x", {B, K});
+  auto& w1 = m.init("w1", {H, K}, 0.3f);
+  auto& b1 = m.init("b1", {H}, 0.2f);
+  auto& w2 = m.init("w2", {N, H}, 0.3f);
+  auto& b2 = m.init("b2", {N}, 0.2f);
+  OnnxBuilder::attr(m.node("Gemm", "fc1", {"x", "w1", "b1"}, {"h"}), "transB", int64_t(1));
+  m.node("Relu", "relu1", {"h"}, {"hr"});
+  OnnxBuilder::attr(m.node("Gemm", "fc2", {"hr", "w2", "b2"}, {"logits"}), "transB", int64_t(1));
+  m.node("Softmax", "softmax", {"logits"}, {"y"});
+  m.output("y", {B, N});
+  auto path = m.save("vtpu_mlp_" + GetParam() + ".onnx");
+
+  config::Config cfg = config::load_preset(GetParam());
+  CompileResult r = compile_onnx(path, cfg);
+  EXPECT_EQ(r.bounds.size(), 3u);
+  Vec x(size_t(B * K));
+  std::mt19937 rng(5);
+  for (auto& v : x) v = float(int(rng() % 2001) - 1000) / 500.0f;
+  std::string out = simulate(cfg, r.program, {{"x", to_bf16(x)}}, "y");
+  ASSERT_EQ(out.substr(0, 2), "OK") << out << "\n" << r.assembly.substr(0, 4000);
+  Vec want = softmax_rows(gemm(relu(gemm(x, B, K, w1, H, b1, true)), B, H, w2, N, b2, true), B, N);
+  expect_close(from_bf16(out.substr(2)), want, 0.03);
+}
+
+TEST_P(CompileE2E, SmallCnnWithBatchNormMatchesFp32Reference) {
+  OnnxBuilder m;
+  m.input("img", {1, 1, 12, 12});
+  auto& w1 = m.init("w1", {8, 1, 3, 3}, 0.5f);
+  auto& b1 = m.init("b1", {8}, 0.1f);
+  auto& gamma = m.init("g", {8}, 0, {1.2f, 0.8f, 1.5f, 0.6f, 1.0f, 0.9f, 1.3f, 0.7f});
+  auto& beta = m.init("be", {8}, 0.2f);
+  auto& mean = m.init("mu", {8}, 0.2f);
+  auto& var = m.init("var", {8}, 0, {0.5f, 1.0f, 0.8f, 1.2f, 0.6f, 0.9f, 1.5f, 0.7f});
+  auto& w2 = m.init("w2", {16, 8, 3, 3}, 0.2f);
+  auto& b2 = m.init("b2", {16}, 0.1f);
+  auto& w3 = m.init("w3", {10, 64}, 0.2f);
+  auto& b3 = m.init("b3", {10}, 0.1f);
+  auto* c1 = m.node("Conv", "conv1", {"img", "w1", "b1"}, {"c1"});
+  OnnxBuilder::attr(c1, "pads", std::vector<int64_t>{1, 1, 1, 1});
+  OnnxBuilder::attr(c1, "kernel_shape", std::vector<int64_t>{3, 3});
+  m.node("BatchNormalization", "bn1", {"c1", "g", "be", "mu", "var"}, {"n1"});
+  m.node("Relu", "relu1", {"n1"}, {"r1"});
+  auto* p1 = m.node("MaxPool", "pool1", {"r1"}, {"p1"});
+  OnnxBuilder::attr(p1, "kernel_shape", std::vector<int64_t>{2, 2});
+  OnnxBuilder::attr(p1, "strides", std::vector<int64_t>{2, 2});
+  m.node("Conv", "conv2", {"p1", "w2", "b2"}, {"c2"});
+  m.node("Relu", "relu2", {"c2"}, {"r2"});
+  auto* p2 = m.node("MaxPool", "pool2", {"r2"}, {"p2"});
+  OnnxBuilder::attr(p2, "kernel_shape", std::vector<int64_t>{2, 2});
+  OnnxBuilder::attr(p2, "strides", std::vector<int64_t>{2, 2});
+  m.node("Flatten", "flatten", {"p2"}, {"f"});
+  OnnxBuilder::attr(m.node("Gemm", "fc", {"f", "w3", "b3"}, {"y"}), "transB", int64_t(1));
+  m.output("y", {1, 10});
+  auto path = m.save("vtpu_cnn_" + GetParam() + ".onnx");
+
+  config::Config cfg = config::load_preset(GetParam());
+  CompileResult r = compile_onnx(path, cfg);
+  Vec x(144);
+  std::mt19937 rng(6);
+  for (auto& v : x) v = float(int(rng() % 2001) - 1000) / 1000.0f;
+  std::string out = simulate(cfg, r.program, {{"img", to_bf16(x)}}, "y");
+  ASSERT_EQ(out.substr(0, 2), "OK") << out;
+
+  int64_t OH, OW;
+  Vec a = conv(x, 1, 12, 12, w1, b1, 8, 3, 1, OH, OW);
+  for (int64_t c = 0; c < 8; ++c)
+    for (int64_t i = 0; i < OH * OW; ++i) {
+      float& v = a[size_t(c * OH * OW + i)];
+      v = (v - mean[size_t(c)]) / std::sqrt(var[size_t(c)] + 1e-5f) * gamma[size_t(c)] + beta[size_t(c)];
+    }
+  a = maxpool2(relu(a), 8, OH, OW);
+  int64_t OH2 = 0, OW2 = 0;
+  Vec c2 = relu(conv(a, 8, 6, 6, w2, b2, 16, 3, 0, OH2, OW2));
+  c2 = maxpool2(c2, 16, OH2, OW2);
+  Vec want = gemm(c2, 1, 64, w3, 10, b3, true);
+  expect_close(from_bf16(out.substr(2)), want, 0.04);
+}
+
+INSTANTIATE_TEST_SUITE_P(Presets, CompileE2E, ::testing::Values("tiny-8x8", "tiny-16x16", "tpu-v4-core"),
+                         [](const auto& info) {
+                           std::string s = info.param;
+                           for (char& c : s)
+                             if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
+                           return s;
+                         });
+
+TEST(CompileErrors, UnsupportedOperatorNamesTheNode) {
+  OnnxBuilder m;
+  m.input("x", {1, 4});
+  m.node("Tan", "my_tan", {"x"}, {"y"});
+  m.output("y", {1, 4});
+  try {
+    compile_onnx(m.save("vtpu_tan.onnx"), config::load_preset("tiny-8x8"));
+    FAIL();
+  } catch (const CompileError& e) {
+    EXPECT_NE(std::string(e.what()).find("node 'my_tan'"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("Tan"), std::string::npos) << e.what();
+  }
+}
+
+TEST(CompileErrors, UnsupportedAttributeNamesIt) {
+  OnnxBuilder m;
+  m.input("x", {1, 4, 6, 6});
+  m.init("w", {4, 1, 3, 3}, 0.1f);
+  OnnxBuilder::attr(m.node("Conv", "dw", {"x", "w"}, {"y"}), "group", int64_t(4));
+  m.output("y", {1, 4, 4, 4});
+  try {
+    compile_onnx(m.save("vtpu_group.onnx"), config::load_preset("tiny-8x8"));
+    FAIL();
+  } catch (const CompileError& e) {
+    EXPECT_NE(std::string(e.what()).find("node 'dw'"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("group"), std::string::npos) << e.what();
+  }
+}
+
+TEST(CompileErrors, ModelTooBigForTheUnifiedBufferSaysByHowMuch) {
+  OnnxBuilder m;
+  m.input("x", {4096, 256});
+  m.init("w", {256, 256}, 0.1f);
+  m.node("MatMul", "mm", {"x", "w"}, {"y"});
+  m.output("y", {4096, 256});
+  try {
+    compile_onnx(m.save("vtpu_big.onnx"), config::load_preset("tiny-4x4"));
+    FAIL();
+  } catch (const CompileError& e) {
+    EXPECT_NE(std::string(e.what()).find("unified buffer"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("too small"), std::string::npos) << e.what();
+  }
+}
+
+TEST(CompileErrors, NotAnOnnxFile) {
+  auto p = std::filesystem::temp_directory_path() / "vtpu_not_onnx.onnx";
+  std::ofstream(p) << "garbage";
+  EXPECT_THROW(compile_onnx(p, config::load_preset("tiny-8x8")), UserError);
+  EXPECT_THROW(compile_onnx("/nonexistent/model.onnx", config::load_preset("tiny-8x8")), UserError);
+}
+
+}  // namespace
+}  // namespace vtpu::compiler
