@@ -45,11 +45,11 @@ CompileResult compile_onnx(const std::filesystem::path& model, const config::Con
   pm.addNestedPass<mlir::func::FuncOp>(tpu::createCancelTransposesPass());
   pm.addNestedPass<mlir::func::FuncOp>(tpu::createFoldBatchNormPass());
   pm.addNestedPass<mlir::func::FuncOp>(tpu::createLowerTosaToTpuPass());
-  try {
-    if (mlir::failed(pm.run(*module)))
-      throw CompileError(fmt::format("{}: lowering failed:\n{}", model.string(), diagnostics));
-  } catch (const CompileError& e) {
-    throw CompileError(fmt::format("{}: {}", model.string(), e.what()));
+  if (mlir::failed(pm.run(*module))) {
+    // Diagnostics read "loc: error: node 'x': ..."; keep the message part.
+    std::string msg = diagnostics;
+    while (!msg.empty() && msg.back() == '\n') msg.pop_back();
+    throw CompileError(fmt::format("{}: {}", model.string(), msg));
   }
   if (options.emit_mlir_stage == "tpu") mlir_text = print(*module);
 

@@ -84,7 +84,8 @@ class Importer {
     for (const auto& out : g.output()) {
       auto it = values_.find(out.name());
       if (it == values_.end()) fail(fmt::format("graph output '{}' is never produced", out.name()), out.name());
-      Value v = it->second.nhwc ? to_nchw_value(it->second, b_.getUnknownLoc()) : it->second.value;
+      // Images leave in the chip's NHWC layout, like they enter (the runtime transposes).
+      Value v = it->second.value;
       outs.push_back(v);
       out_types.push_back(v.getType());
       out_names.push_back(out.name());

@@ -87,6 +87,18 @@ std::optional<std::vector<float>> per_channel_const(mlir::Operation* op, Value f
   return std::nullopt;
 }
 
+// Passes report what they cannot handle as an error diagnostic on the function and fail,
+// so vtpu-opt prints it and the compiler turns it into a CompileError.
+template <typename Body, typename Fail>
+void guarded(mlir::Operation* op, Body&& body, Fail&& signal_failure) {
+  try {
+    body();
+  } catch (const compiler::CompileError& e) {
+    op->emitError(e.what());
+    signal_failure();
+  }
+}
+
 // ---------------------------------------------------------------------------------------
 
 struct CancelTransposes : mlir::PassWrapper<CancelTransposes, mlir::OperationPass<mlir::func::FuncOp>> {
@@ -121,22 +133,27 @@ struct FoldBatchNorm : mlir::PassWrapper<FoldBatchNorm, mlir::OperationPass<mlir
   llvm::StringRef getDescription() const final {
     return "Fold per-channel scale/shift constants into the preceding conv2d or fully_connected";
   }
-  void runOnOperation() override {
+  void runOnOperation() override { guarded(getOperation(), [&] { fold(); }, [&] { signalPassFailure(); }); }
+  void fold() {
     mlir::OpBuilder b(&getContext());
+    // Collect first: folding erases the ops that follow each layer.
+    std::vector<mlir::Operation*> layers;
     getOperation().walk([&](mlir::Operation* op) {
-      if (!mlir::isa<tosa::Conv2DOp, tosa::FullyConnectedOp>(op)) return;
+      if (mlir::isa<tosa::Conv2DOp, tosa::FullyConnectedOp>(op)) layers.push_back(op);
+    });
+    for (mlir::Operation* op : layers) {
       bool conv = mlir::isa<tosa::Conv2DOp>(op);
       while (true) {
         Value out = op->getResult(0);
         mlir::Operation* user = single_user(out);
-        if (!user || !mlir::isa<tosa::MulOp, tosa::AddOp>(user)) return;
+        if (!user || !mlir::isa<tosa::MulOp, tosa::AddOp>(user)) break;
         int64_t C = shape_of(out).back();
         auto k = per_channel_const(user, out, C);
-        if (!k) return;
+        if (!k) break;
         auto w = const_data(op->getOperand(1)), bias = const_data(op->getOperand(2));
-        if (!w || !bias) return;
+        if (!w || !bias) break;
         if (mlir::isa<tosa::MulOp>(user)) {
-          if (mlir::cast<tosa::MulOp>(user).getShift() != 0) return;
+          if (mlir::cast<tosa::MulOp>(user).getShift() != 0) break;
           size_t per = w->size() / size_t(C);  // weights are [C_out, ...] in both ops
           for (size_t c = 0; c < size_t(C); ++c) {
             for (size_t i = 0; i < per; ++i) (*w)[c * per + i] *= (*k)[c];
@@ -146,13 +163,16 @@ struct FoldBatchNorm : mlir::PassWrapper<FoldBatchNorm, mlir::OperationPass<mlir
           for (size_t c = 0; c < size_t(C); ++c) (*bias)[c] += (*k)[c];
         }
         b.setInsertionPoint(op);
-        op->setOperand(1, make_const(b, op->getLoc(), shape_of(op->getOperand(1)), *w));
-        op->setOperand(2, make_const(b, op->getLoc(), shape_of(op->getOperand(2)), *bias));
+        for (unsigned i : {1u, 2u}) {
+          Value old = op->getOperand(i);
+          op->setOperand(i, make_const(b, op->getLoc(), shape_of(old), i == 1 ? *w : *bias));
+          if (old.use_empty()) old.getDefiningOp()->erase();
+        }
         user->getResult(0).replaceAllUsesWith(out);
         user->erase();
         (void)conv;
       }
-    });
+    }
   }
 };
 
@@ -188,7 +208,8 @@ struct LowerTosaToTpu : mlir::PassWrapper<LowerTosaToTpu, mlir::OperationPass<ml
     return v;
   }
 
-  void runOnOperation() override {
+  void runOnOperation() override { guarded(getOperation(), [&] { lower(); }, [&] { signalPassFailure(); }); }
+  void lower() {
     auto fn = getOperation();
     mlir::OpBuilder b(&getContext());
     std::vector<mlir::Operation*> ops;

@@ -1,0 +1,48 @@
+// RUN: vtpu-opt --pass-pipeline='builtin.module(func.func(tpu-lower-tosa))' %s | FileCheck %s
+
+// fully_connected + clamp(0, max) becomes one tpu.matmul with a ReLU clamp; the weight is
+// transposed to [K, N].
+// CHECK-LABEL: func.func @fc_relu
+// CHECK: %[[W:.*]] = "tosa.const"() <{value = dense<{{\[\[}}1.000000e+00, 3.000000e+00], [2.000000e+00, 4.000000e+00]]> : tensor<2x2xf32>}>
+// CHECK: tpu.matmul %arg0, %[[W]], %{{.*}} {clamp_max = 0x7FF0000000000000 : f64, clamp_min = 0.000000e+00 : f64, layer = "fc"}
+// CHECK-NOT: tosa.clamp
+// CHECK-NOT: tosa.fully_connected
+func.func @fc_relu(%arg0: tensor<3x2xf32>) -> tensor<3x2xf32> {
+  %w = "tosa.const"() {value = dense<[[1.0, 2.0], [3.0, 4.0]]> : tensor<2x2xf32>} : () -> tensor<2x2xf32> loc("fc")
+  %b = "tosa.const"() {value = dense<0.5> : tensor<2xf32>} : () -> tensor<2xf32> loc("fc")
+  %0 = tosa.fully_connected %arg0, %w, %b : (tensor<3x2xf32>, tensor<2x2xf32>, tensor<2xf32>) -> tensor<3x2xf32> loc("fc")
+  %1 = tosa.clamp %0 {max_fp = 3.40282347E+38 : f32, max_int = 1000000000 : i64, min_fp = 0.0 : f32, min_int = 0 : i64} : (tensor<3x2xf32>) -> tensor<3x2xf32> loc("relu")
+  return %1 : tensor<3x2xf32>
+}
+
+// conv2d with a bias add and a clamp becomes tpu.conv2d; weights go to [KH, KW, CI, CO].
+// CHECK-LABEL: func.func @conv
+// CHECK: tpu.conv2d
+// CHECK-SAME: clamp_max = 6.000000e+00
+// CHECK-SAME: layer = "c1"
+// CHECK-SAME: (tensor<1x4x4x1xf32>, tensor<1x1x1x2xf32>, tensor<2xf32>) -> tensor<1x4x4x2xf32>
+func.func @conv(%arg0: tensor<1x4x4x1xf32>) -> tensor<1x4x4x2xf32> {
+  %w = "tosa.const"() {value = dense<1.0> : tensor<2x1x1x1xf32>} : () -> tensor<2x1x1x1xf32>
+  %b = "tosa.const"() {value = dense<0.0> : tensor<2xf32>} : () -> tensor<2xf32>
+  %0 = tosa.conv2d %arg0, %w, %b {dilation = array<i64: 1, 1>, pad = array<i64: 0, 0, 0, 0>, stride = array<i64: 1, 1>} : (tensor<1x4x4x1xf32>, tensor<2x1x1x1xf32>, tensor<2xf32>) -> tensor<1x4x4x2xf32> loc("c1")
+  %1 = tosa.clamp %0 {max_fp = 6.0 : f32, max_int = 6 : i64, min_fp = 0.0 : f32, min_int = 0 : i64} : (tensor<1x4x4x2xf32>) -> tensor<1x4x4x2xf32>
+  return %1 : tensor<1x4x4x2xf32>
+}
+
+// The TOSA decomposition of softmax is matched back into one tpu.softmax.
+// CHECK-LABEL: func.func @softmax
+// CHECK: tpu.softmax %arg0 {layer = "sm"}
+// CHECK-NOT: tosa.exp
+func.func @softmax(%arg0: tensor<2x5xf32>) -> tensor<2x5xf32> {
+  %0 = tosa.reduce_max %arg0 {axis = 1 : i32} : (tensor<2x5xf32>) -> tensor<2x1xf32> loc("sm")
+  %1 = tosa.sub %arg0, %0 : (tensor<2x5xf32>, tensor<2x1xf32>) -> tensor<2x5xf32>
+  %2 = tosa.exp %1 : (tensor<2x5xf32>) -> tensor<2x5xf32>
+  %3 = tosa.reduce_sum %2 {axis = 1 : i32} : (tensor<2x5xf32>) -> tensor<2x1xf32>
+  %4 = tosa.reciprocal %3 : (tensor<2x1xf32>) -> tensor<2x1xf32>
+  %5 = tosa.mul %2, %4 {shift = 0 : i8} : (tensor<2x5xf32>, tensor<2x1xf32>) -> tensor<2x5xf32>
+  return %5 : tensor<2x5xf32>
+}
+
+// An unsupported op is an error naming its node.
+// RUN: not vtpu-opt --pass-pipeline='builtin.module(func.func(tpu-lower-tosa))' %S/Inputs/unsupported.mlir 2>&1 | FileCheck %s --check-prefix=ERR
+// ERR: node 'my_sigmoid': tosa.sigmoid cannot be lowered to the tpu dialect
