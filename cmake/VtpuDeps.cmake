@@ -7,3 +7,5 @@ find_package(GTest REQUIRED)
 find_package(benchmark REQUIRED)
 find_package(PkgConfig REQUIRED)
 pkg_check_modules(SYSTEMC REQUIRED IMPORTED_TARGET systemc)  # no CMake package; PkgConfig::SYSTEMC
+find_package(Protobuf REQUIRED)  # before ONNX: its targets need protobuf::libprotobuf
+find_package(ONNX REQUIRED)      # targets onnx, onnx_proto

@@ -60,3 +60,10 @@ def Tpu_ReshapeOp : Tpu_Op<"reshape", [Pure]> {
   let results = (outs AnyRankedTensor:$output);
   let assemblyFormat = "operands attr-dict `:` functional-type(operands, results)";
 }
+
+def Tpu_ClampOp : Tpu_Op<"clamp", [Pure]> {
+  let summary = "y = min(max(x, clamp_min), clamp_max) on an activation that no layer absorbed";
+  let arguments = (ins AnyRankedTensor:$input, F64Attr:$clamp_min, F64Attr:$clamp_max, StrAttr:$layer);
+  let results = (outs AnyRankedTensor:$output);
+  let assemblyFormat = "operands attr-dict `:` functional-type(operands, results)";
+}

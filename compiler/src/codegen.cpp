@@ -180,6 +180,7 @@ class Codegen {
       else if (auto a = mlir::dyn_cast<tpu::AddOp>(op)) gen_add(a);
       else if (auto s = mlir::dyn_cast<tpu::SoftmaxOp>(op)) gen_softmax(s);
       else if (auto r = mlir::dyn_cast<tpu::ReshapeOp>(op)) gen_reshape(r);
+      else if (auto c = mlir::dyn_cast<tpu::ClampOp>(op)) gen_clamp(c);
       else throw CompileError(fmt::format("code generation does not handle {}", op.getName().getStringRef().str()));
       for (Value operand : op.getOperands()) release(operand);
     }
@@ -641,6 +642,22 @@ class Codegen {
     define(op.getOutput(), y);
   }
 
+  void gen_clamp(tpu::ClampOp op) {
+    std::string layer = op.getLayer().str();
+    tag(layer);
+    const Act& x = act(op.getInput());
+    Act y = new_act(shape_of(op.getOutput()), fmt::format("the output of '{}'", layer));
+    std::string cp = clamp_param(op.getClampMin().convertToDouble(), op.getClampMax().convertToDouble());
+    for (uint64_t blk = 0; blk < y.blocks; ++blk) {
+      code(fmt::format("  li r1, {} || li r2, {}", x.base + blk * x.block_bytes, y.base + blk * y.block_bytes));
+      if (cp.empty()) code(fmt::format("  vec.copy dst=ub[r2+0] a=ub[r1+0] rows={} dt=bf16 flag=f20", y.rows));
+      else code(fmt::format("  vec.clamp dst=ub[r2+0] a=ub[r1+0] rows={} dt=bf16 param={} flag=f20", y.rows, cp));
+      code("  wait f20");
+    }
+    add_bound(layer, 0, 0);
+    define(op.getOutput(), y);
+  }
+
   void gen_softmax(tpu::SoftmaxOp op) {
     std::string layer = op.getLayer().str();
     tag(layer);
@@ -719,10 +736,21 @@ class Codegen {
       return;
     }
     tag(layer);
+    // The lowering only reshapes an image to 2-D for a matmul that expects NHWC order.
+    uint64_t lanes_per_word = std::max<uint64_t>(1, cfg_.core.unified_buffer.alignment_bytes / esz_);
+    bool image_flatten = x.shape.size() == 4 && ys.size() == 2 && uint64_t(ys[0]) == uint64_t(x.shape[0]) &&
+                         x.features % lanes_per_word == 0;
+    if (!image_flatten) {
+      // Any other reshape: through HBM, stored row-major and reloaded in the new shape.
+      uint64_t scratch = hbm_alloc(x.rows * x.features * esz_);
+      store_act(x, scratch);
+      Act y = new_act(ys, fmt::format("the output of '{}'", layer));
+      load_act(y, scratch);
+      add_bound(layer, 0, 2 * x.rows * x.features * esz_);
+      define(op.getOutput(), y);
+      return;
+    }
     // Flatten an NHWC image [N, H, W, C] to [N, H*W*C]: row n gathers its pixels' channels.
-    if (x.shape.size() != 4 || ys.size() != 2 || uint64_t(ys[0]) != uint64_t(x.shape[0]))
-      throw CompileError(fmt::format("node '{}': reshape from [{}] to [{}] is not supported yet", layer,
-                                     fmt::join(x.shape, ", "), fmt::join(ys, ", ")));
     Act y = new_act(ys, fmt::format("the output of '{}'", layer));
     clear(y.base, y.bytes());
     uint64_t P = uint64_t(x.shape[1] * x.shape[2]), Cc = x.features, N = uint64_t(x.shape[0]);

@@ -435,6 +435,8 @@ class Importer {
     const Tensor& x = input(n, 0);
     if (x.shape.size() != 4) fail("only 2-D pooling is supported", node_name(n));
     if (attr_i(n, "ceil_mode", 0)) fail("pooling attribute ceil_mode=1 is not supported", node_name(n));
+    for (int64_t d : attr_ints(n, "dilations", {1, 1}))
+      if (d != 1) fail("pooling attribute dilations other than 1 is not supported", node_name(n));
     auto k = attr_ints(n, "kernel_shape", {});
     if (k.size() != 2) fail("kernel_shape must have 2 values", node_name(n));
     auto stride = attr_ints(n, "strides", {1, 1});
@@ -473,7 +475,7 @@ class Importer {
     const Tensor& x = input(n, 0);
     if (numel(shape) != numel(x.shape)) fail("reshape changes the number of elements", node_name(n));
     Value v = x.nhwc ? to_nchw_value(x, loc) : x.value;
-    if (shape.size() == 4) {
+    if (shape.size() == 4 && x.nhwc) {
       // Stay in the chip's layout for images.
       Value r = reshape(v, shape, loc);
       define(n, {transpose(r, {0, 2, 3, 1}, loc), shape, true});

@@ -363,7 +363,16 @@ struct LowerTosaToTpu : mlir::PassWrapper<LowerTosaToTpu, mlir::OperationPass<ml
       }
       if (mlir::isa<tosa::ConstOp, mlir::func::ReturnOp>(op) || op->getDialect()->getNamespace() == "tpu") continue;
       if (mlir::isa<tosa::TransposeOp>(op)) continue;  // removed below if unused
-      if (mlir::isa<tosa::ClampOp>(op)) fail(op, "an activation that does not follow a conv, matmul or add is not supported yet");
+      if (auto cl = mlir::dyn_cast<tosa::ClampOp>(op)) {
+        double lo = cl.getMinFp().convertToDouble(), hi = cl.getMaxFp().convertToDouble();
+        if (lo <= -std::numeric_limits<float>::max()) lo = -kInf;
+        if (hi >= std::numeric_limits<float>::max()) hi = kInf;
+        Value y = b.create<ClampOp>(loc, cl.getType(), cl.getInput(), b.getF64FloatAttr(lo), b.getF64FloatAttr(hi),
+                                    b.getStringAttr(name));
+        cl.getResult().replaceAllUsesWith(y);
+        retire(op);
+        continue;
+      }
       if (mlir::isa<tosa::MulOp>(op)) fail(op, "a Mul that is not a batch-norm scale after a conv/matmul is not supported yet");
       fail(op, fmt::format("{} cannot be lowered to the tpu dialect", op->getName().getStringRef().str()));
     }

@@ -1,0 +1,248 @@
+// ONNX backend node tests (Debian's libonnx-testdata) compiled for a config, run on the
+// simulator and compared with the shipped outputs. Prints passed/total per operator and
+// exits non-zero when a test listed in expected_pass.txt fails (a regression).
+//
+// The node tests feed weights as graph inputs; the compiler wants constant weights, so the
+// runner turns every input after the first of weight-taking operators into an initializer
+// holding the test's data.
+//
+// usage: conformance_runner DATA_DIR EXPECTED_PASS_FILE [CONFIG] [--write-expected]
+#include <fmt/format.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <map>
+#include <onnx/onnx_pb.h>
+#include <set>
+
+#include "vtpu/compiler/compiler.h"
+#include "vtpu/numerics/float.h"
+#include "vtpu/sim/simulator.h"
+
+namespace fs = std::filesystem;
+using namespace vtpu;
+
+namespace {
+
+const std::set<std::string> kOperators = {"Gemm", "MatMul", "Conv", "Relu", "Clip", "Add", "MaxPool", "AveragePool",
+                                          "GlobalAveragePool", "Flatten", "Reshape", "BatchNormalization", "Softmax"};
+// Operators whose inputs after the first are weights (constants for the compiler).
+const std::set<std::string> kWeightInputs = {"Gemm", "MatMul", "Conv", "Clip", "Reshape", "BatchNormalization"};
+
+std::vector<float> floats_of(const onnx::TensorProto& t) {
+  size_t n = 1;
+  for (auto d : t.dims()) n *= size_t(d);
+  std::vector<float> v(n);
+  if (t.data_type() != onnx::TensorProto::FLOAT && t.data_type() != onnx::TensorProto::INT64)
+    throw UserError(fmt::format("tensor '{}' has element type {}", t.name(), t.data_type()));
+  if (t.data_type() == onnx::TensorProto::INT64) {
+    for (size_t i = 0; i < n; ++i) {
+      int64_t x;
+      if (t.has_raw_data()) std::memcpy(&x, t.raw_data().data() + i * 8, 8);
+      else x = t.int64_data(int(i));
+      v[i] = float(x);
+    }
+    return v;
+  }
+  if (t.has_raw_data()) std::memcpy(v.data(), t.raw_data().data(), n * 4);
+  else for (size_t i = 0; i < n; ++i) v[i] = t.float_data(int(i));
+  return v;
+}
+
+onnx::TensorProto read_pb(const fs::path& p) {
+  onnx::TensorProto t;
+  std::ifstream f(p, std::ios::binary);
+  if (!f || !t.ParseFromIstream(&f)) throw UserError(p.string() + ": cannot read TensorProto");
+  return t;
+}
+
+std::vector<int64_t> dims(const onnx::TensorProto& t) { return {t.dims().begin(), t.dims().end()}; }
+
+// NCHW <-> NHWC for 4-D data.
+std::vector<float> to_nhwc(const std::vector<float>& x, const std::vector<int64_t>& s) {
+  std::vector<float> y(x.size());
+  for (int64_t n = 0; n < s[0]; ++n)
+    for (int64_t c = 0; c < s[1]; ++c)
+      for (int64_t h = 0; h < s[2]; ++h)
+        for (int64_t w = 0; w < s[3]; ++w)
+          y[size_t(((n * s[2] + h) * s[3] + w) * s[1] + c)] = x[size_t(((n * s[1] + c) * s[2] + h) * s[3] + w)];
+  return y;
+}
+
+std::string run_in_child(const std::function<std::string()>& fn) {
+  int fds[2];
+  if (pipe(fds)) return "ERRpipe";
+  pid_t pid = fork();
+  if (pid == 0) {
+    close(fds[0]);
+    std::string r;
+    try {
+      r = fn();
+    } catch (const std::exception& e) {
+      r = std::string("ERR") + e.what();
+    }
+    size_t off = 0;
+    while (off < r.size()) {
+      ssize_t n = write(fds[1], r.data() + off, r.size() - off);
+      if (n <= 0) break;
+      off += size_t(n);
+    }
+    _exit(0);
+  }
+  close(fds[1]);
+  std::string got;
+  char buf[65536];
+  ssize_t n;
+  while ((n = read(fds[0], buf, sizeof buf)) > 0) got.append(buf, size_t(n));
+  close(fds[0]);
+  int st = 0;
+  waitpid(pid, &st, 0);
+  if (!WIFEXITED(st)) return "ERRchild crashed";
+  return got;
+}
+
+// Runs one node test; returns "" on success or why it failed.
+std::string run_test(const fs::path& dir, const config::Config& cfg, std::string& op_out) {
+  onnx::ModelProto model;
+  {
+    std::ifstream f(dir / "model.onnx", std::ios::binary);
+    if (!model.ParseFromIstream(&f)) return "model does not parse";
+  }
+  if (model.graph().node_size() != 1) return "not a single-node test";
+  const onnx::NodeProto node = model.graph().node(0);
+  op_out = node.op_type();
+  if (!kOperators.count(node.op_type())) return "skip";
+  fs::path data = dir / "test_data_set_0";
+  // Bake weight inputs into initializers.
+  std::map<std::string, onnx::TensorProto> inputs;
+  for (int i = 0; i < model.graph().input_size(); ++i) {
+    auto t = read_pb(data / fmt::format("input_{}.pb", i));
+    t.set_name(model.graph().input(i).name());
+    inputs[t.name()] = t;
+  }
+  onnx::ModelProto baked = model;
+  auto* g = baked.mutable_graph();
+  g->clear_input();
+  std::vector<std::string> runtime_inputs;
+  for (int i = 0; i < model.graph().input_size(); ++i) {
+    const auto& in = model.graph().input(i);
+    bool weight = kWeightInputs.count(node.op_type()) && i > 0;
+    if (weight) *g->add_initializer() = inputs[in.name()];
+    else *g->add_input() = in, runtime_inputs.push_back(in.name());
+  }
+  fs::path tmp = fs::temp_directory_path() / fmt::format("vtpu_conf_{}.onnx", dir.filename().string());
+  {
+    std::ofstream f(tmp, std::ios::binary);
+    baked.SerializeToOstream(&f);
+  }
+  compiler::CompileResult r;
+  try {
+    r = compiler::compile_onnx(tmp, cfg);
+  } catch (const std::exception& e) {
+    return std::string("compile: ") + e.what();
+  }
+  std::map<std::string, std::vector<uint8_t>> in_bytes;
+  for (const auto& name : runtime_inputs) {
+    const auto& t = inputs[name];
+    auto v = floats_of(t);
+    if (t.dims_size() == 4) v = to_nhwc(v, dims(t));
+    std::vector<uint8_t> b(v.size() * 2);
+    for (size_t i = 0; i < v.size(); ++i) {
+      uint16_t h = numerics::f32_to_bf16(numerics::f32_bits(v[i]));
+      std::memcpy(&b[i * 2], &h, 2);
+    }
+    in_bytes[name] = b;
+  }
+  std::string out_name = model.graph().output(0).name();
+  std::string got = run_in_child([&] {
+    auto res = sim::simulate(cfg, r.program, in_bytes);
+    const auto& o = res.outputs.at(out_name);
+    return "OK" + std::string(o.begin(), o.end());
+  });
+  if (got.rfind("OK", 0) != 0) return "simulate: " + got.substr(3);
+  auto want_t = read_pb(data / "output_0.pb");
+  auto want = floats_of(want_t);
+  if (want_t.dims_size() == 4) want = to_nhwc(want, dims(want_t));
+  if ((got.size() - 2) / 2 != want.size()) return fmt::format("output has {} values, expected {}", (got.size() - 2) / 2, want.size());
+  double mx = 0;
+  for (float w : want) mx = std::max(mx, double(std::fabs(w)));
+  for (size_t i = 0; i < want.size(); ++i) {
+    uint16_t h;
+    std::memcpy(&h, got.data() + 2 + i * 2, 2);
+    float v = numerics::f32_from_bits(uint32_t(h) << 16);
+    double tol = 0.02 * mx + 0.02;  // bf16 inputs and outputs (docs/compiler.md)
+    if (!(std::fabs(double(v) - want[i]) <= tol))
+      return fmt::format("element {}: got {}, expected {} (tolerance {:.3g})", i, v, want[i], tol);
+  }
+  return "";
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc < 3) {
+    std::cerr << "usage: conformance_runner DATA_DIR EXPECTED_PASS_FILE [CONFIG] [--write-expected]\n";
+    return 2;
+  }
+  fs::path data = argv[1], expected_file = argv[2];
+  std::string cfg_name = argc > 3 && std::string(argv[3]) != "--write-expected" ? argv[3] : "tpu-v4-core";
+  bool write = std::string(argv[argc - 1]) == "--write-expected";
+  ::setenv("SYSTEMC_DISABLE_COPYRIGHT_MESSAGE", "1", 1);
+  config::Config cfg = config::resolve(cfg_name);
+  if (!fs::exists(data)) {
+    std::cerr << data << " does not exist: install libonnx-testdata (scripts/install-deps.sh)\n";
+    return 1;
+  }
+  std::set<std::string> expected;
+  {
+    std::ifstream f(expected_file);
+    for (std::string line; std::getline(f, line);)
+      if (!line.empty() && line[0] != '#') expected.insert(line);
+  }
+  std::vector<fs::path> dirs;
+  for (const auto& e : fs::directory_iterator(data)) dirs.push_back(e.path());
+  std::sort(dirs.begin(), dirs.end());
+  std::map<std::string, std::pair<int, int>> per_op;
+  std::vector<std::string> passing, regressions;
+  for (const auto& d : dirs) {
+    std::string op;
+    std::string why;
+    try {
+      why = run_test(d, cfg, op);
+    } catch (const std::exception& e) {
+      why = e.what();
+    }
+    if (why == "skip" || op.empty() || !kOperators.count(op)) continue;
+    auto& [pass, total] = per_op[op];
+    ++total;
+    std::string name = d.filename().string();
+    if (why.empty()) {
+      ++pass;
+      passing.push_back(name);
+      std::cout << fmt::format("PASS {}\n", name);
+    } else {
+      std::cout << fmt::format("FAIL {}: {}\n", name, why.substr(0, 300));
+      if (expected.count(name)) regressions.push_back(name);
+    }
+  }
+  std::cout << fmt::format("\nONNX node tests on {} (bf16):\n", cfg.name);
+  int p = 0, t = 0;
+  for (const auto& [op, pt] : per_op) {
+    std::cout << fmt::format("  {:<20} {:>3}/{:<3} passed\n", op, pt.first, pt.second);
+    p += pt.first, t += pt.second;
+  }
+  std::cout << fmt::format("  {:<20} {:>3}/{:<3} passed\n", "all", p, t);
+  if (write) {
+    std::ofstream f(expected_file);
+    f << "# ONNX node tests that pass; written by conformance_runner --write-expected\n";
+    for (const auto& n : passing) f << n << "\n";
+  }
+  for (const auto& n : regressions) std::cout << "REGRESSION: " << n << " is listed in " << expected_file.string() << " but fails\n";
+  std::cout << fmt::format("{} passed, {} failed\n", p, t - p);
+  return regressions.empty() ? 0 : 1;
+}
