@@ -185,3 +185,31 @@ TEST(Cli, SimRejectsWrongInputsAndBadPrograms) {
 }
 
 }  // namespace
+
+#include "../../compiler/tests/onnx_builder.h"
+
+namespace {
+
+TEST(Cli, CompileThenSimulateAModel) {
+  vtpu::testing::OnnxBuilder m;
+  m.input("x", {2, 16});
+  m.init("w", {16, 8}, 0.5f);
+  m.node("MatMul", "mm", {"x", "w"}, {"h"});
+  m.node("Relu", "act", {"h"}, {"y"});
+  m.output("y", {2, 8});
+  fs::path model = m.save("cli_model.onnx"), prog = tmp("cli_model.vtpu"), s = tmp("cli_model.s");
+  CliResult c = vtpu("compile " + model.string() + " -c tiny-8x8 -o " + prog.string() + " --emit-asm " + s.string() +
+                     " --emit-mlir tpu");
+  ASSERT_EQ(c.code, 0) << c.err;
+  EXPECT_NE(c.out.find("tpu.matmul"), std::string::npos) << c.out;
+  EXPECT_NE(c.out.find("clamp_min = 0.000000e+00"), std::string::npos) << c.out;  // the Relu fused
+  EXPECT_TRUE(fs::exists(s));
+  CliResult r = vtpu("sim " + prog.string() + " --report " + tmp("cli_model.json").string());
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("mm"), std::string::npos) << r.out;  // the layer's tag in the table
+  CliResult bad = vtpu("compile " + model.string() + " -c tiny-8x8 --dtype fp64");
+  EXPECT_EQ(bad.code, 1);
+  EXPECT_NE(bad.err.find("--dtype"), std::string::npos) << bad.err;
+}
+
+}  // namespace
