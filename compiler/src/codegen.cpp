@@ -122,19 +122,18 @@ struct Block {
 
 class Codegen {
  public:
-  Codegen(const config::Config& cfg, const CompileOptions& opt) : cfg_(cfg), opt_(opt), ub_(cfg.core.unified_buffer.bytes, 64) {
+  Codegen(const config::Config& cfg, const CompileOptions& opt, std::map<const void*, float> scales)
+      : cfg_(cfg), opt_(opt), ub_(cfg.core.unified_buffer.bytes, 64), scales_(std::move(scales)) {
     R_ = cfg.core.mxu.rows;
     C_ = cfg.core.mxu.cols;
     if (R_ != C_)
       throw CompileError(fmt::format("config '{}': the compiler needs square arrays (core.mxu.rows = core.mxu.cols); "
                                      "this one is {}x{}",
                                      cfg.name, R_, C_));
-    if (opt.precision == Precision::Int8)
-      throw CompileError("--dtype int8 needs post-training calibration, which the compiler does not do yet; "
-                         "use --dtype bf16");
-    if (!config::supports(cfg, config::DType::kBf16))
-      throw CompileError(fmt::format("config '{}' has no bf16 MXU (core.mxu.dtypes); use a config with bf16", cfg.name));
-    esz_ = 2;
+    q8_ = opt.precision == Precision::Int8;
+    config::require_dtype(cfg, q8_ ? config::DType::kInt8 : config::DType::kBf16);
+    esz_ = q8_ ? 1 : 2;
+    dt_ = q8_ ? "int8" : "bf16";
     acc_region_ = cfg.core.accumulators.rows / 2;
   }
 
@@ -152,7 +151,8 @@ class Codegen {
       auto shape = shape_of(arg);
       uint64_t bytes = numel(shape) * esz_;
       uint64_t addr = hbm_alloc(bytes);
-      decl(fmt::format(".tensor {} role=input dtype=bf16 shape=[{}] addr={}", quote(name), fmt::join(shape, ", "), addr));
+      decl(fmt::format(".tensor {} role=input dtype={} shape=[{}] addr={}{}", quote(name), dt_, fmt::join(shape, ", "), addr,
+                       quant_attrs(arg)));
       tag("input " + name);
       Act a = new_act(shape, "input '" + name + "'");
       load_act(a, addr);
@@ -168,7 +168,8 @@ class Codegen {
           std::string name = fn.getResultAttrOfType<mlir::StringAttr>(i, "vtpu.name").str();
           auto shape = shape_of(v);
           uint64_t addr = hbm_alloc(numel(shape) * esz_);
-          decl(fmt::format(".tensor {} role=output dtype=bf16 shape=[{}] addr={}", quote(name), fmt::join(shape, ", "), addr));
+          decl(fmt::format(".tensor {} role=output dtype={} shape=[{}] addr={}{}", quote(name), dt_, fmt::join(shape, ", "),
+                           addr, quant_attrs(v)));
           tag("output " + name);
           store_act(act(v), addr);
         }
@@ -211,6 +212,37 @@ class Codegen {
       q += c;
     }
     return q + "\"";
+  }
+  // INT8: the symmetric per-tensor scale of an activation (real = q * scale).
+  float scale(Value v) const {
+    auto it = scales_.find(v.getAsOpaquePointer());
+    if (it == scales_.end()) throw InternalError("no calibration scale for an activation");
+    return it->second;
+  }
+  std::string quant_attrs(Value v) const { return q8_ ? fmt::format(" scale={} zp=0", double(scale(v))) : ""; }
+  // A real multiplier as TOSA's (multiplier, shift): m * 2^-shift, m in [2^30, 2^31).
+  static std::pair<int64_t, int64_t> fixed_point(double M) {
+    if (!(M > 0)) return {0, 31};
+    int64_t shift = 30 - int64_t(std::floor(std::log2(M)));
+    shift = std::clamp<int64_t>(shift, 2, 62);
+    int64_t m = std::llround(std::ldexp(M, int(shift)));
+    if (m >= (int64_t(1) << 31)) m >>= 1, shift -= 1;
+    return {std::min<int64_t>(m, INT32_MAX), std::max<int64_t>(shift, 2)};
+  }
+  // Per-output-channel symmetric int8 weights: q = round(w / s[c]), s[c] = max|w[:, c]| / 127.
+  struct QWeights {
+    std::vector<float> q;  // integer values, [K, N]
+    std::vector<double> s;
+  };
+  static QWeights quantize(const std::vector<float>& w, uint64_t K, uint64_t N) {
+    QWeights r{std::vector<float>(w.size()), std::vector<double>(N)};
+    for (uint64_t n = 0; n < N; ++n) {
+      double mx = 0;
+      for (uint64_t k = 0; k < K; ++k) mx = std::max(mx, double(std::fabs(w[k * N + n])));
+      r.s[n] = mx > 0 ? mx / 127.0 : 1.0;
+      for (uint64_t k = 0; k < K; ++k) r.q[k * N + n] = float(std::clamp<double>(std::nearbyint(w[k * N + n] / r.s[n]), -127, 127));
+    }
+    return r;
   }
   void decl(const std::string& s) { decls_ += s + "\n"; }
   void code(const std::string& s) { code_ += s + "\n"; }
@@ -323,24 +355,38 @@ class Codegen {
     }
   }
 
-  // Weight tile (k block, n block) of a [K, N] matrix as bf16 rows, its own HBM segment.
+  // Weight tile (k block, n block) of a [K, N] matrix (bf16 values, or int8 integers),
+  // stored as its own HBM segment of kw rows x nw elements.
   std::string weight_tile(const std::vector<float>& w, uint64_t K, uint64_t N, uint64_t kb, uint64_t nb) {
     uint64_t kw = std::min<uint64_t>(R_, K - kb * R_), nw = std::min<uint64_t>(C_, N - nb * C_);
-    std::vector<uint8_t> bytes(kw * nw * 2);
+    std::vector<uint8_t> bytes(kw * nw * esz_);
     for (uint64_t k = 0; k < kw; ++k)
       for (uint64_t n = 0; n < nw; ++n) {
-        uint16_t h = bf16_of(w[(kb * R_ + k) * N + nb * C_ + n]);
-        std::memcpy(&bytes[(k * nw + n) * 2], &h, 2);
+        float v = w[(kb * R_ + k) * N + nb * C_ + n];
+        if (q8_) {
+          bytes[k * nw + n] = uint8_t(int8_t(v));
+        } else {
+          uint16_t h = bf16_of(v);
+          std::memcpy(&bytes[(k * nw + n) * 2], &h, 2);
+        }
       }
     uint64_t at = hbm_const(std::move(bytes));
-    return new_desc(fmt::format("bytes={} src_off={} dtype=bf16 dim=[{}, {}, 0]", nw * 2, at, kw, nw * 2));
+    return new_desc(fmt::format("bytes={} src_off={} dtype={} dim=[{}, {}, 0]", nw * esz_, at, dt_, kw, nw * esz_));
   }
 
   // Bias of one n block as an fp32 row of C lanes in UB (loaded once per layer).
-  uint64_t bias_rows(const std::vector<float>& bias) {
+  // bf16: fp32 biases; INT8: int32 biases in the accumulator's scale.
+  uint64_t bias_rows(const std::vector<float>& bias, const std::vector<double>& acc_scale = {}) {
     uint64_t nb = ceil_div(bias.size(), C_);
     std::vector<uint8_t> bytes(nb * C_ * 4, 0);
-    for (size_t i = 0; i < bias.size(); ++i) std::memcpy(&bytes[i * 4], &bias[i], 4);
+    for (size_t i = 0; i < bias.size(); ++i) {
+      if (q8_) {
+        int32_t q = int32_t(std::clamp<double>(std::nearbyint(bias[i] / acc_scale[i]), INT32_MIN, INT32_MAX));
+        std::memcpy(&bytes[i * 4], &q, 4);
+      } else {
+        std::memcpy(&bytes[i * 4], &bias[i], 4);
+      }
+    }
     uint64_t hbm = hbm_const(bytes);
     auto at = ub_.alloc(bytes.size());
     if (!at) throw CompileError("the unified buffer has no room left for a bias row");
@@ -355,6 +401,16 @@ class Codegen {
                 uint64_t out_ub) {
     uint64_t g = uint64_t(mxu) * cfg_.core.accumulators.rows + acc_row;
     code(fmt::format("  wait f{}", 2 + mxu));
+    if (q8_) {
+      // int32 + bias, then TOSA RESCALE per output channel to int8 (the clamp is in its bounds).
+      code(fmt::format("  vec.add dst=acc[r0+{0}] a=acc[r0+{0}] b=ub[{1}] rows={2} dt=int32 bcast=1 flag=f20", g,
+                       addr_ref(bias_ub, 8), rows));
+      code("  wait f20");
+      code(fmt::format("  vec.rescale dst=ub[{}] a=acc[r0+{}] rows={} param={} flag=f20", addr_ref(out_ub, 9), g, rows,
+                       clamp_param));
+      code("  wait f20");
+      return;
+    }
     code(fmt::format("  vec.add dst=acc[r0+{0}] a=acc[r0+{0}] b=ub[{1}] rows={2} dt=fp32 bcast=1 flag=f20", g, addr_ref(bias_ub, 8), rows));
     code("  wait f20");
     if (!clamp_param.empty()) {
@@ -363,6 +419,29 @@ class Codegen {
     }
     code(fmt::format("  vec.cvt dst=ub[{}] a=acc[r0+{}] rows={} dt=fp32 odt=bf16 flag=f20", addr_ref(out_ub, 9), g, rows));
     code("  wait f20");
+  }
+
+  // Per output block: the vparam the epilogue uses. bf16: the clamp; INT8: per-lane RESCALE
+  // from the accumulator scale (input scale x weight scale) to the output scale, with the
+  // clamp as its integer bounds.
+  std::vector<std::string> epilogue_params(uint64_t N, const std::vector<double>& acc_scale, double out_scale, double lo,
+                                           double hi) {
+    uint64_t nt = ceil_div(N, C_);
+    if (!q8_) return std::vector<std::string>(nt, clamp_param(lo, hi));
+    std::vector<std::string> out;
+    for (uint64_t nb = 0; nb < nt; ++nb) {
+      std::vector<int64_t> mult, shift;
+      for (uint64_t c = 0; c < C_; ++c) {
+        uint64_t ch = nb * C_ + c;
+        auto [m, sh] = ch < N ? fixed_point(acc_scale[ch] / out_scale) : std::pair<int64_t, int64_t>{0, 31};
+        mult.push_back(m), shift.push_back(sh);
+      }
+      std::string body = fmt::format("mult=[{}] shift=[{}]", fmt::join(mult, ", "), fmt::join(shift, ", "));
+      if (!std::isinf(lo)) body += fmt::format(" min={}", std::max(-128.0, std::ceil(lo / out_scale)));
+      if (!std::isinf(hi)) body += fmt::format(" max={}", std::min(127.0, std::floor(hi / out_scale)));
+      out.push_back(new_param(body));
+    }
+    return out;
   }
 
   std::string clamp_param(double lo, double hi) {
@@ -415,8 +494,8 @@ class Codegen {
           const MatmulStep& st = grp.steps[k];
           bool last = gi + 1 == blk.groups.size() && k + 1 == grp.steps.size();
           std::string src = addr_ref(st.src, 10 + int(m));
-          std::string op = fmt::format("mxu.matmul mxu={} src={} dst=r0+{} rows={} dtype=bf16{}{}{}{}", m, src,
-                                       base_row + st.acc_row, st.rows, st.stride ? fmt::format(" stride={}", st.stride) : "",
+          std::string op = fmt::format("mxu.matmul mxu={} src={} dst=r0+{} rows={} dtype={}{}{}{}{}", m, src,
+                                       base_row + st.acc_row, st.rows, dt_, st.stride ? fmt::format(" stride={}", st.stride) : "",
                                        k == 0 ? " swap=1" : "", st.accumulate ? " acc=1" : "",
                                        last ? fmt::format(" flag=f{}", 2 + m) : "");
           if (k == 0) {
@@ -460,8 +539,15 @@ class Codegen {
     if (x.features != K) throw CompileError(fmt::format("node '{}': input has {} features, weights expect {}", layer, x.features, K));
     auto w = const_floats(op.getWeight(), layer), bias = const_floats(op.getBias(), layer);
     Act y = new_act(shape_of(op.getOutput()), fmt::format("the output of '{}'", layer));
-    uint64_t bias_ub = bias_rows(bias);
-    std::string cp = clamp_param(op.getClampMin().convertToDouble(), op.getClampMax().convertToDouble());
+    std::vector<double> acc_scale;
+    if (q8_) {
+      QWeights qw = quantize(w, K, N);
+      w = std::move(qw.q);
+      for (double sw : qw.s) acc_scale.push_back(sw * scale(op.getInput()));
+    }
+    uint64_t bias_ub = bias_rows(bias, acc_scale);
+    auto eps = epilogue_params(N, acc_scale, q8_ ? scale(op.getOutput()) : 1.0, op.getClampMin().convertToDouble(),
+                               op.getClampMax().convertToDouble());
     uint64_t kt = ceil_div(K, R_), nt = ceil_div(N, C_);
     uint64_t mc = std::min<uint64_t>(x.rows, acc_region_);
     std::vector<std::vector<std::string>> tiles(nt, std::vector<std::string>(kt));
@@ -475,7 +561,8 @@ class Codegen {
         for (uint64_t k = 0; k < kt; ++k)
           b.groups.push_back({tiles[n][k], {{x.base + k * x.block_bytes + r0 * R_ * esz_, rows, 0, 0, k > 0}}});
         uint64_t out = y.base + n * y.block_bytes + r0 * C_ * esz_, bias_row = bias_ub + n * C_ * 4;
-        b.epilogue = [this, rows, bias_row, cp, out](uint32_t m, uint64_t acc_row) { epilogue(m, acc_row, rows, bias_row, cp, out); };
+        std::string ep = eps[n];
+        b.epilogue = [this, rows, bias_row, ep, out](uint32_t m, uint64_t acc_row) { epilogue(m, acc_row, rows, bias_row, ep, out); };
         blocks.push_back(std::move(b));
       }
     run_blocks(blocks);
@@ -517,8 +604,16 @@ class Codegen {
           code("  wait f1");
         }
     }
-    uint64_t bias_ub = bias_rows(bias);
-    std::string cp = clamp_param(op.getClampMin().convertToDouble(), op.getClampMax().convertToDouble());
+    std::vector<double> acc_scale;
+    if (q8_) {
+      // Per output channel over all taps: [KH*KW*CI, CO] is the same layout as w.
+      QWeights qw = quantize(w, KH * KW * CI, CO);
+      w = std::move(qw.q);
+      for (double sw : qw.s) acc_scale.push_back(sw * scale(op.getInput()));
+    }
+    uint64_t bias_ub = bias_rows(bias, acc_scale);
+    auto eps = epilogue_params(CO, acc_scale, q8_ ? scale(op.getOutput()) : 1.0, op.getClampMin().convertToDouble(),
+                               op.getClampMax().convertToDouble());
     uint64_t cbs = ceil_div(CI, R_), nbs = ceil_div(CO, C_);
     // Weight tiles per (tap, ci block, co block): rows = input channels, cols = output channels.
     std::map<std::tuple<uint64_t, uint64_t, uint64_t>, std::string> tiles;
@@ -555,7 +650,8 @@ class Codegen {
           }
         uint64_t rows = (r1 - r0) * OW;
         uint64_t out = y.base + nb * y.block_bytes + r0 * OW * C_ * esz_, bias_row = bias_ub + nb * C_ * 4;
-        b.epilogue = [this, rows, bias_row, cp, out](uint32_t m, uint64_t acc_row) { epilogue(m, acc_row, rows, bias_row, cp, out); };
+        std::string ep = eps[nb];
+        b.epilogue = [this, rows, bias_row, ep, out](uint32_t m, uint64_t acc_row) { epilogue(m, acc_row, rows, bias_row, ep, out); };
         blocks.push_back(std::move(b));
       }
     run_blocks(blocks);
@@ -613,7 +709,7 @@ class Codegen {
           uint64_t src = xp.base + b * xp.block_bytes + ((n * Hp + oy * uint64_t(st[0])) * Wp) * R_ * esz_;
           uint64_t dst = y.base + b * y.block_bytes + ((n * OH + oy) * OW) * R_ * esz_;
           code(fmt::format("  li r1, {} || li r2, {}", src, dst));
-          code(fmt::format("  vec.{}pool dst=ub[r2+0] a=ub[r1+0] rows={} dt=bf16 param={} flag=f20", maxp ? "max" : "avg", OW, p));
+          code(fmt::format("  vec.{}pool dst=ub[r2+0] a=ub[r1+0] rows={} dt={} param={} flag=f20", maxp ? "max" : "avg", OW, dt_, p));
           code("  wait f20");
         }
     if (xp.base != x.base) ub_.release(xp.base);
@@ -626,18 +722,41 @@ class Codegen {
     const Act& a = act(op.getLhs());
     const Act& b = act(op.getRhs());
     Act y = new_act(shape_of(op.getOutput()), fmt::format("the output of '{}'", layer));
-    std::string cp = clamp_param(op.getClampMin().convertToDouble(), op.getClampMax().convertToDouble());
+    double lo = op.getClampMin().convertToDouble(), hi = op.getClampMax().convertToDouble();
+    double sy = q8_ ? scale(op.getOutput()) : 1.0;
+    std::string cp = q8_ ? clamp_param(std::isinf(lo) ? lo : std::ceil(lo / sy), std::isinf(hi) ? hi : std::floor(hi / sy))
+                         : clamp_param(lo, hi);
+    // INT8: bring both operands to the output scale first (one rounding each), then add.
+    std::string pa, pb;
+    uint64_t tmp = 0;
+    if (q8_) {
+      pa = new_param(fmt::format("scale=[{}]", double(scale(op.getLhs())) / sy));
+      pb = new_param(fmt::format("scale=[{}]", double(scale(op.getRhs())) / sy));
+      auto t = ub_.alloc(2 * y.block_bytes);
+      if (!t) throw CompileError(fmt::format("node '{}': no unified-buffer room for the rescaled operands", layer));
+      tmp = *t;
+    }
     for (uint64_t blk = 0; blk < y.blocks; ++blk) {
       uint64_t ya = y.base + blk * y.block_bytes, aa = a.base + blk * a.block_bytes, ba = b.base + blk * b.block_bytes;
+      if (q8_) {
+        code(fmt::format("  li r1, {} || li r2, {}", aa, ba));
+        code(fmt::format("  li r4, {} || li r5, {}", tmp, tmp + y.block_bytes));
+        code(fmt::format("  vec.affine dst=ub[r4+0] a=ub[r1+0] rows={} dt=int8 param={} flag=f20", y.rows, pa));
+        code("  wait f20");
+        code(fmt::format("  vec.affine dst=ub[r5+0] a=ub[r2+0] rows={} dt=int8 param={} flag=f20", y.rows, pb));
+        code("  wait f20");
+        aa = tmp, ba = tmp + y.block_bytes;
+      }
       code(fmt::format("  li r1, {} || li r2, {}", aa, ba));
       code(fmt::format("  li r3, {}", ya));
-      code(fmt::format("  vec.add dst=ub[r3+0] a=ub[r1+0] b=ub[r2+0] rows={} dt=bf16 flag=f20", y.rows));
+      code(fmt::format("  vec.add dst=ub[r3+0] a=ub[r1+0] b=ub[r2+0] rows={} dt={} flag=f20", y.rows, dt_));
       code("  wait f20");
       if (!cp.empty()) {
-        code(fmt::format("  vec.clamp dst=ub[r3+0] a=ub[r3+0] rows={} dt=bf16 param={} flag=f20", y.rows, cp));
+        code(fmt::format("  vec.clamp dst=ub[r3+0] a=ub[r3+0] rows={} dt={} param={} flag=f20", y.rows, dt_, cp));
         code("  wait f20");
       }
     }
+    if (q8_) ub_.release(tmp);
     add_bound(layer, 0, 0);
     define(op.getOutput(), y);
   }
@@ -647,10 +766,24 @@ class Codegen {
     tag(layer);
     const Act& x = act(op.getInput());
     Act y = new_act(shape_of(op.getOutput()), fmt::format("the output of '{}'", layer));
-    std::string cp = clamp_param(op.getClampMin().convertToDouble(), op.getClampMax().convertToDouble());
+    double lo = op.getClampMin().convertToDouble(), hi = op.getClampMax().convertToDouble();
+    std::string cp;
+    std::string rq;
+    if (q8_) {
+      // RESCALE from the input's scale to the output's, clamped to the bounds in output units.
+      double sx = scale(op.getInput()), sy = scale(op.getOutput());
+      auto [m, sh] = fixed_point(sx / sy);
+      std::string body = fmt::format("mult=[{}] shift=[{}]", m, sh);
+      if (!std::isinf(lo)) body += fmt::format(" min={}", std::max(-128.0, std::ceil(lo / sy)));
+      if (!std::isinf(hi)) body += fmt::format(" max={}", std::min(127.0, std::floor(hi / sy)));
+      rq = new_param(body);
+    } else {
+      cp = clamp_param(lo, hi);
+    }
     for (uint64_t blk = 0; blk < y.blocks; ++blk) {
       code(fmt::format("  li r1, {} || li r2, {}", x.base + blk * x.block_bytes, y.base + blk * y.block_bytes));
-      if (cp.empty()) code(fmt::format("  vec.copy dst=ub[r2+0] a=ub[r1+0] rows={} dt=bf16 flag=f20", y.rows));
+      if (q8_) code(fmt::format("  vec.rescale dst=ub[r2+0] a=ub[r1+0] rows={} dt=int8 odt=int8 param={} flag=f20", y.rows, rq));
+      else if (cp.empty()) code(fmt::format("  vec.copy dst=ub[r2+0] a=ub[r1+0] rows={} dt=bf16 flag=f20", y.rows));
       else code(fmt::format("  vec.clamp dst=ub[r2+0] a=ub[r1+0] rows={} dt=bf16 param={} flag=f20", y.rows, cp));
       code("  wait f20");
     }
@@ -669,6 +802,11 @@ class Codegen {
     if (!work) throw CompileError(fmt::format("node '{}': no unified-buffer room for the softmax work rows", layer));
     uint64_t vals = *work, mx = vals + x.blocks * rows * row32, sum = mx + rows * row32, tmp = sum + rows * row32;
     uint64_t masks = tmp + rows * row32;
+    std::string in_scale, out_scale;
+    if (q8_) {
+      in_scale = new_param(fmt::format("scale=[{}]", double(scale(op.getInput()))));
+      out_scale = new_param(fmt::format("scale=[{}]", 1.0 / double(scale(op.getOutput()))));
+    }
     // Mask rows: 0 on valid lanes, -inf on padding, so padding never wins the max.
     for (uint64_t b = 0; b < x.blocks; ++b) {
       std::vector<uint8_t> m(row32);
@@ -689,7 +827,8 @@ class Codegen {
     for (uint64_t b = 0; b < x.blocks; ++b) {
       uint64_t v = vals + b * rows * row32;
       code(fmt::format("  li r1, {} || li r2, {}", x.base + b * x.block_bytes, v));
-      vec(fmt::format("vec.cvt dst=ub[r2+0] a=ub[r1+0] rows={} dt=bf16 odt=fp32", rows));
+      vec(fmt::format("vec.cvt dst=ub[r2+0] a=ub[r1+0] rows={} dt={} odt=fp32", rows, dt_));
+      if (q8_) vec(fmt::format("vec.affine dst=ub[r2+0] a=ub[r2+0] rows={} dt=fp32 param={}", rows, in_scale));
       code(fmt::format("  li r3, {}", masks + b * row32));
       vec(fmt::format("vec.add dst=ub[r2+0] a=ub[r2+0] b=ub[r3+0] rows={} dt=fp32 bcast=1", rows));
       code(fmt::format("  li r4, {}", b == 0 ? mx : tmp));
@@ -717,7 +856,8 @@ class Codegen {
       uint64_t v = vals + b * rows * row32;
       code(fmt::format("  li r2, {} || li r3, {}", v, y.base + b * y.block_bytes));
       vec(fmt::format("vec.mul dst=ub[r2+0] a=ub[r2+0] b=ub[r5+0] rows={} dt=fp32", rows));
-      vec(fmt::format("vec.cvt dst=ub[r3+0] a=ub[r2+0] rows={} dt=fp32 odt=bf16", rows));
+      if (q8_) vec(fmt::format("vec.affine dst=ub[r2+0] a=ub[r2+0] rows={} dt=fp32 param={}", rows, out_scale));
+      vec(fmt::format("vec.cvt dst=ub[r3+0] a=ub[r2+0] rows={} dt=fp32 odt={}", rows, dt_));
     }
     ub_.release(*work);
     add_bound(layer, 0, 0);
@@ -791,6 +931,9 @@ class Codegen {
   UbAllocator ub_;
   uint32_t R_ = 0, C_ = 0;
   uint64_t esz_ = 2, acc_region_ = 0;
+  bool q8_ = false;
+  std::string dt_ = "bf16";
+  std::map<const void*, float> scales_;
   uint64_t hbm_next_ = 0, zero_hbm_ = 0, const_bytes_ = 0;
   int ndesc_ = 0, nparam_ = 0;
   std::string decls_, code_;
@@ -802,8 +945,9 @@ class Codegen {
 
 }  // namespace
 
-CompileResult generate_program(mlir::ModuleOp module, const config::Config& cfg, const CompileOptions& options) {
-  return Codegen(cfg, options).run(module);
+CompileResult generate_program(mlir::ModuleOp module, const config::Config& cfg, const CompileOptions& options,
+                               const std::map<const void*, float>& scales) {
+  return Codegen(cfg, options, scales).run(module);
 }
 
 }  // namespace vtpu::compiler

@@ -1,6 +1,9 @@
 // The compiler pipeline: import, TOSA-level passes, lowering to tpu, code generation.
 #include <fmt/format.h>
 
+#include <cmath>
+#include <random>
+
 #include "import.h"
 #include "llvm/Support/raw_ostream.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -23,6 +26,53 @@ std::string print(mlir::ModuleOp m) {
   m.print(os);
   return s;
 }
+// Post-training calibration: run the fp32 reference on the samples and give every
+// activation a symmetric per-tensor scale max|x| / 127.
+std::map<const void*, float> calibrate(mlir::ModuleOp module, const CompileOptions& options) {
+  auto fn = module.lookupSymbol<mlir::func::FuncOp>("main");
+  std::vector<std::vector<RefTensor>> samples;
+  for (const auto& given : options.calibration) {
+    std::vector<RefTensor> in;
+    for (unsigned i = 0; i < fn.getNumArguments(); ++i) {
+      std::string name = fn.getArgAttrOfType<mlir::StringAttr>(i, "vtpu.name").str();
+      auto t = mlir::cast<mlir::RankedTensorType>(fn.getArgument(i).getType());
+      RefTensor r{{t.getShape().begin(), t.getShape().end()}, {}};
+      auto it = given.find(name);
+      if (it == given.end()) throw UserError(fmt::format("calibration sample lacks input '{}'", name));
+      r.data = it->second;
+      if (int64_t(r.data.size()) != t.getNumElements())
+        throw UserError(fmt::format("calibration input '{}' has {} values, the model needs {}", name, r.data.size(),
+                                    t.getNumElements()));
+      in.push_back(std::move(r));
+    }
+    samples.push_back(std::move(in));
+  }
+  std::mt19937_64 rng(options.seed);
+  std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+  for (int s = 0; options.calibration.empty() && s < options.calibration_samples; ++s) {
+    std::vector<RefTensor> in;
+    for (unsigned i = 0; i < fn.getNumArguments(); ++i) {
+      auto t = mlir::cast<mlir::RankedTensorType>(fn.getArgument(i).getType());
+      RefTensor r{{t.getShape().begin(), t.getShape().end()}, std::vector<float>(size_t(t.getNumElements()))};
+      for (auto& x : r.data) x = u(rng);
+      in.push_back(std::move(r));
+    }
+    samples.push_back(std::move(in));
+  }
+  std::map<const void*, float> maxabs;
+  for (const auto& in : samples) {
+    std::map<const void*, RefTensor> all;
+    evaluate_reference(fn, in, &all);
+    for (const auto& [v, t] : all) {
+      float& m = maxabs[v];
+      for (float x : t.data) m = std::max(m, std::fabs(x));
+    }
+  }
+  std::map<const void*, float> scales;
+  for (const auto& [v, m] : maxabs) scales[v] = m > 0 ? m / 127.0f : 1.0f;
+  return scales;
+}
+
 }  // namespace
 
 CompileResult compile_onnx(const std::filesystem::path& model, const config::Config& cfg, const CompileOptions& options) {
@@ -53,7 +103,9 @@ CompileResult compile_onnx(const std::filesystem::path& model, const config::Con
   }
   if (options.emit_mlir_stage == "tpu") mlir_text = print(*module);
 
-  CompileResult r = generate_program(*module, cfg, options);
+  std::map<const void*, float> scales;
+  if (options.precision == Precision::Int8) scales = calibrate(*module, options);
+  CompileResult r = generate_program(*module, cfg, options, scales);
   r.mlir = std::move(mlir_text);
   return r;
 }

@@ -94,6 +94,28 @@ Vec from_bf16(const std::string& bytes) {
   return v;
 }
 
+const isa::TensorInfo& tensor(const isa::Program& p, const std::string& name) {
+  for (const auto& t : p.tensors)
+    if (t.name == name) return t;
+  throw std::runtime_error("no tensor " + name);
+}
+// Values -> the program's input bytes (bf16, or int8 quantized with the tensor's scale).
+std::vector<uint8_t> encode(const isa::Program& p, const std::string& name, const Vec& v) {
+  const auto& t = tensor(p, name);
+  if (t.dtype == isa::Dtype::Bf16) return to_bf16(v);
+  std::vector<uint8_t> b(v.size());
+  for (size_t i = 0; i < v.size(); ++i)
+    b[i] = uint8_t(int8_t(std::clamp<double>(std::nearbyint(v[i] / t.quant_scale) + t.zero_point, -128, 127)));
+  return b;
+}
+Vec decode(const isa::Program& p, const std::string& name, const std::string& bytes) {
+  const auto& t = tensor(p, name);
+  if (t.dtype == isa::Dtype::Bf16) return from_bf16(bytes);
+  Vec v(bytes.size());
+  for (size_t i = 0; i < v.size(); ++i) v[i] = float((int8_t(bytes[i]) - t.zero_point) * t.quant_scale);
+  return v;
+}
+
 // Simulates in a child process (one SystemC simulation per process); returns the output bytes.
 std::string simulate(const config::Config& cfg, const isa::Program& p, const std::map<std::string, std::vector<uint8_t>>& in,
                      const std::string& out) {
@@ -138,7 +160,24 @@ void expect_close(const Vec& got, const Vec& want, double rel) {
     EXPECT_NEAR(got[i], want[i], rel * mx + 1e-3) << "element " << i;
 }
 
-class CompileE2E : public ::testing::TestWithParam<std::string> {};
+struct E2EParam {
+  std::string preset;
+  Precision precision;
+};
+void PrintTo(const E2EParam& p, std::ostream* os) { *os << p.preset << (p.precision == Precision::Int8 ? " int8" : " bf16"); }
+class CompileE2E : public ::testing::TestWithParam<E2EParam> {
+ protected:
+  std::string preset() const { return GetParam().preset; }
+  bool int8() const { return GetParam().precision == Precision::Int8; }
+  CompileOptions options() const {
+    CompileOptions o;
+    o.precision = GetParam().precision;
+    return o;
+  }
+  // bf16 rounds inputs, weights and outputs; int8 quantizes them (8 bits per tensor).
+  double tolerance(double bf16) const { return int8() ? 4 * bf16 : bf16; }
+  std::string id() const { return preset() + (int8() ? "_int8" : "_bf16"); }
+};
 
 TEST_P(CompileE2E, MlpMatchesFp32Reference) {
   OnnxBuilder m;
@@ -153,18 +192,20 @@ TEST_P(CompileE2E, MlpMatchesFp32Reference) {
   OnnxBuilder::attr(m.node("Gemm", "fc2", {"hr", "w2", "b2"}, {"logits"}), "transB", int64_t(1));
   m.node("Softmax", "softmax", {"logits"}, {"y"});
   m.output("y", {B, N});
-  auto path = m.save("vtpu_mlp_" + GetParam() + ".onnx");
+  auto path = m.save("vtpu_mlp_" + id() + ".onnx");
 
-  config::Config cfg = config::load_preset(GetParam());
-  CompileResult r = compile_onnx(path, cfg);
-  EXPECT_EQ(r.bounds.size(), 3u);
+  config::Config cfg = config::load_preset(preset());
   Vec x(size_t(B * K));
   std::mt19937 rng(5);
   for (auto& v : x) v = float(int(rng() % 2001) - 1000) / 500.0f;
-  std::string out = simulate(cfg, r.program, {{"x", to_bf16(x)}}, "y");
+  CompileOptions opt = options();
+  opt.calibration = {{{"x", x}}};  // INT8: calibrate on data like the test's
+  CompileResult r = compile_onnx(path, cfg, opt);
+  EXPECT_EQ(r.bounds.size(), 3u);
+  std::string out = simulate(cfg, r.program, {{"x", encode(r.program, "x", x)}}, "y");
   ASSERT_EQ(out.substr(0, 2), "OK") << out << "\n" << r.assembly.substr(0, 4000);
   Vec want = softmax_rows(gemm(relu(gemm(x, B, K, w1, H, b1, true)), B, H, w2, N, b2, true), B, N);
-  expect_close(from_bf16(out.substr(2)), want, 0.03);
+  expect_close(decode(r.program, "y", out.substr(2)), want, tolerance(0.03));
 }
 
 TEST_P(CompileE2E, SmallCnnWithBatchNormMatchesFp32Reference) {
@@ -196,14 +237,16 @@ TEST_P(CompileE2E, SmallCnnWithBatchNormMatchesFp32Reference) {
   m.node("Flatten", "flatten", {"p2"}, {"f"});
   OnnxBuilder::attr(m.node("Gemm", "fc", {"f", "w3", "b3"}, {"y"}), "transB", int64_t(1));
   m.output("y", {1, 10});
-  auto path = m.save("vtpu_cnn_" + GetParam() + ".onnx");
+  auto path = m.save("vtpu_cnn_" + id() + ".onnx");
 
-  config::Config cfg = config::load_preset(GetParam());
-  CompileResult r = compile_onnx(path, cfg);
+  config::Config cfg = config::load_preset(preset());
   Vec x(144);
   std::mt19937 rng(6);
   for (auto& v : x) v = float(int(rng() % 2001) - 1000) / 1000.0f;
-  std::string out = simulate(cfg, r.program, {{"img", to_bf16(x)}}, "y");
+  CompileOptions opt = options();
+  opt.calibration = {{{"img", x}}};
+  CompileResult r = compile_onnx(path, cfg, opt);
+  std::string out = simulate(cfg, r.program, {{"img", encode(r.program, "img", x)}}, "y");
   ASSERT_EQ(out.substr(0, 2), "OK") << out;
 
   int64_t OH, OW;
@@ -218,12 +261,15 @@ TEST_P(CompileE2E, SmallCnnWithBatchNormMatchesFp32Reference) {
   Vec c2 = relu(conv(a, 8, 6, 6, w2, b2, 16, 3, 0, OH2, OW2));
   c2 = maxpool2(c2, 16, OH2, OW2);
   Vec want = gemm(c2, 1, 64, w3, 10, b3, true);
-  expect_close(from_bf16(out.substr(2)), want, 0.04);
+  expect_close(decode(r.program, "y", out.substr(2)), want, tolerance(0.04));
 }
 
-INSTANTIATE_TEST_SUITE_P(Presets, CompileE2E, ::testing::Values("tiny-8x8", "tiny-16x16", "tpu-v4-core"),
+INSTANTIATE_TEST_SUITE_P(Presets, CompileE2E,
+                         ::testing::Values(E2EParam{"tiny-8x8", Precision::Bf16}, E2EParam{"tiny-16x16", Precision::Bf16},
+                                           E2EParam{"tpu-v4-core", Precision::Bf16}, E2EParam{"tiny-8x8", Precision::Int8},
+                                           E2EParam{"tiny-16x16", Precision::Int8}, E2EParam{"tpu-v4-core", Precision::Int8}),
                          [](const auto& info) {
-                           std::string s = info.param;
+                           std::string s = info.param.preset + (info.param.precision == Precision::Int8 ? "_int8" : "_bf16");
                            for (char& c : s)
                              if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
                            return s;

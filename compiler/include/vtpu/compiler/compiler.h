@@ -3,6 +3,7 @@
 // This header carries no MLIR types; the pipeline and its passes live in compiler/src.
 #include <cstdint>
 #include <filesystem>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -19,6 +20,10 @@ struct CompileOptions {
   int64_t batch = 0;                      // 0: the model's own batch size
   std::string emit_mlir_stage;            // "", "tosa", "tpu": keep the IR after that stage
   uint64_t seed = 1;                      // calibration inputs when none are given
+  // INT8 calibration samples: each maps input name -> values in the program's layout
+  // (images NHWC). Empty: `calibration_samples` seeded random samples uniform in [-1, 1].
+  std::vector<std::map<std::string, std::vector<float>>> calibration;
+  int calibration_samples = 4;
 };
 
 // The roofline of one layer on the config: whichever of compute and memory takes longer.

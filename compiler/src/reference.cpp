@@ -1,0 +1,135 @@
+// An fp32 interpreter of the tpu dialect: the reference the INT8 calibration measures
+// activation ranges with, and what `vtpu run --check` compares the chip's outputs against.
+// Plain loops in double-accumulated float, written from the ops' definitions.
+#include <fmt/format.h>
+
+#include <cmath>
+#include <limits>
+
+#include "import.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Tosa/IR/TosaOps.h"
+#include "mlir/IR/BuiltinAttributes.h"
+#include "tpu_dialect.h"
+
+namespace vtpu::compiler {
+namespace {
+
+using mlir::Value;
+
+std::vector<int64_t> shape_of(Value v) {
+  auto t = mlir::cast<mlir::RankedTensorType>(v.getType());
+  return {t.getShape().begin(), t.getShape().end()};
+}
+
+std::vector<float> consts(Value v) {
+  auto c = v.getDefiningOp<mlir::tosa::ConstOp>();
+  if (!c) throw InternalError("reference: expected a constant");
+  std::vector<float> out;
+  for (float f : mlir::cast<mlir::DenseElementsAttr>(c.getValue()).getValues<float>()) out.push_back(f);
+  return out;
+}
+
+float clampf(double x, double lo, double hi) { return float(std::min(std::max(x, lo), hi)); }
+
+}  // namespace
+
+std::vector<RefTensor> evaluate_reference(mlir::func::FuncOp fn, const std::vector<RefTensor>& inputs,
+                                          std::map<const void*, RefTensor>* all) {
+  std::map<const void*, RefTensor> env;
+  if (inputs.size() != fn.getNumArguments()) throw InternalError("reference: wrong number of inputs");
+  for (unsigned i = 0; i < fn.getNumArguments(); ++i) env[fn.getArgument(i).getAsOpaquePointer()] = inputs[i];
+  auto get = [&](Value v) -> const RefTensor& { return env.at(v.getAsOpaquePointer()); };
+  std::vector<RefTensor> outs;
+  for (mlir::Operation& op : fn.getBody().front()) {
+    if (mlir::isa<mlir::tosa::ConstOp>(op)) continue;
+    if (auto ret = mlir::dyn_cast<mlir::func::ReturnOp>(op)) {
+      for (Value v : ret.getOperands()) outs.push_back(get(v));
+      break;
+    }
+    RefTensor y;
+    y.shape = shape_of(op.getResult(0));
+    size_t n = 1;
+    for (int64_t d : y.shape) n *= size_t(d);
+    y.data.assign(n, 0.0f);
+    if (auto m = mlir::dyn_cast<tpu::MatmulOp>(op)) {
+      const RefTensor& x = get(m.getInput());
+      auto w = consts(m.getWeight()), b = consts(m.getBias());
+      int64_t K = shape_of(m.getWeight())[0], N = shape_of(m.getWeight())[1], M = int64_t(x.data.size()) / K;
+      double lo = m.getClampMin().convertToDouble(), hi = m.getClampMax().convertToDouble();
+      for (int64_t i = 0; i < M; ++i)
+        for (int64_t j = 0; j < N; ++j) {
+          double s = b[size_t(j)];
+          for (int64_t k = 0; k < K; ++k) s += double(x.data[size_t(i * K + k)]) * w[size_t(k * N + j)];
+          y.data[size_t(i * N + j)] = clampf(s, lo, hi);
+        }
+    } else if (auto c = mlir::dyn_cast<tpu::Conv2DOp>(op)) {
+      const RefTensor& x = get(c.getInput());
+      auto w = consts(c.getWeight()), b = consts(c.getBias());
+      auto ws = shape_of(c.getWeight());
+      int64_t N = x.shape[0], H = x.shape[1], W = x.shape[2], CI = x.shape[3];
+      int64_t KH = ws[0], KW = ws[1], CO = ws[3], OH = y.shape[1], OW = y.shape[2];
+      auto st = c.getStride(), pad = c.getPad(), dil = c.getDilation();
+      double lo = c.getClampMin().convertToDouble(), hi = c.getClampMax().convertToDouble();
+      for (int64_t nn = 0; nn < N; ++nn)
+        for (int64_t oy = 0; oy < OH; ++oy)
+          for (int64_t ox = 0; ox < OW; ++ox)
+            for (int64_t co = 0; co < CO; ++co) {
+              double s = b[size_t(co)];
+              for (int64_t ky = 0; ky < KH; ++ky)
+                for (int64_t kx = 0; kx < KW; ++kx) {
+                  int64_t iy = oy * st[0] + ky * dil[0] - pad[0], ix = ox * st[1] + kx * dil[1] - pad[2];
+                  if (iy < 0 || ix < 0 || iy >= H || ix >= W) continue;
+                  for (int64_t ci = 0; ci < CI; ++ci)
+                    s += double(x.data[size_t(((nn * H + iy) * W + ix) * CI + ci)]) * w[size_t(((ky * KW + kx) * CI + ci) * CO + co)];
+                }
+              y.data[size_t(((nn * OH + oy) * OW + ox) * CO + co)] = clampf(s, lo, hi);
+            }
+    } else if (auto p = mlir::dyn_cast<tpu::PoolOp>(op)) {
+      const RefTensor& x = get(p.getInput());
+      int64_t N = x.shape[0], H = x.shape[1], W = x.shape[2], C = x.shape[3], OH = y.shape[1], OW = y.shape[2];
+      auto k = p.getKernel(), st = p.getStride(), pad = p.getPad();
+      bool mx = p.getKind() == "max";
+      for (int64_t nn = 0; nn < N; ++nn)
+        for (int64_t oy = 0; oy < OH; ++oy)
+          for (int64_t ox = 0; ox < OW; ++ox)
+            for (int64_t c = 0; c < C; ++c) {
+              double acc = mx ? -std::numeric_limits<double>::infinity() : 0.0;
+              for (int64_t ky = 0; ky < k[0]; ++ky)
+                for (int64_t kx = 0; kx < k[1]; ++kx) {
+                  int64_t iy = oy * st[0] + ky - pad[0], ix = ox * st[1] + kx - pad[2];
+                  // Padding counts as zero (the compiler pads max pools only for ReLU outputs).
+                  double v = (iy < 0 || ix < 0 || iy >= H || ix >= W) ? 0.0 : x.data[size_t(((nn * H + iy) * W + ix) * C + c)];
+                  acc = mx ? std::max(acc, v) : acc + v;
+                }
+              y.data[size_t(((nn * OH + oy) * OW + ox) * C + c)] = float(mx ? acc : acc / double(k[0] * k[1]));
+            }
+    } else if (auto a = mlir::dyn_cast<tpu::AddOp>(op)) {
+      const RefTensor &l = get(a.getLhs()), &r = get(a.getRhs());
+      double lo = a.getClampMin().convertToDouble(), hi = a.getClampMax().convertToDouble();
+      for (size_t i = 0; i < n; ++i) y.data[i] = clampf(double(l.data[i]) + r.data[i], lo, hi);
+    } else if (auto cl = mlir::dyn_cast<tpu::ClampOp>(op)) {
+      const RefTensor& x = get(cl.getInput());
+      double lo = cl.getClampMin().convertToDouble(), hi = cl.getClampMax().convertToDouble();
+      for (size_t i = 0; i < n; ++i) y.data[i] = clampf(x.data[i], lo, hi);
+    } else if (auto s = mlir::dyn_cast<tpu::SoftmaxOp>(op)) {
+      const RefTensor& x = get(s.getInput());
+      size_t F = size_t(y.shape.back());
+      for (size_t r = 0; r < n / F; ++r) {
+        double m = -std::numeric_limits<double>::infinity(), sum = 0;
+        for (size_t j = 0; j < F; ++j) m = std::max(m, double(x.data[r * F + j]));
+        for (size_t j = 0; j < F; ++j) sum += std::exp(double(x.data[r * F + j]) - m);
+        for (size_t j = 0; j < F; ++j) y.data[r * F + j] = float(std::exp(double(x.data[r * F + j]) - m) / sum);
+      }
+    } else if (auto rs = mlir::dyn_cast<tpu::ReshapeOp>(op)) {
+      y.data = get(rs.getInput()).data;  // every tpu.reshape reinterprets row-major data
+    } else {
+      throw InternalError(fmt::format("reference: no semantics for {}", op.getName().getStringRef().str()));
+    }
+    env[op.getResult(0).getAsOpaquePointer()] = std::move(y);
+  }
+  if (all) *all = std::move(env);
+  return outs;
+}
+
+}  // namespace vtpu::compiler

@@ -1,0 +1,16 @@
+// vtpu_fpu_tb: the floating-point units on their own, for the unit cross-check against
+// vtpu::numerics::sf (rtl/tests/fpu_test.cpp). Purely combinational.
+module vtpu_fpu_tb (
+  input  logic [31:0] add_a,
+  input  logic [31:0] add_b,
+  output logic [31:0] add_y,
+  input  logic [15:0] mul_a,
+  input  logic [15:0] mul_b,
+  output logic [31:0] mul_y
+);
+  vtpu_fp32_add u_add (.a(add_a), .b(add_b), .y(add_y));
+
+  logic [15:0] sig_prod;
+  assign sig_prod = {8'd0, 1'b1, mul_a[6:0]} * {8'd0, 1'b1, mul_b[6:0]};
+  vtpu_bf16_mul u_mul (.a(mul_a), .b(mul_b), .sig_prod(sig_prod), .y(mul_y));
+endmodule
