@@ -152,7 +152,7 @@ class Codegen {
       uint64_t bytes = numel(shape) * esz_;
       uint64_t addr = hbm_alloc(bytes);
       decl(fmt::format(".tensor {} role=input dtype={} shape=[{}] addr={}{}", quote(name), dt_, fmt::join(shape, ", "), addr,
-                       quant_attrs(arg)));
+                       quant_attrs(arg, bool(fn.getArgAttr(i, "vtpu.nhwc")))));
       tag("input " + name);
       Act a = new_act(shape, "input '" + name + "'");
       load_act(a, addr);
@@ -169,7 +169,7 @@ class Codegen {
           auto shape = shape_of(v);
           uint64_t addr = hbm_alloc(numel(shape) * esz_);
           decl(fmt::format(".tensor {} role=output dtype={} shape=[{}] addr={}{}", quote(name), dt_, fmt::join(shape, ", "),
-                           addr, quant_attrs(v)));
+                           addr, quant_attrs(v, bool(fn.getResultAttr(i, "vtpu.nhwc")))));
           tag("output " + name);
           store_act(act(v), addr);
         }
@@ -219,7 +219,11 @@ class Codegen {
     if (it == scales_.end()) throw InternalError("no calibration scale for an activation");
     return it->second;
   }
-  std::string quant_attrs(Value v) const { return q8_ ? fmt::format(" scale={} zp=0", double(scale(v))) : ""; }
+  std::string quant_attrs(Value v, bool nhwc) const {
+    std::string s = q8_ ? fmt::format(" scale={} zp=0", double(scale(v))) : "";
+    if (nhwc) s += " layout=nhwc";  // an image the model sees as NCHW
+    return s;
+  }
   // A real multiplier as TOSA's (multiplier, shift): m * 2^-shift, m in [2^30, 2^31).
   static std::pair<int64_t, int64_t> fixed_point(double M) {
     if (!(M > 0)) return {0, 31};

@@ -75,12 +75,14 @@ class Importer {
     for (size_t i = 0; i < in_names.size(); ++i) {
       values_[in_names[i]] = {entry->getArgument(unsigned(i)), in_shapes[i], in_shapes[i].size() == 4};
       fn.setArgAttr(unsigned(i), "vtpu.name", b_.getStringAttr(in_names[i]));
+      if (in_shapes[i].size() == 4) fn.setArgAttr(unsigned(i), "vtpu.nhwc", b_.getUnitAttr());
     }
     for (const auto& node : g.node()) import_node(node);
 
     std::vector<Value> outs;
     std::vector<mlir::Type> out_types;
     std::vector<std::string> out_names;
+    std::vector<bool> out_nhwc;
     for (const auto& out : g.output()) {
       auto it = values_.find(out.name());
       if (it == values_.end()) fail(fmt::format("graph output '{}' is never produced", out.name()), out.name());
@@ -89,10 +91,14 @@ class Importer {
       outs.push_back(v);
       out_types.push_back(v.getType());
       out_names.push_back(out.name());
+      out_nhwc.push_back(it->second.nhwc);
     }
     b_.create<mlir::func::ReturnOp>(b_.getUnknownLoc(), outs);
     fn.setType(b_.getFunctionType(in_types, out_types));
-    for (size_t i = 0; i < out_names.size(); ++i) fn.setResultAttr(unsigned(i), "vtpu.name", b_.getStringAttr(out_names[i]));
+    for (size_t i = 0; i < out_names.size(); ++i) {
+      fn.setResultAttr(unsigned(i), "vtpu.name", b_.getStringAttr(out_names[i]));
+      if (out_nhwc[i]) fn.setResultAttr(unsigned(i), "vtpu.nhwc", b_.getUnitAttr());
+    }
     if (mlir::failed(mlir::verify(module)))
       throw InternalError("the importer built invalid TOSA for " + path_.string());
     return module;

@@ -731,7 +731,7 @@ class Assembler {
     const Value* values = nullptr;
     bool bits = false;
     static const std::vector<const char*> kConstKeys{"dtype", "shape", "addr", "scale", "zp", "values", "bits"};
-    static const std::vector<const char*> kTensorKeys{"role", "dtype", "shape", "addr", "scale", "zp"};
+    static const std::vector<const char*> kTensorKeys{"role", "dtype", "shape", "addr", "scale", "zp", "layout"};
     const auto& keys = is_const ? kConstKeys : kTensorKeys;
     each_key(args, is_const ? ".const" : ".tensor", keys, [&](const std::string& k, const Value& v) {
       if (k == "role") {
@@ -746,6 +746,11 @@ class Assembler {
       } else if (k == "addr") t.hbm_addr = uint64_t(int_of(v, "addr", 0, INT64_MAX)), has_addr = true;
       else if (k == "scale") t.quant_scale = float_of(v, "scale");
       else if (k == "zp") t.zero_point = int32_t(int_of(v, "zp", INT32_MIN, INT32_MAX));
+      else if (k == "layout") {
+        if (v.kind != Value::Ident || (v.text != "nhwc" && v.text != "rowmajor"))
+          throw LineError{v.loc, "layout must be rowmajor or nhwc"};
+        t.nhwc = v.text == "nhwc";
+      }
       else if (k == "values" || k == "bits") {
         if (values) throw LineError{v.loc, "give either values= or bits=, not both"};
         values = &v;

@@ -152,6 +152,7 @@ std::string disassemble(const Program& p) {
                        tensor_role_name(t.role), dtype_name(t.dtype), list(t.shape), t.hbm_addr);
     if (t.quant_scale != 0.0) out += " scale=" + num(t.quant_scale);
     if (t.zero_point) out += fmt::format(" zp={}", t.zero_point);
+    if (t.nhwc) out += " layout=nhwc";
     out += '\n';
   }
   for (const ConstSegment& c : p.constants) {

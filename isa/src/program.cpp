@@ -198,6 +198,7 @@ std::vector<uint8_t> serialize(const Program& p) {
       w.put(t.hbm_addr);
       w.put(t.quant_scale);
       w.put(t.zero_point);
+      w.put<uint8_t>(t.nhwc);
     }
     sections.emplace_back(kTensors, std::move(w.out));
   }
@@ -344,6 +345,7 @@ Program deserialize(std::span<const uint8_t> bytes, std::string_view source_name
           t.hbm_addr = s.get<uint64_t>();
           t.quant_scale = s.get<double>();
           t.zero_point = s.get<int32_t>();
+          t.nhwc = s.get<uint8_t>() != 0;
           p.tensors.push_back(std::move(t));
         }
         break;

@@ -16,7 +16,7 @@
 namespace vtpu::isa {
 
 inline constexpr char kMagic[4] = {'V', 'T', 'P', 'U'};
-inline constexpr uint16_t kFormatVersion = 1;
+inline constexpr uint16_t kFormatVersion = 2;
 
 // One outer dimension of a DMA transfer: repeat the inner copy `count` times, advancing the
 // source and destination by their strides (bytes).
@@ -72,6 +72,8 @@ struct TensorInfo {
   uint64_t hbm_addr = 0;
   double quant_scale = 0.0;  // int8 tensors: real = (q - zero_point) * scale; 0 = not quantized
   int32_t zero_point = 0;
+  // nhwc: a 4-D image stored NHWC whose model-level shape is NCHW (the runtime transposes).
+  bool nhwc = false;
   bool operator==(const TensorInfo&) const = default;
   uint64_t bytes() const;
 };
