@@ -111,3 +111,42 @@ CompileResult compile_onnx(const std::filesystem::path& model, const config::Con
 }
 
 }  // namespace vtpu::compiler
+
+namespace vtpu::compiler {
+
+std::map<std::string, std::vector<float>> reference_outputs(const std::filesystem::path& model,
+                                                            const std::map<std::string, std::vector<float>>& inputs,
+                                                            const CompileOptions& options) {
+  mlir::MLIRContext ctx;
+  ctx.disableMultithreading();
+  load_dialects(ctx);
+  std::string diagnostics;
+  mlir::ScopedDiagnosticHandler handler(&ctx, [&](mlir::Diagnostic& d) {
+    diagnostics += d.str() + "\n";
+    return mlir::success();
+  });
+  auto module = import_onnx(ctx, model, options);
+  mlir::PassManager pm(&ctx);
+  pm.addNestedPass<mlir::func::FuncOp>(tpu::createCancelTransposesPass());
+  pm.addNestedPass<mlir::func::FuncOp>(tpu::createFoldBatchNormPass());
+  pm.addNestedPass<mlir::func::FuncOp>(tpu::createLowerTosaToTpuPass());
+  if (mlir::failed(pm.run(*module))) throw CompileError(fmt::format("{}: {}", model.string(), diagnostics));
+  auto fn = module->lookupSymbol<mlir::func::FuncOp>("main");
+  std::vector<RefTensor> in;
+  for (unsigned i = 0; i < fn.getNumArguments(); ++i) {
+    std::string name = fn.getArgAttrOfType<mlir::StringAttr>(i, "vtpu.name").str();
+    auto t = mlir::cast<mlir::RankedTensorType>(fn.getArgument(i).getType());
+    auto it = inputs.find(name);
+    if (it == inputs.end()) throw UserError(fmt::format("reference run: no data for input '{}'", name));
+    if (int64_t(it->second.size()) != t.getNumElements())
+      throw UserError(fmt::format("reference run: input '{}' has {} values, needs {}", name, it->second.size(), t.getNumElements()));
+    in.push_back({{t.getShape().begin(), t.getShape().end()}, it->second});
+  }
+  auto outs = evaluate_reference(fn, in);
+  std::map<std::string, std::vector<float>> r;
+  for (unsigned i = 0; i < outs.size(); ++i)
+    r[fn.getResultAttrOfType<mlir::StringAttr>(i, "vtpu.name").str()] = std::move(outs[i].data);
+  return r;
+}
+
+}  // namespace vtpu::compiler

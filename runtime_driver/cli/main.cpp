@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <iostream>
 
+#include <cstring>
 #include <fstream>
 
 #include "vtpu/compiler/compiler.h"
@@ -13,6 +14,7 @@
 #include "vtpu/isa/assembler.h"
 #include "vtpu/isa/program.h"
 #include "vtpu/runtime/npy.h"
+#include "vtpu/runtime/runtime.h"
 #include "vtpu/sim/report.h"
 #include "vtpu/sim/simulator.h"
 #include "vtpu/support/error.h"
@@ -89,6 +91,60 @@ int cmd_compile(const CompileArgs& a) {
   if (!a.emit_mlir.empty()) std::cout << r.mlir;
   std::cerr << fmt::format("vtpu compile: wrote {} ({} bundles, {} layers, config {}, {})\n", out, r.program.code.size(),
                            r.bounds.size(), cfg.name, a.dtype);
+  return kExitOk;
+}
+
+struct RunArgs {
+  std::string model, config = "tpu-v4-core", dtype = "bf16", output_dir, report, trace, csv;
+  std::vector<std::string> inputs;
+  int64_t batch = 0;
+  uint64_t seed = 1;
+  bool check = false, quiet = false;
+};
+
+int cmd_run(const RunArgs& a) {
+  config::Config cfg = config::resolve(a.config);
+  runtime::RunOptions opt;
+  if (a.dtype == "int8") opt.precision = compiler::Precision::Int8;
+  else if (a.dtype != "bf16") throw UserError(fmt::format("--dtype '{}': use int8 or bf16", a.dtype));
+  opt.batch = a.batch;
+  opt.seed = a.seed;
+  opt.check = a.check;
+  opt.record_trace = !a.trace.empty();
+  for (const std::string& spec : a.inputs) {
+    size_t eq = spec.find('=');
+    if (eq == std::string::npos || eq == 0) throw UserError(fmt::format("--input '{}': expected NAME=FILE.npy", spec));
+    opt.input_files[spec.substr(0, eq)] = spec.substr(eq + 1);
+  }
+  runtime::ModelRun run = runtime::run_model(a.model, cfg, opt);
+  if (!a.quiet) {
+    std::cout << fmt::format("{} on {} ({}):\n", a.model, cfg.name, a.dtype);
+    std::cout << runtime::layer_table(run) << "\n" << runtime::totals_text(run);
+  }
+  if (!a.output_dir.empty()) {
+    std::filesystem::create_directories(a.output_dir);
+    for (const auto& [name, v] : run.outputs) {
+      runtime::NpyArray arr{"<f4", run.output_shapes.at(name), std::vector<uint8_t>(v.size() * 4)};
+      std::memcpy(arr.data.data(), v.data(), arr.data.size());
+      runtime::write_npy(std::filesystem::path(a.output_dir) / (name + ".npy"), arr);
+    }
+  }
+  if (!a.report.empty()) {
+    sim::ReportMeta meta{VTPU_VERSION, a.model, a.seed, run.inputs_used};
+    std::ofstream f(a.report);
+    if (!f) throw UserError(fmt::format("{}: cannot open for writing", a.report));
+    f << sim::report_json(run.sim, cfg, meta);
+  }
+  if (!a.csv.empty()) {
+    std::ofstream f(a.csv);
+    if (!f) throw UserError(fmt::format("{}: cannot open for writing", a.csv));
+    f << runtime::layers_csv(run);
+  }
+  if (!a.trace.empty()) {
+    std::ofstream f(a.trace);
+    if (!f) throw UserError(fmt::format("{}: cannot open for writing", a.trace));
+    sim::write_trace(f, run.sim.trace, run.program.tags, cfg.clock_mhz);
+  }
   return kExitOk;
 }
 
@@ -197,6 +253,21 @@ int main(int argc, char** argv) {
   compile_cmd->add_option("--emit-asm", compile_args.emit_asm, "also write the program as assembly");
   compile_cmd->add_option("--emit-mlir", compile_args.emit_mlir, "print the IR after a stage: tosa or tpu");
 
+  RunArgs run_args;
+  auto* run_cmd = app.add_subcommand("run", "compile (if needed) and run a model, and show where time and energy go");
+  run_cmd->add_option("MODEL", run_args.model, "model (.onnx) or program (.vtpu)")->required();
+  run_cmd->add_option("-c,--config", run_args.config, "preset name or YAML file")->capture_default_str();
+  run_cmd->add_option("--dtype", run_args.dtype, "int8 or bf16")->capture_default_str();
+  run_cmd->add_option("--batch", run_args.batch, "batch size (default: the model's)");
+  run_cmd->add_option("--input", run_args.inputs, "NAME=FILE.npy (float32, the model's layout); others are seeded random");
+  run_cmd->add_option("--seed", run_args.seed, "seed for generated inputs")->capture_default_str();
+  run_cmd->add_option("--output-dir", run_args.output_dir, "write every output as NAME.npy (float32) here");
+  run_cmd->add_option("--report", run_args.report, "write the JSON report here");
+  run_cmd->add_option("--csv", run_args.csv, "write the per-layer table as CSV here");
+  run_cmd->add_option("--trace", run_args.trace, "write a Chrome-trace/Perfetto timeline here");
+  run_cmd->add_flag("--check", run_args.check, "compare the outputs with the fp32 reference");
+  run_cmd->add_flag("-q,--quiet", run_args.quiet, "do not print the tables");
+
   SimArgs sim_args;
   auto* sim_cmd = app.add_subcommand("sim", "run a .vtpu program on the cycle-accurate chip model");
   sim_cmd->add_option("PROGRAM", sim_args.program, "program (.vtpu)")->required();
@@ -220,6 +291,7 @@ int main(int argc, char** argv) {
     if (*asm_cmd) return cmd_asm(asm_in, asm_out, asm_cfg);
     if (*sim_cmd) return cmd_sim(sim_args);
     if (*compile_cmd) return cmd_compile(compile_args);
+    if (*run_cmd) return cmd_run(run_args);
     if (*dis_cmd) return cmd_disasm(dis_in);
     if (*check_cmd) return cmd_config_check(cfg_file);
     if (*list_cmd) return cmd_config_list();

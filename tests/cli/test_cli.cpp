@@ -8,6 +8,7 @@
 #include <sys/wait.h>
 
 #include "vtpu/isa/assembler.h"
+#include "vtpu/runtime/npy.h"
 
 namespace {
 
@@ -210,6 +211,68 @@ TEST(Cli, CompileThenSimulateAModel) {
   CliResult bad = vtpu("compile " + model.string() + " -c tiny-8x8 --dtype fp64");
   EXPECT_EQ(bad.code, 1);
   EXPECT_NE(bad.err.find("--dtype"), std::string::npos) << bad.err;
+}
+
+}  // namespace
+
+namespace {
+
+// A small CNN with an NCHW image input, run end to end as a user would.
+fs::path small_cnn() {
+  vtpu::testing::OnnxBuilder m;
+  m.input("img", {1, 2, 8, 8});
+  m.init("w1", {4, 2, 3, 3}, 0.4f);
+  m.init("b1", {4}, 0.1f);
+  m.init("w2", {6, 64}, 0.3f);
+  m.init("b2", {6}, 0.1f);
+  auto* c = m.node("Conv", "conv", {"img", "w1", "b1"}, {"c"});
+  vtpu::testing::OnnxBuilder::attr(c, "pads", std::vector<int64_t>{1, 1, 1, 1});
+  m.node("Relu", "relu", {"c"}, {"r"});
+  auto* p = m.node("MaxPool", "pool", {"r"}, {"p"});
+  vtpu::testing::OnnxBuilder::attr(p, "kernel_shape", std::vector<int64_t>{2, 2});
+  vtpu::testing::OnnxBuilder::attr(p, "strides", std::vector<int64_t>{2, 2});
+  m.node("Flatten", "flat", {"p"}, {"f"});
+  vtpu::testing::OnnxBuilder::attr(m.node("Gemm", "fc", {"f", "w2", "b2"}, {"y"}), "transB", int64_t(1));
+  m.output("y", {1, 6});
+  return m.save("cli_cnn.onnx");
+}
+
+TEST(Cli, RunShowsLayersTotalsAndChecksAgainstFp32) {
+  fs::path model = small_cnn(), dir = tmp("cli_run_out");
+  fs::remove_all(dir);
+  for (const char* dtype : {"bf16", "int8"}) {
+    CliResult r = vtpu("run " + model.string() + " -c tiny-8x8 --dtype " + dtype + " --check --output-dir " + dir.string() +
+                       " --csv " + (dir / "layers.csv").string() + " --report " + (dir / "r.json").string());
+    ASSERT_EQ(r.code, 0) << r.err;
+    for (const char* layer : {"conv", "pool", "fc"}) EXPECT_NE(r.out.find(layer), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("latency"), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("TOPS"), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("J per inference"), std::string::npos) << r.out;
+    // The check line gives the error relative to the reference; it must be small.
+    auto at = r.out.find("check y: max |error| ");
+    ASSERT_NE(at, std::string::npos) << r.out;
+    auto pct = r.out.find("%)", at);
+    double rel = std::stod(r.out.substr(r.out.rfind(", ", pct) + 2));
+    EXPECT_LT(rel, std::string(dtype) == "int8" ? 6.0 : 3.0) << r.out;
+    EXPECT_TRUE(fs::exists(dir / "y.npy"));
+    std::ifstream csv(dir / "layers.csv");
+    std::string header;
+    std::getline(csv, header);
+    EXPECT_EQ(header.rfind("layer,first_cycle", 0), 0u) << header;
+  }
+  fs::remove_all(dir);
+}
+
+TEST(Cli, RunRejectsBadInputs) {
+  fs::path model = small_cnn();
+  CliResult r = vtpu("run " + model.string() + " -c tiny-8x8 --input nope=x.npy");
+  EXPECT_EQ(r.code, 1);
+  EXPECT_NE(r.err.find("has no input 'nope'"), std::string::npos) << r.err;
+  fs::path wrong = tmp("cli_wrong.npy");
+  vtpu::runtime::write_npy(wrong, {"<f4", {3}, std::vector<uint8_t>(12)});
+  r = vtpu("run " + model.string() + " -c tiny-8x8 --input img=" + wrong.string());
+  EXPECT_EQ(r.code, 1);
+  EXPECT_NE(r.err.find("needs shape [1, 2, 8, 8]"), std::string::npos) << r.err;
 }
 
 }  // namespace

@@ -23,7 +23,7 @@ struct CompileOptions {
   // INT8 calibration samples: each maps input name -> values in the program's layout
   // (images NHWC). Empty: `calibration_samples` seeded random samples uniform in [-1, 1].
   std::vector<std::map<std::string, std::vector<float>>> calibration;
-  int calibration_samples = 4;
+  int calibration_samples = 16;
 };
 
 // The roofline of one layer on the config: whichever of compute and memory takes longer.
@@ -52,5 +52,11 @@ class CompileError : public UserError {
 
 CompileResult compile_onnx(const std::filesystem::path& model, const config::Config& cfg,
                            const CompileOptions& options = {});
+
+// The model's outputs computed in fp32 (the compiler's reference interpreter) for inputs
+// given by name in the program's layout (images NHWC); outputs in the program's layout.
+std::map<std::string, std::vector<float>> reference_outputs(const std::filesystem::path& model,
+                                                            const std::map<std::string, std::vector<float>>& inputs,
+                                                            const CompileOptions& options = {});
 
 }  // namespace vtpu::compiler

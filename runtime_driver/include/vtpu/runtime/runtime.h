@@ -1,0 +1,68 @@
+#pragma once
+// Running a whole model on the virtual TPU: compile if needed, place inputs in HBM in the
+// program's layout and precision, simulate, read outputs back in the model's layout, and
+// summarize per layer (docs/runtime.md).
+#include <filesystem>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "vtpu/compiler/compiler.h"
+#include "vtpu/config/config.h"
+#include "vtpu/sim/simulator.h"
+
+namespace vtpu::runtime {
+
+struct RunOptions {
+  compiler::Precision precision = compiler::Precision::Bf16;
+  int64_t batch = 0;
+  std::map<std::string, std::filesystem::path> input_files;  // name -> .npy (float32, model layout)
+  uint64_t seed = 1;          // generated inputs
+  bool check = false;         // compare with the fp32 reference
+  bool record_trace = false;
+  uint64_t max_cycles = 10'000'000'000ull;
+};
+
+// One layer (program tag) of a run, beside the compiler's roofline bound.
+struct LayerRow {
+  std::string layer;
+  uint64_t first_cycle = 0, last_cycle = 0;  // issue of its first bundle, done of its last op
+  uint64_t cycles = 0;                        // last - first
+  uint64_t bound_cycles = 0, compute_cycles = 0, memory_cycles = 0;
+  uint64_t macs = 0;
+  double mxu_utilization = 0;  // MACs / (cycles x peak MACs per cycle)
+  std::string top_stall;       // the stall reason with the most cycles, "" when none
+  uint64_t stall_cycles = 0;
+  double energy_uj = 0;
+  std::string bound_by;        // compute, memory or vector: the busiest unit over the span
+};
+
+struct CheckResult {
+  std::string output;
+  double max_abs_error = 0;
+  double max_reference = 0;  // largest |reference| value, for scale
+};
+
+struct ModelRun {
+  config::Config config;
+  isa::Program program;
+  sim::RunResult sim;
+  std::vector<LayerRow> layers;
+  std::map<std::string, std::vector<float>> outputs;  // model layout (NCHW images), real values
+  std::map<std::string, std::vector<int64_t>> output_shapes;
+  std::vector<CheckResult> checks;
+  std::vector<std::string> inputs_used;  // NAME=FILE or NAME=random
+  double compile_seconds = 0, simulate_seconds = 0;
+  int64_t batch = 1;
+};
+
+// `model` is an .onnx file (compiled here) or a .vtpu program.
+ModelRun run_model(const std::filesystem::path& model, const config::Config& cfg, const RunOptions& options);
+
+// The per-layer table and the totals (latency, throughput, TOPS, energy, power).
+std::string layer_table(const ModelRun& run);
+std::string totals_text(const ModelRun& run);
+// One row per layer, for spreadsheets.
+std::string layers_csv(const ModelRun& run);
+
+}  // namespace vtpu::runtime

@@ -1,0 +1,266 @@
+#include "vtpu/runtime/runtime.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstring>
+#include <random>
+
+#include "vtpu/numerics/float.h"
+#include "vtpu/runtime/npy.h"
+
+namespace vtpu::runtime {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+std::vector<int64_t> nchw_of(const std::vector<int64_t>& nhwc) { return {nhwc[0], nhwc[3], nhwc[1], nhwc[2]}; }
+
+std::vector<float> nchw_to_nhwc(const std::vector<float>& x, const std::vector<int64_t>& nchw) {
+  int64_t N = nchw[0], C = nchw[1], H = nchw[2], W = nchw[3];
+  std::vector<float> y(x.size());
+  for (int64_t n = 0; n < N; ++n)
+    for (int64_t c = 0; c < C; ++c)
+      for (int64_t h = 0; h < H; ++h)
+        for (int64_t w = 0; w < W; ++w) y[size_t(((n * H + h) * W + w) * C + c)] = x[size_t(((n * C + c) * H + h) * W + w)];
+  return y;
+}
+
+std::vector<float> nhwc_to_nchw(const std::vector<float>& x, const std::vector<int64_t>& nhwc) {
+  int64_t N = nhwc[0], H = nhwc[1], W = nhwc[2], C = nhwc[3];
+  std::vector<float> y(x.size());
+  for (int64_t n = 0; n < N; ++n)
+    for (int64_t h = 0; h < H; ++h)
+      for (int64_t w = 0; w < W; ++w)
+        for (int64_t c = 0; c < C; ++c) y[size_t(((n * C + c) * H + h) * W + w)] = x[size_t(((n * H + h) * W + w) * C + c)];
+  return y;
+}
+
+// Real values -> the tensor's bytes (bf16 rounding, int8 quantization, fp32 as is).
+std::vector<uint8_t> encode(const isa::TensorInfo& t, const std::vector<float>& v) {
+  std::vector<uint8_t> b(t.bytes());
+  for (size_t i = 0; i < v.size(); ++i) {
+    switch (t.dtype) {
+      case isa::Dtype::Bf16: {
+        uint16_t h = numerics::f32_to_bf16(numerics::f32_bits(v[i]));
+        std::memcpy(&b[i * 2], &h, 2);
+        break;
+      }
+      case isa::Dtype::Int8: {
+        double s = t.quant_scale > 0 ? t.quant_scale : 1.0;
+        b[i] = uint8_t(int8_t(std::clamp<double>(std::nearbyint(v[i] / s) + t.zero_point, -128, 127)));
+        break;
+      }
+      case isa::Dtype::Fp32: std::memcpy(&b[i * 4], &v[i], 4); break;
+      case isa::Dtype::Int32: {
+        int32_t x = int32_t(std::nearbyint(v[i]));
+        std::memcpy(&b[i * 4], &x, 4);
+        break;
+      }
+      default: throw UserError(fmt::format("input '{}': dtype {} is not supported by the runtime", t.name, isa::dtype_name(t.dtype)));
+    }
+  }
+  return b;
+}
+
+std::vector<float> decode(const isa::TensorInfo& t, const std::vector<uint8_t>& b) {
+  size_t n = b.size() / isa::dtype_bytes(t.dtype);
+  std::vector<float> v(n);
+  for (size_t i = 0; i < n; ++i) {
+    switch (t.dtype) {
+      case isa::Dtype::Bf16: {
+        uint16_t h;
+        std::memcpy(&h, &b[i * 2], 2);
+        v[i] = numerics::f32_from_bits(uint32_t(h) << 16);
+        break;
+      }
+      case isa::Dtype::Int8: v[i] = float((int8_t(b[i]) - t.zero_point) * (t.quant_scale > 0 ? t.quant_scale : 1.0)); break;
+      case isa::Dtype::Fp32: std::memcpy(&v[i], &b[i * 4], 4); break;
+      case isa::Dtype::Int32: {
+        int32_t x;
+        std::memcpy(&x, &b[i * 4], 4);
+        v[i] = float(x);
+        break;
+      }
+      default: throw UserError(fmt::format("output '{}': dtype {} is not supported by the runtime", t.name, isa::dtype_name(t.dtype)));
+    }
+  }
+  return v;
+}
+
+}  // namespace
+
+ModelRun run_model(const std::filesystem::path& model, const config::Config& cfg, const RunOptions& opt) {
+  ModelRun run;
+  run.config = cfg;
+  bool onnx = model.extension() == ".onnx";
+  std::vector<compiler::LayerBound> bounds;
+  compiler::CompileOptions copt;
+  copt.precision = opt.precision;
+  copt.batch = opt.batch;
+  copt.seed = opt.seed;
+  auto t0 = Clock::now();
+  if (onnx) {
+    compiler::CompileResult c = compiler::compile_onnx(model, cfg, copt);
+    run.program = std::move(c.program);
+    bounds = std::move(c.bounds);
+  } else {
+    if (opt.check) throw UserError("--check needs the ONNX model (the fp32 reference runs from it), not a .vtpu program");
+    run.program = isa::read_program(model);
+  }
+  run.compile_seconds = std::chrono::duration<double>(Clock::now() - t0).count();
+
+  // Inputs: files (float32, model layout) or seeded random values in [-1, 1].
+  std::map<std::string, std::vector<float>> real_inputs;  // program layout
+  std::map<std::string, std::vector<uint8_t>> bytes;
+  for (const auto& [name, file] : opt.input_files) {
+    bool known = false;
+    for (const auto& t : run.program.tensors) known |= t.name == name && t.role == isa::TensorRole::Input;
+    if (!known) {
+      std::string names;
+      for (const auto& t : run.program.tensors)
+        if (t.role == isa::TensorRole::Input) names += " " + t.name;
+      throw UserError(fmt::format("--input {}: the model has no input '{}'; its inputs are:{}", name, name, names));
+    }
+  }
+  uint64_t index = 0;
+  for (const auto& t : run.program.tensors) {
+    if (t.role != isa::TensorRole::Input) continue;
+    ++index;
+    std::vector<int64_t> model_shape = t.nhwc ? nchw_of(t.shape) : t.shape;
+    std::vector<float> v;
+    auto it = opt.input_files.find(t.name);
+    if (it != opt.input_files.end()) {
+      NpyArray a = read_npy(it->second);
+      if (a.descr.substr(1) != "f4")
+        throw UserError(fmt::format("{}: input '{}' must be float32 (numpy '<f4'); the runtime converts it to {}",
+                                    it->second.string(), t.name, isa::dtype_name(t.dtype)));
+      uint64_t n = 1, want = 1;
+      for (int64_t d : a.shape) n *= uint64_t(d);
+      for (int64_t d : model_shape) want *= uint64_t(d);
+      if (n != want)
+        throw UserError(fmt::format("{}: input '{}' needs shape [{}] ({} values) but the file holds [{}]", it->second.string(),
+                                    t.name, fmt::join(model_shape, ", "), want, fmt::join(a.shape, ", ")));
+      v.resize(n);
+      std::memcpy(v.data(), a.data.data(), n * 4);
+      if (t.nhwc) v = nchw_to_nhwc(v, model_shape);
+      run.inputs_used.push_back(t.name + "=" + it->second.string());
+    } else {
+      uint64_t n = 1;
+      for (int64_t d : t.shape) n *= uint64_t(d);
+      std::mt19937_64 rng(opt.seed * 0x9E3779B97F4A7C15ull + index);
+      std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+      v.resize(n);
+      for (auto& x : v) x = u(rng);
+      run.inputs_used.push_back(t.name + "=random");
+    }
+    bytes[t.name] = encode(t, v);
+    real_inputs[t.name] = std::move(v);
+  }
+  run.batch = 1;
+  for (const auto& t : run.program.tensors)
+    if (t.role == isa::TensorRole::Input && !t.shape.empty()) run.batch = std::max<int64_t>(run.batch, t.shape[0]);
+
+  sim::SimOptions so;
+  so.max_cycles = opt.max_cycles;
+  so.record_trace = opt.record_trace;
+  auto t1 = Clock::now();
+  run.sim = sim::simulate(cfg, run.program, bytes, so);
+  run.simulate_seconds = std::chrono::duration<double>(Clock::now() - t1).count();
+
+  std::map<std::string, std::vector<float>> program_layout_outputs;
+  for (const auto& t : run.program.tensors) {
+    if (t.role != isa::TensorRole::Output) continue;
+    std::vector<float> v = decode(t, run.sim.outputs.at(t.name));
+    program_layout_outputs[t.name] = v;
+    run.output_shapes[t.name] = t.nhwc ? nchw_of(t.shape) : t.shape;
+    run.outputs[t.name] = t.nhwc ? nhwc_to_nchw(v, t.shape) : v;
+  }
+
+  if (opt.check) {
+    auto ref = compiler::reference_outputs(model, real_inputs, copt);
+    for (const auto& [name, got] : program_layout_outputs) {
+      CheckResult c{name, 0, 0};
+      const auto& want = ref.at(name);
+      for (size_t i = 0; i < got.size() && i < want.size(); ++i) {
+        c.max_abs_error = std::max(c.max_abs_error, std::fabs(double(got[i]) - want[i]));
+        c.max_reference = std::max(c.max_reference, std::fabs(double(want[i])));
+      }
+      run.checks.push_back(c);
+    }
+  }
+
+  // Per layer: the simulator's per-tag figures beside the compiler's bounds.
+  const sim::Stats& st = run.sim.stats;
+  double peak_macs_per_cycle = double(st.mxu_count) * st.mxu_rows * st.mxu_cols;
+  for (const auto& tag : st.per_tag) {
+    if (tag.tag.empty()) continue;
+    LayerRow row;
+    row.layer = tag.tag;
+    const sim::Counters& c = tag.c;
+    row.first_cycle = c.first_issue == UINT64_MAX ? 0 : c.first_issue;
+    row.last_cycle = c.last_done;
+    row.cycles = row.last_cycle > row.first_cycle ? row.last_cycle - row.first_cycle : 0;
+    row.macs = c.macs();
+    row.mxu_utilization = row.cycles ? double(row.macs) / (double(row.cycles) * peak_macs_per_cycle) : 0;
+    size_t top = 0;
+    for (size_t i = 0; i < sim::kNumStallReasons; ++i)
+      if (c.stall[i] > c.stall[top]) top = i;
+    row.top_stall = c.stall[top] ? std::string(sim::stall_reason_name(sim::StallReason(top))) : "";
+    row.stall_cycles = c.stall_cycles;
+    row.energy_uj = c.energy_total_pj() * 1e-6;
+    uint64_t mxu = c.mxu_rows + c.ub_bank_extra_cycles, dma = c.dma_busy_cycles, vec = c.vector_busy_cycles;
+    row.bound_by = mxu >= dma && mxu >= vec ? "compute" : dma >= vec ? "memory" : "vector";
+    for (const auto& b : bounds)
+      if (b.layer == tag.tag) row.bound_cycles = b.bound_cycles(), row.compute_cycles = b.compute_cycles, row.memory_cycles = b.memory_cycles;
+    run.layers.push_back(row);
+  }
+  return run;
+}
+
+std::string layer_table(const ModelRun& run) {
+  std::string o = fmt::format("{:<28} {:>10} {:>10} {:>6} {:>7} {:<18} {:>10} {:>8}\n", "layer", "cycles", "roofline",
+                              "ratio", "MXU%", "top stall", "energy uJ", "bound");
+  for (const LayerRow& r : run.layers) {
+    std::string ratio = r.bound_cycles ? fmt::format("{:.2f}", double(r.cycles) / double(r.bound_cycles)) : "-";
+    o += fmt::format("{:<28} {:>10} {:>10} {:>6} {:>6.1f}% {:<18} {:>10.3f} {:>8}\n", r.layer.substr(0, 28), r.cycles,
+                     r.bound_cycles ? std::to_string(r.bound_cycles) : "-", ratio, 100 * r.mxu_utilization,
+                     r.top_stall.empty() ? "-" : fmt::format("{} {}", r.top_stall, r.stall_cycles).substr(0, 18),
+                     r.energy_uj, r.bound_by);
+  }
+  return o;
+}
+
+std::string totals_text(const ModelRun& run) {
+  const sim::Stats& s = run.sim.stats;
+  double secs = s.seconds(), ej = s.total.energy_total_pj() * 1e-12;
+  double peak = 2.0 * s.mxu_count * s.mxu_rows * s.mxu_cols * s.clock_mhz * 1e6 / 1e12;
+  std::string o;
+  o += fmt::format("latency {:.3f} ms ({} cycles at {} MHz), batch {}, throughput {:.1f} inferences/s\n", secs * 1e3,
+                   s.total_cycles, s.clock_mhz, run.batch, secs > 0 ? double(run.batch) / secs : 0.0);
+  o += fmt::format("achieved {:.3f} TOPS of {:.1f} peak ({:.1f}% MXU utilization)\n",
+                   secs > 0 ? 2.0 * double(s.total.macs()) / secs / 1e12 : 0.0, peak, 100 * s.mxu_overall_utilization());
+  double per = ej / double(run.batch);
+  o += fmt::format("energy {} per inference, average power {:.2f} W\n",
+                   per >= 1e-3 ? fmt::format("{:.3f} mJ", per * 1e3) : fmt::format("{:.3f} uJ", per * 1e6),
+                   secs > 0 ? ej / secs : 0.0);
+  o += fmt::format("wall time: compile {:.2f} s, simulate {:.2f} s\n", run.compile_seconds, run.simulate_seconds);
+  for (const auto& c : run.checks)
+    o += fmt::format("check {}: max |error| {:.4g} against the fp32 reference (largest |value| {:.4g}, {:.2f}%)\n", c.output,
+                     c.max_abs_error, c.max_reference, c.max_reference > 0 ? 100 * c.max_abs_error / c.max_reference : 0.0);
+  return o;
+}
+
+std::string layers_csv(const ModelRun& run) {
+  std::string o = "layer,first_cycle,last_cycle,cycles,roofline_cycles,compute_cycles,memory_cycles,macs,mxu_utilization,"
+                  "top_stall,stall_cycles,energy_uj,bound_by\n";
+  for (const LayerRow& r : run.layers)
+    o += fmt::format("\"{}\",{},{},{},{},{},{},{},{:.6f},{},{},{:.6f},{}\n", r.layer, r.first_cycle, r.last_cycle, r.cycles,
+                     r.bound_cycles, r.compute_cycles, r.memory_cycles, r.macs, r.mxu_utilization, r.top_stall, r.stall_cycles,
+                     r.energy_uj, r.bound_by);
+  return o;
+}
+
+}  // namespace vtpu::runtime
