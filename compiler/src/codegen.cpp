@@ -109,8 +109,12 @@ struct MatmulStep {
   bool accumulate;
 };
 // A weight tile and the matmuls that use it.
+struct TileRef {
+  std::string desc;  // shared by every tile of the same shape
+  uint64_t addr = 0;  // the tile's HBM address, passed in a register
+};
 struct TileGroup {
-  std::string desc;
+  TileRef tile;
   std::vector<MatmulStep> steps;
 };
 // An output block: tile groups accumulating into one accumulator region, then an epilogue.
@@ -189,7 +193,13 @@ class Codegen {
 
     CompileResult r;
     r.assembly = decls_ + code_;
-    r.program = isa::assemble(r.assembly, "<compiler>");
+    try {
+      r.program = isa::assemble(r.assembly, "<compiler>");
+    } catch (const isa::AsmError& e) {
+      throw CompileError(fmt::format("the generated program does not fit the instruction set ({}); the model is too "
+                                     "large for this compiler version on config '{}'",
+                                     e.diagnostics().front().message, cfg_.name));
+    }
     for (auto& seg : segments_) r.program.constants.push_back(std::move(seg));
     r.program.config_fingerprint = config::fingerprint(cfg_);
     r.program.config_name = cfg_.name;
@@ -266,14 +276,21 @@ class Codegen {
     segments_.push_back({at, std::move(bytes)});
     return at;
   }
+  // Identical descriptors are shared: the descriptor table holds 4096 at most.
   std::string new_desc(const std::string& body) {
+    auto it = desc_names_.find(body);
+    if (it != desc_names_.end()) return it->second;
     std::string name = fmt::format("d{}", ndesc_++);
     decl(fmt::format(".desc {} {}", name, body));
+    desc_names_[body] = name;
     return name;
   }
   std::string new_param(const std::string& body) {
+    auto it = param_names_.find(body);
+    if (it != param_names_.end()) return it->second;
     std::string name = fmt::format("p{}", nparam_++);
     decl(fmt::format(".vparam {} {}", name, body));
+    param_names_[body] = name;
     return name;
   }
   // "r0+addr" when the address fits the 24-bit offset fields, else loads it into `reg`
@@ -361,7 +378,7 @@ class Codegen {
 
   // Weight tile (k block, n block) of a [K, N] matrix (bf16 values, or int8 integers),
   // stored as its own HBM segment of kw rows x nw elements.
-  std::string weight_tile(const std::vector<float>& w, uint64_t K, uint64_t N, uint64_t kb, uint64_t nb) {
+  TileRef weight_tile(const std::vector<float>& w, uint64_t K, uint64_t N, uint64_t kb, uint64_t nb) {
     uint64_t kw = std::min<uint64_t>(R_, K - kb * R_), nw = std::min<uint64_t>(C_, N - nb * C_);
     std::vector<uint8_t> bytes(kw * nw * esz_);
     for (uint64_t k = 0; k < kw; ++k)
@@ -375,7 +392,7 @@ class Codegen {
         }
       }
     uint64_t at = hbm_const(std::move(bytes));
-    return new_desc(fmt::format("bytes={} src_off={} dtype={} dim=[{}, {}, 0]", nw * esz_, at, dt_, kw, nw * esz_));
+    return {new_desc(fmt::format("bytes={} dtype={} dim=[{}, {}, 0]", nw * esz_, dt_, kw, nw * esz_)), at};
   }
 
   // Bias of one n block as an fp32 row of C lanes in UB (loaded once per layer).
@@ -470,8 +487,11 @@ class Codegen {
     }
     // Prologue: two tiles into each FIFO, one into each shadow.
     for (uint32_t m = 0; m < nm; ++m) {
-      for (size_t i = 0; i < std::min<size_t>(2, s[m].tiles.size()); ++i)
-        code(fmt::format("  dma.wfifo desc={} src=r0 mxu={}", blocks[s[m].tiles[i].first].groups[s[m].tiles[i].second].desc, m));
+      for (size_t i = 0; i < std::min<size_t>(2, s[m].tiles.size()); ++i) {
+        const TileRef& t = blocks[s[m].tiles[i].first].groups[s[m].tiles[i].second].tile;
+        code(fmt::format("  li r{}, {}", 16 + m, t.addr));
+        code(fmt::format("  dma.wfifo desc={} src=r{} mxu={}", t.desc, 16 + m, m));
+      }
       if (!s[m].tiles.empty()) code(fmt::format("  mxu.wload mxu={}", m));
     }
     struct Pending {
@@ -506,7 +526,10 @@ class Codegen {
             if (tile_pos[m] + 1 < s[m].tiles.size()) op += fmt::format(" || mxu.wload mxu={}", m);
             if (tile_pos[m] + 2 < s[m].tiles.size()) {
               auto [b2, g2] = s[m].tiles[tile_pos[m] + 2];
-              op += fmt::format(" || dma.wfifo desc={} src=r0 mxu={}", blocks[b2].groups[g2].desc, m);
+              const TileRef& t = blocks[b2].groups[g2].tile;
+              // The address goes into a register one bundle ahead (read before write).
+              code(fmt::format("  li r{}, {}", 16 + m, t.addr));
+              op += fmt::format(" || dma.wfifo desc={} src=r{} mxu={}", t.desc, 16 + m, m);
             }
           }
           code("  " + op);
@@ -554,7 +577,7 @@ class Codegen {
                                op.getClampMax().convertToDouble());
     uint64_t kt = ceil_div(K, R_), nt = ceil_div(N, C_);
     uint64_t mc = std::min<uint64_t>(x.rows, acc_region_);
-    std::vector<std::vector<std::string>> tiles(nt, std::vector<std::string>(kt));
+    std::vector<std::vector<TileRef>> tiles(nt, std::vector<TileRef>(kt));
     for (uint64_t n = 0; n < nt; ++n)
       for (uint64_t k = 0; k < kt; ++k) tiles[n][k] = weight_tile(w, K, N, k, n);
     std::vector<Block> blocks;
@@ -620,7 +643,7 @@ class Codegen {
                                op.getClampMax().convertToDouble());
     uint64_t cbs = ceil_div(CI, R_), nbs = ceil_div(CO, C_);
     // Weight tiles per (tap, ci block, co block): rows = input channels, cols = output channels.
-    std::map<std::tuple<uint64_t, uint64_t, uint64_t>, std::string> tiles;
+    std::map<std::tuple<uint64_t, uint64_t, uint64_t>, TileRef> tiles;
     for (uint64_t t = 0; t < KH * KW; ++t)
       for (uint64_t cb = 0; cb < cbs; ++cb)
         for (uint64_t nb = 0; nb < nbs; ++nb) {
@@ -940,6 +963,7 @@ class Codegen {
   std::map<const void*, float> scales_;
   uint64_t hbm_next_ = 0, zero_hbm_ = 0, const_bytes_ = 0;
   int ndesc_ = 0, nparam_ = 0;
+  std::map<std::string, std::string> desc_names_, param_names_;
   std::string decls_, code_;
   std::vector<isa::ConstSegment> segments_;
   std::map<const void*, Act> acts_;

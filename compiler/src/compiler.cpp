@@ -49,7 +49,11 @@ std::map<const void*, float> calibrate(mlir::ModuleOp module, const CompileOptio
   }
   std::mt19937_64 rng(options.seed);
   std::uniform_real_distribution<float> u(-1.0f, 1.0f);
-  for (int s = 0; options.calibration.empty() && s < options.calibration_samples; ++s) {
+  // Each run is a whole batch: calibrate on at least calibration_samples rows of the batch.
+  int64_t batch = 1;
+  if (fn.getNumArguments()) batch = std::max<int64_t>(1, mlir::cast<mlir::RankedTensorType>(fn.getArgument(0).getType()).getShape()[0]);
+  int runs = int(std::max<int64_t>(1, (options.calibration_samples + batch - 1) / batch));
+  for (int s = 0; options.calibration.empty() && s < runs; ++s) {
     std::vector<RefTensor> in;
     for (unsigned i = 0; i < fn.getNumArguments(); ++i) {
       auto t = mlir::cast<mlir::RankedTensorType>(fn.getArgument(i).getType());

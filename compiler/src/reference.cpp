@@ -57,12 +57,17 @@ std::vector<RefTensor> evaluate_reference(mlir::func::FuncOp fn, const std::vect
       auto w = consts(m.getWeight()), b = consts(m.getBias());
       int64_t K = shape_of(m.getWeight())[0], N = shape_of(m.getWeight())[1], M = int64_t(x.data.size()) / K;
       double lo = m.getClampMin().convertToDouble(), hi = m.getClampMax().convertToDouble();
-      for (int64_t i = 0; i < M; ++i)
-        for (int64_t j = 0; j < N; ++j) {
-          double s = b[size_t(j)];
-          for (int64_t k = 0; k < K; ++k) s += double(x.data[size_t(i * K + k)]) * w[size_t(k * N + j)];
-          y.data[size_t(i * N + j)] = clampf(s, lo, hi);
+      // i-k-j order so the inner loop runs over contiguous weights (vectorizes).
+      std::vector<double> acc(static_cast<size_t>(N));
+      for (int64_t i = 0; i < M; ++i) {
+        for (int64_t j = 0; j < N; ++j) acc[size_t(j)] = b[size_t(j)];
+        for (int64_t k = 0; k < K; ++k) {
+          double xv = x.data[size_t(i * K + k)];
+          const float* wr = w.data() + k * N;
+          for (int64_t j = 0; j < N; ++j) acc[size_t(j)] += xv * wr[j];
         }
+        for (int64_t j = 0; j < N; ++j) y.data[size_t(i * N + j)] = clampf(acc[size_t(j)], lo, hi);
+      }
     } else if (auto c = mlir::dyn_cast<tpu::Conv2DOp>(op)) {
       const RefTensor& x = get(c.getInput());
       auto w = consts(c.getWeight()), b = consts(c.getBias());
@@ -71,20 +76,23 @@ std::vector<RefTensor> evaluate_reference(mlir::func::FuncOp fn, const std::vect
       int64_t KH = ws[0], KW = ws[1], CO = ws[3], OH = y.shape[1], OW = y.shape[2];
       auto st = c.getStride(), pad = c.getPad(), dil = c.getDilation();
       double lo = c.getClampMin().convertToDouble(), hi = c.getClampMax().convertToDouble();
+      std::vector<double> acc(static_cast<size_t>(CO));
       for (int64_t nn = 0; nn < N; ++nn)
         for (int64_t oy = 0; oy < OH; ++oy)
-          for (int64_t ox = 0; ox < OW; ++ox)
-            for (int64_t co = 0; co < CO; ++co) {
-              double s = b[size_t(co)];
-              for (int64_t ky = 0; ky < KH; ++ky)
-                for (int64_t kx = 0; kx < KW; ++kx) {
-                  int64_t iy = oy * st[0] + ky * dil[0] - pad[0], ix = ox * st[1] + kx * dil[1] - pad[2];
-                  if (iy < 0 || ix < 0 || iy >= H || ix >= W) continue;
-                  for (int64_t ci = 0; ci < CI; ++ci)
-                    s += double(x.data[size_t(((nn * H + iy) * W + ix) * CI + ci)]) * w[size_t(((ky * KW + kx) * CI + ci) * CO + co)];
+          for (int64_t ox = 0; ox < OW; ++ox) {
+            for (int64_t co = 0; co < CO; ++co) acc[size_t(co)] = b[size_t(co)];
+            for (int64_t ky = 0; ky < KH; ++ky)
+              for (int64_t kx = 0; kx < KW; ++kx) {
+                int64_t iy = oy * st[0] + ky * dil[0] - pad[0], ix = ox * st[1] + kx * dil[1] - pad[2];
+                if (iy < 0 || ix < 0 || iy >= H || ix >= W) continue;
+                for (int64_t ci = 0; ci < CI; ++ci) {
+                  double xv = x.data[size_t(((nn * H + iy) * W + ix) * CI + ci)];
+                  const float* wr = w.data() + ((ky * KW + kx) * CI + ci) * CO;
+                  for (int64_t co = 0; co < CO; ++co) acc[size_t(co)] += xv * wr[co];
                 }
-              y.data[size_t(((nn * OH + oy) * OW + ox) * CO + co)] = clampf(s, lo, hi);
-            }
+              }
+            for (int64_t co = 0; co < CO; ++co) y.data[size_t(((nn * OH + oy) * OW + ox) * CO + co)] = clampf(acc[size_t(co)], lo, hi);
+          }
     } else if (auto p = mlir::dyn_cast<tpu::PoolOp>(op)) {
       const RefTensor& x = get(p.getInput());
       int64_t N = x.shape[0], H = x.shape[1], W = x.shape[2], C = x.shape[3], OH = y.shape[1], OW = y.shape[2];

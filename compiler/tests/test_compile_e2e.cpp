@@ -8,7 +8,7 @@
 #include <cstring>
 #include <functional>
 
-#include "onnx_builder.h"
+#include "vtpu/models/onnx_builder.h"
 #include "vtpu/compiler/compiler.h"
 #include "vtpu/numerics/float.h"
 #include "vtpu/sim/simulator.h"

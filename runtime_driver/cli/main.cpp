@@ -13,6 +13,7 @@
 #include "vtpu/config/config.h"
 #include "vtpu/isa/assembler.h"
 #include "vtpu/isa/program.h"
+#include "vtpu/models/zoo.h"
 #include "vtpu/runtime/npy.h"
 #include "vtpu/runtime/runtime.h"
 #include "vtpu/sim/report.h"
@@ -99,10 +100,28 @@ struct RunArgs {
   std::vector<std::string> inputs;
   int64_t batch = 0;
   uint64_t seed = 1;
-  bool check = false, quiet = false;
+  bool check = false, quiet = false, config_given = false, dtype_given = false;
 };
 
-int cmd_run(const RunArgs& a) {
+int cmd_models() {
+  std::cout << fmt::format("{:<10} {:<12} {:<6} {}\n", "name", "config", "dtype", "model");
+  for (const auto& e : models::zoo())
+    std::cout << fmt::format("{:<10} {:<12} {:<6} {}\n{:<31}shape: {}\n", e.name, e.default_config, e.default_dtype,
+                             e.description, "", e.source);
+  std::cout << "run one with: vtpu run NAME [-c CONFIG] [--dtype int8|bf16]\n";
+  return kExitOk;
+}
+
+int cmd_run(RunArgs a) {
+  // A zoo name instead of a file: generate the model (once) and use its defaults.
+  if (!std::filesystem::exists(a.model) && models::find(a.model)) {
+    const models::ZooEntry* e = models::find(a.model);
+    if (!a.config_given) a.config = e->default_config;
+    if (!a.dtype_given) a.dtype = e->default_dtype;
+    a.model = models::materialize(a.model, models::default_dir()).string();
+  } else if (!std::filesystem::exists(a.model)) {
+    models::materialize(a.model, models::default_dir());  // throws: unknown name, lists the zoo
+  }
   config::Config cfg = config::resolve(a.config);
   runtime::RunOptions opt;
   if (a.dtype == "int8") opt.precision = compiler::Precision::Int8;
@@ -255,9 +274,9 @@ int main(int argc, char** argv) {
 
   RunArgs run_args;
   auto* run_cmd = app.add_subcommand("run", "compile (if needed) and run a model, and show where time and energy go");
-  run_cmd->add_option("MODEL", run_args.model, "model (.onnx) or program (.vtpu)")->required();
-  run_cmd->add_option("-c,--config", run_args.config, "preset name or YAML file")->capture_default_str();
-  run_cmd->add_option("--dtype", run_args.dtype, "int8 or bf16")->capture_default_str();
+  run_cmd->add_option("MODEL", run_args.model, "model (.onnx), program (.vtpu) or zoo name (vtpu models)")->required();
+  auto* run_cfg = run_cmd->add_option("-c,--config", run_args.config, "preset name or YAML file")->capture_default_str();
+  auto* run_dt = run_cmd->add_option("--dtype", run_args.dtype, "int8 or bf16")->capture_default_str();
   run_cmd->add_option("--batch", run_args.batch, "batch size (default: the model's)");
   run_cmd->add_option("--input", run_args.inputs, "NAME=FILE.npy (float32, the model's layout); others are seeded random");
   run_cmd->add_option("--seed", run_args.seed, "seed for generated inputs")->capture_default_str();
@@ -267,6 +286,8 @@ int main(int argc, char** argv) {
   run_cmd->add_option("--trace", run_args.trace, "write a Chrome-trace/Perfetto timeline here");
   run_cmd->add_flag("--check", run_args.check, "compare the outputs with the fp32 reference");
   run_cmd->add_flag("-q,--quiet", run_args.quiet, "do not print the tables");
+
+  auto* models_cmd = app.add_subcommand("models", "list the model zoo");
 
   SimArgs sim_args;
   auto* sim_cmd = app.add_subcommand("sim", "run a .vtpu program on the cycle-accurate chip model");
@@ -291,7 +312,12 @@ int main(int argc, char** argv) {
     if (*asm_cmd) return cmd_asm(asm_in, asm_out, asm_cfg);
     if (*sim_cmd) return cmd_sim(sim_args);
     if (*compile_cmd) return cmd_compile(compile_args);
-    if (*run_cmd) return cmd_run(run_args);
+    if (*run_cmd) {
+      run_args.config_given = run_cfg->count() > 0;
+      run_args.dtype_given = run_dt->count() > 0;
+      return cmd_run(run_args);
+    }
+    if (*models_cmd) return cmd_models();
     if (*dis_cmd) return cmd_disasm(dis_in);
     if (*check_cmd) return cmd_config_check(cfg_file);
     if (*list_cmd) return cmd_config_list();

@@ -21,7 +21,8 @@ struct CompileOptions {
   std::string emit_mlir_stage;            // "", "tosa", "tpu": keep the IR after that stage
   uint64_t seed = 1;                      // calibration inputs when none are given
   // INT8 calibration samples: each maps input name -> values in the program's layout
-  // (images NHWC). Empty: `calibration_samples` seeded random samples uniform in [-1, 1].
+  // (images NHWC). Empty: seeded random batches uniform in [-1, 1], enough batches for
+  // `calibration_samples` rows in all.
   std::vector<std::map<std::string, std::vector<float>>> calibration;
   int calibration_samples = 16;
 };

@@ -1,5 +1,6 @@
 #pragma once
-// Builds small ONNX models in C++ for tests (no Python needed), with seeded weights.
+// Builds ONNX models in C++ (no Python needed) with seeded weights: the model zoo
+// generators and the tests use it.
 #include <onnx/onnx_pb.h>
 
 #include <filesystem>
@@ -34,7 +35,7 @@ class OnnxBuilder {
       std::uniform_real_distribution<float> u(-scale, scale);
       for (size_t i = 0; i < n; ++i) data.push_back(u(rng_));
     }
-    for (float f : data) t->add_float_data(f);
+    t->set_raw_data(std::string(reinterpret_cast<const char*>(data.data()), data.size() * sizeof(float)));
     inits_[name] = data;
     return inits_[name];
   }

@@ -1,0 +1,115 @@
+#include "vtpu/models/zoo.h"
+
+#include <fmt/format.h>
+
+#include <cstdlib>
+
+#include "vtpu/models/onnx_builder.h"
+#include "vtpu/support/error.h"
+
+namespace vtpu::models {
+namespace {
+
+using testing::OnnxBuilder;
+
+// He-style uniform bound so activations keep their scale through ReLU layers.
+float he(int64_t fan_in) { return std::sqrt(6.0f / float(fan_in)); }
+
+void mlp0(OnnxBuilder& m) {
+  // TPU v1's MLP0 (Jouppi et al. ISCA 2017, Table 1): 5 fully connected layers, 20M weights,
+  // batch 200. Widths of 2000 give 5 x 4M = 20M weights.
+  const int64_t B = 200, W = 2000;
+  m.input("x", {B, W});
+  std::string prev = "x";
+  for (int l = 1; l <= 5; ++l) {
+    std::string w = fmt::format("fc{}.w", l), b = fmt::format("fc{}.b", l), out = fmt::format("fc{}", l);
+    m.init(w, {W, W}, he(W));
+    m.init(b, {W}, 0.05f);
+    OnnxBuilder::attr(m.node("Gemm", out, {prev, w, b}, {out}), "transB", int64_t(1));
+    prev = out;
+    if (l < 5) {
+      m.node("Relu", fmt::format("relu{}", l), {prev}, {prev + "_relu"});
+      prev += "_relu";
+    }
+  }
+  m.output(prev, {B, W});
+}
+
+void lenet5(OnnxBuilder& m) {
+  // LeNet-5 (LeCun et al. 1998) on 28x28 grey images, as used for Fashion-MNIST.
+  m.input("image", {1, 1, 28, 28});
+  m.init("conv1.w", {6, 1, 5, 5}, he(25));
+  m.init("conv1.b", {6}, 0.05f);
+  m.init("conv2.w", {16, 6, 5, 5}, he(150));
+  m.init("conv2.b", {16}, 0.05f);
+  m.init("fc1.w", {120, 400}, he(400));
+  m.init("fc1.b", {120}, 0.05f);
+  m.init("fc2.w", {84, 120}, he(120));
+  m.init("fc2.b", {84}, 0.05f);
+  m.init("fc3.w", {10, 84}, he(84));
+  m.init("fc3.b", {10}, 0.05f);
+  auto* c1 = m.node("Conv", "conv1", {"image", "conv1.w", "conv1.b"}, {"c1"});
+  OnnxBuilder::attr(c1, "pads", std::vector<int64_t>{2, 2, 2, 2});
+  m.node("Relu", "relu1", {"c1"}, {"r1"});
+  auto* p1 = m.node("MaxPool", "pool1", {"r1"}, {"p1"});
+  OnnxBuilder::attr(p1, "kernel_shape", std::vector<int64_t>{2, 2});
+  OnnxBuilder::attr(p1, "strides", std::vector<int64_t>{2, 2});
+  m.node("Conv", "conv2", {"p1", "conv2.w", "conv2.b"}, {"c2"});
+  m.node("Relu", "relu2", {"c2"}, {"r2"});
+  auto* p2 = m.node("MaxPool", "pool2", {"r2"}, {"p2"});
+  OnnxBuilder::attr(p2, "kernel_shape", std::vector<int64_t>{2, 2});
+  OnnxBuilder::attr(p2, "strides", std::vector<int64_t>{2, 2});
+  m.node("Flatten", "flatten", {"p2"}, {"f"});
+  OnnxBuilder::attr(m.node("Gemm", "fc1", {"f", "fc1.w", "fc1.b"}, {"h1"}), "transB", int64_t(1));
+  m.node("Relu", "relu3", {"h1"}, {"h1r"});
+  OnnxBuilder::attr(m.node("Gemm", "fc2", {"h1r", "fc2.w", "fc2.b"}, {"h2"}), "transB", int64_t(1));
+  m.node("Relu", "relu4", {"h2"}, {"h2r"});
+  OnnxBuilder::attr(m.node("Gemm", "fc3", {"h2r", "fc3.w", "fc3.b"}, {"logits"}), "transB", int64_t(1));
+  m.node("Softmax", "softmax", {"logits"}, {"probs"});
+  m.output("probs", {1, 10});
+}
+
+}  // namespace
+
+const std::vector<ZooEntry>& zoo() {
+  static const std::vector<ZooEntry> z = {
+      {"mlp0", "5 fully connected layers of 2000, 20M weights, batch 200, seeded weights",
+       "TPU v1's MLP0 (Jouppi et al., ISCA 2017, Table 1)", "tpu-v1", "int8"},
+      {"lenet5", "LeNet-5 on 28x28 images (2 conv, 2 max pool, 3 fully connected, softmax), seeded weights",
+       "LeCun et al. 1998; the Fashion-MNIST-trained weights are not in the zoo yet", "tiny-16x16", "bf16"},
+  };
+  return z;
+}
+
+const ZooEntry* find(const std::string& name) {
+  for (const auto& e : zoo())
+    if (e.name == name) return &e;
+  return nullptr;
+}
+
+std::filesystem::path default_dir() {
+  if (const char* d = std::getenv("VTPU_MODEL_DIR")) return d;
+  return std::filesystem::temp_directory_path() / "vtpu-zoo";
+}
+
+std::filesystem::path materialize(const std::string& name, const std::filesystem::path& dir) {
+  const ZooEntry* e = find(name);
+  if (!e) {
+    std::string names;
+    for (const auto& z : zoo()) names += " " + z.name;
+    throw UserError(fmt::format("'{}' is neither a model file nor a zoo model; the zoo has:{} (vtpu models)", name, names));
+  }
+  std::filesystem::create_directories(dir);
+  auto path = dir / (name + ".onnx");
+  if (std::filesystem::exists(path)) return path;
+  OnnxBuilder m(13, /*seed=*/20261130);
+  if (name == "mlp0") mlp0(m);
+  else if (name == "lenet5") lenet5(m);
+  // Write to a temporary name first so a half-written file is never picked up.
+  auto tmp = dir / (name + ".onnx.partial");
+  std::filesystem::copy_file(m.save("vtpu-zoo-" + name + ".onnx"), tmp, std::filesystem::copy_options::overwrite_existing);
+  std::filesystem::rename(tmp, path);
+  return path;
+}
+
+}  // namespace vtpu::models

@@ -1,0 +1,110 @@
+// Every zoo model, int8 and bf16, on a preset it fits, against the fp32 reference; and the
+// same run twice gives byte-identical reports.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <functional>
+
+#include "vtpu/models/zoo.h"
+#include "vtpu/runtime/runtime.h"
+#include "vtpu/sim/report.h"
+
+namespace {
+
+using namespace vtpu;
+
+std::string in_child(const std::function<std::string()>& fn) {
+  int fds[2];
+  if (pipe(fds)) return "ERR pipe";
+  pid_t pid = fork();
+  if (pid == 0) {
+    close(fds[0]);
+    std::string r;
+    try {
+      r = fn();
+    } catch (const std::exception& e) {
+      r = std::string("ERR ") + e.what();
+    }
+    size_t off = 0;
+    while (off < r.size()) {
+      ssize_t n = write(fds[1], r.data() + off, r.size() - off);
+      if (n <= 0) break;
+      off += size_t(n);
+    }
+    _exit(0);
+  }
+  close(fds[1]);
+  std::string got;
+  char buf[65536];
+  ssize_t n;
+  while ((n = read(fds[0], buf, sizeof buf)) > 0) got.append(buf, size_t(n));
+  close(fds[0]);
+  waitpid(pid, nullptr, 0);
+  return got;
+}
+
+struct Case {
+  std::string model, config;
+  compiler::Precision precision;
+  double max_relative_error;
+};
+
+void PrintTo(const Case& c, std::ostream* os) { *os << c.model << " on " << c.config; }
+
+class Zoo : public ::testing::TestWithParam<Case> {};
+
+TEST_P(Zoo, RunsAndMatchesTheFp32Reference) {
+  const Case& c = GetParam();
+  auto path = models::materialize(c.model, models::default_dir());
+  std::string out = in_child([&] {
+    runtime::RunOptions o;
+    o.precision = c.precision;
+    o.check = true;
+    auto run = runtime::run_model(path, config::load_preset(c.config), o);
+    std::string r;
+    for (const auto& ch : run.checks) r += std::to_string(ch.max_abs_error / ch.max_reference) + " ";
+    return r + "| " + sim::report_json(run.sim, run.config, {"test", c.model, 1, run.inputs_used});
+  });
+  ASSERT_EQ(out.rfind("ERR", 0), std::string::npos) << out;
+  double rel = std::stod(out.substr(0, out.find(' ')));
+  EXPECT_LT(rel, c.max_relative_error) << c.model << " on " << c.config;
+  EXPECT_NE(out.find("\"macs\""), std::string::npos);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Models, Zoo,
+    // Five stacked int8 layers with per-tensor activation scales: ~5% of the largest output.
+    ::testing::Values(Case{"mlp0", "tpu-v1", compiler::Precision::Int8, 0.08},
+                      Case{"mlp0", "tpu-v4-core", compiler::Precision::Bf16, 0.02},
+                      Case{"lenet5", "tiny-16x16", compiler::Precision::Int8, 0.05},
+                      Case{"lenet5", "tiny-16x16", compiler::Precision::Bf16, 0.02}),
+    [](const auto& info) {
+      return info.param.model + "_" + (info.param.precision == compiler::Precision::Int8 ? "int8" : "bf16");
+    });
+
+TEST(ZooReports, SameRunTwiceGivesIdenticalReports) {
+  auto path = models::materialize("lenet5", models::default_dir());
+  auto report = [&] {
+    return in_child([&] {
+      runtime::RunOptions o;
+      o.precision = compiler::Precision::Int8;
+      auto run = runtime::run_model(path, config::load_preset("tiny-16x16"), o);
+      return sim::report_json(run.sim, run.config, {"test", "lenet5", 1, run.inputs_used}) + runtime::layers_csv(run);
+    });
+  };
+  std::string a = report(), b = report();
+  ASSERT_EQ(a.rfind("{", 0), 0u) << a;
+  EXPECT_EQ(a, b);
+}
+
+TEST(ZooList, UnknownNameListsTheZoo) {
+  try {
+    models::materialize("resnet-9000", models::default_dir());
+    FAIL();
+  } catch (const UserError& e) {
+    EXPECT_NE(std::string(e.what()).find("mlp0"), std::string::npos) << e.what();
+  }
+}
+
+}  // namespace
