@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <unistd.h>
+
 #include <cstdlib>
 
 #include "vtpu/models/onnx_builder.h"
@@ -105,9 +107,10 @@ std::filesystem::path materialize(const std::string& name, const std::filesystem
   OnnxBuilder m(13, /*seed=*/20261130);
   if (name == "mlp0") mlp0(m);
   else if (name == "lenet5") lenet5(m);
-  // Write to a temporary name first so a half-written file is never picked up.
-  auto tmp = dir / (name + ".onnx.partial");
-  std::filesystem::copy_file(m.save("vtpu-zoo-" + name + ".onnx"), tmp, std::filesystem::copy_options::overwrite_existing);
+  // Write under a name of this process first, then rename (atomic): concurrent runs never
+  // see a half-written model.
+  auto tmp = dir / fmt::format("{}.onnx.{}.partial", name, ::getpid());
+  m.save_to(tmp);
   std::filesystem::rename(tmp, path);
   return path;
 }

@@ -76,10 +76,11 @@ class OnnxBuilder {
 
   const std::vector<float>& weights(const std::string& name) { return inits_.at(name); }
 
-  std::filesystem::path save(const std::string& file) {
-    auto p = std::filesystem::temp_directory_path() / file;
+  std::filesystem::path save(const std::string& file) { return save_to(std::filesystem::temp_directory_path() / file); }
+  std::filesystem::path save_to(const std::filesystem::path& p) {
     std::ofstream f(p, std::ios::binary);
     model_.SerializeToOstream(&f);
+    if (!f) throw std::runtime_error("cannot write " + p.string());
     return p;
   }
 
