@@ -187,7 +187,7 @@ TEST(Cli, SimRejectsWrongInputsAndBadPrograms) {
 
 }  // namespace
 
-#include "../../compiler/tests/onnx_builder.h"
+#include "vtpu/models/onnx_builder.h"
 
 namespace {
 
