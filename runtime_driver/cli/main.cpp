@@ -103,6 +103,41 @@ struct RunArgs {
   bool check = false, quiet = false, config_given = false, dtype_given = false;
 };
 
+struct CompareArgs {
+  std::string model, config = "tpu-v4-core", dtypes = "int8,bf16";
+  uint64_t seed = 1;
+  int64_t batch = 0;
+  bool config_given = false;
+};
+
+int cmd_compare(CompareArgs a) {
+  if (!std::filesystem::exists(a.model)) {
+    const models::ZooEntry* e = models::find(a.model);
+    if (e && !a.config_given) a.config = e->default_config;
+    a.model = models::materialize(a.model, models::default_dir()).string();
+  }
+  config::Config cfg = config::resolve(a.config);
+  std::vector<compiler::Precision> ps;
+  size_t pos = 0;
+  while (pos <= a.dtypes.size()) {
+    size_t comma = a.dtypes.find(',', pos);
+    std::string d = a.dtypes.substr(pos, comma == std::string::npos ? std::string::npos : comma - pos);
+    if (d == "int8") ps.push_back(compiler::Precision::Int8);
+    else if (d == "bf16") ps.push_back(compiler::Precision::Bf16);
+    else throw UserError(fmt::format("--dtypes: '{}' is not int8 or bf16", d));
+    if (comma == std::string::npos) break;
+    pos = comma + 1;
+  }
+  runtime::RunOptions o;
+  o.seed = a.seed;
+  o.batch = a.batch;
+  auto rows = runtime::compare(a.model, cfg, ps, o);
+  std::cout << fmt::format("{} on {}:\n", a.model, cfg.name) << runtime::compare_table(rows);
+  for (const auto& r : rows)
+    if (!r.error.empty()) return kExitUserError;
+  return kExitOk;
+}
+
 int cmd_models() {
   std::cout << fmt::format("{:<10} {:<12} {:<6} {}\n", "name", "config", "dtype", "model");
   for (const auto& e : models::zoo())
@@ -289,6 +324,14 @@ int main(int argc, char** argv) {
 
   auto* models_cmd = app.add_subcommand("models", "list the model zoo");
 
+  CompareArgs cmp_args;
+  auto* cmp_cmd = app.add_subcommand("compare", "run a model in several precisions and show them side by side");
+  cmp_cmd->add_option("MODEL", cmp_args.model, "model (.onnx) or zoo name")->required();
+  auto* cmp_cfg = cmp_cmd->add_option("-c,--config", cmp_args.config, "preset name or YAML file")->capture_default_str();
+  cmp_cmd->add_option("--dtypes", cmp_args.dtypes, "comma-separated precisions")->capture_default_str();
+  cmp_cmd->add_option("--seed", cmp_args.seed, "seed for generated inputs")->capture_default_str();
+  cmp_cmd->add_option("--batch", cmp_args.batch, "batch size (default: the model's)");
+
   SimArgs sim_args;
   auto* sim_cmd = app.add_subcommand("sim", "run a .vtpu program on the cycle-accurate chip model");
   sim_cmd->add_option("PROGRAM", sim_args.program, "program (.vtpu)")->required();
@@ -318,6 +361,10 @@ int main(int argc, char** argv) {
       return cmd_run(run_args);
     }
     if (*models_cmd) return cmd_models();
+    if (*cmp_cmd) {
+      cmp_args.config_given = cmp_cfg->count() > 0;
+      return cmd_compare(cmp_args);
+    }
     if (*dis_cmd) return cmd_disasm(dis_in);
     if (*check_cmd) return cmd_config_check(cfg_file);
     if (*list_cmd) return cmd_config_list();

@@ -6,7 +6,9 @@
 #include <chrono>
 #include <cmath>
 #include <cstring>
+#include <functional>
 #include <random>
+#include <set>
 
 #include "vtpu/numerics/float.h"
 #include "vtpu/runtime/npy.h"
@@ -260,6 +262,127 @@ std::string layers_csv(const ModelRun& run) {
     o += fmt::format("\"{}\",{},{},{},{},{},{},{},{:.6f},{},{},{:.6f},{}\n", r.layer, r.first_cycle, r.last_cycle, r.cycles,
                      r.bound_cycles, r.compute_cycles, r.memory_cycles, r.macs, r.mxu_utilization, r.top_stall, r.stall_cycles,
                      r.energy_uj, r.bound_by);
+  return o;
+}
+
+}  // namespace vtpu::runtime
+
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <nlohmann/json.hpp>
+
+namespace vtpu::runtime {
+namespace {
+
+// Runs fn in a child process and returns what it wrote to the pipe.
+std::string in_child(const std::function<std::string()>& fn) {
+  int fds[2];
+  if (pipe(fds) != 0) throw InternalError("pipe failed");
+  pid_t pid = fork();
+  if (pid < 0) throw InternalError("fork failed");
+  if (pid == 0) {
+    close(fds[0]);
+    std::string r;
+    try {
+      r = fn();
+    } catch (const std::exception& e) {
+      r = nlohmann::json{{"error", e.what()}}.dump();
+    }
+    size_t off = 0;
+    while (off < r.size()) {
+      ssize_t n = write(fds[1], r.data() + off, r.size() - off);
+      if (n <= 0) break;
+      off += size_t(n);
+    }
+    _exit(0);
+  }
+  close(fds[1]);
+  std::string got;
+  char buf[65536];
+  ssize_t n;
+  while ((n = read(fds[0], buf, sizeof buf)) > 0) got.append(buf, size_t(n));
+  close(fds[0]);
+  int st = 0;
+  waitpid(pid, &st, 0);
+  if (!WIFEXITED(st)) return nlohmann::json{{"error", "the run crashed (a vtpu bug)"}}.dump();
+  return got;
+}
+
+}  // namespace
+
+std::vector<CompareRow> compare(const std::filesystem::path& model, const config::Config& cfg,
+                                const std::vector<compiler::Precision>& precisions, const RunOptions& base) {
+  std::vector<CompareRow> rows;
+  for (compiler::Precision p : precisions) {
+    std::string out = in_child([&] {
+      RunOptions o = base;
+      o.precision = p;
+      o.check = model.extension() == ".onnx";
+      ModelRun run = run_model(model, cfg, o);
+      const sim::Stats& s = run.sim.stats;
+      double secs = s.seconds(), ej = s.total.energy_total_pj() * 1e-12;
+      nlohmann::json j;
+      j["latency_ms"] = secs * 1e3;
+      j["throughput"] = secs > 0 ? double(run.batch) / secs : 0.0;
+      j["tops"] = secs > 0 ? 2.0 * double(s.total.macs()) / secs / 1e12 : 0.0;
+      j["energy_mj"] = ej * 1e3 / double(run.batch);
+      j["power_w"] = secs > 0 ? ej / secs : 0.0;
+      j["mxu_utilization"] = s.mxu_overall_utilization();
+      double rel = -1;
+      for (const auto& c : run.checks) rel = std::max(rel, c.max_reference > 0 ? c.max_abs_error / c.max_reference : 0.0);
+      j["max_relative_error"] = rel;
+      for (size_t u = 0; u < sim::kNumUnits; ++u)
+        j["energy_by_unit_mj"][std::string(sim::unit_name(sim::Unit(u)))] = s.total.energy_pj[u] * 1e-9 / double(run.batch);
+      return j.dump();
+    });
+    CompareRow r;
+    r.dtype = p == compiler::Precision::Int8 ? "int8" : "bf16";
+    auto j = nlohmann::json::parse(out, nullptr, false);
+    if (j.is_discarded() || j.contains("error")) {
+      r.error = j.is_discarded() ? out : j["error"].get<std::string>();
+    } else {
+      r.latency_ms = j["latency_ms"], r.throughput = j["throughput"], r.tops = j["tops"];
+      r.energy_mj = j["energy_mj"], r.power_w = j["power_w"], r.mxu_utilization = j["mxu_utilization"];
+      r.max_relative_error = j["max_relative_error"];
+      for (auto it = j["energy_by_unit_mj"].begin(); it != j["energy_by_unit_mj"].end(); ++it)
+        r.energy_by_unit_mj[it.key()] = it.value();
+    }
+    rows.push_back(std::move(r));
+  }
+  return rows;
+}
+
+std::string compare_table(const std::vector<CompareRow>& rows) {
+  std::string o = fmt::format("{:<26}", "");
+  for (const auto& r : rows) o += fmt::format("{:>16}", r.dtype);
+  o += "\n";
+  auto line = [&](const std::string& name, auto get) {
+    o += fmt::format("{:<26}", name);
+    for (const auto& r : rows) o += fmt::format("{:>16}", r.error.empty() ? get(r) : std::string("failed"));
+    o += "\n";
+  };
+  line("latency (ms)", [](const CompareRow& r) { return fmt::format("{:.4f}", r.latency_ms); });
+  line("throughput (inf/s)", [](const CompareRow& r) { return fmt::format("{:.1f}", r.throughput); });
+  line("achieved TOPS", [](const CompareRow& r) { return fmt::format("{:.3f}", r.tops); });
+  line("MXU utilization", [](const CompareRow& r) { return fmt::format("{:.1f}%", 100 * r.mxu_utilization); });
+  line("energy / inference (mJ)", [](const CompareRow& r) { return fmt::format("{:.4f}", r.energy_mj); });
+  line("average power (W)", [](const CompareRow& r) { return fmt::format("{:.2f}", r.power_w); });
+  line("error vs fp32", [](const CompareRow& r) {
+    return r.max_relative_error < 0 ? std::string("-") : fmt::format("{:.2f}%", 100 * r.max_relative_error);
+  });
+  std::set<std::string> units;
+  for (const auto& r : rows)
+    for (const auto& [u, e] : r.energy_by_unit_mj)
+      if (e > 0) units.insert(u);
+  for (const auto& u : units)
+    line("  energy " + u + " (mJ)", [&](const CompareRow& r) {
+      auto it = r.energy_by_unit_mj.find(u);
+      return fmt::format("{:.4f}", it == r.energy_by_unit_mj.end() ? 0.0 : it->second);
+    });
+  for (const auto& r : rows)
+    if (!r.error.empty()) o += fmt::format("{} failed: {}\n", r.dtype, r.error);
+  o += "error vs fp32: the largest |output - fp32 reference| over the largest |reference|, on the same inputs\n";
   return o;
 }
 

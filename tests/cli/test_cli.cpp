@@ -276,3 +276,17 @@ TEST(Cli, RunRejectsBadInputs) {
 }
 
 }  // namespace
+
+namespace {
+
+TEST(Cli, CompareShowsInt8AndBf16SideBySide) {
+  CliResult r = vtpu("compare lenet5 -c tiny-16x16 --dtypes int8,bf16");
+  ASSERT_EQ(r.code, 0) << r.err << r.out;
+  for (const char* s : {"int8", "bf16", "latency (ms)", "energy / inference", "error vs fp32", "energy mxu"})
+    EXPECT_NE(r.out.find(s), std::string::npos) << s << "\n" << r.out;
+  CliResult bad = vtpu("compare lenet5 --dtypes int4");
+  EXPECT_EQ(bad.code, 1);
+  EXPECT_NE(bad.err.find("int4"), std::string::npos) << bad.err;
+}
+
+}  // namespace

@@ -65,4 +65,17 @@ std::string totals_text(const ModelRun& run);
 // One row per layer, for spreadsheets.
 std::string layers_csv(const ModelRun& run);
 
+// `vtpu compare`: the same model in several precisions, side by side. Each run happens in
+// its own process (one SystemC simulation per process).
+struct CompareRow {
+  std::string dtype;
+  double latency_ms = 0, throughput = 0, tops = 0, energy_mj = 0, power_w = 0, mxu_utilization = 0;
+  double max_relative_error = -1;  // vs the fp32 reference; -1 when not checked
+  std::map<std::string, double> energy_by_unit_mj;
+  std::string error;  // set when the run failed
+};
+std::vector<CompareRow> compare(const std::filesystem::path& model, const config::Config& cfg,
+                                const std::vector<compiler::Precision>& precisions, const RunOptions& base);
+std::string compare_table(const std::vector<CompareRow>& rows);
+
 }  // namespace vtpu::runtime
