@@ -71,6 +71,14 @@ void lenet5(OnnxBuilder& m) {
   m.output("probs", {1, 10});
 }
 
+void gemm2048(OnnxBuilder& m) {
+  // The 2048^3 GEMM of the compiler's quality figures: activations [2048, 2048] x weights.
+  m.input("a", {2048, 2048});
+  m.init("b", {2048, 2048}, 0.05f);
+  m.node("MatMul", "gemm", {"a", "b"}, {"c"});
+  m.output("c", {2048, 2048});
+}
+
 }  // namespace
 
 const std::vector<ZooEntry>& zoo() {
@@ -79,6 +87,8 @@ const std::vector<ZooEntry>& zoo() {
        "TPU v1's MLP0 (Jouppi et al., ISCA 2017, Table 1)", "tpu-v1", "int8"},
       {"lenet5", "LeNet-5 on 28x28 images (2 conv, 2 max pool, 3 fully connected, softmax), seeded weights",
        "LeCun et al. 1998; the Fashion-MNIST-trained weights are not in the zoo yet", "tiny-16x16", "bf16"},
+      {"gemm2048", "one 2048 x 2048 x 2048 matrix multiply (activation x constant weights), seeded weights",
+       "the GEMM the compiler's roofline figures are measured on", "tpu-v4-core", "bf16"},
   };
   return z;
 }
@@ -107,6 +117,7 @@ std::filesystem::path materialize(const std::string& name, const std::filesystem
   OnnxBuilder m(13, /*seed=*/20261130);
   if (name == "mlp0") mlp0(m);
   else if (name == "lenet5") lenet5(m);
+  else if (name == "gemm2048") gemm2048(m);
   // Write under a name of this process first, then rename (atomic): concurrent runs never
   // see a half-written model.
   auto tmp = dir / fmt::format("{}.onnx.{}.partial", name, ::getpid());

@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <ostream>
 #include <string>
 #include <vector>
 
@@ -29,6 +30,8 @@ struct MxuParams {
   bool bf16 = true;    // false: int8-only PEs
   std::string preset;  // the config preset it mirrors, or empty
 };
+// GoogleTest prints a parameter with this.
+inline void PrintTo(const MxuParams& p, std::ostream* os) { *os << p.name; }
 
 // One Verilated vtpu_mxu. A cycle is: set the command inputs, eval() (combinational
 // outputs of this cycle become valid), answer the row reads with set_in_data() and

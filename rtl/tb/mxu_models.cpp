@@ -78,7 +78,9 @@ class MxuModel final : public MxuPort {
   }
   void eval() override { m_->eval(); }
   void tick() override {
-    m_->eval();  // settle the inputs set after the last eval() before the edge samples them
+    // Inputs set after the last eval() must settle before the edge: Verilator does not
+    // order an input change and a clock edge given in one eval().
+    m_->eval();
     m_->clk = 1;
     m_->eval();
     m_->clk = 0;
