@@ -157,6 +157,17 @@ class Codegen {
       uint64_t addr = hbm_alloc(bytes);
       decl(fmt::format(".tensor {} role=input dtype={} shape=[{}] addr={}{}", quote(name), dt_, fmt::join(shape, ", "), addr,
                        quant_attrs(arg, bool(fn.getArgAttr(i, "vtpu.nhwc")))));
+      // An image with few channels that only convolutions read stays in HBM: those
+      // convolutions load it packed (see gen_conv_packed) instead of R lanes per pixel.
+      bool packed = !arg.use_empty();
+      for (mlir::Operation* u : arg.getUsers()) {
+        auto c = mlir::dyn_cast<tpu::Conv2DOp>(u);
+        packed &= c && packable(c);
+      }
+      if (packed) {
+        input_hbm_[arg.getAsOpaquePointer()] = addr;
+        continue;
+      }
       tag("input " + name);
       Act a = new_act(shape, "input '" + name + "'");
       load_act(a, addr);
@@ -598,9 +609,94 @@ class Codegen {
     define(op.getOutput(), y);
   }
 
+  // A convolution whose input has few channels can read it packed: each matmul row then
+  // covers the KW taps of one kernel row side by side (K = KW x channels rounded to a
+  // word), instead of one tap per matmul with the channels padded to R lanes.
+  bool packable(tpu::Conv2DOp op) const {
+    auto xs = shape_of(op.getInput()), ws = shape_of(op.getWeight());
+    uint64_t CIp = align_up(uint64_t(xs[3]), std::max<uint64_t>(1, 4 / esz_));
+    return op.getDilation()[1] == 1 && uint64_t(ws[1]) * CIp <= R_ && uint64_t(xs[3]) * 4 <= R_;
+  }
+
+  void gen_conv_packed(tpu::Conv2DOp op, uint64_t hbm) {
+    std::string layer = op.getLayer().str();
+    auto xs = shape_of(op.getInput()), ws = shape_of(op.getWeight()), ys = shape_of(op.getOutput());
+    uint64_t N = uint64_t(xs[0]), H = uint64_t(xs[1]), W = uint64_t(xs[2]), CI = uint64_t(xs[3]);
+    uint64_t KH = uint64_t(ws[0]), KW = uint64_t(ws[1]), CO = uint64_t(ws[3]), OH = uint64_t(ys[1]), OW = uint64_t(ys[2]);
+    auto stride = op.getStride(), pad = op.getPad(), dil = op.getDilation();
+    uint64_t sh = uint64_t(stride[0]), sw = uint64_t(stride[1]), dh = uint64_t(dil[0]);
+    uint64_t pt = uint64_t(pad[0]), pb = uint64_t(pad[1]), pl = uint64_t(pad[2]), pr = uint64_t(pad[3]);
+    uint64_t Hp = H + pt + pb, Wp = W + pl + pr, CIp = align_up(CI, std::max<uint64_t>(1, 4 / esz_));
+    uint64_t pix = CIp * esz_;
+    // The packed, zero-padded image (+ one row of slack: a matmul reads R lanes per row).
+    uint64_t bytes = N * Hp * Wp * pix + R_ * esz_;
+    auto at = ub_.alloc(bytes);
+    if (!at)
+      throw CompileError(fmt::format("the packed input of '{}' needs {} bytes of the unified buffer, {} are free", layer,
+                                     bytes, ub_.capacity() - ub_.in_use()));
+    uint64_t xq = *at;
+    clear(xq, bytes);
+    for (uint64_t n = 0; n < N; ++n) {
+      std::string d = new_desc(fmt::format("bytes={} src_off={} dst_off={} dim=[{}, {}, {}] dim=[{}, {}, {}]", CI * esz_,
+                                           hbm + n * H * W * CI * esz_, xq + ((n * Hp + pt) * Wp + pl) * pix, W, CI * esz_, pix,
+                                           H, W * CI * esz_, Wp * pix));
+      code(fmt::format("  dma.load desc={} src=r0 dst=r0 flag=f1", d));
+      code("  wait f1");
+    }
+    auto w = const_floats(op.getWeight(), layer), bias = const_floats(op.getBias(), layer);
+    Act y = new_act(ys, fmt::format("the output of '{}'", layer));
+    std::vector<double> acc_scale;
+    if (q8_) {
+      QWeights qw = quantize(w, KH * KW * CI, CO);
+      w = std::move(qw.q);
+      for (double s2 : qw.s) acc_scale.push_back(s2 * scale(op.getInput()));
+    }
+    uint64_t bias_ub = bias_rows(bias, acc_scale);
+    auto eps = epilogue_params(CO, acc_scale, q8_ ? scale(op.getOutput()) : 1.0, op.getClampMin().convertToDouble(),
+                               op.getClampMax().convertToDouble());
+    uint64_t nbs = ceil_div(CO, C_), K = KW * CIp;
+    // One tile per kernel row dy: row k = dx * CIp + c holds w[dy][dx][c][:] (zero for c >= CI).
+    std::map<std::pair<uint64_t, uint64_t>, TileRef> tiles;
+    for (uint64_t dy = 0; dy < KH; ++dy) {
+      std::vector<float> t(K * CO, 0.0f);
+      for (uint64_t dx = 0; dx < KW; ++dx)
+        for (uint64_t c = 0; c < CI; ++c)
+          for (uint64_t co = 0; co < CO; ++co) t[(dx * CIp + c) * CO + co] = w[((dy * KW + dx) * CI + c) * CO + co];
+      for (uint64_t nb = 0; nb < nbs; ++nb) tiles[{dy, nb}] = weight_tile(t, K, CO, 0, nb);
+    }
+    uint64_t rows_per_chunk = std::max<uint64_t>(1, acc_region_ / OW);
+    std::vector<Block> blocks;
+    for (uint64_t nb = 0; nb < nbs; ++nb)
+      for (uint64_t r0 = 0; r0 < N * OH; r0 += rows_per_chunk) {
+        uint64_t r1 = std::min(N * OH, r0 + rows_per_chunk);
+        Block b;
+        for (uint64_t dy = 0; dy < KH; ++dy) {
+          TileGroup g{tiles[{dy, nb}], {}};
+          for (uint64_t r = r0; r < r1; ++r) {
+            uint64_t n = r / OH, oy = r % OH;
+            uint64_t src = xq + ((n * Hp + oy * sh + dy * dh) * Wp) * pix;
+            g.steps.push_back({src, OW, sw * pix, (r - r0) * OW, dy > 0});
+          }
+          b.groups.push_back(std::move(g));
+        }
+        uint64_t rows = (r1 - r0) * OW;
+        uint64_t out = y.base + nb * y.block_bytes + r0 * OW * C_ * esz_, bias_row = bias_ub + nb * C_ * 4;
+        std::string ep = eps[nb];
+        b.epilogue = [this, rows, bias_row, ep, out](uint32_t m, uint64_t acc_row) { epilogue(m, acc_row, rows, bias_row, ep, out); };
+        blocks.push_back(std::move(b));
+      }
+    run_blocks(blocks);
+    ub_.release(bias_ub);
+    ub_.release(xq);
+    add_bound(layer, N * OH * OW * KH * KW * CI * CO, KH * KW * CI * CO * esz_ + N * H * W * CI * esz_);
+    define(op.getOutput(), y);
+  }
+
   void gen_conv(tpu::Conv2DOp op) {
     std::string layer = op.getLayer().str();
     tag(layer);
+    if (auto it = input_hbm_.find(op.getInput().getAsOpaquePointer()); it != input_hbm_.end())
+      return gen_conv_packed(op, it->second);
     const Act& x = act(op.getInput());
     auto xs = x.shape;  // N, H, W, CI
     auto ws = shape_of(op.getWeight());  // KH, KW, CI, CO
@@ -961,6 +1057,7 @@ class Codegen {
   bool q8_ = false;
   std::string dt_ = "bf16";
   std::map<const void*, float> scales_;
+  std::map<const void*, uint64_t> input_hbm_;  // model inputs left in HBM for packed convolutions
   uint64_t hbm_next_ = 0, zero_hbm_ = 0, const_bytes_ = 0;
   int ndesc_ = 0, nparam_ = 0;
   std::map<std::string, std::string> desc_names_, param_names_;

@@ -53,6 +53,18 @@ std::map<const void*, float> calibrate(mlir::ModuleOp module, const CompileOptio
   int64_t batch = 1;
   if (fn.getNumArguments()) batch = std::max<int64_t>(1, mlir::cast<mlir::RankedTensorType>(fn.getArgument(0).getType()).getShape()[0]);
   int runs = int(std::max<int64_t>(1, (options.calibration_samples + batch - 1) / batch));
+  // The reference interpreter is plain loops: keep calibration to a few billion MACs.
+  double macs = 0;
+  fn.walk([&](mlir::Operation* op) {
+    auto numel = [](mlir::Value v) { return double(mlir::cast<mlir::RankedTensorType>(v.getType()).getNumElements()); };
+    if (auto m = mlir::dyn_cast<tpu::MatmulOp>(op))
+      macs += numel(m.getOutput()) * double(mlir::cast<mlir::RankedTensorType>(m.getWeight().getType()).getShape()[0]);
+    if (auto c = mlir::dyn_cast<tpu::Conv2DOp>(op)) {
+      auto ws = mlir::cast<mlir::RankedTensorType>(c.getWeight().getType()).getShape();
+      macs += numel(c.getOutput()) * double(ws[0] * ws[1] * ws[2]);
+    }
+  });
+  runs = std::max(1, std::min(runs, int(8e9 / std::max(1.0, macs))));
   for (int s = 0; options.calibration.empty() && s < runs; ++s) {
     std::vector<RefTensor> in;
     for (unsigned i = 0; i < fn.getNumArguments(); ++i) {
@@ -74,6 +86,11 @@ std::map<const void*, float> calibrate(mlir::ModuleOp module, const CompileOptio
   }
   std::map<const void*, float> scales;
   for (const auto& [v, m] : maxabs) scales[v] = m > 0 ? m / 127.0f : 1.0f;
+  // Pools and reshapes pass int8 values through without rescaling: their output keeps the
+  // input's scale (an average pool's smaller range would otherwise be misread).
+  for (mlir::Operation& op : fn.getBody().front())
+    if (mlir::isa<tpu::PoolOp, tpu::ReshapeOp>(op))
+      scales[op.getResult(0).getAsOpaquePointer()] = scales[op.getOperand(0).getAsOpaquePointer()];
   return scales;
 }
 

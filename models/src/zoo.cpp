@@ -71,6 +71,66 @@ void lenet5(OnnxBuilder& m) {
   m.output("probs", {1, 10});
 }
 
+// Conv (no bias) + BatchNormalization (+ Relu), the ResNet building unit.
+std::string conv_bn(OnnxBuilder& m, const std::string& name, const std::string& in, int64_t ci, int64_t co, int64_t k,
+                    int64_t stride, bool relu) {
+  m.init(name + ".w", {co, ci, k, k}, he(ci * k * k));
+  auto* c = m.node("Conv", name, {in, name + ".w"}, {name});
+  OnnxBuilder::attr(c, "kernel_shape", std::vector<int64_t>{k, k});
+  OnnxBuilder::attr(c, "strides", std::vector<int64_t>{stride, stride});
+  int64_t p = k / 2;
+  OnnxBuilder::attr(c, "pads", std::vector<int64_t>{p, p, p, p});
+  const size_t n = static_cast<size_t>(co);
+  std::vector<float> gamma(n), beta(n), mean(n), var(n);
+  for (int64_t i = 0; i < co; ++i)
+    gamma[size_t(i)] = 0.8f + 0.4f * float(i % 7) / 7.0f, beta[size_t(i)] = 0.05f * float(i % 5 - 2),
+    mean[size_t(i)] = 0.02f * float(i % 3 - 1), var[size_t(i)] = 0.9f + 0.2f * float(i % 4) / 4.0f;
+  m.init(name + ".bn.g", {co}, 0, gamma);
+  m.init(name + ".bn.b", {co}, 0, beta);
+  m.init(name + ".bn.m", {co}, 0, mean);
+  m.init(name + ".bn.v", {co}, 0, var);
+  m.node("BatchNormalization", name + ".bn", {name, name + ".bn.g", name + ".bn.b", name + ".bn.m", name + ".bn.v"},
+         {name + ".bn"});
+  if (!relu) return name + ".bn";
+  m.node("Relu", name + ".relu", {name + ".bn"}, {name + ".relu"});
+  return name + ".relu";
+}
+
+void resnet50(OnnxBuilder& m) {
+  // ResNet-50 v1.5 (He et al. 2016; the stride sits on the 3x3 conv), 224x224 input.
+  m.input("image", {1, 3, 224, 224});
+  std::string x = conv_bn(m, "conv1", "image", 3, 64, 7, 2, true);
+  auto* mp = m.node("MaxPool", "maxpool", {x}, {"maxpool"});
+  OnnxBuilder::attr(mp, "kernel_shape", std::vector<int64_t>{3, 3});
+  OnnxBuilder::attr(mp, "strides", std::vector<int64_t>{2, 2});
+  OnnxBuilder::attr(mp, "pads", std::vector<int64_t>{1, 1, 1, 1});
+  x = "maxpool";
+  int64_t ch = 64;
+  const int blocks[4] = {3, 4, 6, 3};
+  for (int s = 0; s < 4; ++s) {
+    int64_t width = 64 << s, out = width * 4;
+    for (int b = 0; b < blocks[s]; ++b) {
+      std::string n = fmt::format("layer{}.{}", s + 1, b);
+      int64_t stride = (b == 0 && s > 0) ? 2 : 1;
+      std::string y = conv_bn(m, n + ".conv1", x, ch, width, 1, 1, true);
+      y = conv_bn(m, n + ".conv2", y, width, width, 3, stride, true);
+      y = conv_bn(m, n + ".conv3", y, width, out, 1, 1, false);
+      std::string shortcut = x;
+      if (b == 0) shortcut = conv_bn(m, n + ".downsample", x, ch, out, 1, stride, false);
+      m.node("Add", n + ".add", {y, shortcut}, {n + ".add"});
+      m.node("Relu", n + ".relu", {n + ".add"}, {n + ".out"});
+      x = n + ".out";
+      ch = out;
+    }
+  }
+  m.node("GlobalAveragePool", "avgpool", {x}, {"avgpool"});
+  m.node("Flatten", "flatten", {"avgpool"}, {"flat"});
+  m.init("fc.w", {1000, 2048}, he(2048));
+  m.init("fc.b", {1000}, 0.05f);
+  OnnxBuilder::attr(m.node("Gemm", "fc", {"flat", "fc.w", "fc.b"}, {"logits"}), "transB", int64_t(1));
+  m.output("logits", {1, 1000});
+}
+
 void gemm2048(OnnxBuilder& m) {
   // The 2048^3 GEMM of the compiler's quality figures: activations [2048, 2048] x weights.
   m.input("a", {2048, 2048});
@@ -87,6 +147,8 @@ const std::vector<ZooEntry>& zoo() {
        "TPU v1's MLP0 (Jouppi et al., ISCA 2017, Table 1)", "tpu-v1", "int8"},
       {"lenet5", "LeNet-5 on 28x28 images (2 conv, 2 max pool, 3 fully connected, softmax), seeded weights",
        "LeCun et al. 1998; the Fashion-MNIST-trained weights are not in the zoo yet", "tiny-16x16", "bf16"},
+      {"resnet50", "ResNet-50 v1.5 on 224x224 images (53 conv layers with batch norm, 16 residual adds, 25.6M weights), seeded weights",
+       "He et al. 2016 (torchvision's resnet50)", "tpu-v1", "int8"},
       {"gemm2048", "one 2048 x 2048 x 2048 matrix multiply (activation x constant weights), seeded weights",
        "the GEMM the compiler's roofline figures are measured on", "tpu-v4-core", "bf16"},
   };
@@ -118,6 +180,7 @@ std::filesystem::path materialize(const std::string& name, const std::filesystem
   if (name == "mlp0") mlp0(m);
   else if (name == "lenet5") lenet5(m);
   else if (name == "gemm2048") gemm2048(m);
+  else if (name == "resnet50") resnet50(m);
   // Write under a name of this process first, then rename (atomic): concurrent runs never
   // see a half-written model.
   auto tmp = dir / fmt::format("{}.onnx.{}.partial", name, ::getpid());

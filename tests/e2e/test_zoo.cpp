@@ -77,6 +77,8 @@ INSTANTIATE_TEST_SUITE_P(
     // Five stacked int8 layers with per-tensor activation scales: ~5% of the largest output.
     ::testing::Values(Case{"mlp0", "tpu-v1", compiler::Precision::Int8, 0.08},
                       Case{"mlp0", "tpu-v4-core", compiler::Precision::Bf16, 0.02},
+                      Case{"resnet50", "tpu-v1", compiler::Precision::Int8, 0.05},
+                      Case{"resnet50", "tpu-v4-core", compiler::Precision::Bf16, 0.02},
                       Case{"lenet5", "tiny-16x16", compiler::Precision::Int8, 0.05},
                       Case{"lenet5", "tiny-16x16", compiler::Precision::Bf16, 0.02}),
     [](const auto& info) {
