@@ -120,7 +120,7 @@ struct TileGroup {
 // An output block: tile groups accumulating into one accumulator region, then an epilogue.
 struct Block {
   std::vector<TileGroup> groups;
-  std::function<void(uint32_t mxu, uint64_t acc_row)> epilogue;
+  std::function<std::vector<std::string>(uint32_t mxu, uint64_t acc_row)> epilogue;
   uint64_t acc_rows = 0;
 };
 
@@ -429,28 +429,37 @@ class Codegen {
   }
 
   // The epilogue of an output block: acc (fp32) + bias, clamp, -> bf16 rows of `out` block.
-  void epilogue(uint32_t mxu, uint64_t acc_row, uint64_t rows, uint64_t bias_ub, const std::string& clamp_param,
-                uint64_t out_ub) {
+  // The epilogue of an output block as phases, one vector operation each (run_blocks
+  // spaces them out over the next steps): bf16: acc (fp32) + bias, clamp, -> bf16 rows;
+  // INT8: acc (int32) + bias, RESCALE per output channel -> int8 (clamp in its bounds).
+  // "{flag}" stands for the flag the scheduler gives the operation.
+  std::vector<std::string> epilogue(uint32_t mxu, uint64_t acc_row, uint64_t rows, uint64_t bias_ub,
+                                    const std::string& clamp_param, uint64_t out_ub) {
     uint64_t g = uint64_t(mxu) * cfg_.core.accumulators.rows + acc_row;
-    code(fmt::format("  wait f{}", 2 + mxu));
+    auto ref = [&](uint64_t addr, int reg, std::string& pre) {
+      if (addr <= 0xFFFFFF) return fmt::format("r0+{}", addr);
+      pre += fmt::format("  li r{}, {}\n", reg, addr);
+      return fmt::format("r{}+0", reg);
+    };
+    std::vector<std::string> ph;
+    std::string pre;
+    std::string bias = ref(bias_ub, 8, pre);
+    ph.push_back(pre + fmt::format("  vec.add dst=acc[r0+{0}] a=acc[r0+{0}] b=ub[{1}] rows={2} dt={3} bcast=1 flag={{flag}}\n",
+                                   g, bias, rows, q8_ ? "int32" : "fp32"));
     if (q8_) {
-      // int32 + bias, then TOSA RESCALE per output channel to int8 (the clamp is in its bounds).
-      code(fmt::format("  vec.add dst=acc[r0+{0}] a=acc[r0+{0}] b=ub[{1}] rows={2} dt=int32 bcast=1 flag=f20", g,
-                       addr_ref(bias_ub, 8), rows));
-      code("  wait f20");
-      code(fmt::format("  vec.rescale dst=ub[{}] a=acc[r0+{}] rows={} param={} flag=f20", addr_ref(out_ub, 9), g, rows,
-                       clamp_param));
-      code("  wait f20");
-      return;
+      pre.clear();
+      std::string out = ref(out_ub, 9, pre);
+      ph.push_back(pre + fmt::format("  vec.rescale dst=ub[{}] a=acc[r0+{}] rows={} param={} flag={{flag}}\n", out, g, rows,
+                                     clamp_param));
+      return ph;
     }
-    code(fmt::format("  vec.add dst=acc[r0+{0}] a=acc[r0+{0}] b=ub[{1}] rows={2} dt=fp32 bcast=1 flag=f20", g, addr_ref(bias_ub, 8), rows));
-    code("  wait f20");
-    if (!clamp_param.empty()) {
-      code(fmt::format("  vec.clamp dst=acc[r0+{0}] a=acc[r0+{0}] rows={1} dt=fp32 param={2} flag=f20", g, rows, clamp_param));
-      code("  wait f20");
-    }
-    code(fmt::format("  vec.cvt dst=ub[{}] a=acc[r0+{}] rows={} dt=fp32 odt=bf16 flag=f20", addr_ref(out_ub, 9), g, rows));
-    code("  wait f20");
+    if (!clamp_param.empty())
+      ph.push_back(fmt::format("  vec.clamp dst=acc[r0+{0}] a=acc[r0+{0}] rows={1} dt=fp32 param={2} flag={{flag}}\n", g, rows,
+                               clamp_param));
+    pre.clear();
+    std::string out = ref(out_ub, 9, pre);
+    ph.push_back(pre + fmt::format("  vec.cvt dst=ub[{}] a=acc[r0+{}] rows={} dt=fp32 odt=bf16 flag={{flag}}\n", out, g, rows));
+    return ph;
   }
 
   // Per output block: the vparam the epilogue uses. bf16: the clamp; INT8: per-lane RESCALE
@@ -505,32 +514,79 @@ class Codegen {
       }
       if (!s[m].tiles.empty()) code(fmt::format("  mxu.wload mxu={}", m));
     }
+    // Epilogues in flight: one vector operation per step each, so they overlap the
+    // matmuls of the next blocks. Flags: f(2+m) matmul done per block (waited in block
+    // order), f24 epilogue operations.
     struct Pending {
       uint32_t mxu;
-      size_t block;
-      uint64_t acc_row;
+      uint64_t region;
+      std::vector<std::string> phases;
+      size_t next = 0;
+      bool closed = false;
     };
-    std::vector<Pending> due;  // epilogues that run after the next step
-    std::vector<size_t> tile_pos(nm, 0), step_pos(nm, 0), blocks_done(nm, 0);
-    auto region_row = [&](uint32_t, size_t nth_block) { return uint64_t(nth_block % 2) * acc_region_; };
+    std::deque<Pending> pending;
+    // The vector unit completes operations in order, so waiting for every epilogue
+    // operation issued so far (f24 counts them) guarantees the previous phase is done.
+    uint64_t outstanding = 0;
+    auto drain_vector = [&] {
+      if (outstanding) code(fmt::format("  wait f24, {}", outstanding));
+      outstanding = 0;
+    };
+    auto advance = [&](Pending& p) {
+      if (p.next == 0) code(fmt::format("  wait f{}", 2 + p.mxu));
+      else drain_vector();
+      std::string text = p.phases[p.next++];
+      for (size_t at = text.find("{flag}"); at != std::string::npos; at = text.find("{flag}")) text.replace(at, 6, "f24");
+      code_ += text;
+      ++outstanding;
+    };
+    auto finish = [&](Pending& p) {
+      if (p.closed) return;
+      while (p.next < p.phases.size()) advance(p);
+      drain_vector();  // its last operation has written the output
+      p.closed = true;
+    };
+    std::vector<size_t> tile_pos(nm, 0), blocks_done(nm, 0);
+    std::vector<std::pair<uint32_t, std::pair<size_t, uint64_t>>> finished;  // (mxu, (block, region))
     bool work = true;
     while (work) {
       work = false;
-      std::vector<Pending> finished;
+      finished.clear();
+      // This step: each MXU's next tile group. Their matmuls are interleaved across the MXUs
+      // so that in-order issue never leaves one MXU idle behind another's queue.
+      std::vector<const TileGroup*> grp(nm, nullptr);
+      std::vector<uint64_t> base(nm, 0);
+      size_t longest = 0;
       for (uint32_t m = 0; m < nm; ++m) {
         if (tile_pos[m] >= s[m].tiles.size()) continue;
         work = true;
         auto [bi, gi] = s[m].tiles[tile_pos[m]];
-        Block& blk = blocks[bi];
-        const TileGroup& grp = blk.groups[gi];
-        uint64_t base_row = region_row(m, blocks_done[m]);
-        // All matmuls of this tile group, the first swapping the tile in.
-        for (size_t k = 0; k < grp.steps.size(); ++k) {
-          const MatmulStep& st = grp.steps[k];
-          bool last = gi + 1 == blk.groups.size() && k + 1 == grp.steps.size();
+        uint64_t region = blocks_done[m] % 2;
+        base[m] = region * acc_region_;
+        // The accumulator region must be free: finish the epilogues (in order) up to the
+        // one that still reads it.
+        if (gi == 0) {
+          bool busy = false;
+          for (Pending& p : pending) busy |= !p.closed && p.mxu == m && p.region == region;
+          if (busy)
+            for (Pending& p : pending) {
+              bool target = p.mxu == m && p.region == region;
+              finish(p);
+              if (target) break;
+            }
+        }
+        grp[m] = &blocks[bi].groups[gi];
+        longest = std::max(longest, grp[m]->steps.size());
+      }
+      for (size_t k = 0; k < longest; ++k)
+        for (uint32_t m = 0; m < nm; ++m) {
+          if (!grp[m] || k >= grp[m]->steps.size()) continue;
+          auto [bi, gi] = s[m].tiles[tile_pos[m]];
+          const MatmulStep& st = grp[m]->steps[k];
+          bool last = gi + 1 == blocks[bi].groups.size() && k + 1 == grp[m]->steps.size();
           std::string src = addr_ref(st.src, 10 + int(m));
           std::string op = fmt::format("mxu.matmul mxu={} src={} dst=r0+{} rows={} dtype={}{}{}{}{}", m, src,
-                                       base_row + st.acc_row, st.rows, dt_, st.stride ? fmt::format(" stride={}", st.stride) : "",
+                                       base[m] + st.acc_row, st.rows, dt_, st.stride ? fmt::format(" stride={}", st.stride) : "",
                                        k == 0 ? " swap=1" : "", st.accumulate ? " acc=1" : "",
                                        last ? fmt::format(" flag=f{}", 2 + m) : "");
           if (k == 0) {
@@ -545,13 +601,18 @@ class Codegen {
           }
           code("  " + op);
         }
-        if (gi + 1 == blk.groups.size()) finished.push_back({m, bi, base_row}), blocks_done[m]++;
+      for (uint32_t m = 0; m < nm; ++m) {
+        if (!grp[m]) continue;
+        auto [bi, gi] = s[m].tiles[tile_pos[m]];
+        if (gi + 1 == blocks[bi].groups.size()) finished.push_back({m, {bi, blocks_done[m] % 2}}), blocks_done[m]++;
         tile_pos[m]++;
       }
-      for (const Pending& p : due) blocks[p.block].epilogue(p.mxu, p.acc_row);
-      due = std::move(finished);
+      for (Pending& p : pending)
+        if (!p.closed && p.next < p.phases.size()) advance(p);
+      for (auto& [m, br] : finished) pending.push_back({m, br.second, blocks[br.first].epilogue(m, br.second * acc_region_)});
+      while (!pending.empty() && pending.front().closed) pending.pop_front();
     }
-    for (const Pending& p : due) blocks[p.block].epilogue(p.mxu, p.acc_row);
+    for (Pending& p : pending) finish(p);
   }
 
   void add_bound(const std::string& layer, uint64_t macs, uint64_t hbm_bytes) {
@@ -600,7 +661,7 @@ class Codegen {
           b.groups.push_back({tiles[n][k], {{x.base + k * x.block_bytes + r0 * R_ * esz_, rows, 0, 0, k > 0}}});
         uint64_t out = y.base + n * y.block_bytes + r0 * C_ * esz_, bias_row = bias_ub + n * C_ * 4;
         std::string ep = eps[n];
-        b.epilogue = [this, rows, bias_row, ep, out](uint32_t m, uint64_t acc_row) { epilogue(m, acc_row, rows, bias_row, ep, out); };
+        b.epilogue = [this, rows, bias_row, ep, out](uint32_t m, uint64_t acc_row) { return epilogue(m, acc_row, rows, bias_row, ep, out); };
         blocks.push_back(std::move(b));
       }
     run_blocks(blocks);
@@ -682,7 +743,7 @@ class Codegen {
         uint64_t rows = (r1 - r0) * OW;
         uint64_t out = y.base + nb * y.block_bytes + r0 * OW * C_ * esz_, bias_row = bias_ub + nb * C_ * 4;
         std::string ep = eps[nb];
-        b.epilogue = [this, rows, bias_row, ep, out](uint32_t m, uint64_t acc_row) { epilogue(m, acc_row, rows, bias_row, ep, out); };
+        b.epilogue = [this, rows, bias_row, ep, out](uint32_t m, uint64_t acc_row) { return epilogue(m, acc_row, rows, bias_row, ep, out); };
         blocks.push_back(std::move(b));
       }
     run_blocks(blocks);
@@ -774,7 +835,7 @@ class Codegen {
         uint64_t rows = (r1 - r0) * OW;
         uint64_t out = y.base + nb * y.block_bytes + r0 * OW * C_ * esz_, bias_row = bias_ub + nb * C_ * 4;
         std::string ep = eps[nb];
-        b.epilogue = [this, rows, bias_row, ep, out](uint32_t m, uint64_t acc_row) { epilogue(m, acc_row, rows, bias_row, ep, out); };
+        b.epilogue = [this, rows, bias_row, ep, out](uint32_t m, uint64_t acc_row) { return epilogue(m, acc_row, rows, bias_row, ep, out); };
         blocks.push_back(std::move(b));
       }
     run_blocks(blocks);
