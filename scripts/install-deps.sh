@@ -12,6 +12,7 @@ PACKAGES=(
   libyaml-cpp-dev libcli11-dev libfmt-dev nlohmann-json3-dev
   libsystemc-dev verilator
   yosys                               # rtl/synth/area.sh (cell counts in docs/area.md)
+  chromium                            # renders the HTML report in a test (headless)
   libdnnl-dev                         # oneDNN: the host GEMM the benchmarks compare against
   llvm-19-dev libmlir-19-dev mlir-19-tools
   libonnx-dev libprotobuf-dev protobuf-compiler libonnx-testdata

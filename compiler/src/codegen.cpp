@@ -376,6 +376,27 @@ class Codegen {
       code("  wait f1");
     }
   }
+  // Zero the padding border of a padded image buffer [N, Hp, Wp] x blocks (the interior is
+  // about to be overwritten): top and bottom rows whole, left and right columns as strided
+  // rows that all read the same zero bytes of HBM.
+  void clear_border(const Act& xp, uint64_t N, uint64_t Hp, uint64_t Wp, uint64_t pt, uint64_t pb, uint64_t pl,
+                    uint64_t pr) {
+    uint64_t px = R_ * esz_, H = Hp - pt - pb;
+    for (uint64_t b = 0; b < xp.blocks; ++b)
+      for (uint64_t n = 0; n < N; ++n) {
+        uint64_t img = xp.base + b * xp.block_bytes + n * Hp * Wp * px;
+        if (pt) clear(img, pt * Wp * px);
+        if (pb) clear(img + (pt + H) * Wp * px, pb * Wp * px);
+        for (auto [off, cols] : {std::pair{pl ? uint64_t(0) : 0, pl}, std::pair{pl + (Wp - pl - pr), pr}}) {
+          if (!cols || !H) continue;
+          std::string d = new_desc(fmt::format("bytes={} src_off={} dst_off={} dim=[{}, 0, {}]", cols * px, zero_hbm_,
+                                               img + (pt * Wp + off) * px, H, Wp * px));
+          code(fmt::format("  dma.load desc={} src=r0 dst=r0 flag=f1", d));
+          code("  wait f1");
+        }
+      }
+  }
+
   // Zero-fill UB bytes by loading from HBM that is never written.
   void clear(uint64_t ub, uint64_t bytes) {
     while (bytes) {
@@ -777,7 +798,7 @@ class Codegen {
     bool padded = pt || pb || pl || pr;
     if (padded) {
       xp = new_act({int64_t(N), int64_t(Hp), int64_t(Wp), int64_t(CI)}, fmt::format("the padded input of '{}'", layer));
-      clear(xp.base, xp.bytes());
+      clear_border(xp, N, Hp, Wp, pt, pb, pl, pr);
       for (uint64_t b = 0; b < x.blocks; ++b)
         for (uint64_t n = 0; n < N; ++n) {
           uint64_t src = x.base + b * x.block_bytes + n * H * W * R_ * esz_;
@@ -869,7 +890,7 @@ class Codegen {
     Act xp = x;
     if (pt || pl || pad[1] || pad[3]) {
       xp = new_act({int64_t(N), int64_t(Hp), int64_t(Wp), int64_t(Cc)}, fmt::format("the padded input of '{}'", layer));
-      clear(xp.base, xp.bytes());
+      clear_border(xp, N, Hp, Wp, pt, uint64_t(pad[1]), pl, uint64_t(pad[3]));
       for (uint64_t b = 0; b < x.blocks; ++b)
         for (uint64_t n = 0; n < N; ++n) {
           std::string d = new_desc(fmt::format("bytes={} src_off={} dst_off={} dim=[{}, {}, {}]", W * R_ * esz_,

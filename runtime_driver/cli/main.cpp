@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <iostream>
 
+#include <chrono>
 #include <cstring>
 #include <fstream>
 
@@ -96,7 +97,7 @@ int cmd_compile(const CompileArgs& a) {
 }
 
 struct RunArgs {
-  std::string model, config = "tpu-v4-core", dtype = "bf16", output_dir, report, trace, csv;
+  std::string model, config = "tpu-v4-core", dtype = "bf16", output_dir, report, trace, csv, html;
   std::vector<std::string> inputs;
   int64_t batch = 0;
   uint64_t seed = 1;
@@ -170,6 +171,15 @@ int cmd_run(RunArgs a) {
     if (eq == std::string::npos || eq == 0) throw UserError(fmt::format("--input '{}': expected NAME=FILE.npy", spec));
     opt.input_files[spec.substr(0, eq)] = spec.substr(eq + 1);
   }
+  // Long simulations report progress on stderr every few seconds.
+  auto start = std::chrono::steady_clock::now();
+  double last = 0;
+  opt.progress = [&](uint64_t cycle) {
+    double t = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    if (t - last < 3.0) return;
+    last = t;
+    std::cerr << fmt::format("  ... {:.1f}M cycles simulated ({:.0f} s)\n", double(cycle) / 1e6, t);
+  };
   runtime::ModelRun run = runtime::run_model(a.model, cfg, opt);
   if (!a.quiet) {
     std::cout << fmt::format("{} on {} ({}):\n", a.model, cfg.name, a.dtype);
@@ -188,6 +198,11 @@ int cmd_run(RunArgs a) {
     std::ofstream f(a.report);
     if (!f) throw UserError(fmt::format("{}: cannot open for writing", a.report));
     f << sim::report_json(run.sim, cfg, meta);
+  }
+  if (!a.html.empty()) {
+    std::ofstream f(a.html);
+    if (!f) throw UserError(fmt::format("{}: cannot open for writing", a.html));
+    f << runtime::html_report(run, fmt::format("{} on {} ({})", std::filesystem::path(a.model).stem().string(), cfg.name, a.dtype));
   }
   if (!a.csv.empty()) {
     std::ofstream f(a.csv);
@@ -318,6 +333,7 @@ int main(int argc, char** argv) {
   run_cmd->add_option("--output-dir", run_args.output_dir, "write every output as NAME.npy (float32) here");
   run_cmd->add_option("--report", run_args.report, "write the JSON report here");
   run_cmd->add_option("--csv", run_args.csv, "write the per-layer table as CSV here");
+  run_cmd->add_option("--html", run_args.html, "write a self-contained HTML report with charts here");
   run_cmd->add_option("--trace", run_args.trace, "write a Chrome-trace/Perfetto timeline here");
   run_cmd->add_flag("--check", run_args.check, "compare the outputs with the fp32 reference");
   run_cmd->add_flag("-q,--quiet", run_args.quiet, "do not print the tables");

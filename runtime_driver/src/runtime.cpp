@@ -168,6 +168,7 @@ ModelRun run_model(const std::filesystem::path& model, const config::Config& cfg
   sim::SimOptions so;
   so.max_cycles = opt.max_cycles;
   so.record_trace = opt.record_trace;
+  so.progress = opt.progress;
   auto t1 = Clock::now();
   run.sim = sim::simulate(cfg, run.program, bytes, so);
   run.simulate_seconds = std::chrono::duration<double>(Clock::now() - t1).count();

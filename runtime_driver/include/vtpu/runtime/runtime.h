@@ -3,6 +3,7 @@
 // program's layout and precision, simulate, read outputs back in the model's layout, and
 // summarize per layer (docs/runtime.md).
 #include <filesystem>
+#include <functional>
 #include <map>
 #include <string>
 #include <vector>
@@ -21,6 +22,7 @@ struct RunOptions {
   bool check = false;         // compare with the fp32 reference
   bool record_trace = false;
   uint64_t max_cycles = 10'000'000'000ull;
+  std::function<void(uint64_t cycle)> progress;  // see sim::SimOptions::progress
 };
 
 // One layer (program tag) of a run, beside the compiler's roofline bound.
@@ -64,6 +66,9 @@ std::string layer_table(const ModelRun& run);
 std::string totals_text(const ModelRun& run);
 // One row per layer, for spreadsheets.
 std::string layers_csv(const ModelRun& run);
+// A self-contained HTML page: totals, cycles per layer stacked by stall reason, energy by
+// unit, a roofline plot of the layers, the layer table (inline SVG, nothing fetched).
+std::string html_report(const ModelRun& run, const std::string& title);
 
 // `vtpu compare`: the same model in several precisions, side by side. Each run happens in
 // its own process (one SystemC simulation per process).

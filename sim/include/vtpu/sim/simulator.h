@@ -2,6 +2,7 @@
 // The cycle-accurate SystemC model of one vtpu chip. docs/microarch.md states every timing
 // rule it implements; docs/numerics.md the arithmetic.
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <string>
 #include <vector>
@@ -16,6 +17,8 @@ namespace vtpu::sim {
 struct SimOptions {
   uint64_t max_cycles = 1'000'000'000'000ull;  // stop with an error past this
   bool record_trace = false;                   // keep per-operation events for --trace
+  // Called every 65536 simulated cycles with the current cycle, for progress displays.
+  std::function<void(uint64_t cycle)> progress;
 };
 
 // One operation's activity on a unit, for the timeline trace.
