@@ -67,3 +67,10 @@ def Tpu_ClampOp : Tpu_Op<"clamp", [Pure]> {
   let results = (outs AnyRankedTensor:$output);
   let assemblyFormat = "operands attr-dict `:` functional-type(operands, results)";
 }
+
+def Tpu_AffineOp : Tpu_Op<"affine", [Pure]> {
+  let summary = "y = x * scale[c] + bias[c] per channel (the last dimension): a batch norm no layer absorbed";
+  let arguments = (ins AnyRankedTensor:$input, AnyRankedTensor:$scale, AnyRankedTensor:$bias, StrAttr:$layer);
+  let results = (outs AnyRankedTensor:$output);
+  let assemblyFormat = "operands attr-dict `:` functional-type(operands, results)";
+}

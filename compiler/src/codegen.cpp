@@ -197,6 +197,7 @@ class Codegen {
       else if (auto s = mlir::dyn_cast<tpu::SoftmaxOp>(op)) gen_softmax(s);
       else if (auto r = mlir::dyn_cast<tpu::ReshapeOp>(op)) gen_reshape(r);
       else if (auto c = mlir::dyn_cast<tpu::ClampOp>(op)) gen_clamp(c);
+      else if (auto af = mlir::dyn_cast<tpu::AffineOp>(op)) gen_affine(af);
       else throw CompileError(fmt::format("code generation does not handle {}", op.getName().getStringRef().str()));
       for (Value operand : op.getOperands()) release(operand);
     }
@@ -379,21 +380,32 @@ class Codegen {
   // Zero the padding border of a padded image buffer [N, Hp, Wp] x blocks (the interior is
   // about to be overwritten): top and bottom rows whole, left and right columns as strided
   // rows that all read the same zero bytes of HBM.
+  // With `lowest`, the border holds the dtype's lowest value instead (-inf, or -128): the
+  // padding of a max pool over inputs that may be negative.
   void clear_border(const Act& xp, uint64_t N, uint64_t Hp, uint64_t Wp, uint64_t pt, uint64_t pb, uint64_t pl,
-                    uint64_t pr) {
+                    uint64_t pr, bool lowest = false) {
     uint64_t px = R_ * esz_, H = Hp - pt - pb;
+    uint64_t src = zero_hbm_;
+    if (lowest) {
+      std::vector<uint8_t> pat(std::max(pt, pb) * Wp * px + std::max(pl, pr) * px);
+      for (size_t i = 0; i < pat.size(); i += esz_)
+        if (q8_) pat[i] = 0x80;
+        else pat[i] = 0x80, pat[i + 1] = 0xFF;  // bf16 -inf, little-endian
+      src = hbm_const(std::move(pat));
+    }
+    auto fill = [&](uint64_t dst, uint64_t bytes, uint64_t rows, uint64_t dst_stride) {
+      std::string d = new_desc(rows > 1 ? fmt::format("bytes={} src_off={} dst_off={} dim=[{}, 0, {}]", bytes, src, dst, rows, dst_stride)
+                                        : fmt::format("bytes={} src_off={} dst_off={}", bytes, src, dst));
+      code(fmt::format("  dma.load desc={} src=r0 dst=r0 flag=f1", d));
+      code("  wait f1");
+    };
     for (uint64_t b = 0; b < xp.blocks; ++b)
       for (uint64_t n = 0; n < N; ++n) {
         uint64_t img = xp.base + b * xp.block_bytes + n * Hp * Wp * px;
-        if (pt) clear(img, pt * Wp * px);
-        if (pb) clear(img + (pt + H) * Wp * px, pb * Wp * px);
-        for (auto [off, cols] : {std::pair{pl ? uint64_t(0) : 0, pl}, std::pair{pl + (Wp - pl - pr), pr}}) {
-          if (!cols || !H) continue;
-          std::string d = new_desc(fmt::format("bytes={} src_off={} dst_off={} dim=[{}, 0, {}]", cols * px, zero_hbm_,
-                                               img + (pt * Wp + off) * px, H, Wp * px));
-          code(fmt::format("  dma.load desc={} src=r0 dst=r0 flag=f1", d));
-          code("  wait f1");
-        }
+        if (pt) fill(img, pt * Wp * px, 1, 0);
+        if (pb) fill(img + (pt + H) * Wp * px, pb * Wp * px, 1, 0);
+        if (pl && H) fill(img + pt * Wp * px, pl * px, H, Wp * px);
+        if (pr && H) fill(img + (pt * Wp + Wp - pr) * px, pr * px, H, Wp * px);
       }
   }
 
@@ -875,22 +887,22 @@ class Codegen {
     uint64_t OH = uint64_t(ys[1]), OW = uint64_t(ys[2]);
     auto k = op.getKernel(), st = op.getStride(), pad = op.getPad();
     bool maxp = op.getKind() == "max";
+    bool lowest_pad = false;
     if (pad[0] || pad[1] || pad[2] || pad[3]) {
       auto* producer = op.getInput().getDefiningOp();
       bool nonneg = false;
       if (auto c = mlir::dyn_cast_or_null<tpu::Conv2DOp>(producer)) nonneg = c.getClampMin().convertToDouble() >= 0;
       if (auto c = mlir::dyn_cast_or_null<tpu::MatmulOp>(producer)) nonneg = c.getClampMin().convertToDouble() >= 0;
       if (auto c = mlir::dyn_cast_or_null<tpu::AddOp>(producer)) nonneg = c.getClampMin().convertToDouble() >= 0;
-      if (!maxp || !nonneg)
-        throw CompileError(fmt::format("node '{}': padded pooling is supported only as max pooling of non-negative "
-                                       "(ReLU) inputs",
-                                       layer));
+      // Zero padding is exact for average pooling that counts the padding (the importer
+      // rejects count_include_pad=0) and for max pooling of non-negative inputs.
+      lowest_pad = maxp && !nonneg;
     }
     uint64_t pt = uint64_t(pad[0]), pl = uint64_t(pad[2]), Hp = H + pad[0] + pad[1], Wp = W + pad[2] + pad[3];
     Act xp = x;
     if (pt || pl || pad[1] || pad[3]) {
       xp = new_act({int64_t(N), int64_t(Hp), int64_t(Wp), int64_t(Cc)}, fmt::format("the padded input of '{}'", layer));
-      clear_border(xp, N, Hp, Wp, pt, uint64_t(pad[1]), pl, uint64_t(pad[3]));
+      clear_border(xp, N, Hp, Wp, pt, uint64_t(pad[1]), pl, uint64_t(pad[3]), lowest_pad);
       for (uint64_t b = 0; b < x.blocks; ++b)
         for (uint64_t n = 0; n < N; ++n) {
           std::string d = new_desc(fmt::format("bytes={} src_off={} dst_off={} dim=[{}, {}, {}]", W * R_ * esz_,
@@ -962,6 +974,30 @@ class Codegen {
       }
     }
     if (q8_) ub_.release(tmp);
+    add_bound(layer, 0, 0);
+    define(op.getOutput(), y);
+  }
+
+  void gen_affine(tpu::AffineOp op) {
+    std::string layer = op.getLayer().str();
+    tag(layer);
+    const Act& x = act(op.getInput());
+    Act y = new_act(shape_of(op.getOutput()), fmt::format("the output of '{}'", layer));
+    auto sc = const_floats(op.getScale(), layer), bi = const_floats(op.getBias(), layer);
+    // INT8: y_q = (x_q * s_x * scale + bias) / s_y, folded into the lane constants.
+    double sx = q8_ ? scale(op.getInput()) : 1.0, sy = q8_ ? scale(op.getOutput()) : 1.0;
+    for (uint64_t blk = 0; blk < y.blocks; ++blk) {
+      std::vector<double> s2, b2;
+      for (uint64_t c = 0; c < C_; ++c) {
+        uint64_t ch = blk * C_ + c;
+        s2.push_back(ch < sc.size() ? sc[ch] * sx / sy : 0.0);
+        b2.push_back(ch < bi.size() ? bi[ch] / sy : 0.0);
+      }
+      std::string p = new_param(fmt::format("scale=[{}] bias=[{}]", fmt::join(s2, ", "), fmt::join(b2, ", ")));
+      code(fmt::format("  li r1, {} || li r2, {}", x.base + blk * x.block_bytes, y.base + blk * y.block_bytes));
+      code(fmt::format("  vec.affine dst=ub[r2+0] a=ub[r1+0] rows={} dt={} param={} flag=f20", y.rows, dt_, p));
+      code("  wait f20");
+    }
     add_bound(layer, 0, 0);
     define(op.getOutput(), y);
   }

@@ -373,7 +373,28 @@ struct LowerTosaToTpu : mlir::PassWrapper<LowerTosaToTpu, mlir::OperationPass<ml
         retire(op);
         continue;
       }
-      if (mlir::isa<tosa::MulOp>(op)) fail(op, "a Mul that is not a batch-norm scale after a conv/matmul is not supported yet");
+      if (auto mul = mlir::dyn_cast<tosa::MulOp>(op)) {
+        // A per-channel scale (+ shift) of an activation: a batch norm no layer absorbed.
+        Value x = const_data(mul.getInput1()) ? mul.getInput2() : mul.getInput1();
+        int64_t C = shape_of(x).back();
+        auto k = per_channel_const(op, x, C);
+        if (!k || mul.getShift() != 0) fail(op, "a Mul that is not a per-channel scale (batch norm) is not supported yet");
+        std::vector<float> bias(size_t(C), 0.0f);
+        Value last = mul.getResult();
+        if (mlir::Operation* u = single_user(last); u && mlir::isa<tosa::AddOp>(u)) {
+          if (auto t = per_channel_const(u, last, C)) {
+            bias = *t;
+            gone.insert(u), dead.push_back(u);
+            last = u->getResult(0);
+            b.setInsertionPointAfter(u);
+          }
+        }
+        Value y = b.create<AffineOp>(loc, last.getType(), x, make_const(b, loc, {C}, *k), make_const(b, loc, {C}, bias),
+                                     b.getStringAttr(name));
+        last.replaceAllUsesWith(y);
+        retire(op);
+        continue;
+      }
       fail(op, fmt::format("{} cannot be lowered to the tpu dialect", op->getName().getStringRef().str()));
     }
     // Erase replaced ops users-first, then constants and transposes nobody uses.

@@ -106,8 +106,10 @@ std::vector<RefTensor> evaluate_reference(mlir::func::FuncOp fn, const std::vect
               for (int64_t ky = 0; ky < k[0]; ++ky)
                 for (int64_t kx = 0; kx < k[1]; ++kx) {
                   int64_t iy = oy * st[0] + ky - pad[0], ix = ox * st[1] + kx - pad[2];
-                  // Padding counts as zero (the compiler pads max pools only for ReLU outputs).
-                  double v = (iy < 0 || ix < 0 || iy >= H || ix >= W) ? 0.0 : x.data[size_t(((nn * H + iy) * W + ix) * C + c)];
+                  // Padding: zero for average pools (count_include_pad), skipped for max pools.
+                  bool outside = iy < 0 || ix < 0 || iy >= H || ix >= W;
+                  if (outside && mx) continue;
+                  double v = outside ? 0.0 : x.data[size_t(((nn * H + iy) * W + ix) * C + c)];
                   acc = mx ? std::max(acc, v) : acc + v;
                 }
               y.data[size_t(((nn * OH + oy) * OW + ox) * C + c)] = float(mx ? acc : acc / double(k[0] * k[1]));
@@ -129,6 +131,11 @@ std::vector<RefTensor> evaluate_reference(mlir::func::FuncOp fn, const std::vect
         for (size_t j = 0; j < F; ++j) sum += std::exp(double(x.data[r * F + j]) - m);
         for (size_t j = 0; j < F; ++j) y.data[r * F + j] = float(std::exp(double(x.data[r * F + j]) - m) / sum);
       }
+    } else if (auto af = mlir::dyn_cast<tpu::AffineOp>(op)) {
+      const RefTensor& x = get(af.getInput());
+      auto sc = consts(af.getScale()), bi = consts(af.getBias());
+      size_t C = sc.size();
+      for (size_t i = 0; i < n; ++i) y.data[i] = float(double(x.data[i]) * sc[i % C] + bi[i % C]);
     } else if (auto rs = mlir::dyn_cast<tpu::ReshapeOp>(op)) {
       y.data = get(rs.getInput()).data;  // every tpu.reshape reinterprets row-major data
     } else {
