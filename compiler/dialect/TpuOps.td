@@ -74,3 +74,10 @@ def Tpu_AffineOp : Tpu_Op<"affine", [Pure]> {
   let results = (outs AnyRankedTensor:$output);
   let assemblyFormat = "operands attr-dict `:` functional-type(operands, results)";
 }
+
+def Tpu_UnaryOp : Tpu_Op<"unary", [Pure]> {
+  let summary = "an elementwise function of the vector unit's tables: sigmoid, tanh or erf";
+  let arguments = (ins AnyRankedTensor:$input, StrAttr:$fn, StrAttr:$layer);
+  let results = (outs AnyRankedTensor:$output);
+  let assemblyFormat = "operands attr-dict `:` functional-type(operands, results)";
+}

@@ -198,6 +198,7 @@ class Codegen {
       else if (auto r = mlir::dyn_cast<tpu::ReshapeOp>(op)) gen_reshape(r);
       else if (auto c = mlir::dyn_cast<tpu::ClampOp>(op)) gen_clamp(c);
       else if (auto af = mlir::dyn_cast<tpu::AffineOp>(op)) gen_affine(af);
+      else if (auto un = mlir::dyn_cast<tpu::UnaryOp>(op)) gen_unary(un);
       else throw CompileError(fmt::format("code generation does not handle {}", op.getName().getStringRef().str()));
       for (Value operand : op.getOperands()) release(operand);
     }
@@ -972,6 +973,45 @@ class Codegen {
         code(fmt::format("  vec.clamp dst=ub[r3+0] a=ub[r3+0] rows={} dt={} param={} flag=f20", y.rows, dt_, cp));
         code("  wait f20");
       }
+    }
+    if (q8_) ub_.release(tmp);
+    add_bound(layer, 0, 0);
+    define(op.getOutput(), y);
+  }
+
+  // Table functions run on bf16 or fp32; INT8 goes through fp32 rows (dequantize, function,
+  // requantize to the output's scale).
+  void gen_unary(tpu::UnaryOp op) {
+    std::string layer = op.getLayer().str();
+    tag(layer);
+    const Act& x = act(op.getInput());
+    Act y = new_act(shape_of(op.getOutput()), fmt::format("the output of '{}'", layer));
+    std::string fn = op.getFn().str();
+    uint64_t tmp = 0;
+    std::string in_s, out_s;
+    if (q8_) {
+      auto t = ub_.alloc(x.rows * C_ * 4);
+      if (!t) throw CompileError(fmt::format("node '{}': no unified-buffer room for fp32 work rows", layer));
+      tmp = *t;
+      in_s = new_param(fmt::format("scale=[{}]", double(scale(op.getInput()))));
+      out_s = new_param(fmt::format("scale=[{}]", 1.0 / double(scale(op.getOutput()))));
+    }
+    auto vec = [&](const std::string& line) {
+      code("  " + line + " flag=f20");
+      code("  wait f20");
+    };
+    for (uint64_t blk = 0; blk < y.blocks; ++blk) {
+      code(fmt::format("  li r1, {} || li r2, {}", x.base + blk * x.block_bytes, y.base + blk * y.block_bytes));
+      if (!q8_) {
+        vec(fmt::format("vec.{} dst=ub[r2+0] a=ub[r1+0] rows={} dt=bf16", fn, y.rows));
+        continue;
+      }
+      code(fmt::format("  li r3, {}", tmp));
+      vec(fmt::format("vec.cvt dst=ub[r3+0] a=ub[r1+0] rows={} dt=int8 odt=fp32", y.rows));
+      vec(fmt::format("vec.affine dst=ub[r3+0] a=ub[r3+0] rows={} dt=fp32 param={}", y.rows, in_s));
+      vec(fmt::format("vec.{} dst=ub[r3+0] a=ub[r3+0] rows={} dt=fp32", fn, y.rows));
+      vec(fmt::format("vec.affine dst=ub[r3+0] a=ub[r3+0] rows={} dt=fp32 param={}", y.rows, out_s));
+      vec(fmt::format("vec.cvt dst=ub[r2+0] a=ub[r3+0] rows={} dt=fp32 odt=int8", y.rows));
     }
     if (q8_) ub_.release(tmp);
     add_bound(layer, 0, 0);

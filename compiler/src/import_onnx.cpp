@@ -290,6 +290,15 @@ class Importer {
     if (op == "Reshape") return reshape_op(n, loc);
     if (op == "BatchNormalization") return batchnorm(n, loc);
     if (op == "Softmax") return softmax(n, loc);
+    if (op == "Sigmoid" || op == "Tanh" || op == "Erf") {
+      const Tensor& x = input(n, 0);
+      Value y;
+      if (op == "Sigmoid") y = b_.create<mlir::tosa::SigmoidOp>(loc, x.value.getType(), x.value);
+      else if (op == "Tanh") y = b_.create<mlir::tosa::TanhOp>(loc, x.value.getType(), x.value);
+      else y = b_.create<mlir::tosa::ErfOp>(loc, x.value.getType(), x.value);
+      define(n, {y, x.shape, x.nhwc});
+      return;
+    }
     if (op == "Identity" || op == "Dropout") {
       values_[n.output(0)] = input(n, 0);
       return;

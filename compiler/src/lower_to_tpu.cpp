@@ -361,6 +361,14 @@ struct LowerTosaToTpu : mlir::PassWrapper<LowerTosaToTpu, mlir::OperationPass<ml
         retire(op);
         continue;
       }
+      if (mlir::isa<tosa::SigmoidOp, tosa::TanhOp, tosa::ErfOp>(op)) {
+        const char* fn = mlir::isa<tosa::SigmoidOp>(op) ? "sigmoid" : mlir::isa<tosa::TanhOp>(op) ? "tanh" : "erf";
+        Value y = b.create<UnaryOp>(loc, op->getResult(0).getType(), op->getOperand(0), b.getStringAttr(fn),
+                                    b.getStringAttr(name));
+        op->getResult(0).replaceAllUsesWith(y);
+        retire(op);
+        continue;
+      }
       if (mlir::isa<tosa::ConstOp, mlir::func::ReturnOp>(op) || op->getDialect()->getNamespace() == "tpu") continue;
       if (mlir::isa<tosa::TransposeOp>(op)) continue;  // removed below if unused
       if (auto cl = mlir::dyn_cast<tosa::ClampOp>(op)) {

@@ -131,6 +131,13 @@ std::vector<RefTensor> evaluate_reference(mlir::func::FuncOp fn, const std::vect
         for (size_t j = 0; j < F; ++j) sum += std::exp(double(x.data[r * F + j]) - m);
         for (size_t j = 0; j < F; ++j) y.data[r * F + j] = float(std::exp(double(x.data[r * F + j]) - m) / sum);
       }
+    } else if (auto un = mlir::dyn_cast<tpu::UnaryOp>(op)) {
+      const RefTensor& x = get(un.getInput());
+      std::string fn = un.getFn().str();
+      for (size_t i = 0; i < n; ++i) {
+        double v = x.data[i];
+        y.data[i] = float(fn == "sigmoid" ? 1.0 / (1.0 + std::exp(-v)) : fn == "tanh" ? std::tanh(v) : std::erf(v));
+      }
     } else if (auto af = mlir::dyn_cast<tpu::AffineOp>(op)) {
       const RefTensor& x = get(af.getInput());
       auto sc = consts(af.getScale()), bi = consts(af.getBias());

@@ -208,6 +208,31 @@ TEST_P(CompileE2E, MlpMatchesFp32Reference) {
   expect_close(decode(r.program, "y", out.substr(2)), want, tolerance(0.03));
 }
 
+TEST_P(CompileE2E, TableFunctionsMatchFp32Reference) {
+  OnnxBuilder m;
+  const int64_t B = 4, K = 24, H = 20;
+  m.input("x", {B, K});
+  auto& w1 = m.init("w1", {H, K}, 0.4f);
+  auto& b1 = m.init("b1", {H}, 0.2f);
+  OnnxBuilder::attr(m.node("Gemm", "fc1", {"x", "w1", "b1"}, {"h"}), "transB", int64_t(1));
+  m.node("Tanh", "tanh", {"h"}, {"t"});
+  m.node("Sigmoid", "sigmoid", {"t"}, {"y"});
+  m.output("y", {B, H});
+  auto path = m.save("vtpu_unary_" + id() + ".onnx");
+  config::Config cfg = config::load_preset(preset());
+  Vec x(size_t(B * K));
+  std::mt19937 rng(9);
+  for (auto& v : x) v = float(int(rng() % 2001) - 1000) / 700.0f;
+  CompileOptions opt = options();
+  opt.calibration = {{{"x", x}}};
+  CompileResult r = compile_onnx(path, cfg, opt);
+  std::string out = simulate(cfg, r.program, {{"x", encode(r.program, "x", x)}}, "y");
+  ASSERT_EQ(out.substr(0, 2), "OK") << out;
+  Vec want = gemm(x, B, K, w1, H, b1, true);
+  for (auto& v : want) v = float(1.0 / (1.0 + std::exp(-std::tanh(double(v)))));
+  expect_close(decode(r.program, "y", out.substr(2)), want, tolerance(0.02));
+}
+
 TEST_P(CompileE2E, SmallCnnWithBatchNormMatchesFp32Reference) {
   OnnxBuilder m;
   m.input("img", {1, 1, 12, 12});

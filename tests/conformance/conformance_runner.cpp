@@ -30,7 +30,8 @@ using namespace vtpu;
 namespace {
 
 const std::set<std::string> kOperators = {"Gemm", "MatMul", "Conv", "Relu", "Clip", "Add", "MaxPool", "AveragePool",
-                                          "GlobalAveragePool", "Flatten", "Reshape", "BatchNormalization", "Softmax"};
+                                          "GlobalAveragePool", "Flatten", "Reshape", "BatchNormalization", "Softmax",
+                                          "Sigmoid", "Tanh", "Erf"};
 // Operators whose inputs after the first are weights (constants for the compiler).
 const std::set<std::string> kWeightInputs = {"Gemm", "MatMul", "Conv", "Clip", "Reshape", "BatchNormalization"};
 
