@@ -45,4 +45,14 @@ func.func @softmax(%arg0: tensor<2x5xf32>) -> tensor<2x5xf32> {
 
 // An unsupported op is an error naming its node.
 // RUN: not vtpu-opt --pass-pipeline='builtin.module(func.func(tpu-lower-tosa))' %S/Inputs/unsupported.mlir 2>&1 | FileCheck %s --check-prefix=ERR
-// ERR: node 'my_sigmoid': tosa.sigmoid cannot be lowered to the tpu dialect
+// ERR: node 'my_floor': tosa.floor cannot be lowered to the tpu dialect
+
+// Table functions become tpu.unary.
+// CHECK-LABEL: func.func @tables
+// CHECK: tpu.unary %arg0 {fn = "sigmoid", layer = "s"}
+// CHECK: tpu.unary %{{.*}} {fn = "tanh", layer = "t"}
+func.func @tables(%arg0: tensor<2x5xf32>) -> tensor<2x5xf32> {
+  %0 = tosa.sigmoid %arg0 : (tensor<2x5xf32>) -> tensor<2x5xf32> loc("s")
+  %1 = tosa.tanh %0 : (tensor<2x5xf32>) -> tensor<2x5xf32> loc("t")
+  return %1 : tensor<2x5xf32>
+}
