@@ -16,6 +16,7 @@ PACKAGES=(
   libdnnl-dev                         # oneDNN: the host GEMM the benchmarks compare against
   llvm-19-dev libmlir-19-dev mlir-19-tools
   libonnx-dev libprotobuf-dev protobuf-compiler libonnx-testdata
+  zlib1g-dev dataset-fashion-mnist    # accuracy of the trained LeNet-5 on Fashion-MNIST
 )
 
 missing=()

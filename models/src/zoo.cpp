@@ -5,11 +5,16 @@
 #include <unistd.h>
 
 #include <cstdlib>
+#include <fstream>
 
 #include "vtpu/models/onnx_builder.h"
 #include "vtpu/support/error.h"
 
 namespace vtpu::models {
+namespace embedded {
+extern const uint8_t lenet5_fmnist[];
+extern const size_t lenet5_fmnist_size;
+}  // namespace embedded
 namespace {
 
 using testing::OnnxBuilder;
@@ -149,6 +154,8 @@ const std::vector<ZooEntry>& zoo() {
        "LeCun et al. 1998; the Fashion-MNIST-trained weights are not in the zoo yet", "tiny-16x16", "bf16"},
       {"resnet50", "ResNet-50 v1.5 on 224x224 images (53 conv layers with batch norm, 16 residual adds, 25.6M weights), seeded weights",
        "He et al. 2016 (torchvision's resnet50)", "tpu-v1", "int8"},
+      {"lenet5-fmnist", "LeNet-5 trained on Fashion-MNIST (models/scripts/train_lenet_fmnist.py): 88.8% fp32 test accuracy",
+       "LeCun et al. 1998; weights from Debian's python3-torch, seed 0, 4 epochs", "tiny-16x16", "int8", "fashion-mnist"},
       {"gemm2048", "one 2048 x 2048 x 2048 matrix multiply (activation x constant weights), seeded weights",
        "the GEMM the compiler's roofline figures are measured on", "tpu-v4-core", "bf16"},
   };
@@ -176,6 +183,13 @@ std::filesystem::path materialize(const std::string& name, const std::filesystem
   std::filesystem::create_directories(dir);
   auto path = dir / (name + ".onnx");
   if (std::filesystem::exists(path)) return path;
+  if (name == "lenet5-fmnist") {  // trained, shipped inside the library
+    auto tmp = dir / fmt::format("{}.onnx.{}.partial", name, ::getpid());
+    std::ofstream(tmp, std::ios::binary)
+        .write(reinterpret_cast<const char*>(embedded::lenet5_fmnist), std::streamsize(embedded::lenet5_fmnist_size));
+    std::filesystem::rename(tmp, path);
+    return path;
+  }
   OnnxBuilder m(13, /*seed=*/20261130);
   if (name == "mlp0") mlp0(m);
   else if (name == "lenet5") lenet5(m);

@@ -107,14 +107,16 @@ struct RunArgs {
 struct CompareArgs {
   std::string model, config = "tpu-v4-core", dtypes = "int8,bf16";
   uint64_t seed = 1;
-  int64_t batch = 0;
+  int64_t batch = 0, accuracy_images = 1000;
   bool config_given = false;
+  std::string dataset;
 };
 
 int cmd_compare(CompareArgs a) {
   if (!std::filesystem::exists(a.model)) {
     const models::ZooEntry* e = models::find(a.model);
     if (e && !a.config_given) a.config = e->default_config;
+    if (e) a.dataset = e->dataset;
     a.model = models::materialize(a.model, models::default_dir()).string();
   }
   config::Config cfg = config::resolve(a.config);
@@ -133,6 +135,13 @@ int cmd_compare(CompareArgs a) {
   o.seed = a.seed;
   o.batch = a.batch;
   auto rows = runtime::compare(a.model, cfg, ps, o);
+  // Classifiers trained on a dataset vtpu can load also get their test-set accuracy.
+  if (a.dataset == "fashion-mnist" && a.accuracy_images > 0)
+    for (size_t i = 0; i < rows.size(); ++i) {
+      if (!rows[i].error.empty()) continue;
+      auto acc = runtime::fashion_mnist_accuracy(a.model, cfg, ps[i], a.accuracy_images);
+      rows[i].accuracy = acc.chip, rows[i].fp32_accuracy = acc.fp32, rows[i].accuracy_images = acc.images;
+    }
   std::cout << fmt::format("{} on {}:\n", a.model, cfg.name) << runtime::compare_table(rows);
   for (const auto& r : rows)
     if (!r.error.empty()) return kExitUserError;
@@ -347,6 +356,8 @@ int main(int argc, char** argv) {
   cmp_cmd->add_option("--dtypes", cmp_args.dtypes, "comma-separated precisions")->capture_default_str();
   cmp_cmd->add_option("--seed", cmp_args.seed, "seed for generated inputs")->capture_default_str();
   cmp_cmd->add_option("--batch", cmp_args.batch, "batch size (default: the model's)");
+  cmp_cmd->add_option("--accuracy-images", cmp_args.accuracy_images,
+                      "test images for the accuracy of dataset-trained zoo models (0: skip)")->capture_default_str();
 
   SimArgs sim_args;
   auto* sim_cmd = app.add_subcommand("sim", "run a .vtpu program on the cycle-accurate chip model");

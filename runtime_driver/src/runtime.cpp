@@ -372,6 +372,11 @@ std::string compare_table(const std::vector<CompareRow>& rows) {
   line("error vs fp32", [](const CompareRow& r) {
     return r.max_relative_error < 0 ? std::string("-") : fmt::format("{:.2f}%", 100 * r.max_relative_error);
   });
+  if (!rows.empty() && rows[0].accuracy >= 0) {
+    line(fmt::format("accuracy ({} test images)", rows[0].accuracy_images),
+         [](const CompareRow& r) { return fmt::format("{:.2f}%", 100 * r.accuracy); });
+    line("  fp32 on the same images", [](const CompareRow& r) { return fmt::format("{:.2f}%", 100 * r.fp32_accuracy); });
+  }
   std::set<std::string> units;
   for (const auto& r : rows)
     for (const auto& [u, e] : r.energy_by_unit_mj)
@@ -385,6 +390,74 @@ std::string compare_table(const std::vector<CompareRow>& rows) {
     if (!r.error.empty()) o += fmt::format("{} failed: {}\n", r.dtype, r.error);
   o += "error vs fp32: the largest |output - fp32 reference| over the largest |reference|, on the same inputs\n";
   return o;
+}
+
+}  // namespace vtpu::runtime
+
+#include "vtpu/models/datasets.h"
+
+namespace vtpu::runtime {
+
+Accuracy fashion_mnist_accuracy(const std::filesystem::path& model, const config::Config& cfg, compiler::Precision precision,
+                                int64_t images, int64_t batch) {
+  models::ImageSet test = models::load_fashion_mnist(true, images);
+  models::ImageSet train = models::load_fashion_mnist(false, 64);
+  size_t px = size_t(test.height * test.width);
+  compiler::CompileOptions copt;
+  compiler::CompileResult c;
+  // The largest batch (up to `batch`) the config's unified buffer holds.
+  for (;; batch /= 2) {
+    copt = {};
+    copt.precision = precision;
+    copt.batch = batch;
+    // INT8 calibration on 64 training images, never on the test set.
+    for (int64_t i = 0; i + batch <= train.count; i += batch)
+      copt.calibration.push_back({{"image", std::vector<float>(train.pixels.begin() + long(size_t(i) * px),
+                                                               train.pixels.begin() + long(size_t(i + batch) * px))}});
+    try {
+      c = compiler::compile_onnx(model, cfg, copt);
+      break;
+    } catch (const compiler::CompileError&) {
+      if (batch <= 1) throw;
+    }
+  }
+  const isa::TensorInfo* in = nullptr;
+  const isa::TensorInfo* out = nullptr;
+  for (const auto& t : c.program.tensors) {
+    if (t.role == isa::TensorRole::Input) in = &t;
+    if (t.role == isa::TensorRole::Output) out = &t;
+  }
+  if (!in || !out) throw UserError(fmt::format("{}: expected one image input and one output", model.string()));
+  size_t classes = size_t(out->shape.back());
+  Accuracy acc;
+  int64_t right = 0, right_fp32 = 0;
+  for (int64_t i0 = 0; i0 < test.count; i0 += batch) {
+    int64_t n = std::min<int64_t>(batch, test.count - i0);
+    std::vector<float> chunk(size_t(batch) * px, 0.0f);  // the last chunk is padded with blank images
+    std::copy(test.pixels.begin() + long(size_t(i0) * px), test.pixels.begin() + long(size_t(i0 + n) * px), chunk.begin());
+    std::map<std::string, std::vector<uint8_t>> bytes{{in->name, encode(*in, chunk)}};
+    std::string got = in_child([&] {
+      auto r = sim::simulate(cfg, c.program, bytes);
+      const auto& o = r.outputs.at(out->name);
+      return std::string(o.begin(), o.end());
+    });
+    if (got.rfind("{\"error\"", 0) == 0) throw UserError(nlohmann::json::parse(got)["error"].get<std::string>());
+    std::vector<float> y = decode(*out, std::vector<uint8_t>(got.begin(), got.end()));
+    auto ref = compiler::reference_outputs(model, {{in->name, chunk}}, copt).at(out->name);
+    for (int64_t k = 0; k < n; ++k) {
+      auto best = [&](const std::vector<float>& v) {
+        return size_t(std::max_element(v.begin() + long(size_t(k) * classes), v.begin() + long(size_t(k + 1) * classes)) -
+                      (v.begin() + long(size_t(k) * classes)));
+      };
+      uint8_t label = test.labels[size_t(i0 + k)];
+      right += best(y) == label;
+      right_fp32 += best(ref) == label;
+    }
+  }
+  acc.images = test.count;
+  acc.chip = double(right) / double(test.count);
+  acc.fp32 = double(right_fp32) / double(test.count);
+  return acc;
 }
 
 }  // namespace vtpu::runtime

@@ -4,6 +4,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cmath>
 #include <functional>
 
 #include "vtpu/models/zoo.h"
@@ -106,6 +107,24 @@ TEST(ZooList, UnknownNameListsTheZoo) {
     FAIL();
   } catch (const UserError& e) {
     EXPECT_NE(std::string(e.what()).find("mlp0"), std::string::npos) << e.what();
+  }
+}
+
+}  // namespace
+
+namespace {
+
+// The trained LeNet-5 keeps its accuracy on the chip: INT8 within 1 point of fp32 on the
+// same Fashion-MNIST test images, bf16 closer still.
+TEST(ZooAccuracy, LeNetFashionMnistInt8WithinOnePointOfFp32) {
+  auto path = models::materialize("lenet5-fmnist", models::default_dir());
+  auto cfg = config::load_preset("tiny-16x16");
+  for (auto p : {compiler::Precision::Int8, compiler::Precision::Bf16}) {
+    runtime::Accuracy a = runtime::fashion_mnist_accuracy(path, cfg, p, 500);
+    EXPECT_EQ(a.images, 500);
+    EXPECT_GT(a.fp32, 0.85) << "the trained model should classify most images";
+    EXPECT_LE(std::fabs(a.chip - a.fp32), p == compiler::Precision::Int8 ? 0.01 : 0.005)
+        << (p == compiler::Precision::Int8 ? "int8" : "bf16") << ": chip " << a.chip << " vs fp32 " << a.fp32;
   }
 }
 

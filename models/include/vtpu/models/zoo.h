@@ -14,6 +14,7 @@ struct ZooEntry {
   std::string source;        // what the shape follows
   std::string default_config;
   std::string default_dtype;
+  std::string dataset;  // "fashion-mnist" when the model is trained on a dataset vtpu can load
 };
 
 const std::vector<ZooEntry>& zoo();

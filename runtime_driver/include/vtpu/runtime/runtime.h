@@ -77,10 +77,24 @@ struct CompareRow {
   double latency_ms = 0, throughput = 0, tops = 0, energy_mj = 0, power_w = 0, mxu_utilization = 0;
   double max_relative_error = -1;  // vs the fp32 reference; -1 when not checked
   std::map<std::string, double> energy_by_unit_mj;
+  double accuracy = -1;       // test-set top-1 accuracy on the chip; -1 when not measured
+  double fp32_accuracy = -1;  // the same images through the fp32 reference
+  int64_t accuracy_images = 0;
   std::string error;  // set when the run failed
 };
 std::vector<CompareRow> compare(const std::filesystem::path& model, const config::Config& cfg,
                                 const std::vector<compiler::Precision>& precisions, const RunOptions& base);
 std::string compare_table(const std::vector<CompareRow>& rows);
+
+// Top-1 accuracy of an image classifier with input [batch, 1, H, W] in [0, 1] on `images`
+// test images of Fashion-MNIST: compiled once (INT8 calibrated on training images), run on
+// the simulator in chunks of `batch` (one process per chunk), and through the fp32
+// reference on the same images.
+struct Accuracy {
+  double chip = 0, fp32 = 0;
+  int64_t images = 0;
+};
+Accuracy fashion_mnist_accuracy(const std::filesystem::path& model, const config::Config& cfg,
+                                compiler::Precision precision, int64_t images, int64_t batch = 32);
 
 }  // namespace vtpu::runtime
