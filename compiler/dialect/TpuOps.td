@@ -76,8 +76,9 @@ def Tpu_AffineOp : Tpu_Op<"affine", [Pure]> {
 }
 
 def Tpu_UnaryOp : Tpu_Op<"unary", [Pure]> {
-  let summary = "an elementwise function of the vector unit's tables: sigmoid, tanh or erf";
+  let summary = "an elementwise function of the vector unit's tables: sigmoid, tanh, erf, exp, recip or rsqrt";
   let arguments = (ins AnyRankedTensor:$input, StrAttr:$fn, StrAttr:$layer);
   let results = (outs AnyRankedTensor:$output);
   let assemblyFormat = "operands attr-dict `:` functional-type(operands, results)";
+  let hasVerifier = 1;
 }

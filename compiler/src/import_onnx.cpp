@@ -290,12 +290,31 @@ class Importer {
     if (op == "Reshape") return reshape_op(n, loc);
     if (op == "BatchNormalization") return batchnorm(n, loc);
     if (op == "Softmax") return softmax(n, loc);
-    if (op == "Sigmoid" || op == "Tanh" || op == "Erf") {
+    if (op == "Sigmoid" || op == "Tanh" || op == "Erf" || op == "Exp" || op == "Reciprocal" || op == "Sqrt") {
       const Tensor& x = input(n, 0);
+      auto t = x.value.getType();
       Value y;
-      if (op == "Sigmoid") y = b_.create<mlir::tosa::SigmoidOp>(loc, x.value.getType(), x.value);
-      else if (op == "Tanh") y = b_.create<mlir::tosa::TanhOp>(loc, x.value.getType(), x.value);
-      else y = b_.create<mlir::tosa::ErfOp>(loc, x.value.getType(), x.value);
+      if (op == "Sigmoid") y = b_.create<mlir::tosa::SigmoidOp>(loc, t, x.value);
+      else if (op == "Tanh") y = b_.create<mlir::tosa::TanhOp>(loc, t, x.value);
+      else if (op == "Erf") y = b_.create<mlir::tosa::ErfOp>(loc, t, x.value);
+      else if (op == "Exp") y = b_.create<mlir::tosa::ExpOp>(loc, t, x.value);
+      else if (op == "Reciprocal") y = b_.create<mlir::tosa::ReciprocalOp>(loc, t, x.value);
+      // The vector unit has 1/sqrt; sqrt(x) = 1 / rsqrt(x) holds at 0 and +inf too.
+      else y = b_.create<mlir::tosa::ReciprocalOp>(loc, t, b_.create<mlir::tosa::RsqrtOp>(loc, t, x.value));
+      define(n, {y, x.shape, x.nhwc});
+      return;
+    }
+    if (op == "HardSigmoid" || op == "Neg") {
+      // alpha * x + beta (then clamped to [0, 1]) as a scale and shift the vector unit does in one affine.
+      only_attrs(n, {"alpha", "beta"});
+      const Tensor& x = input(n, 0);
+      bool hs = op == "HardSigmoid";
+      float alpha = hs ? attr_f(n, "alpha", 0.2f) : -1.0f, beta = hs ? attr_f(n, "beta", 0.5f) : 0.0f;
+      std::vector<int64_t> one(x.shape.size(), 1);
+      auto t = x.value.getType();
+      Value y = b_.create<mlir::tosa::MulOp>(loc, t, x.value, constant(one, {alpha}, loc), b_.getI8IntegerAttr(0));
+      if (beta != 0.0f) y = b_.create<mlir::tosa::AddOp>(loc, t, y, constant(one, {beta}, loc));
+      if (hs) y = make_clamp(y, 0.0f, 1.0f, loc);
       define(n, {y, x.shape, x.nhwc});
       return;
     }

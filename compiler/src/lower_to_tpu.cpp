@@ -361,8 +361,14 @@ struct LowerTosaToTpu : mlir::PassWrapper<LowerTosaToTpu, mlir::OperationPass<ml
         retire(op);
         continue;
       }
-      if (mlir::isa<tosa::SigmoidOp, tosa::TanhOp, tosa::ErfOp>(op)) {
-        const char* fn = mlir::isa<tosa::SigmoidOp>(op) ? "sigmoid" : mlir::isa<tosa::TanhOp>(op) ? "tanh" : "erf";
+      if (mlir::isa<tosa::SigmoidOp, tosa::TanhOp, tosa::ErfOp, tosa::ExpOp, tosa::ReciprocalOp, tosa::RsqrtOp>(op)) {
+        // The names are the vector unit's table functions (vec.<fn>).
+        const char* fn = mlir::isa<tosa::SigmoidOp>(op) ? "sigmoid"
+                         : mlir::isa<tosa::TanhOp>(op)  ? "tanh"
+                         : mlir::isa<tosa::ErfOp>(op)   ? "erf"
+                         : mlir::isa<tosa::ExpOp>(op)   ? "exp"
+                         : mlir::isa<tosa::RsqrtOp>(op) ? "rsqrt"
+                                                        : "recip";
         Value y = b.create<UnaryOp>(loc, op->getResult(0).getType(), op->getOperand(0), b.getStringAttr(fn),
                                     b.getStringAttr(name));
         op->getResult(0).replaceAllUsesWith(y);

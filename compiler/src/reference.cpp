@@ -136,7 +136,15 @@ std::vector<RefTensor> evaluate_reference(mlir::func::FuncOp fn, const std::vect
       std::string fn = un.getFn().str();
       for (size_t i = 0; i < n; ++i) {
         double v = x.data[i];
-        y.data[i] = float(fn == "sigmoid" ? 1.0 / (1.0 + std::exp(-v)) : fn == "tanh" ? std::tanh(v) : std::erf(v));
+        double r;
+        if (fn == "sigmoid") r = 1.0 / (1.0 + std::exp(-v));
+        else if (fn == "tanh") r = std::tanh(v);
+        else if (fn == "erf") r = std::erf(v);
+        else if (fn == "exp") r = std::exp(v);
+        else if (fn == "recip") r = 1.0 / v;
+        else if (fn == "rsqrt") r = 1.0 / std::sqrt(v);
+        else throw CompileError(fmt::format("tpu.unary: unknown function '{}'", fn));
+        y.data[i] = float(r);
       }
     } else if (auto af = mlir::dyn_cast<tpu::AffineOp>(op)) {
       const RefTensor& x = get(af.getInput());

@@ -18,4 +18,12 @@ void TpuDialect::initialize() {
       >();
 }
 
+// fn names a vec.<fn> instruction, so codegen can emit it without another check.
+mlir::LogicalResult UnaryOp::verify() {
+  static const char* const kTableFunctions[] = {"sigmoid", "tanh", "erf", "exp", "recip", "rsqrt"};
+  for (const char* f : kTableFunctions)
+    if (getFn() == f) return mlir::success();
+  return emitOpError("fn '") << getFn() << "' is not a vector-unit table function (sigmoid, tanh, erf, exp, recip, rsqrt)";
+}
+
 }  // namespace vtpu::tpu

@@ -233,6 +233,44 @@ TEST_P(CompileE2E, TableFunctionsMatchFp32Reference) {
   expect_close(decode(r.program, "y", out.substr(2)), want, tolerance(0.02));
 }
 
+// HardSigmoid and Neg become affine (+ clamp) steps; Exp, Sqrt (1 / rsqrt) and Reciprocal use
+// the vector unit's tables. Expected: -1 / sqrt(exp(hardsigmoid(h))) = -exp(-hs / 2).
+TEST_P(CompileE2E, AffineAndTableChainMatchesFp32Reference) {
+  const int64_t B = 8, K = 48, H = 40;
+  OnnxBuilder m;
+  m.input("x", {B, K});
+  auto& w1 = m.init("w1", {H, K}, 0.4f);
+  auto& b1 = m.init("b1", {H}, 0.2f);
+  OnnxBuilder::attr(m.node("Gemm", "fc1", {"x", "w1", "b1"}, {"h"}), "transB", int64_t(1));
+  auto* hs = m.node("HardSigmoid", "hsig", {"h"}, {"s"});
+  OnnxBuilder::attr_f(hs, "alpha", 0.3f);
+  OnnxBuilder::attr_f(hs, "beta", 0.4f);
+  m.node("Exp", "exp", {"s"}, {"e"});
+  m.node("Sqrt", "sqrt", {"e"}, {"q"});
+  m.node("Reciprocal", "recip", {"q"}, {"r"});
+  m.node("Neg", "neg", {"r"}, {"y"});
+  m.output("y", {B, H});
+  auto path = m.save("vtpu_affine_tables_" + id() + ".onnx");
+  config::Config cfg = config::load_preset(preset());
+  Vec x(size_t(B * K));
+  std::mt19937 rng(11);
+  for (auto& v : x) v = float(int(rng() % 2001) - 1000) / 700.0f;
+  CompileOptions opt = options();
+  opt.calibration = {{{"x", x}}};
+  CompileResult r = compile_onnx(path, cfg, opt);
+  std::string out = simulate(cfg, r.program, {{"x", encode(r.program, "x", x)}}, "y");
+  ASSERT_EQ(out.substr(0, 2), "OK") << out;
+  Vec want = gemm(x, B, K, w1, H, b1, true);
+  int clamped = 0;
+  for (auto& v : want) {
+    double s = std::clamp(0.3 * double(v) + 0.4, 0.0, 1.0);
+    clamped += s == 0.0 || s == 1.0;
+    v = float(-std::exp(-s / 2));
+  }
+  ASSERT_GT(clamped, 0) << "the inputs should reach HardSigmoid's clamp";
+  expect_close(decode(r.program, "y", out.substr(2)), want, tolerance(0.02));
+}
+
 TEST_P(CompileE2E, SmallCnnWithBatchNormMatchesFp32Reference) {
   OnnxBuilder m;
   m.input("img", {1, 1, 12, 12});

@@ -51,8 +51,14 @@ func.func @softmax(%arg0: tensor<2x5xf32>) -> tensor<2x5xf32> {
 // CHECK-LABEL: func.func @tables
 // CHECK: tpu.unary %arg0 {fn = "sigmoid", layer = "s"}
 // CHECK: tpu.unary %{{.*}} {fn = "tanh", layer = "t"}
+// CHECK: tpu.unary %{{.*}} {fn = "exp", layer = "e"}
+// CHECK: tpu.unary %{{.*}} {fn = "rsqrt", layer = "q"}
+// CHECK: tpu.unary %{{.*}} {fn = "recip", layer = "r"}
 func.func @tables(%arg0: tensor<2x5xf32>) -> tensor<2x5xf32> {
   %0 = tosa.sigmoid %arg0 : (tensor<2x5xf32>) -> tensor<2x5xf32> loc("s")
   %1 = tosa.tanh %0 : (tensor<2x5xf32>) -> tensor<2x5xf32> loc("t")
-  return %1 : tensor<2x5xf32>
+  %2 = tosa.exp %1 : (tensor<2x5xf32>) -> tensor<2x5xf32> loc("e")
+  %3 = tosa.rsqrt %2 : (tensor<2x5xf32>) -> tensor<2x5xf32> loc("q")
+  %4 = tosa.reciprocal %3 : (tensor<2x5xf32>) -> tensor<2x5xf32> loc("r")
+  return %4 : tensor<2x5xf32>
 }
