@@ -47,6 +47,14 @@ def Tpu_AddOp : Tpu_Op<"add", [Pure]> {
   let assemblyFormat = "operands attr-dict `:` functional-type(operands, results)";
 }
 
+def Tpu_BinaryOp : Tpu_Op<"binary", [Pure]> {
+  let summary = "y = a - b or a * b, elementwise on two activations of the same shape";
+  let arguments = (ins AnyRankedTensor:$lhs, AnyRankedTensor:$rhs, StrAttr:$kind, StrAttr:$layer);
+  let results = (outs AnyRankedTensor:$output);
+  let assemblyFormat = "operands attr-dict `:` functional-type(operands, results)";
+  let hasVerifier = 1;
+}
+
 def Tpu_SoftmaxOp : Tpu_Op<"softmax", [Pure]> {
   let summary = "softmax over the last dimension";
   let arguments = (ins AnyRankedTensor:$input, StrAttr:$layer);

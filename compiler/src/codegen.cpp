@@ -194,6 +194,7 @@ class Codegen {
       else if (auto c = mlir::dyn_cast<tpu::Conv2DOp>(op)) gen_conv(c);
       else if (auto p = mlir::dyn_cast<tpu::PoolOp>(op)) gen_pool(p);
       else if (auto a = mlir::dyn_cast<tpu::AddOp>(op)) gen_add(a);
+      else if (auto bo = mlir::dyn_cast<tpu::BinaryOp>(op)) gen_binary(bo);
       else if (auto s = mlir::dyn_cast<tpu::SoftmaxOp>(op)) gen_softmax(s);
       else if (auto r = mlir::dyn_cast<tpu::ReshapeOp>(op)) gen_reshape(r);
       else if (auto c = mlir::dyn_cast<tpu::ClampOp>(op)) gen_clamp(c);
@@ -972,6 +973,55 @@ class Codegen {
       if (!cp.empty()) {
         code(fmt::format("  vec.clamp dst=ub[r3+0] a=ub[r3+0] rows={} dt={} param={} flag=f20", y.rows, dt_, cp));
         code("  wait f20");
+      }
+    }
+    if (q8_) ub_.release(tmp);
+    add_bound(layer, 0, 0);
+    define(op.getOutput(), y);
+  }
+
+  // bf16 runs vec.sub / vec.mul directly. INT8 subtracts like gen_add adds (both operands
+  // rescaled to the output's scale first) and multiplies in fp32 rows, since the product of
+  // two int8 codes needs the combined scale s_a * s_b / s_y applied before requantizing.
+  void gen_binary(tpu::BinaryOp op) {
+    std::string layer = op.getLayer().str();
+    tag(layer);
+    const Act& a = act(op.getLhs());
+    const Act& b = act(op.getRhs());
+    Act y = new_act(shape_of(op.getOutput()), fmt::format("the output of '{}'", layer));
+    bool sub = op.getKind() == "sub";
+    auto vec = [&](const std::string& line) {
+      code("  " + line + " flag=f20");
+      code("  wait f20");
+    };
+    uint64_t tmp = 0, tmp_bytes = 0;
+    std::string pa, pb;
+    if (q8_) {
+      double sa = scale(op.getLhs()), sb = scale(op.getRhs()), sy = scale(op.getOutput());
+      tmp_bytes = sub ? y.block_bytes : y.rows * C_ * 4;
+      auto t = ub_.alloc(2 * tmp_bytes);
+      if (!t) throw CompileError(fmt::format("node '{}': no unified-buffer room for the rescaled operands", layer));
+      tmp = *t;
+      pa = new_param(fmt::format("scale=[{}]", sub ? sa / sy : sa * sb / sy));
+      if (sub) pb = new_param(fmt::format("scale=[{}]", sb / sy));
+    }
+    for (uint64_t blk = 0; blk < y.blocks; ++blk) {
+      uint64_t ya = y.base + blk * y.block_bytes, aa = a.base + blk * a.block_bytes, ba = b.base + blk * b.block_bytes;
+      code(fmt::format("  li r1, {} || li r2, {}", aa, ba));
+      code(fmt::format("  li r3, {} || li r4, {}", ya, tmp));
+      code(fmt::format("  li r5, {}", tmp + tmp_bytes));
+      if (!q8_) {
+        vec(fmt::format("vec.{} dst=ub[r3+0] a=ub[r1+0] b=ub[r2+0] rows={} dt={}", op.getKind().str(), y.rows, dt_));
+      } else if (sub) {
+        vec(fmt::format("vec.affine dst=ub[r4+0] a=ub[r1+0] rows={} dt=int8 param={}", y.rows, pa));
+        vec(fmt::format("vec.affine dst=ub[r5+0] a=ub[r2+0] rows={} dt=int8 param={}", y.rows, pb));
+        vec(fmt::format("vec.sub dst=ub[r3+0] a=ub[r4+0] b=ub[r5+0] rows={} dt=int8", y.rows));
+      } else {
+        vec(fmt::format("vec.cvt dst=ub[r4+0] a=ub[r1+0] rows={} dt=int8 odt=fp32", y.rows));
+        vec(fmt::format("vec.cvt dst=ub[r5+0] a=ub[r2+0] rows={} dt=int8 odt=fp32", y.rows));
+        vec(fmt::format("vec.mul dst=ub[r4+0] a=ub[r4+0] b=ub[r5+0] rows={} dt=fp32", y.rows));
+        vec(fmt::format("vec.affine dst=ub[r4+0] a=ub[r4+0] rows={} dt=fp32 param={}", y.rows, pa));
+        vec(fmt::format("vec.cvt dst=ub[r3+0] a=ub[r4+0] rows={} dt=fp32 odt=int8", y.rows));
       }
     }
     if (q8_) ub_.release(tmp);

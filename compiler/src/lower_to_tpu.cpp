@@ -36,8 +36,23 @@ std::string layer_name(mlir::Operation* op) {
   throw compiler::CompileError(fmt::format("node '{}': {}", layer_name(op), what));
 }
 
-// The float data of a tosa.const, or nullopt.
+// The float data of a tosa.const, or nullopt. Looks through the reshapes the importer adds
+// for ONNX broadcasting, and through transposes that cannot reorder the data (at most one
+// dimension above 1), so `x + bias[C]` is seen as a constant operand.
 std::optional<std::vector<float>> const_data(Value v) {
+  while (true) {
+    if (auto rs = v.getDefiningOp<tosa::ReshapeOp>()) {
+      v = rs.getInput1();
+      continue;
+    }
+    if (auto tr = v.getDefiningOp<tosa::TransposeOp>()) {
+      auto t = mlir::cast<mlir::RankedTensorType>(tr.getInput1().getType());
+      if (llvm::count_if(t.getShape(), [](int64_t d) { return d != 1; }) > 1) return std::nullopt;
+      v = tr.getInput1();
+      continue;
+    }
+    break;
+  }
   auto c = v.getDefiningOp<tosa::ConstOp>();
   if (!c) return std::nullopt;
   auto attr = mlir::dyn_cast<mlir::DenseElementsAttr>(c.getValue());
@@ -288,9 +303,28 @@ struct LowerTosaToTpu : mlir::PassWrapper<LowerTosaToTpu, mlir::OperationPass<ml
         retire(op);
         continue;
       }
+      if (mlir::isa<tosa::AddOp, tosa::SubOp>(op) &&
+          (const_data(op->getOperand(0)) != std::nullopt) != (const_data(op->getOperand(1)) != std::nullopt)) {
+        // x + k, x - k or k - x with a per-channel or scalar constant k: one affine step.
+        bool k_first = const_data(op->getOperand(0)) != std::nullopt;
+        Value x = op->getOperand(k_first ? 1 : 0);
+        int64_t C = shape_of(x).back();
+        auto k = per_channel_const(op, x, C);
+        if (!k || shape_of(op->getResult(0)) != shape_of(x))
+          fail(op, "an Add/Sub of a constant that is neither per-channel nor a scalar is not supported yet");
+        bool sub = mlir::isa<tosa::SubOp>(op);
+        std::vector<float> sc(size_t(C), sub && k_first ? -1.0f : 1.0f);
+        if (sub && !k_first)
+          for (float& v : *k) v = -v;
+        Value y = b.create<AffineOp>(loc, op->getResult(0).getType(), x, make_const(b, loc, {C}, sc),
+                                     make_const(b, loc, {C}, *k), b.getStringAttr(name));
+        op->getResult(0).replaceAllUsesWith(y);
+        retire(op);
+        continue;
+      }
       if (auto add = mlir::dyn_cast<tosa::AddOp>(op)) {
         if (const_data(add.getInput1()) || const_data(add.getInput2()))
-          fail(op, "an Add of a constant that is not a bias of a conv/matmul is not supported yet");
+          fail(op, "an Add of two constants is not supported (fold it before export)");
         if (shape_of(add.getInput1()) != shape_of(add.getInput2()))
           fail(op, "broadcasting Add of two activations is not supported yet");
         double lo = -kInf, hi = kInf;
@@ -345,7 +379,7 @@ struct LowerTosaToTpu : mlir::PassWrapper<LowerTosaToTpu, mlir::OperationPass<ml
         continue;
       }
       if (auto rs = mlir::dyn_cast<tosa::ReshapeOp>(op)) {
-        if (rs.getResult().use_empty()) {
+        if (rs.getResult().use_empty() || const_data(rs.getResult())) {  // constants: removed below if unused
           retire(op);
           continue;
         }
@@ -384,6 +418,16 @@ struct LowerTosaToTpu : mlir::PassWrapper<LowerTosaToTpu, mlir::OperationPass<ml
         Value y = b.create<ClampOp>(loc, cl.getType(), cl.getInput(), b.getF64FloatAttr(lo), b.getF64FloatAttr(hi),
                                     b.getStringAttr(name));
         cl.getResult().replaceAllUsesWith(y);
+        retire(op);
+        continue;
+      }
+      if (mlir::isa<tosa::SubOp, tosa::MulOp>(op) && !const_data(op->getOperand(0)) && !const_data(op->getOperand(1))) {
+        if (shape_of(op->getOperand(0)) != shape_of(op->getOperand(1)))
+          fail(op, "broadcasting Sub/Mul of two activations is not supported yet");
+        if (auto m = mlir::dyn_cast<tosa::MulOp>(op); m && m.getShift() != 0) fail(op, "a Mul with a shift is not supported");
+        Value y = b.create<BinaryOp>(loc, op->getResult(0).getType(), op->getOperand(0), op->getOperand(1),
+                                     b.getStringAttr(mlir::isa<tosa::SubOp>(op) ? "sub" : "mul"), b.getStringAttr(name));
+        op->getResult(0).replaceAllUsesWith(y);
         retire(op);
         continue;
       }

@@ -118,6 +118,10 @@ std::vector<RefTensor> evaluate_reference(mlir::func::FuncOp fn, const std::vect
       const RefTensor &l = get(a.getLhs()), &r = get(a.getRhs());
       double lo = a.getClampMin().convertToDouble(), hi = a.getClampMax().convertToDouble();
       for (size_t i = 0; i < n; ++i) y.data[i] = clampf(double(l.data[i]) + r.data[i], lo, hi);
+    } else if (auto bo = mlir::dyn_cast<tpu::BinaryOp>(op)) {
+      const RefTensor &l = get(bo.getLhs()), &r = get(bo.getRhs());
+      bool sub = bo.getKind() == "sub";
+      for (size_t i = 0; i < n; ++i) y.data[i] = float(sub ? double(l.data[i]) - r.data[i] : double(l.data[i]) * r.data[i]);
     } else if (auto cl = mlir::dyn_cast<tpu::ClampOp>(op)) {
       const RefTensor& x = get(cl.getInput());
       double lo = cl.getClampMin().convertToDouble(), hi = cl.getClampMax().convertToDouble();

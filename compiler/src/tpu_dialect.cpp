@@ -26,4 +26,10 @@ mlir::LogicalResult UnaryOp::verify() {
   return emitOpError("fn '") << getFn() << "' is not a vector-unit table function (sigmoid, tanh, erf, exp, recip, rsqrt)";
 }
 
+mlir::LogicalResult BinaryOp::verify() {
+  if (getKind() != "sub" && getKind() != "mul") return emitOpError("kind '") << getKind() << "' is not sub or mul";
+  if (getLhs().getType() != getRhs().getType()) return emitOpError("operands must have the same type (no broadcasting)");
+  return mlir::success();
+}
+
 }  // namespace vtpu::tpu

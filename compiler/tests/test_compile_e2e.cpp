@@ -233,8 +233,38 @@ TEST_P(CompileE2E, TableFunctionsMatchFp32Reference) {
   expect_close(decode(r.program, "y", out.substr(2)), want, tolerance(0.02));
 }
 
+// Sub and Mul of two activations (tpu.binary): y = (h1 - h2) * h1 from two matmuls of x.
+TEST_P(CompileE2E, SubAndMulOfActivationsMatchFp32Reference) {
+  const int64_t B = 8, K = 40, H = 24;
+  OnnxBuilder m;
+  m.input("x", {B, K});
+  auto& w1 = m.init("w1", {H, K}, 0.4f);
+  auto& b1 = m.init("b1", {H}, 0.2f);
+  auto& w2 = m.init("w2", {H, K}, 0.3f);
+  auto& b2 = m.init("b2", {H}, 0.1f);
+  OnnxBuilder::attr(m.node("Gemm", "fc1", {"x", "w1", "b1"}, {"h1"}), "transB", int64_t(1));
+  OnnxBuilder::attr(m.node("Gemm", "fc2", {"x", "w2", "b2"}, {"h2"}), "transB", int64_t(1));
+  m.node("Sub", "diff", {"h1", "h2"}, {"d"});
+  m.node("Mul", "gate", {"d", "h1"}, {"y"});
+  m.output("y", {B, H});
+  auto path = m.save("vtpu_sub_mul_" + id() + ".onnx");
+  config::Config cfg = config::load_preset(preset());
+  Vec x(size_t(B * K));
+  std::mt19937 rng(13);
+  for (auto& v : x) v = float(int(rng() % 2001) - 1000) / 900.0f;
+  CompileOptions opt = options();
+  opt.calibration = {{{"x", x}}};
+  CompileResult r = compile_onnx(path, cfg, opt);
+  std::string out = simulate(cfg, r.program, {{"x", encode(r.program, "x", x)}}, "y");
+  ASSERT_EQ(out.substr(0, 2), "OK") << out;
+  Vec h1 = gemm(x, B, K, w1, H, b1, true), h2 = gemm(x, B, K, w2, H, b2, true), want(h1.size());
+  for (size_t i = 0; i < want.size(); ++i) want[i] = (h1[i] - h2[i]) * h1[i];
+  expect_close(decode(r.program, "y", out.substr(2)), want, tolerance(0.02));
+}
+
 // HardSigmoid and Neg become affine (+ clamp) steps; Exp, Sqrt (1 / rsqrt) and Reciprocal use
-// the vector unit's tables. Expected: -1 / sqrt(exp(hardsigmoid(h))) = -exp(-hs / 2).
+// the vector unit's tables, and so do Add/Sub of constants. Expected:
+// 1 - (-1 / sqrt(exp(hardsigmoid(h))) + shift) = 1 - (-exp(-hs / 2) + shift).
 TEST_P(CompileE2E, AffineAndTableChainMatchesFp32Reference) {
   const int64_t B = 8, K = 48, H = 40;
   OnnxBuilder m;
@@ -248,7 +278,11 @@ TEST_P(CompileE2E, AffineAndTableChainMatchesFp32Reference) {
   m.node("Exp", "exp", {"s"}, {"e"});
   m.node("Sqrt", "sqrt", {"e"}, {"q"});
   m.node("Reciprocal", "recip", {"q"}, {"r"});
-  m.node("Neg", "neg", {"r"}, {"y"});
+  m.node("Neg", "neg", {"r"}, {"n"});
+  auto& shift = m.init("shift", {H}, 0.5f);
+  auto& one = m.init("one", {1}, 0, {1.0f});
+  m.node("Add", "add_k", {"n", "shift"}, {"a"});
+  m.node("Sub", "k_sub", {"one", "a"}, {"y"});
   m.output("y", {B, H});
   auto path = m.save("vtpu_affine_tables_" + id() + ".onnx");
   config::Config cfg = config::load_preset(preset());
@@ -267,6 +301,7 @@ TEST_P(CompileE2E, AffineAndTableChainMatchesFp32Reference) {
     clamped += s == 0.0 || s == 1.0;
     v = float(-std::exp(-s / 2));
   }
+  for (size_t i = 0; i < want.size(); ++i) want[i] = one[0] - (want[i] + shift[i % size_t(H)]);
   ASSERT_GT(clamped, 0) << "the inputs should reach HardSigmoid's clamp";
   expect_close(decode(r.program, "y", out.substr(2)), want, tolerance(0.02));
 }
