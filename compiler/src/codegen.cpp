@@ -980,16 +980,17 @@ class Codegen {
     define(op.getOutput(), y);
   }
 
-  // bf16 runs vec.sub / vec.mul directly. INT8 subtracts like gen_add adds (both operands
-  // rescaled to the output's scale first) and multiplies in fp32 rows, since the product of
-  // two int8 codes needs the combined scale s_a * s_b / s_y applied before requantizing.
+  // bf16 runs vec.sub/mul/max/min directly. INT8 subtracts and compares like gen_add adds
+  // (both operands rescaled to the output's scale first; rounding is monotonic, so max and
+  // min commute with it) and multiplies in fp32 rows, since the product of two int8 codes
+  // needs the combined scale s_a * s_b / s_y applied before requantizing.
   void gen_binary(tpu::BinaryOp op) {
     std::string layer = op.getLayer().str();
     tag(layer);
     const Act& a = act(op.getLhs());
     const Act& b = act(op.getRhs());
     Act y = new_act(shape_of(op.getOutput()), fmt::format("the output of '{}'", layer));
-    bool sub = op.getKind() == "sub";
+    bool rescale_both = op.getKind() != "mul";  // sub, max, min: then one int8 op
     auto vec = [&](const std::string& line) {
       code("  " + line + " flag=f20");
       code("  wait f20");
@@ -998,12 +999,12 @@ class Codegen {
     std::string pa, pb;
     if (q8_) {
       double sa = scale(op.getLhs()), sb = scale(op.getRhs()), sy = scale(op.getOutput());
-      tmp_bytes = sub ? y.block_bytes : y.rows * C_ * 4;
+      tmp_bytes = rescale_both ? y.block_bytes : y.rows * C_ * 4;
       auto t = ub_.alloc(2 * tmp_bytes);
       if (!t) throw CompileError(fmt::format("node '{}': no unified-buffer room for the rescaled operands", layer));
       tmp = *t;
-      pa = new_param(fmt::format("scale=[{}]", sub ? sa / sy : sa * sb / sy));
-      if (sub) pb = new_param(fmt::format("scale=[{}]", sb / sy));
+      pa = new_param(fmt::format("scale=[{}]", rescale_both ? sa / sy : sa * sb / sy));
+      if (rescale_both) pb = new_param(fmt::format("scale=[{}]", sb / sy));
     }
     for (uint64_t blk = 0; blk < y.blocks; ++blk) {
       uint64_t ya = y.base + blk * y.block_bytes, aa = a.base + blk * a.block_bytes, ba = b.base + blk * b.block_bytes;
@@ -1012,10 +1013,10 @@ class Codegen {
       code(fmt::format("  li r5, {}", tmp + tmp_bytes));
       if (!q8_) {
         vec(fmt::format("vec.{} dst=ub[r3+0] a=ub[r1+0] b=ub[r2+0] rows={} dt={}", op.getKind().str(), y.rows, dt_));
-      } else if (sub) {
+      } else if (rescale_both) {
         vec(fmt::format("vec.affine dst=ub[r4+0] a=ub[r1+0] rows={} dt=int8 param={}", y.rows, pa));
         vec(fmt::format("vec.affine dst=ub[r5+0] a=ub[r2+0] rows={} dt=int8 param={}", y.rows, pb));
-        vec(fmt::format("vec.sub dst=ub[r3+0] a=ub[r4+0] b=ub[r5+0] rows={} dt=int8", y.rows));
+        vec(fmt::format("vec.{} dst=ub[r3+0] a=ub[r4+0] b=ub[r5+0] rows={} dt=int8", op.getKind().str(), y.rows));
       } else {
         vec(fmt::format("vec.cvt dst=ub[r4+0] a=ub[r1+0] rows={} dt=int8 odt=fp32", y.rows));
         vec(fmt::format("vec.cvt dst=ub[r5+0] a=ub[r2+0] rows={} dt=int8 odt=fp32", y.rows));

@@ -304,6 +304,33 @@ class Importer {
       define(n, {y, x.shape, x.nhwc});
       return;
     }
+    if (op == "Max" || op == "Min") {
+      // Variadic: a chain of pairwise maxima/minima (one input is the identity).
+      Tensor acc = input(n, 0);
+      for (int i = 1; i < n.input_size(); ++i) {
+        const Tensor& x = input(n, i);
+        if (x.shape != acc.shape || x.nhwc != acc.nhwc)
+          fail(fmt::format("{} of inputs with different shapes (broadcasting) is not supported yet", op), node_name(n));
+        auto t = acc.value.getType();
+        acc.value = op == "Max" ? Value(b_.create<mlir::tosa::MaximumOp>(loc, t, acc.value, x.value))
+                                : Value(b_.create<mlir::tosa::MinimumOp>(loc, t, acc.value, x.value));
+      }
+      define(n, acc);
+      return;
+    }
+    if (op == "LeakyRelu") {
+      // max(x, alpha * x) for alpha <= 1, min(x, alpha * x) above: one scale and one compare.
+      only_attrs(n, {"alpha"});
+      const Tensor& x = input(n, 0);
+      float alpha = attr_f(n, "alpha", 0.01f);
+      auto t = x.value.getType();
+      Value ax = b_.create<mlir::tosa::MulOp>(loc, t, x.value, constant(std::vector<int64_t>(x.shape.size(), 1), {alpha}, loc),
+                                              b_.getI8IntegerAttr(0));
+      Value y = alpha <= 1.0f ? Value(b_.create<mlir::tosa::MaximumOp>(loc, t, x.value, ax))
+                              : Value(b_.create<mlir::tosa::MinimumOp>(loc, t, x.value, ax));
+      define(n, {y, x.shape, x.nhwc});
+      return;
+    }
     if (op == "HardSigmoid" || op == "Neg") {
       // alpha * x + beta (then clamped to [0, 1]) as a scale and shift the vector unit does in one affine.
       only_attrs(n, {"alpha", "beta"});

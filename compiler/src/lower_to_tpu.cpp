@@ -421,12 +421,17 @@ struct LowerTosaToTpu : mlir::PassWrapper<LowerTosaToTpu, mlir::OperationPass<ml
         retire(op);
         continue;
       }
-      if (mlir::isa<tosa::SubOp, tosa::MulOp>(op) && !const_data(op->getOperand(0)) && !const_data(op->getOperand(1))) {
+      if (mlir::isa<tosa::SubOp, tosa::MulOp, tosa::MaximumOp, tosa::MinimumOp>(op) && !const_data(op->getOperand(0)) &&
+          !const_data(op->getOperand(1))) {
         if (shape_of(op->getOperand(0)) != shape_of(op->getOperand(1)))
-          fail(op, "broadcasting Sub/Mul of two activations is not supported yet");
+          fail(op, "broadcasting Sub/Mul/Max/Min of two activations is not supported yet");
         if (auto m = mlir::dyn_cast<tosa::MulOp>(op); m && m.getShift() != 0) fail(op, "a Mul with a shift is not supported");
+        const char* kind = mlir::isa<tosa::SubOp>(op)       ? "sub"
+                           : mlir::isa<tosa::MulOp>(op)     ? "mul"
+                           : mlir::isa<tosa::MaximumOp>(op) ? "max"
+                                                            : "min";
         Value y = b.create<BinaryOp>(loc, op->getResult(0).getType(), op->getOperand(0), op->getOperand(1),
-                                     b.getStringAttr(mlir::isa<tosa::SubOp>(op) ? "sub" : "mul"), b.getStringAttr(name));
+                                     b.getStringAttr(kind), b.getStringAttr(name));
         op->getResult(0).replaceAllUsesWith(y);
         retire(op);
         continue;

@@ -120,8 +120,11 @@ std::vector<RefTensor> evaluate_reference(mlir::func::FuncOp fn, const std::vect
       for (size_t i = 0; i < n; ++i) y.data[i] = clampf(double(l.data[i]) + r.data[i], lo, hi);
     } else if (auto bo = mlir::dyn_cast<tpu::BinaryOp>(op)) {
       const RefTensor &l = get(bo.getLhs()), &r = get(bo.getRhs());
-      bool sub = bo.getKind() == "sub";
-      for (size_t i = 0; i < n; ++i) y.data[i] = float(sub ? double(l.data[i]) - r.data[i] : double(l.data[i]) * r.data[i]);
+      std::string k = bo.getKind().str();
+      for (size_t i = 0; i < n; ++i) {
+        double a = l.data[i], c = r.data[i];
+        y.data[i] = float(k == "sub" ? a - c : k == "mul" ? a * c : k == "max" ? std::max(a, c) : std::min(a, c));
+      }
     } else if (auto cl = mlir::dyn_cast<tpu::ClampOp>(op)) {
       const RefTensor& x = get(cl.getInput());
       double lo = cl.getClampMin().convertToDouble(), hi = cl.getClampMax().convertToDouble();

@@ -233,8 +233,9 @@ TEST_P(CompileE2E, TableFunctionsMatchFp32Reference) {
   expect_close(decode(r.program, "y", out.substr(2)), want, tolerance(0.02));
 }
 
-// Sub and Mul of two activations (tpu.binary): y = (h1 - h2) * h1 from two matmuls of x.
-TEST_P(CompileE2E, SubAndMulOfActivationsMatchFp32Reference) {
+// Elementwise ops on two activations (tpu.binary) from two matmuls of x:
+// d = h1 - h2, p = d * h1, y = leaky_relu(h1) + min(max(d, h2), h1, p).
+TEST_P(CompileE2E, BinaryOpsOfActivationsMatchFp32Reference) {
   const int64_t B = 8, K = 40, H = 24;
   OnnxBuilder m;
   m.input("x", {B, K});
@@ -245,7 +246,11 @@ TEST_P(CompileE2E, SubAndMulOfActivationsMatchFp32Reference) {
   OnnxBuilder::attr(m.node("Gemm", "fc1", {"x", "w1", "b1"}, {"h1"}), "transB", int64_t(1));
   OnnxBuilder::attr(m.node("Gemm", "fc2", {"x", "w2", "b2"}, {"h2"}), "transB", int64_t(1));
   m.node("Sub", "diff", {"h1", "h2"}, {"d"});
-  m.node("Mul", "gate", {"d", "h1"}, {"y"});
+  m.node("Mul", "gate", {"d", "h1"}, {"p"});
+  OnnxBuilder::attr_f(m.node("LeakyRelu", "leaky", {"h1"}, {"l"}), "alpha", 0.3f);
+  m.node("Max", "max", {"d", "h2"}, {"mx"});
+  m.node("Min", "min", {"mx", "h1", "p"}, {"mn"});
+  m.node("Add", "sum", {"l", "mn"}, {"y"});
   m.output("y", {B, H});
   auto path = m.save("vtpu_sub_mul_" + id() + ".onnx");
   config::Config cfg = config::load_preset(preset());
@@ -258,7 +263,10 @@ TEST_P(CompileE2E, SubAndMulOfActivationsMatchFp32Reference) {
   std::string out = simulate(cfg, r.program, {{"x", encode(r.program, "x", x)}}, "y");
   ASSERT_EQ(out.substr(0, 2), "OK") << out;
   Vec h1 = gemm(x, B, K, w1, H, b1, true), h2 = gemm(x, B, K, w2, H, b2, true), want(h1.size());
-  for (size_t i = 0; i < want.size(); ++i) want[i] = (h1[i] - h2[i]) * h1[i];
+  for (size_t i = 0; i < want.size(); ++i) {
+    float d = h1[i] - h2[i], p = d * h1[i], l = h1[i] > 0 ? h1[i] : 0.3f * h1[i];
+    want[i] = l + std::min({std::max(d, h2[i]), h1[i], p});
+  }
   expect_close(decode(r.program, "y", out.substr(2)), want, tolerance(0.02));
 }
 

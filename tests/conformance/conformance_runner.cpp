@@ -32,7 +32,7 @@ namespace {
 const std::set<std::string> kOperators = {"Gemm", "MatMul", "Conv", "Relu", "Clip", "Add", "MaxPool", "AveragePool",
                                           "GlobalAveragePool", "Flatten", "Reshape", "BatchNormalization", "Softmax",
                                           "Sigmoid", "Tanh", "Erf", "Exp", "Reciprocal", "Sqrt",
-                                          "HardSigmoid", "Neg", "Sub", "Mul"};
+                                          "HardSigmoid", "Neg", "Sub", "Mul", "Max", "Min", "LeakyRelu"};
 // Operators whose inputs after the first are weights (constants for the compiler).
 const std::set<std::string> kWeightInputs = {"Gemm", "MatMul", "Conv", "Clip", "Reshape", "BatchNormalization"};
 

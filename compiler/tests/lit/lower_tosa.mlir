@@ -68,10 +68,14 @@ func.func @tables(%arg0: tensor<2x5xf32>) -> tensor<2x5xf32> {
 // CHECK: tpu.binary %arg0, %arg1 {kind = "sub", layer = "d"}
 // CHECK: tpu.binary %{{.*}}, %arg0 {kind = "mul", layer = "m"}
 // CHECK: tpu.affine
+// CHECK: tpu.binary %{{.*}}, %arg1 {kind = "max", layer = "hi"}
+// CHECK: tpu.binary %{{.*}}, %arg0 {kind = "min", layer = "lo"}
 func.func @binary(%arg0: tensor<2x5xf32>, %arg1: tensor<2x5xf32>) -> tensor<2x5xf32> {
   %0 = tosa.sub %arg0, %arg1 : (tensor<2x5xf32>, tensor<2x5xf32>) -> tensor<2x5xf32> loc("d")
   %1 = tosa.mul %0, %arg0 {shift = 0 : i8} : (tensor<2x5xf32>, tensor<2x5xf32>) -> tensor<2x5xf32> loc("m")
   %k = "tosa.const"() {value = dense<2.0> : tensor<1x1xf32>} : () -> tensor<1x1xf32> loc("s")
   %2 = tosa.mul %1, %k {shift = 0 : i8} : (tensor<2x5xf32>, tensor<1x1xf32>) -> tensor<2x5xf32> loc("s")
-  return %2 : tensor<2x5xf32>
+  %3 = tosa.maximum %2, %arg1 : (tensor<2x5xf32>, tensor<2x5xf32>) -> tensor<2x5xf32> loc("hi")
+  %4 = tosa.minimum %3, %arg0 : (tensor<2x5xf32>, tensor<2x5xf32>) -> tensor<2x5xf32> loc("lo")
+  return %4 : tensor<2x5xf32>
 }
