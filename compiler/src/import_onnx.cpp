@@ -556,11 +556,16 @@ class Importer {
 
   void reshape_op(const onnx::NodeProto& n, mlir::Location loc) {
     const Tensor& x = input(n, 0);
+    only_attrs(n, {"allowzero"});
     const Constant& s = const_input(n, 1, "Reshape shape");
+    bool allowzero = attr_i(n, "allowzero", 0) != 0;
     std::vector<int64_t> shape;
     int64_t known = 1, infer = -1;
     for (size_t i = 0; i < s.data.size(); ++i) {
       int64_t d = int64_t(s.data[i]);
+      if (d == 0 && allowzero) fail("Reshape to an empty tensor (allowzero=1 with a 0 in the shape) is not supported", node_name(n));
+      if (d == 0 && i >= x.shape.size())
+        fail(fmt::format("Reshape shape[{}] = 0 copies a dimension the {}-D input does not have", i, x.shape.size()), node_name(n));
       if (d == 0) d = x.shape.at(i);
       if (d == -1) infer = int64_t(i), d = 1;
       else known *= d;

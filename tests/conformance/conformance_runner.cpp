@@ -148,11 +148,17 @@ std::string run_test(const fs::path& dir, const config::Config& cfg, std::string
   } catch (const std::exception& e) {
     return std::string("compile: ") + e.what();
   }
+  // The program says which tensors it keeps NHWC (images); everything else is row-major as in ONNX.
+  auto stored_nhwc = [&](const std::string& name) {
+    for (const auto& t : r.program.tensors)
+      if (t.name == name) return t.nhwc;
+    return false;
+  };
   std::map<std::string, std::vector<uint8_t>> in_bytes;
   for (const auto& name : runtime_inputs) {
     const auto& t = inputs[name];
     auto v = floats_of(t);
-    if (t.dims_size() == 4) v = to_nhwc(v, dims(t));
+    if (stored_nhwc(name)) v = to_nhwc(v, dims(t));
     std::vector<uint8_t> b(v.size() * 2);
     for (size_t i = 0; i < v.size(); ++i) {
       uint16_t h = numerics::f32_to_bf16(numerics::f32_bits(v[i]));
@@ -169,7 +175,7 @@ std::string run_test(const fs::path& dir, const config::Config& cfg, std::string
   if (got.rfind("OK", 0) != 0) return "simulate: " + got.substr(3);
   auto want_t = read_pb(data / "output_0.pb");
   auto want = floats_of(want_t);
-  if (want_t.dims_size() == 4) want = to_nhwc(want, dims(want_t));
+  if (stored_nhwc(out_name)) want = to_nhwc(want, dims(want_t));
   if ((got.size() - 2) / 2 != want.size()) return fmt::format("output has {} values, expected {}", (got.size() - 2) / 2, want.size());
   double mx = 0;
   for (float w : want) mx = std::max(mx, double(std::fabs(w)));
