@@ -896,8 +896,8 @@ class Codegen {
       if (auto c = mlir::dyn_cast_or_null<tpu::Conv2DOp>(producer)) nonneg = c.getClampMin().convertToDouble() >= 0;
       if (auto c = mlir::dyn_cast_or_null<tpu::MatmulOp>(producer)) nonneg = c.getClampMin().convertToDouble() >= 0;
       if (auto c = mlir::dyn_cast_or_null<tpu::AddOp>(producer)) nonneg = c.getClampMin().convertToDouble() >= 0;
-      // Zero padding is exact for average pooling that counts the padding (the importer
-      // rejects count_include_pad=0) and for max pooling of non-negative inputs.
+      // Zero padding is exact for average pooling (the window's divisor is chosen below) and
+      // for max pooling of non-negative inputs.
       lowest_pad = maxp && !nonneg;
     }
     uint64_t pt = uint64_t(pad[0]), pl = uint64_t(pad[2]), Hp = H + pad[0] + pad[1], Wp = W + pad[2] + pad[3];
@@ -920,16 +920,34 @@ class Codegen {
     for (int64_t dy = 0; dy < k[0]; ++dy)
       for (int64_t dx = 0; dx < k[1]; ++dx) window.push_back(int64_t((uint64_t(dy) * Wp + uint64_t(dx)) * R_ * esz_));
     std::string body = fmt::format("window=[{}] pool_stride={}", fmt::join(window, ", "), uint64_t(st[1]) * R_ * esz_);
-    if (!maxp) body += fmt::format(" scale=[{}]", 1.0 / double(k[0] * k[1]));
-    std::string p = new_param(body);
+    // Divisors: the full window, or (TOSA's rule) only the input elements the window covers,
+    // which changes near the borders; each run of outputs with one divisor is one instruction.
+    bool by_count = !maxp && !op.getCountIncludePad();
+    auto covered = [](int64_t o, int64_t stride, int64_t kk, int64_t before, int64_t size) {
+      int64_t lo = std::max<int64_t>(0, o * stride - before), hi = std::min<int64_t>(size, o * stride - before + kk);
+      return std::max<int64_t>(0, hi - lo);
+    };
+    std::vector<std::pair<uint64_t, int64_t>> runs;  // (first ox, columns covered) per run
+    for (uint64_t ox = 0; ox < OW; ++ox) {
+      int64_t cx = by_count ? covered(int64_t(ox), st[1], k[1], pad[2], int64_t(W)) : k[1];
+      if (runs.empty() || runs.back().second != cx) runs.push_back({ox, cx});
+    }
     for (uint64_t b = 0; b < x.blocks; ++b)
       for (uint64_t n = 0; n < N; ++n)
         for (uint64_t oy = 0; oy < OH; ++oy) {
-          uint64_t src = xp.base + b * xp.block_bytes + ((n * Hp + oy * uint64_t(st[0])) * Wp) * R_ * esz_;
-          uint64_t dst = y.base + b * y.block_bytes + ((n * OH + oy) * OW) * R_ * esz_;
-          code(fmt::format("  li r1, {} || li r2, {}", src, dst));
-          code(fmt::format("  vec.{}pool dst=ub[r2+0] a=ub[r1+0] rows={} dt={} param={} flag=f20", maxp ? "max" : "avg", OW, dt_, p));
-          code("  wait f20");
+          int64_t cy = by_count ? covered(int64_t(oy), st[0], k[0], pad[0], int64_t(H)) : k[0];
+          for (size_t ri = 0; ri < runs.size(); ++ri) {
+            uint64_t ox0 = runs[ri].first, ox1 = ri + 1 < runs.size() ? runs[ri + 1].first : OW;
+            int64_t cnt = cy * runs[ri].second;
+            if (!maxp && cnt == 0) throw CompileError(fmt::format("node '{}': a pooling window covers only padding", layer));
+            std::string p = new_param(maxp ? body : body + fmt::format(" scale=[{}]", 1.0 / double(cnt)));
+            uint64_t src = xp.base + b * xp.block_bytes + ((n * Hp + oy * uint64_t(st[0])) * Wp + ox0 * uint64_t(st[1])) * R_ * esz_;
+            uint64_t dst = y.base + b * y.block_bytes + ((n * OH + oy) * OW + ox0) * R_ * esz_;
+            code(fmt::format("  li r1, {} || li r2, {}", src, dst));
+            code(fmt::format("  vec.{}pool dst=ub[r2+0] a=ub[r1+0] rows={} dt={} param={} flag=f20", maxp ? "max" : "avg",
+                             ox1 - ox0, dt_, p));
+            code("  wait f20");
+          }
         }
     if (xp.base != x.base) ub_.release(xp.base);
     define(op.getOutput(), y);

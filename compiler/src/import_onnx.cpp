@@ -495,7 +495,6 @@ class Importer {
     only_attrs(n, {"auto_pad", "ceil_mode", "count_include_pad", "dilations", "kernel_shape", "pads", "storage_order", "strides"});
     const Tensor& x = input(n, 0);
     if (x.shape.size() != 4) fail("only 2-D pooling is supported", node_name(n));
-    if (attr_i(n, "ceil_mode", 0)) fail("pooling attribute ceil_mode=1 is not supported", node_name(n));
     for (int64_t d : attr_ints(n, "dilations", {1, 1}))
       if (d != 1) fail("pooling attribute dilations other than 1 is not supported", node_name(n));
     auto k = attr_ints(n, "kernel_shape", {});
@@ -503,11 +502,34 @@ class Importer {
     auto stride = attr_ints(n, "strides", {1, 1});
     auto pad = pads_of(n, {x.shape[2], x.shape[3]}, k, stride, {1, 1});
     bool avg = n.op_type() == "AveragePool";
-    if (avg && attr_i(n, "count_include_pad", 0) == 0 && (pad[0] || pad[1] || pad[2] || pad[3]))
-      fail("AveragePool with padding and count_include_pad=0 is not supported", node_name(n));
+    if (attr_i(n, "ceil_mode", 0)) {
+      // Round the output size up, dropping a last window that would start in the end padding,
+      // and pad the end far enough for it. Those pads are never counted in a divisor.
+      if (avg && attr_i(n, "count_include_pad", 0))
+        fail("AveragePool with ceil_mode=1 and count_include_pad=1 is not supported", node_name(n));
+      for (int d = 0; d < 2; ++d) {
+        int64_t size = x.shape[size_t(2 + d)], before = pad[size_t(2 * d)], after = pad[size_t(2 * d + 1)];
+        int64_t span = size + before + after - k[size_t(d)], s = stride[size_t(d)];
+        int64_t out = (span + s - 1) / s + 1;
+        if ((out - 1) * s >= size + before) --out;
+        pad[size_t(2 * d + 1)] = std::max(after, (out - 1) * s + k[size_t(d)] - size - before);
+      }
+    }
     int64_t OH = (x.shape[2] + pad[0] + pad[1] - k[0]) / stride[0] + 1, OW = (x.shape[3] + pad[2] + pad[3] - k[1]) / stride[1] + 1;
     std::vector<int64_t> out{x.shape[0], x.shape[1], OH, OW};
     Value in = x.nhwc ? x.value : transpose(x.value, {0, 2, 3, 1}, loc);
+    bool padded = pad[0] || pad[1] || pad[2] || pad[3];
+    if (avg && padded && attr_i(n, "count_include_pad", 0)) {
+      // TOSA's avg_pool2d leaves padding out of the divisor; ONNX's count_include_pad=1
+      // counts it, which is average pooling of an explicitly zero-padded input.
+      auto ptype = mlir::RankedTensorType::get({4, 2}, b_.getI64Type());
+      std::vector<int64_t> p{0, 0, pad[0], pad[1], pad[2], pad[3], 0, 0};
+      Value pads = b_.create<mlir::tosa::ConstOp>(loc, ptype, mlir::DenseElementsAttr::get(ptype, llvm::ArrayRef<int64_t>(p)));
+      auto is = mlir::cast<mlir::RankedTensorType>(in.getType()).getShape();
+      in = b_.create<mlir::tosa::PadOp>(loc, tensor_type({is[0], is[1] + pad[0] + pad[1], is[2] + pad[2] + pad[3], is[3]}), in,
+                                        pads);
+      pad = {0, 0, 0, 0};
+    }
     Value y;
     if (avg)
       y = b_.create<mlir::tosa::AvgPool2dOp>(loc, tensor_type(to_nhwc(out)), in, b_.getDenseI64ArrayAttr(k),

@@ -9,6 +9,7 @@
 //                            turns each layer into one tpu op
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
@@ -16,6 +17,7 @@
 #include "mlir/Dialect/Tosa/IR/TosaOps.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinAttributes.h"
+#include "mlir/IR/Matchers.h"
 #include "mlir/Pass/Pass.h"
 #include "mlir/Pass/PassRegistry.h"
 #include "tpu_dialect.h"
@@ -84,6 +86,22 @@ std::vector<int32_t> perm_of(tosa::TransposeOp t) {
 mlir::Operation* single_user(Value v) {
   if (!v.hasOneUse()) return nullptr;
   return *v.getUsers().begin();
+}
+
+// [top, bottom, left, right] if v is a tosa.pad with zeros of an NHWC tensor's H and W only.
+std::optional<std::vector<int64_t>> zero_spatial_pad(Value v) {
+  auto pd = v.getDefiningOp<tosa::PadOp>();
+  if (!pd || !v.hasOneUse()) return std::nullopt;
+  if (pd.getPadConst()) {
+    auto k = const_data(pd.getPadConst());
+    if (!k || k->size() != 1 || (*k)[0] != 0.0f) return std::nullopt;
+  }
+  mlir::DenseIntElementsAttr p;
+  if (!mlir::matchPattern(pd.getPadding(), mlir::m_Constant(&p)) || p.getNumElements() != 8) return std::nullopt;
+  std::vector<int64_t> v8;
+  for (const llvm::APInt& x : p.getValues<llvm::APInt>()) v8.push_back(x.getSExtValue());
+  if (v8[0] || v8[1] || v8[6] || v8[7]) return std::nullopt;
+  return std::vector<int64_t>{v8[2], v8[3], v8[4], v8[5]};
 }
 
 // A constant operand of a binary op that broadcasts one value per channel (last dim).
@@ -350,11 +368,28 @@ struct LowerTosaToTpu : mlir::PassWrapper<LowerTosaToTpu, mlir::OperationPass<ml
         continue;
       }
       if (auto ap = mlir::dyn_cast<tosa::AvgPool2dOp>(op)) {
-        Value y = b.create<PoolOp>(loc, ap.getType(), ap.getInput(), b.getStringAttr("avg"), ap.getKernelAttr(),
-                                   ap.getStrideAttr(), ap.getPadAttr(), b.getStringAttr(name));
+        // A zero tosa.pad of H and W in front is ONNX's count_include_pad: fold it in.
+        Value x = ap.getInput();
+        auto pad = ap.getPadAttr();
+        bool count_pad = false;
+        if (auto pd = zero_spatial_pad(x)) {
+          auto kp = ap.getPad();
+          if (std::all_of(kp.begin(), kp.end(), [](int64_t v) { return v == 0; })) {
+            count_pad = true;
+            pad = b.getDenseI64ArrayAttr(*pd);
+            retire(x.getDefiningOp());
+            x = x.getDefiningOp()->getOperand(0);
+          }
+        }
+        Value y = b.create<PoolOp>(loc, ap.getType(), x, b.getStringAttr("avg"), ap.getKernelAttr(), ap.getStrideAttr(), pad,
+                                   b.getStringAttr(name), count_pad ? b.getUnitAttr() : nullptr);
         ap.getResult().replaceAllUsesWith(y);
         retire(op);
         continue;
+      }
+      if (auto pd = mlir::dyn_cast<tosa::PadOp>(op); pd && zero_spatial_pad(pd.getResult())) {
+        mlir::Operation* u = single_user(pd.getResult());
+        if (u && mlir::isa<tosa::AvgPool2dOp>(u)) continue;  // folded into the pool
       }
       if (auto rm = mlir::dyn_cast<tosa::ReduceMaxOp>(op)) {
         // softmax: mul(exp(x - max(x)), reciprocal(sum(exp(x - max(x)))))

@@ -97,22 +97,24 @@ std::vector<RefTensor> evaluate_reference(mlir::func::FuncOp fn, const std::vect
       const RefTensor& x = get(p.getInput());
       int64_t N = x.shape[0], H = x.shape[1], W = x.shape[2], C = x.shape[3], OH = y.shape[1], OW = y.shape[2];
       auto k = p.getKernel(), st = p.getStride(), pad = p.getPad();
-      bool mx = p.getKind() == "max";
+      bool mx = p.getKind() == "max", count_pad = !mx && p.getCountIncludePad();
       for (int64_t nn = 0; nn < N; ++nn)
         for (int64_t oy = 0; oy < OH; ++oy)
           for (int64_t ox = 0; ox < OW; ++ox)
             for (int64_t c = 0; c < C; ++c) {
               double acc = mx ? -std::numeric_limits<double>::infinity() : 0.0;
+              int64_t count = 0;
               for (int64_t ky = 0; ky < k[0]; ++ky)
                 for (int64_t kx = 0; kx < k[1]; ++kx) {
                   int64_t iy = oy * st[0] + ky - pad[0], ix = ox * st[1] + kx - pad[2];
-                  // Padding: zero for average pools (count_include_pad), skipped for max pools.
+                  // Padding is skipped, except that count_include_pad averages count it as zeros.
                   bool outside = iy < 0 || ix < 0 || iy >= H || ix >= W;
-                  if (outside && mx) continue;
+                  if (outside && !count_pad) continue;
                   double v = outside ? 0.0 : x.data[size_t(((nn * H + iy) * W + ix) * C + c)];
                   acc = mx ? std::max(acc, v) : acc + v;
+                  ++count;
                 }
-              y.data[size_t(((nn * OH + oy) * OW + ox) * C + c)] = float(mx ? acc : acc / double(k[0] * k[1]));
+              y.data[size_t(((nn * OH + oy) * OW + ox) * C + c)] = float(mx ? acc : acc / double(count));
             }
     } else if (auto a = mlir::dyn_cast<tpu::AddOp>(op)) {
       const RefTensor &l = get(a.getLhs()), &r = get(a.getRhs());

@@ -314,6 +314,50 @@ TEST_P(CompileE2E, AffineAndTableChainMatchesFp32Reference) {
   expect_close(decode(r.program, "y", out.substr(2)), want, tolerance(0.02));
 }
 
+// AveragePool with padding left out of the divisor (count_include_pad=0) and ceil_mode: the
+// window divisors shrink at the borders, and the last row/column of windows hangs off the end.
+TEST_P(CompileE2E, AveragePoolExcludingPaddingWithCeilModeMatchesOnnxRule) {
+  const int64_t H = 10, C = 8, OH = 6;  // ONNX: ceil((10 + 1 + 1 - 3) / 2) + 1 = 6
+  OnnxBuilder m;
+  m.input("img", {1, 1, H, H});
+  auto& w1 = m.init("w1", {C, 1, 3, 3}, 0.5f);
+  auto& b1 = m.init("b1", {C}, 0.1f);
+  auto* c1 = m.node("Conv", "conv1", {"img", "w1", "b1"}, {"c1"});
+  OnnxBuilder::attr(c1, "pads", std::vector<int64_t>{1, 1, 1, 1});
+  OnnxBuilder::attr(c1, "kernel_shape", std::vector<int64_t>{3, 3});
+  auto* p = m.node("AveragePool", "pool", {"c1"}, {"y"});
+  OnnxBuilder::attr(p, "kernel_shape", std::vector<int64_t>{3, 3});
+  OnnxBuilder::attr(p, "strides", std::vector<int64_t>{2, 2});
+  OnnxBuilder::attr(p, "pads", std::vector<int64_t>{1, 1, 1, 1});
+  OnnxBuilder::attr(p, "ceil_mode", int64_t(1));
+  m.output("y", {1, C, OH, OH});
+  auto path = m.save("vtpu_avgpool_ceil_" + id() + ".onnx");
+  config::Config cfg = config::load_preset(preset());
+  Vec x(size_t(H * H));
+  std::mt19937 rng(17);
+  for (auto& v : x) v = float(int(rng() % 2001) - 1000) / 1000.0f;
+  CompileOptions opt = options();
+  opt.calibration = {{{"img", x}}};
+  CompileResult r = compile_onnx(path, cfg, opt);
+  ASSERT_EQ(tensor(r.program, "y").shape, (std::vector<int64_t>{1, OH, OH, C}));
+  std::string out = simulate(cfg, r.program, {{"img", encode(r.program, "img", x)}}, "y");
+  ASSERT_EQ(out.substr(0, 2), "OK") << out;
+  int64_t CH, CW;
+  Vec a = conv(x, 1, H, H, w1, b1, C, 3, 1, CH, CW);  // NCHW, 10x10
+  Vec want(size_t(OH * OH * C));                      // NHWC, as the program stores images
+  for (int64_t oy = 0; oy < OH; ++oy)
+    for (int64_t ox = 0; ox < OH; ++ox)
+      for (int64_t c = 0; c < C; ++c) {
+        double sum = 0;
+        int count = 0;
+        for (int64_t iy = oy * 2 - 1; iy < oy * 2 + 2; ++iy)
+          for (int64_t ix = ox * 2 - 1; ix < ox * 2 + 2; ++ix)
+            if (iy >= 0 && ix >= 0 && iy < CH && ix < CW) sum += a[size_t((c * CH + iy) * CW + ix)], ++count;
+        want[size_t((oy * OH + ox) * C + c)] = float(sum / count);
+      }
+  expect_close(decode(r.program, "y", out.substr(2)), want, tolerance(0.02));
+}
+
 TEST_P(CompileE2E, SmallCnnWithBatchNormMatchesFp32Reference) {
   OnnxBuilder m;
   m.input("img", {1, 1, 12, 12});

@@ -79,3 +79,17 @@ func.func @binary(%arg0: tensor<2x5xf32>, %arg1: tensor<2x5xf32>) -> tensor<2x5x
   %4 = tosa.minimum %3, %arg0 : (tensor<2x5xf32>, tensor<2x5xf32>) -> tensor<2x5xf32> loc("lo")
   return %4 : tensor<2x5xf32>
 }
+
+// An avg_pool2d leaves its own padding out of the divisor (TOSA); a zero tosa.pad in front is
+// ONNX's count_include_pad and folds into the pool as that flag.
+// CHECK-LABEL: func.func @avg_pools
+// CHECK: tpu.pool %arg0 {kernel = array<i64: 3, 3>, kind = "avg", layer = "excl", pad = array<i64: 1, 1, 1, 1>, stride = array<i64: 1, 1>}
+// CHECK: tpu.pool %arg0 {count_include_pad, kernel = array<i64: 3, 3>, kind = "avg", layer = "incl", pad = array<i64: 1, 1, 1, 1>, stride = array<i64: 1, 1>}
+// CHECK-NOT: tosa.pad
+func.func @avg_pools(%arg0: tensor<1x4x4x8xf32>) -> (tensor<1x4x4x8xf32>, tensor<1x4x4x8xf32>) {
+  %0 = tosa.avg_pool2d %arg0 {acc_type = f32, kernel = array<i64: 3, 3>, pad = array<i64: 1, 1, 1, 1>, stride = array<i64: 1, 1>} : (tensor<1x4x4x8xf32>) -> tensor<1x4x4x8xf32> loc("excl")
+  %p = "tosa.const"() {value = dense<[[0, 0], [1, 1], [1, 1], [0, 0]]> : tensor<4x2xi64>} : () -> tensor<4x2xi64> loc("incl")
+  %1 = tosa.pad %arg0, %p : (tensor<1x4x4x8xf32>, tensor<4x2xi64>) -> tensor<1x6x6x8xf32> loc("incl")
+  %2 = tosa.avg_pool2d %1 {acc_type = f32, kernel = array<i64: 3, 3>, pad = array<i64: 0, 0, 0, 0>, stride = array<i64: 1, 1>} : (tensor<1x6x6x8xf32>) -> tensor<1x4x4x8xf32> loc("incl")
+  return %0, %2 : tensor<1x4x4x8xf32>, tensor<1x4x4x8xf32>
+}
