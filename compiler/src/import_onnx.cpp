@@ -114,13 +114,12 @@ class Importer {
     if (!f) throw UserError(fmt::format("{}: cannot open the model (does the file exist?)", path_.string()));
     if (!model_.ParseFromIstream(&f))
       throw UserError(fmt::format("{}: not a valid ONNX model (protobuf parse failed)", path_.string()));
-    int64_t opset = 0;
     for (const auto& o : model_.opset_import())
-      if (o.domain().empty() || o.domain() == "ai.onnx") opset = o.version();
-    if (opset && (opset < 11 || opset > 17))
+      if (o.domain().empty() || o.domain() == "ai.onnx") opset_ = o.version();
+    if (opset_ && (opset_ < 11 || opset_ > 17))
       throw CompileError(fmt::format("{}: opset {} is not supported (11 to 17); convert the model with "
                                      "onnx.version_converter",
-                                     path_.string(), opset));
+                                     path_.string(), opset_));
   }
 
   std::vector<int64_t> input_shape(const onnx::ValueInfoProto& in) {
@@ -620,10 +619,15 @@ class Importer {
 
   void softmax(const onnx::NodeProto& n, mlir::Location loc) {
     const Tensor& x = input(n, 0);
-    int64_t axis = attr_i(n, "axis", -1);
+    // Before opset 13 the default axis is 1 and the input is flattened to 2-D at the axis, so
+    // only axis = last dimension means the same thing in both versions.
+    bool old_rule = opset_ && opset_ < 13;
+    int64_t axis = attr_i(n, "axis", old_rule ? 1 : -1);
     if (axis < 0) axis += int64_t(x.shape.size());
     if (x.nhwc || axis != int64_t(x.shape.size()) - 1)
-      fail("Softmax is supported over the last dimension of a non-image tensor", node_name(n));
+      fail(fmt::format("Softmax is supported over the last dimension of a non-image tensor (axis is {} of {} dimensions{})",
+                       axis, x.shape.size(), old_rule ? ", opset < 13 defaults it to 1" : ""),
+           node_name(n));
     auto type = mlir::cast<mlir::RankedTensorType>(x.value.getType());
     std::vector<int64_t> red(x.shape);
     red.back() = 1;
@@ -642,6 +646,7 @@ class Importer {
   std::filesystem::path path_;
   CompileOptions opt_;
   onnx::ModelProto model_;
+  int64_t opset_ = 0;  // of the default domain; 0 if the model does not say
   std::map<std::string, Constant> constants_;
   std::map<std::string, Tensor> values_;
 };

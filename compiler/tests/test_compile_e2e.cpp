@@ -454,6 +454,29 @@ TEST(CompileErrors, UnsupportedAttributeNamesIt) {
   }
 }
 
+// Opset 12's Softmax defaults to axis 1 and flattens there: on a 3-D input that is not a
+// last-axis softmax, so it must be refused rather than computed the opset-13 way.
+TEST(CompileErrors, Opset12SoftmaxDefaultAxisIsNotTakenAsLast) {
+  for (int opset : {12, 13}) {
+    OnnxBuilder m(opset);
+    m.input("x", {2, 3, 4});
+    m.node("Softmax", "sm", {"x"}, {"y"});
+    m.output("y", {2, 3, 4});
+    auto path = m.save("vtpu_softmax_opset" + std::to_string(opset) + ".onnx");
+    if (opset == 13) {
+      EXPECT_NO_THROW(compile_onnx(path, config::load_preset("tiny-8x8")));
+      continue;
+    }
+    try {
+      compile_onnx(path, config::load_preset("tiny-8x8"));
+      FAIL() << "opset 12 Softmax over axis 1 of a 3-D input compiled";
+    } catch (const CompileError& e) {
+      EXPECT_NE(std::string(e.what()).find("node 'sm'"), std::string::npos) << e.what();
+      EXPECT_NE(std::string(e.what()).find("opset < 13"), std::string::npos) << e.what();
+    }
+  }
+}
+
 TEST(CompileErrors, ModelTooBigForTheUnifiedBufferSaysByHowMuch) {
   OnnxBuilder m;
   m.input("x", {4096, 256});
