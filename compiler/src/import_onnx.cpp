@@ -116,8 +116,11 @@ class Importer {
       throw UserError(fmt::format("{}: not a valid ONNX model (protobuf parse failed)", path_.string()));
     for (const auto& o : model_.opset_import())
       if (o.domain().empty() || o.domain() == "ai.onnx") opset_ = o.version();
-    if (opset_ && (opset_ < 11 || opset_ > 17))
-      throw CompileError(fmt::format("{}: opset {} is not supported (11 to 17); convert the model with "
+    // From opset 7 on, the supported operators mean the same as in 17 apart from what the
+    // importer checks per node (Clip's bounds as attributes before 11, Softmax's axis before 13,
+    // BatchNormalization's `spatial` before 9).
+    if (opset_ && (opset_ < 7 || opset_ > 17))
+      throw CompileError(fmt::format("{}: opset {} is not supported (7 to 17); convert the model with "
                                      "onnx.version_converter",
                                      path_.string(), opset_));
   }
@@ -468,6 +471,7 @@ class Importer {
   }
 
   void binary(const onnx::NodeProto& n, mlir::Location loc) {
+    only_attrs(n, {});  // opset < 7 had `broadcast` and `axis`
     const Tensor a = input(n, 0), c = input(n, 1);
     // Bring both to the rank and layout of the larger one (ONNX broadcasting, right-aligned).
     const Tensor& big = a.shape.size() >= c.shape.size() ? a : c;
@@ -597,6 +601,11 @@ class Importer {
   }
 
   void batchnorm(const onnx::NodeProto& n, mlir::Location loc) {
+    only_attrs(n, {"epsilon", "momentum", "spatial", "training_mode"});
+    if (attr_i(n, "spatial", 1) == 0)
+      fail("BatchNormalization with spatial=0 (per-element statistics) is not supported", node_name(n));
+    if (attr_i(n, "training_mode", 0) != 0)
+      fail("BatchNormalization in training mode is not supported (export the model for inference)", node_name(n));
     const Tensor& x = input(n, 0);
     float eps = attr_f(n, "epsilon", 1e-5f);
     const auto& gamma = const_input(n, 1, "BatchNormalization scale").data;

@@ -270,6 +270,40 @@ TEST_P(CompileE2E, BinaryOpsOfActivationsMatchFp32Reference) {
   expect_close(decode(r.program, "y", out.substr(2)), want, tolerance(0.02));
 }
 
+// An opset-8 model (as in older model zoos): Clip takes its bounds as attributes and a 2-D
+// Softmax's default axis 1 is its last.
+TEST_P(CompileE2E, Opset8ClipAttributesAndSoftmaxMatchFp32Reference) {
+  const int64_t B = 4, K = 32, H = 16;
+  OnnxBuilder m(8);
+  m.input("x", {B, K});
+  auto& w1 = m.init("w1", {H, K}, 0.4f);
+  auto& b1 = m.init("b1", {H}, 0.2f);
+  OnnxBuilder::attr(m.node("Gemm", "fc1", {"x", "w1", "b1"}, {"h"}), "transB", int64_t(1));
+  auto* clip = m.node("Clip", "clip", {"h"}, {"c"});
+  OnnxBuilder::attr_f(clip, "min", -0.5f);
+  OnnxBuilder::attr_f(clip, "max", 1.0f);
+  m.node("Softmax", "sm", {"c"}, {"y"});
+  m.output("y", {B, H});
+  auto path = m.save("vtpu_opset8_" + id() + ".onnx");
+  config::Config cfg = config::load_preset(preset());
+  Vec x(size_t(B * K));
+  std::mt19937 rng(19);
+  for (auto& v : x) v = float(int(rng() % 2001) - 1000) / 600.0f;
+  CompileOptions opt = options();
+  opt.calibration = {{{"x", x}}};
+  CompileResult r = compile_onnx(path, cfg, opt);
+  std::string out = simulate(cfg, r.program, {{"x", encode(r.program, "x", x)}}, "y");
+  ASSERT_EQ(out.substr(0, 2), "OK") << out;
+  Vec want = gemm(x, B, K, w1, H, b1, true);
+  int clipped = 0;
+  for (auto& v : want) {
+    clipped += v < -0.5f || v > 1.0f;
+    v = std::clamp(v, -0.5f, 1.0f);
+  }
+  ASSERT_GT(clipped, 0);
+  expect_close(decode(r.program, "y", out.substr(2)), softmax_rows(want, B, H), tolerance(0.03));
+}
+
 // HardSigmoid and Neg become affine (+ clamp) steps; Exp, Sqrt (1 / rsqrt) and Reciprocal use
 // the vector unit's tables, and so do Add/Sub of constants. Expected:
 // 1 - (-1 / sqrt(exp(hardsigmoid(h))) + shift) = 1 - (-exp(-hs / 2) + shift).
