@@ -61,6 +61,14 @@ def Tpu_BinaryOp : Tpu_Op<"binary", [Pure]> {
   let hasVerifier = 1;
 }
 
+def Tpu_BroadcastOp : Tpu_Op<"broadcast", [Pure]> {
+  let summary = "repeat an activation along its size-1 dimensions (not the last) to the output's shape";
+  let arguments = (ins AnyRankedTensor:$input, StrAttr:$layer);
+  let results = (outs AnyRankedTensor:$output);
+  let assemblyFormat = "operands attr-dict `:` functional-type(operands, results)";
+  let hasVerifier = 1;
+}
+
 def Tpu_SoftmaxOp : Tpu_Op<"softmax", [Pure]> {
   let summary = "softmax over the last dimension";
   let arguments = (ins AnyRankedTensor:$input, StrAttr:$layer);

@@ -195,6 +195,7 @@ class Codegen {
       else if (auto p = mlir::dyn_cast<tpu::PoolOp>(op)) gen_pool(p);
       else if (auto a = mlir::dyn_cast<tpu::AddOp>(op)) gen_add(a);
       else if (auto bo = mlir::dyn_cast<tpu::BinaryOp>(op)) gen_binary(bo);
+      else if (auto bc = mlir::dyn_cast<tpu::BroadcastOp>(op)) gen_broadcast(bc);
       else if (auto s = mlir::dyn_cast<tpu::SoftmaxOp>(op)) gen_softmax(s);
       else if (auto r = mlir::dyn_cast<tpu::ReshapeOp>(op)) gen_reshape(r);
       else if (auto c = mlir::dyn_cast<tpu::ClampOp>(op)) gen_clamp(c);
@@ -994,6 +995,56 @@ class Codegen {
       }
     }
     if (q8_) ub_.release(tmp);
+    add_bound(layer, 0, 0);
+    define(op.getOutput(), y);
+  }
+
+  // Rows of the output copied from the input's rows by DMA inside the unified buffer: a run
+  // of output rows reads either consecutive input rows (one contiguous copy) or the same row
+  // again (a copy with source stride 0). Lanes never move, so each block is copied alike.
+  void gen_broadcast(tpu::BroadcastOp op) {
+    std::string layer = op.getLayer().str();
+    tag(layer);
+    const Act& x = act(op.getInput());
+    auto ys = shape_of(op.getOutput());
+    Act y = new_act(ys, fmt::format("the output of '{}'", layer));
+    struct Run {
+      uint64_t dst, src, count;
+      int64_t step;
+    };
+    std::vector<Run> runs;
+    size_t nd = ys.size() - 1;  // row dimensions
+    for (uint64_t r = 0; r < y.rows; ++r) {
+      uint64_t rem = r, src = 0, stride = 1;
+      for (size_t d = nd; d-- > 0;) {
+        uint64_t idx = rem % uint64_t(ys[d]);
+        rem /= uint64_t(ys[d]);
+        if (x.shape[d] != 1) src += idx * stride;
+        stride *= uint64_t(x.shape[d]);
+      }
+      if (!runs.empty()) {
+        Run& b = runs.back();
+        if (b.count == 1 && (src == b.src || src == b.src + 1)) {
+          b.step = int64_t(src - b.src), b.count = 2;
+          continue;
+        }
+        if (b.count > 1 && int64_t(src) == int64_t(b.src) + b.step * int64_t(b.count)) {
+          ++b.count;
+          continue;
+        }
+      }
+      runs.push_back({r, src, 1, 1});
+    }
+    uint64_t rowb = R_ * esz_;
+    for (uint64_t blk = 0; blk < y.blocks; ++blk)
+      for (const Run& run : runs) {
+        uint64_t so = x.base + blk * x.block_bytes + run.src * rowb, dof = y.base + blk * y.block_bytes + run.dst * rowb;
+        std::string d = run.step == 1 ? new_desc(fmt::format("bytes={} src_off={} dst_off={}", run.count * rowb, so, dof))
+                                      : new_desc(fmt::format("bytes={} src_off={} dst_off={} dim=[{}, 0, {}]", rowb, so,
+                                                             dof, run.count, rowb));
+        code(fmt::format("  dma.copy desc={} src=r0 dst=r0 flag=f1", d));
+        code("  wait f1");
+      }
     add_bound(layer, 0, 0);
     define(op.getOutput(), y);
   }

@@ -88,6 +88,18 @@ mlir::Operation* single_user(Value v) {
   return *v.getUsers().begin();
 }
 
+// v repeated to `shape` along its size-1 dimensions (tpu.broadcast), or v itself if it
+// already has that shape. The lane (last) dimension cannot broadcast: that fails the op.
+Value broadcast_to(mlir::OpBuilder& b, mlir::Operation* op, Value v, mlir::Type type, const std::string& name) {
+  auto want = mlir::cast<mlir::RankedTensorType>(type);
+  auto have = shape_of(v);
+  if (have == std::vector<int64_t>(want.getShape().begin(), want.getShape().end())) return v;
+  if (have.size() != size_t(want.getRank()) || have.back() != want.getShape().back())
+    fail(op, fmt::format("broadcasting along the last dimension ({} to {}) is not supported yet", have.back(),
+                         want.getShape().back()));
+  return b.create<BroadcastOp>(op->getLoc(), type, v, b.getStringAttr(name + ".broadcast"));
+}
+
 // [top, bottom, left, right] if v is a tosa.pad with zeros of an NHWC tensor's H and W only.
 std::optional<std::vector<int64_t>> zero_spatial_pad(Value v) {
   auto pd = v.getDefiningOp<tosa::PadOp>();
@@ -343,8 +355,6 @@ struct LowerTosaToTpu : mlir::PassWrapper<LowerTosaToTpu, mlir::OperationPass<ml
       if (auto add = mlir::dyn_cast<tosa::AddOp>(op)) {
         if (const_data(add.getInput1()) || const_data(add.getInput2()))
           fail(op, "an Add of two constants is not supported (fold it before export)");
-        if (shape_of(add.getInput1()) != shape_of(add.getInput2()))
-          fail(op, "broadcasting Add of two activations is not supported yet");
         double lo = -kInf, hi = kInf;
         std::vector<float> unused(size_t(shape_of(add.getResult()).back()), 0.0f);
         Value last = add.getResult();
@@ -355,7 +365,12 @@ struct LowerTosaToTpu : mlir::PassWrapper<LowerTosaToTpu, mlir::OperationPass<ml
           b.setInsertionPointAfter(last.getDefiningOp());
         }
         auto [clo, chi] = clamp_attrs(lo, hi);
-        Value y = b.create<AddOp>(loc, last.getType(), add.getInput1(), add.getInput2(), clo, chi, b.getStringAttr(name));
+        mlir::OpBuilder::InsertionGuard guard(b);
+        b.setInsertionPoint(op);  // the broadcasts go before the add, whatever it absorbed
+        Value lhs = broadcast_to(b, op, add.getInput1(), add.getType(), name);
+        Value rhs = broadcast_to(b, op, add.getInput2(), add.getType(), name);
+        b.setInsertionPointAfter(last.getDefiningOp());
+        Value y = b.create<AddOp>(loc, last.getType(), lhs, rhs, clo, chi, b.getStringAttr(name));
         last.replaceAllUsesWith(y);
         retire(op);
         continue;
@@ -458,15 +473,14 @@ struct LowerTosaToTpu : mlir::PassWrapper<LowerTosaToTpu, mlir::OperationPass<ml
       }
       if (mlir::isa<tosa::SubOp, tosa::MulOp, tosa::MaximumOp, tosa::MinimumOp>(op) && !const_data(op->getOperand(0)) &&
           !const_data(op->getOperand(1))) {
-        if (shape_of(op->getOperand(0)) != shape_of(op->getOperand(1)))
-          fail(op, "broadcasting Sub/Mul/Max/Min of two activations is not supported yet");
         if (auto m = mlir::dyn_cast<tosa::MulOp>(op); m && m.getShift() != 0) fail(op, "a Mul with a shift is not supported");
+        Value lhs = broadcast_to(b, op, op->getOperand(0), op->getResult(0).getType(), name);
+        Value rhs = broadcast_to(b, op, op->getOperand(1), op->getResult(0).getType(), name);
         const char* kind = mlir::isa<tosa::SubOp>(op)       ? "sub"
                            : mlir::isa<tosa::MulOp>(op)     ? "mul"
                            : mlir::isa<tosa::MaximumOp>(op) ? "max"
                                                             : "min";
-        Value y = b.create<BinaryOp>(loc, op->getResult(0).getType(), op->getOperand(0), op->getOperand(1),
-                                     b.getStringAttr(kind), b.getStringAttr(name));
+        Value y = b.create<BinaryOp>(loc, op->getResult(0).getType(), lhs, rhs, b.getStringAttr(kind), b.getStringAttr(name));
         op->getResult(0).replaceAllUsesWith(y);
         retire(op);
         continue;

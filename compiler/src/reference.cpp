@@ -120,6 +120,18 @@ std::vector<RefTensor> evaluate_reference(mlir::func::FuncOp fn, const std::vect
       const RefTensor &l = get(a.getLhs()), &r = get(a.getRhs());
       double lo = a.getClampMin().convertToDouble(), hi = a.getClampMax().convertToDouble();
       for (size_t i = 0; i < n; ++i) y.data[i] = clampf(double(l.data[i]) + r.data[i], lo, hi);
+    } else if (auto bc = mlir::dyn_cast<tpu::BroadcastOp>(op)) {
+      const RefTensor& x = get(bc.getInput());
+      for (size_t i = 0; i < n; ++i) {
+        size_t rem = i, src = 0, stride = 1;
+        for (size_t d = y.shape.size(); d-- > 0;) {
+          size_t idx = rem % size_t(y.shape[d]);
+          rem /= size_t(y.shape[d]);
+          if (x.shape[d] != 1) src += idx * stride;
+          stride *= size_t(x.shape[d]);
+        }
+        y.data[i] = x.data[src];
+      }
     } else if (auto bo = mlir::dyn_cast<tpu::BinaryOp>(op)) {
       const RefTensor &l = get(bo.getLhs()), &r = get(bo.getRhs());
       std::string k = bo.getKind().str();

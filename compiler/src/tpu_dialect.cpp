@@ -33,4 +33,15 @@ mlir::LogicalResult BinaryOp::verify() {
   return mlir::success();
 }
 
+mlir::LogicalResult BroadcastOp::verify() {
+  auto in = mlir::cast<mlir::RankedTensorType>(getInput().getType()).getShape();
+  auto out = mlir::cast<mlir::RankedTensorType>(getOutput().getType()).getShape();
+  if (in.size() != out.size() || in.empty()) return emitOpError("input and output must have the same rank");
+  for (size_t i = 0; i < in.size(); ++i)
+    if (in[i] != out[i] && (in[i] != 1 || i + 1 == in.size()))
+      return emitOpError("dimension ") << i << " of size " << in[i] << " cannot broadcast to " << out[i]
+                                       << " (only size-1 dimensions other than the last repeat)";
+  return mlir::success();
+}
+
 }  // namespace vtpu::tpu

@@ -348,6 +348,76 @@ TEST_P(CompileE2E, AffineAndTableChainMatchesFp32Reference) {
   expect_close(decode(r.program, "y", out.substr(2)), want, tolerance(0.02));
 }
 
+// ONNX broadcasting between activations: y = (x + b) * c with b [3, 1, 8] repeated along
+// dimension 1 and c [1, 4, 8] along dimension 0 (tpu.broadcast by unified-buffer DMA).
+TEST_P(CompileE2E, BroadcastingElementwiseOpsMatchFp32Reference) {
+  OnnxBuilder m;
+  m.input("x", {3, 4, 8});
+  m.input("b", {3, 1, 8});
+  m.input("c", {1, 4, 8});
+  m.node("Add", "add", {"x", "b"}, {"s"});
+  m.node("Mul", "mul", {"s", "c"}, {"y"});
+  m.output("y", {3, 4, 8});
+  auto path = m.save("vtpu_bcast_" + id() + ".onnx");
+  config::Config cfg = config::load_preset(preset());
+  std::mt19937 rng(23);
+  auto rnd = [&](size_t n) {
+    Vec v(n);
+    for (auto& e : v) e = float(int(rng() % 2001) - 1000) / 1000.0f;
+    return v;
+  };
+  Vec x = rnd(96), bb = rnd(24), c = rnd(32);
+  CompileOptions opt = options();
+  opt.calibration = {{{"x", x}, {"b", bb}, {"c", c}}};
+  CompileResult r = compile_onnx(path, cfg, opt);
+  std::string out = simulate(cfg, r.program,
+                             {{"x", encode(r.program, "x", x)}, {"b", encode(r.program, "b", bb)}, {"c", encode(r.program, "c", c)}}, "y");
+  ASSERT_EQ(out.substr(0, 2), "OK") << out;
+  Vec want(96);
+  for (size_t i = 0; i < 3; ++i)
+    for (size_t j = 0; j < 4; ++j)
+      for (size_t k = 0; k < 8; ++k)
+        want[(i * 4 + j) * 8 + k] = (x[(i * 4 + j) * 8 + k] + bb[i * 8 + k]) * c[j * 8 + k];
+  expect_close(decode(r.program, "y", out.substr(2)), want, tolerance(0.02));
+}
+
+// A squeeze-and-excitation gate: conv features times sigmoid(global average) per channel,
+// broadcast over the image.
+TEST_P(CompileE2E, SqueezeExcitationGateMatchesFp32Reference) {
+  const int64_t H = 6, C = 8;
+  OnnxBuilder m;
+  m.input("img", {1, 1, H, H});
+  auto& w1 = m.init("w1", {C, 1, 3, 3}, 0.5f);
+  auto& b1 = m.init("b1", {C}, 0.1f);
+  auto* c1 = m.node("Conv", "conv1", {"img", "w1", "b1"}, {"f"});
+  OnnxBuilder::attr(c1, "pads", std::vector<int64_t>{1, 1, 1, 1});
+  OnnxBuilder::attr(c1, "kernel_shape", std::vector<int64_t>{3, 3});
+  m.node("GlobalAveragePool", "gap", {"f"}, {"g"});
+  m.node("Sigmoid", "gate", {"g"}, {"s"});
+  m.node("Mul", "scale", {"f", "s"}, {"y"});
+  m.output("y", {1, C, H, H});
+  auto path = m.save("vtpu_se_" + id() + ".onnx");
+  config::Config cfg = config::load_preset(preset());
+  Vec x(size_t(H * H));
+  std::mt19937 rng(29);
+  for (auto& v : x) v = float(int(rng() % 2001) - 1000) / 1000.0f;
+  CompileOptions opt = options();
+  opt.calibration = {{{"img", x}}};
+  CompileResult r = compile_onnx(path, cfg, opt);
+  std::string out = simulate(cfg, r.program, {{"img", encode(r.program, "img", x)}}, "y");
+  ASSERT_EQ(out.substr(0, 2), "OK") << out;
+  int64_t OH, OW;
+  Vec f = conv(x, 1, H, H, w1, b1, C, 3, 1, OH, OW);
+  Vec want(size_t(C * H * H));  // NHWC
+  for (int64_t ch = 0; ch < C; ++ch) {
+    double mean = 0;
+    for (int64_t i = 0; i < H * H; ++i) mean += f[size_t(ch * H * H + i)];
+    double g = 1.0 / (1.0 + std::exp(-mean / double(H * H)));
+    for (int64_t i = 0; i < H * H; ++i) want[size_t(i * C + ch)] = float(f[size_t(ch * H * H + i)] * g);
+  }
+  expect_close(decode(r.program, "y", out.substr(2)), want, tolerance(0.02));
+}
+
 // AveragePool with padding left out of the divisor (count_include_pad=0) and ceil_mode: the
 // window divisors shrink at the borders, and the last row/column of windows hangs off the end.
 TEST_P(CompileE2E, AveragePoolExcludingPaddingWithCeilModeMatchesOnnxRule) {

@@ -93,3 +93,12 @@ func.func @avg_pools(%arg0: tensor<1x4x4x8xf32>) -> (tensor<1x4x4x8xf32>, tensor
   %2 = tosa.avg_pool2d %1 {acc_type = f32, kernel = array<i64: 3, 3>, pad = array<i64: 0, 0, 0, 0>, stride = array<i64: 1, 1>} : (tensor<1x6x6x8xf32>) -> tensor<1x4x4x8xf32> loc("incl")
   return %0, %2 : tensor<1x4x4x8xf32>, tensor<1x4x4x8xf32>
 }
+
+// Activations of different shapes meet through tpu.broadcast along their size-1 dimensions.
+// CHECK-LABEL: func.func @bcast
+// CHECK: %[[B:.*]] = tpu.broadcast %arg1 {layer = "m.broadcast"} : (tensor<1x1x1x8xf32>) -> tensor<1x4x4x8xf32>
+// CHECK: tpu.binary %arg0, %[[B]] {kind = "mul", layer = "m"}
+func.func @bcast(%arg0: tensor<1x4x4x8xf32>, %arg1: tensor<1x1x1x8xf32>) -> tensor<1x4x4x8xf32> {
+  %0 = tosa.mul %arg0, %arg1 {shift = 0 : i8} : (tensor<1x4x4x8xf32>, tensor<1x1x1x8xf32>) -> tensor<1x4x4x8xf32> loc("m")
+  return %0 : tensor<1x4x4x8xf32>
+}
