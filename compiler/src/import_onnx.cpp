@@ -310,16 +310,17 @@ class Importer {
       // Variadic: a chain of pairwise maxima/minima (one input is the identity).
       Tensor acc = input(n, 0);
       for (int i = 1; i < n.input_size(); ++i) {
-        const Tensor& x = input(n, i);
-        if (x.shape != acc.shape || x.nhwc != acc.nhwc)
-          fail(fmt::format("{} of inputs with different shapes (broadcasting) is not supported yet", op), node_name(n));
-        auto t = acc.value.getType();
-        acc.value = op == "Max" ? Value(b_.create<mlir::tosa::MaximumOp>(loc, t, acc.value, x.value))
-                                : Value(b_.create<mlir::tosa::MinimumOp>(loc, t, acc.value, x.value));
+        Tensor out;
+        auto [a, c] = broadcast_pair(n, acc, input(n, i), out, loc);
+        auto t = tensor_type(out.nhwc ? to_nhwc(out.shape) : out.shape);
+        out.value = op == "Max" ? Value(b_.create<mlir::tosa::MaximumOp>(loc, t, a, c))
+                                : Value(b_.create<mlir::tosa::MinimumOp>(loc, t, a, c));
+        acc = out;
       }
       define(n, acc);
       return;
     }
+    if (op == "PRelu") return prelu(n, loc);
     if (op == "LeakyRelu") {
       // max(x, alpha * x) for alpha <= 1, min(x, alpha * x) above: one scale and one compare.
       only_attrs(n, {"alpha"});
@@ -470,10 +471,10 @@ class Importer {
     clamp(n, loc, lo, hi);
   }
 
-  void binary(const onnx::NodeProto& n, mlir::Location loc) {
-    only_attrs(n, {});  // opset < 7 had `broadcast` and `axis`
-    const Tensor a = input(n, 0), c = input(n, 1);
-    // Bring both to the rank and layout of the larger one (ONNX broadcasting, right-aligned).
+  // Two operands of an elementwise op brought to one rank and layout (ONNX multidirectional
+  // broadcasting, right-aligned); `out` gets the result's logical shape and layout.
+  std::pair<Value, Value> broadcast_pair(const onnx::NodeProto& n, const Tensor& a, const Tensor& c, Tensor& out,
+                                         mlir::Location loc) {
     const Tensor& big = a.shape.size() >= c.shape.size() ? a : c;
     auto align = [&](const Tensor& t) -> Value {
       if (t.shape.size() == big.shape.size()) {
@@ -485,13 +486,44 @@ class Importer {
       Value r = reshape(t.value, s, loc);
       return big.nhwc ? transpose(r, {0, 2, 3, 1}, loc) : r;
     };
-    Value x = align(a), y = align(c);
-    auto out_type = mlir::cast<mlir::RankedTensorType>(big.value.getType());
-    Value r;
-    if (n.op_type() == "Add") r = b_.create<mlir::tosa::AddOp>(loc, out_type, x, y);
-    else if (n.op_type() == "Sub") r = b_.create<mlir::tosa::SubOp>(loc, out_type, x, y);
-    else r = b_.create<mlir::tosa::MulOp>(loc, out_type, x, y, b_.getI8IntegerAttr(0));
-    define(n, {r, big.shape, big.nhwc});
+    out.shape = big.shape;
+    out.nhwc = big.nhwc;
+    size_t off_a = big.shape.size() - a.shape.size(), off_c = big.shape.size() - c.shape.size();
+    for (size_t i = 0; i < big.shape.size(); ++i) {
+      int64_t da = i >= off_a ? a.shape[i - off_a] : 1, dc = i >= off_c ? c.shape[i - off_c] : 1;
+      if (da != dc && da != 1 && dc != 1)
+        fail(fmt::format("{} operands of shapes [{}] and [{}] do not broadcast", n.op_type(), fmt::join(a.shape, ", "),
+                         fmt::join(c.shape, ", ")),
+             node_name(n));
+      out.shape[i] = std::max(da, dc);
+    }
+    return {align(a), align(c)};
+  }
+
+  void binary(const onnx::NodeProto& n, mlir::Location loc) {
+    only_attrs(n, {});  // opset < 7 had `broadcast` and `axis`
+    Tensor out;
+    auto [x, y] = broadcast_pair(n, input(n, 0), input(n, 1), out, loc);
+    auto out_type = tensor_type(out.nhwc ? to_nhwc(out.shape) : out.shape);
+    if (n.op_type() == "Add") out.value = b_.create<mlir::tosa::AddOp>(loc, out_type, x, y);
+    else if (n.op_type() == "Sub") out.value = b_.create<mlir::tosa::SubOp>(loc, out_type, x, y);
+    else out.value = b_.create<mlir::tosa::MulOp>(loc, out_type, x, y, b_.getI8IntegerAttr(0));
+    define(n, out);
+  }
+
+  // PRelu(x, slope) = max(x, 0) + slope * min(x, 0): two clamps, a per-channel scale, an add.
+  void prelu(const onnx::NodeProto& n, mlir::Location loc) {
+    only_attrs(n, {});
+    const Tensor& x = input(n, 0);
+    Tensor out;
+    auto [xv, slope] = broadcast_pair(n, x, input(n, 1), out, loc);
+    if (out.shape != x.shape) fail("PRelu slope must broadcast to the input's shape", node_name(n));
+    auto t = xv.getType();
+    Value pos = make_clamp(xv, 0.0f, std::numeric_limits<float>::infinity(), loc);
+    Value neg = make_clamp(xv, -std::numeric_limits<float>::infinity(), 0.0f, loc);
+    Value scaled = b_.create<mlir::tosa::MulOp>(loc, t, neg, slope, b_.getI8IntegerAttr(0));
+    out.value = b_.create<mlir::tosa::AddOp>(loc, t, pos, scaled);
+    define(n, out);
   }
 
   void pool(const onnx::NodeProto& n, mlir::Location loc) {

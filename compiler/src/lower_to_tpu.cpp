@@ -490,7 +490,7 @@ struct LowerTosaToTpu : mlir::PassWrapper<LowerTosaToTpu, mlir::OperationPass<ml
         Value x = const_data(mul.getInput1()) ? mul.getInput2() : mul.getInput1();
         int64_t C = shape_of(x).back();
         auto k = per_channel_const(op, x, C);
-        if (!k || mul.getShift() != 0) fail(op, "a Mul that is not a per-channel scale (batch norm) is not supported yet");
+        if (!k || mul.getShift() != 0) fail(op, "a Mul by a constant that is neither per-channel (last dimension) nor a scalar is not supported yet");
         std::vector<float> bias(size_t(C), 0.0f);
         Value last = mul.getResult();
         if (mlir::Operation* u = single_user(last); u && mlir::isa<tosa::AddOp>(u)) {

@@ -356,7 +356,7 @@ TEST_P(CompileE2E, BroadcastingElementwiseOpsMatchFp32Reference) {
   m.input("b", {3, 1, 8});
   m.input("c", {1, 4, 8});
   m.node("Add", "add", {"x", "b"}, {"s"});
-  m.node("Mul", "mul", {"s", "c"}, {"y"});
+  m.node("Mul", "mul", {"c", "s"}, {"y"});  // the smaller operand first: the result takes the larger shape
   m.output("y", {3, 4, 8});
   auto path = m.save("vtpu_bcast_" + id() + ".onnx");
   config::Config cfg = config::load_preset(preset());
@@ -382,7 +382,7 @@ TEST_P(CompileE2E, BroadcastingElementwiseOpsMatchFp32Reference) {
 }
 
 // A squeeze-and-excitation gate: conv features times sigmoid(global average) per channel,
-// broadcast over the image.
+// broadcast over the image; then PRelu with one slope per channel (some above 1, one negative).
 TEST_P(CompileE2E, SqueezeExcitationGateMatchesFp32Reference) {
   const int64_t H = 6, C = 8;
   OnnxBuilder m;
@@ -394,7 +394,9 @@ TEST_P(CompileE2E, SqueezeExcitationGateMatchesFp32Reference) {
   OnnxBuilder::attr(c1, "kernel_shape", std::vector<int64_t>{3, 3});
   m.node("GlobalAveragePool", "gap", {"f"}, {"g"});
   m.node("Sigmoid", "gate", {"g"}, {"s"});
-  m.node("Mul", "scale", {"f", "s"}, {"y"});
+  m.node("Mul", "scale", {"f", "s"}, {"e"});
+  auto& slope = m.init("slope", {C, 1, 1}, 0, {0.1f, 0.5f, 1.5f, -0.2f, 0.0f, 0.3f, 2.0f, 0.7f});
+  m.node("PRelu", "prelu", {"e", "slope"}, {"y"});
   m.output("y", {1, C, H, H});
   auto path = m.save("vtpu_se_" + id() + ".onnx");
   config::Config cfg = config::load_preset(preset());
@@ -413,7 +415,10 @@ TEST_P(CompileE2E, SqueezeExcitationGateMatchesFp32Reference) {
     double mean = 0;
     for (int64_t i = 0; i < H * H; ++i) mean += f[size_t(ch * H * H + i)];
     double g = 1.0 / (1.0 + std::exp(-mean / double(H * H)));
-    for (int64_t i = 0; i < H * H; ++i) want[size_t(i * C + ch)] = float(f[size_t(ch * H * H + i)] * g);
+    for (int64_t i = 0; i < H * H; ++i) {
+      double e = f[size_t(ch * H * H + i)] * g;
+      want[size_t(i * C + ch)] = float(e > 0 ? e : e * slope[size_t(ch)]);
+    }
   }
   expect_close(decode(r.program, "y", out.substr(2)), want, tolerance(0.02));
 }

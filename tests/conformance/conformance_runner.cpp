@@ -32,9 +32,9 @@ namespace {
 const std::set<std::string> kOperators = {"Gemm", "MatMul", "Conv", "Relu", "Clip", "Add", "MaxPool", "AveragePool",
                                           "GlobalAveragePool", "Flatten", "Reshape", "BatchNormalization", "Softmax",
                                           "Sigmoid", "Tanh", "Erf", "Exp", "Reciprocal", "Sqrt",
-                                          "HardSigmoid", "Neg", "Sub", "Mul", "Max", "Min", "LeakyRelu"};
+                                          "HardSigmoid", "Neg", "Sub", "Mul", "Max", "Min", "LeakyRelu", "PRelu"};
 // Operators whose inputs after the first are weights (constants for the compiler).
-const std::set<std::string> kWeightInputs = {"Gemm", "MatMul", "Conv", "Clip", "Reshape", "BatchNormalization"};
+const std::set<std::string> kWeightInputs = {"Gemm", "MatMul", "Conv", "Clip", "Reshape", "BatchNormalization", "PRelu"};
 
 std::vector<float> floats_of(const onnx::TensorProto& t) {
   size_t n = 1;
