@@ -321,6 +321,7 @@ class Importer {
       return;
     }
     if (op == "PRelu") return prelu(n, loc);
+    if (op == "Squeeze" || op == "Unsqueeze") return squeeze(n, loc, op == "Unsqueeze");
     if (op == "LeakyRelu") {
       // max(x, alpha * x) for alpha <= 1, min(x, alpha * x) above: one scale and one compare.
       only_attrs(n, {"alpha"});
@@ -600,6 +601,38 @@ class Importer {
       return;
     }
     define(n, {reshape(v, shape, loc), shape, false});
+  }
+
+  // Squeeze/Unsqueeze only change the shape: reshapes. Axes are an attribute before opset 13
+  // and a constant input from 13 on.
+  void squeeze(const onnx::NodeProto& n, mlir::Location loc, bool unsqueeze) {
+    only_attrs(n, {"axes"});
+    const Tensor& x = input(n, 0);
+    std::vector<int64_t> axes = attr_ints(n, "axes", {});
+    if (n.input_size() > 1 && !n.input(1).empty())
+      for (float a : const_input(n, 1, unsqueeze ? "Unsqueeze axes" : "Squeeze axes").data) axes.push_back(int64_t(a));
+    int64_t rank = int64_t(x.shape.size()) + (unsqueeze ? int64_t(axes.size()) : 0);
+    std::vector<bool> picked(size_t(rank), false);
+    for (int64_t a : axes) {
+      int64_t k = a < 0 ? a + rank : a;
+      if (k < 0 || k >= rank || picked[size_t(k)])
+        fail(fmt::format("axis {} is out of range or repeated for a {}-D result", a, rank), node_name(n));
+      picked[size_t(k)] = true;
+    }
+    std::vector<int64_t> shape;
+    if (unsqueeze) {
+      if (axes.empty()) fail("Unsqueeze needs axes", node_name(n));
+      size_t j = 0;
+      for (int64_t k = 0; k < rank; ++k) shape.push_back(picked[size_t(k)] ? 1 : x.shape[j++]);
+    } else {
+      for (size_t k = 0; k < x.shape.size(); ++k) {
+        bool drop = axes.empty() ? x.shape[k] == 1 : bool(picked[k]);
+        if (drop && x.shape[k] != 1)
+          fail(fmt::format("cannot squeeze dimension {} of size {}", k, x.shape[k]), node_name(n));
+        if (!drop) shape.push_back(x.shape[k]);
+      }
+    }
+    reshape_to(n, shape, loc);
   }
 
   void flatten(const onnx::NodeProto& n, mlir::Location loc) {

@@ -32,9 +32,10 @@ namespace {
 const std::set<std::string> kOperators = {"Gemm", "MatMul", "Conv", "Relu", "Clip", "Add", "MaxPool", "AveragePool",
                                           "GlobalAveragePool", "Flatten", "Reshape", "BatchNormalization", "Softmax",
                                           "Sigmoid", "Tanh", "Erf", "Exp", "Reciprocal", "Sqrt",
-                                          "HardSigmoid", "Neg", "Sub", "Mul", "Max", "Min", "LeakyRelu", "PRelu"};
+                                          "HardSigmoid", "Neg", "Sub", "Mul", "Max", "Min", "LeakyRelu", "PRelu", "Squeeze", "Unsqueeze"};
 // Operators whose inputs after the first are weights (constants for the compiler).
-const std::set<std::string> kWeightInputs = {"Gemm", "MatMul", "Conv", "Clip", "Reshape", "BatchNormalization", "PRelu"};
+const std::set<std::string> kWeightInputs = {"Gemm", "MatMul", "Conv", "Clip", "Reshape", "BatchNormalization", "PRelu",
+                                            "Squeeze", "Unsqueeze"};
 
 std::vector<float> floats_of(const onnx::TensorProto& t) {
   size_t n = 1;
