@@ -69,6 +69,14 @@ def Tpu_BroadcastOp : Tpu_Op<"broadcast", [Pure]> {
   let hasVerifier = 1;
 }
 
+def Tpu_TransposeOp : Tpu_Op<"transpose", [Pure]> {
+  let summary = "output dimension k is input dimension perm[k] (a layout change of an activation)";
+  let arguments = (ins AnyRankedTensor:$input, DenseI64ArrayAttr:$perm, StrAttr:$layer);
+  let results = (outs AnyRankedTensor:$output);
+  let assemblyFormat = "operands attr-dict `:` functional-type(operands, results)";
+  let hasVerifier = 1;
+}
+
 def Tpu_SoftmaxOp : Tpu_Op<"softmax", [Pure]> {
   let summary = "softmax over the last dimension";
   let arguments = (ins AnyRankedTensor:$input, StrAttr:$layer);

@@ -196,6 +196,7 @@ class Codegen {
       else if (auto a = mlir::dyn_cast<tpu::AddOp>(op)) gen_add(a);
       else if (auto bo = mlir::dyn_cast<tpu::BinaryOp>(op)) gen_binary(bo);
       else if (auto bc = mlir::dyn_cast<tpu::BroadcastOp>(op)) gen_broadcast(bc);
+      else if (auto tp = mlir::dyn_cast<tpu::TransposeOp>(op)) gen_transpose(tp);
       else if (auto s = mlir::dyn_cast<tpu::SoftmaxOp>(op)) gen_softmax(s);
       else if (auto r = mlir::dyn_cast<tpu::ReshapeOp>(op)) gen_reshape(r);
       else if (auto c = mlir::dyn_cast<tpu::ClampOp>(op)) gen_clamp(c);
@@ -1047,6 +1048,81 @@ class Codegen {
       }
     add_bound(layer, 0, 0);
     define(op.getOutput(), y);
+  }
+
+  // A layout change by unified-buffer DMA. For each output row and lane block: if the lanes
+  // stay the lanes, one contiguous copy; otherwise the lanes gather one input lane from
+  // rows a fixed stride apart. DMA rows must start on unified-buffer words, so a gather
+  // moves fp32 copies (4-byte elements), converted exactly from and back to int8/bf16.
+  void gen_transpose(tpu::TransposeOp op) {
+    std::string layer = op.getLayer().str();
+    tag(layer);
+    const Act& x0 = act(op.getInput());
+    auto ys = shape_of(op.getOutput());
+    auto perm = op.getPerm();
+    Act y0 = new_act(ys, fmt::format("the output of '{}'", layer));
+    size_t r = ys.size();
+    std::vector<uint64_t> row_stride(r, 0);  // input rows per step of each row dimension
+    for (size_t d = r - 1, s = 1; d-- > 0;) row_stride[d] = s, s *= uint64_t(x0.shape[d]);
+    size_t lane_src = size_t(perm[r - 1]);  // input dimension that becomes the lanes
+    bool gather = lane_src != r - 1;
+    uint64_t esz = gather ? 4 : esz_;
+    Act x = x0, y = y0;
+    if (gather) {
+      if (cfg_.core.unified_buffer.alignment_bytes > 4)
+        throw CompileError(fmt::format("node '{}': a transpose that moves the last dimension gathers 4-byte elements, "
+                                       "finer than core.unified_buffer.alignment_bytes = {}",
+                                       layer, cfg_.core.unified_buffer.alignment_bytes));
+      for (Act* a : {&x, &y}) {
+        a->block_bytes = align_up(a->rows * R_ * 4, 64);
+        auto at = ub_.alloc(a->bytes());
+        if (!at) throw CompileError(fmt::format("node '{}': no unified-buffer room for the fp32 transpose copies", layer));
+        a->base = *at;
+      }
+      for (uint64_t blk = 0; blk < x.blocks; ++blk) {
+        code(fmt::format("  li r1, {} || li r2, {}", x0.base + blk * x0.block_bytes, x.base + blk * x.block_bytes));
+        code(fmt::format("  vec.cvt dst=ub[r2+0] a=ub[r1+0] rows={} dt={} odt=fp32 flag=f20", x.rows, dt_));
+        code("  wait f20");
+      }
+    }
+    uint64_t rowb = R_ * esz;
+    std::vector<uint64_t> o(r, 0);
+    for (uint64_t row = 0; row < y.rows; ++row) {
+      uint64_t rem = row;
+      for (size_t k = r - 1; k-- > 0;) o[k] = rem % uint64_t(ys[k]), rem /= uint64_t(ys[k]);
+      // The input element at output lane 0: input index i[perm[k]] = o[k].
+      uint64_t in_row = 0, in_lane = 0;
+      for (size_t k = 0; k + 1 < r; ++k) {
+        if (size_t(perm[k]) == r - 1) in_lane = o[k];
+        else in_row += o[k] * row_stride[size_t(perm[k])];
+      }
+      for (uint64_t blk = 0; blk < y.blocks; ++blk) {
+        uint64_t first = blk * R_, cnt = std::min<uint64_t>(R_, y.features - first);
+        uint64_t dst = y.base + blk * y.block_bytes + row * rowb;
+        std::string d;
+        if (!gather) {
+          d = new_desc(fmt::format("bytes={} src_off={} dst_off={}", cnt * esz, x.base + blk * x.block_bytes + in_row * rowb, dst));
+        } else {
+          uint64_t src = x.base + (in_lane / R_) * x.block_bytes + (in_row + first * row_stride[lane_src]) * rowb +
+                         (in_lane % R_) * esz;
+          d = new_desc(fmt::format("bytes={} src_off={} dst_off={} dim=[{}, {}, {}]", esz, src, dst, cnt,
+                                   row_stride[lane_src] * rowb, esz));
+        }
+        code(fmt::format("  dma.copy desc={} src=r0 dst=r0 flag=f1", d));
+        code("  wait f1");
+      }
+    }
+    if (gather) {
+      for (uint64_t blk = 0; blk < y.blocks; ++blk) {
+        code(fmt::format("  li r1, {} || li r2, {}", y.base + blk * y.block_bytes, y0.base + blk * y0.block_bytes));
+        code(fmt::format("  vec.cvt dst=ub[r2+0] a=ub[r1+0] rows={} dt=fp32 odt={} flag=f20", y.rows, dt_));
+        code("  wait f20");
+      }
+      ub_.release(x.base);
+      ub_.release(y.base);
+    }
+    add_bound(layer, 0, 0);
+    define(op.getOutput(), y0);
   }
 
   // bf16 runs vec.sub/mul/max/min directly. INT8 subtracts and compares like gen_add adds

@@ -322,6 +322,7 @@ class Importer {
     }
     if (op == "PRelu") return prelu(n, loc);
     if (op == "Squeeze" || op == "Unsqueeze") return squeeze(n, loc, op == "Unsqueeze");
+    if (op == "Transpose") return transpose_op(n, loc);
     if (op == "LeakyRelu") {
       // max(x, alpha * x) for alpha <= 1, min(x, alpha * x) above: one scale and one compare.
       only_attrs(n, {"alpha"});
@@ -633,6 +634,27 @@ class Importer {
       }
     }
     reshape_to(n, shape, loc);
+  }
+
+  void transpose_op(const onnx::NodeProto& n, mlir::Location loc) {
+    only_attrs(n, {"perm"});
+    const Tensor& x = input(n, 0);
+    size_t r = x.shape.size();
+    std::vector<int64_t> perm = attr_ints(n, "perm", {});
+    if (perm.empty())
+      for (size_t k = r; k-- > 0;) perm.push_back(int64_t(k));
+    std::vector<bool> seen(r, false);
+    if (perm.size() != r) fail(fmt::format("perm has {} entries for a {}-D input", perm.size(), r), node_name(n));
+    for (int64_t p : perm) {
+      if (p < 0 || p >= int64_t(r) || seen[size_t(p)]) fail("perm is not a permutation of the input's dimensions", node_name(n));
+      seen[size_t(p)] = true;
+    }
+    // An image's value is NHWC: logical (NCHW) dimension d is value dimension kPos[d].
+    static const int32_t kPos[4] = {0, 3, 1, 2};
+    std::vector<int32_t> q;
+    std::vector<int64_t> shape;
+    for (int64_t p : perm) q.push_back(x.nhwc ? kPos[p] : int32_t(p)), shape.push_back(x.shape[size_t(p)]);
+    define(n, {transpose(x.value, q, loc), shape, false});
   }
 
   void flatten(const onnx::NodeProto& n, mlir::Location loc) {

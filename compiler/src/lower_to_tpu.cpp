@@ -75,6 +75,16 @@ Value make_const(mlir::OpBuilder& b, mlir::Location loc, const std::vector<int64
   return b.create<tosa::ConstOp>(loc, type, mlir::DenseElementsAttr::get(type, llvm::ArrayRef<float>(data)));
 }
 
+// True if v is a tosa.const seen through any reshapes and transposes (weights in the making).
+bool is_constant(Value v) {
+  while (mlir::Operation* d = v.getDefiningOp()) {
+    if (mlir::isa<tosa::ConstOp>(d)) return true;
+    if (!mlir::isa<tosa::ReshapeOp, tosa::TransposeOp>(d)) return false;
+    v = d->getOperand(0);
+  }
+  return false;
+}
+
 std::vector<int32_t> perm_of(tosa::TransposeOp t) {
   std::vector<int32_t> p;
   auto c = t.getPerms().getDefiningOp<tosa::ConstOp>();
@@ -460,7 +470,20 @@ struct LowerTosaToTpu : mlir::PassWrapper<LowerTosaToTpu, mlir::OperationPass<ml
         continue;
       }
       if (mlir::isa<tosa::ConstOp, mlir::func::ReturnOp>(op) || op->getDialect()->getNamespace() == "tpu") continue;
-      if (mlir::isa<tosa::TransposeOp>(op)) continue;  // removed below if unused
+      if (auto tr = mlir::dyn_cast<tosa::TransposeOp>(op)) {
+        // Weight layouts are folded by their users, and an image flattened for a matmul folds
+        // into its weights; any other transpose of an activation moves data (tpu.transpose).
+        if (tr.getResult().use_empty() || is_constant(tr.getResult())) continue;  // removed below if unused
+        if (mlir::Operation* u = single_user(tr.getResult()); u && mlir::isa<tosa::ReshapeOp>(u))
+          if (mlir::Operation* u2 = single_user(u->getResult(0)); u2 && mlir::isa<tosa::FullyConnectedOp>(u2)) continue;
+        std::vector<int32_t> p32 = perm_of(tr);
+        if (p32.empty()) fail(op, "a transpose needs constant perms");
+        std::vector<int64_t> perm(p32.begin(), p32.end());
+        Value y = b.create<TransposeOp>(loc, tr.getType(), tr.getInput1(), b.getDenseI64ArrayAttr(perm), b.getStringAttr(name));
+        tr.getResult().replaceAllUsesWith(y);
+        retire(op);
+        continue;
+      }
       if (auto cl = mlir::dyn_cast<tosa::ClampOp>(op)) {
         double lo = cl.getMinFp().convertToDouble(), hi = cl.getMaxFp().convertToDouble();
         if (lo <= -std::numeric_limits<float>::max()) lo = -kInf;

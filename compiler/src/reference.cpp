@@ -120,6 +120,21 @@ std::vector<RefTensor> evaluate_reference(mlir::func::FuncOp fn, const std::vect
       const RefTensor &l = get(a.getLhs()), &r = get(a.getRhs());
       double lo = a.getClampMin().convertToDouble(), hi = a.getClampMax().convertToDouble();
       for (size_t i = 0; i < n; ++i) y.data[i] = clampf(double(l.data[i]) + r.data[i], lo, hi);
+    } else if (auto tp = mlir::dyn_cast<tpu::TransposeOp>(op)) {
+      const RefTensor& x = get(tp.getInput());
+      auto perm = tp.getPerm();
+      size_t r = x.shape.size();
+      std::vector<size_t> in_stride(r, 1);
+      for (size_t d = r - 1; d-- > 0;) in_stride[d] = in_stride[d + 1] * size_t(x.shape[d + 1]);
+      for (size_t i = 0; i < n; ++i) {
+        size_t rem = i, src = 0;
+        for (size_t k = r; k-- > 0;) {
+          size_t idx = rem % size_t(y.shape[k]);
+          rem /= size_t(y.shape[k]);
+          src += idx * in_stride[size_t(perm[k])];
+        }
+        y.data[i] = x.data[src];
+      }
     } else if (auto bc = mlir::dyn_cast<tpu::BroadcastOp>(op)) {
       const RefTensor& x = get(bc.getInput());
       for (size_t i = 0; i < n; ++i) {

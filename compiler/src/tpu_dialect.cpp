@@ -44,4 +44,19 @@ mlir::LogicalResult BroadcastOp::verify() {
   return mlir::success();
 }
 
+mlir::LogicalResult TransposeOp::verify() {
+  auto in = mlir::cast<mlir::RankedTensorType>(getInput().getType()).getShape();
+  auto out = mlir::cast<mlir::RankedTensorType>(getOutput().getType()).getShape();
+  auto perm = getPerm();
+  if (perm.size() != in.size() || out.size() != in.size()) return emitOpError("perm, input and output must have one rank");
+  std::vector<bool> seen(in.size(), false);
+  for (size_t k = 0; k < perm.size(); ++k) {
+    if (perm[k] < 0 || size_t(perm[k]) >= in.size() || seen[size_t(perm[k])])
+      return emitOpError("perm is not a permutation of 0..") << in.size() - 1;
+    seen[size_t(perm[k])] = true;
+    if (out[k] != in[size_t(perm[k])]) return emitOpError("output dimension ") << k << " does not match perm";
+  }
+  return mlir::success();
+}
+
 }  // namespace vtpu::tpu

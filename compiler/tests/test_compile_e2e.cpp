@@ -381,6 +381,42 @@ TEST_P(CompileE2E, BroadcastingElementwiseOpsMatchFp32Reference) {
   expect_close(decode(r.program, "y", out.substr(2)), want, tolerance(0.02));
 }
 
+// Layout changes that move the lanes: Transpose (swap H and W of a conv output) and a Flatten
+// of the result in NCHW order with no matmul after it (tpu.transpose gathers by DMA).
+TEST_P(CompileE2E, TransposeAndNchwFlattenMatchFp32Reference) {
+  const int64_t H = 5, W = 7, C = 6;
+  OnnxBuilder m;
+  m.input("img", {1, 1, H, W});
+  auto& w1 = m.init("w1", {C, 1, 3, 3}, 0.5f);
+  auto& b1 = m.init("b1", {C}, 0.1f);
+  auto* c1 = m.node("Conv", "conv1", {"img", "w1", "b1"}, {"f"});
+  OnnxBuilder::attr(c1, "pads", std::vector<int64_t>{1, 1, 1, 1});
+  OnnxBuilder::attr(c1, "kernel_shape", std::vector<int64_t>{3, 3});
+  OnnxBuilder::attr(m.node("Transpose", "swap", {"f"}, {"t"}), "perm", std::vector<int64_t>{0, 1, 3, 2});
+  m.node("Flatten", "flat", {"t"}, {"y"});
+  m.output("y", {1, C * W * H});
+  auto path = m.save("vtpu_transpose_" + id() + ".onnx");
+  config::Config cfg = config::load_preset(preset());
+  Vec x(size_t(H * W));
+  std::mt19937 rng(31);
+  for (auto& v : x) v = float(int(rng() % 2001) - 1000) / 1000.0f;
+  CompileOptions opt = options();
+  opt.calibration = {{{"img", x}}};
+  CompileResult r = compile_onnx(path, cfg, opt);
+  std::string out = simulate(cfg, r.program, {{"img", encode(r.program, "img", x)}}, "y");
+  ASSERT_EQ(out.substr(0, 2), "OK") << out;
+  // conv() takes a square kernel on an H x W image: pad 1 keeps H x W.
+  int64_t OH, OW;
+  Vec f = conv(x, 1, H, W, w1, b1, C, 3, 1, OH, OW);
+  ASSERT_EQ(OH, H);
+  ASSERT_EQ(OW, W);
+  Vec want(size_t(C * W * H));
+  for (int64_t c = 0; c < C; ++c)
+    for (int64_t xx = 0; xx < W; ++xx)
+      for (int64_t yy = 0; yy < H; ++yy) want[size_t((c * W + xx) * H + yy)] = f[size_t((c * H + yy) * W + xx)];
+  expect_close(decode(r.program, "y", out.substr(2)), want, tolerance(0.02));
+}
+
 // A squeeze-and-excitation gate: conv features times sigmoid(global average) per channel,
 // broadcast over the image; then PRelu with one slope per channel (some above 1, one negative).
 TEST_P(CompileE2E, SqueezeExcitationGateMatchesFp32Reference) {

@@ -102,3 +102,12 @@ func.func @bcast(%arg0: tensor<1x4x4x8xf32>, %arg1: tensor<1x1x1x8xf32>) -> tens
   %0 = tosa.mul %arg0, %arg1 {shift = 0 : i8} : (tensor<1x4x4x8xf32>, tensor<1x1x1x8xf32>) -> tensor<1x4x4x8xf32> loc("m")
   return %0 : tensor<1x4x4x8xf32>
 }
+
+// A transpose of an activation that no matmul absorbs moves data: tpu.transpose.
+// CHECK-LABEL: func.func @transpose_act
+// CHECK: tpu.transpose %arg0 {layer = "t", perm = array<i64: 0, 3, 1, 2>} : (tensor<1x2x3x4xf32>) -> tensor<1x4x2x3xf32>
+func.func @transpose_act(%arg0: tensor<1x2x3x4xf32>) -> tensor<1x4x2x3xf32> {
+  %p = "tosa.const"() {value = dense<[0, 3, 1, 2]> : tensor<4xi32>} : () -> tensor<4xi32> loc("t")
+  %0 = tosa.transpose %arg0, %p : (tensor<1x2x3x4xf32>, tensor<4xi32>) -> tensor<1x4x2x3xf32> loc("t")
+  return %0 : tensor<1x4x2x3xf32>
+}
