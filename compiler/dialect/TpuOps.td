@@ -77,6 +77,13 @@ def Tpu_TransposeOp : Tpu_Op<"transpose", [Pure]> {
   let hasVerifier = 1;
 }
 
+def Tpu_ConcatOp : Tpu_Op<"concat", [Pure]> {
+  let summary = "activations joined along one dimension";
+  let arguments = (ins Variadic<AnyRankedTensor>:$inputs, I64Attr:$axis, StrAttr:$layer);
+  let results = (outs AnyRankedTensor:$output);
+  let assemblyFormat = "operands attr-dict `:` functional-type(operands, results)";
+}
+
 def Tpu_SoftmaxOp : Tpu_Op<"softmax", [Pure]> {
   let summary = "softmax over the last dimension";
   let arguments = (ins AnyRankedTensor:$input, StrAttr:$layer);

@@ -197,6 +197,7 @@ class Codegen {
       else if (auto bo = mlir::dyn_cast<tpu::BinaryOp>(op)) gen_binary(bo);
       else if (auto bc = mlir::dyn_cast<tpu::BroadcastOp>(op)) gen_broadcast(bc);
       else if (auto tp = mlir::dyn_cast<tpu::TransposeOp>(op)) gen_transpose(tp);
+      else if (auto cc = mlir::dyn_cast<tpu::ConcatOp>(op)) gen_concat(cc);
       else if (auto s = mlir::dyn_cast<tpu::SoftmaxOp>(op)) gen_softmax(s);
       else if (auto r = mlir::dyn_cast<tpu::ReshapeOp>(op)) gen_reshape(r);
       else if (auto c = mlir::dyn_cast<tpu::ClampOp>(op)) gen_clamp(c);
@@ -1046,6 +1047,103 @@ class Codegen {
         code(fmt::format("  dma.copy desc={} src=r0 dst=r0 flag=f1", d));
         code("  wait f1");
       }
+    add_bound(layer, 0, 0);
+    define(op.getOutput(), y);
+  }
+
+  // Concat by unified-buffer DMA. Along a row dimension each input lands as runs of whole
+  // rows; along the lanes, whole lane blocks when every input fills its blocks, else lane
+  // columns of fp32 copies (DMA rows start on unified-buffer words). INT8 inputs are first
+  // rescaled to the output's scale.
+  void gen_concat(tpu::ConcatOp op) {
+    std::string layer = op.getLayer().str();
+    tag(layer);
+    auto ys = shape_of(op.getOutput());
+    Act y = new_act(ys, fmt::format("the output of '{}'", layer));
+    size_t r = ys.size(), axis = size_t(op.getAxis());
+    bool lanes = axis == r - 1;
+    bool blockwise = true;
+    for (Value v : op.getInputs()) blockwise &= act(v).features % R_ == 0;
+    bool columns = lanes && !blockwise;
+    if (columns && cfg_.core.unified_buffer.alignment_bytes > 4)
+      throw CompileError(fmt::format("node '{}': a Concat along unaligned lanes copies 4-byte elements, finer than "
+                                     "core.unified_buffer.alignment_bytes = {}",
+                                     layer, cfg_.core.unified_buffer.alignment_bytes));
+    auto vec = [&](const std::string& line) {
+      code("  " + line + " flag=f20");
+      code("  wait f20");
+    };
+    auto dma = [&](const std::string& body) {
+      code(fmt::format("  dma.copy desc={} src=r0 dst=r0 flag=f1", new_desc(body)));
+      code("  wait f1");
+    };
+    uint64_t rowb = R_ * esz_, rowb4 = R_ * 4, bb4 = align_up(y.rows * rowb4, 64), ytmp = 0;
+    if (columns) {
+      auto t = ub_.alloc(y.blocks * bb4);
+      if (!t) throw CompileError(fmt::format("node '{}': no unified-buffer room for the fp32 concat copy", layer));
+      ytmp = *t;
+      clear(ytmp, y.blocks * bb4);  // padding lanes stay zero
+    }
+    uint64_t outer = 1, inner = 1;  // row counts around the axis (row dimensions only)
+    for (size_t d = 0; d < axis && d + 1 < r; ++d) outer *= uint64_t(ys[d]);
+    for (size_t d = axis + 1; d + 1 < r; ++d) inner *= uint64_t(ys[d]);
+    uint64_t off = 0;
+    for (Value v : op.getInputs()) {
+      Act x = act(v);
+      uint64_t xtmp = 0, xbb = 0;
+      double rs = q8_ ? double(scale(v)) / double(scale(op.getOutput())) : 1.0;
+      if (columns) {  // fp32 copy of the input, rescaled for INT8
+        xbb = align_up(x.rows * rowb4, 64);
+        auto t = ub_.alloc(x.blocks * xbb);
+        if (!t) throw CompileError(fmt::format("node '{}': no unified-buffer room for the fp32 concat copy", layer));
+        xtmp = *t;
+        std::string p = new_param(fmt::format("scale=[{}]", rs));
+        for (uint64_t blk = 0; blk < x.blocks; ++blk) {
+          code(fmt::format("  li r1, {} || li r2, {}", x.base + blk * x.block_bytes, xtmp + blk * xbb));
+          vec(fmt::format("vec.cvt dst=ub[r2+0] a=ub[r1+0] rows={} dt={} odt=fp32", x.rows, dt_));
+          if (q8_) vec(fmt::format("vec.affine dst=ub[r2+0] a=ub[r2+0] rows={} dt=fp32 param={}", x.rows, p));
+        }
+        for (uint64_t c = 0; c < x.features; ++c) {
+          uint64_t dc = off + c;
+          dma(fmt::format("bytes=4 src_off={} dst_off={} dim=[{}, {}, {}]", xtmp + (c / R_) * xbb + (c % R_) * 4,
+                          ytmp + (dc / R_) * bb4 + (dc % R_) * 4, y.rows, rowb4, rowb4));
+        }
+        ub_.release(xtmp);
+        off += x.features;
+        continue;
+      }
+      if (q8_ && rs != 1.0) {  // rescale into a temporary with the input's layout
+        auto t = ub_.alloc(x.bytes());
+        if (!t) throw CompileError(fmt::format("node '{}': no unified-buffer room for a rescaled concat input", layer));
+        std::string p = new_param(fmt::format("scale=[{}]", rs));
+        for (uint64_t blk = 0; blk < x.blocks; ++blk) {
+          code(fmt::format("  li r1, {} || li r2, {}", x.base + blk * x.block_bytes, *t + blk * x.block_bytes));
+          vec(fmt::format("vec.affine dst=ub[r2+0] a=ub[r1+0] rows={} dt=int8 param={}", x.rows, p));
+        }
+        xtmp = *t;
+        x.base = *t;
+      }
+      if (lanes) {  // whole lane blocks
+        for (uint64_t blk = 0; blk < x.blocks; ++blk)
+          dma(fmt::format("bytes={} src_off={} dst_off={}", x.rows * rowb, x.base + blk * x.block_bytes,
+                          y.base + (off / R_ + blk) * y.block_bytes));
+        off += x.features;
+      } else {  // runs of rows: `outer` runs of this input's rows, placed after the earlier inputs'
+        uint64_t chunk = uint64_t(x.shape[axis]) * inner, out_chunk = uint64_t(ys[axis]) * inner;
+        for (uint64_t blk = 0; blk < y.blocks; ++blk)
+          dma(fmt::format("bytes={} src_off={} dst_off={} dim=[{}, {}, {}]", chunk * rowb, x.base + blk * x.block_bytes,
+                          y.base + blk * y.block_bytes + off * inner * rowb, outer, chunk * rowb, out_chunk * rowb));
+        off += uint64_t(x.shape[axis]);
+      }
+      if (xtmp) ub_.release(xtmp);
+    }
+    if (columns) {
+      for (uint64_t blk = 0; blk < y.blocks; ++blk) {
+        code(fmt::format("  li r1, {} || li r2, {}", ytmp + blk * bb4, y.base + blk * y.block_bytes));
+        vec(fmt::format("vec.cvt dst=ub[r2+0] a=ub[r1+0] rows={} dt=fp32 odt={}", y.rows, dt_));
+      }
+      ub_.release(ytmp);
+    }
     add_bound(layer, 0, 0);
     define(op.getOutput(), y);
   }

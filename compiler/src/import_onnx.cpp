@@ -323,6 +323,7 @@ class Importer {
     if (op == "PRelu") return prelu(n, loc);
     if (op == "Squeeze" || op == "Unsqueeze") return squeeze(n, loc, op == "Unsqueeze");
     if (op == "Transpose") return transpose_op(n, loc);
+    if (op == "Concat") return concat(n, loc);
     if (op == "LeakyRelu") {
       // max(x, alpha * x) for alpha <= 1, min(x, alpha * x) above: one scale and one compare.
       only_attrs(n, {"alpha"});
@@ -360,9 +361,12 @@ class Importer {
 
   void gemm(const onnx::NodeProto& n, mlir::Location loc) {
     only_attrs(n, {"alpha", "beta", "transA", "transB"});
-    const Tensor& a = input(n, 0);
+    Tensor a = input(n, 0);
     if (a.shape.size() != 2) fail("Gemm input A must be 2-D", node_name(n));
-    if (attr_i(n, "transA", 0)) fail("Gemm attribute transA=1 is not supported", node_name(n));
+    if (attr_i(n, "transA", 0)) {  // the activation is transposed first (a data move on the chip)
+      a.value = transpose(a.value, {1, 0}, loc);
+      a.shape = {a.shape[1], a.shape[0]};
+    }
     const Constant& w = const_input(n, 1, "Gemm input B");
     float alpha = attr_f(n, "alpha", 1.0f), beta = attr_f(n, "beta", 1.0f);
     bool tb = attr_i(n, "transB", 0) != 0;
@@ -634,6 +638,32 @@ class Importer {
       }
     }
     reshape_to(n, shape, loc);
+  }
+
+  void concat(const onnx::NodeProto& n, mlir::Location loc) {
+    only_attrs(n, {"axis"});
+    std::vector<Tensor> xs;
+    for (int i = 0; i < n.input_size(); ++i) xs.push_back(input(n, i));
+    size_t r = xs[0].shape.size();
+    int64_t axis = attr_i(n, "axis", 1);
+    if (axis < 0) axis += int64_t(r);
+    if (axis < 0 || axis >= int64_t(r)) fail(fmt::format("axis {} is out of range for {}-D inputs", axis, r), node_name(n));
+    std::vector<int64_t> shape = xs[0].shape;
+    shape[size_t(axis)] = 0;
+    for (const Tensor& t : xs) {
+      for (size_t d = 0; d < r; ++d)
+        if (t.shape.size() != r || (int64_t(d) != axis && t.shape[d] != xs[0].shape[d]))
+          fail("Concat inputs must agree in every dimension but the axis", node_name(n));
+      shape[size_t(axis)] += t.shape[size_t(axis)];
+    }
+    // Images stay NHWC (the axis moves with the layout); anything else is joined as given.
+    bool nhwc = r == 4 && std::any_of(xs.begin(), xs.end(), [](const Tensor& t) { return t.nhwc; });
+    static const int32_t kPos[4] = {0, 3, 1, 2};
+    std::vector<Value> vals;
+    for (const Tensor& t : xs) vals.push_back(nhwc && !t.nhwc ? transpose(t.value, {0, 2, 3, 1}, loc) : t.value);
+    int32_t vaxis = nhwc ? kPos[axis] : int32_t(axis);
+    Value y = b_.create<mlir::tosa::ConcatOp>(loc, tensor_type(nhwc ? to_nhwc(shape) : shape), vals, vaxis);
+    define(n, {y, shape, nhwc});
   }
 
   void transpose_op(const onnx::NodeProto& n, mlir::Location loc) {

@@ -470,6 +470,14 @@ struct LowerTosaToTpu : mlir::PassWrapper<LowerTosaToTpu, mlir::OperationPass<ml
         continue;
       }
       if (mlir::isa<tosa::ConstOp, mlir::func::ReturnOp>(op) || op->getDialect()->getNamespace() == "tpu") continue;
+      if (auto cc = mlir::dyn_cast<tosa::ConcatOp>(op)) {
+        for (Value v : cc.getInput1())
+          if (is_constant(v)) fail(op, "a Concat with a constant input is not supported yet");
+        Value y = b.create<ConcatOp>(loc, cc.getType(), cc.getInput1(), b.getI64IntegerAttr(cc.getAxis()), b.getStringAttr(name));
+        cc.getResult().replaceAllUsesWith(y);
+        retire(op);
+        continue;
+      }
       if (auto tr = mlir::dyn_cast<tosa::TransposeOp>(op)) {
         // Weight layouts are folded by their users, and an image flattened for a matmul folds
         // into its weights; any other transpose of an activation moves data (tpu.transpose).

@@ -120,6 +120,18 @@ std::vector<RefTensor> evaluate_reference(mlir::func::FuncOp fn, const std::vect
       const RefTensor &l = get(a.getLhs()), &r = get(a.getRhs());
       double lo = a.getClampMin().convertToDouble(), hi = a.getClampMax().convertToDouble();
       for (size_t i = 0; i < n; ++i) y.data[i] = clampf(double(l.data[i]) + r.data[i], lo, hi);
+    } else if (auto cc = mlir::dyn_cast<tpu::ConcatOp>(op)) {
+      size_t axis = size_t(cc.getAxis()), outer = 1, inner = 1;
+      for (size_t d = 0; d < axis; ++d) outer *= size_t(y.shape[d]);
+      for (size_t d = axis + 1; d < y.shape.size(); ++d) inner *= size_t(y.shape[d]);
+      size_t off = 0, out_chunk = size_t(y.shape[axis]) * inner;
+      for (Value v : cc.getInputs()) {
+        const RefTensor& x = get(v);
+        size_t chunk = size_t(x.shape[axis]) * inner;
+        for (size_t o = 0; o < outer; ++o)
+          for (size_t i = 0; i < chunk; ++i) y.data[o * out_chunk + off + i] = x.data[o * chunk + i];
+        off += chunk;
+      }
     } else if (auto tp = mlir::dyn_cast<tpu::TransposeOp>(op)) {
       const RefTensor& x = get(tp.getInput());
       auto perm = tp.getPerm();

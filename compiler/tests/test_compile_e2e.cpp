@@ -417,6 +417,49 @@ TEST_P(CompileE2E, TransposeAndNchwFlattenMatchFp32Reference) {
   expect_close(decode(r.program, "y", out.substr(2)), want, tolerance(0.02));
 }
 
+// Concat of conv outputs with different INT8 scales: along channels (6 + 5, not whole lane
+// blocks, so lane columns move) and then along H (runs of rows).
+TEST_P(CompileE2E, ConcatAlongChannelsAndRowsMatchesFp32Reference) {
+  const int64_t H = 4, W = 5, C1 = 6, C2 = 5, C = C1 + C2;
+  OnnxBuilder m;
+  m.input("img", {1, 1, H, W});
+  auto& w1 = m.init("w1", {C1, 1, 3, 3}, 0.5f);
+  auto& b1 = m.init("b1", {C1}, 0.1f);
+  auto& w2 = m.init("w2", {C2, 1, 3, 3}, 1.5f);
+  auto& b2 = m.init("b2", {C2}, 0.3f);
+  for (auto [name, out] : {std::pair{"conv1", "a"}, std::pair{"conv2", "b"}}) {
+    std::string wn = out == std::string("a") ? "w1" : "w2", bn = out == std::string("a") ? "b1" : "b2";
+    auto* c = m.node("Conv", name, {"img", wn, bn}, {out});
+    OnnxBuilder::attr(c, "pads", std::vector<int64_t>{1, 1, 1, 1});
+    OnnxBuilder::attr(c, "kernel_shape", std::vector<int64_t>{3, 3});
+  }
+  OnnxBuilder::attr(m.node("Concat", "cat_c", {"a", "b"}, {"t"}), "axis", int64_t(1));
+  m.node("Relu", "relu", {"t"}, {"u"});
+  OnnxBuilder::attr(m.node("Concat", "cat_h", {"t", "u"}, {"y"}), "axis", int64_t(2));
+  m.output("y", {1, C, 2 * H, W});
+  auto path = m.save("vtpu_concat_" + id() + ".onnx");
+  config::Config cfg = config::load_preset(preset());
+  Vec x(size_t(H * W));
+  std::mt19937 rng(37);
+  for (auto& v : x) v = float(int(rng() % 2001) - 1000) / 1000.0f;
+  CompileOptions opt = options();
+  opt.calibration = {{{"img", x}}};
+  CompileResult r = compile_onnx(path, cfg, opt);
+  std::string out = simulate(cfg, r.program, {{"img", encode(r.program, "img", x)}}, "y");
+  ASSERT_EQ(out.substr(0, 2), "OK") << out;
+  int64_t OH, OW;
+  Vec a = conv(x, 1, H, W, w1, b1, C1, 3, 1, OH, OW), bconv = conv(x, 1, H, W, w2, b2, C2, 3, 1, OH, OW);
+  Vec want(size_t(2 * H * W * C));  // NHWC [1, 2H, W, C]
+  for (int64_t yy = 0; yy < 2 * H; ++yy)
+    for (int64_t xx = 0; xx < W; ++xx)
+      for (int64_t c = 0; c < C; ++c) {
+        int64_t sy = yy % H;
+        float t = c < C1 ? a[size_t((c * H + sy) * W + xx)] : bconv[size_t(((c - C1) * H + sy) * W + xx)];
+        want[size_t((yy * W + xx) * C + c)] = yy < H ? t : std::max(t, 0.0f);
+      }
+  expect_close(decode(r.program, "y", out.substr(2)), want, tolerance(0.02));
+}
+
 // A squeeze-and-excitation gate: conv features times sigmoid(global average) per channel,
 // broadcast over the image; then PRelu with one slope per channel (some above 1, one negative).
 TEST_P(CompileE2E, SqueezeExcitationGateMatchesFp32Reference) {

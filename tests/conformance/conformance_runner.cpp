@@ -33,7 +33,7 @@ const std::set<std::string> kOperators = {"Gemm", "MatMul", "Conv", "Relu", "Cli
                                           "GlobalAveragePool", "Flatten", "Reshape", "BatchNormalization", "Softmax",
                                           "Sigmoid", "Tanh", "Erf", "Exp", "Reciprocal", "Sqrt",
                                           "HardSigmoid", "Neg", "Sub", "Mul", "Max", "Min", "LeakyRelu", "PRelu", "Squeeze", "Unsqueeze",
-                                          "Transpose"};
+                                          "Transpose", "Concat"};
 // Operators whose inputs after the first are weights (constants for the compiler).
 const std::set<std::string> kWeightInputs = {"Gemm", "MatMul", "Conv", "Clip", "Reshape", "BatchNormalization", "PRelu",
                                             "Squeeze", "Unsqueeze"};

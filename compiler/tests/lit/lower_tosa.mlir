@@ -111,3 +111,11 @@ func.func @transpose_act(%arg0: tensor<1x2x3x4xf32>) -> tensor<1x4x2x3xf32> {
   %0 = tosa.transpose %arg0, %p : (tensor<1x2x3x4xf32>, tensor<4xi32>) -> tensor<1x4x2x3xf32> loc("t")
   return %0 : tensor<1x4x2x3xf32>
 }
+
+// Concat of activations becomes tpu.concat on the same axis.
+// CHECK-LABEL: func.func @concat
+// CHECK: tpu.concat %arg0, %arg1 {axis = 3 : i64, layer = "c"} : (tensor<1x2x2x3xf32>, tensor<1x2x2x5xf32>) -> tensor<1x2x2x8xf32>
+func.func @concat(%arg0: tensor<1x2x2x3xf32>, %arg1: tensor<1x2x2x5xf32>) -> tensor<1x2x2x8xf32> {
+  %0 = tosa.concat %arg0, %arg1 {axis = 3 : i32} : (tensor<1x2x2x3xf32>, tensor<1x2x2x5xf32>) -> tensor<1x2x2x8xf32> loc("c")
+  return %0 : tensor<1x2x2x8xf32>
+}
