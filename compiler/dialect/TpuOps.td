@@ -84,6 +84,13 @@ def Tpu_ConcatOp : Tpu_Op<"concat", [Pure]> {
   let assemblyFormat = "operands attr-dict `:` functional-type(operands, results)";
 }
 
+def Tpu_SliceOp : Tpu_Op<"slice", [Pure]> {
+  let summary = "the output-shaped window of an activation starting at `start` (step 1)";
+  let arguments = (ins AnyRankedTensor:$input, DenseI64ArrayAttr:$start, StrAttr:$layer);
+  let results = (outs AnyRankedTensor:$output);
+  let assemblyFormat = "operands attr-dict `:` functional-type(operands, results)";
+}
+
 def Tpu_SoftmaxOp : Tpu_Op<"softmax", [Pure]> {
   let summary = "softmax over the last dimension";
   let arguments = (ins AnyRankedTensor:$input, StrAttr:$layer);

@@ -198,6 +198,7 @@ class Codegen {
       else if (auto bc = mlir::dyn_cast<tpu::BroadcastOp>(op)) gen_broadcast(bc);
       else if (auto tp = mlir::dyn_cast<tpu::TransposeOp>(op)) gen_transpose(tp);
       else if (auto cc = mlir::dyn_cast<tpu::ConcatOp>(op)) gen_concat(cc);
+      else if (auto sl = mlir::dyn_cast<tpu::SliceOp>(op)) gen_slice(sl);
       else if (auto s = mlir::dyn_cast<tpu::SoftmaxOp>(op)) gen_softmax(s);
       else if (auto r = mlir::dyn_cast<tpu::ReshapeOp>(op)) gen_reshape(r);
       else if (auto c = mlir::dyn_cast<tpu::ClampOp>(op)) gen_clamp(c);
@@ -1047,6 +1048,76 @@ class Codegen {
         code(fmt::format("  dma.copy desc={} src=r0 dst=r0 flag=f1", d));
         code("  wait f1");
       }
+    add_bound(layer, 0, 0);
+    define(op.getOutput(), y);
+  }
+
+  // Slice by unified-buffer DMA: runs of output rows read consecutive input rows; whole rows
+  // when the lanes are kept, else lane columns of fp32 copies (as in gen_concat).
+  void gen_slice(tpu::SliceOp op) {
+    std::string layer = op.getLayer().str();
+    tag(layer);
+    const Act& x = act(op.getInput());
+    auto ys = shape_of(op.getOutput());
+    auto start = op.getStart();
+    Act y = new_act(ys, fmt::format("the output of '{}'", layer));
+    size_t r = ys.size();
+    struct Run {
+      uint64_t dst, src, count;
+    };
+    std::vector<Run> runs;
+    for (uint64_t row = 0; row < y.rows; ++row) {
+      uint64_t rem = row, src = 0, stride = 1;
+      for (size_t d = r - 1; d-- > 0;) {
+        uint64_t idx = rem % uint64_t(ys[d]) + uint64_t(start[d]);
+        rem /= uint64_t(ys[d]);
+        src += idx * stride;
+        stride *= uint64_t(x.shape[d]);
+      }
+      if (!runs.empty() && runs.back().src + runs.back().count == src) ++runs.back().count;
+      else runs.push_back({row, src, 1});
+    }
+    auto dma = [&](const std::string& body) {
+      code(fmt::format("  dma.copy desc={} src=r0 dst=r0 flag=f1", new_desc(body)));
+      code("  wait f1");
+    };
+    auto vec = [&](const std::string& line) {
+      code("  " + line + " flag=f20");
+      code("  wait f20");
+    };
+    uint64_t lane0 = uint64_t(start[r - 1]);
+    if (lane0 == 0 && y.features == x.features) {
+      uint64_t rowb = R_ * esz_;
+      for (uint64_t blk = 0; blk < y.blocks; ++blk)
+        for (const Run& run : runs)
+          dma(fmt::format("bytes={} src_off={} dst_off={}", run.count * rowb, x.base + blk * x.block_bytes + run.src * rowb,
+                          y.base + blk * y.block_bytes + run.dst * rowb));
+    } else {
+      if (cfg_.core.unified_buffer.alignment_bytes > 4)
+        throw CompileError(fmt::format("node '{}': a Slice of the last dimension copies 4-byte elements, finer than "
+                                       "core.unified_buffer.alignment_bytes = {}",
+                                       layer, cfg_.core.unified_buffer.alignment_bytes));
+      uint64_t rowb4 = R_ * 4, xbb = align_up(x.rows * rowb4, 64), ybb = align_up(y.rows * rowb4, 64);
+      auto xt = ub_.alloc(x.blocks * xbb), yt = ub_.alloc(y.blocks * ybb);
+      if (!xt || !yt) throw CompileError(fmt::format("node '{}': no unified-buffer room for the fp32 slice copies", layer));
+      clear(*yt, y.blocks * ybb);  // padding lanes stay zero
+      for (uint64_t blk = 0; blk < x.blocks; ++blk) {
+        code(fmt::format("  li r1, {} || li r2, {}", x.base + blk * x.block_bytes, *xt + blk * xbb));
+        vec(fmt::format("vec.cvt dst=ub[r2+0] a=ub[r1+0] rows={} dt={} odt=fp32", x.rows, dt_));
+      }
+      for (const Run& run : runs)
+        for (uint64_t c = 0; c < y.features; ++c) {
+          uint64_t sc = lane0 + c;
+          dma(fmt::format("bytes=4 src_off={} dst_off={} dim=[{}, {}, {}]", *xt + (sc / R_) * xbb + run.src * rowb4 + (sc % R_) * 4,
+                          *yt + (c / R_) * ybb + run.dst * rowb4 + (c % R_) * 4, run.count, rowb4, rowb4));
+        }
+      for (uint64_t blk = 0; blk < y.blocks; ++blk) {
+        code(fmt::format("  li r1, {} || li r2, {}", *yt + blk * ybb, y.base + blk * y.block_bytes));
+        vec(fmt::format("vec.cvt dst=ub[r2+0] a=ub[r1+0] rows={} dt=fp32 odt={}", y.rows, dt_));
+      }
+      ub_.release(*xt);
+      ub_.release(*yt);
+    }
     add_bound(layer, 0, 0);
     define(op.getOutput(), y);
   }

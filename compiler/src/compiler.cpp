@@ -86,10 +86,10 @@ std::map<const void*, float> calibrate(mlir::ModuleOp module, const CompileOptio
   }
   std::map<const void*, float> scales;
   for (const auto& [v, m] : maxabs) scales[v] = m > 0 ? m / 127.0f : 1.0f;
-  // Pools, reshapes, broadcasts and transposes pass int8 values through without rescaling: their output keeps the
+  // Pools, reshapes, broadcasts, transposes and slices pass int8 values through without rescaling: their output keeps the
   // input's scale (an average pool's smaller range would otherwise be misread).
   for (mlir::Operation& op : fn.getBody().front())
-    if (mlir::isa<tpu::PoolOp, tpu::ReshapeOp, tpu::BroadcastOp, tpu::TransposeOp>(op))
+    if (mlir::isa<tpu::PoolOp, tpu::ReshapeOp, tpu::BroadcastOp, tpu::TransposeOp, tpu::SliceOp>(op))
       scales[op.getResult(0).getAsOpaquePointer()] = scales[op.getOperand(0).getAsOpaquePointer()];
   return scales;
 }

@@ -324,6 +324,8 @@ class Importer {
     if (op == "Squeeze" || op == "Unsqueeze") return squeeze(n, loc, op == "Unsqueeze");
     if (op == "Transpose") return transpose_op(n, loc);
     if (op == "Concat") return concat(n, loc);
+    if (op == "Slice") return slice(n, loc);
+    if (op == "Split") return split(n, loc);
     if (op == "LeakyRelu") {
       // max(x, alpha * x) for alpha <= 1, min(x, alpha * x) above: one scale and one compare.
       only_attrs(n, {"alpha"});
@@ -638,6 +640,80 @@ class Importer {
       }
     }
     reshape_to(n, shape, loc);
+  }
+
+  // A window [start, start + size) per logical dimension, as tosa.slice on the stored layout.
+  Tensor window(const Tensor& x, const std::vector<int64_t>& start, const std::vector<int64_t>& size, mlir::Location loc) {
+    static const size_t kPos[4] = {0, 3, 1, 2};
+    std::vector<int64_t> vs(start.size()), vz(size.size());
+    for (size_t d = 0; d < start.size(); ++d) {
+      size_t k = x.nhwc ? kPos[d] : d;
+      vs[k] = start[d], vz[k] = size[d];
+    }
+    Value y = b_.create<mlir::tosa::SliceOp>(loc, tensor_type(vz), x.value, b_.getDenseI64ArrayAttr(vs),
+                                             b_.getDenseI64ArrayAttr(vz));
+    return {y, size, x.nhwc};
+  }
+
+  void slice(const onnx::NodeProto& n, mlir::Location loc) {
+    only_attrs(n, {});
+    const Tensor& x = input(n, 0);
+    size_t r = x.shape.size();
+    auto ints = [&](int i, const char* what) {
+      std::vector<int64_t> v;
+      if (n.input_size() > i && !n.input(i).empty())
+        for (float f : const_input(n, i, what).data) v.push_back(int64_t(f));
+      return v;
+    };
+    auto starts = ints(1, "Slice starts"), ends = ints(2, "Slice ends"), axes = ints(3, "Slice axes"), steps = ints(4, "Slice steps");
+    if (axes.empty())
+      for (size_t i = 0; i < starts.size(); ++i) axes.push_back(int64_t(i));
+    if (starts.size() != ends.size() || axes.size() != starts.size() || (!steps.empty() && steps.size() != starts.size()))
+      fail("Slice starts, ends, axes and steps must have one length", node_name(n));
+    std::vector<int64_t> start(r, 0), size = x.shape;
+    for (size_t i = 0; i < axes.size(); ++i) {
+      int64_t a = axes[i] < 0 ? axes[i] + int64_t(r) : axes[i];
+      if (a < 0 || a >= int64_t(r)) fail(fmt::format("Slice axis {} is out of range", axes[i]), node_name(n));
+      if (!steps.empty() && steps[i] != 1) fail("Slice steps other than 1 are not supported yet", node_name(n));
+      int64_t dim = x.shape[size_t(a)];
+      auto clampi = [&](int64_t v) { return std::clamp<int64_t>(v < 0 ? v + dim : v, 0, dim); };
+      int64_t s = clampi(starts[i]), e = clampi(ends[i]);
+      if (e <= s) fail("Slice would produce an empty tensor, which is not supported", node_name(n));
+      start[size_t(a)] = s, size[size_t(a)] = e - s;
+    }
+    define(n, window(x, start, size, loc));
+  }
+
+  void split(const onnx::NodeProto& n, mlir::Location loc) {
+    only_attrs(n, {"axis", "split"});
+    const Tensor& x = input(n, 0);
+    int64_t r = int64_t(x.shape.size()), axis = attr_i(n, "axis", 0);
+    if (axis < 0) axis += r;
+    if (axis < 0 || axis >= r) fail(fmt::format("Split axis {} is out of range", axis), node_name(n));
+    std::vector<int64_t> parts = attr_ints(n, "split", {});
+    if (n.input_size() > 1 && !n.input(1).empty())
+      for (float f : const_input(n, 1, "Split sizes").data) parts.push_back(int64_t(f));
+    int64_t dim = x.shape[size_t(axis)], outs = n.output_size();
+    if (parts.empty()) {
+      if (dim % outs) fail(fmt::format("Split of {} into {} equal parts", dim, outs), node_name(n));
+      parts.assign(size_t(outs), dim / outs);
+    }
+    int64_t total = 0;
+    for (int64_t p : parts) {
+      if (p <= 0) fail("Split parts must be positive (empty outputs are not supported)", node_name(n));
+      total += p;
+    }
+    if (int64_t(parts.size()) != outs || total != dim)
+      fail(fmt::format("Split sizes add up to {} in {} parts for a dimension of {} and {} outputs", total, parts.size(), dim,
+                       outs),
+           node_name(n));
+    std::vector<int64_t> start(size_t(r), 0);
+    for (int64_t i = 0; i < outs; ++i) {
+      std::vector<int64_t> size = x.shape;
+      size[size_t(axis)] = parts[size_t(i)];
+      values_[n.output(int(i))] = window(x, start, size, loc);
+      start[size_t(axis)] += parts[size_t(i)];
+    }
   }
 
   void concat(const onnx::NodeProto& n, mlir::Location loc) {

@@ -470,6 +470,13 @@ struct LowerTosaToTpu : mlir::PassWrapper<LowerTosaToTpu, mlir::OperationPass<ml
         continue;
       }
       if (mlir::isa<tosa::ConstOp, mlir::func::ReturnOp>(op) || op->getDialect()->getNamespace() == "tpu") continue;
+      if (auto sl = mlir::dyn_cast<tosa::SliceOp>(op)) {
+        if (is_constant(sl.getInput())) fail(op, "a Slice of a constant is not supported yet");
+        Value y = b.create<SliceOp>(loc, sl.getType(), sl.getInput(), sl.getStartAttr(), b.getStringAttr(name));
+        sl.getResult().replaceAllUsesWith(y);
+        retire(op);
+        continue;
+      }
       if (auto cc = mlir::dyn_cast<tosa::ConcatOp>(op)) {
         for (Value v : cc.getInput1())
           if (is_constant(v)) fail(op, "a Concat with a constant input is not supported yet");

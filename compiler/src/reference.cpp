@@ -120,6 +120,20 @@ std::vector<RefTensor> evaluate_reference(mlir::func::FuncOp fn, const std::vect
       const RefTensor &l = get(a.getLhs()), &r = get(a.getRhs());
       double lo = a.getClampMin().convertToDouble(), hi = a.getClampMax().convertToDouble();
       for (size_t i = 0; i < n; ++i) y.data[i] = clampf(double(l.data[i]) + r.data[i], lo, hi);
+    } else if (auto sl = mlir::dyn_cast<tpu::SliceOp>(op)) {
+      const RefTensor& x = get(sl.getInput());
+      auto start = sl.getStart();
+      size_t r = x.shape.size();
+      for (size_t i = 0; i < n; ++i) {
+        size_t rem = i, src = 0, stride = 1;
+        for (size_t d = r; d-- > 0;) {
+          size_t idx = rem % size_t(y.shape[d]) + size_t(start[d]);
+          rem /= size_t(y.shape[d]);
+          src += idx * stride;
+          stride *= size_t(x.shape[d]);
+        }
+        y.data[i] = x.data[src];
+      }
     } else if (auto cc = mlir::dyn_cast<tpu::ConcatOp>(op)) {
       size_t axis = size_t(cc.getAxis()), outer = 1, inner = 1;
       for (size_t d = 0; d < axis; ++d) outer *= size_t(y.shape[d]);

@@ -460,6 +460,47 @@ TEST_P(CompileE2E, ConcatAlongChannelsAndRowsMatchesFp32Reference) {
   expect_close(decode(r.program, "y", out.substr(2)), want, tolerance(0.02));
 }
 
+// Split of conv channels (3 + 5: lane columns), Slices along H (row runs), joined again:
+// y[c, h] = conv[c, h + 1] for c < 3 and conv[c, h] for the others, h < 3.
+TEST_P(CompileE2E, SplitAndSliceMatchFp32Reference) {
+  const int64_t H = 5, W = 4, C = 8;
+  OnnxBuilder m;
+  m.input("img", {1, 1, H, W});
+  auto& w1 = m.init("w1", {C, 1, 3, 3}, 0.5f);
+  auto& b1 = m.init("b1", {C}, 0.1f);
+  auto* c1 = m.node("Conv", "conv1", {"img", "w1", "b1"}, {"f"});
+  OnnxBuilder::attr(c1, "pads", std::vector<int64_t>{1, 1, 1, 1});
+  OnnxBuilder::attr(c1, "kernel_shape", std::vector<int64_t>{3, 3});
+  m.init_i64("parts", {3, 5});
+  OnnxBuilder::attr(m.node("Split", "split", {"f", "parts"}, {"a", "b"}), "axis", int64_t(1));
+  m.init_i64("s_a", {1});
+  m.init_i64("e_a", {4});
+  m.init_i64("s_b", {0});
+  m.init_i64("e_b", {3});
+  m.init_i64("ax", {2});
+  m.node("Slice", "slice_a", {"a", "s_a", "e_a", "ax"}, {"sa"});
+  m.node("Slice", "slice_b", {"b", "s_b", "e_b", "ax"}, {"sb"});
+  OnnxBuilder::attr(m.node("Concat", "cat", {"sa", "sb"}, {"y"}), "axis", int64_t(1));
+  m.output("y", {1, C, 3, W});
+  auto path = m.save("vtpu_split_slice_" + id() + ".onnx");
+  config::Config cfg = config::load_preset(preset());
+  Vec x(size_t(H * W));
+  std::mt19937 rng(41);
+  for (auto& v : x) v = float(int(rng() % 2001) - 1000) / 1000.0f;
+  CompileOptions opt = options();
+  opt.calibration = {{{"img", x}}};
+  CompileResult r = compile_onnx(path, cfg, opt);
+  std::string out = simulate(cfg, r.program, {{"img", encode(r.program, "img", x)}}, "y");
+  ASSERT_EQ(out.substr(0, 2), "OK") << out;
+  int64_t OH, OW;
+  Vec f = conv(x, 1, H, W, w1, b1, C, 3, 1, OH, OW);
+  Vec want(size_t(3 * W * C));  // NHWC [1, 3, W, C]
+  for (int64_t h = 0; h < 3; ++h)
+    for (int64_t w = 0; w < W; ++w)
+      for (int64_t c = 0; c < C; ++c) want[size_t((h * W + w) * C + c)] = f[size_t((c * H + h + (c < 3 ? 1 : 0)) * W + w)];
+  expect_close(decode(r.program, "y", out.substr(2)), want, tolerance(0.02));
+}
+
 // A squeeze-and-excitation gate: conv features times sigmoid(global average) per channel,
 // broadcast over the image; then PRelu with one slope per channel (some above 1, one negative).
 TEST_P(CompileE2E, SqueezeExcitationGateMatchesFp32Reference) {

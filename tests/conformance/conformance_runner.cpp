@@ -33,10 +33,10 @@ const std::set<std::string> kOperators = {"Gemm", "MatMul", "Conv", "Relu", "Cli
                                           "GlobalAveragePool", "Flatten", "Reshape", "BatchNormalization", "Softmax",
                                           "Sigmoid", "Tanh", "Erf", "Exp", "Reciprocal", "Sqrt",
                                           "HardSigmoid", "Neg", "Sub", "Mul", "Max", "Min", "LeakyRelu", "PRelu", "Squeeze", "Unsqueeze",
-                                          "Transpose", "Concat"};
+                                          "Transpose", "Concat", "Slice", "Split"};
 // Operators whose inputs after the first are weights (constants for the compiler).
 const std::set<std::string> kWeightInputs = {"Gemm", "MatMul", "Conv", "Clip", "Reshape", "BatchNormalization", "PRelu",
-                                            "Squeeze", "Unsqueeze"};
+                                            "Squeeze", "Unsqueeze", "Slice", "Split"};
 
 std::vector<float> floats_of(const onnx::TensorProto& t) {
   size_t n = 1;

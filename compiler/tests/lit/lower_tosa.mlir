@@ -119,3 +119,11 @@ func.func @concat(%arg0: tensor<1x2x2x3xf32>, %arg1: tensor<1x2x2x5xf32>) -> ten
   %0 = tosa.concat %arg0, %arg1 {axis = 3 : i32} : (tensor<1x2x2x3xf32>, tensor<1x2x2x5xf32>) -> tensor<1x2x2x8xf32> loc("c")
   return %0 : tensor<1x2x2x8xf32>
 }
+
+// A slice of an activation becomes tpu.slice with the same start.
+// CHECK-LABEL: func.func @slice
+// CHECK: tpu.slice %arg0 {layer = "s", start = array<i64: 0, 1, 0, 2>} : (tensor<1x4x4x8xf32>) -> tensor<1x2x4x3xf32>
+func.func @slice(%arg0: tensor<1x4x4x8xf32>) -> tensor<1x2x4x3xf32> {
+  %0 = tosa.slice %arg0 {start = array<i64: 0, 1, 0, 2>, size = array<i64: 1, 2, 4, 3>} : (tensor<1x4x4x8xf32>) -> tensor<1x2x4x3xf32> loc("s")
+  return %0 : tensor<1x2x4x3xf32>
+}
