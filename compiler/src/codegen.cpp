@@ -303,6 +303,19 @@ class Codegen {
     desc_names_[body] = name;
     return name;
   }
+  // One unified-buffer copy of `shape` ("bytes=... [dim=[...]]"). The addresses go in
+  // registers, so copies of one shape share a descriptor (the table holds 4096).
+  void ub_copy(uint64_t src, uint64_t dst, const std::string& shape) {
+    std::string d = new_desc(shape);
+    code(fmt::format("  li r1, {} || li r2, {}", src, dst));
+    code(fmt::format("  dma.copy desc={} src=r1 dst=r2 flag=f1", d));
+    code("  wait f1");
+  }
+  // One vector instruction, waited for.
+  void vec_wait(const std::string& line) {
+    code("  " + line + " flag=f20");
+    code("  wait f20");
+  }
   std::string new_param(const std::string& body) {
     auto it = param_names_.find(body);
     if (it != param_names_.end()) return it->second;
@@ -1042,11 +1055,8 @@ class Codegen {
     for (uint64_t blk = 0; blk < y.blocks; ++blk)
       for (const Run& run : runs) {
         uint64_t so = x.base + blk * x.block_bytes + run.src * rowb, dof = y.base + blk * y.block_bytes + run.dst * rowb;
-        std::string d = run.step == 1 ? new_desc(fmt::format("bytes={} src_off={} dst_off={}", run.count * rowb, so, dof))
-                                      : new_desc(fmt::format("bytes={} src_off={} dst_off={} dim=[{}, 0, {}]", rowb, so,
-                                                             dof, run.count, rowb));
-        code(fmt::format("  dma.copy desc={} src=r0 dst=r0 flag=f1", d));
-        code("  wait f1");
+        ub_copy(so, dof, run.step == 1 ? fmt::format("bytes={}", run.count * rowb)
+                                       : fmt::format("bytes={} dim=[{}, 0, {}]", rowb, run.count, rowb));
       }
     add_bound(layer, 0, 0);
     define(op.getOutput(), y);
@@ -1077,21 +1087,13 @@ class Codegen {
       if (!runs.empty() && runs.back().src + runs.back().count == src) ++runs.back().count;
       else runs.push_back({row, src, 1});
     }
-    auto dma = [&](const std::string& body) {
-      code(fmt::format("  dma.copy desc={} src=r0 dst=r0 flag=f1", new_desc(body)));
-      code("  wait f1");
-    };
-    auto vec = [&](const std::string& line) {
-      code("  " + line + " flag=f20");
-      code("  wait f20");
-    };
     uint64_t lane0 = uint64_t(start[r - 1]);
     if (lane0 == 0 && y.features == x.features) {
       uint64_t rowb = R_ * esz_;
       for (uint64_t blk = 0; blk < y.blocks; ++blk)
         for (const Run& run : runs)
-          dma(fmt::format("bytes={} src_off={} dst_off={}", run.count * rowb, x.base + blk * x.block_bytes + run.src * rowb,
-                          y.base + blk * y.block_bytes + run.dst * rowb));
+          ub_copy(x.base + blk * x.block_bytes + run.src * rowb, y.base + blk * y.block_bytes + run.dst * rowb,
+                  fmt::format("bytes={}", run.count * rowb));
     } else {
       if (cfg_.core.unified_buffer.alignment_bytes > 4)
         throw CompileError(fmt::format("node '{}': a Slice of the last dimension copies 4-byte elements, finer than "
@@ -1103,17 +1105,17 @@ class Codegen {
       clear(*yt, y.blocks * ybb);  // padding lanes stay zero
       for (uint64_t blk = 0; blk < x.blocks; ++blk) {
         code(fmt::format("  li r1, {} || li r2, {}", x.base + blk * x.block_bytes, *xt + blk * xbb));
-        vec(fmt::format("vec.cvt dst=ub[r2+0] a=ub[r1+0] rows={} dt={} odt=fp32", x.rows, dt_));
+        vec_wait(fmt::format("vec.cvt dst=ub[r2+0] a=ub[r1+0] rows={} dt={} odt=fp32", x.rows, dt_));
       }
       for (const Run& run : runs)
         for (uint64_t c = 0; c < y.features; ++c) {
           uint64_t sc = lane0 + c;
-          dma(fmt::format("bytes=4 src_off={} dst_off={} dim=[{}, {}, {}]", *xt + (sc / R_) * xbb + run.src * rowb4 + (sc % R_) * 4,
-                          *yt + (c / R_) * ybb + run.dst * rowb4 + (c % R_) * 4, run.count, rowb4, rowb4));
+          ub_copy(*xt + (sc / R_) * xbb + run.src * rowb4 + (sc % R_) * 4, *yt + (c / R_) * ybb + run.dst * rowb4 + (c % R_) * 4,
+                  fmt::format("bytes=4 dim=[{}, {}, {}]", run.count, rowb4, rowb4));
         }
       for (uint64_t blk = 0; blk < y.blocks; ++blk) {
         code(fmt::format("  li r1, {} || li r2, {}", *yt + blk * ybb, y.base + blk * y.block_bytes));
-        vec(fmt::format("vec.cvt dst=ub[r2+0] a=ub[r1+0] rows={} dt=fp32 odt={}", y.rows, dt_));
+        vec_wait(fmt::format("vec.cvt dst=ub[r2+0] a=ub[r1+0] rows={} dt=fp32 odt={}", y.rows, dt_));
       }
       ub_.release(*xt);
       ub_.release(*yt);
@@ -1140,14 +1142,6 @@ class Codegen {
       throw CompileError(fmt::format("node '{}': a Concat along unaligned lanes copies 4-byte elements, finer than "
                                      "core.unified_buffer.alignment_bytes = {}",
                                      layer, cfg_.core.unified_buffer.alignment_bytes));
-    auto vec = [&](const std::string& line) {
-      code("  " + line + " flag=f20");
-      code("  wait f20");
-    };
-    auto dma = [&](const std::string& body) {
-      code(fmt::format("  dma.copy desc={} src=r0 dst=r0 flag=f1", new_desc(body)));
-      code("  wait f1");
-    };
     uint64_t rowb = R_ * esz_, rowb4 = R_ * 4, bb4 = align_up(y.rows * rowb4, 64), ytmp = 0;
     if (columns) {
       auto t = ub_.alloc(y.blocks * bb4);
@@ -1171,13 +1165,13 @@ class Codegen {
         std::string p = new_param(fmt::format("scale=[{}]", rs));
         for (uint64_t blk = 0; blk < x.blocks; ++blk) {
           code(fmt::format("  li r1, {} || li r2, {}", x.base + blk * x.block_bytes, xtmp + blk * xbb));
-          vec(fmt::format("vec.cvt dst=ub[r2+0] a=ub[r1+0] rows={} dt={} odt=fp32", x.rows, dt_));
-          if (q8_) vec(fmt::format("vec.affine dst=ub[r2+0] a=ub[r2+0] rows={} dt=fp32 param={}", x.rows, p));
+          vec_wait(fmt::format("vec.cvt dst=ub[r2+0] a=ub[r1+0] rows={} dt={} odt=fp32", x.rows, dt_));
+          if (q8_) vec_wait(fmt::format("vec.affine dst=ub[r2+0] a=ub[r2+0] rows={} dt=fp32 param={}", x.rows, p));
         }
         for (uint64_t c = 0; c < x.features; ++c) {
           uint64_t dc = off + c;
-          dma(fmt::format("bytes=4 src_off={} dst_off={} dim=[{}, {}, {}]", xtmp + (c / R_) * xbb + (c % R_) * 4,
-                          ytmp + (dc / R_) * bb4 + (dc % R_) * 4, y.rows, rowb4, rowb4));
+          ub_copy(xtmp + (c / R_) * xbb + (c % R_) * 4, ytmp + (dc / R_) * bb4 + (dc % R_) * 4,
+                  fmt::format("bytes=4 dim=[{}, {}, {}]", y.rows, rowb4, rowb4));
         }
         ub_.release(xtmp);
         off += x.features;
@@ -1189,21 +1183,20 @@ class Codegen {
         std::string p = new_param(fmt::format("scale=[{}]", rs));
         for (uint64_t blk = 0; blk < x.blocks; ++blk) {
           code(fmt::format("  li r1, {} || li r2, {}", x.base + blk * x.block_bytes, *t + blk * x.block_bytes));
-          vec(fmt::format("vec.affine dst=ub[r2+0] a=ub[r1+0] rows={} dt=int8 param={}", x.rows, p));
+          vec_wait(fmt::format("vec.affine dst=ub[r2+0] a=ub[r1+0] rows={} dt=int8 param={}", x.rows, p));
         }
         xtmp = *t;
         x.base = *t;
       }
       if (lanes) {  // whole lane blocks
         for (uint64_t blk = 0; blk < x.blocks; ++blk)
-          dma(fmt::format("bytes={} src_off={} dst_off={}", x.rows * rowb, x.base + blk * x.block_bytes,
-                          y.base + (off / R_ + blk) * y.block_bytes));
+          ub_copy(x.base + blk * x.block_bytes, y.base + (off / R_ + blk) * y.block_bytes, fmt::format("bytes={}", x.rows * rowb));
         off += x.features;
       } else {  // runs of rows: `outer` runs of this input's rows, placed after the earlier inputs'
         uint64_t chunk = uint64_t(x.shape[axis]) * inner, out_chunk = uint64_t(ys[axis]) * inner;
         for (uint64_t blk = 0; blk < y.blocks; ++blk)
-          dma(fmt::format("bytes={} src_off={} dst_off={} dim=[{}, {}, {}]", chunk * rowb, x.base + blk * x.block_bytes,
-                          y.base + blk * y.block_bytes + off * inner * rowb, outer, chunk * rowb, out_chunk * rowb));
+          ub_copy(x.base + blk * x.block_bytes, y.base + blk * y.block_bytes + off * inner * rowb,
+                  fmt::format("bytes={} dim=[{}, {}, {}]", chunk * rowb, outer, chunk * rowb, out_chunk * rowb));
         off += uint64_t(x.shape[axis]);
       }
       if (xtmp) ub_.release(xtmp);
@@ -1211,7 +1204,7 @@ class Codegen {
     if (columns) {
       for (uint64_t blk = 0; blk < y.blocks; ++blk) {
         code(fmt::format("  li r1, {} || li r2, {}", ytmp + blk * bb4, y.base + blk * y.block_bytes));
-        vec(fmt::format("vec.cvt dst=ub[r2+0] a=ub[r1+0] rows={} dt=fp32 odt={}", y.rows, dt_));
+        vec_wait(fmt::format("vec.cvt dst=ub[r2+0] a=ub[r1+0] rows={} dt=fp32 odt={}", y.rows, dt_));
       }
       ub_.release(ytmp);
     }
@@ -1268,17 +1261,13 @@ class Codegen {
       for (uint64_t blk = 0; blk < y.blocks; ++blk) {
         uint64_t first = blk * R_, cnt = std::min<uint64_t>(R_, y.features - first);
         uint64_t dst = y.base + blk * y.block_bytes + row * rowb;
-        std::string d;
         if (!gather) {
-          d = new_desc(fmt::format("bytes={} src_off={} dst_off={}", cnt * esz, x.base + blk * x.block_bytes + in_row * rowb, dst));
+          ub_copy(x.base + blk * x.block_bytes + in_row * rowb, dst, fmt::format("bytes={}", cnt * esz));
         } else {
           uint64_t src = x.base + (in_lane / R_) * x.block_bytes + (in_row + first * row_stride[lane_src]) * rowb +
                          (in_lane % R_) * esz;
-          d = new_desc(fmt::format("bytes={} src_off={} dst_off={} dim=[{}, {}, {}]", esz, src, dst, cnt,
-                                   row_stride[lane_src] * rowb, esz));
+          ub_copy(src, dst, fmt::format("bytes={} dim=[{}, {}, {}]", esz, cnt, row_stride[lane_src] * rowb, esz));
         }
-        code(fmt::format("  dma.copy desc={} src=r0 dst=r0 flag=f1", d));
-        code("  wait f1");
       }
     }
     if (gather) {
@@ -1305,10 +1294,6 @@ class Codegen {
     const Act& b = act(op.getRhs());
     Act y = new_act(shape_of(op.getOutput()), fmt::format("the output of '{}'", layer));
     bool rescale_both = op.getKind() != "mul";  // sub, max, min: then one int8 op
-    auto vec = [&](const std::string& line) {
-      code("  " + line + " flag=f20");
-      code("  wait f20");
-    };
     uint64_t tmp = 0, tmp_bytes = 0;
     std::string pa, pb;
     if (q8_) {
@@ -1326,17 +1311,17 @@ class Codegen {
       code(fmt::format("  li r3, {} || li r4, {}", ya, tmp));
       code(fmt::format("  li r5, {}", tmp + tmp_bytes));
       if (!q8_) {
-        vec(fmt::format("vec.{} dst=ub[r3+0] a=ub[r1+0] b=ub[r2+0] rows={} dt={}", op.getKind().str(), y.rows, dt_));
+        vec_wait(fmt::format("vec.{} dst=ub[r3+0] a=ub[r1+0] b=ub[r2+0] rows={} dt={}", op.getKind().str(), y.rows, dt_));
       } else if (rescale_both) {
-        vec(fmt::format("vec.affine dst=ub[r4+0] a=ub[r1+0] rows={} dt=int8 param={}", y.rows, pa));
-        vec(fmt::format("vec.affine dst=ub[r5+0] a=ub[r2+0] rows={} dt=int8 param={}", y.rows, pb));
-        vec(fmt::format("vec.{} dst=ub[r3+0] a=ub[r4+0] b=ub[r5+0] rows={} dt=int8", op.getKind().str(), y.rows));
+        vec_wait(fmt::format("vec.affine dst=ub[r4+0] a=ub[r1+0] rows={} dt=int8 param={}", y.rows, pa));
+        vec_wait(fmt::format("vec.affine dst=ub[r5+0] a=ub[r2+0] rows={} dt=int8 param={}", y.rows, pb));
+        vec_wait(fmt::format("vec.{} dst=ub[r3+0] a=ub[r4+0] b=ub[r5+0] rows={} dt=int8", op.getKind().str(), y.rows));
       } else {
-        vec(fmt::format("vec.cvt dst=ub[r4+0] a=ub[r1+0] rows={} dt=int8 odt=fp32", y.rows));
-        vec(fmt::format("vec.cvt dst=ub[r5+0] a=ub[r2+0] rows={} dt=int8 odt=fp32", y.rows));
-        vec(fmt::format("vec.mul dst=ub[r4+0] a=ub[r4+0] b=ub[r5+0] rows={} dt=fp32", y.rows));
-        vec(fmt::format("vec.affine dst=ub[r4+0] a=ub[r4+0] rows={} dt=fp32 param={}", y.rows, pa));
-        vec(fmt::format("vec.cvt dst=ub[r3+0] a=ub[r4+0] rows={} dt=fp32 odt=int8", y.rows));
+        vec_wait(fmt::format("vec.cvt dst=ub[r4+0] a=ub[r1+0] rows={} dt=int8 odt=fp32", y.rows));
+        vec_wait(fmt::format("vec.cvt dst=ub[r5+0] a=ub[r2+0] rows={} dt=int8 odt=fp32", y.rows));
+        vec_wait(fmt::format("vec.mul dst=ub[r4+0] a=ub[r4+0] b=ub[r5+0] rows={} dt=fp32", y.rows));
+        vec_wait(fmt::format("vec.affine dst=ub[r4+0] a=ub[r4+0] rows={} dt=fp32 param={}", y.rows, pa));
+        vec_wait(fmt::format("vec.cvt dst=ub[r3+0] a=ub[r4+0] rows={} dt=fp32 odt=int8", y.rows));
       }
     }
     if (q8_) ub_.release(tmp);
@@ -1361,22 +1346,18 @@ class Codegen {
       in_s = new_param(fmt::format("scale=[{}]", double(scale(op.getInput()))));
       out_s = new_param(fmt::format("scale=[{}]", 1.0 / double(scale(op.getOutput()))));
     }
-    auto vec = [&](const std::string& line) {
-      code("  " + line + " flag=f20");
-      code("  wait f20");
-    };
     for (uint64_t blk = 0; blk < y.blocks; ++blk) {
       code(fmt::format("  li r1, {} || li r2, {}", x.base + blk * x.block_bytes, y.base + blk * y.block_bytes));
       if (!q8_) {
-        vec(fmt::format("vec.{} dst=ub[r2+0] a=ub[r1+0] rows={} dt=bf16", fn, y.rows));
+        vec_wait(fmt::format("vec.{} dst=ub[r2+0] a=ub[r1+0] rows={} dt=bf16", fn, y.rows));
         continue;
       }
       code(fmt::format("  li r3, {}", tmp));
-      vec(fmt::format("vec.cvt dst=ub[r3+0] a=ub[r1+0] rows={} dt=int8 odt=fp32", y.rows));
-      vec(fmt::format("vec.affine dst=ub[r3+0] a=ub[r3+0] rows={} dt=fp32 param={}", y.rows, in_s));
-      vec(fmt::format("vec.{} dst=ub[r3+0] a=ub[r3+0] rows={} dt=fp32", fn, y.rows));
-      vec(fmt::format("vec.affine dst=ub[r3+0] a=ub[r3+0] rows={} dt=fp32 param={}", y.rows, out_s));
-      vec(fmt::format("vec.cvt dst=ub[r2+0] a=ub[r3+0] rows={} dt=fp32 odt=int8", y.rows));
+      vec_wait(fmt::format("vec.cvt dst=ub[r3+0] a=ub[r1+0] rows={} dt=int8 odt=fp32", y.rows));
+      vec_wait(fmt::format("vec.affine dst=ub[r3+0] a=ub[r3+0] rows={} dt=fp32 param={}", y.rows, in_s));
+      vec_wait(fmt::format("vec.{} dst=ub[r3+0] a=ub[r3+0] rows={} dt=fp32", fn, y.rows));
+      vec_wait(fmt::format("vec.affine dst=ub[r3+0] a=ub[r3+0] rows={} dt=fp32 param={}", y.rows, out_s));
+      vec_wait(fmt::format("vec.cvt dst=ub[r2+0] a=ub[r3+0] rows={} dt=fp32 odt=int8", y.rows));
     }
     if (q8_) ub_.release(tmp);
     add_bound(layer, 0, 0);
@@ -1466,44 +1447,40 @@ class Codegen {
       code(fmt::format("  dma.load desc={} src=r0 dst=r0 flag=f1", d));
       code("  wait f1");
     }
-    auto vec = [&](const std::string& s) {
-      code("  " + s + " flag=f20");
-      code("  wait f20");
-    };
     for (uint64_t b = 0; b < x.blocks; ++b) {
       uint64_t v = vals + b * rows * row32;
       code(fmt::format("  li r1, {} || li r2, {}", x.base + b * x.block_bytes, v));
-      vec(fmt::format("vec.cvt dst=ub[r2+0] a=ub[r1+0] rows={} dt={} odt=fp32", rows, dt_));
-      if (q8_) vec(fmt::format("vec.affine dst=ub[r2+0] a=ub[r2+0] rows={} dt=fp32 param={}", rows, in_scale));
+      vec_wait(fmt::format("vec.cvt dst=ub[r2+0] a=ub[r1+0] rows={} dt={} odt=fp32", rows, dt_));
+      if (q8_) vec_wait(fmt::format("vec.affine dst=ub[r2+0] a=ub[r2+0] rows={} dt=fp32 param={}", rows, in_scale));
       code(fmt::format("  li r3, {}", masks + b * row32));
-      vec(fmt::format("vec.add dst=ub[r2+0] a=ub[r2+0] b=ub[r3+0] rows={} dt=fp32 bcast=1", rows));
+      vec_wait(fmt::format("vec.add dst=ub[r2+0] a=ub[r2+0] b=ub[r3+0] rows={} dt=fp32 bcast=1", rows));
       code(fmt::format("  li r4, {}", b == 0 ? mx : tmp));
-      vec(fmt::format("vec.rmax dst=ub[r4+0] a=ub[r2+0] rows={} dt=fp32", rows));
+      vec_wait(fmt::format("vec.rmax dst=ub[r4+0] a=ub[r2+0] rows={} dt=fp32", rows));
       if (b) {
         code(fmt::format("  li r5, {} || li r6, {}", mx, tmp));
-        vec(fmt::format("vec.max dst=ub[r5+0] a=ub[r5+0] b=ub[r6+0] rows={} dt=fp32", rows));
+        vec_wait(fmt::format("vec.max dst=ub[r5+0] a=ub[r5+0] b=ub[r6+0] rows={} dt=fp32", rows));
       }
     }
     for (uint64_t b = 0; b < x.blocks; ++b) {
       uint64_t v = vals + b * rows * row32;
       code(fmt::format("  li r2, {} || li r5, {}", v, mx));
-      vec(fmt::format("vec.sub dst=ub[r2+0] a=ub[r2+0] b=ub[r5+0] rows={} dt=fp32", rows));
-      vec(fmt::format("vec.exp dst=ub[r2+0] a=ub[r2+0] rows={} dt=fp32", rows));
+      vec_wait(fmt::format("vec.sub dst=ub[r2+0] a=ub[r2+0] b=ub[r5+0] rows={} dt=fp32", rows));
+      vec_wait(fmt::format("vec.exp dst=ub[r2+0] a=ub[r2+0] rows={} dt=fp32", rows));
       code(fmt::format("  li r4, {}", b == 0 ? sum : tmp));
-      vec(fmt::format("vec.rsum dst=ub[r4+0] a=ub[r2+0] rows={} dt=fp32 odt=fp32", rows));
+      vec_wait(fmt::format("vec.rsum dst=ub[r4+0] a=ub[r2+0] rows={} dt=fp32 odt=fp32", rows));
       if (b) {
         code(fmt::format("  li r5, {} || li r6, {}", sum, tmp));
-        vec(fmt::format("vec.add dst=ub[r5+0] a=ub[r5+0] b=ub[r6+0] rows={} dt=fp32", rows));
+        vec_wait(fmt::format("vec.add dst=ub[r5+0] a=ub[r5+0] b=ub[r6+0] rows={} dt=fp32", rows));
       }
     }
     code(fmt::format("  li r5, {}", sum));
-    vec(fmt::format("vec.recip dst=ub[r5+0] a=ub[r5+0] rows={} dt=fp32", rows));
+    vec_wait(fmt::format("vec.recip dst=ub[r5+0] a=ub[r5+0] rows={} dt=fp32", rows));
     for (uint64_t b = 0; b < x.blocks; ++b) {
       uint64_t v = vals + b * rows * row32;
       code(fmt::format("  li r2, {} || li r3, {}", v, y.base + b * y.block_bytes));
-      vec(fmt::format("vec.mul dst=ub[r2+0] a=ub[r2+0] b=ub[r5+0] rows={} dt=fp32", rows));
-      if (q8_) vec(fmt::format("vec.affine dst=ub[r2+0] a=ub[r2+0] rows={} dt=fp32 param={}", rows, out_scale));
-      vec(fmt::format("vec.cvt dst=ub[r3+0] a=ub[r2+0] rows={} dt=fp32 odt={}", rows, dt_));
+      vec_wait(fmt::format("vec.mul dst=ub[r2+0] a=ub[r2+0] b=ub[r5+0] rows={} dt=fp32", rows));
+      if (q8_) vec_wait(fmt::format("vec.affine dst=ub[r2+0] a=ub[r2+0] rows={} dt=fp32 param={}", rows, out_scale));
+      vec_wait(fmt::format("vec.cvt dst=ub[r3+0] a=ub[r2+0] rows={} dt=fp32 odt={}", rows, dt_));
     }
     ub_.release(*work);
     add_bound(layer, 0, 0);
