@@ -4,8 +4,6 @@
 // process); counters: simulated cycles, cycles/s, simulated MACs/s, MXU utilization, and the
 // wall-time ratio simulator / host GEMM.
 #include <benchmark/benchmark.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
 #include <chrono>
 #include <cstring>
@@ -14,6 +12,7 @@
 #include "gemm_program.h"
 #include "vtpu/isa/assembler.h"
 #include "vtpu/sim/simulator.h"
+#include "vtpu/support/child_process.h"
 
 #ifdef VTPU_HAVE_DNNL
 #include <oneapi/dnnl/dnnl.h>
@@ -46,36 +45,31 @@ vtpu::config::Config bench_config(const std::string& preset) {
 }
 
 SimFigures simulate_gemm(const char* preset, vtpu::bench::GemmShape g) {
-  int fds[2];
-  if (pipe(fds) != 0) return {};
-  pid_t pid = fork();
-  if (pid == 0) {
-    close(fds[0]);
-    SimFigures f;
-    try {
-      auto cfg = bench_config(preset);
-      auto prog = vtpu::isa::assemble(vtpu::bench::gemm_program(cfg, g), "gemm.s");
-      std::map<std::string, std::vector<uint8_t>> inputs;
-      vtpu::sim::fill_missing_inputs(prog, 7, inputs);
-      auto t0 = Clock::now();
-      auto r = vtpu::sim::simulate(cfg, prog, inputs);
-      f.wall_s = std::chrono::duration<double>(Clock::now() - t0).count();
-      f.cycles = r.stats.total_cycles;
-      f.macs = r.stats.total.macs();
-      f.utilization = r.stats.mxu_overall_utilization();
-    } catch (const std::exception& e) {
-      std::strncpy(f.error, e.what(), sizeof f.error - 1);
-    }
-    ssize_t w = write(fds[1], &f, sizeof f);
-    (void)w;
-    _exit(0);
-  }
-  close(fds[1]);
+  auto bytes = [](const SimFigures& f) { return std::string(reinterpret_cast<const char*>(&f), sizeof f); };
+  std::string got = vtpu::run_in_child(
+      [&] {
+        SimFigures f;
+        auto cfg = bench_config(preset);
+        auto prog = vtpu::isa::assemble(vtpu::bench::gemm_program(cfg, g), "gemm.s");
+        std::map<std::string, std::vector<uint8_t>> inputs;
+        vtpu::sim::fill_missing_inputs(prog, 7, inputs);
+        auto t0 = Clock::now();
+        auto r = vtpu::sim::simulate(cfg, prog, inputs);
+        f.wall_s = std::chrono::duration<double>(Clock::now() - t0).count();
+        f.cycles = r.stats.total_cycles;
+        f.macs = r.stats.total.macs();
+        f.utilization = r.stats.mxu_overall_utilization();
+        return bytes(f);
+      },
+      [&](const std::exception& e) {
+        SimFigures f;
+        std::strncpy(f.error, e.what(), sizeof f.error - 1);
+        return bytes(f);
+      },
+      "");
   SimFigures f;
-  ssize_t n = read(fds[0], &f, sizeof f);
-  close(fds[0]);
-  waitpid(pid, nullptr, 0);
-  if (n != ssize_t(sizeof f)) std::strcpy(f.error, "child died");
+  if (got.size() != sizeof f) std::strcpy(f.error, "child died");
+  else std::memcpy(&f, got.data(), sizeof f);
   return f;
 }
 

@@ -1,8 +1,6 @@
 // Models built in C++ are compiled, run on the simulator and compared with a plain fp32
 // forward pass written here from the ONNX operator definitions (bf16 tolerance).
 #include <gtest/gtest.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
 #include <cmath>
 #include <cstring>
@@ -12,6 +10,7 @@
 #include "vtpu/compiler/compiler.h"
 #include "vtpu/numerics/float.h"
 #include "vtpu/sim/simulator.h"
+#include "vtpu/support/child_process.h"
 
 namespace vtpu::compiler {
 namespace {
@@ -119,37 +118,13 @@ Vec decode(const isa::Program& p, const std::string& name, const std::string& by
 // Simulates in a child process (one SystemC simulation per process); returns the output bytes.
 std::string simulate(const config::Config& cfg, const isa::Program& p, const std::map<std::string, std::vector<uint8_t>>& in,
                      const std::string& out) {
-  int fds[2];
-  EXPECT_EQ(pipe(fds), 0);
-  pid_t pid = fork();
-  if (pid == 0) {
-    close(fds[0]);
-    std::string r;
-    try {
-      r = "OK" + [&] {
+  return run_in_child(
+      [&] {
         auto res = sim::simulate(cfg, p, in);
         const auto& o = res.outputs.at(out);
-        return std::string(o.begin(), o.end());
-      }();
-    } catch (const std::exception& e) {
-      r = std::string("ERR") + e.what();
-    }
-    size_t off = 0;
-    while (off < r.size()) {
-      ssize_t n = write(fds[1], r.data() + off, r.size() - off);
-      if (n <= 0) break;
-      off += size_t(n);
-    }
-    _exit(0);
-  }
-  close(fds[1]);
-  std::string got;
-  char buf[65536];
-  ssize_t n;
-  while ((n = read(fds[0], buf, sizeof buf)) > 0) got.append(buf, size_t(n));
-  close(fds[0]);
-  waitpid(pid, nullptr, 0);
-  return got;
+        return "OK" + std::string(o.begin(), o.end());
+      },
+      [](const std::exception& e) { return std::string("ERR") + e.what(); }, "ERRchild crashed");
 }
 
 void expect_close(const Vec& got, const Vec& want, double rel) {

@@ -268,46 +268,18 @@ std::string layers_csv(const ModelRun& run) {
 
 }  // namespace vtpu::runtime
 
-#include <sys/wait.h>
-#include <unistd.h>
+#include "vtpu/support/child_process.h"
 
 #include <nlohmann/json.hpp>
 
 namespace vtpu::runtime {
 namespace {
 
-// Runs fn in a child process and returns what it wrote to the pipe.
+// Runs fn in a child process (one simulation each); errors come back as JSON.
 std::string in_child(const std::function<std::string()>& fn) {
-  int fds[2];
-  if (pipe(fds) != 0) throw InternalError("pipe failed");
-  pid_t pid = fork();
-  if (pid < 0) throw InternalError("fork failed");
-  if (pid == 0) {
-    close(fds[0]);
-    std::string r;
-    try {
-      r = fn();
-    } catch (const std::exception& e) {
-      r = nlohmann::json{{"error", e.what()}}.dump();
-    }
-    size_t off = 0;
-    while (off < r.size()) {
-      ssize_t n = write(fds[1], r.data() + off, r.size() - off);
-      if (n <= 0) break;
-      off += size_t(n);
-    }
-    _exit(0);
-  }
-  close(fds[1]);
-  std::string got;
-  char buf[65536];
-  ssize_t n;
-  while ((n = read(fds[0], buf, sizeof buf)) > 0) got.append(buf, size_t(n));
-  close(fds[0]);
-  int st = 0;
-  waitpid(pid, &st, 0);
-  if (!WIFEXITED(st)) return nlohmann::json{{"error", "the run crashed (a vtpu bug)"}}.dump();
-  return got;
+  return run_in_child(
+      fn, [](const std::exception& e) { return nlohmann::json{{"error", e.what()}}.dump(); },
+      nlohmann::json{{"error", "the run crashed (a vtpu bug)"}}.dump());
 }
 
 }  // namespace

@@ -8,8 +8,7 @@
 //
 // usage: conformance_runner DATA_DIR EXPECTED_PASS_FILE [CONFIG] [--write-expected]
 #include <fmt/format.h>
-#include <sys/wait.h>
-#include <unistd.h>
+#include "vtpu/support/child_process.h"
 
 #include <cmath>
 #include <cstring>
@@ -78,36 +77,8 @@ std::vector<float> to_nhwc(const std::vector<float>& x, const std::vector<int64_
   return y;
 }
 
-std::string run_in_child(const std::function<std::string()>& fn) {
-  int fds[2];
-  if (pipe(fds)) return "ERRpipe";
-  pid_t pid = fork();
-  if (pid == 0) {
-    close(fds[0]);
-    std::string r;
-    try {
-      r = fn();
-    } catch (const std::exception& e) {
-      r = std::string("ERR") + e.what();
-    }
-    size_t off = 0;
-    while (off < r.size()) {
-      ssize_t n = write(fds[1], r.data() + off, r.size() - off);
-      if (n <= 0) break;
-      off += size_t(n);
-    }
-    _exit(0);
-  }
-  close(fds[1]);
-  std::string got;
-  char buf[65536];
-  ssize_t n;
-  while ((n = read(fds[0], buf, sizeof buf)) > 0) got.append(buf, size_t(n));
-  close(fds[0]);
-  int st = 0;
-  waitpid(pid, &st, 0);
-  if (!WIFEXITED(st)) return "ERRchild crashed";
-  return got;
+std::string in_child(const std::function<std::string()>& fn) {
+  return run_in_child(fn, [](const std::exception& e) { return std::string("ERR") + e.what(); }, "ERRchild crashed");
 }
 
 // Runs one node test; returns "" on success or why it failed.
@@ -173,7 +144,7 @@ std::string run_test(const fs::path& dir, const config::Config& cfg, std::string
     in_bytes[name] = b;
   }
   std::string out_name = model.graph().output(0).name();
-  std::string got = run_in_child([&] {
+  std::string got = in_child([&] {
     auto res = sim::simulate(cfg, r.program, in_bytes);
     const auto& o = res.outputs.at(out_name);
     return "OK" + std::string(o.begin(), o.end());

@@ -1,8 +1,7 @@
 // Every zoo model, int8 and bf16, on a preset it fits, against the fp32 reference; and the
 // same run twice gives byte-identical reports.
 #include <gtest/gtest.h>
-#include <sys/wait.h>
-#include <unistd.h>
+#include "vtpu/support/child_process.h"
 
 #include <cmath>
 #include <functional>
@@ -16,33 +15,7 @@ namespace {
 using namespace vtpu;
 
 std::string in_child(const std::function<std::string()>& fn) {
-  int fds[2];
-  if (pipe(fds)) return "ERR pipe";
-  pid_t pid = fork();
-  if (pid == 0) {
-    close(fds[0]);
-    std::string r;
-    try {
-      r = fn();
-    } catch (const std::exception& e) {
-      r = std::string("ERR ") + e.what();
-    }
-    size_t off = 0;
-    while (off < r.size()) {
-      ssize_t n = write(fds[1], r.data() + off, r.size() - off);
-      if (n <= 0) break;
-      off += size_t(n);
-    }
-    _exit(0);
-  }
-  close(fds[1]);
-  std::string got;
-  char buf[65536];
-  ssize_t n;
-  while ((n = read(fds[0], buf, sizeof buf)) > 0) got.append(buf, size_t(n));
-  close(fds[0]);
-  waitpid(pid, nullptr, 0);
-  return got;
+  return run_in_child(fn, [](const std::exception& e) { return std::string("ERR ") + e.what(); }, "ERR child crashed");
 }
 
 struct Case {
