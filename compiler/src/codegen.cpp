@@ -19,6 +19,7 @@
 #include <functional>
 #include <limits>
 #include <map>
+#include <optional>
 
 #include "import.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -315,6 +316,42 @@ class Codegen {
   void vec_wait(const std::string& line) {
     code("  " + line + " flag=f20");
     code("  wait f20");
+  }
+  // Copies that move single lanes move 4-byte (fp32) elements, since DMA rows start on
+  // unified-buffer words; `what` names the move in the error.
+  void require_fp32_lane_moves(const std::string& layer, const std::string& what) {
+    if (cfg_.core.unified_buffer.alignment_bytes > 4)
+      throw CompileError(fmt::format("node '{}': {} 4-byte elements, finer than core.unified_buffer.alignment_bytes = {}",
+                                     layer, what, cfg_.core.unified_buffer.alignment_bytes));
+  }
+  // An fp32 twin of `a` (same rows and lane blocks, 4-byte elements) in new unified-buffer
+  // space: `a` converted (then scaled by `rescale`, for INT8 inputs), or zeros if !convert.
+  Act fp32_twin(const Act& a, const std::string& layer, const std::string& what, bool convert,
+                std::optional<double> rescale = std::nullopt) {
+    Act t = a;
+    t.block_bytes = align_up(a.rows * R_ * 4, 64);
+    auto at = ub_.alloc(t.bytes());
+    if (!at) throw CompileError(fmt::format("node '{}': no unified-buffer room for the fp32 {}", layer, what));
+    t.base = *at;
+    if (!convert) {
+      clear(t.base, t.bytes());  // padding lanes stay zero
+      return t;
+    }
+    std::string p = rescale ? new_param(fmt::format("scale=[{}]", *rescale)) : "";
+    for (uint64_t blk = 0; blk < a.blocks; ++blk) {
+      code(fmt::format("  li r1, {} || li r2, {}", a.base + blk * a.block_bytes, t.base + blk * t.block_bytes));
+      vec_wait(fmt::format("vec.cvt dst=ub[r2+0] a=ub[r1+0] rows={} dt={} odt=fp32", a.rows, dt_));
+      if (rescale) vec_wait(fmt::format("vec.affine dst=ub[r2+0] a=ub[r2+0] rows={} dt=fp32 param={}", a.rows, p));
+    }
+    return t;
+  }
+  // Converts an fp32 twin back into `a` (rounding to INT8 or bf16) and frees it.
+  void from_fp32_twin(const Act& t, const Act& a) {
+    for (uint64_t blk = 0; blk < a.blocks; ++blk) {
+      code(fmt::format("  li r1, {} || li r2, {}", t.base + blk * t.block_bytes, a.base + blk * a.block_bytes));
+      vec_wait(fmt::format("vec.cvt dst=ub[r2+0] a=ub[r1+0] rows={} dt=fp32 odt={}", a.rows, dt_));
+    }
+    ub_.release(t.base);
   }
   std::string new_param(const std::string& body) {
     auto it = param_names_.find(body);
@@ -1095,30 +1132,18 @@ class Codegen {
           ub_copy(x.base + blk * x.block_bytes + run.src * rowb, y.base + blk * y.block_bytes + run.dst * rowb,
                   fmt::format("bytes={}", run.count * rowb));
     } else {
-      if (cfg_.core.unified_buffer.alignment_bytes > 4)
-        throw CompileError(fmt::format("node '{}': a Slice of the last dimension copies 4-byte elements, finer than "
-                                       "core.unified_buffer.alignment_bytes = {}",
-                                       layer, cfg_.core.unified_buffer.alignment_bytes));
-      uint64_t rowb4 = R_ * 4, xbb = align_up(x.rows * rowb4, 64), ybb = align_up(y.rows * rowb4, 64);
-      auto xt = ub_.alloc(x.blocks * xbb), yt = ub_.alloc(y.blocks * ybb);
-      if (!xt || !yt) throw CompileError(fmt::format("node '{}': no unified-buffer room for the fp32 slice copies", layer));
-      clear(*yt, y.blocks * ybb);  // padding lanes stay zero
-      for (uint64_t blk = 0; blk < x.blocks; ++blk) {
-        code(fmt::format("  li r1, {} || li r2, {}", x.base + blk * x.block_bytes, *xt + blk * xbb));
-        vec_wait(fmt::format("vec.cvt dst=ub[r2+0] a=ub[r1+0] rows={} dt={} odt=fp32", x.rows, dt_));
-      }
+      require_fp32_lane_moves(layer, "a Slice of the last dimension copies");
+      Act xt = fp32_twin(x, layer, "slice copies", true), yt = fp32_twin(y, layer, "slice copies", false);
+      uint64_t rowb4 = R_ * 4;
       for (const Run& run : runs)
         for (uint64_t c = 0; c < y.features; ++c) {
           uint64_t sc = lane0 + c;
-          ub_copy(*xt + (sc / R_) * xbb + run.src * rowb4 + (sc % R_) * 4, *yt + (c / R_) * ybb + run.dst * rowb4 + (c % R_) * 4,
+          ub_copy(xt.base + (sc / R_) * xt.block_bytes + run.src * rowb4 + (sc % R_) * 4,
+                  yt.base + (c / R_) * yt.block_bytes + run.dst * rowb4 + (c % R_) * 4,
                   fmt::format("bytes=4 dim=[{}, {}, {}]", run.count, rowb4, rowb4));
         }
-      for (uint64_t blk = 0; blk < y.blocks; ++blk) {
-        code(fmt::format("  li r1, {} || li r2, {}", *yt + blk * ybb, y.base + blk * y.block_bytes));
-        vec_wait(fmt::format("vec.cvt dst=ub[r2+0] a=ub[r1+0] rows={} dt=fp32 odt={}", y.rows, dt_));
-      }
-      ub_.release(*xt);
-      ub_.release(*yt);
+      ub_.release(xt.base);
+      from_fp32_twin(yt, y);
     }
     add_bound(layer, 0, 0);
     define(op.getOutput(), y);
@@ -1138,42 +1163,25 @@ class Codegen {
     bool blockwise = true;
     for (Value v : op.getInputs()) blockwise &= act(v).features % R_ == 0;
     bool columns = lanes && !blockwise;
-    if (columns && cfg_.core.unified_buffer.alignment_bytes > 4)
-      throw CompileError(fmt::format("node '{}': a Concat along unaligned lanes copies 4-byte elements, finer than "
-                                     "core.unified_buffer.alignment_bytes = {}",
-                                     layer, cfg_.core.unified_buffer.alignment_bytes));
-    uint64_t rowb = R_ * esz_, rowb4 = R_ * 4, bb4 = align_up(y.rows * rowb4, 64), ytmp = 0;
-    if (columns) {
-      auto t = ub_.alloc(y.blocks * bb4);
-      if (!t) throw CompileError(fmt::format("node '{}': no unified-buffer room for the fp32 concat copy", layer));
-      ytmp = *t;
-      clear(ytmp, y.blocks * bb4);  // padding lanes stay zero
-    }
+    if (columns) require_fp32_lane_moves(layer, "a Concat along unaligned lanes copies");
+    uint64_t rowb = R_ * esz_, rowb4 = R_ * 4;
+    Act yt = columns ? fp32_twin(y, layer, "concat copy", false) : y;
     uint64_t outer = 1, inner = 1;  // row counts around the axis (row dimensions only)
     for (size_t d = 0; d < axis && d + 1 < r; ++d) outer *= uint64_t(ys[d]);
     for (size_t d = axis + 1; d + 1 < r; ++d) inner *= uint64_t(ys[d]);
     uint64_t off = 0;
     for (Value v : op.getInputs()) {
       Act x = act(v);
-      uint64_t xtmp = 0, xbb = 0;
+      uint64_t xtmp = 0;
       double rs = q8_ ? double(scale(v)) / double(scale(op.getOutput())) : 1.0;
       if (columns) {  // fp32 copy of the input, rescaled for INT8
-        xbb = align_up(x.rows * rowb4, 64);
-        auto t = ub_.alloc(x.blocks * xbb);
-        if (!t) throw CompileError(fmt::format("node '{}': no unified-buffer room for the fp32 concat copy", layer));
-        xtmp = *t;
-        std::string p = new_param(fmt::format("scale=[{}]", rs));
-        for (uint64_t blk = 0; blk < x.blocks; ++blk) {
-          code(fmt::format("  li r1, {} || li r2, {}", x.base + blk * x.block_bytes, xtmp + blk * xbb));
-          vec_wait(fmt::format("vec.cvt dst=ub[r2+0] a=ub[r1+0] rows={} dt={} odt=fp32", x.rows, dt_));
-          if (q8_) vec_wait(fmt::format("vec.affine dst=ub[r2+0] a=ub[r2+0] rows={} dt=fp32 param={}", x.rows, p));
-        }
+        Act xt = fp32_twin(x, layer, "concat copy", true, q8_ ? std::optional<double>(rs) : std::nullopt);
         for (uint64_t c = 0; c < x.features; ++c) {
           uint64_t dc = off + c;
-          ub_copy(xtmp + (c / R_) * xbb + (c % R_) * 4, ytmp + (dc / R_) * bb4 + (dc % R_) * 4,
+          ub_copy(xt.base + (c / R_) * xt.block_bytes + (c % R_) * 4, yt.base + (dc / R_) * yt.block_bytes + (dc % R_) * 4,
                   fmt::format("bytes=4 dim=[{}, {}, {}]", y.rows, rowb4, rowb4));
         }
-        ub_.release(xtmp);
+        ub_.release(xt.base);
         off += x.features;
         continue;
       }
@@ -1201,13 +1209,7 @@ class Codegen {
       }
       if (xtmp) ub_.release(xtmp);
     }
-    if (columns) {
-      for (uint64_t blk = 0; blk < y.blocks; ++blk) {
-        code(fmt::format("  li r1, {} || li r2, {}", ytmp + blk * bb4, y.base + blk * y.block_bytes));
-        vec_wait(fmt::format("vec.cvt dst=ub[r2+0] a=ub[r1+0] rows={} dt=fp32 odt={}", y.rows, dt_));
-      }
-      ub_.release(ytmp);
-    }
+    if (columns) from_fp32_twin(yt, y);
     add_bound(layer, 0, 0);
     define(op.getOutput(), y);
   }
@@ -1231,21 +1233,9 @@ class Codegen {
     uint64_t esz = gather ? 4 : esz_;
     Act x = x0, y = y0;
     if (gather) {
-      if (cfg_.core.unified_buffer.alignment_bytes > 4)
-        throw CompileError(fmt::format("node '{}': a transpose that moves the last dimension gathers 4-byte elements, "
-                                       "finer than core.unified_buffer.alignment_bytes = {}",
-                                       layer, cfg_.core.unified_buffer.alignment_bytes));
-      for (Act* a : {&x, &y}) {
-        a->block_bytes = align_up(a->rows * R_ * 4, 64);
-        auto at = ub_.alloc(a->bytes());
-        if (!at) throw CompileError(fmt::format("node '{}': no unified-buffer room for the fp32 transpose copies", layer));
-        a->base = *at;
-      }
-      for (uint64_t blk = 0; blk < x.blocks; ++blk) {
-        code(fmt::format("  li r1, {} || li r2, {}", x0.base + blk * x0.block_bytes, x.base + blk * x.block_bytes));
-        code(fmt::format("  vec.cvt dst=ub[r2+0] a=ub[r1+0] rows={} dt={} odt=fp32 flag=f20", x.rows, dt_));
-        code("  wait f20");
-      }
+      require_fp32_lane_moves(layer, "a transpose that moves the last dimension gathers");
+      x = fp32_twin(x0, layer, "transpose copies", true);
+      y = fp32_twin(y0, layer, "transpose copies", false);
     }
     uint64_t rowb = R_ * esz;
     std::vector<uint64_t> o(r, 0);
@@ -1271,13 +1261,8 @@ class Codegen {
       }
     }
     if (gather) {
-      for (uint64_t blk = 0; blk < y.blocks; ++blk) {
-        code(fmt::format("  li r1, {} || li r2, {}", y.base + blk * y.block_bytes, y0.base + blk * y0.block_bytes));
-        code(fmt::format("  vec.cvt dst=ub[r2+0] a=ub[r1+0] rows={} dt=fp32 odt={} flag=f20", y.rows, dt_));
-        code("  wait f20");
-      }
       ub_.release(x.base);
-      ub_.release(y.base);
+      from_fp32_twin(y, y0);
     }
     add_bound(layer, 0, 0);
     define(op.getOutput(), y0);
