@@ -152,6 +152,22 @@ class CompileE2E : public ::testing::TestWithParam<E2EParam> {
   // bf16 rounds inputs, weights and outputs; int8 quantizes them (8 bits per tensor).
   double tolerance(double bf16) const { return int8() ? 4 * bf16 : bf16; }
   std::string id() const { return preset() + (int8() ? "_int8" : "_bf16"); }
+  // Compiles the model for this preset and precision (INT8 calibrated on `inputs`), runs it
+  // on the simulator and returns output `out` as floats; a failed run fails the test.
+  Vec compile_and_run(const std::string& path, const std::map<std::string, Vec>& inputs, const std::string& out = "y") {
+    config::Config cfg = config::load_preset(preset());
+    CompileOptions opt = options();
+    opt.calibration = {inputs};
+    CompileResult r = compile_onnx(path, cfg, opt);
+    std::map<std::string, std::vector<uint8_t>> encoded;
+    for (const auto& [name, v] : inputs) encoded[name] = encode(r.program, name, v);
+    std::string got = simulate(cfg, r.program, encoded, out);
+    if (got.substr(0, 2) != "OK") {
+      ADD_FAILURE() << got;
+      return {};
+    }
+    return decode(r.program, out, got.substr(2));
+  }
 };
 
 TEST_P(CompileE2E, MlpMatchesFp32Reference) {
@@ -194,18 +210,13 @@ TEST_P(CompileE2E, TableFunctionsMatchFp32Reference) {
   m.node("Sigmoid", "sigmoid", {"t"}, {"y"});
   m.output("y", {B, H});
   auto path = m.save("vtpu_unary_" + id() + ".onnx");
-  config::Config cfg = config::load_preset(preset());
   Vec x(size_t(B * K));
   std::mt19937 rng(9);
   for (auto& v : x) v = float(int(rng() % 2001) - 1000) / 700.0f;
-  CompileOptions opt = options();
-  opt.calibration = {{{"x", x}}};
-  CompileResult r = compile_onnx(path, cfg, opt);
-  std::string out = simulate(cfg, r.program, {{"x", encode(r.program, "x", x)}}, "y");
-  ASSERT_EQ(out.substr(0, 2), "OK") << out;
+  Vec got = compile_and_run(path, {{"x", x}});
   Vec want = gemm(x, B, K, w1, H, b1, true);
   for (auto& v : want) v = float(1.0 / (1.0 + std::exp(-std::tanh(double(v)))));
-  expect_close(decode(r.program, "y", out.substr(2)), want, tolerance(0.02));
+  expect_close(got, want, tolerance(0.02));
 }
 
 // Elementwise ops on two activations (tpu.binary) from two matmuls of x:
@@ -228,21 +239,16 @@ TEST_P(CompileE2E, BinaryOpsOfActivationsMatchFp32Reference) {
   m.node("Add", "sum", {"l", "mn"}, {"y"});
   m.output("y", {B, H});
   auto path = m.save("vtpu_sub_mul_" + id() + ".onnx");
-  config::Config cfg = config::load_preset(preset());
   Vec x(size_t(B * K));
   std::mt19937 rng(13);
   for (auto& v : x) v = float(int(rng() % 2001) - 1000) / 900.0f;
-  CompileOptions opt = options();
-  opt.calibration = {{{"x", x}}};
-  CompileResult r = compile_onnx(path, cfg, opt);
-  std::string out = simulate(cfg, r.program, {{"x", encode(r.program, "x", x)}}, "y");
-  ASSERT_EQ(out.substr(0, 2), "OK") << out;
+  Vec got = compile_and_run(path, {{"x", x}});
   Vec h1 = gemm(x, B, K, w1, H, b1, true), h2 = gemm(x, B, K, w2, H, b2, true), want(h1.size());
   for (size_t i = 0; i < want.size(); ++i) {
     float d = h1[i] - h2[i], p = d * h1[i], l = h1[i] > 0 ? h1[i] : 0.3f * h1[i];
     want[i] = l + std::min({std::max(d, h2[i]), h1[i], p});
   }
-  expect_close(decode(r.program, "y", out.substr(2)), want, tolerance(0.02));
+  expect_close(got, want, tolerance(0.02));
 }
 
 // An opset-8 model (as in older model zoos): Clip takes its bounds as attributes and a 2-D
@@ -260,15 +266,10 @@ TEST_P(CompileE2E, Opset8ClipAttributesAndSoftmaxMatchFp32Reference) {
   m.node("Softmax", "sm", {"c"}, {"y"});
   m.output("y", {B, H});
   auto path = m.save("vtpu_opset8_" + id() + ".onnx");
-  config::Config cfg = config::load_preset(preset());
   Vec x(size_t(B * K));
   std::mt19937 rng(19);
   for (auto& v : x) v = float(int(rng() % 2001) - 1000) / 600.0f;
-  CompileOptions opt = options();
-  opt.calibration = {{{"x", x}}};
-  CompileResult r = compile_onnx(path, cfg, opt);
-  std::string out = simulate(cfg, r.program, {{"x", encode(r.program, "x", x)}}, "y");
-  ASSERT_EQ(out.substr(0, 2), "OK") << out;
+  Vec got = compile_and_run(path, {{"x", x}});
   Vec want = gemm(x, B, K, w1, H, b1, true);
   int clipped = 0;
   for (auto& v : want) {
@@ -276,7 +277,7 @@ TEST_P(CompileE2E, Opset8ClipAttributesAndSoftmaxMatchFp32Reference) {
     v = std::clamp(v, -0.5f, 1.0f);
   }
   ASSERT_GT(clipped, 0);
-  expect_close(decode(r.program, "y", out.substr(2)), softmax_rows(want, B, H), tolerance(0.03));
+  expect_close(got, softmax_rows(want, B, H), tolerance(0.03));
 }
 
 // HardSigmoid and Neg become affine (+ clamp) steps; Exp, Sqrt (1 / rsqrt) and Reciprocal use
@@ -302,15 +303,10 @@ TEST_P(CompileE2E, AffineAndTableChainMatchesFp32Reference) {
   m.node("Sub", "k_sub", {"one", "a"}, {"y"});
   m.output("y", {B, H});
   auto path = m.save("vtpu_affine_tables_" + id() + ".onnx");
-  config::Config cfg = config::load_preset(preset());
   Vec x(size_t(B * K));
   std::mt19937 rng(11);
   for (auto& v : x) v = float(int(rng() % 2001) - 1000) / 700.0f;
-  CompileOptions opt = options();
-  opt.calibration = {{{"x", x}}};
-  CompileResult r = compile_onnx(path, cfg, opt);
-  std::string out = simulate(cfg, r.program, {{"x", encode(r.program, "x", x)}}, "y");
-  ASSERT_EQ(out.substr(0, 2), "OK") << out;
+  Vec got = compile_and_run(path, {{"x", x}});
   Vec want = gemm(x, B, K, w1, H, b1, true);
   int clamped = 0;
   for (auto& v : want) {
@@ -320,7 +316,7 @@ TEST_P(CompileE2E, AffineAndTableChainMatchesFp32Reference) {
   }
   for (size_t i = 0; i < want.size(); ++i) want[i] = one[0] - (want[i] + shift[i % size_t(H)]);
   ASSERT_GT(clamped, 0) << "the inputs should reach HardSigmoid's clamp";
-  expect_close(decode(r.program, "y", out.substr(2)), want, tolerance(0.02));
+  expect_close(got, want, tolerance(0.02));
 }
 
 // ONNX broadcasting between activations: y = (x + b) * c with b [3, 1, 8] repeated along
@@ -334,7 +330,6 @@ TEST_P(CompileE2E, BroadcastingElementwiseOpsMatchFp32Reference) {
   m.node("Mul", "mul", {"c", "s"}, {"y"});  // the smaller operand first: the result takes the larger shape
   m.output("y", {3, 4, 8});
   auto path = m.save("vtpu_bcast_" + id() + ".onnx");
-  config::Config cfg = config::load_preset(preset());
   std::mt19937 rng(23);
   auto rnd = [&](size_t n) {
     Vec v(n);
@@ -342,18 +337,13 @@ TEST_P(CompileE2E, BroadcastingElementwiseOpsMatchFp32Reference) {
     return v;
   };
   Vec x = rnd(96), bb = rnd(24), c = rnd(32);
-  CompileOptions opt = options();
-  opt.calibration = {{{"x", x}, {"b", bb}, {"c", c}}};
-  CompileResult r = compile_onnx(path, cfg, opt);
-  std::string out = simulate(cfg, r.program,
-                             {{"x", encode(r.program, "x", x)}, {"b", encode(r.program, "b", bb)}, {"c", encode(r.program, "c", c)}}, "y");
-  ASSERT_EQ(out.substr(0, 2), "OK") << out;
+  Vec got = compile_and_run(path, {{"x", x}, {"b", bb}, {"c", c}});
   Vec want(96);
   for (size_t i = 0; i < 3; ++i)
     for (size_t j = 0; j < 4; ++j)
       for (size_t k = 0; k < 8; ++k)
         want[(i * 4 + j) * 8 + k] = (x[(i * 4 + j) * 8 + k] + bb[i * 8 + k]) * c[j * 8 + k];
-  expect_close(decode(r.program, "y", out.substr(2)), want, tolerance(0.02));
+  expect_close(got, want, tolerance(0.02));
 }
 
 // Layout changes that move the lanes: Transpose (swap H and W of a conv output) and a Flatten
@@ -371,15 +361,10 @@ TEST_P(CompileE2E, TransposeAndNchwFlattenMatchFp32Reference) {
   m.node("Flatten", "flat", {"t"}, {"y"});
   m.output("y", {1, C * W * H});
   auto path = m.save("vtpu_transpose_" + id() + ".onnx");
-  config::Config cfg = config::load_preset(preset());
   Vec x(size_t(H * W));
   std::mt19937 rng(31);
   for (auto& v : x) v = float(int(rng() % 2001) - 1000) / 1000.0f;
-  CompileOptions opt = options();
-  opt.calibration = {{{"img", x}}};
-  CompileResult r = compile_onnx(path, cfg, opt);
-  std::string out = simulate(cfg, r.program, {{"img", encode(r.program, "img", x)}}, "y");
-  ASSERT_EQ(out.substr(0, 2), "OK") << out;
+  Vec got = compile_and_run(path, {{"img", x}});
   // conv() takes a square kernel on an H x W image: pad 1 keeps H x W.
   int64_t OH, OW;
   Vec f = conv(x, 1, H, W, w1, b1, C, 3, 1, OH, OW);
@@ -389,7 +374,7 @@ TEST_P(CompileE2E, TransposeAndNchwFlattenMatchFp32Reference) {
   for (int64_t c = 0; c < C; ++c)
     for (int64_t xx = 0; xx < W; ++xx)
       for (int64_t yy = 0; yy < H; ++yy) want[size_t((c * W + xx) * H + yy)] = f[size_t((c * H + yy) * W + xx)];
-  expect_close(decode(r.program, "y", out.substr(2)), want, tolerance(0.02));
+  expect_close(got, want, tolerance(0.02));
 }
 
 // Concat of conv outputs with different INT8 scales: along channels (6 + 5, not whole lane
@@ -413,15 +398,10 @@ TEST_P(CompileE2E, ConcatAlongChannelsAndRowsMatchesFp32Reference) {
   OnnxBuilder::attr(m.node("Concat", "cat_h", {"t", "u"}, {"y"}), "axis", int64_t(2));
   m.output("y", {1, C, 2 * H, W});
   auto path = m.save("vtpu_concat_" + id() + ".onnx");
-  config::Config cfg = config::load_preset(preset());
   Vec x(size_t(H * W));
   std::mt19937 rng(37);
   for (auto& v : x) v = float(int(rng() % 2001) - 1000) / 1000.0f;
-  CompileOptions opt = options();
-  opt.calibration = {{{"img", x}}};
-  CompileResult r = compile_onnx(path, cfg, opt);
-  std::string out = simulate(cfg, r.program, {{"img", encode(r.program, "img", x)}}, "y");
-  ASSERT_EQ(out.substr(0, 2), "OK") << out;
+  Vec got = compile_and_run(path, {{"img", x}});
   int64_t OH, OW;
   Vec a = conv(x, 1, H, W, w1, b1, C1, 3, 1, OH, OW), bconv = conv(x, 1, H, W, w2, b2, C2, 3, 1, OH, OW);
   Vec want(size_t(2 * H * W * C));  // NHWC [1, 2H, W, C]
@@ -432,7 +412,7 @@ TEST_P(CompileE2E, ConcatAlongChannelsAndRowsMatchesFp32Reference) {
         float t = c < C1 ? a[size_t((c * H + sy) * W + xx)] : bconv[size_t(((c - C1) * H + sy) * W + xx)];
         want[size_t((yy * W + xx) * C + c)] = yy < H ? t : std::max(t, 0.0f);
       }
-  expect_close(decode(r.program, "y", out.substr(2)), want, tolerance(0.02));
+  expect_close(got, want, tolerance(0.02));
 }
 
 // Split of conv channels (3 + 5: lane columns), Slices along H (row runs), joined again:
@@ -458,22 +438,17 @@ TEST_P(CompileE2E, SplitAndSliceMatchFp32Reference) {
   OnnxBuilder::attr(m.node("Concat", "cat", {"sa", "sb"}, {"y"}), "axis", int64_t(1));
   m.output("y", {1, C, 3, W});
   auto path = m.save("vtpu_split_slice_" + id() + ".onnx");
-  config::Config cfg = config::load_preset(preset());
   Vec x(size_t(H * W));
   std::mt19937 rng(41);
   for (auto& v : x) v = float(int(rng() % 2001) - 1000) / 1000.0f;
-  CompileOptions opt = options();
-  opt.calibration = {{{"img", x}}};
-  CompileResult r = compile_onnx(path, cfg, opt);
-  std::string out = simulate(cfg, r.program, {{"img", encode(r.program, "img", x)}}, "y");
-  ASSERT_EQ(out.substr(0, 2), "OK") << out;
+  Vec got = compile_and_run(path, {{"img", x}});
   int64_t OH, OW;
   Vec f = conv(x, 1, H, W, w1, b1, C, 3, 1, OH, OW);
   Vec want(size_t(3 * W * C));  // NHWC [1, 3, W, C]
   for (int64_t h = 0; h < 3; ++h)
     for (int64_t w = 0; w < W; ++w)
       for (int64_t c = 0; c < C; ++c) want[size_t((h * W + w) * C + c)] = f[size_t((c * H + h + (c < 3 ? 1 : 0)) * W + w)];
-  expect_close(decode(r.program, "y", out.substr(2)), want, tolerance(0.02));
+  expect_close(got, want, tolerance(0.02));
 }
 
 // A squeeze-and-excitation gate: conv features times sigmoid(global average) per channel,
@@ -494,15 +469,10 @@ TEST_P(CompileE2E, SqueezeExcitationGateMatchesFp32Reference) {
   m.node("PRelu", "prelu", {"e", "slope"}, {"y"});
   m.output("y", {1, C, H, H});
   auto path = m.save("vtpu_se_" + id() + ".onnx");
-  config::Config cfg = config::load_preset(preset());
   Vec x(size_t(H * H));
   std::mt19937 rng(29);
   for (auto& v : x) v = float(int(rng() % 2001) - 1000) / 1000.0f;
-  CompileOptions opt = options();
-  opt.calibration = {{{"img", x}}};
-  CompileResult r = compile_onnx(path, cfg, opt);
-  std::string out = simulate(cfg, r.program, {{"img", encode(r.program, "img", x)}}, "y");
-  ASSERT_EQ(out.substr(0, 2), "OK") << out;
+  Vec got = compile_and_run(path, {{"img", x}});
   int64_t OH, OW;
   Vec f = conv(x, 1, H, H, w1, b1, C, 3, 1, OH, OW);
   Vec want(size_t(C * H * H));  // NHWC
@@ -515,7 +485,7 @@ TEST_P(CompileE2E, SqueezeExcitationGateMatchesFp32Reference) {
       want[size_t(i * C + ch)] = float(e > 0 ? e : e * slope[size_t(ch)]);
     }
   }
-  expect_close(decode(r.program, "y", out.substr(2)), want, tolerance(0.02));
+  expect_close(got, want, tolerance(0.02));
 }
 
 // AveragePool with padding left out of the divisor (count_include_pad=0) and ceil_mode: the
@@ -593,15 +563,10 @@ TEST_P(CompileE2E, SmallCnnWithBatchNormMatchesFp32Reference) {
   m.output("y", {1, 10});
   auto path = m.save("vtpu_cnn_" + id() + ".onnx");
 
-  config::Config cfg = config::load_preset(preset());
   Vec x(144);
   std::mt19937 rng(6);
   for (auto& v : x) v = float(int(rng() % 2001) - 1000) / 1000.0f;
-  CompileOptions opt = options();
-  opt.calibration = {{{"img", x}}};
-  CompileResult r = compile_onnx(path, cfg, opt);
-  std::string out = simulate(cfg, r.program, {{"img", encode(r.program, "img", x)}}, "y");
-  ASSERT_EQ(out.substr(0, 2), "OK") << out;
+  Vec got = compile_and_run(path, {{"img", x}});
 
   int64_t OH, OW;
   Vec a = conv(x, 1, 12, 12, w1, b1, 8, 3, 1, OH, OW);
@@ -615,7 +580,7 @@ TEST_P(CompileE2E, SmallCnnWithBatchNormMatchesFp32Reference) {
   Vec c2 = relu(conv(a, 8, 6, 6, w2, b2, 16, 3, 0, OH2, OW2));
   c2 = maxpool2(c2, 16, OH2, OW2);
   Vec want = gemm(c2, 1, 64, w3, 10, b3, true);
-  expect_close(decode(r.program, "y", out.substr(2)), want, tolerance(0.04));
+  expect_close(got, want, tolerance(0.04));
 }
 
 INSTANTIATE_TEST_SUITE_P(Presets, CompileE2E,
