@@ -23,10 +23,16 @@ def Tpu_MatmulOp : Tpu_Op<"matmul", [Pure]> {
 }
 
 def Tpu_Conv2DOp : Tpu_Op<"conv2d", [Pure]> {
-  let summary = "NHWC convolution y = clamp(conv(x, w) + bias); w is [KH, KW, CI, CO]";
+  let summary = "NHWC convolution y = clamp(conv(x, w) + bias); w is [KH, KW, CI / groups, CO]";
+  let description = [{
+    With `groups` G > 1 the channels split into G groups: output channel co reads the input
+    channels of group co / (CO / G) only. Depthwise convolutions have G = CI.
+  }];
   let arguments = (ins AnyRankedTensor:$input, AnyRankedTensor:$weight, AnyRankedTensor:$bias,
                    DenseI64ArrayAttr:$stride, DenseI64ArrayAttr:$pad, DenseI64ArrayAttr:$dilation,
-                   F64Attr:$clamp_min, F64Attr:$clamp_max, StrAttr:$layer);
+                   F64Attr:$clamp_min, F64Attr:$clamp_max, StrAttr:$layer,
+                   DefaultValuedAttr<I64Attr, "1">:$groups);
+  let hasVerifier = 1;
   let results = (outs AnyRankedTensor:$output);
   let assemblyFormat = "operands attr-dict `:` functional-type(operands, results)";
 }

@@ -765,7 +765,7 @@ class Codegen {
   bool packable(tpu::Conv2DOp op) const {
     auto xs = shape_of(op.getInput()), ws = shape_of(op.getWeight());
     uint64_t CIp = align_up(uint64_t(xs[3]), std::max<uint64_t>(1, 4 / esz_));
-    return op.getDilation()[1] == 1 && uint64_t(ws[1]) * CIp <= R_ && uint64_t(xs[3]) * 4 <= R_;
+    return op.getGroups() == 1 && op.getDilation()[1] == 1 && uint64_t(ws[1]) * CIp <= R_ && uint64_t(xs[3]) * 4 <= R_;
   }
 
   void gen_conv_packed(tpu::Conv2DOp op, uint64_t hbm) {
@@ -854,6 +854,7 @@ class Codegen {
     uint64_t N = uint64_t(xs[0]), H = uint64_t(xs[1]), W = uint64_t(xs[2]), CI = uint64_t(xs[3]);
     uint64_t KH = uint64_t(ws[0]), KW = uint64_t(ws[1]), CO = uint64_t(ws[3]);
     uint64_t OH = uint64_t(ys[1]), OW = uint64_t(ys[2]);
+    uint64_t G = uint64_t(op.getGroups()), CIg = uint64_t(ws[2]);  // channels per group
     auto stride = op.getStride(), pad = op.getPad(), dil = op.getDilation();
     uint64_t sh = uint64_t(stride[0]), sw = uint64_t(stride[1]), dh = uint64_t(dil[0]), dw = uint64_t(dil[1]);
     uint64_t pt = uint64_t(pad[0]), pb = uint64_t(pad[1]), pl = uint64_t(pad[2]), pr = uint64_t(pad[3]);
@@ -880,7 +881,7 @@ class Codegen {
     std::vector<double> acc_scale;
     if (q8_) {
       // Per output channel over all taps: [KH*KW*CI, CO] is the same layout as w.
-      QWeights qw = quantize(w, KH * KW * CI, CO);
+      QWeights qw = quantize(w, KH * KW * CIg, CO);
       w = std::move(qw.q);
       for (double sw : qw.s) acc_scale.push_back(sw * scale(op.getInput()));
     }
@@ -888,14 +889,29 @@ class Codegen {
     auto eps = epilogue_params(CO, acc_scale, q8_ ? scale(op.getOutput()) : 1.0, op.getClampMin().convertToDouble(),
                                op.getClampMax().convertToDouble());
     uint64_t cbs = ceil_div(CI, R_), nbs = ceil_div(CO, C_);
-    // Weight tiles per (tap, ci block, co block): rows = input channels, cols = output channels.
+    // Weight tiles per (tap, ci block, co block): rows = input channels, cols = output
+    // channels. Grouped weights [KH, KW, CI/G, CO] spread into the tap's CI x CO matrix,
+    // zero across groups (a depthwise tap is diagonal); a tile with no channel pair of one
+    // group is all zeros and is skipped, with its matmuls.
+    uint64_t COg = CO / G;
+    auto group_overlap = [&](uint64_t cb, uint64_t nb) {
+      uint64_t ci0 = cb * R_, ci1 = std::min(CI, ci0 + R_), co0 = nb * C_, co1 = std::min(CO, co0 + C_);
+      return ci0 / CIg <= (co1 - 1) / COg && co0 / COg <= (ci1 - 1) / CIg;
+    };
     std::map<std::tuple<uint64_t, uint64_t, uint64_t>, TileRef> tiles;
-    for (uint64_t t = 0; t < KH * KW; ++t)
+    std::vector<float> tap(CI * CO);
+    for (uint64_t t = 0; t < KH * KW; ++t) {
+      if (G == 1) {
+        std::copy(w.begin() + long(t * CI * CO), w.begin() + long((t + 1) * CI * CO), tap.begin());
+      } else {
+        std::fill(tap.begin(), tap.end(), 0.0f);
+        for (uint64_t co = 0; co < CO; ++co)
+          for (uint64_t i = 0; i < CIg; ++i) tap[(co / COg * CIg + i) * CO + co] = w[(t * CIg + i) * CO + co];
+      }
       for (uint64_t cb = 0; cb < cbs; ++cb)
-        for (uint64_t nb = 0; nb < nbs; ++nb) {
-          std::vector<float> tap(w.begin() + long(t * CI * CO), w.begin() + long((t + 1) * CI * CO));
-          tiles[{t, cb, nb}] = weight_tile(tap, CI, CO, cb, nb);
-        }
+        for (uint64_t nb = 0; nb < nbs; ++nb)
+          if (group_overlap(cb, nb)) tiles[{t, cb, nb}] = weight_tile(tap, CI, CO, cb, nb);
+    }
     // Output rows (n, oy) in chunks that fit an accumulator region.
     uint64_t rows_per_chunk = std::max<uint64_t>(1, acc_region_ / OW);
     if (OW > acc_region_)
@@ -910,6 +926,7 @@ class Codegen {
         bool first = true;
         for (uint64_t t = 0; t < KH * KW; ++t)
           for (uint64_t cb = 0; cb < cbs; ++cb) {
+            if (!group_overlap(cb, nb)) continue;
             TileGroup g{tiles[{t, cb, nb}], {}};
             uint64_t dy = t / KW, dx = t % KW;
             for (uint64_t r = r0; r < r1; ++r) {
@@ -930,7 +947,7 @@ class Codegen {
     run_blocks(blocks);
     ub_.release(bias_ub);
     if (padded) ub_.release(xp.base);
-    add_bound(layer, N * OH * OW * KH * KW * CI * CO, KH * KW * CI * CO * esz_);
+    add_bound(layer, N * OH * OW * KH * KW * CIg * CO, KH * KW * CIg * CO * esz_);
     define(op.getOutput(), y);
   }
 

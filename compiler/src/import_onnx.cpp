@@ -430,32 +430,66 @@ class Importer {
     return {p[0], p[2], p[1], p[3]};  // TOSA order: top, bottom, left, right
   }
 
+  // Conv with `group`: depthwise (one group per input channel) becomes
+  // tosa.depthwise_conv2d; other groupings become one convolution per group on a channel
+  // window of the input, joined by a concat (TOSA has no grouped convolution).
   void conv(const onnx::NodeProto& n, mlir::Location loc) {
     only_attrs(n, {"auto_pad", "dilations", "group", "kernel_shape", "pads", "strides"});
     const Tensor& x = input(n, 0);
     if (x.shape.size() != 4) fail("only 2-D convolutions (4-D inputs) are supported", node_name(n));
-    if (attr_i(n, "group", 1) != 1) fail("Conv attribute group != 1 (grouped/depthwise) is not supported yet", node_name(n));
     const Constant& w = const_input(n, 1, "Conv weight");
-    int64_t CO = w.shape[0], CI = w.shape[1], KH = w.shape[2], KW = w.shape[3];
-    if (CI != x.shape[1]) fail("Conv weight channels do not match the input", node_name(n));
+    if (w.shape.size() != 4) fail("the Conv weight must be 4-D [CO, CI/group, KH, KW]", node_name(n));
+    int64_t G = attr_i(n, "group", 1);
+    int64_t CO = w.shape[0], CIg = w.shape[1], KH = w.shape[2], KW = w.shape[3];
+    if (G < 1 || x.shape[1] % G || CO % G)
+      fail(fmt::format("Conv group {} does not divide the {} input and {} output channels", G, x.shape[1], CO), node_name(n));
+    if (CIg * G != x.shape[1])
+      fail(fmt::format("Conv weight has {} channels per group but the input has {} channels in {} groups", CIg, x.shape[1], G),
+           node_name(n));
     auto stride = attr_ints(n, "strides", {1, 1}), dil = attr_ints(n, "dilations", {1, 1});
     auto pad = pads_of(n, {x.shape[2], x.shape[3]}, {KH, KW}, stride, dil);
     int64_t OH = (x.shape[2] + pad[0] + pad[1] - ((KH - 1) * dil[0] + 1)) / stride[0] + 1;
     int64_t OW = (x.shape[3] + pad[2] + pad[3] - ((KW - 1) * dil[1] + 1)) / stride[1] + 1;
-    // OIHW -> OHWI
-    std::vector<float> wt(w.data.size());
-    for (int64_t o = 0; o < CO; ++o)
-      for (int64_t i = 0; i < CI; ++i)
-        for (int64_t h = 0; h < KH; ++h)
-          for (int64_t ww = 0; ww < KW; ++ww)
-            wt[size_t(((o * KH + h) * KW + ww) * CI + i)] = w.data[size_t(((o * CI + i) * KH + h) * KW + ww)];
+    if (OH < 1 || OW < 1) fail("the Conv output would be empty", node_name(n));
     std::vector<float> bias(size_t(CO), 0.0f);
     if (n.input_size() > 2 && !n.input(2).empty()) bias = const_input(n, 2, "Conv bias").data;
+    if (bias.size() != size_t(CO)) fail(fmt::format("Conv bias has {} values for {} output channels", bias.size(), CO), node_name(n));
     Value in = x.nhwc ? x.value : transpose(x.value, {0, 2, 3, 1}, loc);
     std::vector<int64_t> out{x.shape[0], CO, OH, OW};
-    Value y = b_.create<mlir::tosa::Conv2DOp>(loc, tensor_type(to_nhwc(out)), in, constant({CO, KH, KW, CI}, wt, loc),
-                                              constant({CO}, bias, loc), b_.getDenseI64ArrayAttr(pad),
-                                              b_.getDenseI64ArrayAttr(stride), b_.getDenseI64ArrayAttr(dil), nullptr);
+    auto pad_a = b_.getDenseI64ArrayAttr(pad), stride_a = b_.getDenseI64ArrayAttr(stride), dil_a = b_.getDenseI64ArrayAttr(dil);
+    if (G > 1 && CIg == 1) {
+      // Depthwise: [CO, 1, KH, KW] with CO = C x M -> TOSA's [KH, KW, C, M] (same order of co).
+      int64_t C = x.shape[1], M = CO / C;
+      std::vector<float> wt(w.data.size());
+      for (int64_t o = 0; o < CO; ++o)
+        for (int64_t h = 0; h < KH; ++h)
+          for (int64_t ww = 0; ww < KW; ++ww) wt[size_t((h * KW + ww) * CO + o)] = w.data[size_t((o * KH + h) * KW + ww)];
+      Value y = b_.create<mlir::tosa::DepthwiseConv2DOp>(loc, tensor_type(to_nhwc(out)), in, constant({KH, KW, C, M}, wt, loc),
+                                                         constant({CO}, bias, loc), pad_a, stride_a, dil_a, nullptr);
+      define(n, {y, out, true});
+      return;
+    }
+    int64_t COg = CO / G;
+    std::vector<Value> parts;
+    for (int64_t g = 0; g < G; ++g) {
+      // OIHW -> OHWI, output channels [g*COg, (g+1)*COg).
+      std::vector<float> wt(size_t(COg * KH * KW * CIg));
+      for (int64_t o = 0; o < COg; ++o)
+        for (int64_t i = 0; i < CIg; ++i)
+          for (int64_t h = 0; h < KH; ++h)
+            for (int64_t ww = 0; ww < KW; ++ww)
+              wt[size_t(((o * KH + h) * KW + ww) * CIg + i)] = w.data[size_t((((g * COg + o) * CIg + i) * KH + h) * KW + ww)];
+      std::vector<float> bg(bias.begin() + g * COg, bias.begin() + (g + 1) * COg);
+      Value xg = in;
+      if (G > 1)
+        xg = b_.create<mlir::tosa::SliceOp>(loc, tensor_type({x.shape[0], x.shape[2], x.shape[3], CIg}), in,
+                                             b_.getDenseI64ArrayAttr({0, 0, 0, g * CIg}),
+                                             b_.getDenseI64ArrayAttr({x.shape[0], x.shape[2], x.shape[3], CIg}));
+      parts.push_back(b_.create<mlir::tosa::Conv2DOp>(loc, tensor_type({x.shape[0], OH, OW, COg}), xg,
+                                                      constant({COg, KH, KW, CIg}, wt, loc), constant({COg}, bg, loc), pad_a,
+                                                      stride_a, dil_a, nullptr));
+    }
+    Value y = G == 1 ? parts[0] : b_.create<mlir::tosa::ConcatOp>(loc, tensor_type(to_nhwc(out)), parts, 3).getResult();
     define(n, {y, out, true});
   }
 
@@ -806,8 +840,15 @@ class Importer {
     const auto& mean = const_input(n, 3, "BatchNormalization mean").data;
     const auto& var = const_input(n, 4, "BatchNormalization var").data;
     size_t C = gamma.size();
+    int64_t channels = x.shape.size() > 1 ? x.shape[1] : 0;
+    for (const auto* v : {&beta, &mean, &var})
+      if (v->size() != C || int64_t(C) != channels)
+        fail(fmt::format("BatchNormalization parameters must have one value per channel ({})", channels), node_name(n));
     std::vector<float> s(C), t(C);
     for (size_t c = 0; c < C; ++c) {
+      if (!(var[c] + eps > 0))
+        fail(fmt::format("BatchNormalization variance {} + epsilon {} at channel {} is not positive", var[c], eps, c),
+             node_name(n));
       s[c] = gamma[c] / std::sqrt(var[c] + eps);
       t[c] = beta[c] - mean[c] * s[c];
     }

@@ -194,10 +194,12 @@ struct FoldBatchNorm : mlir::PassWrapper<FoldBatchNorm, mlir::OperationPass<mlir
     // Collect first: folding erases the ops that follow each layer.
     std::vector<mlir::Operation*> layers;
     getOperation().walk([&](mlir::Operation* op) {
-      if (mlir::isa<tosa::Conv2DOp, tosa::FullyConnectedOp>(op)) layers.push_back(op);
+      if (mlir::isa<tosa::Conv2DOp, tosa::DepthwiseConv2DOp, tosa::FullyConnectedOp>(op)) layers.push_back(op);
     });
     for (mlir::Operation* op : layers) {
-      bool conv = mlir::isa<tosa::Conv2DOp>(op);
+      // Output channels lead the weights of conv2d and fully_connected ([C_out, ...]) and
+      // trail those of depthwise_conv2d ([KH, KW, C, M], channel c * M + m).
+      bool channels_last = mlir::isa<tosa::DepthwiseConv2DOp>(op);
       while (true) {
         Value out = op->getResult(0);
         mlir::Operation* user = single_user(out);
@@ -209,11 +211,9 @@ struct FoldBatchNorm : mlir::PassWrapper<FoldBatchNorm, mlir::OperationPass<mlir
         if (!w || !bias) break;
         if (mlir::isa<tosa::MulOp>(user)) {
           if (mlir::cast<tosa::MulOp>(user).getShift() != 0) break;
-          size_t per = w->size() / size_t(C);  // weights are [C_out, ...] in both ops
-          for (size_t c = 0; c < size_t(C); ++c) {
-            for (size_t i = 0; i < per; ++i) (*w)[c * per + i] *= (*k)[c];
-            (*bias)[c] *= (*k)[c];
-          }
+          size_t per = w->size() / size_t(C);
+          for (size_t i = 0; i < w->size(); ++i) (*w)[i] *= (*k)[channels_last ? i % size_t(C) : i / per];
+          for (size_t c = 0; c < size_t(C); ++c) (*bias)[c] *= (*k)[c];
         } else {
           for (size_t c = 0; c < size_t(C); ++c) (*bias)[c] += (*k)[c];
         }
@@ -225,7 +225,6 @@ struct FoldBatchNorm : mlir::PassWrapper<FoldBatchNorm, mlir::OperationPass<mlir
         }
         user->getResult(0).replaceAllUsesWith(out);
         user->erase();
-        (void)conv;
       }
     }
   }
@@ -338,7 +337,25 @@ struct LowerTosaToTpu : mlir::PassWrapper<LowerTosaToTpu, mlir::OperationPass<ml
         auto [clo, chi] = clamp_attrs(lo, hi);
         Value y = b.create<Conv2DOp>(loc, last.getType(), cv.getInput(), make_const(b, loc, {KH, KW, CI, CO}, hwio),
                                      make_const(b, loc, {CO}, *bias), cv.getStrideAttr(), cv.getPadAttr(),
-                                     cv.getDilationAttr(), clo, chi, b.getStringAttr(name));
+                                     cv.getDilationAttr(), clo, chi, b.getStringAttr(name), b.getI64IntegerAttr(1));
+        last.replaceAllUsesWith(y);
+        retire(op);
+        continue;
+      }
+      if (auto dw = mlir::dyn_cast<tosa::DepthwiseConv2DOp>(op)) {
+        // [KH, KW, C, M] is already tpu's [KH, KW, CI / groups = 1, CO = C x M].
+        auto w = const_data(dw.getWeight()), bias = const_data(dw.getBias());
+        if (!w || !bias) fail(op, "depthwise convolution weights and bias must be constants");
+        auto ws = shape_of(dw.getWeight());
+        int64_t KH = ws[0], KW = ws[1], C = ws[2], CO = ws[2] * ws[3];
+        double lo = -kInf, hi = kInf;
+        Value last = absorb_epilogue(dw.getResult(), *bias, lo, hi, dead);
+        for (mlir::Operation* d : dead) gone.insert(d);
+        if (last.getDefiningOp() != op) b.setInsertionPointAfter(last.getDefiningOp());
+        auto [clo, chi] = clamp_attrs(lo, hi);
+        Value y = b.create<Conv2DOp>(loc, last.getType(), dw.getInput(), make_const(b, loc, {KH, KW, 1, CO}, *w),
+                                     make_const(b, loc, {CO}, *bias), dw.getStrideAttr(), dw.getPadAttr(),
+                                     dw.getDilationAttr(), clo, chi, b.getStringAttr(name), b.getI64IntegerAttr(C));
         last.replaceAllUsesWith(y);
         retire(op);
         continue;

@@ -74,6 +74,7 @@ std::vector<RefTensor> evaluate_reference(mlir::func::FuncOp fn, const std::vect
       auto ws = shape_of(c.getWeight());
       int64_t N = x.shape[0], H = x.shape[1], W = x.shape[2], CI = x.shape[3];
       int64_t KH = ws[0], KW = ws[1], CO = ws[3], OH = y.shape[1], OW = y.shape[2];
+      int64_t CIg = ws[2], COg = CO / c.getGroups();  // per group
       auto st = c.getStride(), pad = c.getPad(), dil = c.getDilation();
       double lo = c.getClampMin().convertToDouble(), hi = c.getClampMax().convertToDouble();
       std::vector<double> acc(static_cast<size_t>(CO));
@@ -85,10 +86,15 @@ std::vector<RefTensor> evaluate_reference(mlir::func::FuncOp fn, const std::vect
               for (int64_t kx = 0; kx < KW; ++kx) {
                 int64_t iy = oy * st[0] + ky * dil[0] - pad[0], ix = ox * st[1] + kx * dil[1] - pad[2];
                 if (iy < 0 || ix < 0 || iy >= H || ix >= W) continue;
-                for (int64_t ci = 0; ci < CI; ++ci) {
-                  double xv = x.data[size_t(((nn * H + iy) * W + ix) * CI + ci)];
-                  const float* wr = w.data() + ((ky * KW + kx) * CI + ci) * CO;
-                  for (int64_t co = 0; co < CO; ++co) acc[size_t(co)] += xv * wr[co];
+                const float* xr = x.data.data() + ((nn * H + iy) * W + ix) * CI;
+                for (int64_t i = 0; i < CIg; ++i) {
+                  const float* wr = w.data() + ((ky * KW + kx) * CIg + i) * CO;
+                  if (CIg == CI) {  // one group: every output reads input channel i
+                    double xv = xr[i];
+                    for (int64_t co = 0; co < CO; ++co) acc[size_t(co)] += xv * wr[co];
+                  } else {
+                    for (int64_t co = 0; co < CO; ++co) acc[size_t(co)] += double(xr[co / COg * CIg + i]) * wr[co];
+                  }
                 }
               }
             for (int64_t co = 0; co < CO; ++co) y.data[size_t(((nn * OH + oy) * OW + ox) * CO + co)] = clampf(acc[size_t(co)], lo, hi);

@@ -59,4 +59,16 @@ mlir::LogicalResult TransposeOp::verify() {
   return mlir::success();
 }
 
+mlir::LogicalResult Conv2DOp::verify() {
+  auto x = mlir::cast<mlir::RankedTensorType>(getInput().getType()).getShape();
+  auto w = mlir::cast<mlir::RankedTensorType>(getWeight().getType()).getShape();
+  auto y = mlir::cast<mlir::RankedTensorType>(getOutput().getType()).getShape();
+  if (x.size() != 4 || w.size() != 4 || y.size() != 4) return emitOpError("input, weight and output must be 4-D");
+  int64_t G = getGroups();
+  if (G < 1 || x[3] % G || y[3] % G) return emitOpError("groups ") << G << " must divide the input and output channels";
+  if (w[2] * G != x[3]) return emitOpError("weight has ") << w[2] << " channels per group, the input " << x[3] << " in " << G << " groups";
+  if (w[3] != y[3]) return emitOpError("weight has ") << w[3] << " output channels, the output " << y[3];
+  return mlir::success();
+}
+
 }  // namespace vtpu::tpu

@@ -62,6 +62,27 @@ Vec conv(const Vec& x, int64_t C, int64_t H, int64_t W, const Vec& w, const Vec&
       }
   return y;
 }
+// Grouped convolution, x [C, H, W] (batch 1), w [CO, C / groups, K, K]; square stride and pads.
+Vec conv_grouped(const Vec& x, int64_t C, int64_t H, int64_t W, const Vec& w, const Vec& b, int64_t CO, int64_t K,
+                 int64_t stride, int64_t pad, int64_t groups, int64_t& OH, int64_t& OW) {
+  OH = (H + 2 * pad - K) / stride + 1, OW = (W + 2 * pad - K) / stride + 1;
+  int64_t Cg = C / groups, COg = CO / groups;
+  Vec y(size_t(CO * OH * OW));
+  for (int64_t o = 0; o < CO; ++o)
+    for (int64_t oy = 0; oy < OH; ++oy)
+      for (int64_t ox = 0; ox < OW; ++ox) {
+        double s = b[size_t(o)];
+        for (int64_t i = 0; i < Cg; ++i)
+          for (int64_t ky = 0; ky < K; ++ky)
+            for (int64_t kx = 0; kx < K; ++kx) {
+              int64_t iy = oy * stride + ky - pad, ix = ox * stride + kx - pad, c = o / COg * Cg + i;
+              if (iy < 0 || ix < 0 || iy >= H || ix >= W) continue;
+              s += double(x[size_t((c * H + iy) * W + ix)]) * w[size_t(((o * Cg + i) * K + ky) * K + kx)];
+            }
+        y[size_t((o * OH + oy) * OW + ox)] = float(s);
+      }
+  return y;
+}
 Vec maxpool2(const Vec& x, int64_t C, int64_t H, int64_t W) {
   Vec y(size_t(C * (H / 2) * (W / 2)));
   for (int64_t c = 0; c < C; ++c)
@@ -154,19 +175,50 @@ class CompileE2E : public ::testing::TestWithParam<E2EParam> {
   std::string id() const { return preset() + (int8() ? "_int8" : "_bf16"); }
   // Compiles the model for this preset and precision (INT8 calibrated on `inputs`), runs it
   // on the simulator and returns output `out` as floats; a failed run fails the test.
-  Vec compile_and_run(const std::string& path, const std::map<std::string, Vec>& inputs, const std::string& out = "y") {
+  // Images go in and come out as the program stores them (NHWC), or with `nchw` as the
+  // model sees them.
+  Vec compile_and_run(const std::string& path, const std::map<std::string, Vec>& inputs, const std::string& out = "y",
+                      bool nchw = false) {
     config::Config cfg = config::load_preset(preset());
     CompileOptions opt = options();
     opt.calibration = {inputs};
     CompileResult r = compile_onnx(path, cfg, opt);
+    std::map<std::string, Vec> stored = inputs;  // in the program's layout
+    if (nchw) {
+      for (auto& [name, v] : stored)
+        if (tensor(r.program, name).nhwc) v = nhwc_of(v, tensor(r.program, name).shape);
+      // Calibration samples are in the program's layout too: compile again with those.
+      opt.calibration = {stored};
+      r = compile_onnx(path, cfg, opt);
+    }
     std::map<std::string, std::vector<uint8_t>> encoded;
-    for (const auto& [name, v] : inputs) encoded[name] = encode(r.program, name, v);
+    for (const auto& [name, v] : stored) encoded[name] = encode(r.program, name, v);
     std::string got = simulate(cfg, r.program, encoded, out);
     if (got.substr(0, 2) != "OK") {
       ADD_FAILURE() << got;
       return {};
     }
-    return decode(r.program, out, got.substr(2));
+    Vec y = decode(r.program, out, got.substr(2));
+    return nchw && tensor(r.program, out).nhwc ? nchw_of(y, tensor(r.program, out).shape) : y;
+  }
+  // NCHW values -> NHWC [N, H, W, C], and back.
+  static Vec nhwc_of(const Vec& v, const std::vector<int64_t>& s) {
+    Vec t(v.size());
+    for (int64_t n = 0; n < s[0]; ++n)
+      for (int64_t h = 0; h < s[1]; ++h)
+        for (int64_t w = 0; w < s[2]; ++w)
+          for (int64_t c = 0; c < s[3]; ++c)
+            t[size_t(((n * s[1] + h) * s[2] + w) * s[3] + c)] = v[size_t(((n * s[3] + c) * s[1] + h) * s[2] + w)];
+    return t;
+  }
+  static Vec nchw_of(const Vec& v, const std::vector<int64_t>& s) {
+    Vec t(v.size());
+    for (int64_t n = 0; n < s[0]; ++n)
+      for (int64_t h = 0; h < s[1]; ++h)
+        for (int64_t w = 0; w < s[2]; ++w)
+          for (int64_t c = 0; c < s[3]; ++c)
+            t[size_t(((n * s[3] + c) * s[1] + h) * s[2] + w)] = v[size_t(((n * s[1] + h) * s[2] + w) * s[3] + c)];
+    return t;
   }
 };
 
@@ -583,6 +635,64 @@ TEST_P(CompileE2E, SmallCnnWithBatchNormMatchesFp32Reference) {
   expect_close(got, want, tolerance(0.04));
 }
 
+// MobileNet-style separable blocks: depthwise 3x3 + batch norm + ReLU6, a depthwise
+// convolution with channel multiplier 2 and stride 2, then a 1x1 convolution in 4 groups.
+// 24 channels straddle the lane blocks of every preset.
+TEST_P(CompileE2E, DepthwiseAndGroupedConvolutionsMatchFp32Reference) {
+  const int64_t C = 24, H = 9, W = 9;
+  OnnxBuilder m;
+  m.input("img", {1, C, H, W});
+  auto& w1 = m.init("w1", {C, 1, 3, 3}, 0.6f);
+  auto& b1 = m.init("b1", {C}, 0.2f);
+  Vec g(static_cast<size_t>(C)), vr(static_cast<size_t>(C));
+  for (int64_t c = 0; c < C; ++c) g[size_t(c)] = 0.7f + 0.05f * float(c % 11), vr[size_t(c)] = 0.6f + 0.1f * float(c % 7);
+  auto& gamma = m.init("g", {C}, 0, g);
+  auto& beta = m.init("be", {C}, 0.2f);
+  auto& mean = m.init("mu", {C}, 0.2f);
+  auto& var = m.init("var", {C}, 0, vr);
+  auto& w2 = m.init("w2", {2 * C, 1, 3, 3}, 0.5f);
+  auto& b2 = m.init("b2", {2 * C}, 0.1f);
+  auto& w3 = m.init("w3", {32, 2 * C / 4, 1, 1}, 0.4f);
+  auto& b3 = m.init("b3", {32}, 0.1f);
+  auto* c1 = m.node("Conv", "dw1", {"img", "w1", "b1"}, {"c1"});
+  OnnxBuilder::attr(c1, "pads", std::vector<int64_t>{1, 1, 1, 1});
+  OnnxBuilder::attr(c1, "group", C);
+  m.node("BatchNormalization", "bn1", {"c1", "g", "be", "mu", "var"}, {"n1"});
+  auto& lo = m.init("lo", {}, 0, {0.0f});
+  auto& hi = m.init("hi", {}, 0, {6.0f});
+  m.node("Clip", "relu6", {"n1", "lo", "hi"}, {"r1"});
+  auto* c2 = m.node("Conv", "dw2", {"r1", "w2", "b2"}, {"c2"});
+  OnnxBuilder::attr(c2, "pads", std::vector<int64_t>{1, 1, 1, 1});
+  OnnxBuilder::attr(c2, "strides", std::vector<int64_t>{2, 2});
+  OnnxBuilder::attr(c2, "group", C);
+  OnnxBuilder::attr(m.node("Conv", "gconv", {"c2", "w3", "b3"}, {"c3"}), "group", int64_t(4));
+  m.node("Relu", "relu3", {"c3"}, {"y"});
+  m.output("y", {1, 32, 5, 5});
+  auto path = m.save("vtpu_depthwise_" + id() + ".onnx");
+
+  Vec x(size_t(C * H * W));
+  std::mt19937 rng(21);
+  for (auto& v : x) v = float(int(rng() % 2001) - 1000) / 300.0f;
+  Vec got = compile_and_run(path, {{"img", x}}, "y", /*nchw=*/true);
+
+  int64_t OH, OW;
+  Vec a = conv_grouped(x, C, H, W, w1, b1, C, 3, 1, 1, C, OH, OW);
+  int clipped = 0;
+  for (int64_t c = 0; c < C; ++c)
+    for (int64_t i = 0; i < OH * OW; ++i) {
+      float& v = a[size_t(c * OH * OW + i)];
+      v = (v - mean[size_t(c)]) / std::sqrt(var[size_t(c)] + 1e-5f) * gamma[size_t(c)] + beta[size_t(c)];
+      clipped += v < lo[0] || v > hi[0];
+      v = std::clamp(v, lo[0], hi[0]);
+    }
+  ASSERT_GT(clipped, 0) << "the inputs should reach ReLU6's bounds";
+  int64_t OH2, OW2, OH3, OW3;
+  Vec c2v = conv_grouped(a, C, OH, OW, w2, b2, 2 * C, 3, 2, 1, C, OH2, OW2);
+  Vec want = relu(conv_grouped(c2v, 2 * C, OH2, OW2, w3, b3, 32, 1, 1, 0, 4, OH3, OW3));
+  ASSERT_EQ(OH3, 5);
+  expect_close(got, want, tolerance(0.03));
+}
+
 INSTANTIATE_TEST_SUITE_P(Presets, CompileE2E,
                          ::testing::Values(E2EParam{"tiny-8x8", Precision::Bf16}, E2EParam{"tiny-16x16", Precision::Bf16},
                                            E2EParam{"tpu-v4-core", Precision::Bf16}, E2EParam{"tiny-8x8", Precision::Int8},
@@ -611,15 +721,16 @@ TEST(CompileErrors, UnsupportedOperatorNamesTheNode) {
 TEST(CompileErrors, UnsupportedAttributeNamesIt) {
   OnnxBuilder m;
   m.input("x", {1, 4, 6, 6});
-  m.init("w", {4, 1, 3, 3}, 0.1f);
-  OnnxBuilder::attr(m.node("Conv", "dw", {"x", "w"}, {"y"}), "group", int64_t(4));
+  auto* p = m.node("MaxPool", "dilated_pool", {"x"}, {"y"});
+  OnnxBuilder::attr(p, "kernel_shape", std::vector<int64_t>{2, 2});
+  OnnxBuilder::attr(p, "dilations", std::vector<int64_t>{2, 2});
   m.output("y", {1, 4, 4, 4});
   try {
-    compile_onnx(m.save("vtpu_group.onnx"), config::load_preset("tiny-8x8"));
+    compile_onnx(m.save("vtpu_dilated_pool.onnx"), config::load_preset("tiny-8x8"));
     FAIL();
   } catch (const CompileError& e) {
-    EXPECT_NE(std::string(e.what()).find("node 'dw'"), std::string::npos) << e.what();
-    EXPECT_NE(std::string(e.what()).find("group"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("node 'dilated_pool'"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("dilations"), std::string::npos) << e.what();
   }
 }
 

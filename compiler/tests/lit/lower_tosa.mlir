@@ -29,6 +29,20 @@ func.func @conv(%arg0: tensor<1x4x4x1xf32>) -> tensor<1x4x4x2xf32> {
   return %1 : tensor<1x4x4x2xf32>
 }
 
+// depthwise_conv2d becomes tpu.conv2d with one group per input channel; [KH, KW, C, M]
+// is already [KH, KW, CI / groups, CO] (here C = 2, M = 2: CO = 4).
+// CHECK-LABEL: func.func @depthwise
+// CHECK: tpu.conv2d
+// CHECK-SAME: groups = 2 : i64
+// CHECK-SAME: layer = "dw"
+// CHECK-SAME: (tensor<1x4x4x2xf32>, tensor<3x3x1x4xf32>, tensor<4xf32>) -> tensor<1x4x4x4xf32>
+func.func @depthwise(%arg0: tensor<1x4x4x2xf32>) -> tensor<1x4x4x4xf32> {
+  %w = "tosa.const"() {value = dense<1.0> : tensor<3x3x2x2xf32>} : () -> tensor<3x3x2x2xf32>
+  %b = "tosa.const"() {value = dense<0.0> : tensor<4xf32>} : () -> tensor<4xf32>
+  %0 = tosa.depthwise_conv2d %arg0, %w, %b {dilation = array<i64: 1, 1>, pad = array<i64: 1, 1, 1, 1>, stride = array<i64: 1, 1>} : (tensor<1x4x4x2xf32>, tensor<3x3x2x2xf32>, tensor<4xf32>) -> tensor<1x4x4x4xf32> loc("dw")
+  return %0 : tensor<1x4x4x4xf32>
+}
+
 // The TOSA decomposition of softmax is matched back into one tpu.softmax.
 // CHECK-LABEL: func.func @softmax
 // CHECK: tpu.softmax %arg0 {layer = "sm"}
