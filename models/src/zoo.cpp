@@ -76,15 +76,19 @@ void lenet5(OnnxBuilder& m) {
   m.output("probs", {1, 10});
 }
 
-// Conv (no bias) + BatchNormalization (+ Relu), the ResNet building unit.
-std::string conv_bn(OnnxBuilder& m, const std::string& name, const std::string& in, int64_t ci, int64_t co, int64_t k,
-                    int64_t stride, bool relu) {
-  m.init(name + ".w", {co, ci, k, k}, he(ci * k * k));
+enum class Act { kNone, kRelu, kRelu6 };
+
+// Conv (no bias) + BatchNormalization + activation: the building unit of ResNet and
+// MobileNet. `groups` = ci makes it depthwise.
+std::string conv_bn_act(OnnxBuilder& m, const std::string& name, const std::string& in, int64_t ci, int64_t co, int64_t k,
+                        int64_t stride, Act act, int64_t groups = 1) {
+  m.init(name + ".w", {co, ci / groups, k, k}, he(ci / groups * k * k));
   auto* c = m.node("Conv", name, {in, name + ".w"}, {name});
   OnnxBuilder::attr(c, "kernel_shape", std::vector<int64_t>{k, k});
   OnnxBuilder::attr(c, "strides", std::vector<int64_t>{stride, stride});
   int64_t p = k / 2;
   OnnxBuilder::attr(c, "pads", std::vector<int64_t>{p, p, p, p});
+  if (groups != 1) OnnxBuilder::attr(c, "group", groups);
   const size_t n = static_cast<size_t>(co);
   std::vector<float> gamma(n), beta(n), mean(n), var(n);
   for (int64_t i = 0; i < co; ++i)
@@ -96,9 +100,17 @@ std::string conv_bn(OnnxBuilder& m, const std::string& name, const std::string& 
   m.init(name + ".bn.v", {co}, 0, var);
   m.node("BatchNormalization", name + ".bn", {name, name + ".bn.g", name + ".bn.b", name + ".bn.m", name + ".bn.v"},
          {name + ".bn"});
-  if (!relu) return name + ".bn";
-  m.node("Relu", name + ".relu", {name + ".bn"}, {name + ".relu"});
-  return name + ".relu";
+  if (act == Act::kNone) return name + ".bn";
+  if (act == Act::kRelu) {
+    m.node("Relu", name + ".relu", {name + ".bn"}, {name + ".relu"});
+    return name + ".relu";
+  }
+  m.node("Clip", name + ".relu6", {name + ".bn", "relu6.min", "relu6.max"}, {name + ".relu6"});
+  return name + ".relu6";
+}
+std::string conv_bn(OnnxBuilder& m, const std::string& name, const std::string& in, int64_t ci, int64_t co, int64_t k,
+                    int64_t stride, bool relu) {
+  return conv_bn_act(m, name, in, ci, co, k, stride, relu ? Act::kRelu : Act::kNone);
 }
 
 void resnet50(OnnxBuilder& m) {
@@ -136,6 +148,45 @@ void resnet50(OnnxBuilder& m) {
   m.output("logits", {1, 1000});
 }
 
+void mobilenetv2(OnnxBuilder& m) {
+  // MobileNetV2 1.0 (Sandler et al. 2018, Table 2), 224x224 input: inverted residual
+  // blocks (1x1 expand + ReLU6, 3x3 depthwise + ReLU6, 1x1 linear projection, residual add
+  // when the shape is kept), batch norm after every conv.
+  m.input("image", {1, 3, 224, 224});
+  m.init("relu6.min", {}, 0, {0.0f});
+  m.init("relu6.max", {}, 0, {6.0f});
+  std::string x = conv_bn_act(m, "features.0", "image", 3, 32, 3, 2, Act::kRelu6);
+  int64_t ch = 32;
+  struct Stage {
+    int64_t expand, out, repeat, stride;
+  };
+  const Stage stages[] = {{1, 16, 1, 1}, {6, 24, 2, 2}, {6, 32, 3, 2}, {6, 64, 4, 2},
+                          {6, 96, 3, 1}, {6, 160, 3, 2}, {6, 320, 1, 1}};
+  int block = 1;
+  for (const Stage& st : stages)
+    for (int64_t r = 0; r < st.repeat; ++r, ++block) {
+      std::string n = fmt::format("features.{}", block);
+      int64_t stride = r == 0 ? st.stride : 1, hidden = ch * st.expand;
+      std::string y = x;
+      if (st.expand != 1) y = conv_bn_act(m, n + ".expand", y, ch, hidden, 1, 1, Act::kRelu6);
+      y = conv_bn_act(m, n + ".dw", y, hidden, hidden, 3, stride, Act::kRelu6, hidden);
+      y = conv_bn_act(m, n + ".project", y, hidden, st.out, 1, 1, Act::kNone);
+      if (stride == 1 && ch == st.out) {
+        m.node("Add", n + ".add", {y, x}, {n + ".add"});
+        y = n + ".add";
+      }
+      x = y;
+      ch = st.out;
+    }
+  x = conv_bn_act(m, "features.18", x, ch, 1280, 1, 1, Act::kRelu6);
+  m.node("GlobalAveragePool", "avgpool", {x}, {"avgpool"});
+  m.node("Flatten", "flatten", {"avgpool"}, {"flat"});
+  m.init("classifier.w", {1000, 1280}, he(1280));
+  m.init("classifier.b", {1000}, 0.05f);
+  OnnxBuilder::attr(m.node("Gemm", "classifier", {"flat", "classifier.w", "classifier.b"}, {"logits"}), "transB", int64_t(1));
+  m.output("logits", {1, 1000});
+}
+
 void gemm2048(OnnxBuilder& m) {
   // The 2048^3 GEMM of the compiler's quality figures: activations [2048, 2048] x weights.
   m.input("a", {2048, 2048});
@@ -156,6 +207,8 @@ const std::vector<ZooEntry>& zoo() {
        "He et al. 2016 (torchvision's resnet50)", "tpu-v1", "int8"},
       {"lenet5-fmnist", "LeNet-5 trained on Fashion-MNIST (models/scripts/train_lenet_fmnist.py): 88.8% fp32 test accuracy",
        "LeCun et al. 1998; weights from Debian's python3-torch, seed 0, 4 epochs", "tiny-16x16", "int8", "fashion-mnist"},
+      {"mobilenetv2", "MobileNetV2 1.0 on 224x224 images (17 inverted residual blocks with depthwise 3x3 convs, ReLU6, 3.5M weights), seeded weights",
+       "Sandler et al. 2018 (torchvision's mobilenet_v2)", "tpu-v4-core", "int8"},
       {"gemm2048", "one 2048 x 2048 x 2048 matrix multiply (activation x constant weights), seeded weights",
        "the GEMM the compiler's roofline figures are measured on", "tpu-v4-core", "bf16"},
   };
@@ -195,6 +248,7 @@ std::filesystem::path materialize(const std::string& name, const std::filesystem
   else if (name == "lenet5") lenet5(m);
   else if (name == "gemm2048") gemm2048(m);
   else if (name == "resnet50") resnet50(m);
+  else if (name == "mobilenetv2") mobilenetv2(m);
   // Write under a name of this process first, then rename (atomic): concurrent runs never
   // see a half-written model.
   auto tmp = dir / fmt::format("{}.onnx.{}.partial", name, ::getpid());

@@ -149,10 +149,12 @@ int cmd_compare(CompareArgs a) {
 }
 
 int cmd_models() {
-  std::cout << fmt::format("{:<10} {:<12} {:<6} {}\n", "name", "config", "dtype", "model");
+  size_t nw = 4, cw = 6;
+  for (const auto& e : models::zoo()) nw = std::max(nw, e.name.size()), cw = std::max(cw, e.default_config.size());
+  std::cout << fmt::format("{:<{}} {:<{}} {:<6} {}\n", "name", nw, "config", cw, "dtype", "model");
   for (const auto& e : models::zoo())
-    std::cout << fmt::format("{:<10} {:<12} {:<6} {}\n{:<31}shape: {}\n", e.name, e.default_config, e.default_dtype,
-                             e.description, "", e.source);
+    std::cout << fmt::format("{:<{}} {:<{}} {:<6} {}\n{:<{}}shape: {}\n", e.name, nw, e.default_config, cw, e.default_dtype,
+                             e.description, "", nw + cw + 9, e.source);
   std::cout << "run one with: vtpu run NAME [-c CONFIG] [--dtype int8|bf16]\n";
   return kExitOk;
 }

@@ -53,6 +53,9 @@ INSTANTIATE_TEST_SUITE_P(
                       Case{"mlp0", "tpu-v4-core", compiler::Precision::Bf16, 0.02},
                       Case{"resnet50", "tpu-v1", compiler::Precision::Int8, 0.05},
                       Case{"resnet50", "tpu-v4-core", compiler::Precision::Bf16, 0.02},
+                      // 52 convolutions, 17 of them depthwise, with per-tensor int8 activations.
+                      Case{"mobilenetv2", "tpu-v4-core", compiler::Precision::Int8, 0.10},
+                      Case{"mobilenetv2", "tpu-v4-core", compiler::Precision::Bf16, 0.03},
                       Case{"lenet5", "tiny-16x16", compiler::Precision::Int8, 0.05},
                       Case{"lenet5", "tiny-16x16", compiler::Precision::Bf16, 0.02}),
     [](const auto& info) {
