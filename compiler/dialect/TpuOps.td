@@ -22,6 +22,18 @@ def Tpu_MatmulOp : Tpu_Op<"matmul", [Pure]> {
   let assemblyFormat = "operands attr-dict `:` functional-type(operands, results)";
 }
 
+def Tpu_BatchMatmulOp : Tpu_Op<"batch_matmul", [Pure]> {
+  let summary = "y[b] = lhs[b] * rhs[b] on the MXUs, both operands activations: [B, M, K] x [B, K, N]";
+  let description = [{
+    Attention's Q K^T and P V. The right-hand side becomes the MXU's weights: it goes to
+    HBM and comes back through the weight FIFO, tile by tile.
+  }];
+  let arguments = (ins AnyRankedTensor:$lhs, AnyRankedTensor:$rhs, StrAttr:$layer);
+  let results = (outs AnyRankedTensor:$output);
+  let assemblyFormat = "operands attr-dict `:` functional-type(operands, results)";
+  let hasVerifier = 1;
+}
+
 def Tpu_Conv2DOp : Tpu_Op<"conv2d", [Pure]> {
   let summary = "NHWC convolution y = clamp(conv(x, w) + bias); w is [KH, KW, CI / groups, CO]";
   let description = [{

@@ -192,6 +192,7 @@ class Codegen {
         continue;
       }
       if (auto m = mlir::dyn_cast<tpu::MatmulOp>(op)) gen_matmul(m);
+      else if (auto bm = mlir::dyn_cast<tpu::BatchMatmulOp>(op)) gen_batch_matmul(bm);
       else if (auto c = mlir::dyn_cast<tpu::Conv2DOp>(op)) gen_conv(c);
       else if (auto p = mlir::dyn_cast<tpu::PoolOp>(op)) gen_pool(p);
       else if (auto a = mlir::dyn_cast<tpu::AddOp>(op)) gen_add(a);
@@ -756,6 +757,58 @@ class Codegen {
     run_blocks(blocks);
     ub_.release(bias_ub);
     add_bound(layer, x.rows * K * N, K * N * esz_);
+    define(op.getOutput(), y);
+  }
+
+  // Activation x activation, per batch b: lhs[b] [M, K] x rhs[b] [K, N]. The MXU's weights
+  // only come from HBM, so rhs's lane blocks are stored there first (one DMA each); a
+  // weight tile (b, k block, n block) is then kw rows of its block, read with the block's
+  // row stride. INT8: rhs's codes are the weights, with its per-tensor scale.
+  void gen_batch_matmul(tpu::BatchMatmulOp op) {
+    std::string layer = op.getLayer().str();
+    tag(layer);
+    const Act& a = act(op.getLhs());
+    const Act& w = act(op.getRhs());
+    auto as = shape_of(op.getLhs()), ws = shape_of(op.getRhs());
+    uint64_t B = uint64_t(as[0]), M = uint64_t(as[1]), K = uint64_t(as[2]), N = uint64_t(ws[2]);
+    Act y = new_act(shape_of(op.getOutput()), fmt::format("the output of '{}'", layer));
+    uint64_t scratch = hbm_alloc(w.bytes());
+    for (uint64_t nb = 0; nb < w.blocks; ++nb) {
+      std::string d = new_desc(fmt::format("bytes={}", w.rows * R_ * esz_));
+      code(fmt::format("  li r1, {} || li r2, {}", w.base + nb * w.block_bytes, scratch + nb * w.block_bytes));
+      code(fmt::format("  dma.store desc={} src=r1 dst=r2 flag=f1", d));
+      code("  wait f1");
+    }
+    std::vector<double> acc_scale;
+    if (q8_) acc_scale.assign(N, double(scale(op.getLhs())) * scale(op.getRhs()));
+    uint64_t bias_ub = bias_rows(std::vector<float>(N, 0.0f), acc_scale);
+    auto eps = epilogue_params(N, acc_scale, q8_ ? scale(op.getOutput()) : 1.0, -std::numeric_limits<double>::infinity(),
+                               std::numeric_limits<double>::infinity());
+    uint64_t kt = ceil_div(K, R_), nt = ceil_div(N, C_), mc = std::min<uint64_t>(M, acc_region_);
+    std::vector<Block> blocks;
+    for (uint64_t b = 0; b < B; ++b)
+      for (uint64_t n = 0; n < nt; ++n) {
+        uint64_t nw = std::min<uint64_t>(C_, N - n * C_);
+        std::vector<TileRef> tiles;
+        for (uint64_t k = 0; k < kt; ++k) {
+          uint64_t kw = std::min<uint64_t>(R_, K - k * R_);
+          tiles.push_back({new_desc(fmt::format("bytes={} dtype={} dim=[{}, {}, 0]", nw * esz_, dt_, kw, R_ * esz_)),
+                           scratch + n * w.block_bytes + (b * K + k * R_) * R_ * esz_});
+        }
+        for (uint64_t r0 = 0; r0 < M; r0 += mc) {
+          uint64_t rows = std::min(mc, M - r0), row = b * M + r0;
+          Block blk;
+          for (uint64_t k = 0; k < kt; ++k)
+            blk.groups.push_back({tiles[k], {{a.base + k * a.block_bytes + row * R_ * esz_, rows, 0, 0, k > 0}}});
+          uint64_t out = y.base + n * y.block_bytes + row * C_ * esz_, bias_row = bias_ub + n * C_ * 4;
+          std::string ep = eps[n];
+          blk.epilogue = [this, rows, bias_row, ep, out](uint32_t m, uint64_t acc_row) { return epilogue(m, acc_row, rows, bias_row, ep, out); };
+          blocks.push_back(std::move(blk));
+        }
+      }
+    run_blocks(blocks);
+    ub_.release(bias_ub);
+    add_bound(layer, B * M * K * N, 0);
     define(op.getOutput(), y);
   }
 

@@ -59,6 +59,8 @@ std::map<const void*, float> calibrate(mlir::ModuleOp module, const CompileOptio
     auto numel = [](mlir::Value v) { return double(mlir::cast<mlir::RankedTensorType>(v.getType()).getNumElements()); };
     if (auto m = mlir::dyn_cast<tpu::MatmulOp>(op))
       macs += numel(m.getOutput()) * double(mlir::cast<mlir::RankedTensorType>(m.getWeight().getType()).getShape()[0]);
+    if (auto bm = mlir::dyn_cast<tpu::BatchMatmulOp>(op))
+      macs += numel(bm.getOutput()) * double(mlir::cast<mlir::RankedTensorType>(bm.getLhs().getType()).getShape()[2]);
     if (auto c = mlir::dyn_cast<tpu::Conv2DOp>(op)) {
       auto ws = mlir::cast<mlir::RankedTensorType>(c.getWeight().getType()).getShape();
       macs += numel(c.getOutput()) * double(ws[0] * ws[1] * ws[2]);

@@ -285,7 +285,7 @@ class Importer {
     if (op == "Conv") return conv(n, loc);
     if (op == "Relu") return clamp(n, loc, 0.0f, std::numeric_limits<float>::infinity());
     if (op == "Clip") return clip(n, loc);
-    if (op == "Add" || op == "Sub" || op == "Mul") return binary(n, loc);
+    if (op == "Add" || op == "Sub" || op == "Mul" || op == "Div") return binary(n, loc);
     if (op == "MaxPool" || op == "AveragePool") return pool(n, loc);
     if (op == "GlobalAveragePool") return global_pool(n, loc);
     if (op == "Flatten") return flatten(n, loc);
@@ -390,10 +390,38 @@ class Importer {
     define(n, {fc, {a.shape[0], N}, false});
   }
 
+  // MatMul of two activations (attention's Q K^T and P V): [..., M, K] x [..., K, N] with the
+  // same batch dimensions, as a 3-D tosa.matmul.
+  void batch_matmul(const onnx::NodeProto& n, mlir::Location loc) {
+    Tensor a = input(n, 0), c = input(n, 1);
+    if (a.nhwc) a = {to_nchw_value(a, loc), a.shape, false};
+    if (c.nhwc) c = {to_nchw_value(c, loc), c.shape, false};
+    if (a.shape.size() < 2 || a.shape.size() != c.shape.size())
+      fail(fmt::format("MatMul of two activations needs inputs of one rank >= 2 (got [{}] and [{}])", fmt::join(a.shape, ", "),
+                       fmt::join(c.shape, ", ")),
+           node_name(n));
+    size_t r = a.shape.size();
+    int64_t M = a.shape[r - 2], K = a.shape[r - 1], N = c.shape[r - 1], B = 1;
+    for (size_t i = 0; i + 2 < r; ++i) {
+      if (a.shape[i] != c.shape[i])
+        fail(fmt::format("MatMul batch dimension {} differs ({} and {}); broadcasting batch dimensions is not supported", i,
+                         a.shape[i], c.shape[i]),
+             node_name(n));
+      B *= a.shape[i];
+    }
+    if (c.shape[r - 2] != K) fail(fmt::format("MatMul: [{}] x [{}] do not agree", fmt::join(a.shape, ", "), fmt::join(c.shape, ", ")), node_name(n));
+    Value a3 = r == 3 ? a.value : reshape(a.value, {B, M, K}, loc), c3 = r == 3 ? c.value : reshape(c.value, {B, K, N}, loc);
+    Value y = b_.create<mlir::tosa::MatMulOp>(loc, tensor_type({B, M, N}), a3, c3);
+    std::vector<int64_t> out = a.shape;
+    out.back() = N;
+    define(n, {r == 3 ? y : reshape(y, out, loc), out, false});
+  }
+
   void matmul(const onnx::NodeProto& n, mlir::Location loc) {
+    if (n.input_size() > 1 && !constants_.count(n.input(1))) return batch_matmul(n, loc);
     const Tensor& a = input(n, 0);
     if (a.nhwc) fail("MatMul on an image tensor is not supported", node_name(n));
-    const Constant& w = const_input(n, 1, "MatMul input B (activation x activation matmuls come later)");
+    const Constant& w = const_input(n, 1, "MatMul input B");
     if (w.shape.size() != 2) fail("MatMul weight must be 2-D", node_name(n));
     int64_t K = w.shape[0], N = w.shape[1];
     if (a.shape.back() != K) fail("MatMul: shapes do not agree", node_name(n));
@@ -542,10 +570,26 @@ class Importer {
     return {align(a), align(c)};
   }
 
+  // Add, Sub, Mul; Div multiplies by the reciprocal (of a constant: folded here, so x / 8
+  // becomes one scale step; of an activation: the vector unit's reciprocal table).
   void binary(const onnx::NodeProto& n, mlir::Location loc) {
     only_attrs(n, {});  // opset < 7 had `broadcast` and `axis`
     Tensor out;
-    auto [x, y] = broadcast_pair(n, input(n, 0), input(n, 1), out, loc);
+    Tensor rhs = input(n, 1);
+    if (n.op_type() == "Div") {
+      auto c = constants_.find(n.input(1));
+      if (c != constants_.end()) {
+        std::vector<float> inv(c->second.data.size());
+        for (size_t i = 0; i < inv.size(); ++i) {
+          if (c->second.data[i] == 0.0f) fail(fmt::format("Div by a constant holding 0 (element {})", i), node_name(n));
+          inv[i] = 1.0f / c->second.data[i];
+        }
+        rhs.value = constant(c->second.shape, inv, loc);
+      } else {
+        rhs.value = b_.create<mlir::tosa::ReciprocalOp>(loc, rhs.value.getType(), rhs.value);
+      }
+    }
+    auto [x, y] = broadcast_pair(n, input(n, 0), rhs, out, loc);
     auto out_type = tensor_type(out.nhwc ? to_nhwc(out.shape) : out.shape);
     if (n.op_type() == "Add") out.value = b_.create<mlir::tosa::AddOp>(loc, out_type, x, y);
     else if (n.op_type() == "Sub") out.value = b_.create<mlir::tosa::SubOp>(loc, out_type, x, y);

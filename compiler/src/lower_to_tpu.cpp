@@ -342,6 +342,12 @@ struct LowerTosaToTpu : mlir::PassWrapper<LowerTosaToTpu, mlir::OperationPass<ml
         retire(op);
         continue;
       }
+      if (auto mm = mlir::dyn_cast<tosa::MatMulOp>(op)) {
+        Value y = b.create<BatchMatmulOp>(loc, mm.getType(), mm.getA(), mm.getB(), b.getStringAttr(name));
+        mm.getResult().replaceAllUsesWith(y);
+        retire(op);
+        continue;
+      }
       if (auto dw = mlir::dyn_cast<tosa::DepthwiseConv2DOp>(op)) {
         // [KH, KW, C, M] is already tpu's [KH, KW, CI / groups = 1, CO = C x M].
         auto w = const_data(dw.getWeight()), bias = const_data(dw.getBias());

@@ -68,6 +68,21 @@ std::vector<RefTensor> evaluate_reference(mlir::func::FuncOp fn, const std::vect
         }
         for (int64_t j = 0; j < N; ++j) y.data[size_t(i * N + j)] = clampf(acc[size_t(j)], lo, hi);
       }
+    } else if (auto bm = mlir::dyn_cast<tpu::BatchMatmulOp>(op)) {
+      const RefTensor& a = get(bm.getLhs());
+      const RefTensor& w = get(bm.getRhs());
+      int64_t B = a.shape[0], M = a.shape[1], K = a.shape[2], N = w.shape[2];
+      std::vector<double> acc(static_cast<size_t>(N));
+      for (int64_t bi = 0; bi < B; ++bi)
+        for (int64_t i = 0; i < M; ++i) {
+          std::fill(acc.begin(), acc.end(), 0.0);
+          for (int64_t k = 0; k < K; ++k) {
+            double xv = a.data[size_t((bi * M + i) * K + k)];
+            const float* wr = w.data.data() + (bi * K + k) * N;
+            for (int64_t j = 0; j < N; ++j) acc[size_t(j)] += xv * wr[j];
+          }
+          for (int64_t j = 0; j < N; ++j) y.data[size_t((bi * M + i) * N + j)] = float(acc[size_t(j)]);
+        }
     } else if (auto c = mlir::dyn_cast<tpu::Conv2DOp>(op)) {
       const RefTensor& x = get(c.getInput());
       auto w = consts(c.getWeight()), b = consts(c.getBias());

@@ -71,4 +71,15 @@ mlir::LogicalResult Conv2DOp::verify() {
   return mlir::success();
 }
 
+mlir::LogicalResult BatchMatmulOp::verify() {
+  auto a = mlir::cast<mlir::RankedTensorType>(getLhs().getType()).getShape();
+  auto b = mlir::cast<mlir::RankedTensorType>(getRhs().getType()).getShape();
+  auto y = mlir::cast<mlir::RankedTensorType>(getOutput().getType()).getShape();
+  if (a.size() != 3 || b.size() != 3 || y.size() != 3) return emitOpError("operands and result must be 3-D [B, M, K], [B, K, N]");
+  if (a[0] != b[0] || a[2] != b[1] || y[0] != a[0] || y[1] != a[1] || y[2] != b[2])
+    return emitOpError("shapes [") << a[0] << ", " << a[1] << ", " << a[2] << "] x [" << b[0] << ", " << b[1] << ", " << b[2]
+                                   << "] do not make the result";
+  return mlir::success();
+}
+
 }  // namespace vtpu::tpu

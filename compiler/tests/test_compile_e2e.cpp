@@ -693,6 +693,69 @@ TEST_P(CompileE2E, DepthwiseAndGroupedConvolutionsMatchFp32Reference) {
   expect_close(got, want, tolerance(0.03));
 }
 
+// Multi-head self-attention as torch exports it: Q, K, V projections, heads split by
+// Reshape + Transpose, scores Q K^T / sqrt(d) (activation x activation MatMul, Div by a
+// constant), Softmax, P V, heads merged, output projection and a residual Add.
+// S = 12 and D = 20 (2 heads of 10) straddle the lane blocks of every preset.
+TEST_P(CompileE2E, MultiHeadAttentionMatchesFp32Reference) {
+  const int64_t S = 12, D = 20, Hh = 2, d = D / Hh;
+  OnnxBuilder m;
+  m.input("x", {1, S, D});
+  auto& wq = m.init("wq", {D, D}, 0.4f);
+  auto& wk = m.init("wk", {D, D}, 0.4f);
+  auto& wv = m.init("wv", {D, D}, 0.4f);
+  auto& wo = m.init("wo", {D, D}, 0.4f);
+  auto& bq = m.init("bq", {D}, 0.1f);
+  m.init_i64("heads", {1, S, Hh, d});
+  m.init_i64("merged", {1, S, D});
+  auto& scale = m.init("sqrt_d", {}, 0, {std::sqrt(float(d))});
+  m.node("MatMul", "q_proj", {"x", "wq"}, {"q0"});
+  m.node("Add", "q_bias", {"q0", "bq"}, {"q"});
+  m.node("MatMul", "k_proj", {"x", "wk"}, {"k"});
+  m.node("MatMul", "v_proj", {"x", "wv"}, {"v"});
+  for (const char* t : {"q", "k", "v"}) m.node("Reshape", std::string(t) + "_split", {t, "heads"}, {std::string(t) + "h"});
+  OnnxBuilder::attr(m.node("Transpose", "q_t", {"qh"}, {"qt"}), "perm", std::vector<int64_t>{0, 2, 1, 3});
+  OnnxBuilder::attr(m.node("Transpose", "k_t", {"kh"}, {"kt"}), "perm", std::vector<int64_t>{0, 2, 3, 1});
+  OnnxBuilder::attr(m.node("Transpose", "v_t", {"vh"}, {"vt"}), "perm", std::vector<int64_t>{0, 2, 1, 3});
+  m.node("MatMul", "scores", {"qt", "kt"}, {"s0"});
+  m.node("Div", "scale", {"s0", "sqrt_d"}, {"s"});
+  m.node("Softmax", "softmax", {"s"}, {"p"});
+  m.node("MatMul", "context", {"p", "vt"}, {"c"});
+  OnnxBuilder::attr(m.node("Transpose", "c_t", {"c"}, {"ct"}), "perm", std::vector<int64_t>{0, 2, 1, 3});
+  m.node("Reshape", "merge", {"ct", "merged"}, {"cm"});
+  m.node("MatMul", "o_proj", {"cm", "wo"}, {"o"});
+  m.node("Add", "residual", {"o", "x"}, {"y"});
+  m.output("y", {1, S, D});
+  auto path = m.save("vtpu_attention_" + id() + ".onnx");
+
+  Vec x(size_t(S * D));
+  std::mt19937 rng(23);
+  for (auto& v : x) v = float(int(rng() % 2001) - 1000) / 500.0f;
+  Vec got = compile_and_run(path, {{"x", x}});
+
+  Vec q = gemm(x, S, D, wq, D, bq, false), k = gemm(x, S, D, wk, D, {}, false), v = gemm(x, S, D, wv, D, {}, false);
+  Vec ctx(size_t(S * D));
+  for (int64_t h = 0; h < Hh; ++h) {
+    Vec sc(size_t(S * S));
+    for (int64_t i = 0; i < S; ++i)
+      for (int64_t j = 0; j < S; ++j) {
+        double acc = 0;
+        for (int64_t e = 0; e < d; ++e) acc += double(q[size_t(i * D + h * d + e)]) * k[size_t(j * D + h * d + e)];
+        sc[size_t(i * S + j)] = float(acc / scale[0]);
+      }
+    Vec p = softmax_rows(sc, S, S);
+    for (int64_t i = 0; i < S; ++i)
+      for (int64_t e = 0; e < d; ++e) {
+        double acc = 0;
+        for (int64_t j = 0; j < S; ++j) acc += double(p[size_t(i * S + j)]) * v[size_t(j * D + h * d + e)];
+        ctx[size_t(i * D + h * d + e)] = float(acc);
+      }
+  }
+  Vec want = gemm(ctx, S, D, wo, D, {}, false);
+  for (size_t i = 0; i < want.size(); ++i) want[i] += x[i];
+  expect_close(got, want, tolerance(0.03));
+}
+
 INSTANTIATE_TEST_SUITE_P(Presets, CompileE2E,
                          ::testing::Values(E2EParam{"tiny-8x8", Precision::Bf16}, E2EParam{"tiny-16x16", Precision::Bf16},
                                            E2EParam{"tpu-v4-core", Precision::Bf16}, E2EParam{"tiny-8x8", Precision::Int8},
