@@ -34,6 +34,13 @@ def Tpu_BatchMatmulOp : Tpu_Op<"batch_matmul", [Pure]> {
   let hasVerifier = 1;
 }
 
+def Tpu_LayerNormOp : Tpu_Op<"layernorm", [Pure]> {
+  let summary = "y = (x - mean(x)) / sqrt(var(x) + epsilon) over the last dimension (no scale or bias)";
+  let arguments = (ins AnyRankedTensor:$input, F64Attr:$epsilon, StrAttr:$layer);
+  let results = (outs AnyRankedTensor:$output);
+  let assemblyFormat = "operands attr-dict `:` functional-type(operands, results)";
+}
+
 def Tpu_Conv2DOp : Tpu_Op<"conv2d", [Pure]> {
   let summary = "NHWC convolution y = clamp(conv(x, w) + bias); w is [KH, KW, CI / groups, CO]";
   let description = [{

@@ -202,6 +202,7 @@ class Codegen {
       else if (auto cc = mlir::dyn_cast<tpu::ConcatOp>(op)) gen_concat(cc);
       else if (auto sl = mlir::dyn_cast<tpu::SliceOp>(op)) gen_slice(sl);
       else if (auto s = mlir::dyn_cast<tpu::SoftmaxOp>(op)) gen_softmax(s);
+      else if (auto ln = mlir::dyn_cast<tpu::LayerNormOp>(op)) gen_layernorm(ln);
       else if (auto r = mlir::dyn_cast<tpu::ReshapeOp>(op)) gen_reshape(r);
       else if (auto c = mlir::dyn_cast<tpu::ClampOp>(op)) gen_clamp(c);
       else if (auto af = mlir::dyn_cast<tpu::AffineOp>(op)) gen_affine(af);
@@ -1469,6 +1470,84 @@ class Codegen {
       else code(fmt::format("  vec.clamp dst=ub[r2+0] a=ub[r1+0] rows={} dt=bf16 param={} flag=f20", y.rows, cp));
       code("  wait f20");
     }
+    add_bound(layer, 0, 0);
+    define(op.getOutput(), y);
+  }
+
+  // Layer normalization in fp32 rows: row sums over the lane blocks (vec.rsum fills every
+  // lane with its row's sum, so the mean and 1/std are whole rows that subtract and
+  // multiply lane by lane); padding lanes are masked back to zero after the mean is taken
+  // out so they do not count in the variance.
+  void gen_layernorm(tpu::LayerNormOp op) {
+    std::string layer = op.getLayer().str();
+    tag(layer);
+    const Act& x = act(op.getInput());
+    Act y = new_act(shape_of(op.getOutput()), fmt::format("the output of '{}'", layer));
+    std::optional<double> in_scale;
+    if (q8_) in_scale = scale(op.getInput());
+    Act t = fp32_twin(x, layer, "layer normalization rows", true, in_scale);
+    uint64_t row32 = C_ * 4, rows = x.rows, stat_bytes = align_up(rows * row32, 64);
+    auto work = ub_.alloc(3 * stat_bytes + row32);
+    if (!work) throw CompileError(fmt::format("node '{}': no unified-buffer room for the layer normalization rows", layer));
+    uint64_t sum = *work, part = sum + stat_bytes, sq = part + stat_bytes, mask = sq + stat_bytes;
+    uint64_t valid = x.features - (x.blocks - 1) * C_;
+    if (valid < C_) {
+      std::vector<uint8_t> m(row32, 0);
+      for (uint64_t i = 0; i < valid; ++i) {
+        float one = 1.0f;
+        std::memcpy(&m[i * 4], &one, 4);
+      }
+      std::string d = new_desc(fmt::format("bytes={} src_off={} dst_off={}", row32, hbm_const(m), mask));
+      code(fmt::format("  dma.load desc={} src=r0 dst=r0 flag=f1", d));
+      code("  wait f1");
+    }
+    auto block = [&](uint64_t b) { return t.base + b * t.block_bytes; };
+    // sum over the blocks of rsum(src(b)) -> `sum`
+    auto row_sums = [&](const std::function<uint64_t(uint64_t)>& src) {
+      for (uint64_t b = 0; b < x.blocks; ++b) {
+        code(fmt::format("  li r1, {} || li r2, {}", src(b), b == 0 ? sum : part));
+        vec_wait(fmt::format("vec.rsum dst=ub[r2+0] a=ub[r1+0] rows={} dt=fp32 odt=fp32", rows));
+        if (b) {
+          code(fmt::format("  li r3, {}", sum));
+          vec_wait(fmt::format("vec.add dst=ub[r3+0] a=ub[r3+0] b=ub[r2+0] rows={} dt=fp32", rows));
+        }
+      }
+    };
+    std::string inv_d = new_param(fmt::format("scale=[{}]", 1.0 / double(x.features)));
+    row_sums(block);
+    code(fmt::format("  li r3, {}", sum));
+    vec_wait(fmt::format("vec.affine dst=ub[r3+0] a=ub[r3+0] rows={} dt=fp32 param={}", rows, inv_d));
+    for (uint64_t b = 0; b < x.blocks; ++b) {
+      code(fmt::format("  li r1, {} || li r3, {}", block(b), sum));
+      vec_wait(fmt::format("vec.sub dst=ub[r1+0] a=ub[r1+0] b=ub[r3+0] rows={} dt=fp32", rows));
+      if (b + 1 == x.blocks && valid < C_) {
+        code(fmt::format("  li r4, {}", mask));
+        vec_wait(fmt::format("vec.mul dst=ub[r1+0] a=ub[r1+0] b=ub[r4+0] rows={} dt=fp32 bcast=1", rows));
+      }
+    }
+    // Squares block by block into `sq`, summed like the values.
+    for (uint64_t b = 0; b < x.blocks; ++b) {
+      code(fmt::format("  li r1, {} || li r4, {}", block(b), sq));
+      vec_wait(fmt::format("vec.mul dst=ub[r4+0] a=ub[r1+0] b=ub[r1+0] rows={} dt=fp32", rows));
+      code(fmt::format("  li r2, {}", b == 0 ? sum : part));
+      vec_wait(fmt::format("vec.rsum dst=ub[r2+0] a=ub[r4+0] rows={} dt=fp32 odt=fp32", rows));
+      if (b) {
+        code(fmt::format("  li r3, {}", sum));
+        vec_wait(fmt::format("vec.add dst=ub[r3+0] a=ub[r3+0] b=ub[r2+0] rows={} dt=fp32", rows));
+      }
+    }
+    std::string var_eps = new_param(fmt::format("scale=[{}] bias=[{}]", 1.0 / double(x.features), op.getEpsilon().convertToDouble()));
+    code(fmt::format("  li r3, {}", sum));
+    vec_wait(fmt::format("vec.affine dst=ub[r3+0] a=ub[r3+0] rows={} dt=fp32 param={}", rows, var_eps));
+    vec_wait(fmt::format("vec.rsqrt dst=ub[r3+0] a=ub[r3+0] rows={} dt=fp32", rows));
+    std::string out_scale = q8_ ? new_param(fmt::format("scale=[{}]", 1.0 / double(scale(op.getOutput())))) : "";
+    for (uint64_t b = 0; b < x.blocks; ++b) {
+      code(fmt::format("  li r1, {} || li r3, {}", block(b), sum));
+      vec_wait(fmt::format("vec.mul dst=ub[r1+0] a=ub[r1+0] b=ub[r3+0] rows={} dt=fp32", rows));
+      if (q8_) vec_wait(fmt::format("vec.affine dst=ub[r1+0] a=ub[r1+0] rows={} dt=fp32 param={}", rows, out_scale));
+    }
+    ub_.release(*work);
+    from_fp32_twin(t, y);
     add_bound(layer, 0, 0);
     define(op.getOutput(), y);
   }

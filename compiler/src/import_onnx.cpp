@@ -292,6 +292,7 @@ class Importer {
     if (op == "Reshape") return reshape_op(n, loc);
     if (op == "BatchNormalization") return batchnorm(n, loc);
     if (op == "Softmax") return softmax(n, loc);
+    if (op == "LayerNormalization") return layernorm(n, loc);
     if (op == "Sigmoid" || op == "Tanh" || op == "Erf" || op == "Exp" || op == "Reciprocal" || op == "Sqrt") {
       const Tensor& x = input(n, 0);
       auto t = x.value.getType();
@@ -925,6 +926,45 @@ class Importer {
     Value sum = b_.create<mlir::tosa::ReduceSumOp>(loc, tensor_type(red), ex, ax);
     Value rcp = b_.create<mlir::tosa::ReciprocalOp>(loc, tensor_type(red), sum);
     Value y = b_.create<mlir::tosa::MulOp>(loc, type, ex, rcp, b_.getI8IntegerAttr(0));
+    define(n, {y, x.shape, false});
+  }
+
+  // LayerNormalization over the last axis, as TOSA: c = x - mean(x),
+  // y = c * rsqrt(mean(c * c) + epsilon) * scale + bias. The lowering matches the
+  // normalization back into one tpu.layernorm; scale and bias become an affine step.
+  void layernorm(const onnx::NodeProto& n, mlir::Location loc) {
+    only_attrs(n, {"axis", "epsilon", "stash_type"});
+    const Tensor& x = input(n, 0);
+    int64_t r = int64_t(x.shape.size()), axis = attr_i(n, "axis", -1);
+    if (axis < 0) axis += r;
+    if (x.nhwc || axis != r - 1)
+      fail(fmt::format("LayerNormalization is supported over the last dimension only (axis is {} of {})", axis, r), node_name(n));
+    for (int i = 1; i < n.output_size(); ++i)
+      if (!n.output(i).empty()) fail("LayerNormalization's Mean and InvStdDev outputs are not supported", node_name(n));
+    int64_t D = x.shape.back();
+    const Constant& g = const_input(n, 1, "LayerNormalization scale");
+    std::vector<float> beta(size_t(D), 0.0f);
+    if (n.input_size() > 2 && !n.input(2).empty()) beta = const_input(n, 2, "LayerNormalization bias").data;
+    if (g.data.size() != size_t(D) || beta.size() != size_t(D))
+      fail(fmt::format("LayerNormalization scale and bias need {} values (the last dimension)", D), node_name(n));
+    auto type = mlir::cast<mlir::RankedTensorType>(x.value.getType());
+    std::vector<int64_t> red(x.shape), ones(x.shape.size(), 1);
+    red.back() = 1;
+    auto ax = b_.getI32IntegerAttr(int32_t(axis));
+    auto shift = b_.getI8IntegerAttr(0);
+    Value inv_d = constant(ones, {1.0f / float(D)}, loc);
+    Value mean = b_.create<mlir::tosa::MulOp>(loc, tensor_type(red),
+                                              b_.create<mlir::tosa::ReduceSumOp>(loc, tensor_type(red), x.value, ax), inv_d, shift);
+    Value c = b_.create<mlir::tosa::SubOp>(loc, type, x.value, mean);
+    Value sq = b_.create<mlir::tosa::MulOp>(loc, type, c, c, shift);
+    Value var = b_.create<mlir::tosa::MulOp>(loc, tensor_type(red), b_.create<mlir::tosa::ReduceSumOp>(loc, tensor_type(red), sq, ax),
+                                             inv_d, shift);
+    Value ve = b_.create<mlir::tosa::AddOp>(loc, tensor_type(red), var, constant(ones, {attr_f(n, "epsilon", 1e-5f)}, loc));
+    Value norm = b_.create<mlir::tosa::MulOp>(loc, type, c, b_.create<mlir::tosa::RsqrtOp>(loc, tensor_type(red), ve), shift);
+    std::vector<int64_t> cs(ones);
+    cs.back() = D;
+    Value y = b_.create<mlir::tosa::MulOp>(loc, type, norm, constant(cs, g.data, loc), shift);
+    y = b_.create<mlir::tosa::AddOp>(loc, type, y, constant(cs, beta, loc));
     define(n, {y, x.shape, false});
   }
 

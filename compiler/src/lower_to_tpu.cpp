@@ -439,6 +439,37 @@ struct LowerTosaToTpu : mlir::PassWrapper<LowerTosaToTpu, mlir::OperationPass<ml
         mlir::Operation* u = single_user(pd.getResult());
         if (u && mlir::isa<tosa::AvgPool2dOp>(u)) continue;  // folded into the pool
       }
+      if (auto rs = mlir::dyn_cast<tosa::ReduceSumOp>(op)) {
+        // layer norm: c = x - sum(x) * (1/D); norm = c * rsqrt(sum(c * c) * (1/D) + eps)
+        Value x = rs.getInput();
+        int64_t D = shape_of(x).back();
+        auto is_inv_d = [&](mlir::Operation* m, Value from) -> bool {
+          auto mul = mlir::dyn_cast_or_null<tosa::MulOp>(m);
+          if (!mul) return false;
+          auto k = const_data(mul.getInput1() == from ? mul.getInput2() : mul.getInput1());
+          return k && k->size() == 1 && std::fabs((*k)[0] * float(D) - 1.0f) < 1e-6f;
+        };
+        mlir::Operation* mean = single_user(rs.getResult());
+        auto sub = mean && is_inv_d(mean, rs.getResult()) ? mlir::dyn_cast_or_null<tosa::SubOp>(single_user(mean->getResult(0))) : nullptr;
+        tosa::MulOp sq, norm;
+        if (sub && sub.getInput1() == x)
+          for (mlir::Operation* u : sub.getResult().getUsers())
+            if (auto m = mlir::dyn_cast<tosa::MulOp>(u)) (m.getInput1() == m.getInput2() ? sq : norm) = m;
+        auto rs2 = sq ? mlir::dyn_cast_or_null<tosa::ReduceSumOp>(single_user(sq.getResult())) : nullptr;
+        mlir::Operation* var = rs2 ? single_user(rs2.getResult()) : nullptr;
+        auto add = var && is_inv_d(var, rs2.getResult()) ? mlir::dyn_cast_or_null<tosa::AddOp>(single_user(var->getResult(0))) : nullptr;
+        auto eps = add ? const_data(add.getInput2()) : std::nullopt;
+        auto rsq = add ? mlir::dyn_cast_or_null<tosa::RsqrtOp>(single_user(add.getResult())) : nullptr;
+        if (!sub || !sq || !norm || !rs2 || !add || !eps || eps->size() != 1 || !rsq || single_user(rsq.getResult()) != norm)
+          fail(op, "a reduce_sum that is not part of a softmax or a layer normalization is not supported");
+        b.setInsertionPointAfter(norm);
+        Value y = b.create<LayerNormOp>(loc, norm.getType(), x, b.getF64FloatAttr((*eps)[0]), b.getStringAttr(name));
+        norm.getResult().replaceAllUsesWith(y);
+        for (mlir::Operation* d : {op, mean, sub.getOperation(), sq.getOperation(), rs2.getOperation(), var, add.getOperation(),
+                                   rsq.getOperation(), norm.getOperation()})
+          retire(d);
+        continue;
+      }
       if (auto rm = mlir::dyn_cast<tosa::ReduceMaxOp>(op)) {
         // softmax: mul(exp(x - max(x)), reciprocal(sum(exp(x - max(x)))))
         Value x = rm.getInput();

@@ -68,6 +68,19 @@ std::vector<RefTensor> evaluate_reference(mlir::func::FuncOp fn, const std::vect
         }
         for (int64_t j = 0; j < N; ++j) y.data[size_t(i * N + j)] = clampf(acc[size_t(j)], lo, hi);
       }
+    } else if (auto ln = mlir::dyn_cast<tpu::LayerNormOp>(op)) {
+      const RefTensor& x = get(ln.getInput());
+      size_t D = size_t(x.shape.back()), rows = x.data.size() / D;
+      double eps = ln.getEpsilon().convertToDouble();
+      for (size_t i = 0; i < rows; ++i) {
+        const float* xr = x.data.data() + i * D;
+        double mean = 0, var = 0;
+        for (size_t j = 0; j < D; ++j) mean += xr[j];
+        mean /= double(D);
+        for (size_t j = 0; j < D; ++j) var += (xr[j] - mean) * (xr[j] - mean);
+        double inv = 1.0 / std::sqrt(var / double(D) + eps);
+        for (size_t j = 0; j < D; ++j) y.data[i * D + j] = float((xr[j] - mean) * inv);
+      }
     } else if (auto bm = mlir::dyn_cast<tpu::BatchMatmulOp>(op)) {
       const RefTensor& a = get(bm.getLhs());
       const RefTensor& w = get(bm.getRhs());

@@ -756,6 +756,59 @@ TEST_P(CompileE2E, MultiHeadAttentionMatchesFp32Reference) {
   expect_close(got, want, tolerance(0.03));
 }
 
+// A transformer's feed-forward half as torch exports it (opset 17): LayerNormalization,
+// MatMul + bias, GELU as x * 0.5 * (1 + erf(x / sqrt(2))), MatMul + bias, residual Add.
+TEST_P(CompileE2E, LayerNormAndGeluFeedForwardMatchesFp32Reference) {
+  const int64_t S = 6, D = 20, F = 36;
+  OnnxBuilder m(17);
+  m.input("x", {1, S, D});
+  Vec g(static_cast<size_t>(D));
+  for (int64_t j = 0; j < D; ++j) g[size_t(j)] = 0.7f + 0.03f * float(j);
+  auto& gamma = m.init("ln.gamma", {D}, 0, g);
+  auto& beta = m.init("ln.beta", {D}, 0.2f);
+  auto& w1 = m.init("w1", {D, F}, 0.4f);
+  auto& b1 = m.init("b1", {F}, 0.2f);
+  auto& w2 = m.init("w2", {F, D}, 0.3f);
+  auto& b2 = m.init("b2", {D}, 0.1f);
+  m.init("sqrt2", {}, 0, {std::sqrt(2.0f)});
+  m.init("one", {}, 0, {1.0f});
+  m.init("half", {}, 0, {0.5f});
+  OnnxBuilder::attr_f(m.node("LayerNormalization", "ln", {"x", "ln.gamma", "ln.beta"}, {"n"}), "epsilon", 1e-5f);
+  m.node("MatMul", "fc1", {"n", "w1"}, {"h0"});
+  m.node("Add", "fc1.bias", {"h0", "b1"}, {"h"});
+  m.node("Div", "gelu.div", {"h", "sqrt2"}, {"g0"});
+  m.node("Erf", "gelu.erf", {"g0"}, {"g1"});
+  m.node("Add", "gelu.add", {"g1", "one"}, {"g2"});
+  m.node("Mul", "gelu.mul", {"h", "g2"}, {"g3"});
+  m.node("Mul", "gelu.half", {"g3", "half"}, {"a"});
+  m.node("MatMul", "fc2", {"a", "w2"}, {"o0"});
+  m.node("Add", "fc2.bias", {"o0", "b2"}, {"o"});
+  m.node("Add", "residual", {"o", "x"}, {"y"});
+  m.output("y", {1, S, D});
+  auto path = m.save("vtpu_ffn_" + id() + ".onnx");
+
+  Vec x(size_t(S * D));
+  std::mt19937 rng(29);
+  for (auto& v : x) v = float(int(rng() % 2001) - 1000) / 400.0f + 0.5f;  // rows with a mean to take out
+  Vec got = compile_and_run(path, {{"x", x}});
+
+  Vec n(x.size());
+  for (int64_t i = 0; i < S; ++i) {
+    double mean = 0, var = 0;
+    for (int64_t j = 0; j < D; ++j) mean += x[size_t(i * D + j)];
+    mean /= double(D);
+    for (int64_t j = 0; j < D; ++j) var += std::pow(x[size_t(i * D + j)] - mean, 2);
+    double inv = 1.0 / std::sqrt(var / double(D) + 1e-5);
+    for (int64_t j = 0; j < D; ++j)
+      n[size_t(i * D + j)] = float((x[size_t(i * D + j)] - mean) * inv * gamma[size_t(j)] + beta[size_t(j)]);
+  }
+  Vec h = gemm(n, S, D, w1, F, b1, false);
+  for (auto& v : h) v = float(0.5 * v * (1.0 + std::erf(v / std::sqrt(2.0))));
+  Vec want = gemm(h, S, F, w2, D, b2, false);
+  for (size_t i = 0; i < want.size(); ++i) want[i] += x[i];
+  expect_close(got, want, tolerance(0.03));
+}
+
 INSTANTIATE_TEST_SUITE_P(Presets, CompileE2E,
                          ::testing::Values(E2EParam{"tiny-8x8", Precision::Bf16}, E2EParam{"tiny-16x16", Precision::Bf16},
                                            E2EParam{"tpu-v4-core", Precision::Bf16}, E2EParam{"tiny-8x8", Precision::Int8},
