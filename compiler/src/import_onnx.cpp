@@ -934,14 +934,19 @@ class Importer {
   // normalization back into one tpu.layernorm; scale and bias become an affine step.
   void layernorm(const onnx::NodeProto& n, mlir::Location loc) {
     only_attrs(n, {"axis", "epsilon", "stash_type"});
-    const Tensor& x = input(n, 0);
+    Tensor x = input(n, 0);
     int64_t r = int64_t(x.shape.size()), axis = attr_i(n, "axis", -1);
     if (axis < 0) axis += r;
-    if (x.nhwc || axis != r - 1)
-      fail(fmt::format("LayerNormalization is supported over the last dimension only (axis is {} of {})", axis, r), node_name(n));
+    if (axis < 0 || axis >= r) fail(fmt::format("LayerNormalization axis {} is out of range for {} dimensions", axis, r), node_name(n));
     for (int i = 1; i < n.output_size(); ++i)
       if (!n.output(i).empty()) fail("LayerNormalization's Mean and InvStdDev outputs are not supported", node_name(n));
-    int64_t D = x.shape.back();
+    // Normalizing over dimensions axis.. is normalizing the last dimension of the 2-D view
+    // [rows, features] (an image in its logical NCHW order first).
+    std::vector<int64_t> logical = x.shape;
+    if (x.nhwc) x = {to_nchw_value(x, loc), x.shape, false};
+    int64_t D = 1;
+    for (int64_t i = axis; i < r; ++i) D *= x.shape[size_t(i)];
+    if (axis != r - 1) x = {reshape(x.value, {numel(x.shape) / D, D}, loc), {numel(x.shape) / D, D}, false};
     const Constant& g = const_input(n, 1, "LayerNormalization scale");
     std::vector<float> beta(size_t(D), 0.0f);
     if (n.input_size() > 2 && !n.input(2).empty()) beta = const_input(n, 2, "LayerNormalization bias").data;
@@ -950,7 +955,7 @@ class Importer {
     auto type = mlir::cast<mlir::RankedTensorType>(x.value.getType());
     std::vector<int64_t> red(x.shape), ones(x.shape.size(), 1);
     red.back() = 1;
-    auto ax = b_.getI32IntegerAttr(int32_t(axis));
+    auto ax = b_.getI32IntegerAttr(int32_t(x.shape.size() - 1));
     auto shift = b_.getI8IntegerAttr(0);
     Value inv_d = constant(ones, {1.0f / float(D)}, loc);
     Value mean = b_.create<mlir::tosa::MulOp>(loc, tensor_type(red),
@@ -965,7 +970,7 @@ class Importer {
     cs.back() = D;
     Value y = b_.create<mlir::tosa::MulOp>(loc, type, norm, constant(cs, g.data, loc), shift);
     y = b_.create<mlir::tosa::AddOp>(loc, type, y, constant(cs, beta, loc));
-    define(n, {y, x.shape, false});
+    define(n, {x.shape == logical ? y : reshape(y, logical, loc), logical, false});
   }
 
   mlir::MLIRContext& ctx_;
