@@ -322,6 +322,25 @@ class Importer {
       return;
     }
     if (op == "PRelu") return prelu(n, loc);
+    if (op == "Pow") {
+      // A constant exponent of 1, 2, 3 or 4 (products) or 0.5 (sqrt); GELU's tanh form has x^3.
+      only_attrs(n, {});
+      const Tensor& x = input(n, 0);
+      const Constant& e = const_input(n, 1, "Pow exponent");
+      if (e.data.size() != 1) fail("Pow needs a scalar exponent", node_name(n));
+      float p = e.data[0];
+      auto t = x.value.getType();
+      Value y = x.value;
+      if (p == 0.5f) {
+        y = b_.create<mlir::tosa::ReciprocalOp>(loc, t, b_.create<mlir::tosa::RsqrtOp>(loc, t, x.value));
+      } else if (p == 2.0f || p == 3.0f || p == 4.0f) {
+        for (int i = 1; i < int(p); ++i) y = b_.create<mlir::tosa::MulOp>(loc, t, y, x.value, b_.getI8IntegerAttr(0));
+      } else if (p != 1.0f) {
+        fail(fmt::format("Pow exponent {} is not supported (1, 2, 3, 4 or 0.5)", p), node_name(n));
+      }
+      define(n, {y, x.shape, x.nhwc});
+      return;
+    }
     if (op == "Squeeze" || op == "Unsqueeze") return squeeze(n, loc, op == "Unsqueeze");
     if (op == "Transpose") return transpose_op(n, loc);
     if (op == "Concat") return concat(n, loc);

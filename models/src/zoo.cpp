@@ -187,6 +187,106 @@ void mobilenetv2(OnnxBuilder& m) {
   m.output("logits", {1, 1000});
 }
 
+// One transformer layer's parts, named as torch exports them (opset 17).
+struct Transformer {
+  OnnxBuilder& m;
+  int64_t S, D, heads, F;
+  std::string linear(const std::string& name, const std::string& x, int64_t in, int64_t out) {
+    m.init(name + ".weight", {in, out}, std::sqrt(3.0f / float(in)));
+    m.init(name + ".bias", {out}, 0.02f);
+    m.node("MatMul", name, {x, name + ".weight"}, {name + ".mm"});
+    m.node("Add", name + ".add", {name + ".mm", name + ".bias"}, {name + ".out"});
+    return name + ".out";
+  }
+  std::string layernorm(const std::string& name, const std::string& x) {
+    const size_t n = static_cast<size_t>(D);
+    std::vector<float> g(n), b(n);
+    for (size_t i = 0; i < n; ++i) g[i] = 0.9f + 0.2f * float(i % 5) / 5.0f, b[i] = 0.02f * float(int(i % 3) - 1);
+    m.init(name + ".weight", {D}, 0, g);
+    m.init(name + ".bias", {D}, 0, b);
+    OnnxBuilder::attr_f(m.node("LayerNormalization", name, {x, name + ".weight", name + ".bias"}, {name + ".out"}), "epsilon",
+                        1e-5f);
+    return name + ".out";
+  }
+  // Multi-head self-attention; `mask` (optional) is added to the scores.
+  std::string attention(const std::string& name, const std::string& x, const std::string& mask = "") {
+    int64_t d = D / heads;
+    std::string q = linear(name + ".query", x, D, D), k = linear(name + ".key", x, D, D), v = linear(name + ".value", x, D, D);
+    if (!m.has_init("heads.shape")) {
+      m.init_i64("heads.shape", {1, S, heads, d});
+      m.init_i64("merged.shape", {1, S, D});
+      m.init("heads.scale", {}, 0, {std::sqrt(float(d))});
+    }
+    auto split = [&](const std::string& t, std::vector<int64_t> perm) {
+      m.node("Reshape", t + ".split", {t, "heads.shape"}, {t + ".heads"});
+      OnnxBuilder::attr(m.node("Transpose", t + ".perm", {t + ".heads"}, {t + ".t"}), "perm", std::move(perm));
+      return t + ".t";
+    };
+    std::string qt = split(q, {0, 2, 1, 3}), kt = split(k, {0, 2, 3, 1}), vt = split(v, {0, 2, 1, 3});
+    m.node("MatMul", name + ".scores", {qt, kt}, {name + ".scores"});
+    m.node("Div", name + ".scale", {name + ".scores", "heads.scale"}, {name + ".scaled"});
+    std::string s = name + ".scaled";
+    if (!mask.empty()) {
+      m.node("Add", name + ".mask", {s, mask}, {name + ".masked"});
+      s = name + ".masked";
+    }
+    OnnxBuilder::attr(m.node("Softmax", name + ".softmax", {s}, {name + ".probs"}), "axis", int64_t(-1));
+    m.node("MatMul", name + ".context", {name + ".probs", vt}, {name + ".context"});
+    OnnxBuilder::attr(m.node("Transpose", name + ".merge.perm", {name + ".context"}, {name + ".merge.t"}), "perm",
+                      std::vector<int64_t>{0, 2, 1, 3});
+    m.node("Reshape", name + ".merge", {name + ".merge.t", "merged.shape"}, {name + ".merged"});
+    return linear(name + ".output", name + ".merged", D, D);
+  }
+  std::string add(const std::string& name, const std::string& a, const std::string& b) {
+    m.node("Add", name, {a, b}, {name});
+    return name;
+  }
+  // GELU as torch exports it: erf form, or the tanh approximation (GPT-2).
+  std::string gelu(const std::string& name, const std::string& x, bool tanh_form) {
+    if (!m.has_init("gelu.half")) {
+      m.init("gelu.half", {}, 0, {0.5f});
+      m.init("gelu.one", {}, 0, {1.0f});
+      m.init("gelu.sqrt2", {}, 0, {std::sqrt(2.0f)});
+      m.init("gelu.three", {}, 0, {3.0f});
+      m.init("gelu.c", {}, 0, {0.044715f});
+      m.init("gelu.sqrt2pi", {}, 0, {std::sqrt(2.0f / 3.14159265f)});
+    }
+    std::string inner;
+    if (!tanh_form) {
+      m.node("Div", name + ".div", {x, "gelu.sqrt2"}, {name + ".div"});
+      m.node("Erf", name + ".erf", {name + ".div"}, {name + ".erf"});
+      inner = name + ".erf";
+    } else {
+      m.node("Pow", name + ".pow", {x, "gelu.three"}, {name + ".pow"});
+      m.node("Mul", name + ".cubic", {name + ".pow", "gelu.c"}, {name + ".cubic"});
+      m.node("Add", name + ".poly", {x, name + ".cubic"}, {name + ".poly"});
+      m.node("Mul", name + ".arg", {name + ".poly", "gelu.sqrt2pi"}, {name + ".arg"});
+      m.node("Tanh", name + ".tanh", {name + ".arg"}, {name + ".tanh"});
+      inner = name + ".tanh";
+    }
+    m.node("Add", name + ".plus1", {inner, "gelu.one"}, {name + ".plus1"});
+    m.node("Mul", name + ".mul", {x, name + ".plus1"}, {name + ".mul"});
+    m.node("Mul", name + ".half", {name + ".mul", "gelu.half"}, {name + ".out"});
+    return name + ".out";
+  }
+};
+
+void bert_base(OnnxBuilder& m, int layers) {
+  // BERT-base (Devlin et al. 2019): hidden 768, 12 heads, feed-forward 3072, post-layer-norm
+  // encoder layers on a sequence of 128 token embeddings (the embedding lookup is the host's).
+  Transformer t{m, 128, 768, 12, 3072};
+  m.input("hidden_states", {1, t.S, t.D});
+  std::string x = "hidden_states";
+  for (int l = 0; l < layers; ++l) {
+    std::string n = fmt::format("encoder.layer.{}", l);
+    std::string a = t.attention(n + ".attention", x);
+    x = t.layernorm(n + ".attention.norm", t.add(n + ".attention.residual", a, x));
+    std::string h = t.gelu(n + ".intermediate.gelu", t.linear(n + ".intermediate", x, t.D, t.F), false);
+    x = t.layernorm(n + ".output.norm", t.add(n + ".output.residual", t.linear(n + ".output", h, t.F, t.D), x));
+  }
+  m.output(x, {1, t.S, t.D});
+}
+
 void gemm2048(OnnxBuilder& m) {
   // The 2048^3 GEMM of the compiler's quality figures: activations [2048, 2048] x weights.
   m.input("a", {2048, 2048});
@@ -209,6 +309,10 @@ const std::vector<ZooEntry>& zoo() {
        "LeCun et al. 1998; weights from Debian's python3-torch, seed 0, 4 epochs", "tiny-16x16", "int8", "fashion-mnist"},
       {"mobilenetv2", "MobileNetV2 1.0 on 224x224 images (17 inverted residual blocks with depthwise 3x3 convs, ReLU6, 3.5M weights), seeded weights",
        "Sandler et al. 2018 (torchvision's mobilenet_v2)", "tpu-v4-core", "int8"},
+      {"bert-base", "BERT-base encoder: 12 layers (hidden 768, 12 heads, feed-forward 3072, GELU, layer norm), sequence 128, 85M weights, seeded",
+       "Devlin et al. 2019 (Hugging Face's bert-base-uncased encoder, without the embedding lookup)", "tpu-v4-core", "bf16"},
+      {"bert-base-layer", "one BERT-base encoder layer (sequence 128), the unit the compiler's transformer figures are measured on",
+       "Devlin et al. 2019", "tpu-v4-core", "bf16"},
       {"gemm2048", "one 2048 x 2048 x 2048 matrix multiply (activation x constant weights), seeded weights",
        "the GEMM the compiler's roofline figures are measured on", "tpu-v4-core", "bf16"},
   };
@@ -243,12 +347,14 @@ std::filesystem::path materialize(const std::string& name, const std::filesystem
     std::filesystem::rename(tmp, path);
     return path;
   }
-  OnnxBuilder m(13, /*seed=*/20261130);
+  OnnxBuilder m(name.rfind("bert", 0) == 0 || name.rfind("gpt2", 0) == 0 ? 17 : 13, /*seed=*/20261130);
   if (name == "mlp0") mlp0(m);
   else if (name == "lenet5") lenet5(m);
   else if (name == "gemm2048") gemm2048(m);
   else if (name == "resnet50") resnet50(m);
   else if (name == "mobilenetv2") mobilenetv2(m);
+  else if (name == "bert-base") bert_base(m, 12);
+  else if (name == "bert-base-layer") bert_base(m, 1);
   // Write under a name of this process first, then rename (atomic): concurrent runs never
   // see a half-written model.
   auto tmp = dir / fmt::format("{}.onnx.{}.partial", name, ::getpid());

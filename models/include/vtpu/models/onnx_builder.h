@@ -75,6 +75,11 @@ class OnnxBuilder {
   }
 
   const std::vector<float>& weights(const std::string& name) { return inits_.at(name); }
+  bool has_init(const std::string& name) const {
+    for (const auto& t : model_.graph().initializer())
+      if (t.name() == name) return true;
+    return false;
+  }
 
   std::filesystem::path save(const std::string& file) { return save_to(std::filesystem::temp_directory_path() / file); }
   std::filesystem::path save_to(const std::filesystem::path& p) {
