@@ -1628,8 +1628,7 @@ class Codegen {
     if (uint64_t(ys.back()) == x.features) {  // same rows x features: an alias
       Act y = x;
       y.shape = ys;
-      define(op.getOutput(), y);
-      uses_[op.getInput().getAsOpaquePointer()]++;  // keep x alive while y is
+      define(op.getOutput(), y);  // release() frees the shared base when neither is used
       return;
     }
     tag(layer);
