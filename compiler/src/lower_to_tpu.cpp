@@ -244,6 +244,15 @@ struct LowerTosaToTpu : mlir::PassWrapper<LowerTosaToTpu, mlir::OperationPass<ml
   // value the fused layer replaces and updates bias / bounds.
   Value absorb_epilogue(Value v, std::vector<float>& bias, double& lo, double& hi, std::vector<mlir::Operation*>& dead) {
     int64_t C = shape_of(v).back();
+    // A matmul of a 3-D activation is a reshape to 2-D, the matmul, and a reshape back that
+    // keeps the last dimension: the layer then produces the reshaped type itself.
+    if (auto rs = mlir::dyn_cast_or_null<tosa::ReshapeOp>(single_user(v)); rs && shape_of(rs.getResult()).back() == C) {
+      mlir::Operation* u = single_user(rs.getResult());
+      if (u && mlir::isa<tosa::AddOp, tosa::ClampOp>(u)) {
+        dead.push_back(rs);
+        v = rs.getResult();
+      }
+    }
     if (mlir::Operation* u = single_user(v); u && mlir::isa<tosa::AddOp>(u)) {
       if (auto k = per_channel_const(u, v, C)) {
         for (size_t c = 0; c < size_t(C); ++c) bias[c] += (*k)[c];
@@ -262,10 +271,55 @@ struct LowerTosaToTpu : mlir::PassWrapper<LowerTosaToTpu, mlir::OperationPass<ml
     return v;
   }
 
+  // GELU as exported: x * (1 + erf(x * (1/sqrt 2))) * 0.5, or (x * 0.5) * (1 + erf(..)),
+  // becomes the vector unit's vec.gelu (x * Phi(x)) in one step. Runs before the other
+  // rewrites, which would turn the scalar multiplies into affine steps first.
+  void fuse_gelu(mlir::func::FuncOp fn, mlir::OpBuilder& b) {
+    std::vector<tosa::ErfOp> erfs;
+    fn.walk([&](tosa::ErfOp e) { erfs.push_back(e); });
+    auto scalar_of = [&](mlir::Operation* m, Value from) -> std::optional<float> {
+      if (!m || !mlir::isa<tosa::MulOp, tosa::AddOp>(m) || m->getNumOperands() != 2) return std::nullopt;
+      auto k = const_data(m->getOperand(0) == from ? m->getOperand(1) : m->getOperand(0));
+      if (!k || k->size() != 1) return std::nullopt;
+      return (*k)[0];
+    };
+    auto near = [](std::optional<float> v, double want) { return v && std::fabs(double(*v) - want) < 1e-6 * std::fabs(want); };
+    for (tosa::ErfOp erf : erfs) {
+      mlir::Operation* scale_in = erf.getInput().getDefiningOp();
+      if (!scale_in || !mlir::isa<tosa::MulOp>(scale_in) || !erf.getInput().hasOneUse()) continue;
+      Value x = const_data(scale_in->getOperand(1)) ? scale_in->getOperand(0) : scale_in->getOperand(1);
+      mlir::Operation* plus1 = single_user(erf.getResult());
+      mlir::Operation* prod = plus1 ? single_user(plus1->getResult(0)) : nullptr;
+      if (!near(scalar_of(scale_in, x), M_SQRT1_2) || !mlir::isa_and_nonnull<tosa::AddOp>(plus1) ||
+          !near(scalar_of(plus1, erf.getResult()), 1.0) || !mlir::isa_and_nonnull<tosa::MulOp>(prod))
+        continue;
+      Value other = prod->getOperand(0) == plus1->getResult(0) ? prod->getOperand(1) : prod->getOperand(0);
+      mlir::Operation* half = single_user(prod->getResult(0));
+      mlir::Operation* last = nullptr;
+      mlir::Operation* x_half = nullptr;
+      if (other == x && mlir::isa_and_nonnull<tosa::MulOp>(half) && near(scalar_of(half, prod->getResult(0)), 0.5)) {
+        last = half;  // (x * (1 + erf)) * 0.5
+      } else if (auto* xh = other.getDefiningOp(); xh && mlir::isa<tosa::MulOp>(xh) && other.hasOneUse() &&
+                                                  (xh->getOperand(0) == x || xh->getOperand(1) == x) && near(scalar_of(xh, x), 0.5)) {
+        last = prod, x_half = xh;  // (x * 0.5) * (1 + erf)
+      }
+      if (!last || shape_of(last->getResult(0)) != shape_of(x)) continue;
+      b.setInsertionPointAfter(last);
+      Value y = b.create<UnaryOp>(last->getLoc(), last->getResult(0).getType(), x, b.getStringAttr("gelu"),
+                                  b.getStringAttr(layer_name(erf)));
+      last->getResult(0).replaceAllUsesWith(y);
+      std::vector<mlir::Operation*> chain{last, prod, plus1, erf.getOperation(), scale_in};
+      if (x_half && last != half) chain.insert(chain.begin() + 2, x_half);
+      for (mlir::Operation* d : chain)
+        if (d->use_empty()) d->erase();
+    }
+  }
+
   void runOnOperation() override { guarded(getOperation(), [&] { lower(); }, [&] { signalPassFailure(); }); }
   void lower() {
     auto fn = getOperation();
     mlir::OpBuilder b(&getContext());
+    fuse_gelu(fn, b);
     std::vector<mlir::Operation*> ops;
     fn.walk([&](mlir::Operation* op) {
       if (op != fn.getOperation()) ops.push_back(op);

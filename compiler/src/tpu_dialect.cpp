@@ -20,10 +20,10 @@ void TpuDialect::initialize() {
 
 // fn names a vec.<fn> instruction, so codegen can emit it without another check.
 mlir::LogicalResult UnaryOp::verify() {
-  static const char* const kTableFunctions[] = {"sigmoid", "tanh", "erf", "exp", "recip", "rsqrt"};
+  static const char* const kTableFunctions[] = {"sigmoid", "tanh", "erf", "exp", "recip", "rsqrt", "gelu"};
   for (const char* f : kTableFunctions)
     if (getFn() == f) return mlir::success();
-  return emitOpError("fn '") << getFn() << "' is not a vector-unit table function (sigmoid, tanh, erf, exp, recip, rsqrt)";
+  return emitOpError("fn '") << getFn() << "' is not a vector-unit table function (sigmoid, tanh, erf, exp, recip, rsqrt, gelu)";
 }
 
 mlir::LogicalResult BinaryOp::verify() {

@@ -43,6 +43,42 @@ func.func @depthwise(%arg0: tensor<1x4x4x2xf32>) -> tensor<1x4x4x4xf32> {
   return %0 : tensor<1x4x4x4xf32>
 }
 
+// GELU's erf form as exported (x / sqrt 2 folded into a multiply) becomes one vec.gelu.
+// CHECK-LABEL: func.func @gelu
+// CHECK: tpu.unary %arg0 {fn = "gelu", layer = "g"}
+// CHECK-NOT: tosa.erf
+func.func @gelu(%arg0: tensor<2x5xf32>) -> tensor<2x5xf32> {
+  %r = "tosa.const"() {value = dense<0.707106769> : tensor<1x1xf32>} : () -> tensor<1x1xf32>
+  %one = "tosa.const"() {value = dense<1.0> : tensor<1x1xf32>} : () -> tensor<1x1xf32>
+  %half = "tosa.const"() {value = dense<0.5> : tensor<1x1xf32>} : () -> tensor<1x1xf32>
+  %0 = tosa.mul %arg0, %r {shift = 0 : i8} : (tensor<2x5xf32>, tensor<1x1xf32>) -> tensor<2x5xf32> loc("g.div")
+  %1 = tosa.erf %0 : (tensor<2x5xf32>) -> tensor<2x5xf32> loc("g")
+  %2 = tosa.add %1, %one : (tensor<2x5xf32>, tensor<1x1xf32>) -> tensor<2x5xf32>
+  %3 = tosa.mul %arg0, %2 {shift = 0 : i8} : (tensor<2x5xf32>, tensor<2x5xf32>) -> tensor<2x5xf32>
+  %4 = tosa.mul %3, %half {shift = 0 : i8} : (tensor<2x5xf32>, tensor<1x1xf32>) -> tensor<2x5xf32>
+  return %4 : tensor<2x5xf32>
+}
+
+// Layer normalization's TOSA form (as the importer writes it) becomes one tpu.layernorm.
+// CHECK-LABEL: func.func @layernorm
+// CHECK: tpu.layernorm %arg0 {epsilon = 9.9999997473787516E-6 : f64, layer = "ln"}
+// CHECK-NOT: tosa.reduce_sum
+// CHECK-NOT: tosa.rsqrt
+func.func @layernorm(%arg0: tensor<2x4xf32>) -> tensor<2x4xf32> {
+  %inv = "tosa.const"() {value = dense<0.25> : tensor<1x1xf32>} : () -> tensor<1x1xf32>
+  %eps = "tosa.const"() {value = dense<1.0e-5> : tensor<1x1xf32>} : () -> tensor<1x1xf32>
+  %0 = tosa.reduce_sum %arg0 {axis = 1 : i32} : (tensor<2x4xf32>) -> tensor<2x1xf32> loc("ln")
+  %1 = tosa.mul %0, %inv {shift = 0 : i8} : (tensor<2x1xf32>, tensor<1x1xf32>) -> tensor<2x1xf32>
+  %2 = tosa.sub %arg0, %1 : (tensor<2x4xf32>, tensor<2x1xf32>) -> tensor<2x4xf32>
+  %3 = tosa.mul %2, %2 {shift = 0 : i8} : (tensor<2x4xf32>, tensor<2x4xf32>) -> tensor<2x4xf32>
+  %4 = tosa.reduce_sum %3 {axis = 1 : i32} : (tensor<2x4xf32>) -> tensor<2x1xf32>
+  %5 = tosa.mul %4, %inv {shift = 0 : i8} : (tensor<2x1xf32>, tensor<1x1xf32>) -> tensor<2x1xf32>
+  %6 = tosa.add %5, %eps : (tensor<2x1xf32>, tensor<1x1xf32>) -> tensor<2x1xf32>
+  %7 = tosa.rsqrt %6 : (tensor<2x1xf32>) -> tensor<2x1xf32>
+  %8 = tosa.mul %2, %7 {shift = 0 : i8} : (tensor<2x4xf32>, tensor<2x1xf32>) -> tensor<2x4xf32>
+  return %8 : tensor<2x4xf32>
+}
+
 // The TOSA decomposition of softmax is matched back into one tpu.softmax.
 // CHECK-LABEL: func.func @softmax
 // CHECK: tpu.softmax %arg0 {layer = "sm"}
