@@ -1310,7 +1310,13 @@ class Codegen {
     }
     uint64_t rowb = R_ * esz;
     std::vector<uint64_t> o(r, 0);
-    for (uint64_t row = 0; row < y.rows; ++row) {
+    // Output rows go in runs along the innermost row dimension (r - 2): one copy moves a
+    // run, its rows stepping through the input by a whole row stride, or (when that
+    // dimension was the input's last) by one lane within a lane block.
+    size_t inner = r - 2;
+    bool lane_steps = size_t(perm[inner]) == r - 1;
+    uint64_t inner_len = uint64_t(ys[inner]);
+    for (uint64_t row = 0; row < y.rows;) {
       uint64_t rem = row;
       for (size_t k = r - 1; k-- > 0;) o[k] = rem % uint64_t(ys[k]), rem /= uint64_t(ys[k]);
       // The input element at output lane 0: input index i[perm[k]] = o[k].
@@ -1319,17 +1325,22 @@ class Codegen {
         if (size_t(perm[k]) == r - 1) in_lane = o[k];
         else in_row += o[k] * row_stride[size_t(perm[k])];
       }
+      uint64_t run = inner_len - o[inner];
+      if (lane_steps) run = std::min(run, R_ - in_lane % R_);
+      uint64_t step = lane_steps ? esz : row_stride[size_t(perm[inner])] * rowb;
       for (uint64_t blk = 0; blk < y.blocks; ++blk) {
         uint64_t first = blk * R_, cnt = std::min<uint64_t>(R_, y.features - first);
         uint64_t dst = y.base + blk * y.block_bytes + row * rowb;
+        std::string rows_dim = run > 1 ? fmt::format(" dim=[{}, {}, {}]", run, step, rowb) : "";
         if (!gather) {
-          ub_copy(x.base + blk * x.block_bytes + in_row * rowb, dst, fmt::format("bytes={}", cnt * esz));
+          ub_copy(x.base + blk * x.block_bytes + in_row * rowb, dst, fmt::format("bytes={}{}", cnt * esz, rows_dim));
         } else {
           uint64_t src = x.base + (in_lane / R_) * x.block_bytes + (in_row + first * row_stride[lane_src]) * rowb +
                          (in_lane % R_) * esz;
-          ub_copy(src, dst, fmt::format("bytes={} dim=[{}, {}, {}]", esz, cnt, row_stride[lane_src] * rowb, esz));
+          ub_copy(src, dst, fmt::format("bytes={} dim=[{}, {}, {}]{}", esz, cnt, row_stride[lane_src] * rowb, esz, rows_dim));
         }
       }
+      row += run;
     }
     if (gather) {
       ub_.release(x.base);
@@ -1621,6 +1632,48 @@ class Codegen {
     define(op.getOutput(), y);
   }
 
+  Act reshaped_;  // the output split_or_merge_rows built
+  void define_last_reshape(tpu::ReshapeOp op) { define(op.getOutput(), reshaped_); }
+  // A reshape that only regroups the last dimension (attention's [S, H*d] <-> [S, H, d]):
+  // row-major order is kept, so with y's rows a split of x's (b = y.features dividing
+  // x.features) output row (r, j) is x row r's lanes [j*b, j*b + b), and a merge is the
+  // reverse. Unified-buffer copies of lane runs, one per run for all rows at once; false
+  // when some run would not start on a unified-buffer word (then it goes through HBM).
+  bool split_or_merge_rows(const Act& x, const std::vector<int64_t>& ys, const std::string& layer) {
+    uint64_t yf = uint64_t(ys.back()), align = cfg_.core.unified_buffer.alignment_bytes;
+    bool split = yf < x.features && x.features % yf == 0, merge = yf > x.features && yf % x.features == 0;
+    if (!split && !merge) return false;
+    uint64_t b = split ? yf : x.features, a = split ? x.features / yf : yf / x.features;
+    struct Run {
+      uint64_t src, dst, lanes;
+    };
+    std::vector<Run> runs;  // lane offsets: (wide row lane, narrow row lane, count) per j
+    for (uint64_t j = 0; j < a; ++j)
+      for (uint64_t o = 0; o < b;) {
+        uint64_t L = j * b + o, n = std::min({R_ - L % R_, R_ - o % R_, b - o});
+        if ((L % R_) * esz_ % align || (o % R_) * esz_ % align) return false;
+        runs.push_back({L, o + j * (1ull << 40), n});  // j kept in the high bits of dst
+        o += n;
+      }
+    Act y = new_act(ys, fmt::format("the output of '{}'", layer));
+    if (y.features % R_) clear(y.base + (y.blocks - 1) * y.block_bytes, y.block_bytes);
+    const Act& wide = split ? x : y;
+    const Act& narrow = split ? y : x;
+    for (const Run& r : runs) {
+      uint64_t j = r.dst >> 40, o = r.dst & ((1ull << 40) - 1), L = r.src;
+      uint64_t wide_at = wide.base + (L / R_) * wide.block_bytes + (L % R_) * esz_;
+      uint64_t narrow_at = narrow.base + (o / R_) * narrow.block_bytes + j * R_ * esz_ + (o % R_) * esz_;
+      uint64_t wide_stride = R_ * esz_, narrow_stride = a * R_ * esz_;
+      std::string shape = fmt::format("bytes={} dim=[{}, {}, {}]", r.lanes * esz_, wide.rows, split ? wide_stride : narrow_stride,
+                                      split ? narrow_stride : wide_stride);
+      if (split) ub_copy(wide_at, narrow_at, shape);
+      else ub_copy(narrow_at, wide_at, shape);
+    }
+    add_bound(layer, 0, 0);
+    reshaped_ = y;
+    return true;
+  }
+
   void gen_reshape(tpu::ReshapeOp op) {
     std::string layer = op.getLayer().str();
     const Act& x = act(op.getInput());
@@ -1636,6 +1689,7 @@ class Codegen {
     uint64_t lanes_per_word = std::max<uint64_t>(1, cfg_.core.unified_buffer.alignment_bytes / esz_);
     bool image_flatten = x.shape.size() == 4 && ys.size() == 2 && uint64_t(ys[0]) == uint64_t(x.shape[0]) &&
                          x.features % lanes_per_word == 0;
+    if (!image_flatten && split_or_merge_rows(x, ys, layer)) return define_last_reshape(op);
     if (!image_flatten) {
       // Any other reshape: through HBM, stored row-major and reloaded in the new shape.
       uint64_t scratch = hbm_alloc(x.rows * x.features * esz_);

@@ -875,7 +875,7 @@ TEST(CompileErrors, Opset12SoftmaxDefaultAxisIsNotTakenAsLast) {
 
 // A layout change of a large image is thousands of copies; they must share descriptors
 // (addresses in registers), or the 4096-entry descriptor table overflows.
-TEST(CompileLimits, LargeTransposeSharesDmaDescriptors) {
+TEST(CompileLimits, LargeTransposeCopiesRunsOfRowsWithSharedDescriptors) {
   OnnxBuilder m;
   m.input("x", {1, 96, 32, 32});
   OnnxBuilder::attr(m.node("Transpose", "swap", {"x"}, {"y"}), "perm", std::vector<int64_t>{0, 1, 3, 2});
@@ -883,7 +883,9 @@ TEST(CompileLimits, LargeTransposeSharesDmaDescriptors) {
   CompileResult r = compile_onnx(m.save("vtpu_big_transpose.onnx"), config::load_preset("tpu-v4-core"));
   size_t copies = 0;
   for (size_t at = r.assembly.find("dma.copy"); at != std::string::npos; at = r.assembly.find("dma.copy", at + 1)) ++copies;
-  EXPECT_GT(copies, 3000u);  // one per output row: 96 channels x 32 rows
+  // One copy per run of output rows (a whole image row of one channel: 96 x 32 runs of 32
+  // rows), not one per row, and the copies share their descriptors.
+  EXPECT_LE(copies, 96u * 32u / 32u + 8u);
   EXPECT_LT(r.program.descriptors.size(), 64u);
 }
 
