@@ -213,8 +213,8 @@ struct Transformer {
     int64_t d = D / heads;
     std::string q = linear(name + ".query", x, D, D), k = linear(name + ".key", x, D, D), v = linear(name + ".value", x, D, D);
     if (!m.has_init("heads.shape")) {
-      m.init_i64("heads.shape", {1, S, heads, d});
-      m.init_i64("merged.shape", {1, S, D});
+      m.init_i64("heads.shape", {0, S, heads, d});  // 0: the batch dimension as given
+      m.init_i64("merged.shape", {0, S, D});
       m.init("heads.scale", {}, 0, {std::sqrt(float(d))});
     }
     auto split = [&](const std::string& t, std::vector<int64_t> perm) {
@@ -327,7 +327,8 @@ const ZooEntry* find(const std::string& name) {
 
 std::filesystem::path default_dir() {
   if (const char* d = std::getenv("VTPU_MODEL_DIR")) return d;
-  return std::filesystem::temp_directory_path() / "vtpu-zoo";
+  // Versioned: a model cached by an older build is not reused after the zoo changes.
+  return std::filesystem::temp_directory_path() / "vtpu-zoo-2";
 }
 
 std::filesystem::path materialize(const std::string& name, const std::filesystem::path& dir) {

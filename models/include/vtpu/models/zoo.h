@@ -24,7 +24,7 @@ const ZooEntry* find(const std::string& name);
 // vtpu::UserError for an unknown name (listing the zoo).
 std::filesystem::path materialize(const std::string& name, const std::filesystem::path& dir);
 
-// Where `vtpu run NAME` keeps generated models: $VTPU_MODEL_DIR, else <tmp>/vtpu-zoo.
+// Where `vtpu run NAME` keeps generated models: $VTPU_MODEL_DIR, else <tmp>/vtpu-zoo-N (N: the zoo version).
 std::filesystem::path default_dir();
 
 }  // namespace vtpu::models
