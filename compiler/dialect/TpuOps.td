@@ -117,8 +117,13 @@ def Tpu_SliceOp : Tpu_Op<"slice", [Pure]> {
 }
 
 def Tpu_SoftmaxOp : Tpu_Op<"softmax", [Pure]> {
-  let summary = "softmax over the last dimension";
-  let arguments = (ins AnyRankedTensor:$input, StrAttr:$layer);
+  let summary = "softmax over the last dimension, of input + mask when a mask is given";
+  let description = [{
+    The optional mask is a constant [M, N] added to the last two dimensions of the input
+    (repeated over the leading ones) before the softmax: attention's causal or padding
+    masks, kept in fp32 so INT8 scores never see their huge negative values.
+  }];
+  let arguments = (ins AnyRankedTensor:$input, Optional<AnyRankedTensor>:$mask, StrAttr:$layer);
   let results = (outs AnyRankedTensor:$output);
   let assemblyFormat = "operands attr-dict `:` functional-type(operands, results)";
 }

@@ -20,6 +20,7 @@
 #include <limits>
 #include <map>
 #include <optional>
+#include <sstream>
 
 #include "import.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -217,9 +218,14 @@ class Codegen {
     try {
       r.program = isa::assemble(r.assembly, "<compiler>");
     } catch (const isa::AsmError& e) {
-      throw CompileError(fmt::format("the generated program does not fit the instruction set ({}); the model is too "
-                                     "large for this compiler version on config '{}'",
-                                     e.diagnostics().front().message, cfg_.name));
+      // Name the generated line too: a compiler bug is then reportable as it is.
+      const auto& d = e.diagnostics().front();
+      std::string line;
+      std::istringstream in(r.assembly);
+      for (int i = 0; i < d.line && std::getline(in, line);) ++i;
+      throw CompileError(fmt::format("the generated program does not fit the instruction set ({}, at generated line "
+                                     "'{}'); the model is too large for this compiler version on config '{}'",
+                                     d.message, line, cfg_.name));
     }
     for (auto& seg : segments_) r.program.constants.push_back(std::move(seg));
     r.program.config_fingerprint = config::fingerprint(cfg_);
@@ -1592,6 +1598,24 @@ class Codegen {
       code(fmt::format("  dma.load desc={} src=r0 dst=r0 flag=f1", d));
       code("  wait f1");
     }
+    // The model's own mask [M, N] (fp32, blocked like the values), added to each group of M rows.
+    uint64_t mask_rows = 0, user_mask = 0;
+    if (op.getMask()) {
+      auto mk = const_floats(op.getMask(), layer);
+      mask_rows = mk.size() / x.features;
+      if (rows % mask_rows) throw InternalError("softmax mask rows do not divide the input rows");
+      std::vector<uint8_t> bytes(x.blocks * mask_rows * row32, 0);
+      for (uint64_t i = 0; i < mask_rows; ++i)
+        for (uint64_t j = 0; j < x.features; ++j)
+          std::memcpy(&bytes[((j / C_) * mask_rows + i) * row32 + (j % C_) * 4], &mk[i * x.features + j], 4);
+      auto at = ub_.alloc(bytes.size());
+      if (!at) throw CompileError(fmt::format("node '{}': no unified-buffer room for the attention mask", layer));
+      user_mask = *at;
+      uint64_t n = bytes.size(), hbm = hbm_const(std::move(bytes));
+      std::string d = new_desc(fmt::format("bytes={} src_off={} dst_off={}", n, hbm, user_mask));
+      code(fmt::format("  dma.load desc={} src=r0 dst=r0 flag=f1", d));
+      code("  wait f1");
+    }
     for (uint64_t b = 0; b < x.blocks; ++b) {
       uint64_t v = vals + b * rows * row32;
       code(fmt::format("  li r1, {} || li r2, {}", x.base + b * x.block_bytes, v));
@@ -1599,6 +1623,10 @@ class Codegen {
       if (q8_) vec_wait(fmt::format("vec.affine dst=ub[r2+0] a=ub[r2+0] rows={} dt=fp32 param={}", rows, in_scale));
       code(fmt::format("  li r3, {}", masks + b * row32));
       vec_wait(fmt::format("vec.add dst=ub[r2+0] a=ub[r2+0] b=ub[r3+0] rows={} dt=fp32 bcast=1", rows));
+      for (uint64_t g = 0; mask_rows && g < rows / mask_rows; ++g) {
+        code(fmt::format("  li r3, {} || li r4, {}", v + g * mask_rows * row32, user_mask + b * mask_rows * row32));
+        vec_wait(fmt::format("vec.add dst=ub[r3+0] a=ub[r3+0] b=ub[r4+0] rows={} dt=fp32", mask_rows));
+      }
       code(fmt::format("  li r4, {}", b == 0 ? mx : tmp));
       vec_wait(fmt::format("vec.rmax dst=ub[r4+0] a=ub[r2+0] rows={} dt=fp32", rows));
       if (b) {
@@ -1628,6 +1656,7 @@ class Codegen {
       vec_wait(fmt::format("vec.cvt dst=ub[r3+0] a=ub[r2+0] rows={} dt=fp32 odt={}", rows, dt_));
     }
     ub_.release(*work);
+    if (mask_rows) ub_.release(user_mask);
     add_bound(layer, 0, 0);
     define(op.getOutput(), y);
   }

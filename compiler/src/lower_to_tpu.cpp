@@ -271,6 +271,25 @@ struct LowerTosaToTpu : mlir::PassWrapper<LowerTosaToTpu, mlir::OperationPass<ml
     return v;
   }
 
+  // An Add of a constant that only a softmax reads, the constant repeating over all but the
+  // last two dimensions (an attention mask): the softmax takes it as its mask.
+  static bool softmax_mask(mlir::Operation* op) {
+    if (!mlir::isa<tosa::AddOp>(op) || bool(const_data(op->getOperand(0))) == bool(const_data(op->getOperand(1)))) return false;
+    Value k = const_data(op->getOperand(0)) ? op->getOperand(0) : op->getOperand(1);
+    auto ks = shape_of(k), ys = shape_of(op->getResult(0));
+    if (ks.size() != ys.size() || ks.size() < 2) return false;
+    for (size_t i = 0; i + 2 < ks.size(); ++i)
+      if (ks[i] != 1) return false;
+    for (size_t i = ks.size() - 2; i < ks.size(); ++i)
+      if (ks[i] != 1 && ks[i] != ys[i]) return false;
+    mlir::Operation* rm = nullptr;
+    for (mlir::Operation* u : op->getResult(0).getUsers()) {
+      if (mlir::isa<tosa::ReduceMaxOp>(u)) rm = u;
+      else if (!mlir::isa<tosa::SubOp>(u)) return false;
+    }
+    return rm != nullptr;
+  }
+
   // GELU as exported: x * (1 + erf(x * (1/sqrt 2))) * 0.5, or (x * 0.5) * (1 + erf(..)),
   // becomes the vector unit's vec.gelu (x * Phi(x)) in one step. Runs before the other
   // rewrites, which would turn the scalar multiplies into affine steps first.
@@ -420,6 +439,7 @@ struct LowerTosaToTpu : mlir::PassWrapper<LowerTosaToTpu, mlir::OperationPass<ml
         retire(op);
         continue;
       }
+      if (softmax_mask(op)) continue;  // folded into the softmax below
       if (mlir::isa<tosa::AddOp, tosa::SubOp>(op) &&
           (const_data(op->getOperand(0)) != std::nullopt) != (const_data(op->getOperand(1)) != std::nullopt)) {
         // x + k, x - k or k - x with a per-channel or scalar constant k: one affine step.
@@ -540,7 +560,21 @@ struct LowerTosaToTpu : mlir::PassWrapper<LowerTosaToTpu, mlir::OperationPass<ml
         if (!sub || sub.getInput1() != x || !ex || !sum || !mul || !rcp)
           fail(op, "a reduce_max that is not part of a softmax is not supported");
         b.setInsertionPointAfter(mul);
-        Value y = b.create<SoftmaxOp>(loc, mul.getType(), x, b.getStringAttr(name));
+        Value mask;
+        if (mlir::Operation* add = x.getDefiningOp(); add && softmax_mask(add)) {
+          bool k_first = bool(const_data(add->getOperand(0)));
+          auto k = *const_data(add->getOperand(k_first ? 0 : 1));
+          auto ks = shape_of(add->getOperand(k_first ? 0 : 1)), xs = shape_of(x);
+          int64_t M = xs.size() > 1 ? xs[xs.size() - 2] : 1, N = xs.back();
+          int64_t kM = ks.size() > 1 ? ks[ks.size() - 2] : 1, kN = ks.back();
+          std::vector<float> full(size_t(M * N));
+          for (int64_t i = 0; i < M; ++i)
+            for (int64_t j = 0; j < N; ++j) full[size_t(i * N + j)] = k[size_t((i % kM) * kN + j % kN)];
+          mask = make_const(b, loc, {M, N}, full);
+          x = add->getOperand(k_first ? 1 : 0);
+          retire(add);
+        }
+        Value y = b.create<SoftmaxOp>(loc, mul.getType(), x, mask, b.getStringAttr(name));
         mul.getResult().replaceAllUsesWith(y);
         for (mlir::Operation* d : {op, sub.getOperation(), ex.getOperation(), sum.getOperation(), rcp.getOperation(), mul.getOperation()})
           retire(d);

@@ -219,8 +219,13 @@ std::vector<RefTensor> evaluate_reference(mlir::func::FuncOp fn, const std::vect
       double lo = cl.getClampMin().convertToDouble(), hi = cl.getClampMax().convertToDouble();
       for (size_t i = 0; i < n; ++i) y.data[i] = clampf(x.data[i], lo, hi);
     } else if (auto s = mlir::dyn_cast<tpu::SoftmaxOp>(op)) {
-      const RefTensor& x = get(s.getInput());
+      RefTensor x = get(s.getInput());
       size_t F = size_t(y.shape.back());
+      if (s.getMask()) {  // [M, F], repeated over the rows' leading dimensions
+        auto mk = consts(s.getMask());
+        size_t M = mk.size() / F;
+        for (size_t i = 0; i < n; ++i) x.data[i] += mk[(i / F) % M * F + i % F];
+      }
       for (size_t r = 0; r < n / F; ++r) {
         double m = -std::numeric_limits<double>::infinity(), sum = 0;
         for (size_t j = 0; j < F; ++j) m = std::max(m, double(x.data[r * F + j]));

@@ -756,6 +756,48 @@ TEST_P(CompileE2E, MultiHeadAttentionMatchesFp32Reference) {
   expect_close(got, want, tolerance(0.03));
 }
 
+// Causal self-attention (one head): the mask constant [1, S, S] (0 on and below the
+// diagonal, -1e9 above) added to the scores folds into the softmax, in fp32 also for INT8.
+TEST_P(CompileE2E, CausalMaskedAttentionMatchesFp32Reference) {
+  const int64_t S = 10, D = 12;
+  OnnxBuilder m;
+  m.input("x", {1, S, D});
+  auto& wq = m.init("wq", {D, D}, 0.5f);
+  auto& wk = m.init("wk", {D, D}, 0.5f);
+  auto& wv = m.init("wv", {D, D}, 0.5f);
+  Vec causal(size_t(S * S));
+  for (int64_t i = 0; i < S; ++i)
+    for (int64_t j = 0; j < S; ++j) causal[size_t(i * S + j)] = j <= i ? 0.0f : -1e9f;
+  m.init("mask", {1, S, S}, 0, causal);
+  m.node("MatMul", "q", {"x", "wq"}, {"q"});
+  m.node("MatMul", "k", {"x", "wk"}, {"k"});
+  m.node("MatMul", "v", {"x", "wv"}, {"v"});
+  OnnxBuilder::attr(m.node("Transpose", "kt", {"k"}, {"kt"}), "perm", std::vector<int64_t>{0, 2, 1});
+  m.node("MatMul", "scores", {"q", "kt"}, {"s"});
+  m.node("Add", "mask_add", {"s", "mask"}, {"sm"});
+  m.node("Softmax", "softmax", {"sm"}, {"p"});
+  m.node("MatMul", "context", {"p", "v"}, {"y"});
+  m.output("y", {1, S, D});
+  auto path = m.save("vtpu_causal_" + id() + ".onnx");
+
+  Vec x(size_t(S * D));
+  std::mt19937 rng(37);
+  for (auto& v : x) v = float(int(rng() % 2001) - 1000) / 800.0f;
+  Vec got = compile_and_run(path, {{"x", x}});
+  Vec q = gemm(x, S, D, wq, D, {}, false), k = gemm(x, S, D, wk, D, {}, false), v = gemm(x, S, D, wv, D, {}, false);
+  Vec sc(size_t(S * S));
+  for (int64_t i = 0; i < S; ++i)
+    for (int64_t j = 0; j < S; ++j) {
+      double acc = causal[size_t(i * S + j)];
+      for (int64_t e = 0; e < D; ++e) acc += double(q[size_t(i * D + e)]) * k[size_t(j * D + e)];
+      sc[size_t(i * S + j)] = float(acc);
+    }
+  Vec want = gemm(softmax_rows(sc, S, S), S, S, v, D, {}, false);
+  // Row 0 attends to itself only: its output is v's row 0.
+  for (int64_t e = 0; e < D; ++e) ASSERT_NEAR(want[size_t(e)], v[size_t(e)], 1e-5);
+  expect_close(got, want, tolerance(0.03));
+}
+
 // A transformer's feed-forward half as torch exports it (opset 17): LayerNormalization,
 // MatMul + bias, GELU as x * 0.5 * (1 + erf(x / sqrt(2))), MatMul + bias, residual Add.
 TEST_P(CompileE2E, LayerNormAndGeluFeedForwardMatchesFp32Reference) {
