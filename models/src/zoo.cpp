@@ -287,6 +287,24 @@ void bert_base(OnnxBuilder& m, int layers) {
   m.output(x, {1, t.S, t.D});
 }
 
+void gpt2_block(OnnxBuilder& m) {
+  // One GPT-2 small decoder block (Radford et al. 2019): pre-layer-norm, causal multi-head
+  // self-attention (768, 12 heads) and a 3072-wide MLP with GELU's tanh form, on 128 tokens.
+  Transformer t{m, 128, 768, 12, 3072};
+  m.input("hidden_states", {1, t.S, t.D});
+  const size_t S = static_cast<size_t>(t.S);
+  std::vector<float> causal(S * S);
+  for (size_t i = 0; i < S; ++i)
+    for (size_t j = 0; j < S; ++j) causal[i * S + j] = j <= i ? 0.0f : -1e9f;
+  m.init("attn.causal_mask", {1, 1, t.S, t.S}, 0, causal);
+  std::string x = "hidden_states";
+  std::string a = t.attention("h.0.attn", t.layernorm("h.0.ln_1", x), "attn.causal_mask");
+  x = t.add("h.0.attn.residual", x, a);
+  std::string h = t.gelu("h.0.mlp.gelu", t.linear("h.0.mlp.c_fc", t.layernorm("h.0.ln_2", x), t.D, t.F), true);
+  x = t.add("h.0.mlp.residual", x, t.linear("h.0.mlp.c_proj", h, t.F, t.D));
+  m.output(x, {1, t.S, t.D});
+}
+
 void gemm2048(OnnxBuilder& m) {
   // The 2048^3 GEMM of the compiler's quality figures: activations [2048, 2048] x weights.
   m.input("a", {2048, 2048});
@@ -313,6 +331,8 @@ const std::vector<ZooEntry>& zoo() {
        "Devlin et al. 2019 (Hugging Face's bert-base-uncased encoder, without the embedding lookup)", "tpu-v4-core", "bf16"},
       {"bert-base-layer", "one BERT-base encoder layer (sequence 128), the unit the compiler's transformer figures are measured on",
        "Devlin et al. 2019", "tpu-v4-core", "bf16"},
+      {"gpt2-block", "one GPT-2 small decoder block: causal self-attention (768, 12 heads), tanh-GELU MLP 3072, pre-layer-norm, 128 tokens, 7M weights, seeded",
+       "Radford et al. 2019 (Hugging Face's gpt2, one of its 12 blocks)", "tpu-v4-core", "bf16"},
       {"gemm2048", "one 2048 x 2048 x 2048 matrix multiply (activation x constant weights), seeded weights",
        "the GEMM the compiler's roofline figures are measured on", "tpu-v4-core", "bf16"},
   };
@@ -356,6 +376,7 @@ std::filesystem::path materialize(const std::string& name, const std::filesystem
   else if (name == "mobilenetv2") mobilenetv2(m);
   else if (name == "bert-base") bert_base(m, 12);
   else if (name == "bert-base-layer") bert_base(m, 1);
+  else if (name == "gpt2-block") gpt2_block(m);
   // Write under a name of this process first, then rename (atomic): concurrent runs never
   // see a half-written model.
   auto tmp = dir / fmt::format("{}.onnx.{}.partial", name, ::getpid());
