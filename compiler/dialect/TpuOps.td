@@ -41,6 +41,17 @@ def Tpu_LayerNormOp : Tpu_Op<"layernorm", [Pure]> {
   let assemblyFormat = "operands attr-dict `:` functional-type(operands, results)";
 }
 
+def Tpu_ConstantOp : Tpu_Op<"constant", [Pure]> {
+  let summary = "a constant tensor as an activation (loaded from HBM into the unified buffer)";
+  let description = [{
+    For elementwise ops with a constant operand that is neither per-channel nor a scalar
+    (position tables, constant states): the op then sees two activations.
+  }];
+  let arguments = (ins ElementsAttr:$value, StrAttr:$layer);
+  let results = (outs AnyRankedTensor:$output);
+  let assemblyFormat = "attr-dict `:` type($output)";
+}
+
 def Tpu_Conv2DOp : Tpu_Op<"conv2d", [Pure]> {
   let summary = "NHWC convolution y = clamp(conv(x, w) + bias); w is [KH, KW, CI / groups, CO]";
   let description = [{

@@ -204,6 +204,7 @@ class Codegen {
       else if (auto sl = mlir::dyn_cast<tpu::SliceOp>(op)) gen_slice(sl);
       else if (auto s = mlir::dyn_cast<tpu::SoftmaxOp>(op)) gen_softmax(s);
       else if (auto ln = mlir::dyn_cast<tpu::LayerNormOp>(op)) gen_layernorm(ln);
+      else if (auto k = mlir::dyn_cast<tpu::ConstantOp>(op)) gen_constant(k);
       else if (auto r = mlir::dyn_cast<tpu::ReshapeOp>(op)) gen_reshape(r);
       else if (auto c = mlir::dyn_cast<tpu::ClampOp>(op)) gen_clamp(c);
       else if (auto af = mlir::dyn_cast<tpu::AffineOp>(op)) gen_affine(af);
@@ -1489,6 +1490,29 @@ class Codegen {
     }
     add_bound(layer, 0, 0);
     define(op.getOutput(), y);
+  }
+
+  // A constant activation: its values (int8 in its calibrated scale, or bf16) row-major in
+  // HBM, loaded into the blocked layout like a model input.
+  void gen_constant(tpu::ConstantOp op) {
+    std::string layer = op.getLayer().str();
+    tag(layer);
+    std::vector<float> v;
+    for (float f : mlir::cast<mlir::DenseElementsAttr>(op.getValue()).getValues<float>()) v.push_back(f);
+    std::vector<uint8_t> bytes(v.size() * esz_);
+    double s = q8_ ? double(scale(op.getOutput())) : 1.0;
+    for (size_t i = 0; i < v.size(); ++i) {
+      if (q8_) {
+        bytes[i] = uint8_t(int8_t(std::clamp<double>(std::nearbyint(v[i] / s), -128, 127)));
+      } else {
+        uint16_t h = bf16_of(v[i]);
+        std::memcpy(&bytes[i * 2], &h, 2);
+      }
+    }
+    Act a = new_act(shape_of(op.getOutput()), fmt::format("the constant of '{}'", layer));
+    load_act(a, hbm_const(std::move(bytes)));
+    add_bound(layer, 0, a.rows * a.features * esz_);
+    define(op.getOutput(), a);
   }
 
   // Layer normalization in fp32 rows: row sums over the lane blocks (vec.rsum fills every

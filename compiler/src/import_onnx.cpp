@@ -293,6 +293,7 @@ class Importer {
     if (op == "BatchNormalization") return batchnorm(n, loc);
     if (op == "Softmax") return softmax(n, loc);
     if (op == "LayerNormalization") return layernorm(n, loc);
+    if (op == "LSTM") return lstm(n, loc);
     if (op == "Sigmoid" || op == "Tanh" || op == "Erf" || op == "Exp" || op == "Reciprocal" || op == "Sqrt") {
       const Tensor& x = input(n, 0);
       auto t = x.value.getType();
@@ -946,6 +947,148 @@ class Importer {
     Value rcp = b_.create<mlir::tosa::ReciprocalOp>(loc, tensor_type(red), sum);
     Value y = b_.create<mlir::tosa::MulOp>(loc, type, ex, rcp, b_.getI8IntegerAttr(0));
     define(n, {y, x.shape, false});
+  }
+
+  // LSTM unrolled over its (static) time steps into matmuls and elementwise ops. The input
+  // projections of all steps are one matmul per gate; each step adds h_{t-1} R^T, then
+  // i, o, f = sigmoid, g = tanh, c = f * c + i * g, h = o * tanh(c) (ONNX's gate order iofc).
+  void lstm(const onnx::NodeProto& n, mlir::Location loc) {
+    only_attrs(n, {"activations", "direction", "hidden_size", "layout", "clip", "input_forget", "activation_alpha",
+                   "activation_beta"});
+    if (attr(n, "clip")) fail("LSTM attribute clip is not supported", node_name(n));
+    if (attr_i(n, "input_forget", 0)) fail("LSTM attribute input_forget=1 is not supported", node_name(n));
+    bool batch_first = attr_i(n, "layout", 0) != 0;
+    if (auto* a = attr(n, "activations")) {
+      static const char* const kDefault[] = {"Sigmoid", "Tanh", "Tanh"};
+      for (int i = 0; i < a->strings_size(); ++i)
+        if (a->strings(i) != kDefault[i % 3])
+          fail(fmt::format("LSTM activation '{}' is not supported (Sigmoid, Tanh, Tanh)", a->strings(i)), node_name(n));
+    }
+    std::string dir = attr_s(n, "direction", "forward");
+    if (dir != "forward" && dir != "reverse" && dir != "bidirectional")
+      fail(fmt::format("LSTM direction '{}' is not one of forward, reverse, bidirectional", dir), node_name(n));
+    Tensor x = input(n, 0);
+    if (x.shape.size() != 3) fail("LSTM input X must be 3-D [seq, batch, input]", node_name(n));
+    if (batch_first) x = {transpose(x.value, {1, 0, 2}, loc), {x.shape[1], x.shape[0], x.shape[2]}, false};
+    int64_t T = x.shape[0], B = x.shape[1], I = x.shape[2];
+    if (n.input_size() > 4 && !n.input(4).empty())
+      for (float len : const_input(n, 4, "LSTM sequence_lens").data)
+        if (int64_t(len) != T)
+          fail(fmt::format("LSTM sequence_lens holds {}; only full-length sequences ({}) are supported", int64_t(len), T), node_name(n));
+    const Constant& W = const_input(n, 1, "LSTM W");
+    const Constant& R = const_input(n, 2, "LSTM R");
+    int64_t dirs = dir == "bidirectional" ? 2 : 1, H = attr_i(n, "hidden_size", R.shape.size() == 3 ? R.shape[2] : 0);
+    if (W.shape != std::vector<int64_t>{dirs, 4 * H, I} || R.shape != std::vector<int64_t>{dirs, 4 * H, H})
+      fail(fmt::format("LSTM W must be [{0}, {1}, {2}] and R [{0}, {1}, {3}]", dirs, 4 * H, I, H), node_name(n));
+    std::vector<float> bias(size_t(dirs * 8 * H), 0.0f);
+    if (n.input_size() > 3 && !n.input(3).empty()) bias = const_input(n, 3, "LSTM B").data;
+    if (bias.size() != size_t(dirs * 8 * H)) fail(fmt::format("LSTM B must have {} values", dirs * 8 * H), node_name(n));
+    auto initial = [&](int i) -> std::optional<Tensor> {
+      if (n.input_size() <= i || n.input(i).empty()) return std::nullopt;
+      Tensor t = input(n, i);
+      if (t.shape != (batch_first ? std::vector<int64_t>{B, dirs, H} : std::vector<int64_t>{dirs, B, H}))
+        fail(fmt::format("LSTM initial state {} must be [{}, {}, {}]", i == 5 ? "initial_h" : "initial_c", dirs, B, H), node_name(n));
+      return t;
+    };
+    auto h0 = initial(5), c0 = initial(6);
+    std::vector<float> peep;  // [dirs, 3H]: i, o, f
+    if (n.input_size() > 7 && !n.input(7).empty()) {
+      peep = const_input(n, 7, "LSTM P").data;
+      if (peep.size() != size_t(dirs * 3 * H)) fail(fmt::format("LSTM P must have {} values", dirs * 3 * H), node_name(n));
+    }
+    // gate += P_k * state (a per-channel scale of the cell state), for the peephole connections.
+    auto peephole = [&](Value gate, Value state, int64_t d, int64_t k) -> Value {
+      if (peep.empty() || !state) return gate;
+      std::vector<float> pk(peep.begin() + (d * 3 + k) * H, peep.begin() + (d * 3 + k + 1) * H);
+      if (auto kc = state.getDefiningOp<mlir::tosa::ConstOp>()) {  // a constant initial state: fold the product
+        std::vector<float> prod;
+        size_t j = 0;
+        for (float v : mlir::cast<mlir::DenseElementsAttr>(kc.getValue()).getValues<float>()) prod.push_back(v * pk[j++ % size_t(H)]);
+        return b_.create<mlir::tosa::AddOp>(loc, tensor_type({B, H}), gate, constant({B, H}, prod, loc));
+      }
+      Value scaled = b_.create<mlir::tosa::MulOp>(loc, tensor_type({B, H}), state, constant({1, H}, pk, loc), b_.getI8IntegerAttr(0));
+      return b_.create<mlir::tosa::AddOp>(loc, tensor_type({B, H}), gate, scaled);
+    };
+    if (batch_first && h0) h0 = Tensor{transpose(h0->value, {1, 0, 2}, loc), {dirs, B, H}, false};
+    if (batch_first && c0) c0 = Tensor{transpose(c0->value, {1, 0, 2}, loc), {dirs, B, H}, false};
+    auto fc = [&](Value v, int64_t rows, const float* w, int64_t K, const std::vector<float>& b) -> Value {
+      if (auto kc = v.getDefiningOp<mlir::tosa::ConstOp>()) {  // a constant state: the product is a constant too
+        std::vector<float> in, out(size_t(rows * H));
+        for (float f : mlir::cast<mlir::DenseElementsAttr>(kc.getValue()).getValues<float>()) in.push_back(f);
+        for (int64_t r = 0; r < rows; ++r)
+          for (int64_t j = 0; j < H; ++j) {
+            double acc = b[size_t(j)];
+            for (int64_t k = 0; k < K; ++k) acc += double(in[size_t(r * K + k)]) * w[j * K + k];
+            out[size_t(r * H + j)] = float(acc);
+          }
+        return constant({rows, H}, out, loc);
+      }
+      std::vector<float> wt(w, w + H * K);  // [N = H, K], TOSA's fully_connected layout
+      return b_.create<mlir::tosa::FullyConnectedOp>(loc, tensor_type({rows, H}), v, constant({H, K}, wt, loc), constant({H}, b, loc),
+                                                     nullptr).getResult();
+    };
+    auto state_of = [&](const std::optional<Tensor>& t, int64_t d, int idx) -> Value {
+      if (!t) return nullptr;
+      if (auto k = constants_.find(n.input(idx)); k != constants_.end()) {  // a constant state: its slice, folded
+        std::vector<float> v(size_t(B * H));
+        for (int64_t b = 0; b < B; ++b)
+          for (int64_t j = 0; j < H; ++j)
+            v[size_t(b * H + j)] = k->second.data[size_t(batch_first ? (b * dirs + d) * H + j : (d * B + b) * H + j)];
+        return constant({B, H}, v, loc);
+      }
+      Value s = b_.create<mlir::tosa::SliceOp>(loc, tensor_type({1, B, H}), t->value, b_.getDenseI64ArrayAttr({d, 0, 0}),
+                                              b_.getDenseI64ArrayAttr({1, B, H}));
+      return reshape(s, {B, H}, loc);
+    };
+    Value x2 = reshape(x.value, {T * B, I}, loc);
+    auto type = tensor_type({B, H});
+    auto shift = b_.getI8IntegerAttr(0);
+    std::vector<Value> ys, hs, cs;
+    for (int64_t d = 0; d < dirs; ++d) {
+      bool reverse = dir == "reverse" || d == 1;
+      std::vector<Value> xw(4);
+      for (int64_t g = 0; g < 4; ++g) {
+        std::vector<float> bg(static_cast<size_t>(H));
+        for (int64_t j = 0; j < H; ++j)
+          bg[size_t(j)] = bias[size_t(d * 8 * H + g * H + j)] + bias[size_t(d * 8 * H + 4 * H + g * H + j)];
+        xw[size_t(g)] = fc(x2, T * B, W.data.data() + (d * 4 * H + g * H) * I, I, bg);
+      }
+      Value h = state_of(h0, d, 5), c = state_of(c0, d, 6);
+      std::vector<Value> steps(static_cast<size_t>(T));
+      std::vector<float> zero(static_cast<size_t>(H), 0.0f);
+      for (int64_t s = 0; s < T; ++s) {
+        int64_t t = reverse ? T - 1 - s : s;
+        Value gate[4];
+        for (int64_t g = 0; g < 4; ++g) {
+          gate[g] = b_.create<mlir::tosa::SliceOp>(loc, type, xw[size_t(g)], b_.getDenseI64ArrayAttr({t * B, 0}),
+                                                   b_.getDenseI64ArrayAttr({B, H}));
+          if (h) gate[g] = b_.create<mlir::tosa::AddOp>(loc, type, gate[g], fc(h, B, R.data.data() + (d * 4 * H + g * H) * H, H, zero));
+        }
+        Value i = b_.create<mlir::tosa::SigmoidOp>(loc, type, peephole(gate[0], c, d, 0));
+        Value f = b_.create<mlir::tosa::SigmoidOp>(loc, type, peephole(gate[2], c, d, 2));
+        Value cand = b_.create<mlir::tosa::TanhOp>(loc, type, gate[3]);
+        Value ig = b_.create<mlir::tosa::MulOp>(loc, type, i, cand, shift);
+        c = c ? Value(b_.create<mlir::tosa::AddOp>(loc, type, b_.create<mlir::tosa::MulOp>(loc, type, f, c, shift), ig)) : ig;
+        Value o = b_.create<mlir::tosa::SigmoidOp>(loc, type, peephole(gate[1], c, d, 1));
+        h = b_.create<mlir::tosa::MulOp>(loc, type, o, b_.create<mlir::tosa::TanhOp>(loc, type, c), shift);
+        steps[size_t(t)] = h;
+      }
+      Value y = T == 1 ? steps[0] : b_.create<mlir::tosa::ConcatOp>(loc, tensor_type({T * B, H}), steps, 0).getResult();
+      ys.push_back(reshape(y, {T, 1, B, H}, loc));
+      hs.push_back(reshape(h, {1, B, H}, loc));
+      cs.push_back(reshape(c, {1, B, H}, loc));
+    }
+    auto join = [&](std::vector<Value>& v, std::vector<int64_t> shape, int32_t axis) {
+      return v.size() == 1 ? v[0] : b_.create<mlir::tosa::ConcatOp>(loc, tensor_type(shape), v, axis).getResult();
+    };
+    Value outs[3] = {join(ys, {T, dirs, B, H}, 1), join(hs, {dirs, B, H}, 0), join(cs, {dirs, B, H}, 0)};
+    std::vector<int64_t> shapes[3] = {{T, dirs, B, H}, {dirs, B, H}, {dirs, B, H}};
+    if (batch_first) {  // Y [B, T, dirs, H], Y_h and Y_c [B, dirs, H]
+      outs[0] = transpose(outs[0], {2, 0, 1, 3}, loc), shapes[0] = {B, T, dirs, H};
+      for (int k : {1, 2}) outs[k] = transpose(outs[k], {1, 0, 2}, loc), shapes[k] = {B, dirs, H};
+    }
+    for (int k = 0; k < n.output_size() && k < 3; ++k)
+      if (!n.output(k).empty()) values_[n.output(k)] = {outs[k], shapes[k], false};
   }
 
   // LayerNormalization over the last axis, as TOSA: c = x - mean(x),

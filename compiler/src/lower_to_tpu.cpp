@@ -290,6 +290,45 @@ struct LowerTosaToTpu : mlir::PassWrapper<LowerTosaToTpu, mlir::OperationPass<ml
     return rm != nullptr;
   }
 
+  // An elementwise op with a constant operand that is neither per-channel nor a scalar (and
+  // not an attention mask) gets that operand as a tpu.constant of the result's shape, so it
+  // lowers like an op of two activations.
+  void materialize_constants(mlir::func::FuncOp fn, mlir::OpBuilder& b) {
+    std::vector<mlir::Operation*> ops;
+    fn.walk([&](mlir::Operation* op) {
+      if (mlir::isa<tosa::AddOp, tosa::SubOp, tosa::MulOp, tosa::MaximumOp, tosa::MinimumOp>(op)) ops.push_back(op);
+    });
+    for (mlir::Operation* op : ops) {
+      bool k0 = bool(const_data(op->getOperand(0))), k1 = bool(const_data(op->getOperand(1)));
+      if (k0 == k1 || softmax_mask(op)) continue;
+      Value x = op->getOperand(k0 ? 1 : 0), k = op->getOperand(k0 ? 0 : 1);
+      bool affine_ok = mlir::isa<tosa::AddOp, tosa::SubOp, tosa::MulOp>(op) && shape_of(op->getResult(0)) == shape_of(x);
+      if (affine_ok && per_channel_const(op, x, shape_of(x).back())) continue;
+      auto ys = shape_of(op->getResult(0)), ks = shape_of(k);
+      auto data = *const_data(k);
+      if (ks.size() != ys.size()) fail(op, "a constant operand of another rank than the result");
+      // Expand the size-1 dimensions to the result's shape.
+      size_t total = 1;
+      for (int64_t d : ys) total *= size_t(d);
+      std::vector<float> full(total);
+      for (size_t i = 0; i < total; ++i) {
+        size_t rem = i, src = 0, stride = 1;
+        for (size_t d = ys.size(); d-- > 0;) {
+          size_t idx = rem % size_t(ys[d]);
+          rem /= size_t(ys[d]);
+          src += (ks[d] == 1 ? 0 : idx) * stride;
+          stride *= size_t(ks[d]);
+        }
+        full[i] = data[src];
+      }
+      b.setInsertionPoint(op);
+      auto type = mlir::RankedTensorType::get(ys, b.getF32Type());
+      Value c = b.create<ConstantOp>(op->getLoc(), type, mlir::DenseElementsAttr::get(type, llvm::ArrayRef<float>(full)),
+                                     b.getStringAttr(layer_name(op) + ".const"));
+      op->setOperand(k0 ? 0 : 1, c);
+    }
+  }
+
   // GELU as exported: x * (1 + erf(x * (1/sqrt 2))) * 0.5, or (x * 0.5) * (1 + erf(..)),
   // becomes the vector unit's vec.gelu (x * Phi(x)) in one step. Runs before the other
   // rewrites, which would turn the scalar multiplies into affine steps first.
@@ -339,6 +378,7 @@ struct LowerTosaToTpu : mlir::PassWrapper<LowerTosaToTpu, mlir::OperationPass<ml
     auto fn = getOperation();
     mlir::OpBuilder b(&getContext());
     fuse_gelu(fn, b);
+    materialize_constants(fn, b);
     std::vector<mlir::Operation*> ops;
     fn.walk([&](mlir::Operation* op) {
       if (op != fn.getOperation()) ops.push_back(op);

@@ -68,6 +68,9 @@ std::vector<RefTensor> evaluate_reference(mlir::func::FuncOp fn, const std::vect
         }
         for (int64_t j = 0; j < N; ++j) y.data[size_t(i * N + j)] = clampf(acc[size_t(j)], lo, hi);
       }
+    } else if (auto k = mlir::dyn_cast<tpu::ConstantOp>(op)) {
+      size_t i = 0;
+      for (float v : mlir::cast<mlir::DenseElementsAttr>(k.getValue()).getValues<float>()) y.data[i++] = v;
     } else if (auto ln = mlir::dyn_cast<tpu::LayerNormOp>(op)) {
       const RefTensor& x = get(ln.getInput());
       size_t D = size_t(x.shape.back()), rows = x.data.size() / D;

@@ -798,6 +798,60 @@ TEST_P(CompileE2E, CausalMaskedAttentionMatchesFp32Reference) {
   expect_close(got, want, tolerance(0.03));
 }
 
+// ONNX LSTM, bidirectional, unrolled by the importer: Y [T, 2, B, H] against the gate
+// equations written out here (gate order i, o, f, c; B = input and recurrent biases).
+TEST_P(CompileE2E, BidirectionalLstmMatchesFp32Reference) {
+  const int64_t T = 3, Bt = 2, I = 10, H = 12, dirs = 2;
+  OnnxBuilder m;
+  m.input("x", {T, Bt, I});
+  auto& W = m.init("W", {dirs, 4 * H, I}, 0.4f);
+  auto& R = m.init("R", {dirs, 4 * H, H}, 0.4f);
+  auto& Bb = m.init("B", {dirs, 8 * H}, 0.2f);
+  auto* l = m.node("LSTM", "lstm", {"x", "W", "R", "B"}, {"y"});
+  OnnxBuilder::attr(l, "hidden_size", H);
+  l->add_attribute()->CopyFrom([] {
+    onnx::AttributeProto a;
+    a.set_name("direction");
+    a.set_type(onnx::AttributeProto::STRING);
+    a.set_s("bidirectional");
+    return a;
+  }());
+  m.output("y", {T, dirs, Bt, H});
+  auto path = m.save("vtpu_lstm_" + id() + ".onnx");
+
+  Vec x(size_t(T * Bt * I));
+  std::mt19937 rng(41);
+  for (auto& v : x) v = float(int(rng() % 2001) - 1000) / 500.0f;
+  Vec got = compile_and_run(path, {{"x", x}});
+
+  auto sig = [](double v) { return 1.0 / (1.0 + std::exp(-v)); };
+  Vec want(size_t(T * dirs * Bt * H));
+  for (int64_t d = 0; d < dirs; ++d) {
+    std::vector<double> h(size_t(Bt * H), 0.0), c(size_t(Bt * H), 0.0);
+    for (int64_t s = 0; s < T; ++s) {
+      int64_t t = d == 0 ? s : T - 1 - s;
+      std::vector<double> hn(h.size()), cn(c.size());
+      for (int64_t b = 0; b < Bt; ++b)
+        for (int64_t j = 0; j < H; ++j) {
+          double g[4];
+          for (int64_t q = 0; q < 4; ++q) {
+            int64_t row = d * 4 * H + q * H + j;
+            double acc = Bb[size_t(d * 8 * H + q * H + j)] + Bb[size_t(d * 8 * H + 4 * H + q * H + j)];
+            for (int64_t k = 0; k < I; ++k) acc += double(x[size_t((t * Bt + b) * I + k)]) * W[size_t(row * I + k)];
+            for (int64_t k = 0; k < H; ++k) acc += h[size_t(b * H + k)] * R[size_t(row * H + k)];
+            g[q] = acc;
+          }
+          double cc = sig(g[2]) * c[size_t(b * H + j)] + sig(g[0]) * std::tanh(g[3]);
+          cn[size_t(b * H + j)] = cc;
+          hn[size_t(b * H + j)] = sig(g[1]) * std::tanh(cc);
+          want[size_t(((t * dirs + d) * Bt + b) * H + j)] = float(hn[size_t(b * H + j)]);
+        }
+      h = hn, c = cn;
+    }
+  }
+  expect_close(got, want, tolerance(0.03));
+}
+
 // A transformer's feed-forward half as torch exports it (opset 17): LayerNormalization,
 // MatMul + bias, GELU as x * 0.5 * (1 + erf(x / sqrt(2))), MatMul + bias, residual Add.
 TEST_P(CompileE2E, LayerNormAndGeluFeedForwardMatchesFp32Reference) {
