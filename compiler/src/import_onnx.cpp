@@ -400,15 +400,26 @@ class Importer {
     for (int64_t k = 0; k < K; ++k)
       for (int64_t j = 0; j < N; ++j) wt[size_t(j * K + k)] = alpha * (tb ? w.data[size_t(j * K + k)] : w.data[size_t(k * N + j)]);
     std::vector<float> bias(size_t(N), 0.0f);
+    std::vector<float> matrix_bias;  // C of [M, N] or [M, 1]: added after the matmul
+    int64_t M = a.shape[0];
     if (n.input_size() > 2 && !n.input(2).empty()) {
       const Constant& c = const_input(n, 2, "Gemm input C");
-      if (numel(c.shape) == N) for (int64_t j = 0; j < N; ++j) bias[size_t(j)] = beta * c.data[size_t(j)];
+      bool per_column = numel(c.shape) == N && (c.shape.size() < 2 || c.shape[0] == 1);
+      if (per_column) for (int64_t j = 0; j < N; ++j) bias[size_t(j)] = beta * c.data[size_t(j)];
       else if (numel(c.shape) == 1) for (auto& x : bias) x = beta * c.data[0];
-      else fail("Gemm input C must have N elements (per-column bias)", node_name(n));
+      else if (c.shape.size() == 2 && (c.shape[0] == M || c.shape[0] == 1) && (c.shape[1] == N || c.shape[1] == 1)) {
+        matrix_bias.resize(size_t(M * N));
+        for (int64_t i = 0; i < M; ++i)
+          for (int64_t j = 0; j < N; ++j)
+            matrix_bias[size_t(i * N + j)] = beta * c.data[size_t((c.shape[0] == 1 ? 0 : i) * c.shape[1] + (c.shape[1] == 1 ? 0 : j))];
+      } else {
+        fail(fmt::format("Gemm input C of shape [{}] does not broadcast to [{}, {}]", fmt::join(c.shape, ", "), M, N), node_name(n));
+      }
     }
-    Value fc = b_.create<mlir::tosa::FullyConnectedOp>(loc, tensor_type({a.shape[0], N}), a.value,
+    Value fc = b_.create<mlir::tosa::FullyConnectedOp>(loc, tensor_type({M, N}), a.value,
                                                        constant({N, K}, wt, loc), constant({N}, bias, loc), nullptr);
-    define(n, {fc, {a.shape[0], N}, false});
+    if (!matrix_bias.empty()) fc = b_.create<mlir::tosa::AddOp>(loc, tensor_type({M, N}), fc, constant({M, N}, matrix_bias, loc));
+    define(n, {fc, {M, N}, false});
   }
 
   // MatMul of two activations (attention's Q K^T and P V): [..., M, K] x [..., K, N] with the
@@ -925,27 +936,47 @@ class Importer {
     define(n, {a, x.shape, x.nhwc});
   }
 
-  void softmax(const onnx::NodeProto& n, mlir::Location loc) {
-    const Tensor& x = input(n, 0);
-    // Before opset 13 the default axis is 1 and the input is flattened to 2-D at the axis, so
-    // only axis = last dimension means the same thing in both versions.
-    bool old_rule = opset_ && opset_ < 13;
-    int64_t axis = attr_i(n, "axis", old_rule ? 1 : -1);
-    if (axis < 0) axis += int64_t(x.shape.size());
-    if (x.nhwc || axis != int64_t(x.shape.size()) - 1)
-      fail(fmt::format("Softmax is supported over the last dimension of a non-image tensor (axis is {} of {} dimensions{})",
-                       axis, x.shape.size(), old_rule ? ", opset < 13 defaults it to 1" : ""),
-           node_name(n));
-    auto type = mlir::cast<mlir::RankedTensorType>(x.value.getType());
-    std::vector<int64_t> red(x.shape);
+  // Softmax over the last dimension of v, as TOSA (the lowering matches it back).
+  Value softmax_last(Value v, const std::vector<int64_t>& shape, mlir::Location loc) {
+    auto type = mlir::cast<mlir::RankedTensorType>(v.getType());
+    std::vector<int64_t> red(shape);
     red.back() = 1;
-    auto ax = b_.getI32IntegerAttr(int32_t(axis));
-    Value mx = b_.create<mlir::tosa::ReduceMaxOp>(loc, tensor_type(red), x.value, ax);
-    Value sub = b_.create<mlir::tosa::SubOp>(loc, type, x.value, mx);
+    auto ax = b_.getI32IntegerAttr(int32_t(shape.size() - 1));
+    Value mx = b_.create<mlir::tosa::ReduceMaxOp>(loc, tensor_type(red), v, ax);
+    Value sub = b_.create<mlir::tosa::SubOp>(loc, type, v, mx);
     Value ex = b_.create<mlir::tosa::ExpOp>(loc, type, sub);
     Value sum = b_.create<mlir::tosa::ReduceSumOp>(loc, tensor_type(red), ex, ax);
     Value rcp = b_.create<mlir::tosa::ReciprocalOp>(loc, tensor_type(red), sum);
-    Value y = b_.create<mlir::tosa::MulOp>(loc, type, ex, rcp, b_.getI8IntegerAttr(0));
+    return b_.create<mlir::tosa::MulOp>(loc, type, ex, rcp, b_.getI8IntegerAttr(0));
+  }
+
+  // Opset 13 on: softmax along one axis (moved last by a transpose when it is not). Before
+  // 13: the input is flattened to 2-D at the axis and the softmax covers the whole tail.
+  void softmax(const onnx::NodeProto& n, mlir::Location loc) {
+    only_attrs(n, {"axis"});
+    Tensor x = input(n, 0);
+    if (x.nhwc) x = {to_nchw_value(x, loc), x.shape, false};
+    int64_t r = int64_t(x.shape.size());
+    bool old_rule = opset_ && opset_ < 13;
+    int64_t axis = attr_i(n, "axis", old_rule ? 1 : -1);
+    if (axis < 0) axis += r;
+    if (axis < 0 || axis >= r) fail(fmt::format("Softmax axis {} is out of range for {} dimensions", axis, r), node_name(n));
+    Value y;
+    if (axis == r - 1) {
+      y = softmax_last(x.value, x.shape, loc);
+    } else if (old_rule) {
+      int64_t tail = 1;
+      for (int64_t i = axis; i < r; ++i) tail *= x.shape[size_t(i)];
+      std::vector<int64_t> flat{numel(x.shape) / tail, tail};
+      y = reshape(softmax_last(reshape(x.value, flat, loc), flat, loc), x.shape, loc);
+    } else {
+      std::vector<int32_t> perm;
+      for (int32_t i = 0; i < int32_t(r); ++i) perm.push_back(i);
+      std::swap(perm[size_t(axis)], perm.back());
+      std::vector<int64_t> moved = x.shape;
+      std::swap(moved[size_t(axis)], moved.back());
+      y = transpose(softmax_last(transpose(x.value, perm, loc), moved, loc), perm, loc);
+    }
     define(n, {y, x.shape, false});
   }
 
