@@ -734,22 +734,35 @@ class Codegen {
     auto ws = shape_of(op.getWeight());
     uint64_t K = uint64_t(ws[0]), N = uint64_t(ws[1]);
     if (x.features != K) throw CompileError(fmt::format("node '{}': input has {} features, weights expect {}", layer, x.features, K));
-    auto w = const_floats(op.getWeight(), layer), bias = const_floats(op.getBias(), layer);
+    auto bias = const_floats(op.getBias(), layer);
     Act y = new_act(shape_of(op.getOutput()), fmt::format("the output of '{}'", layer));
-    std::vector<double> acc_scale;
-    if (q8_) {
-      QWeights qw = quantize(w, K, N);
-      w = std::move(qw.q);
-      for (double sw : qw.s) acc_scale.push_back(sw * scale(op.getInput()));
+    // Matmuls sharing a weight constant share its tiles in HBM (and its INT8 quantization).
+    auto cached = weight_cache_.find(op.getWeight().getAsOpaquePointer());
+    bool fresh = cached == weight_cache_.end();
+    if (fresh) {
+      SharedWeights sw;
+      auto w = const_floats(op.getWeight(), layer);
+      if (q8_) {
+        QWeights qw = quantize(w, K, N);
+        w = std::move(qw.q);
+        sw.scales = std::move(qw.s);
+      }
+      uint64_t kt = ceil_div(K, R_), nt = ceil_div(N, C_);
+      sw.tiles.assign(nt, std::vector<TileRef>(kt));
+      for (uint64_t n = 0; n < nt; ++n)
+        for (uint64_t k = 0; k < kt; ++k) sw.tiles[n][k] = weight_tile(w, K, N, k, n);
+      cached = weight_cache_.emplace(op.getWeight().getAsOpaquePointer(), std::move(sw)).first;
     }
+    const SharedWeights& shared = cached->second;
+    std::vector<double> acc_scale;
+    if (q8_)
+      for (double ws_ : shared.scales) acc_scale.push_back(ws_ * scale(op.getInput()));
     uint64_t bias_ub = bias_rows(bias, acc_scale);
     auto eps = epilogue_params(N, acc_scale, q8_ ? scale(op.getOutput()) : 1.0, op.getClampMin().convertToDouble(),
                                op.getClampMax().convertToDouble());
     uint64_t kt = ceil_div(K, R_), nt = ceil_div(N, C_);
     uint64_t mc = std::min<uint64_t>(x.rows, acc_region_);
-    std::vector<std::vector<TileRef>> tiles(nt, std::vector<TileRef>(kt));
-    for (uint64_t n = 0; n < nt; ++n)
-      for (uint64_t k = 0; k < kt; ++k) tiles[n][k] = weight_tile(w, K, N, k, n);
+    const auto& tiles = shared.tiles;
     std::vector<Block> blocks;
     for (uint64_t n = 0; n < nt; ++n)
       for (uint64_t r0 = 0; r0 < x.rows; r0 += mc) {
@@ -764,7 +777,7 @@ class Codegen {
       }
     run_blocks(blocks);
     ub_.release(bias_ub);
-    add_bound(layer, x.rows * K * N, K * N * esz_);
+    add_bound(layer, x.rows * K * N, K * N * esz_);  // the tiles are read again, whether shared or not
     define(op.getOutput(), y);
   }
 
@@ -1797,6 +1810,11 @@ class Codegen {
   bool q8_ = false;
   std::string dt_ = "bf16";
   std::map<const void*, float> scales_;
+  struct SharedWeights {
+    std::vector<std::vector<TileRef>> tiles;  // [n block][k block]
+    std::vector<double> scales;               // INT8: per output channel
+  };
+  std::map<const void*, SharedWeights> weight_cache_;  // by tpu.matmul weight constant
   std::map<const void*, uint64_t> input_hbm_;  // model inputs left in HBM for packed convolutions
   uint64_t hbm_next_ = 0, zero_hbm_ = 0, const_bytes_ = 0;
   int ndesc_ = 0, nparam_ = 0;

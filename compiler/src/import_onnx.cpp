@@ -1042,6 +1042,7 @@ class Importer {
     };
     if (batch_first && h0) h0 = Tensor{transpose(h0->value, {1, 0, 2}, loc), {dirs, B, H}, false};
     if (batch_first && c0) c0 = Tensor{transpose(c0->value, {1, 0, 2}, loc), {dirs, B, H}, false};
+    std::map<const float*, Value> gate_weights;
     auto fc = [&](Value v, int64_t rows, const float* w, int64_t K, const std::vector<float>& b) -> Value {
       if (auto kc = v.getDefiningOp<mlir::tosa::ConstOp>()) {  // a constant state: the product is a constant too
         std::vector<float> in, out(size_t(rows * H));
@@ -1054,9 +1055,11 @@ class Importer {
           }
         return constant({rows, H}, out, loc);
       }
-      std::vector<float> wt(w, w + H * K);  // [N = H, K], TOSA's fully_connected layout
-      return b_.create<mlir::tosa::FullyConnectedOp>(loc, tensor_type({rows, H}), v, constant({H, K}, wt, loc), constant({H}, b, loc),
-                                                     nullptr).getResult();
+      // [N = H, K], TOSA's fully_connected layout; one constant per gate, shared by the steps.
+      Value& wc = gate_weights[w];
+      if (!wc) wc = constant({H, K}, std::vector<float>(w, w + H * K), loc);
+      return b_.create<mlir::tosa::FullyConnectedOp>(loc, tensor_type({rows, H}), v, wc, constant({H}, b, loc), nullptr)
+          .getResult();
     };
     auto state_of = [&](const std::optional<Tensor>& t, int64_t d, int idx) -> Value {
       if (!t) return nullptr;

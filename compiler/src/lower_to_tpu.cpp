@@ -384,6 +384,7 @@ struct LowerTosaToTpu : mlir::PassWrapper<LowerTosaToTpu, mlir::OperationPass<ml
       if (op != fn.getOperation()) ops.push_back(op);
     });
     llvm::DenseSet<mlir::Operation*> gone;
+    llvm::DenseMap<Value, Value> shared_weights;  // fully_connected weight -> tpu.matmul's [K, N] constant
     std::vector<mlir::Operation*> dead;
     auto retire = [&](mlir::Operation* op) { gone.insert(op), dead.push_back(op); };
 
@@ -418,16 +419,26 @@ struct LowerTosaToTpu : mlir::PassWrapper<LowerTosaToTpu, mlir::OperationPass<ml
             }
           }
         }
-        std::vector<float> wkn(size_t(K * N));
-        for (int64_t k = 0; k < K; ++k)
-          for (int64_t n = 0; n < N; ++n) wkn[size_t(k * N + n)] = (*w)[size_t(n * K + col_of[size_t(k)])];
+        // Matmuls of one weight constant (an unrolled LSTM's recurrent weights) share one
+        // [K, N] constant, made at the top of the function, so codegen stores it once.
+        bool plain_order = x == fc.getInput();
+        Value wkn_const = plain_order ? shared_weights.lookup(fc.getWeight()) : Value();
+        if (!wkn_const) {
+          std::vector<float> wkn(size_t(K * N));
+          for (int64_t k = 0; k < K; ++k)
+            for (int64_t n = 0; n < N; ++n) wkn[size_t(k * N + n)] = (*w)[size_t(n * K + col_of[size_t(k)])];
+          mlir::OpBuilder::InsertionGuard guard(b);
+          b.setInsertionPointToStart(&fn.getBody().front());
+          wkn_const = make_const(b, loc, {K, N}, wkn);
+          if (plain_order) shared_weights[fc.getWeight()] = wkn_const;
+        }
         double lo = -kInf, hi = kInf;
         Value last = absorb_epilogue(fc.getResult(), *bias, lo, hi, dead);
         for (mlir::Operation* d : dead) gone.insert(d);
         if (last.getDefiningOp() != op) b.setInsertionPointAfter(last.getDefiningOp());
         auto [clo, chi] = clamp_attrs(lo, hi);
-        Value y = b.create<MatmulOp>(loc, last.getType(), x, make_const(b, loc, {K, N}, wkn), make_const(b, loc, {N}, *bias),
-                                     clo, chi, b.getStringAttr(name));
+        Value y = b.create<MatmulOp>(loc, last.getType(), x, wkn_const, make_const(b, loc, {N}, *bias), clo, chi,
+                                     b.getStringAttr(name));
         last.replaceAllUsesWith(y);
         retire(op);
         continue;

@@ -809,13 +809,7 @@ TEST_P(CompileE2E, BidirectionalLstmMatchesFp32Reference) {
   auto& Bb = m.init("B", {dirs, 8 * H}, 0.2f);
   auto* l = m.node("LSTM", "lstm", {"x", "W", "R", "B"}, {"y"});
   OnnxBuilder::attr(l, "hidden_size", H);
-  l->add_attribute()->CopyFrom([] {
-    onnx::AttributeProto a;
-    a.set_name("direction");
-    a.set_type(onnx::AttributeProto::STRING);
-    a.set_s("bidirectional");
-    return a;
-  }());
+  OnnxBuilder::attr_s(l, "direction", "bidirectional");
   m.output("y", {T, dirs, Bt, H});
   auto path = m.save("vtpu_lstm_" + id() + ".onnx");
 

@@ -305,6 +305,32 @@ void gpt2_block(OnnxBuilder& m) {
   m.output(x, {1, t.S, t.D});
 }
 
+void lstm0(OnnxBuilder& m) {
+  // Shaped like TPU v1's LSTM0 (Jouppi et al. ISCA 2017, Table 1: 52M weights, batch 64):
+  // 6 stacked LSTM layers of 1024 cells and a 1024-wide output projection (51.4M weights),
+  // batch 64, 8 time steps. The paper's 58 "layers" are not described further.
+  const int64_t T = 8, B = 64, H = 1024, L = 6;
+  m.input("x", {B, T, H});  // batch first (layout = 1), so the batch is the leading dimension
+  std::string x = "x";
+  for (int64_t l = 0; l < L; ++l) {
+    std::string n = fmt::format("lstm{}", l);
+    m.init(n + ".W", {1, 4 * H, H}, std::sqrt(1.0f / float(H)));
+    m.init(n + ".R", {1, 4 * H, H}, std::sqrt(1.0f / float(H)));
+    m.init(n + ".B", {1, 8 * H}, 0.05f);
+    auto* lstm = m.node("LSTM", n, {x, n + ".W", n + ".R", n + ".B"}, {n + ".y"});
+    OnnxBuilder::attr(lstm, "hidden_size", H);
+    OnnxBuilder::attr(lstm, "layout", int64_t(1));
+    if (!m.has_init("squeeze.axes")) m.init_i64("squeeze.axes", {2});
+    m.node("Squeeze", n + ".squeeze", {n + ".y", "squeeze.axes"}, {n + ".out"});  // [B, T, 1, H] -> [B, T, H]
+    x = n + ".out";
+  }
+  m.init("proj.w", {H, H}, he(H));
+  m.init("proj.b", {H}, 0.05f);
+  m.node("MatMul", "proj", {x, "proj.w"}, {"proj.mm"});
+  m.node("Add", "proj.add", {"proj.mm", "proj.b"}, {"y"});
+  m.output("y", {B, T, H});
+}
+
 void gemm2048(OnnxBuilder& m) {
   // The 2048^3 GEMM of the compiler's quality figures: activations [2048, 2048] x weights.
   m.input("a", {2048, 2048});
@@ -327,6 +353,8 @@ const std::vector<ZooEntry>& zoo() {
        "LeCun et al. 1998; weights from Debian's python3-torch, seed 0, 4 epochs", "tiny-16x16", "int8", "fashion-mnist"},
       {"mobilenetv2", "MobileNetV2 1.0 on 224x224 images (17 inverted residual blocks with depthwise 3x3 convs, ReLU6, 3.5M weights), seeded weights",
        "Sandler et al. 2018 (torchvision's mobilenet_v2)", "tpu-v4-core", "int8"},
+      {"lstm0", "6 stacked LSTM layers of 1024 cells + output projection, 51.4M weights, batch 64, 8 time steps, seeded weights",
+       "TPU v1's LSTM0 (Jouppi et al., ISCA 2017, Table 1: 52M weights, batch 64)", "tpu-v1", "int8"},
       {"bert-base", "BERT-base encoder: 12 layers (hidden 768, 12 heads, feed-forward 3072, GELU, layer norm), sequence 128, 85M weights, seeded",
        "Devlin et al. 2019 (Hugging Face's bert-base-uncased encoder, without the embedding lookup)", "tpu-v4-core", "bf16"},
       {"bert-base-layer", "one BERT-base encoder layer (sequence 128), the unit the compiler's transformer figures are measured on",
@@ -348,7 +376,7 @@ const ZooEntry* find(const std::string& name) {
 std::filesystem::path default_dir() {
   if (const char* d = std::getenv("VTPU_MODEL_DIR")) return d;
   // Versioned: a model cached by an older build is not reused after the zoo changes.
-  return std::filesystem::temp_directory_path() / "vtpu-zoo-2";
+  return std::filesystem::temp_directory_path() / "vtpu-zoo-3";
 }
 
 std::filesystem::path materialize(const std::string& name, const std::filesystem::path& dir) {
@@ -368,7 +396,8 @@ std::filesystem::path materialize(const std::string& name, const std::filesystem
     std::filesystem::rename(tmp, path);
     return path;
   }
-  OnnxBuilder m(name.rfind("bert", 0) == 0 || name.rfind("gpt2", 0) == 0 ? 17 : 13, /*seed=*/20261130);
+  bool opset17 = name.rfind("bert", 0) == 0 || name.rfind("gpt2", 0) == 0 || name == "lstm0";  // LayerNormalization, LSTM layout
+  OnnxBuilder m(opset17 ? 17 : 13, /*seed=*/20261130);
   if (name == "mlp0") mlp0(m);
   else if (name == "lenet5") lenet5(m);
   else if (name == "gemm2048") gemm2048(m);
@@ -377,6 +406,7 @@ std::filesystem::path materialize(const std::string& name, const std::filesystem
   else if (name == "bert-base") bert_base(m, 12);
   else if (name == "bert-base-layer") bert_base(m, 1);
   else if (name == "gpt2-block") gpt2_block(m);
+  else if (name == "lstm0") lstm0(m);
   // Write under a name of this process first, then rename (atomic): concurrent runs never
   // see a half-written model.
   auto tmp = dir / fmt::format("{}.onnx.{}.partial", name, ::getpid());

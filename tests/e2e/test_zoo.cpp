@@ -56,6 +56,8 @@ INSTANTIATE_TEST_SUITE_P(
                       // 52 convolutions, 17 of them depthwise, with per-tensor int8 activations.
                       Case{"mobilenetv2", "tpu-v4-core", compiler::Precision::Int8, 0.10},
                       Case{"mobilenetv2", "tpu-v4-core", compiler::Precision::Bf16, 0.03},
+                      Case{"lstm0", "tpu-v1", compiler::Precision::Int8, 0.05},
+                      Case{"lstm0", "tpu-v4-core", compiler::Precision::Bf16, 0.02},
                       // Transformers: per-tensor INT8 activations lose most after GELU and layer norm.
                       Case{"bert-base-layer", "tpu-v4-core", compiler::Precision::Int8, 0.06},
                       Case{"bert-base-layer", "tpu-v4-core", compiler::Precision::Bf16, 0.02},

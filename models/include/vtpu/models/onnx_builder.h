@@ -67,6 +67,12 @@ class OnnxBuilder {
     a->set_type(onnx::AttributeProto::INTS);
     for (int64_t x : v) a->add_ints(x);
   }
+  static void attr_s(onnx::NodeProto* n, const std::string& name, const std::string& v) {
+    auto* a = n->add_attribute();
+    a->set_name(name);
+    a->set_type(onnx::AttributeProto::STRING);
+    a->set_s(v);
+  }
   static void attr_f(onnx::NodeProto* n, const std::string& name, float v) {
     auto* a = n->add_attribute();
     a->set_name(name);
