@@ -17,6 +17,7 @@ PACKAGES=(
   llvm-19-dev libmlir-19-dev mlir-19-tools
   libonnx-dev libprotobuf-dev protobuf-compiler libonnx-testdata
   zlib1g-dev dataset-fashion-mnist    # accuracy of the trained LeNet-5 on Fashion-MNIST
+  libstb-dev                          # image files as model inputs (stb_image, stb_image_resize)
 )
 
 missing=()

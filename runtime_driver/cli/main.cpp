@@ -97,7 +97,7 @@ int cmd_compile(const CompileArgs& a) {
 }
 
 struct RunArgs {
-  std::string model, config = "tpu-v4-core", dtype = "bf16", output_dir, report, trace, csv, html;
+  std::string model, config = "tpu-v4-core", dtype = "bf16", output_dir, report, trace, csv, html, image_norm;
   std::vector<std::string> inputs;
   int64_t batch = 0;
   uint64_t seed = 1;
@@ -161,10 +161,12 @@ int cmd_models() {
 
 int cmd_run(RunArgs a) {
   // A zoo name instead of a file: generate the model (once) and use its defaults.
+  std::string zoo_norm;  // a zoo model's own image scaling
   if (!std::filesystem::exists(a.model) && models::find(a.model)) {
     const models::ZooEntry* e = models::find(a.model);
     if (!a.config_given) a.config = e->default_config;
     if (!a.dtype_given) a.dtype = e->default_dtype;
+    zoo_norm = e->image_norm;
     a.model = models::materialize(a.model, models::default_dir()).string();
   } else if (!std::filesystem::exists(a.model)) {
     models::materialize(a.model, models::default_dir());  // throws: unknown name, lists the zoo
@@ -179,9 +181,13 @@ int cmd_run(RunArgs a) {
   opt.record_trace = !a.trace.empty();
   for (const std::string& spec : a.inputs) {
     size_t eq = spec.find('=');
-    if (eq == std::string::npos || eq == 0) throw UserError(fmt::format("--input '{}': expected NAME=FILE.npy", spec));
+    if (eq == std::string::npos || eq == 0)
+      throw UserError(fmt::format("--input '{}': expected NAME=FILE.npy or NAME=IMAGE[,IMAGE...]", spec));
     opt.input_files[spec.substr(0, eq)] = spec.substr(eq + 1);
   }
+  // Image scaling: --image-norm, else the zoo model's own, else pixel / 255.
+  if (!a.image_norm.empty()) opt.image_norm = runtime::image_norm_from_name(a.image_norm);
+  else if (!zoo_norm.empty()) opt.image_norm = runtime::image_norm_from_name(zoo_norm);
   // Long simulations report progress on stderr every few seconds.
   auto start = std::chrono::steady_clock::now();
   double last = 0;
@@ -339,7 +345,12 @@ int main(int argc, char** argv) {
   auto* run_cfg = run_cmd->add_option("-c,--config", run_args.config, "preset name or YAML file")->capture_default_str();
   auto* run_dt = run_cmd->add_option("--dtype", run_args.dtype, "int8 or bf16")->capture_default_str();
   run_cmd->add_option("--batch", run_args.batch, "batch size (default: the model's)");
-  run_cmd->add_option("--input", run_args.inputs, "NAME=FILE.npy (float32, the model's layout); others are seeded random");
+  run_cmd->add_option("--input", run_args.inputs,
+                      "NAME=FILE.npy (float32, the model's layout) or NAME=IMAGE[,IMAGE...] (PNG, JPEG, BMP, PPM; one per "
+                      "batch element, resized and center-cropped); others are seeded random");
+  run_cmd->add_option("--image-norm", run_args.image_norm,
+                      "how image pixels become inputs: unit (pixel / 255) or imagenet (ImageNet mean/std); default: the zoo "
+                      "model's, else unit");
   run_cmd->add_option("--seed", run_args.seed, "seed for generated inputs")->capture_default_str();
   run_cmd->add_option("--output-dir", run_args.output_dir, "write every output as NAME.npy (float32) here");
   run_cmd->add_option("--report", run_args.report, "write the JSON report here");

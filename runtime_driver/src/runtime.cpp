@@ -134,7 +134,22 @@ ModelRun run_model(const std::filesystem::path& model, const config::Config& cfg
     std::vector<int64_t> model_shape = t.nhwc ? nchw_of(t.shape) : t.shape;
     std::vector<float> v;
     auto it = opt.input_files.find(t.name);
+    std::vector<std::filesystem::path> images;
     if (it != opt.input_files.end()) {
+      std::string spec = it->second.string();
+      for (size_t at = 0; at <= spec.size();) {
+        size_t comma = spec.find(',', at);
+        if (comma == std::string::npos) comma = spec.size();
+        images.push_back(spec.substr(at, comma - at));
+        at = comma + 1;
+      }
+      if (!std::all_of(images.begin(), images.end(), [](const auto& f) { return is_image_file(f); })) images.clear();
+    }
+    if (!images.empty()) {
+      v = image_tensor(images, model_shape, opt.image_norm, t.name);
+      if (t.nhwc) v = nchw_to_nhwc(v, model_shape);
+      run.inputs_used.push_back(t.name + "=" + it->second.string() + " (" + image_norm_name(opt.image_norm) + ")");
+    } else if (it != opt.input_files.end()) {
       NpyArray a = read_npy(it->second);
       if (a.descr.substr(1) != "f4")
         throw UserError(fmt::format("{}: input '{}' must be float32 (numpy '<f4'); the runtime converts it to {}",

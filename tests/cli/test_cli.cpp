@@ -273,6 +273,16 @@ TEST(Cli, RunRejectsBadInputs) {
   r = vtpu("run " + model.string() + " -c tiny-8x8 --input img=" + wrong.string());
   EXPECT_EQ(r.code, 1);
   EXPECT_NE(r.err.find("needs shape [1, 2, 8, 8]"), std::string::npos) << r.err;
+  // An image for a 2-channel input, and an image that is not there.
+  r = vtpu("run " + model.string() + " -c tiny-8x8 --input img=" + tmp("cli_missing.png").string());
+  EXPECT_EQ(r.code, 1);
+  EXPECT_NE(r.err.find("image files fill [N, 1 or 3, H, W] inputs only"), std::string::npos) << r.err;
+  r = vtpu("run lenet5-fmnist --input image=" + tmp("cli_missing.png").string());
+  EXPECT_EQ(r.code, 1);
+  EXPECT_NE(r.err.find("cli_missing.png: cannot read the image"), std::string::npos) << r.err;
+  r = vtpu("run " + model.string() + " -c tiny-8x8 --image-norm zscore");
+  EXPECT_EQ(r.code, 1);
+  EXPECT_NE(r.err.find("--image-norm 'zscore'"), std::string::npos) << r.err;
 }
 
 }  // namespace

@@ -15,6 +15,7 @@ struct ZooEntry {
   std::string default_config;
   std::string default_dtype;
   std::string dataset;  // "fashion-mnist" when the model is trained on a dataset vtpu can load
+  std::string image_norm = "unit";  // how image files become its input: unit or imagenet
 };
 
 const std::vector<ZooEntry>& zoo();

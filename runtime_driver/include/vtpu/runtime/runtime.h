@@ -10,6 +10,7 @@
 
 #include "vtpu/compiler/compiler.h"
 #include "vtpu/config/config.h"
+#include "vtpu/runtime/image.h"
 #include "vtpu/sim/simulator.h"
 
 namespace vtpu::runtime {
@@ -17,7 +18,10 @@ namespace vtpu::runtime {
 struct RunOptions {
   compiler::Precision precision = compiler::Precision::Bf16;
   int64_t batch = 0;
-  std::map<std::string, std::filesystem::path> input_files;  // name -> .npy (float32, model layout)
+  // name -> a .npy file (float32, model layout), or image files (comma-separated, one per
+  // batch element) for an [N, 1 or 3, H, W] input, scaled as `image_norm` says.
+  std::map<std::string, std::filesystem::path> input_files;
+  ImageNorm image_norm = ImageNorm::kUnit;
   uint64_t seed = 1;          // generated inputs
   bool check = false;         // compare with the fp32 reference
   bool record_trace = false;
