@@ -52,6 +52,17 @@ def Tpu_ConstantOp : Tpu_Op<"constant", [Pure]> {
   let assemblyFormat = "attr-dict `:` type($output)";
 }
 
+def Tpu_FakeQuantOp : Tpu_Op<"fake_quant", [Pure]> {
+  let summary = "y = scale * round_half_even(clamp(x / scale, lo, hi)): ONNX QuantizeLinear, kept dequantized";
+  let description = [{
+    A quantized model's QuantizeLinear (lo, hi = the integer range minus the zero point).
+    INT8 programs take `scale` as the output's scale when [lo, hi] fits int8.
+  }];
+  let arguments = (ins AnyRankedTensor:$input, F64Attr:$scale, F64Attr:$lo, F64Attr:$hi, StrAttr:$layer);
+  let results = (outs AnyRankedTensor:$output);
+  let assemblyFormat = "operands attr-dict `:` functional-type(operands, results)";
+}
+
 def Tpu_Conv2DOp : Tpu_Op<"conv2d", [Pure]> {
   let summary = "NHWC convolution y = clamp(conv(x, w) + bias); w is [KH, KW, CI / groups, CO]";
   let description = [{

@@ -205,6 +205,7 @@ class Codegen {
       else if (auto s = mlir::dyn_cast<tpu::SoftmaxOp>(op)) gen_softmax(s);
       else if (auto ln = mlir::dyn_cast<tpu::LayerNormOp>(op)) gen_layernorm(ln);
       else if (auto k = mlir::dyn_cast<tpu::ConstantOp>(op)) gen_constant(k);
+      else if (auto fq = mlir::dyn_cast<tpu::FakeQuantOp>(op)) gen_fake_quant(fq);
       else if (auto r = mlir::dyn_cast<tpu::ReshapeOp>(op)) gen_reshape(r);
       else if (auto c = mlir::dyn_cast<tpu::ClampOp>(op)) gen_clamp(c);
       else if (auto af = mlir::dyn_cast<tpu::AffineOp>(op)) gen_affine(af);
@@ -1501,6 +1502,34 @@ class Codegen {
       else code(fmt::format("  vec.clamp dst=ub[r2+0] a=ub[r1+0] rows={} dt=bf16 param={} flag=f20", y.rows, cp));
       code("  wait f20");
     }
+    add_bound(layer, 0, 0);
+    define(op.getOutput(), y);
+  }
+
+  // QuantizeLinear kept dequantized, in fp32 rows: x / s, clamp to the integer range, round
+  // half to even (through int32), times s (INT8: straight into the output's scale; when
+  // that is s, the int8 codes are the model's integers).
+  void gen_fake_quant(tpu::FakeQuantOp op) {
+    std::string layer = op.getLayer().str();
+    tag(layer);
+    const Act& x = act(op.getInput());
+    Act y = new_act(shape_of(op.getOutput()), fmt::format("the output of '{}'", layer));
+    double s = op.getScale().convertToDouble();
+    std::optional<double> in_scale;
+    if (q8_) in_scale = scale(op.getInput());
+    Act t = fp32_twin(x, layer, "quantization rows", true, in_scale);
+    std::string to_int = new_param(fmt::format("scale=[{}]", 1.0 / s));
+    std::string range = new_param(fmt::format("min={} max={}", op.getLo().convertToDouble(), op.getHi().convertToDouble()));
+    std::string back = new_param(fmt::format("scale=[{}]", q8_ ? s / double(scale(op.getOutput())) : s));
+    for (uint64_t b = 0; b < t.blocks; ++b) {
+      code(fmt::format("  li r1, {}", t.base + b * t.block_bytes));
+      vec_wait(fmt::format("vec.affine dst=ub[r1+0] a=ub[r1+0] rows={} dt=fp32 param={}", t.rows, to_int));
+      vec_wait(fmt::format("vec.clamp dst=ub[r1+0] a=ub[r1+0] rows={} dt=fp32 param={}", t.rows, range));
+      vec_wait(fmt::format("vec.cvt dst=ub[r1+0] a=ub[r1+0] rows={} dt=fp32 odt=int32", t.rows));
+      vec_wait(fmt::format("vec.cvt dst=ub[r1+0] a=ub[r1+0] rows={} dt=int32 odt=fp32", t.rows));
+      vec_wait(fmt::format("vec.affine dst=ub[r1+0] a=ub[r1+0] rows={} dt=fp32 param={}", t.rows, back));
+    }
+    from_fp32_twin(t, y);
     add_bound(layer, 0, 0);
     define(op.getOutput(), y);
   }

@@ -90,9 +90,15 @@ std::map<const void*, float> calibrate(mlir::ModuleOp module, const CompileOptio
   for (const auto& [v, m] : maxabs) scales[v] = m > 0 ? m / 127.0f : 1.0f;
   // Pools, reshapes, broadcasts, transposes and slices pass int8 values through without rescaling: their output keeps the
   // input's scale (an average pool's smaller range would otherwise be misread).
-  for (mlir::Operation& op : fn.getBody().front())
+  for (mlir::Operation& op : fn.getBody().front()) {
+    // A quantized model's own scale, where its integer range fits int8 (int8, or uint8
+    // with zero point 128): the program then holds exactly the model's integers.
+    if (auto fq = mlir::dyn_cast<tpu::FakeQuantOp>(op); fq && fq.getLo().convertToDouble() >= -128 &&
+                                                      fq.getHi().convertToDouble() <= 127)
+      scales[fq.getOutput().getAsOpaquePointer()] = float(fq.getScale().convertToDouble());
     if (mlir::isa<tpu::PoolOp, tpu::ReshapeOp, tpu::BroadcastOp, tpu::TransposeOp, tpu::SliceOp>(op))
       scales[op.getResult(0).getAsOpaquePointer()] = scales[op.getOperand(0).getAsOpaquePointer()];
+  }
   return scales;
 }
 

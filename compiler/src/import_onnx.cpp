@@ -14,6 +14,7 @@
 #include <onnx/onnx_pb.h>
 
 #include "import.h"
+#include "tpu_dialect.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Tosa/IR/TosaOps.h"
 #include "mlir/IR/Builders.h"
@@ -190,8 +191,16 @@ class Importer {
         if (!raw.empty()) from_raw(int32_t{});
         else for (int64_t i = 0; i < n && i < t.int32_data_size(); ++i) c.data[size_t(i)] = float(t.int32_data(int(i)));
         break;
+      case onnx::TensorProto::INT8:  // quantized weights and zero points (int32_data holds them unpacked)
+        if (!raw.empty()) from_raw(int8_t{});
+        else for (int64_t i = 0; i < n && i < t.int32_data_size(); ++i) c.data[size_t(i)] = float(int8_t(t.int32_data(int(i))));
+        break;
+      case onnx::TensorProto::UINT8:
+        if (!raw.empty()) from_raw(uint8_t{});
+        else for (int64_t i = 0; i < n && i < t.int32_data_size(); ++i) c.data[size_t(i)] = float(uint8_t(t.int32_data(int(i))));
+        break;
       default:
-        fail(fmt::format("initializer element type {} is not supported (float, int64, int32)", t.data_type()), t.name());
+        fail(fmt::format("initializer element type {} is not supported (float, int64, int32, int8, uint8)", t.data_type()), t.name());
     }
     return c;
   }
@@ -294,6 +303,9 @@ class Importer {
     if (op == "Softmax") return softmax(n, loc);
     if (op == "LayerNormalization") return layernorm(n, loc);
     if (op == "LSTM") return lstm(n, loc);
+    if (op == "QuantizeLinear") return quantize_linear(n, loc);
+    if (op == "DequantizeLinear") return dequantize_linear(n, loc);
+    if (op == "QLinearMatMul" || op == "QLinearConv") return qlinear(n, loc);
     if (op == "Sigmoid" || op == "Tanh" || op == "Erf" || op == "Exp" || op == "Reciprocal" || op == "Sqrt") {
       const Tensor& x = input(n, 0);
       auto t = x.value.getType();
@@ -424,8 +436,8 @@ class Importer {
 
   // MatMul of two activations (attention's Q K^T and P V): [..., M, K] x [..., K, N] with the
   // same batch dimensions, as a 3-D tosa.matmul.
-  void batch_matmul(const onnx::NodeProto& n, mlir::Location loc) {
-    Tensor a = input(n, 0), c = input(n, 1);
+  void batch_matmul(const onnx::NodeProto& n, mlir::Location loc) { define(n, batch_matmul_of(n, input(n, 0), input(n, 1), loc)); }
+  Tensor batch_matmul_of(const onnx::NodeProto& n, Tensor a, Tensor c, mlir::Location loc) {
     if (a.nhwc) a = {to_nchw_value(a, loc), a.shape, false};
     if (c.nhwc) c = {to_nchw_value(c, loc), c.shape, false};
     if (a.shape.size() < 2 || a.shape.size() != c.shape.size())
@@ -446,14 +458,15 @@ class Importer {
     Value y = b_.create<mlir::tosa::MatMulOp>(loc, tensor_type({B, M, N}), a3, c3);
     std::vector<int64_t> out = a.shape;
     out.back() = N;
-    define(n, {r == 3 ? y : reshape(y, out, loc), out, false});
+    return {r == 3 ? y : reshape(y, out, loc), out, false};
   }
 
   void matmul(const onnx::NodeProto& n, mlir::Location loc) {
     if (n.input_size() > 1 && !constants_.count(n.input(1))) return batch_matmul(n, loc);
-    const Tensor& a = input(n, 0);
+    define(n, matmul_const(n, input(n, 0), const_input(n, 1, "MatMul input B"), loc));
+  }
+  Tensor matmul_const(const onnx::NodeProto& n, const Tensor& a, const Constant& w, mlir::Location loc) {
     if (a.nhwc) fail("MatMul on an image tensor is not supported", node_name(n));
-    const Constant& w = const_input(n, 1, "MatMul input B");
     if (w.shape.size() != 2) fail("MatMul weight must be 2-D", node_name(n));
     int64_t K = w.shape[0], N = w.shape[1];
     if (a.shape.back() != K) fail("MatMul: shapes do not agree", node_name(n));
@@ -466,7 +479,7 @@ class Importer {
                                                        constant({N}, std::vector<float>(size_t(N), 0.0f), loc), nullptr);
     std::vector<int64_t> out = a.shape;
     out.back() = N;
-    define(n, {out.size() == 2 ? fc : reshape(fc, out, loc), out, false});
+    return {out.size() == 2 ? fc : reshape(fc, out, loc), out, false};
   }
 
   std::vector<int64_t> pads_of(const onnx::NodeProto& n, const std::vector<int64_t>& in_hw, const std::vector<int64_t>& kernel,
@@ -495,9 +508,13 @@ class Importer {
   // window of the input, joined by a concat (TOSA has no grouped convolution).
   void conv(const onnx::NodeProto& n, mlir::Location loc) {
     only_attrs(n, {"auto_pad", "dilations", "group", "kernel_shape", "pads", "strides"});
-    const Tensor& x = input(n, 0);
+    std::vector<float> bias;
+    if (n.input_size() > 2 && !n.input(2).empty()) bias = const_input(n, 2, "Conv bias").data;
+    define(n, conv_of(n, input(n, 0), const_input(n, 1, "Conv weight"), bias, loc));
+  }
+  // `bias` empty: none.
+  Tensor conv_of(const onnx::NodeProto& n, const Tensor& x, const Constant& w, std::vector<float> bias, mlir::Location loc) {
     if (x.shape.size() != 4) fail("only 2-D convolutions (4-D inputs) are supported", node_name(n));
-    const Constant& w = const_input(n, 1, "Conv weight");
     if (w.shape.size() != 4) fail("the Conv weight must be 4-D [CO, CI/group, KH, KW]", node_name(n));
     int64_t G = attr_i(n, "group", 1);
     int64_t CO = w.shape[0], CIg = w.shape[1], KH = w.shape[2], KW = w.shape[3];
@@ -511,8 +528,7 @@ class Importer {
     int64_t OH = (x.shape[2] + pad[0] + pad[1] - ((KH - 1) * dil[0] + 1)) / stride[0] + 1;
     int64_t OW = (x.shape[3] + pad[2] + pad[3] - ((KW - 1) * dil[1] + 1)) / stride[1] + 1;
     if (OH < 1 || OW < 1) fail("the Conv output would be empty", node_name(n));
-    std::vector<float> bias(size_t(CO), 0.0f);
-    if (n.input_size() > 2 && !n.input(2).empty()) bias = const_input(n, 2, "Conv bias").data;
+    if (bias.empty()) bias.assign(size_t(CO), 0.0f);
     if (bias.size() != size_t(CO)) fail(fmt::format("Conv bias has {} values for {} output channels", bias.size(), CO), node_name(n));
     Value in = x.nhwc ? x.value : transpose(x.value, {0, 2, 3, 1}, loc);
     std::vector<int64_t> out{x.shape[0], CO, OH, OW};
@@ -526,8 +542,7 @@ class Importer {
           for (int64_t ww = 0; ww < KW; ++ww) wt[size_t((h * KW + ww) * CO + o)] = w.data[size_t((o * KH + h) * KW + ww)];
       Value y = b_.create<mlir::tosa::DepthwiseConv2DOp>(loc, tensor_type(to_nhwc(out)), in, constant({KH, KW, C, M}, wt, loc),
                                                          constant({CO}, bias, loc), pad_a, stride_a, dil_a, nullptr);
-      define(n, {y, out, true});
-      return;
+      return {y, out, true};
     }
     int64_t COg = CO / G;
     std::vector<Value> parts;
@@ -550,7 +565,7 @@ class Importer {
                                                       stride_a, dil_a, nullptr));
     }
     Value y = G == 1 ? parts[0] : b_.create<mlir::tosa::ConcatOp>(loc, tensor_type(to_nhwc(out)), parts, 3).getResult();
-    define(n, {y, out, true});
+    return {y, out, true};
   }
 
   Value make_clamp(Value v, float lo, float hi, mlir::Location loc) {
@@ -1123,6 +1138,140 @@ class Importer {
     }
     for (int k = 0; k < n.output_size() && k < 3; ++k)
       if (!n.output(k).empty()) values_[n.output(k)] = {outs[k], shapes[k], false};
+  }
+
+  // ---- quantized models (QDQ and QLinear) ----
+  // A quantized activation is carried as its dequantized value, (q - zero_point) * scale,
+  // which is exact in float: QuantizeLinear becomes a tpu.fake_quant (round, clamp), and
+  // DequantizeLinear of it is the identity. Quantized weights are dequantized here.
+  struct QParams {
+    std::vector<float> scale, zero;  // one per tensor, or per channel along `axis`
+    int64_t axis = 1;
+    float qmin = -128, qmax = 127;
+  };
+  std::map<std::string, QParams> quantized_;  // activation name -> how it was quantized
+
+  QParams qparams(const onnx::NodeProto& n, int scale_at, int zero_at, int64_t axis) {
+    QParams p;
+    p.scale = const_input(n, scale_at, "quantization scale").data;
+    p.zero.assign(p.scale.size(), 0.0f);
+    p.axis = axis;
+    if (n.input_size() > zero_at && !n.input(zero_at).empty()) {
+      auto c = constants_.find(n.input(zero_at));
+      if (c == constants_.end()) fail("the zero point must be a constant", node_name(n));
+      p.zero = c->second.data;
+      if (p.zero.size() != p.scale.size()) fail("scale and zero point must have one size", node_name(n));
+      // The zero point's element type gives the integer range; uint8 unless it is int8.
+      const onnx::TensorProto* zt = nullptr;
+      for (const auto& init : model_.graph().initializer())
+        if (init.name() == n.input(zero_at)) zt = &init;
+      if (zt && zt->data_type() == onnx::TensorProto::UINT8) p.qmin = 0, p.qmax = 255;
+    } else if (n.op_type() == "QuantizeLinear" && n.input_size() <= zero_at) {
+      p.qmin = 0, p.qmax = 255;  // no zero point: uint8 with zero point 0
+    }
+    for (float sc : p.scale)
+      if (!(sc > 0)) fail(fmt::format("quantization scale {} is not positive", sc), node_name(n));
+    return p;
+  }
+  // A constant's dequantized values ((q - zero) * scale, per channel along p.axis).
+  Constant dequantized(const Constant& q, const QParams& p, const onnx::NodeProto& n) {
+    Constant c = q;
+    int64_t axis = p.axis < 0 ? p.axis + int64_t(q.shape.size()) : p.axis;
+    int64_t inner = 1;
+    for (size_t d = size_t(axis) + 1; d < q.shape.size(); ++d) inner *= q.shape[d];
+    if (p.scale.size() > 1 && (axis < 0 || axis >= int64_t(q.shape.size()) || q.shape[size_t(axis)] != int64_t(p.scale.size())))
+      fail(fmt::format("{} per-axis scales do not match axis {} of [{}]", p.scale.size(), p.axis, fmt::join(q.shape, ", ")),
+           node_name(n));
+    for (size_t i = 0; i < c.data.size(); ++i) {
+      size_t ch = p.scale.size() == 1 ? 0 : (i / size_t(inner)) % p.scale.size();
+      c.data[i] = (q.data[i] - p.zero[ch]) * p.scale[ch];
+    }
+    return c;
+  }
+  Tensor fake_quant(const Tensor& x, const QParams& p, const onnx::NodeProto& n, mlir::Location loc) {
+    if (p.scale.size() != 1) fail("per-axis quantization of an activation is not supported (per-tensor only)", node_name(n));
+    Value y = b_.create<tpu::FakeQuantOp>(loc, x.value.getType(), x.value, b_.getF64FloatAttr(p.scale[0]),
+                                          b_.getF64FloatAttr(p.qmin - p.zero[0]), b_.getF64FloatAttr(p.qmax - p.zero[0]),
+                                          b_.getStringAttr(node_name(n)));
+    return {y, x.shape, x.nhwc};
+  }
+
+  void quantize_linear(const onnx::NodeProto& n, mlir::Location loc) {
+    only_attrs(n, {"axis", "saturate"});
+    QParams p = qparams(n, 1, 2, attr_i(n, "axis", 1));
+    quantized_[n.output(0)] = p;
+    if (constants_.count(n.input(0))) {  // quantizing a constant: fold to its dequantized value
+      Constant c = constants_.at(n.input(0));
+      for (size_t i = 0; i < c.data.size(); ++i) {
+        size_t ch = p.scale.size() == 1 ? 0 : i % p.scale.size();
+        c.data[i] = (std::clamp(std::nearbyint(c.data[i] / p.scale[ch]) + p.zero[ch], p.qmin, p.qmax) - p.zero[ch]) * p.scale[ch];
+      }
+      constants_[n.output(0)] = c;
+      return;
+    }
+    define(n, fake_quant(input(n, 0), p, n, loc));
+  }
+
+  void dequantize_linear(const onnx::NodeProto& n, mlir::Location loc) {
+    only_attrs(n, {"axis"});
+    QParams p = qparams(n, 1, 2, attr_i(n, "axis", 1));
+    auto c = constants_.find(n.input(0));
+    if (c != constants_.end() && !quantized_.count(n.input(0))) {  // quantized weights: dequantize now
+      constants_[n.output(0)] = dequantized(c->second, p, n);
+      return;
+    }
+    if (c != constants_.end()) {  // a constant quantized by QuantizeLinear: already dequantized
+      constants_[n.output(0)] = c->second;
+      return;
+    }
+    // An activation: carried dequantized already. With other parameters than it was
+    // quantized with, (q - z2) s2 = (v / s1 + z1 - z2) s2.
+    const Tensor& x = input(n, 0);
+    auto q = quantized_.find(n.input(0));
+    if (q == quantized_.end())
+      fail(fmt::format("DequantizeLinear of '{}', which no QuantizeLinear or QLinear operator produced", n.input(0)), node_name(n));
+    if (p.scale.size() != 1 || q->second.scale.size() != 1) fail("per-axis dequantization of an activation is not supported", node_name(n));
+    float s1 = q->second.scale[0], z1 = q->second.zero[0], s2 = p.scale[0], z2 = p.zero[0];
+    if (s1 == s2 && z1 == z2) {
+      define(n, x);
+      return;
+    }
+    auto ones = std::vector<int64_t>(x.shape.size(), 1);
+    auto t = x.value.getType();
+    Value y = b_.create<mlir::tosa::MulOp>(loc, t, x.value, constant(ones, {s2 / s1}, loc), b_.getI8IntegerAttr(0));
+    y = b_.create<mlir::tosa::AddOp>(loc, t, y, constant(ones, {(z1 - z2) * s2}, loc));
+    define(n, {y, x.shape, x.nhwc});
+  }
+
+  // QLinearMatMul / QLinearConv: on dequantized values, then quantized to the output's
+  // parameters (an int32 bias B counts in units of x_scale * w_scale).
+  void qlinear(const onnx::NodeProto& n, mlir::Location loc) {
+    bool conv = n.op_type() == "QLinearConv";
+    if (conv) only_attrs(n, {"auto_pad", "dilations", "group", "kernel_shape", "pads", "strides"});
+    else only_attrs(n, {});
+    if (n.input_size() < 8) fail(fmt::format("{} needs 8 inputs (9 with a bias)", n.op_type()), node_name(n));
+    QParams px = qparams(n, 1, 2, 1), pw = qparams(n, 4, 5, conv ? 0 : 1), py = qparams(n, 6, 7, 1);
+    if (px.scale.size() != 1) fail("the input must be quantized per tensor", node_name(n));
+    const Tensor& x = input(n, 0);
+    Tensor y;
+    if (constants_.count(n.input(3))) {
+      Constant w = dequantized(constants_.at(n.input(3)), pw, n);
+      if (conv) {
+        std::vector<float> bias;
+        if (n.input_size() > 8 && !n.input(8).empty()) {
+          bias = const_input(n, 8, "QLinearConv bias").data;
+          for (size_t co = 0; co < bias.size(); ++co) bias[co] *= px.scale[0] * pw.scale[pw.scale.size() == 1 ? 0 : co];
+        }
+        y = conv_of(n, x, w, bias, loc);
+      } else {
+        y = matmul_const(n, x, w, loc);
+      }
+    } else {
+      if (conv) fail("QLinearConv weights must be constants", node_name(n));
+      y = batch_matmul_of(n, x, input(n, 3), loc);  // both carried dequantized
+    }
+    quantized_[n.output(0)] = py;
+    define(n, fake_quant(y, py, n, loc));
   }
 
   // LayerNormalization over the last axis, as TOSA: c = x - mean(x),

@@ -68,6 +68,10 @@ std::vector<RefTensor> evaluate_reference(mlir::func::FuncOp fn, const std::vect
         }
         for (int64_t j = 0; j < N; ++j) y.data[size_t(i * N + j)] = clampf(acc[size_t(j)], lo, hi);
       }
+    } else if (auto fq = mlir::dyn_cast<tpu::FakeQuantOp>(op)) {
+      const RefTensor& x = get(fq.getInput());
+      float sc = float(fq.getScale().convertToDouble()), lo = float(fq.getLo().convertToDouble()), hi = float(fq.getHi().convertToDouble());
+      for (size_t i = 0; i < n; ++i) y.data[i] = sc * std::nearbyint(std::clamp(x.data[i] / sc, lo, hi));
     } else if (auto k = mlir::dyn_cast<tpu::ConstantOp>(op)) {
       size_t i = 0;
       for (float v : mlir::cast<mlir::DenseElementsAttr>(k.getValue()).getValues<float>()) y.data[i++] = v;

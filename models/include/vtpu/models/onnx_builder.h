@@ -39,6 +39,16 @@ class OnnxBuilder {
     inits_[name] = data;
     return inits_[name];
   }
+  // An int8 or uint8 initializer (quantized weights, zero points); `shape` empty: a scalar.
+  void init_q(const std::string& name, const std::vector<int64_t>& shape, const std::vector<int>& values, bool is_unsigned) {
+    auto* t = model_.mutable_graph()->add_initializer();
+    t->set_name(name);
+    t->set_data_type(is_unsigned ? onnx::TensorProto::UINT8 : onnx::TensorProto::INT8);
+    for (int64_t d : shape) t->add_dims(d);
+    std::string raw;
+    for (int v : values) raw.push_back(char(v));
+    t->set_raw_data(raw);
+  }
   void init_i64(const std::string& name, const std::vector<int64_t>& values) {
     auto* t = model_.mutable_graph()->add_initializer();
     t->set_name(name);
