@@ -1110,25 +1110,42 @@ class Codegen {
     std::string cp = q8_ ? clamp_param(std::isinf(lo) ? lo : std::ceil(lo / sy), std::isinf(hi) ? hi : std::floor(hi / sy))
                          : clamp_param(lo, hi);
     // INT8: bring both operands to the output scale first (one rounding each), then add.
+    // When an operand's range exceeds the output's (terms that cancel), that would saturate
+    // it before the sum: then the sum is taken in fp32 rows and rounded once.
     std::string pa, pb;
-    uint64_t tmp = 0;
+    uint64_t tmp = 0, tmp_bytes = y.block_bytes;
+    bool wide = q8_ && (scale(op.getLhs()) > sy || scale(op.getRhs()) > sy);
     if (q8_) {
       pa = new_param(fmt::format("scale=[{}]", double(scale(op.getLhs())) / sy));
       pb = new_param(fmt::format("scale=[{}]", double(scale(op.getRhs())) / sy));
-      auto t = ub_.alloc(2 * y.block_bytes);
+      if (wide) tmp_bytes = align_up(y.rows * C_ * 4, 64);
+      auto t = ub_.alloc(2 * tmp_bytes);
       if (!t) throw CompileError(fmt::format("node '{}': no unified-buffer room for the rescaled operands", layer));
       tmp = *t;
     }
     for (uint64_t blk = 0; blk < y.blocks; ++blk) {
       uint64_t ya = y.base + blk * y.block_bytes, aa = a.base + blk * a.block_bytes, ba = b.base + blk * b.block_bytes;
+      if (wide) {
+        code(fmt::format("  li r1, {} || li r2, {}", aa, ba));
+        code(fmt::format("  li r4, {} || li r5, {}", tmp, tmp + tmp_bytes));
+        code(fmt::format("  li r3, {}", ya));
+        vec_wait(fmt::format("vec.cvt dst=ub[r4+0] a=ub[r1+0] rows={} dt=int8 odt=fp32", y.rows));
+        vec_wait(fmt::format("vec.affine dst=ub[r4+0] a=ub[r4+0] rows={} dt=fp32 param={}", y.rows, pa));
+        vec_wait(fmt::format("vec.cvt dst=ub[r5+0] a=ub[r2+0] rows={} dt=int8 odt=fp32", y.rows));
+        vec_wait(fmt::format("vec.affine dst=ub[r5+0] a=ub[r5+0] rows={} dt=fp32 param={}", y.rows, pb));
+        vec_wait(fmt::format("vec.add dst=ub[r4+0] a=ub[r4+0] b=ub[r5+0] rows={} dt=fp32", y.rows));
+        vec_wait(fmt::format("vec.cvt dst=ub[r3+0] a=ub[r4+0] rows={} dt=fp32 odt=int8", y.rows));
+        if (!cp.empty()) vec_wait(fmt::format("vec.clamp dst=ub[r3+0] a=ub[r3+0] rows={} dt=int8 param={}", y.rows, cp));
+        continue;
+      }
       if (q8_) {
         code(fmt::format("  li r1, {} || li r2, {}", aa, ba));
-        code(fmt::format("  li r4, {} || li r5, {}", tmp, tmp + y.block_bytes));
+        code(fmt::format("  li r4, {} || li r5, {}", tmp, tmp + tmp_bytes));
         code(fmt::format("  vec.affine dst=ub[r4+0] a=ub[r1+0] rows={} dt=int8 param={} flag=f20", y.rows, pa));
         code("  wait f20");
         code(fmt::format("  vec.affine dst=ub[r5+0] a=ub[r2+0] rows={} dt=int8 param={} flag=f20", y.rows, pb));
         code("  wait f20");
-        aa = tmp, ba = tmp + y.block_bytes;
+        aa = tmp, ba = tmp + tmp_bytes;
       }
       code(fmt::format("  li r1, {} || li r2, {}", aa, ba));
       code(fmt::format("  li r3, {}", ya));
@@ -1381,7 +1398,13 @@ class Codegen {
     const Act& a = act(op.getLhs());
     const Act& b = act(op.getRhs());
     Act y = new_act(shape_of(op.getOutput()), fmt::format("the output of '{}'", layer));
-    bool rescale_both = op.getKind() != "mul";  // sub, max, min: then one int8 op
+    // sub, max, min: both rescaled to the output's scale, then one int8 op. Saturating an
+    // operand first is harmless for max and min (monotonic) but not for a difference of
+    // terms that cancel: such a sub goes through fp32 rows like mul.
+    bool rescale_both = op.getKind() != "mul";
+    if (q8_ && op.getKind() == "sub" &&
+        (scale(op.getLhs()) > scale(op.getOutput()) || scale(op.getRhs()) > scale(op.getOutput())))
+      rescale_both = false;
     uint64_t tmp = 0, tmp_bytes = 0;
     std::string pa, pb;
     if (q8_) {
@@ -1390,8 +1413,9 @@ class Codegen {
       auto t = ub_.alloc(2 * tmp_bytes);
       if (!t) throw CompileError(fmt::format("node '{}': no unified-buffer room for the rescaled operands", layer));
       tmp = *t;
-      pa = new_param(fmt::format("scale=[{}]", rescale_both ? sa / sy : sa * sb / sy));
-      if (rescale_both) pb = new_param(fmt::format("scale=[{}]", sb / sy));
+      bool mul = op.getKind() == "mul";
+      pa = new_param(fmt::format("scale=[{}]", mul ? sa * sb / sy : sa / sy));
+      if (!mul) pb = new_param(fmt::format("scale=[{}]", sb / sy));
     }
     for (uint64_t blk = 0; blk < y.blocks; ++blk) {
       uint64_t ya = y.base + blk * y.block_bytes, aa = a.base + blk * a.block_bytes, ba = b.base + blk * b.block_bytes;
@@ -1404,11 +1428,18 @@ class Codegen {
         vec_wait(fmt::format("vec.affine dst=ub[r4+0] a=ub[r1+0] rows={} dt=int8 param={}", y.rows, pa));
         vec_wait(fmt::format("vec.affine dst=ub[r5+0] a=ub[r2+0] rows={} dt=int8 param={}", y.rows, pb));
         vec_wait(fmt::format("vec.{} dst=ub[r3+0] a=ub[r4+0] b=ub[r5+0] rows={} dt=int8", op.getKind().str(), y.rows));
-      } else {
+      } else if (op.getKind() == "mul") {
         vec_wait(fmt::format("vec.cvt dst=ub[r4+0] a=ub[r1+0] rows={} dt=int8 odt=fp32", y.rows));
         vec_wait(fmt::format("vec.cvt dst=ub[r5+0] a=ub[r2+0] rows={} dt=int8 odt=fp32", y.rows));
         vec_wait(fmt::format("vec.mul dst=ub[r4+0] a=ub[r4+0] b=ub[r5+0] rows={} dt=fp32", y.rows));
         vec_wait(fmt::format("vec.affine dst=ub[r4+0] a=ub[r4+0] rows={} dt=fp32 param={}", y.rows, pa));
+        vec_wait(fmt::format("vec.cvt dst=ub[r3+0] a=ub[r4+0] rows={} dt=fp32 odt=int8", y.rows));
+      } else {  // a sub whose operands exceed the output's range: in fp32, rounded once
+        vec_wait(fmt::format("vec.cvt dst=ub[r4+0] a=ub[r1+0] rows={} dt=int8 odt=fp32", y.rows));
+        vec_wait(fmt::format("vec.affine dst=ub[r4+0] a=ub[r4+0] rows={} dt=fp32 param={}", y.rows, pa));
+        vec_wait(fmt::format("vec.cvt dst=ub[r5+0] a=ub[r2+0] rows={} dt=int8 odt=fp32", y.rows));
+        vec_wait(fmt::format("vec.affine dst=ub[r5+0] a=ub[r5+0] rows={} dt=fp32 param={}", y.rows, pb));
+        vec_wait(fmt::format("vec.{} dst=ub[r4+0] a=ub[r4+0] b=ub[r5+0] rows={} dt=fp32", op.getKind().str(), y.rows));
         vec_wait(fmt::format("vec.cvt dst=ub[r3+0] a=ub[r4+0] rows={} dt=fp32 odt=int8", y.rows));
       }
     }

@@ -942,6 +942,54 @@ TEST_P(CompileE2E, QuantizedQdqAndQLinearModelMatchesItsArithmetic) {
   }
 }
 
+// ONNX GRU with linear_before_reset = 1 (torch's GRU), reverse direction: Y [T, 1, B, H]
+// against the gate equations (order z, r, h).
+TEST_P(CompileE2E, GruLinearBeforeResetMatchesFp32Reference) {
+  const int64_t T = 3, Bt = 2, I = 9, H = 10;
+  OnnxBuilder m;
+  m.input("x", {T, Bt, I});
+  auto& W = m.init("W", {1, 3 * H, I}, 0.4f);
+  auto& R = m.init("R", {1, 3 * H, H}, 0.4f);
+  auto& Bb = m.init("B", {1, 6 * H}, 0.3f);
+  auto* g = m.node("GRU", "gru", {"x", "W", "R", "B"}, {"y"});
+  OnnxBuilder::attr(g, "hidden_size", H);
+  OnnxBuilder::attr(g, "linear_before_reset", int64_t(1));
+  OnnxBuilder::attr_s(g, "direction", "reverse");
+  m.output("y", {T, 1, Bt, H});
+  auto path = m.save("vtpu_gru_" + id() + ".onnx");
+  Vec x(size_t(T * Bt * I));
+  std::mt19937 rng(53);
+  for (auto& v : x) v = float(int(rng() % 2001) - 1000) / 500.0f;
+  Vec got = compile_and_run(path, {{"x", x}});
+
+  auto sig = [](double v) { return 1.0 / (1.0 + std::exp(-v)); };
+  auto proj = [&](const Vec& M, int64_t row, const double* v, int64_t K) {
+    double acc = 0;
+    for (int64_t k = 0; k < K; ++k) acc += v[k] * M[size_t(row * K + k)];
+    return acc;
+  };
+  Vec want(size_t(T * Bt * H));
+  std::vector<double> h(size_t(Bt * H), 0.0);
+  for (int64_t t = T - 1; t >= 0; --t) {
+    std::vector<double> hn(h.size());
+    for (int64_t b = 0; b < Bt; ++b) {
+      std::vector<double> xv(static_cast<size_t>(I));
+      for (int64_t k = 0; k < I; ++k) xv[size_t(k)] = x[size_t((t * Bt + b) * I + k)];
+      const double* hv = h.data() + b * H;
+      for (int64_t j = 0; j < H; ++j) {
+        double z = sig(proj(W, j, xv.data(), I) + Bb[size_t(j)] + proj(R, j, hv, H) + Bb[size_t(3 * H + j)]);
+        double r = sig(proj(W, H + j, xv.data(), I) + Bb[size_t(H + j)] + proj(R, H + j, hv, H) + Bb[size_t(4 * H + j)]);
+        double n = std::tanh(proj(W, 2 * H + j, xv.data(), I) + Bb[size_t(2 * H + j)] +
+                             r * (proj(R, 2 * H + j, hv, H) + Bb[size_t(5 * H + j)]));
+        hn[size_t(b * H + j)] = (1 - z) * n + z * hv[j];
+        want[size_t((t * Bt + b) * H + j)] = float(hn[size_t(b * H + j)]);
+      }
+    }
+    h = hn;
+  }
+  expect_close(got, want, tolerance(0.03));
+}
+
 // A transformer's feed-forward half as torch exports it (opset 17): LayerNormalization,
 // MatMul + bias, GELU as x * 0.5 * (1 + erf(x / sqrt(2))), MatMul + bias, residual Add.
 TEST_P(CompileE2E, LayerNormAndGeluFeedForwardMatchesFp32Reference) {
