@@ -99,6 +99,11 @@ class UbAllocator {
     return n;
   }
   uint64_t capacity() const { return cap_; }
+  uint64_t largest_free() const {
+    uint64_t m = 0;
+    for (auto& [a, n] : free_) m = std::max(m, n);
+    return m;
+  }
 
  private:
   uint64_t cap_, align_, high_ = 0;
@@ -340,9 +345,7 @@ class Codegen {
                 std::optional<double> rescale = std::nullopt) {
     Act t = a;
     t.block_bytes = align_up(a.rows * R_ * 4, 64);
-    auto at = ub_.alloc(t.bytes());
-    if (!at) throw CompileError(fmt::format("node '{}': no unified-buffer room for the fp32 {}", layer, what));
-    t.base = *at;
+    t.base = ub_take(t.bytes(), fmt::format("the fp32 {} of '{}'", what, layer));
     if (!convert) {
       clear(t.base, t.bytes());  // padding lanes stay zero
       return t;
@@ -380,6 +383,19 @@ class Codegen {
     return fmt::format("r{}+0", reg);
   }
 
+  // Unified-buffer bytes for `what`, or the error every allocation gives: what needs how
+  // much, what is free (and whether it is only free in pieces), and by how much the buffer
+  // is too small.
+  uint64_t ub_take(uint64_t bytes, const std::string& what) {
+    if (auto at = ub_.alloc(bytes)) return *at;
+    uint64_t free = ub_.capacity() - ub_.in_use(), largest = ub_.largest_free();
+    std::string pieces = free >= bytes ? fmt::format(", in pieces of at most {} bytes", largest) : "";
+    throw CompileError(fmt::format("{} needs {} bytes of the unified buffer but only {} of its {} bytes are free{} "
+                                   "(core.unified_buffer.bytes is {} too small); use a config with a larger unified "
+                                   "buffer or a smaller batch",
+                                   what, bytes, free, ub_.capacity(), pieces, bytes - std::min(bytes, largest)));
+  }
+
   Act new_act(const std::vector<int64_t>& shape, const std::string& what) {
     Act a;
     a.shape = shape;
@@ -387,14 +403,7 @@ class Codegen {
     a.rows = numel(shape) / a.features;
     a.blocks = ceil_div(a.features, R_);
     a.block_bytes = align_up(a.rows * R_ * esz_, 64);
-    auto at = ub_.alloc(a.bytes());
-    if (!at)
-      throw CompileError(fmt::format("{} needs {} bytes of the unified buffer but only {} of its {} bytes are free "
-                                     "(core.unified_buffer.bytes is {} too small); use a config with a larger unified "
-                                     "buffer or a smaller batch",
-                                     what, a.bytes(), ub_.capacity() - ub_.in_use(), ub_.capacity(),
-                                     a.bytes() - (ub_.capacity() - ub_.in_use())));
-    a.base = *at;
+    a.base = ub_take(a.bytes(), what);
     return a;
   }
 
@@ -507,7 +516,11 @@ class Codegen {
 
   // Bias of one n block as an fp32 row of C lanes in UB (loaded once per layer).
   // bf16: fp32 biases; INT8: int32 biases in the accumulator's scale.
+  // A layer without bias (all zeros) has no bias rows and its epilogues skip the add.
+  static constexpr uint64_t kNoBias = UINT64_MAX;
+  uint64_t bias_at(uint64_t bias_ub, uint64_t n_block) const { return bias_ub == kNoBias ? kNoBias : bias_ub + n_block * C_ * 4; }
   uint64_t bias_rows(const std::vector<float>& bias, const std::vector<double>& acc_scale = {}) {
+    if (std::all_of(bias.begin(), bias.end(), [](float b) { return b == 0.0f; })) return kNoBias;
     uint64_t nb = ceil_div(bias.size(), C_);
     std::vector<uint8_t> bytes(nb * C_ * 4, 0);
     for (size_t i = 0; i < bias.size(); ++i) {
@@ -519,12 +532,11 @@ class Codegen {
       }
     }
     uint64_t hbm = hbm_const(bytes);
-    auto at = ub_.alloc(bytes.size());
-    if (!at) throw CompileError("the unified buffer has no room left for a bias row");
-    std::string d = new_desc(fmt::format("bytes={} src_off={} dst_off={}", bytes.size(), hbm, *at));
+    uint64_t at = ub_take(bytes.size(), "a layer's bias rows");
+    std::string d = new_desc(fmt::format("bytes={} src_off={} dst_off={}", bytes.size(), hbm, at));
     code(fmt::format("  dma.load desc={} src=r0 dst=r0 flag=f1", d));
     code("  wait f1");
-    return *at;
+    return at;
   }
 
   // The epilogue of an output block: acc (fp32) + bias, clamp, -> bf16 rows of `out` block.
@@ -542,9 +554,11 @@ class Codegen {
     };
     std::vector<std::string> ph;
     std::string pre;
-    std::string bias = ref(bias_ub, 8, pre);
-    ph.push_back(pre + fmt::format("  vec.add dst=acc[r0+{0}] a=acc[r0+{0}] b=ub[{1}] rows={2} dt={3} bcast=1 flag={{flag}}\n",
-                                   g, bias, rows, q8_ ? "int32" : "fp32"));
+    if (bias_ub != kNoBias) {
+      std::string bias = ref(bias_ub, 8, pre);
+      ph.push_back(pre + fmt::format("  vec.add dst=acc[r0+{0}] a=acc[r0+{0}] b=ub[{1}] rows={2} dt={3} bcast=1 flag={{flag}}\n",
+                                     g, bias, rows, q8_ ? "int32" : "fp32"));
+    }
     if (q8_) {
       pre.clear();
       std::string out = ref(out_ub, 9, pre);
@@ -771,7 +785,7 @@ class Codegen {
         Block b;
         for (uint64_t k = 0; k < kt; ++k)
           b.groups.push_back({tiles[n][k], {{x.base + k * x.block_bytes + r0 * R_ * esz_, rows, 0, 0, k > 0}}});
-        uint64_t out = y.base + n * y.block_bytes + r0 * C_ * esz_, bias_row = bias_ub + n * C_ * 4;
+        uint64_t out = y.base + n * y.block_bytes + r0 * C_ * esz_, bias_row = bias_at(bias_ub, n);
         std::string ep = eps[n];
         b.epilogue = [this, rows, bias_row, ep, out](uint32_t m, uint64_t acc_row) { return epilogue(m, acc_row, rows, bias_row, ep, out); };
         blocks.push_back(std::move(b));
@@ -822,7 +836,7 @@ class Codegen {
           Block blk;
           for (uint64_t k = 0; k < kt; ++k)
             blk.groups.push_back({tiles[k], {{a.base + k * a.block_bytes + row * R_ * esz_, rows, 0, 0, k > 0}}});
-          uint64_t out = y.base + n * y.block_bytes + row * C_ * esz_, bias_row = bias_ub + n * C_ * 4;
+          uint64_t out = y.base + n * y.block_bytes + row * C_ * esz_, bias_row = bias_at(bias_ub, n);
           std::string ep = eps[n];
           blk.epilogue = [this, rows, bias_row, ep, out](uint32_t m, uint64_t acc_row) { return epilogue(m, acc_row, rows, bias_row, ep, out); };
           blocks.push_back(std::move(blk));
@@ -855,11 +869,7 @@ class Codegen {
     uint64_t pix = CIp * esz_;
     // The packed, zero-padded image (+ one row of slack: a matmul reads R lanes per row).
     uint64_t bytes = N * Hp * Wp * pix + R_ * esz_;
-    auto at = ub_.alloc(bytes);
-    if (!at)
-      throw CompileError(fmt::format("the packed input of '{}' needs {} bytes of the unified buffer, {} are free", layer,
-                                     bytes, ub_.capacity() - ub_.in_use()));
-    uint64_t xq = *at;
+    uint64_t xq = ub_take(bytes, fmt::format("the packed input of '{}'", layer));
     clear(xq, bytes);
     for (uint64_t n = 0; n < N; ++n) {
       std::string d = new_desc(fmt::format("bytes={} src_off={} dst_off={} dim=[{}, {}, {}] dim=[{}, {}, {}]", CI * esz_,
@@ -905,7 +915,7 @@ class Codegen {
           b.groups.push_back(std::move(g));
         }
         uint64_t rows = (r1 - r0) * OW;
-        uint64_t out = y.base + nb * y.block_bytes + r0 * OW * C_ * esz_, bias_row = bias_ub + nb * C_ * 4;
+        uint64_t out = y.base + nb * y.block_bytes + r0 * OW * C_ * esz_, bias_row = bias_at(bias_ub, nb);
         std::string ep = eps[nb];
         b.epilogue = [this, rows, bias_row, ep, out](uint32_t m, uint64_t acc_row) { return epilogue(m, acc_row, rows, bias_row, ep, out); };
         blocks.push_back(std::move(b));
@@ -1014,7 +1024,7 @@ class Codegen {
             b.groups.push_back(std::move(g));
           }
         uint64_t rows = (r1 - r0) * OW;
-        uint64_t out = y.base + nb * y.block_bytes + r0 * OW * C_ * esz_, bias_row = bias_ub + nb * C_ * 4;
+        uint64_t out = y.base + nb * y.block_bytes + r0 * OW * C_ * esz_, bias_row = bias_at(bias_ub, nb);
         std::string ep = eps[nb];
         b.epilogue = [this, rows, bias_row, ep, out](uint32_t m, uint64_t acc_row) { return epilogue(m, acc_row, rows, bias_row, ep, out); };
         blocks.push_back(std::move(b));
@@ -1119,9 +1129,7 @@ class Codegen {
       pa = new_param(fmt::format("scale=[{}]", double(scale(op.getLhs())) / sy));
       pb = new_param(fmt::format("scale=[{}]", double(scale(op.getRhs())) / sy));
       if (wide) tmp_bytes = align_up(y.rows * C_ * 4, 64);
-      auto t = ub_.alloc(2 * tmp_bytes);
-      if (!t) throw CompileError(fmt::format("node '{}': no unified-buffer room for the rescaled operands", layer));
-      tmp = *t;
+      tmp = ub_take(2 * tmp_bytes, fmt::format("the rescaled operands of '{}'", layer));
     }
     for (uint64_t blk = 0; blk < y.blocks; ++blk) {
       uint64_t ya = y.base + blk * y.block_bytes, aa = a.base + blk * a.block_bytes, ba = b.base + blk * b.block_bytes;
@@ -1295,8 +1303,7 @@ class Codegen {
         continue;
       }
       if (q8_ && rs != 1.0) {  // rescale into a temporary with the input's layout
-        auto t = ub_.alloc(x.bytes());
-        if (!t) throw CompileError(fmt::format("node '{}': no unified-buffer room for a rescaled concat input", layer));
+        std::optional<uint64_t> t = ub_take(x.bytes(), fmt::format("a rescaled input of '{}'", layer));
         std::string p = new_param(fmt::format("scale=[{}]", rs));
         for (uint64_t blk = 0; blk < x.blocks; ++blk) {
           code(fmt::format("  li r1, {} || li r2, {}", x.base + blk * x.block_bytes, *t + blk * x.block_bytes));
@@ -1410,9 +1417,7 @@ class Codegen {
     if (q8_) {
       double sa = scale(op.getLhs()), sb = scale(op.getRhs()), sy = scale(op.getOutput());
       tmp_bytes = rescale_both ? y.block_bytes : y.rows * C_ * 4;
-      auto t = ub_.alloc(2 * tmp_bytes);
-      if (!t) throw CompileError(fmt::format("node '{}': no unified-buffer room for the rescaled operands", layer));
-      tmp = *t;
+      tmp = ub_take(2 * tmp_bytes, fmt::format("the rescaled operands of '{}'", layer));
       bool mul = op.getKind() == "mul";
       pa = new_param(fmt::format("scale=[{}]", mul ? sa * sb / sy : sa / sy));
       if (!mul) pb = new_param(fmt::format("scale=[{}]", sb / sy));
@@ -1459,9 +1464,7 @@ class Codegen {
     uint64_t tmp = 0;
     std::string in_s, out_s;
     if (q8_) {
-      auto t = ub_.alloc(x.rows * C_ * 4);
-      if (!t) throw CompileError(fmt::format("node '{}': no unified-buffer room for fp32 work rows", layer));
-      tmp = *t;
+      tmp = ub_take(x.rows * C_ * 4, fmt::format("the fp32 work rows of '{}'", layer));
       in_s = new_param(fmt::format("scale=[{}]", double(scale(op.getInput()))));
       out_s = new_param(fmt::format("scale=[{}]", 1.0 / double(scale(op.getOutput()))));
     }
@@ -1601,8 +1604,7 @@ class Codegen {
     if (q8_) in_scale = scale(op.getInput());
     Act t = fp32_twin(x, layer, "layer normalization rows", true, in_scale);
     uint64_t row32 = C_ * 4, rows = x.rows, stat_bytes = align_up(rows * row32, 64);
-    auto work = ub_.alloc(3 * stat_bytes + row32);
-    if (!work) throw CompileError(fmt::format("node '{}': no unified-buffer room for the layer normalization rows", layer));
+    std::optional<uint64_t> work = ub_take(3 * stat_bytes + row32, fmt::format("the statistics rows of '{}'", layer));
     uint64_t sum = *work, part = sum + stat_bytes, sq = part + stat_bytes, mask = sq + stat_bytes;
     uint64_t valid = x.features - (x.blocks - 1) * C_;
     if (valid < C_) {
@@ -1673,8 +1675,8 @@ class Codegen {
     Act y = new_act(shape_of(op.getOutput()), fmt::format("the output of '{}'", layer));
     // fp32 work rows: one per block for the values, plus running max and sum rows.
     uint64_t row32 = C_ * 4, rows = x.rows;
-    auto work = ub_.alloc(x.blocks * rows * row32 + 3 * rows * row32 + row32 * x.blocks);
-    if (!work) throw CompileError(fmt::format("node '{}': no unified-buffer room for the softmax work rows", layer));
+    std::optional<uint64_t> work =
+        ub_take(x.blocks * rows * row32 + 3 * rows * row32 + row32 * x.blocks, fmt::format("the fp32 work rows of '{}'", layer));
     uint64_t vals = *work, mx = vals + x.blocks * rows * row32, sum = mx + rows * row32, tmp = sum + rows * row32;
     uint64_t masks = tmp + rows * row32;
     std::string in_scale, out_scale;
@@ -1705,9 +1707,7 @@ class Codegen {
       for (uint64_t i = 0; i < mask_rows; ++i)
         for (uint64_t j = 0; j < x.features; ++j)
           std::memcpy(&bytes[((j / C_) * mask_rows + i) * row32 + (j % C_) * 4], &mk[i * x.features + j], 4);
-      auto at = ub_.alloc(bytes.size());
-      if (!at) throw CompileError(fmt::format("node '{}': no unified-buffer room for the attention mask", layer));
-      user_mask = *at;
+      user_mask = ub_take(bytes.size(), fmt::format("the attention mask of '{}'", layer));
       uint64_t n = bytes.size(), hbm = hbm_const(std::move(bytes));
       std::string d = new_desc(fmt::format("bytes={} src_off={} dst_off={}", n, hbm, user_mask));
       code(fmt::format("  dma.load desc={} src=r0 dst=r0 flag=f1", d));

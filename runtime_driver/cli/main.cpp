@@ -82,8 +82,11 @@ int cmd_compile(const CompileArgs& a) {
   else throw UserError(fmt::format("--dtype '{}': use int8 or bf16", a.dtype));
   opt.batch = a.batch;
   opt.emit_mlir_stage = a.emit_mlir;
-  compiler::CompileResult r = compiler::compile_onnx(a.model, cfg, opt);
-  std::string out = a.output.empty() ? default_output(a.model).string() : a.output;
+  // A zoo name instead of a file: the zoo's model (generated once); the program goes to NAME.vtpu here.
+  std::filesystem::path model = a.model;
+  if (!std::filesystem::exists(model) && models::find(a.model)) model = models::materialize(a.model, models::default_dir());
+  compiler::CompileResult r = compiler::compile_onnx(model, cfg, opt);
+  std::string out = a.output.empty() ? (model == a.model ? default_output(a.model).string() : a.model + ".vtpu") : a.output;
   isa::write_program(r.program, out);
   if (!a.emit_asm.empty()) {
     std::ofstream f(a.emit_asm);
@@ -331,7 +334,7 @@ int main(int argc, char** argv) {
 
   CompileArgs compile_args;
   auto* compile_cmd = app.add_subcommand("compile", "compile an ONNX model into a .vtpu program");
-  compile_cmd->add_option("MODEL", compile_args.model, "model (.onnx)")->required();
+  compile_cmd->add_option("MODEL", compile_args.model, "model (.onnx) or zoo name (vtpu models)")->required();
   compile_cmd->add_option("-c,--config", compile_args.config, "preset name or YAML file")->capture_default_str();
   compile_cmd->add_option("--dtype", compile_args.dtype, "int8 or bf16")->capture_default_str();
   compile_cmd->add_option("-o,--output", compile_args.output, "output program (default: MODEL with .vtpu)");
