@@ -657,26 +657,36 @@ void Machine::exec_vector(const Operation& op, uint64_t T, const OpRef& ref) {
   if (binary) b = operand("b", dt, false);
   Resolved d = operand("dst", odt, true);
 
-  // Issue-stage cycles: per row, the lanes' passes or the busiest bank, whichever is longer
-  // (pooling: the window's rows one after another, banks not modelled).
-  uint64_t lane_passes = ceil_div(W, vc.lanes);
-  uint64_t occ = rows * lane_passes * window;
+  // Issue-stage cycles: the unit takes `sublanes` rows per step (a vector register's worth);
+  // a step costs the lanes' passes or the busiest bank over its rows' accesses, whichever is
+  // longer (pooling: the window's rows one after another, banks not modelled).
+  uint64_t lane_passes = ceil_div(W, vc.lanes), S = std::max<uint64_t>(1, vc.sublanes);
+  uint64_t steps_n = ceil_div(rows, S);
+  uint64_t occ = steps_n * lane_passes * window;
   if (!pool) {
     bool b_ub = binary && b.space == Space::Ub, b_every_row = b_ub && !V("bcast");
-    std::vector<uint64_t> steps;
-    if (a.space == Space::Ub) steps.push_back(a.v.row_bytes);
-    if (b_every_row) steps.push_back(b.v.row_bytes);
-    if (d.space == Space::Ub) steps.push_back(d.v.row_bytes);
-    if (!steps.empty()) {
+    std::vector<uint64_t> strides;
+    if (a.space == Space::Ub) strides.push_back(S * a.v.row_bytes);
+    if (b_every_row) strides.push_back(S * b.v.row_bytes);
+    if (d.space == Space::Ub) strides.push_back(S * d.v.row_bytes);
+    if (!strides.empty()) {
       std::vector<std::pair<uint64_t, uint64_t>> rd, wr;
-      occ = periodic_sum(rows, steps, [&](uint64_t i) {
+      auto step_cost = [&](uint64_t g) {  // rows g*S .. g*S + n - 1, consecutive: one range per operand
         rd.clear(), wr.clear();
-        if (a.space == Space::Ub) rd.emplace_back(a.lo + i * a.v.row_bytes, a.v.row_bytes);
-        if (b_every_row || (b_ub && i == 0)) rd.emplace_back(b.lo + (b_every_row ? i * b.v.row_bytes : 0), b.v.row_bytes);
-        if (d.space == Space::Ub) wr.emplace_back(d.lo + i * d.v.row_bytes, d.v.row_bytes);
+        uint64_t i = g * S, n = std::min(rows, i + S) - i;
+        if (a.space == Space::Ub) rd.emplace_back(a.lo + i * a.v.row_bytes, n * a.v.row_bytes);
+        if (b_every_row) rd.emplace_back(b.lo + i * b.v.row_bytes, n * b.v.row_bytes);
+        else if (b_ub && i == 0) rd.emplace_back(b.lo, b.v.row_bytes);
+        if (d.space == Space::Ub) wr.emplace_back(d.lo + i * d.v.row_bytes, n * d.v.row_bytes);
         return std::max(lane_passes, ub_group_cycles(rd, wr));
-      });
-      c.ub_bank_extra_cycles += occ - rows * lane_passes;
+      };
+      // Whole steps repeat with the banks' period; a partial last step is costed alone (as is
+      // the first when b is broadcast, which reads b's row only there).
+      uint64_t whole = rows / S, first = b_ub && !b_every_row && whole ? 1 : 0;
+      occ = first ? step_cost(0) : 0;
+      occ += periodic_sum(whole - first, strides, [&](uint64_t g) { return step_cost(g + first); });
+      if (rows % S) occ += step_cost(whole);
+      c.ub_bank_extra_cycles += occ - steps_n * lane_passes;
     }
   }
   uint64_t D = T + occ + lat;

@@ -163,6 +163,35 @@ TEST(Timing, VectorOperationOccupancyAndLatency) {
   EXPECT_EQ(v["total"], std::max(w2 + 2, d2));
 }
 
+// With sublanes (TPU v4: 8 x 128 lanes) the unit takes 8 rows per step: an operation over
+// 20 rows takes 3 steps (8, 8, 4), each the lanes' passes or its rows' busiest bank.
+TEST(Timing, VectorStepsCoverSublanesOfRows) {
+  config::Config cfg = config::load_preset("tpu-v4-core");
+  const auto& vc = cfg.core.vector;
+  ASSERT_EQ(vc.sublanes, 8u);
+  uint64_t W = cfg.core.mxu.cols, rows = 20, rb = 4 * W;
+  std::string text = fmt::format(R"(
+      vec.add dst=ub[r0+0] a=ub[r0+65536] b=ub[r0+131072] rows={rows} dt=fp32 flag=f1
+      wait f1
+      halt
+  )", fmt::arg("rows", rows));
+  std::string out = run_asm("tpu-v4-core", text, [](const RunResult& r) {
+    for (const TraceEvent& e : r.trace)
+      if (e.unit == Unit::Vector) return fmt::format("begin={}\nend={}\n", e.begin, e.end);
+    return std::string();
+  }, {}, traced());
+  auto v = parse(out);
+  uint64_t passes = (W + vc.lanes - 1) / vc.lanes, occ = 0;
+  for (uint64_t g = 0; g * vc.sublanes < rows; ++g) {
+    // The step's rows are consecutive: one range per operand.
+    uint64_t i = g * vc.sublanes, n = std::min<uint64_t>(rows, i + vc.sublanes) - i;
+    occ += std::max(passes, testing::expected_bank_cycles(cfg, {{65536 + i * rb, n * rb}, {131072 + i * rb, n * rb}},
+                                                          {{i * rb, n * rb}}));
+  }
+  EXPECT_EQ(v["end"] - v["begin"], occ);
+  EXPECT_LT(occ, rows) << "eight rows per step should take fewer cycles than one row per cycle";
+}
+
 TEST(Timing, BranchPenaltyAndLoopCount) {
   config::Config cfg = config::load_preset("tiny-4x4");
   uint64_t pen = cfg.core.scalar.branch_penalty_cycles;
