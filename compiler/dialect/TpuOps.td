@@ -63,6 +63,17 @@ def Tpu_FakeQuantOp : Tpu_Op<"fake_quant", [Pure]> {
   let assemblyFormat = "operands attr-dict `:` functional-type(operands, results)";
 }
 
+def Tpu_ResizeNearestOp : Tpu_Op<"resize_nearest", [Pure]> {
+  let summary = "NHWC nearest-neighbour resize: output pixel (y, x) copies input pixel (rows[y], cols[x])";
+  let description = [{
+    ONNX Resize/Upsample with mode nearest; the importer works out every output
+    coordinate's source under the model's coordinate transformation and rounding rule.
+  }];
+  let arguments = (ins AnyRankedTensor:$input, DenseI64ArrayAttr:$rows, DenseI64ArrayAttr:$cols, StrAttr:$layer);
+  let results = (outs AnyRankedTensor:$output);
+  let assemblyFormat = "operands attr-dict `:` functional-type(operands, results)";
+}
+
 def Tpu_Conv2DOp : Tpu_Op<"conv2d", [Pure]> {
   let summary = "NHWC convolution y = clamp(conv(x, w) + bias); w is [KH, KW, CI / groups, CO]";
   let description = [{

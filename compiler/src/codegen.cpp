@@ -211,6 +211,7 @@ class Codegen {
       else if (auto ln = mlir::dyn_cast<tpu::LayerNormOp>(op)) gen_layernorm(ln);
       else if (auto k = mlir::dyn_cast<tpu::ConstantOp>(op)) gen_constant(k);
       else if (auto fq = mlir::dyn_cast<tpu::FakeQuantOp>(op)) gen_fake_quant(fq);
+      else if (auto rz = mlir::dyn_cast<tpu::ResizeNearestOp>(op)) gen_resize(rz);
       else if (auto r = mlir::dyn_cast<tpu::ReshapeOp>(op)) gen_reshape(r);
       else if (auto c = mlir::dyn_cast<tpu::ClampOp>(op)) gen_clamp(c);
       else if (auto af = mlir::dyn_cast<tpu::AffineOp>(op)) gen_affine(af);
@@ -1536,6 +1537,48 @@ class Codegen {
       else code(fmt::format("  vec.clamp dst=ub[r2+0] a=ub[r1+0] rows={} dt=bf16 param={} flag=f20", y.rows, cp));
       code("  wait f20");
     }
+    add_bound(layer, 0, 0);
+    define(op.getOutput(), y);
+  }
+
+  // Nearest-neighbour resize as unified-buffer copies of pixel rows (R lanes each), per output
+  // image row and lane block: runs of output pixels whose sources repeat (upsampling: source
+  // step 0) or advance by one pixel, and the common integer upsampling (each source pixel f
+  // times) as one two-level copy of the whole row.
+  void gen_resize(tpu::ResizeNearestOp op) {
+    std::string layer = op.getLayer().str();
+    tag(layer);
+    const Act& x = act(op.getInput());
+    Act y = new_act(shape_of(op.getOutput()), fmt::format("the output of '{}'", layer));
+    uint64_t N = uint64_t(x.shape[0]), H = uint64_t(x.shape[1]), W = uint64_t(x.shape[2]);
+    uint64_t OH = uint64_t(y.shape[1]), OW = uint64_t(y.shape[2]), px = R_ * esz_;
+    auto rows = op.getRows(), cols = op.getCols();
+    // Integer upsampling of the row: cols[o] = o / f and OW = W * f.
+    uint64_t f = OW % W == 0 ? OW / W : 0;
+    for (uint64_t o = 0; f && o < OW; ++o)
+      if (uint64_t(cols[o]) != o / f) f = 0;
+    std::vector<std::pair<uint64_t, std::string>> runs;  // (first output pixel, copy shape)
+    if (f) {
+      runs.push_back({0, fmt::format("bytes={} dim=[{}, 0, {}] dim=[{}, {}, {}]", px, f, px, W, px, f * px)});
+    } else {
+      for (uint64_t o = 0; o < OW;) {
+        uint64_t len = 1;
+        int64_t step = o + 1 < OW ? cols[o + 1] - cols[o] : 0;
+        if (step != 0 && step != 1) step = 0;
+        while (o + len < OW && cols[o + len] - cols[o + len - 1] == step) ++len;
+        runs.push_back({o, len > 1 ? fmt::format("bytes={} dim=[{}, {}, {}]", px, len, uint64_t(step) * px, px)
+                                   : fmt::format("bytes={}", px)});
+        o += len;
+      }
+    }
+    for (uint64_t b = 0; b < x.blocks; ++b)
+      for (uint64_t n = 0; n < N; ++n)
+        for (uint64_t oy = 0; oy < OH; ++oy)
+          for (const auto& [o, shape] : runs) {
+            uint64_t src = x.base + b * x.block_bytes + ((n * H + uint64_t(rows[oy])) * W + uint64_t(cols[o])) * px;
+            uint64_t dst = y.base + b * y.block_bytes + ((n * OH + oy) * OW + o) * px;
+            ub_copy(src, dst, shape);
+          }
     add_bound(layer, 0, 0);
     define(op.getOutput(), y);
   }

@@ -308,6 +308,7 @@ class Importer {
     if (op == "QuantizeLinear") return quantize_linear(n, loc);
     if (op == "DequantizeLinear") return dequantize_linear(n, loc);
     if (op == "QLinearMatMul" || op == "QLinearConv") return qlinear(n, loc);
+    if (op == "Resize" || op == "Upsample") return resize(n, loc);
     if (op == "Sigmoid" || op == "Tanh" || op == "Erf" || op == "Exp" || op == "Reciprocal" || op == "Sqrt") {
       const Tensor& x = input(n, 0);
       auto t = x.value.getType();
@@ -1218,6 +1219,82 @@ class Importer {
                      : Value(b_.create<mlir::tosa::MulOp>(loc, type, cand, constant({1, 1}, {-1.0f}, loc), shift));
       h = b_.create<mlir::tosa::AddOp>(loc, type, cand, b_.create<mlir::tosa::MulOp>(loc, type, z, diff, shift));
     }, /*with_c=*/false);
+  }
+
+  // Resize / Upsample, mode nearest, of the H and W of an image: each output coordinate's
+  // source under ONNX's coordinate transformation and nearest rounding, as index tables.
+  void resize(const onnx::NodeProto& n, mlir::Location loc) {
+    bool upsample = n.op_type() == "Upsample";
+    only_attrs(n, {"mode", "coordinate_transformation_mode", "nearest_mode", "cubic_coeff_a", "exclude_outside",
+                   "extrapolation_value", "scales", "antialias", "keep_aspect_ratio_policy", "axes"});
+    std::string mode = attr_s(n, "mode", "nearest");
+    if (mode != "nearest") fail(fmt::format("{} mode '{}' is not supported (nearest)", n.op_type(), mode), node_name(n));
+    if (attr(n, "axes") || attr(n, "keep_aspect_ratio_policy") || attr_i(n, "antialias", 0))
+      fail(fmt::format("{} attributes axes, keep_aspect_ratio_policy and antialias are not supported", n.op_type()), node_name(n));
+    Tensor x = input(n, 0);
+    if (x.shape.size() != 4) fail(fmt::format("{} of a {}-D tensor: only images (4-D) are supported", n.op_type(), x.shape.size()), node_name(n));
+    // Opset 10's Resize and Upsample: scales as input 1 (or Upsample-7's attribute), asymmetric.
+    bool v10 = upsample || (opset_ && opset_ < 11);
+    std::string ct = attr_s(n, "coordinate_transformation_mode", v10 ? "asymmetric" : "half_pixel");
+    std::string nm = attr_s(n, "nearest_mode", v10 ? "floor" : "round_prefer_floor");
+    if (!v10 && ct == "half_pixel" && !attr(n, "nearest_mode") && opset_ && opset_ < 13) nm = "round_prefer_floor";
+    std::vector<float> scales;
+    std::vector<int64_t> sizes;
+    auto optional_const = [&](int i) -> const Constant* {
+      if (n.input_size() <= i || n.input(i).empty()) return nullptr;
+      return &const_input(n, i, i == 3 ? "Resize sizes" : "Resize scales");
+    };
+    if (upsample && attr(n, "scales")) {
+      for (float f : attr(n, "scales")->floats()) scales.push_back(f);
+    } else if (v10) {
+      if (auto* c = optional_const(1)) scales = c->data;
+    } else {
+      if (auto* c = optional_const(2); c && !c->data.empty()) scales = c->data;
+      if (auto* c = optional_const(3); c && !c->data.empty())
+        for (float f : c->data) sizes.push_back(int64_t(f));
+    }
+    if (scales.empty() && sizes.empty()) fail(n.op_type() + " needs scales or sizes", node_name(n));
+    std::vector<int64_t> out = x.shape;
+    std::vector<double> sc(4, 1.0);
+    for (size_t d = 0; d < 4; ++d) {
+      if (!sizes.empty()) {
+        if (sizes.size() != 4) fail("Resize sizes must have 4 values", node_name(n));
+        out[d] = sizes[d];
+        sc[d] = double(out[d]) / double(x.shape[d]);
+      } else {
+        if (scales.size() != 4) fail("Resize scales must have 4 values", node_name(n));
+        sc[d] = scales[d];
+        out[d] = int64_t(std::floor(double(x.shape[d]) * sc[d]));
+      }
+      if (out[d] < 1) fail("Resize would produce an empty tensor", node_name(n));
+    }
+    if (out[0] != x.shape[0] || out[1] != x.shape[1])
+      fail(fmt::format("{} of the batch or channel dimension is not supported (H and W only)", n.op_type()), node_name(n));
+    auto table = [&](int64_t in, int64_t o_n, double s) {
+      std::vector<int64_t> idx;
+      for (int64_t o = 0; o < o_n; ++o) {
+        double xo;
+        if (ct == "asymmetric") xo = o / s;
+        else if (ct == "half_pixel") xo = (o + 0.5) / s - 0.5;
+        else if (ct == "pytorch_half_pixel") xo = o_n > 1 ? (o + 0.5) / s - 0.5 : 0.0;
+        else if (ct == "tf_half_pixel_for_nn") xo = (o + 0.5) / s;
+        else if (ct == "align_corners") xo = o_n > 1 ? double(o) * double(in - 1) / double(o_n - 1) : 0.0;
+        else fail(fmt::format("Resize coordinate_transformation_mode '{}' is not supported", ct), node_name(n));
+        double r;
+        if (nm == "floor") r = std::floor(xo);
+        else if (nm == "ceil") r = std::ceil(xo);
+        else if (nm == "round_prefer_floor") r = xo - std::floor(xo) == 0.5 ? std::floor(xo) : std::round(xo);
+        else if (nm == "round_prefer_ceil") r = xo - std::floor(xo) == 0.5 ? std::ceil(xo) : std::round(xo);
+        else fail(fmt::format("Resize nearest_mode '{}' is not supported", nm), node_name(n));
+        idx.push_back(std::clamp<int64_t>(int64_t(r), 0, in - 1));
+      }
+      return idx;
+    };
+    auto rows = table(x.shape[2], out[2], sc[2]), cols = table(x.shape[3], out[3], sc[3]);
+    Value in = x.nhwc ? x.value : transpose(x.value, {0, 2, 3, 1}, loc);
+    Value y = b_.create<tpu::ResizeNearestOp>(loc, tensor_type(to_nhwc(out)), in, b_.getDenseI64ArrayAttr(rows),
+                                              b_.getDenseI64ArrayAttr(cols), b_.getStringAttr(node_name(n)));
+    define(n, {y, out, true});
   }
 
   // ---- quantized models (QDQ and QLinear) ----

@@ -68,6 +68,15 @@ std::vector<RefTensor> evaluate_reference(mlir::func::FuncOp fn, const std::vect
         }
         for (int64_t j = 0; j < N; ++j) y.data[size_t(i * N + j)] = clampf(acc[size_t(j)], lo, hi);
       }
+    } else if (auto rz = mlir::dyn_cast<tpu::ResizeNearestOp>(op)) {
+      const RefTensor& x = get(rz.getInput());
+      int64_t N = x.shape[0], H = x.shape[1], W = x.shape[2], C = x.shape[3], OH = y.shape[1], OW = y.shape[2];
+      auto rows = rz.getRows(), cols = rz.getCols();
+      for (int64_t nn = 0; nn < N; ++nn)
+        for (int64_t oy = 0; oy < OH; ++oy)
+          for (int64_t ox = 0; ox < OW; ++ox)
+            for (int64_t c = 0; c < C; ++c)
+              y.data[size_t(((nn * OH + oy) * OW + ox) * C + c)] = x.data[size_t(((nn * H + rows[size_t(oy)]) * W + cols[size_t(ox)]) * C + c)];
     } else if (auto fq = mlir::dyn_cast<tpu::FakeQuantOp>(op)) {
       const RefTensor& x = get(fq.getInput());
       float sc = float(fq.getScale().convertToDouble()), lo = float(fq.getLo().convertToDouble()), hi = float(fq.getHi().convertToDouble());

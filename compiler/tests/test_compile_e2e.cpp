@@ -990,6 +990,40 @@ TEST_P(CompileE2E, GruLinearBeforeResetMatchesFp32Reference) {
   expect_close(got, want, tolerance(0.03));
 }
 
+// Nearest upsampling as detection and segmentation heads use it: H x 2 by whole-row copies,
+// W x 3 as one repeating copy per row; then a half-pixel downsample back to odd sizes.
+TEST_P(CompileE2E, NearestResizeUpAndDownMatchesOnnxIndexing) {
+  const int64_t C = 12, H = 5, W = 7;
+  OnnxBuilder m;
+  m.input("x", {1, C, H, W});
+  m.init("up", {4}, 0, {1.0f, 1.0f, 2.0f, 3.0f});
+  m.init_i64("down", {1, C, 4, 9});
+  auto* up = m.node("Resize", "up", {"x", "", "up"}, {"u"});
+  OnnxBuilder::attr_s(up, "coordinate_transformation_mode", "asymmetric");
+  OnnxBuilder::attr_s(up, "nearest_mode", "floor");
+  m.node("Resize", "down", {"u", "", "", "down"}, {"y"});  // half_pixel, round_prefer_floor
+  m.output("y", {1, C, 4, 9});
+  auto path = m.save("vtpu_resize_" + id() + ".onnx");
+  Vec x(size_t(C * H * W));
+  std::mt19937 rng(59);
+  for (auto& v : x) v = float(int(rng() % 2001) - 1000) / 800.0f;
+  Vec got = compile_and_run(path, {{"x", x}}, "y", /*nchw=*/true);
+  // u[c][y][x] = x[c][y / 2][x / 3] (10 x 21); y picks u at round_prefer_floor((o + 0.5) / s - 0.5).
+  auto src = [](int64_t o, int64_t in, int64_t out) {
+    double s = double(out) / double(in), xo = (o + 0.5) / s - 0.5;
+    double r = xo - std::floor(xo) == 0.5 ? std::floor(xo) : std::round(xo);
+    return std::clamp<int64_t>(int64_t(r), 0, in - 1);
+  };
+  Vec want(size_t(C * 4 * 9));
+  for (int64_t c = 0; c < C; ++c)
+    for (int64_t oy = 0; oy < 4; ++oy)
+      for (int64_t ox = 0; ox < 9; ++ox) {
+        int64_t uy = src(oy, 2 * H, 4), ux = src(ox, 3 * W, 9);
+        want[size_t((c * 4 + oy) * 9 + ox)] = x[size_t((c * H + uy / 2) * W + ux / 3)];
+      }
+  expect_close(got, want, tolerance(0.01));
+}
+
 // A transformer's feed-forward half as torch exports it (opset 17): LayerNormalization,
 // MatMul + bias, GELU as x * 0.5 * (1 + erf(x / sqrt(2))), MatMul + bias, residual Add.
 TEST_P(CompileE2E, LayerNormAndGeluFeedForwardMatchesFp32Reference) {
