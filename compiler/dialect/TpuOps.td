@@ -74,6 +74,17 @@ def Tpu_ResizeNearestOp : Tpu_Op<"resize_nearest", [Pure]> {
   let assemblyFormat = "operands attr-dict `:` functional-type(operands, results)";
 }
 
+def Tpu_ZeroInsertOp : Tpu_Op<"zero_insert", [Pure]> {
+  let summary = "NHWC image spread out: input pixel (y, x) at (pad_top + y * stride_h, pad_left + x * stride_w), zeros elsewhere";
+  let description = [{
+    The input of a transposed convolution's equivalent stride-1 convolution. `pad` is
+    top, bottom, left, right.
+  }];
+  let arguments = (ins AnyRankedTensor:$input, DenseI64ArrayAttr:$stride, DenseI64ArrayAttr:$pad, StrAttr:$layer);
+  let results = (outs AnyRankedTensor:$output);
+  let assemblyFormat = "operands attr-dict `:` functional-type(operands, results)";
+}
+
 def Tpu_Conv2DOp : Tpu_Op<"conv2d", [Pure]> {
   let summary = "NHWC convolution y = clamp(conv(x, w) + bias); w is [KH, KW, CI / groups, CO]";
   let description = [{

@@ -212,6 +212,7 @@ class Codegen {
       else if (auto k = mlir::dyn_cast<tpu::ConstantOp>(op)) gen_constant(k);
       else if (auto fq = mlir::dyn_cast<tpu::FakeQuantOp>(op)) gen_fake_quant(fq);
       else if (auto rz = mlir::dyn_cast<tpu::ResizeNearestOp>(op)) gen_resize(rz);
+      else if (auto zi = mlir::dyn_cast<tpu::ZeroInsertOp>(op)) gen_zero_insert(zi);
       else if (auto r = mlir::dyn_cast<tpu::ReshapeOp>(op)) gen_reshape(r);
       else if (auto c = mlir::dyn_cast<tpu::ClampOp>(op)) gen_clamp(c);
       else if (auto af = mlir::dyn_cast<tpu::AffineOp>(op)) gen_affine(af);
@@ -1537,6 +1538,29 @@ class Codegen {
       else code(fmt::format("  vec.clamp dst=ub[r2+0] a=ub[r1+0] rows={} dt=bf16 param={} flag=f20", y.rows, cp));
       code("  wait f20");
     }
+    add_bound(layer, 0, 0);
+    define(op.getOutput(), y);
+  }
+
+  // The spread-out image of a transposed convolution: cleared, then each input image row
+  // copied in one DMA whose destination steps `stride` pixels.
+  void gen_zero_insert(tpu::ZeroInsertOp op) {
+    std::string layer = op.getLayer().str();
+    tag(layer);
+    const Act& x = act(op.getInput());
+    Act y = new_act(shape_of(op.getOutput()), fmt::format("the spread input of '{}'", layer));
+    clear(y.base, y.bytes());
+    uint64_t N = uint64_t(x.shape[0]), H = uint64_t(x.shape[1]), W = uint64_t(x.shape[2]);
+    uint64_t OH = uint64_t(y.shape[1]), OW = uint64_t(y.shape[2]), px = R_ * esz_;
+    auto st = op.getStride(), pd = op.getPad();
+    std::string shape = W > 1 ? fmt::format("bytes={} dim=[{}, {}, {}]", px, W, px, uint64_t(st[1]) * px) : fmt::format("bytes={}", px);
+    for (uint64_t b = 0; b < x.blocks; ++b)
+      for (uint64_t n = 0; n < N; ++n)
+        for (uint64_t iy = 0; iy < H; ++iy) {
+          uint64_t src = x.base + b * x.block_bytes + (n * H + iy) * W * px;
+          uint64_t dst = y.base + b * y.block_bytes + ((n * OH + uint64_t(pd[0]) + iy * uint64_t(st[0])) * OW + uint64_t(pd[2])) * px;
+          ub_copy(src, dst, shape);
+        }
     add_bound(layer, 0, 0);
     define(op.getOutput(), y);
   }

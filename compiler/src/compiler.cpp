@@ -96,7 +96,7 @@ std::map<const void*, float> calibrate(mlir::ModuleOp module, const CompileOptio
     if (auto fq = mlir::dyn_cast<tpu::FakeQuantOp>(op); fq && fq.getLo().convertToDouble() >= -128 &&
                                                       fq.getHi().convertToDouble() <= 127)
       scales[fq.getOutput().getAsOpaquePointer()] = float(fq.getScale().convertToDouble());
-    if (mlir::isa<tpu::PoolOp, tpu::ReshapeOp, tpu::BroadcastOp, tpu::TransposeOp, tpu::SliceOp, tpu::ResizeNearestOp>(op))
+    if (mlir::isa<tpu::PoolOp, tpu::ReshapeOp, tpu::BroadcastOp, tpu::TransposeOp, tpu::SliceOp, tpu::ResizeNearestOp, tpu::ZeroInsertOp>(op))
       scales[op.getResult(0).getAsOpaquePointer()] = scales[op.getOperand(0).getAsOpaquePointer()];
   }
   return scales;

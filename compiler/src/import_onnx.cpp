@@ -309,6 +309,7 @@ class Importer {
     if (op == "DequantizeLinear") return dequantize_linear(n, loc);
     if (op == "QLinearMatMul" || op == "QLinearConv") return qlinear(n, loc);
     if (op == "Resize" || op == "Upsample") return resize(n, loc);
+    if (op == "ConvTranspose") return conv_transpose(n, loc);
     if (op == "Sigmoid" || op == "Tanh" || op == "Erf" || op == "Exp" || op == "Reciprocal" || op == "Sqrt") {
       const Tensor& x = input(n, 0);
       auto t = x.value.getType();
@@ -516,7 +517,12 @@ class Importer {
     define(n, conv_of(n, input(n, 0), const_input(n, 1, "Conv weight"), bias, loc));
   }
   // `bias` empty: none.
-  Tensor conv_of(const onnx::NodeProto& n, const Tensor& x, const Constant& w, std::vector<float> bias, mlir::Location loc) {
+  // The geometry of a convolution when it is not the node's own (ConvTranspose's inner conv).
+  struct ConvGeometry {
+    std::vector<int64_t> stride, dilation, pad;  // pad in TOSA order: top, bottom, left, right
+  };
+  Tensor conv_of(const onnx::NodeProto& n, const Tensor& x, const Constant& w, std::vector<float> bias, mlir::Location loc,
+                 const ConvGeometry* geometry = nullptr) {
     if (x.shape.size() != 4) fail("only 2-D convolutions (4-D inputs) are supported", node_name(n));
     if (w.shape.size() != 4) fail("the Conv weight must be 4-D [CO, CI/group, KH, KW]", node_name(n));
     int64_t G = attr_i(n, "group", 1);
@@ -526,8 +532,9 @@ class Importer {
     if (CIg * G != x.shape[1])
       fail(fmt::format("Conv weight has {} channels per group but the input has {} channels in {} groups", CIg, x.shape[1], G),
            node_name(n));
-    auto stride = attr_ints(n, "strides", {1, 1}), dil = attr_ints(n, "dilations", {1, 1});
-    auto pad = pads_of(n, {x.shape[2], x.shape[3]}, {KH, KW}, stride, dil);
+    auto stride = geometry ? geometry->stride : attr_ints(n, "strides", {1, 1});
+    auto dil = geometry ? geometry->dilation : attr_ints(n, "dilations", {1, 1});
+    auto pad = geometry ? geometry->pad : pads_of(n, {x.shape[2], x.shape[3]}, {KH, KW}, stride, dil);
     int64_t OH = (x.shape[2] + pad[0] + pad[1] - ((KH - 1) * dil[0] + 1)) / stride[0] + 1;
     int64_t OW = (x.shape[3] + pad[2] + pad[3] - ((KW - 1) * dil[1] + 1)) / stride[1] + 1;
     if (OH < 1 || OW < 1) fail("the Conv output would be empty", node_name(n));
@@ -1219,6 +1226,73 @@ class Importer {
                      : Value(b_.create<mlir::tosa::MulOp>(loc, type, cand, constant({1, 1}, {-1.0f}, loc), shift));
       h = b_.create<mlir::tosa::AddOp>(loc, type, cand, b_.create<mlir::tosa::MulOp>(loc, type, z, diff, shift));
     }, /*with_c=*/false);
+  }
+
+  // ConvTranspose as a convolution: the input spread out by the stride (zeros between its
+  // pixels, tpu.zero_insert) and padded by dilation x (K - 1) minus the pads (plus
+  // output_padding at the end), then a stride-1 convolution with the kernel flipped and its
+  // channel axes swapped: [CI, CO/g, KH, KW] -> [CO, CI/g, KH, KW].
+  void conv_transpose(const onnx::NodeProto& n, mlir::Location loc) {
+    only_attrs(n, {"auto_pad", "dilations", "group", "kernel_shape", "output_padding", "output_shape", "pads", "strides"});
+    const Tensor& x = input(n, 0);
+    if (x.shape.size() != 4) fail("only 2-D ConvTranspose (4-D inputs) is supported", node_name(n));
+    const Constant& w = const_input(n, 1, "ConvTranspose weight");
+    if (w.shape.size() != 4) fail("the ConvTranspose weight must be 4-D [CI, CO/group, KH, KW]", node_name(n));
+    int64_t G = attr_i(n, "group", 1), CI = w.shape[0], COg = w.shape[1], KH = w.shape[2], KW = w.shape[3];
+    if (G < 1 || CI != x.shape[1] || CI % G)
+      fail(fmt::format("ConvTranspose weight [{}] does not fit {} input channels in {} groups", fmt::join(w.shape, ", "), x.shape[1], G),
+           node_name(n));
+    int64_t CIg = CI / G, CO = COg * G;
+    auto stride = attr_ints(n, "strides", {1, 1}), dil = attr_ints(n, "dilations", {1, 1});
+    auto opad = attr_ints(n, "output_padding", {0, 0});
+    std::vector<int64_t> p = attr_ints(n, "pads", {0, 0, 0, 0});  // top, left, bottom, right
+    std::vector<int64_t> k{KH, KW}, in{x.shape[2], x.shape[3]};
+    std::string ap = attr_s(n, "auto_pad", "NOTSET");
+    auto out_shape = attr_ints(n, "output_shape", {});
+    if (!out_shape.empty() || ap == "SAME_UPPER" || ap == "SAME_LOWER") {
+      for (int i = 0; i < 2; ++i) {
+        int64_t want = !out_shape.empty() ? out_shape[out_shape.size() - 2 + size_t(i)] : in[size_t(i)] * stride[size_t(i)];
+        int64_t total = stride[size_t(i)] * (in[size_t(i)] - 1) + opad[size_t(i)] + (k[size_t(i)] - 1) * dil[size_t(i)] + 1 - want;
+        // ONNX's rule with floor division: a negative total (a larger output_shape) pads the
+        // end, like output_padding. SAME_UPPER puts the larger half at the end.
+        int64_t half = total >= 0 ? total / 2 : -((-total + 1) / 2);
+        bool upper = ap == "SAME_UPPER";
+        p[size_t(i)] = upper ? half : total - half;
+        p[size_t(i) + 2] = upper ? total - half : half;
+      }
+    } else if (ap == "VALID") {
+      p = {0, 0, 0, 0};
+    } else if (ap != "NOTSET") {
+      fail(fmt::format("auto_pad '{}' is not supported", ap), node_name(n));
+    }
+    // Padding of the spread input (TOSA order top, bottom, left, right).
+    std::vector<int64_t> spread_pad(4);
+    for (int i = 0; i < 2; ++i) {
+      int64_t edge = dil[size_t(i)] * (k[size_t(i)] - 1);
+      spread_pad[size_t(2 * i)] = edge - p[size_t(i)];
+      spread_pad[size_t(2 * i + 1)] = edge - p[size_t(i) + 2] + opad[size_t(i)];
+      if (spread_pad[size_t(2 * i)] < 0 || spread_pad[size_t(2 * i + 1)] < 0)
+        fail("ConvTranspose pads larger than dilation x (kernel - 1) are not supported", node_name(n));
+    }
+    Value in_v = x.nhwc ? x.value : transpose(x.value, {0, 2, 3, 1}, loc);
+    int64_t SH = (x.shape[2] - 1) * stride[0] + 1 + spread_pad[0] + spread_pad[1];
+    int64_t SW = (x.shape[3] - 1) * stride[1] + 1 + spread_pad[2] + spread_pad[3];
+    Value spread = b_.create<tpu::ZeroInsertOp>(loc, tensor_type({x.shape[0], SH, SW, CI}), in_v, b_.getDenseI64ArrayAttr(stride),
+                                                b_.getDenseI64ArrayAttr(spread_pad), b_.getStringAttr(node_name(n)));
+    Constant wc;
+    wc.shape = {CO, CIg, KH, KW};
+    wc.data.resize(w.data.size());
+    for (int64_t g = 0; g < G; ++g)
+      for (int64_t o = 0; o < COg; ++o)
+        for (int64_t i = 0; i < CIg; ++i)
+          for (int64_t h = 0; h < KH; ++h)
+            for (int64_t ww = 0; ww < KW; ++ww)
+              wc.data[size_t((((g * COg + o) * CIg + i) * KH + h) * KW + ww)] =
+                  w.data[size_t((((g * CIg + i) * COg + o) * KH + (KH - 1 - h)) * KW + (KW - 1 - ww))];
+    std::vector<float> bias;
+    if (n.input_size() > 2 && !n.input(2).empty()) bias = const_input(n, 2, "ConvTranspose bias").data;
+    ConvGeometry geo{{1, 1}, dil, {0, 0, 0, 0}};
+    define(n, conv_of(n, {spread, {x.shape[0], CI, SH, SW}, true}, wc, bias, loc, &geo));
   }
 
   // Resize / Upsample, mode nearest, of the H and W of an image: each output coordinate's

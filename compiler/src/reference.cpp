@@ -68,6 +68,15 @@ std::vector<RefTensor> evaluate_reference(mlir::func::FuncOp fn, const std::vect
         }
         for (int64_t j = 0; j < N; ++j) y.data[size_t(i * N + j)] = clampf(acc[size_t(j)], lo, hi);
       }
+    } else if (auto zi = mlir::dyn_cast<tpu::ZeroInsertOp>(op)) {
+      const RefTensor& x = get(zi.getInput());
+      int64_t N = x.shape[0], H = x.shape[1], W = x.shape[2], C = x.shape[3], OH = y.shape[1], OW = y.shape[2];
+      auto st = zi.getStride(), pd = zi.getPad();
+      for (int64_t nn = 0; nn < N; ++nn)
+        for (int64_t iy = 0; iy < H; ++iy)
+          for (int64_t ix = 0; ix < W; ++ix)
+            for (int64_t c = 0; c < C; ++c)
+              y.data[size_t(((nn * OH + pd[0] + iy * st[0]) * OW + pd[2] + ix * st[1]) * C + c)] = x.data[size_t(((nn * H + iy) * W + ix) * C + c)];
     } else if (auto rz = mlir::dyn_cast<tpu::ResizeNearestOp>(op)) {
       const RefTensor& x = get(rz.getInput());
       int64_t N = x.shape[0], H = x.shape[1], W = x.shape[2], C = x.shape[3], OH = y.shape[1], OW = y.shape[2];

@@ -1024,6 +1024,44 @@ TEST_P(CompileE2E, NearestResizeUpAndDownMatchesOnnxIndexing) {
   expect_close(got, want, tolerance(0.01));
 }
 
+// ConvTranspose (a decoder's upsampling layer): stride 2, pads 1, output_padding 1, two
+// groups, from its definition: every input pixel scatters its kernel-weighted value.
+TEST_P(CompileE2E, ConvTransposeMatchesItsScatterDefinition) {
+  const int64_t CI = 10, COg = 6, G = 2, H = 4, W = 5, K = 3, S = 2, P = 1, OP = 1;
+  const int64_t OH = (H - 1) * S + K - 2 * P + OP, OW = (W - 1) * S + K - 2 * P + OP;
+  OnnxBuilder m;
+  m.input("x", {1, CI, H, W});
+  auto& w = m.init("w", {CI, COg, K, K}, 0.4f);
+  auto& b = m.init("b", {COg * G}, 0.2f);
+  auto* ct = m.node("ConvTranspose", "up", {"x", "w", "b"}, {"y"});
+  OnnxBuilder::attr(ct, "strides", std::vector<int64_t>{S, S});
+  OnnxBuilder::attr(ct, "pads", std::vector<int64_t>{P, P, P, P});
+  OnnxBuilder::attr(ct, "output_padding", std::vector<int64_t>{OP, OP});
+  OnnxBuilder::attr(ct, "group", G);
+  m.output("y", {1, COg * G, OH, OW});
+  auto path = m.save("vtpu_convtranspose_" + id() + ".onnx");
+  Vec x(size_t(CI * H * W));
+  std::mt19937 rng(61);
+  for (auto& v : x) v = float(int(rng() % 2001) - 1000) / 700.0f;
+  Vec got = compile_and_run(path, {{"x", x}}, "y", /*nchw=*/true);
+  Vec want(size_t(COg * G * OH * OW));
+  for (int64_t o = 0; o < COg * G; ++o)
+    for (int64_t i = 0; i < OH * OW; ++i) want[size_t(o * OH * OW + i)] = b[size_t(o)];
+  const int64_t CIg = CI / G;
+  for (int64_t ci = 0; ci < CI; ++ci)
+    for (int64_t iy = 0; iy < H; ++iy)
+      for (int64_t ix = 0; ix < W; ++ix)
+        for (int64_t og = 0; og < COg; ++og)
+          for (int64_t kh = 0; kh < K; ++kh)
+            for (int64_t kw = 0; kw < K; ++kw) {
+              int64_t oy = iy * S - P + kh, ox = ix * S - P + kw, o = ci / CIg * COg + og;
+              if (oy < 0 || ox < 0 || oy >= OH || ox >= OW) continue;
+              want[size_t((o * OH + oy) * OW + ox)] +=
+                  x[size_t((ci * H + iy) * W + ix)] * w[size_t(((ci * COg + og) * K + kh) * K + kw)];
+            }
+  expect_close(got, want, tolerance(0.03));
+}
+
 // A transformer's feed-forward half as torch exports it (opset 17): LayerNormalization,
 // MatMul + bias, GELU as x * 0.5 * (1 + erf(x / sqrt(2))), MatMul + bias, residual Add.
 TEST_P(CompileE2E, LayerNormAndGeluFeedForwardMatchesFp32Reference) {
