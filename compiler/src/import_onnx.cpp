@@ -132,7 +132,10 @@ class Importer {
       fail("only tensor inputs are supported", in.name());
     const auto& t = in.type().tensor_type();
     if (t.elem_type() != onnx::TensorProto::FLOAT)
-      fail(fmt::format("input element type {} is not supported (float)", t.elem_type()), in.name());
+      fail(fmt::format("input element type {} is not supported: model inputs must be float32 (integer inputs such as "
+                       "token ids for an embedding lookup are not supported; feed the embeddings instead)",
+                       onnx::TensorProto::DataType_Name(onnx::TensorProto::DataType(t.elem_type()))),
+           in.name());
     std::vector<int64_t> shape;
     for (int i = 0; i < t.shape().dim_size(); ++i) {
       const auto& d = t.shape().dim(i);
@@ -310,6 +313,7 @@ class Importer {
     if (op == "QLinearMatMul" || op == "QLinearConv") return qlinear(n, loc);
     if (op == "Resize" || op == "Upsample") return resize(n, loc);
     if (op == "ConvTranspose") return conv_transpose(n, loc);
+    if (op == "Gather") return gather(n, loc);
     if (op == "Sigmoid" || op == "Tanh" || op == "Erf" || op == "Exp" || op == "Reciprocal" || op == "Sqrt") {
       const Tensor& x = input(n, 0);
       auto t = x.value.getType();
@@ -1226,6 +1230,69 @@ class Importer {
                      : Value(b_.create<mlir::tosa::MulOp>(loc, type, cand, constant({1, 1}, {-1.0f}, loc), shift));
       h = b_.create<mlir::tosa::AddOp>(loc, type, cand, b_.create<mlir::tosa::MulOp>(loc, type, z, diff, shift));
     }, /*with_c=*/false);
+  }
+
+  // Gather with constant indices: of a constant, folded; of an activation, one slice per
+  // index along the axis, joined by a concat (e.g. BERT's [CLS] token, channel picks).
+  // Indices that arrive at run time (embedding lookups of token ids) are not supported: the
+  // chip has no data-dependent addressing.
+  void gather(const onnx::NodeProto& n, mlir::Location loc) {
+    only_attrs(n, {"axis"});
+    auto ic = constants_.find(n.input(1));
+    if (ic == constants_.end())
+      fail("Gather indices computed at run time (an embedding lookup of token ids) are not supported; give the model "
+           "the embeddings as its input, or make the indices constant",
+           node_name(n));
+    const Constant& ind = ic->second;
+    bool data_const = constants_.count(n.input(0)) > 0;
+    Tensor x = data_const ? Tensor{Value(), constants_.at(n.input(0)).shape, false} : input(n, 0);
+    int64_t r = int64_t(x.shape.size()), axis = attr_i(n, "axis", 0);
+    if (axis < 0) axis += r;
+    if (axis < 0 || axis >= r) fail(fmt::format("Gather axis {} is out of range for {} dimensions", axis, r), node_name(n));
+    int64_t dim = x.shape[size_t(axis)];
+    std::vector<int64_t> idx;
+    for (float f : ind.data) {
+      int64_t i = int64_t(f) < 0 ? int64_t(f) + dim : int64_t(f);
+      if (i < 0 || i >= dim) fail(fmt::format("Gather index {} is out of range for a dimension of {}", int64_t(f), dim), node_name(n));
+      idx.push_back(i);
+    }
+    std::vector<int64_t> out(x.shape.begin(), x.shape.begin() + axis);
+    out.insert(out.end(), ind.shape.begin(), ind.shape.end());
+    out.insert(out.end(), x.shape.begin() + axis + 1, x.shape.end());
+    if (idx.empty()) fail("Gather with no indices (an empty tensor) is not supported", node_name(n));
+    int64_t outer = 1, inner = 1;
+    for (int64_t d = 0; d < axis; ++d) outer *= x.shape[size_t(d)];
+    for (int64_t d = axis + 1; d < r; ++d) inner *= x.shape[size_t(d)];
+    if (data_const) {
+      const auto& v = constants_.at(n.input(0)).data;
+      Constant c{out, {}};
+      for (int64_t o = 0; o < outer; ++o)
+        for (int64_t i : idx) c.data.insert(c.data.end(), v.begin() + (o * dim + i) * inner, v.begin() + (o * dim + i + 1) * inner);
+      constants_[n.output(0)] = c;
+      return;
+    }
+    std::vector<Value> parts;
+    std::vector<int64_t> one = x.shape;
+    one[size_t(axis)] = 1;
+    for (int64_t i : idx) {
+      std::vector<int64_t> start(size_t(r), 0);
+      start[size_t(axis)] = i;
+      parts.push_back(window(x, start, one, loc).value);
+    }
+    std::vector<int64_t> joined = x.shape;
+    joined[size_t(axis)] = int64_t(idx.size());
+    Tensor j = {parts.size() == 1 ? parts[0] : Value(), joined, x.nhwc};
+    if (parts.size() > 1) {
+      static const int32_t kPos[4] = {0, 3, 1, 2};
+      int32_t vaxis = x.nhwc ? kPos[axis] : int32_t(axis);
+      j.value = b_.create<mlir::tosa::ConcatOp>(loc, tensor_type(x.nhwc ? to_nhwc(joined) : joined), parts, vaxis);
+    }
+    if (joined == out) {
+      define(n, j);
+      return;
+    }
+    Value v = j.nhwc ? to_nchw_value(j, loc) : j.value;
+    define(n, {reshape(v, out, loc), out, false});
   }
 
   // ConvTranspose as a convolution: the input spread out by the stride (zeros between its
