@@ -810,17 +810,34 @@ class Importer {
     if (starts.size() != ends.size() || axes.size() != starts.size() || (!steps.empty() && steps.size() != starts.size()))
       fail("Slice starts, ends, axes and steps must have one length", node_name(n));
     std::vector<int64_t> start(r, 0), size = x.shape;
+    std::vector<std::pair<int64_t, std::vector<int64_t>>> strided;  // axis, indices (in the window) for steps != 1
     for (size_t i = 0; i < axes.size(); ++i) {
       int64_t a = axes[i] < 0 ? axes[i] + int64_t(r) : axes[i];
       if (a < 0 || a >= int64_t(r)) fail(fmt::format("Slice axis {} is out of range", axes[i]), node_name(n));
-      if (!steps.empty() && steps[i] != 1) fail("Slice steps other than 1 are not supported yet", node_name(n));
+      int64_t step = steps.empty() ? 1 : steps[i];
+      if (step == 0) fail("Slice step 0 is not allowed", node_name(n));
       int64_t dim = x.shape[size_t(a)];
-      auto clampi = [&](int64_t v) { return std::clamp<int64_t>(v < 0 ? v + dim : v, 0, dim); };
+      // ONNX's clamping: [0, dim] for positive steps, [-1, dim - 1] for negative ones.
+      auto clampi = [&](int64_t v) {
+        v = v < 0 ? v + dim : v;
+        return step > 0 ? std::clamp<int64_t>(v, 0, dim) : std::clamp<int64_t>(v, -1, dim - 1);
+      };
       int64_t s = clampi(starts[i]), e = clampi(ends[i]);
-      if (e <= s) fail("Slice would produce an empty tensor, which is not supported", node_name(n));
-      start[size_t(a)] = s, size[size_t(a)] = e - s;
+      std::vector<int64_t> idx;
+      for (int64_t k = s; step > 0 ? k < e : k > e; k += step) idx.push_back(k);
+      if (idx.empty()) fail("Slice would produce an empty tensor, which is not supported", node_name(n));
+      if (step == 1) {
+        start[size_t(a)] = s, size[size_t(a)] = e - s;
+      } else {
+        int64_t lo = *std::min_element(idx.begin(), idx.end()), hi = *std::max_element(idx.begin(), idx.end());
+        start[size_t(a)] = lo, size[size_t(a)] = hi - lo + 1;
+        for (auto& k : idx) k -= lo;
+        strided.push_back({a, idx});
+      }
     }
-    define(n, window(x, start, size, loc));
+    Tensor y = window(x, start, size, loc);
+    for (const auto& [a, idx] : strided) y = pick(y, a, idx, loc);
+    define(n, y);
   }
 
   void split(const onnx::NodeProto& n, mlir::Location loc) {
@@ -1232,6 +1249,28 @@ class Importer {
     }, /*with_c=*/false);
   }
 
+  // x's entries idx[0], idx[1], ... along `axis` (same rank): runs of consecutive indices
+  // as one window each, joined by a concat.
+  Tensor pick(const Tensor& x, int64_t axis, const std::vector<int64_t>& idx, mlir::Location loc) {
+    size_t r = x.shape.size();
+    std::vector<Value> parts;
+    for (size_t k = 0; k < idx.size();) {
+      size_t len = 1;
+      while (k + len < idx.size() && idx[k + len] == idx[k] + int64_t(len)) ++len;
+      std::vector<int64_t> start(r, 0), size = x.shape;
+      start[size_t(axis)] = idx[k], size[size_t(axis)] = int64_t(len);
+      parts.push_back(window(x, start, size, loc).value);
+      k += len;
+    }
+    std::vector<int64_t> joined = x.shape;
+    joined[size_t(axis)] = int64_t(idx.size());
+    if (parts.size() == 1) return {parts[0], joined, x.nhwc};
+    static const int32_t kPos[4] = {0, 3, 1, 2};
+    int32_t vaxis = x.nhwc ? kPos[axis] : int32_t(axis);
+    Value v = b_.create<mlir::tosa::ConcatOp>(loc, tensor_type(x.nhwc ? to_nhwc(joined) : joined), parts, vaxis);
+    return {v, joined, x.nhwc};
+  }
+
   // Gather with constant indices: of a constant, folded; of an activation, one slice per
   // index along the axis, joined by a concat (e.g. BERT's [CLS] token, channel picks).
   // Indices that arrive at run time (embedding lookups of token ids) are not supported: the
@@ -1271,22 +1310,8 @@ class Importer {
       constants_[n.output(0)] = c;
       return;
     }
-    std::vector<Value> parts;
-    std::vector<int64_t> one = x.shape;
-    one[size_t(axis)] = 1;
-    for (int64_t i : idx) {
-      std::vector<int64_t> start(size_t(r), 0);
-      start[size_t(axis)] = i;
-      parts.push_back(window(x, start, one, loc).value);
-    }
-    std::vector<int64_t> joined = x.shape;
-    joined[size_t(axis)] = int64_t(idx.size());
-    Tensor j = {parts.size() == 1 ? parts[0] : Value(), joined, x.nhwc};
-    if (parts.size() > 1) {
-      static const int32_t kPos[4] = {0, 3, 1, 2};
-      int32_t vaxis = x.nhwc ? kPos[axis] : int32_t(axis);
-      j.value = b_.create<mlir::tosa::ConcatOp>(loc, tensor_type(x.nhwc ? to_nhwc(joined) : joined), parts, vaxis);
-    }
+    Tensor j = pick(x, axis, idx, loc);
+    std::vector<int64_t> joined = j.shape;
     if (joined == out) {
       define(n, j);
       return;
