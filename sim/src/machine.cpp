@@ -669,7 +669,7 @@ void Machine::exec_vector(const Operation& op, uint64_t T, const OpRef& ref) {
     if (a.space == Space::Ub) strides.push_back(S * a.v.row_bytes);
     if (b_every_row) strides.push_back(S * b.v.row_bytes);
     if (d.space == Space::Ub) strides.push_back(S * d.v.row_bytes);
-    if (!strides.empty()) {
+    if (!strides.empty() || b_ub) {  // a broadcast b alone still costs the first step its bank cycles
       std::vector<std::pair<uint64_t, uint64_t>> rd, wr;
       auto step_cost = [&](uint64_t g) {  // rows g*S .. g*S + n - 1, consecutive: one range per operand
         rd.clear(), wr.clear();
