@@ -342,11 +342,11 @@ std::vector<CompareRow> compare(const std::filesystem::path& model, const config
 }
 
 std::string compare_table(const std::vector<CompareRow>& rows) {
-  std::string o = fmt::format("{:<26}", "");
+  std::string o = fmt::format("{:<30}", "");
   for (const auto& r : rows) o += fmt::format("{:>16}", r.dtype);
   o += "\n";
   auto line = [&](const std::string& name, auto get) {
-    o += fmt::format("{:<26}", name);
+    o += fmt::format("{:<30}", name);
     for (const auto& r : rows) o += fmt::format("{:>16}", r.error.empty() ? get(r) : std::string("failed"));
     o += "\n";
   };
