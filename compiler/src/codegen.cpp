@@ -1363,6 +1363,32 @@ class Codegen {
     size_t inner = r - 2;
     bool lane_steps = size_t(perm[inner]) == r - 1;
     uint64_t inner_len = uint64_t(ys[inner]);
+    if (!gather && r >= 3) {
+      // Rows only move: a second dimension of runs, along the longest other row dimension,
+      // so a head split or merge ([B, S, H, d] <-> [B, H, S, d]) is one copy per batch.
+      size_t k2 = 0;
+      for (size_t k = 0; k < inner; ++k)
+        if (ys[k] > ys[k2]) k2 = k;
+      uint64_t dst_k2 = rowb;
+      for (size_t j = k2 + 1; j + 1 < r; ++j) dst_k2 *= uint64_t(ys[j]);
+      std::string shape_tail = fmt::format(" dim=[{}, {}, {}] dim=[{}, {}, {}]", inner_len, row_stride[size_t(perm[inner])] * rowb,
+                                           rowb, ys[k2], row_stride[size_t(perm[k2])] * rowb, dst_k2);
+      for (uint64_t row = 0; row < y.rows; row += inner_len) {
+        uint64_t rem = row;
+        for (size_t k = r - 1; k-- > 0;) o[k] = rem % uint64_t(ys[k]), rem /= uint64_t(ys[k]);
+        if (o[k2] != 0) continue;
+        uint64_t in_row = 0;
+        for (size_t k = 0; k + 1 < r; ++k) in_row += o[k] * row_stride[size_t(perm[k])];
+        for (uint64_t blk = 0; blk < y.blocks; ++blk) {
+          uint64_t cnt = std::min<uint64_t>(R_, y.features - blk * R_);
+          ub_copy(x.base + blk * x.block_bytes + in_row * rowb, y.base + blk * y.block_bytes + row * rowb,
+                  fmt::format("bytes={}{}", cnt * esz, shape_tail));
+        }
+      }
+      add_bound(layer, 0, 0);
+      define(op.getOutput(), y0);
+      return;
+    }
     for (uint64_t row = 0; row < y.rows;) {
       uint64_t rem = row;
       for (size_t k = r - 1; k-- > 0;) o[k] = rem % uint64_t(ys[k]), rem /= uint64_t(ys[k]);
@@ -1735,33 +1761,34 @@ class Codegen {
     define(op.getOutput(), y);
   }
 
+  // Softmax in fp32 rows: per lane block, the values (+ masks), running row max and sum over
+  // the blocks (vec.rmax / vec.rsum fill every lane with the row's result). Rows go in
+  // chunks as large as the free unified buffer holds (attention's batch x heads x queries
+  // rows can be many).
   void gen_softmax(tpu::SoftmaxOp op) {
     std::string layer = op.getLayer().str();
     tag(layer);
     const Act& x = act(op.getInput());
     Act y = new_act(shape_of(op.getOutput()), fmt::format("the output of '{}'", layer));
-    // fp32 work rows: one per block for the values, plus running max and sum rows.
-    uint64_t row32 = C_ * 4, rows = x.rows;
-    std::optional<uint64_t> work =
-        ub_take(x.blocks * rows * row32 + 3 * rows * row32 + row32 * x.blocks, fmt::format("the fp32 work rows of '{}'", layer));
-    uint64_t vals = *work, mx = vals + x.blocks * rows * row32, sum = mx + rows * row32, tmp = sum + rows * row32;
-    uint64_t masks = tmp + rows * row32;
+    uint64_t row32 = C_ * 4, rows = x.rows, xrow = R_ * esz_;
     std::string in_scale, out_scale;
     if (q8_) {
       in_scale = new_param(fmt::format("scale=[{}]", double(scale(op.getInput()))));
       out_scale = new_param(fmt::format("scale=[{}]", 1.0 / double(scale(op.getOutput()))));
     }
     // Mask rows: 0 on valid lanes, -inf on padding, so padding never wins the max.
+    std::vector<uint8_t> pad_mask(x.blocks * row32);
     for (uint64_t b = 0; b < x.blocks; ++b) {
-      std::vector<uint8_t> m(row32);
       uint64_t valid = std::min<uint64_t>(C_, x.features - b * C_);
       for (uint64_t i = 0; i < C_; ++i) {
         float f = i < valid ? 0.0f : -std::numeric_limits<float>::infinity();
-        std::memcpy(&m[i * 4], &f, 4);
+        std::memcpy(&pad_mask[b * row32 + i * 4], &f, 4);
       }
-      uint64_t hbm = hbm_const(m);
-      std::string d = new_desc(fmt::format("bytes={} src_off={} dst_off={}", row32, hbm, masks + b * row32));
-      code(fmt::format("  dma.load desc={} src=r0 dst=r0 flag=f1", d));
+    }
+    uint64_t masks = ub_take(pad_mask.size(), fmt::format("the lane masks of '{}'", layer));
+    {
+      uint64_t n = pad_mask.size(), hbm = hbm_const(std::move(pad_mask));
+      code(fmt::format("  dma.load desc={} src=r0 dst=r0 flag=f1", new_desc(fmt::format("bytes={} src_off={} dst_off={}", n, hbm, masks))));
       code("  wait f1");
     }
     // The model's own mask [M, N] (fp32, blocked like the values), added to each group of M rows.
@@ -1780,46 +1807,57 @@ class Codegen {
       code(fmt::format("  dma.load desc={} src=r0 dst=r0 flag=f1", d));
       code("  wait f1");
     }
-    for (uint64_t b = 0; b < x.blocks; ++b) {
-      uint64_t v = vals + b * rows * row32;
-      code(fmt::format("  li r1, {} || li r2, {}", x.base + b * x.block_bytes, v));
-      vec_wait(fmt::format("vec.cvt dst=ub[r2+0] a=ub[r1+0] rows={} dt={} odt=fp32", rows, dt_));
-      if (q8_) vec_wait(fmt::format("vec.affine dst=ub[r2+0] a=ub[r2+0] rows={} dt=fp32 param={}", rows, in_scale));
-      code(fmt::format("  li r3, {}", masks + b * row32));
-      vec_wait(fmt::format("vec.add dst=ub[r2+0] a=ub[r2+0] b=ub[r3+0] rows={} dt=fp32 bcast=1", rows));
-      for (uint64_t g = 0; mask_rows && g < rows / mask_rows; ++g) {
-        code(fmt::format("  li r3, {} || li r4, {}", v + g * mask_rows * row32, user_mask + b * mask_rows * row32));
-        vec_wait(fmt::format("vec.add dst=ub[r3+0] a=ub[r3+0] b=ub[r4+0] rows={} dt=fp32", mask_rows));
+    // Work rows per chunk: one per block for the values, plus the max, sum and a spare row.
+    uint64_t unit = std::max<uint64_t>(mask_rows, 1), cr = rows;
+    auto work_bytes = [&](uint64_t n) { return (x.blocks + 3) * align_up(n * row32, 64); };
+    while (cr > unit && work_bytes(cr) > ub_.largest_free()) cr = std::max(unit, (cr / 2 + unit - 1) / unit * unit);
+    uint64_t span = align_up(cr * row32, 64);
+    uint64_t vals = ub_take(work_bytes(cr), fmt::format("the fp32 work rows of '{}'", layer));
+    uint64_t mx = vals + x.blocks * span, sum = mx + span, tmp = sum + span;
+    for (uint64_t r0 = 0; r0 < rows; r0 += cr) {
+      uint64_t n = std::min(cr, rows - r0);
+      for (uint64_t b = 0; b < x.blocks; ++b) {
+        uint64_t v = vals + b * span;
+        code(fmt::format("  li r1, {} || li r2, {}", x.base + b * x.block_bytes + r0 * xrow, v));
+        vec_wait(fmt::format("vec.cvt dst=ub[r2+0] a=ub[r1+0] rows={} dt={} odt=fp32", n, dt_));
+        if (q8_) vec_wait(fmt::format("vec.affine dst=ub[r2+0] a=ub[r2+0] rows={} dt=fp32 param={}", n, in_scale));
+        code(fmt::format("  li r3, {}", masks + b * row32));
+        vec_wait(fmt::format("vec.add dst=ub[r2+0] a=ub[r2+0] b=ub[r3+0] rows={} dt=fp32 bcast=1", n));
+        for (uint64_t g = 0; mask_rows && g < n / mask_rows; ++g) {
+          code(fmt::format("  li r3, {} || li r4, {}", v + g * mask_rows * row32, user_mask + b * mask_rows * row32));
+          vec_wait(fmt::format("vec.add dst=ub[r3+0] a=ub[r3+0] b=ub[r4+0] rows={} dt=fp32", mask_rows));
+        }
+        code(fmt::format("  li r4, {}", b == 0 ? mx : tmp));
+        vec_wait(fmt::format("vec.rmax dst=ub[r4+0] a=ub[r2+0] rows={} dt=fp32", n));
+        if (b) {
+          code(fmt::format("  li r5, {} || li r6, {}", mx, tmp));
+          vec_wait(fmt::format("vec.max dst=ub[r5+0] a=ub[r5+0] b=ub[r6+0] rows={} dt=fp32", n));
+        }
       }
-      code(fmt::format("  li r4, {}", b == 0 ? mx : tmp));
-      vec_wait(fmt::format("vec.rmax dst=ub[r4+0] a=ub[r2+0] rows={} dt=fp32", rows));
-      if (b) {
-        code(fmt::format("  li r5, {} || li r6, {}", mx, tmp));
-        vec_wait(fmt::format("vec.max dst=ub[r5+0] a=ub[r5+0] b=ub[r6+0] rows={} dt=fp32", rows));
+      for (uint64_t b = 0; b < x.blocks; ++b) {
+        uint64_t v = vals + b * span;
+        code(fmt::format("  li r2, {} || li r5, {}", v, mx));
+        vec_wait(fmt::format("vec.sub dst=ub[r2+0] a=ub[r2+0] b=ub[r5+0] rows={} dt=fp32", n));
+        vec_wait(fmt::format("vec.exp dst=ub[r2+0] a=ub[r2+0] rows={} dt=fp32", n));
+        code(fmt::format("  li r4, {}", b == 0 ? sum : tmp));
+        vec_wait(fmt::format("vec.rsum dst=ub[r4+0] a=ub[r2+0] rows={} dt=fp32 odt=fp32", n));
+        if (b) {
+          code(fmt::format("  li r5, {} || li r6, {}", sum, tmp));
+          vec_wait(fmt::format("vec.add dst=ub[r5+0] a=ub[r5+0] b=ub[r6+0] rows={} dt=fp32", n));
+        }
+      }
+      code(fmt::format("  li r5, {}", sum));
+      vec_wait(fmt::format("vec.recip dst=ub[r5+0] a=ub[r5+0] rows={} dt=fp32", n));
+      for (uint64_t b = 0; b < x.blocks; ++b) {
+        uint64_t v = vals + b * span;
+        code(fmt::format("  li r2, {} || li r3, {}", v, y.base + b * y.block_bytes + r0 * xrow));
+        vec_wait(fmt::format("vec.mul dst=ub[r2+0] a=ub[r2+0] b=ub[r5+0] rows={} dt=fp32", n));
+        if (q8_) vec_wait(fmt::format("vec.affine dst=ub[r2+0] a=ub[r2+0] rows={} dt=fp32 param={}", n, out_scale));
+        vec_wait(fmt::format("vec.cvt dst=ub[r3+0] a=ub[r2+0] rows={} dt=fp32 odt={}", n, dt_));
       }
     }
-    for (uint64_t b = 0; b < x.blocks; ++b) {
-      uint64_t v = vals + b * rows * row32;
-      code(fmt::format("  li r2, {} || li r5, {}", v, mx));
-      vec_wait(fmt::format("vec.sub dst=ub[r2+0] a=ub[r2+0] b=ub[r5+0] rows={} dt=fp32", rows));
-      vec_wait(fmt::format("vec.exp dst=ub[r2+0] a=ub[r2+0] rows={} dt=fp32", rows));
-      code(fmt::format("  li r4, {}", b == 0 ? sum : tmp));
-      vec_wait(fmt::format("vec.rsum dst=ub[r4+0] a=ub[r2+0] rows={} dt=fp32 odt=fp32", rows));
-      if (b) {
-        code(fmt::format("  li r5, {} || li r6, {}", sum, tmp));
-        vec_wait(fmt::format("vec.add dst=ub[r5+0] a=ub[r5+0] b=ub[r6+0] rows={} dt=fp32", rows));
-      }
-    }
-    code(fmt::format("  li r5, {}", sum));
-    vec_wait(fmt::format("vec.recip dst=ub[r5+0] a=ub[r5+0] rows={} dt=fp32", rows));
-    for (uint64_t b = 0; b < x.blocks; ++b) {
-      uint64_t v = vals + b * rows * row32;
-      code(fmt::format("  li r2, {} || li r3, {}", v, y.base + b * y.block_bytes));
-      vec_wait(fmt::format("vec.mul dst=ub[r2+0] a=ub[r2+0] b=ub[r5+0] rows={} dt=fp32", rows));
-      if (q8_) vec_wait(fmt::format("vec.affine dst=ub[r2+0] a=ub[r2+0] rows={} dt=fp32 param={}", rows, out_scale));
-      vec_wait(fmt::format("vec.cvt dst=ub[r3+0] a=ub[r2+0] rows={} dt=fp32 odt={}", rows, dt_));
-    }
-    ub_.release(*work);
+    ub_.release(vals);
+    ub_.release(masks);
     if (mask_rows) ub_.release(user_mask);
     add_bound(layer, 0, 0);
     define(op.getOutput(), y);
