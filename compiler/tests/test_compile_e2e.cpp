@@ -43,25 +43,6 @@ Vec softmax_rows(const Vec& x, int64_t M, int64_t N) {
   }
   return y;
 }
-// x [C, H, W] (batch 1), w [CO, C, KH, KW]
-Vec conv(const Vec& x, int64_t C, int64_t H, int64_t W, const Vec& w, const Vec& b, int64_t CO, int64_t K, int64_t pad, int64_t& OH, int64_t& OW) {
-  OH = H + 2 * pad - K + 1, OW = W + 2 * pad - K + 1;
-  Vec y(size_t(CO * OH * OW));
-  for (int64_t o = 0; o < CO; ++o)
-    for (int64_t oy = 0; oy < OH; ++oy)
-      for (int64_t ox = 0; ox < OW; ++ox) {
-        double s = b[size_t(o)];
-        for (int64_t c = 0; c < C; ++c)
-          for (int64_t ky = 0; ky < K; ++ky)
-            for (int64_t kx = 0; kx < K; ++kx) {
-              int64_t iy = oy + ky - pad, ix = ox + kx - pad;
-              if (iy < 0 || ix < 0 || iy >= H || ix >= W) continue;
-              s += double(x[size_t((c * H + iy) * W + ix)]) * w[size_t(((o * C + c) * K + ky) * K + kx)];
-            }
-        y[size_t((o * OH + oy) * OW + ox)] = float(s);
-      }
-  return y;
-}
 // Grouped convolution, x [C, H, W] (batch 1), w [CO, C / groups, K, K]; square stride and pads.
 Vec conv_grouped(const Vec& x, int64_t C, int64_t H, int64_t W, const Vec& w, const Vec& b, int64_t CO, int64_t K,
                  int64_t stride, int64_t pad, int64_t groups, int64_t& OH, int64_t& OW) {
@@ -82,6 +63,10 @@ Vec conv_grouped(const Vec& x, int64_t C, int64_t H, int64_t W, const Vec& w, co
         y[size_t((o * OH + oy) * OW + ox)] = float(s);
       }
   return y;
+}
+// x [C, H, W] (batch 1), w [CO, C, KH, KW], stride 1.
+Vec conv(const Vec& x, int64_t C, int64_t H, int64_t W, const Vec& w, const Vec& b, int64_t CO, int64_t K, int64_t pad, int64_t& OH, int64_t& OW) {
+  return conv_grouped(x, C, H, W, w, b, CO, K, 1, pad, 1, OH, OW);
 }
 Vec maxpool2(const Vec& x, int64_t C, int64_t H, int64_t W) {
   Vec y(size_t(C * (H / 2) * (W / 2)));
