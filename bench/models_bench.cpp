@@ -1,0 +1,92 @@
+// The compiler's quality figures on zoo models (issue figures: ResNet-50 compile time, a
+// 2048^3 GEMM's simulated cycles over its roofline bound, MXU utilization of ResNet-50 and
+// a BERT-base layer): each case compiles and simulates in a forked child (one SystemC
+// simulation per process) and reports compile seconds, simulated cycles, the GEMM layers'
+// cycles / roofline, MXU utilization and TOPS as counters. A case that does not compile
+// (a model too large for the preset at that batch) reports the error and is skipped.
+#include <benchmark/benchmark.h>
+
+#include <cstring>
+
+#include "vtpu/models/zoo.h"
+#include "vtpu/runtime/runtime.h"
+#include "vtpu/support/child_process.h"
+
+namespace {
+
+struct Figures {
+  double compile_s = 0, simulate_s = 0, utilization = 0, tops = 0, bound_ratio = 0;
+  uint64_t cycles = 0;
+  char error[512] = {};
+};
+
+Figures run(const std::string& model, const std::string& preset, vtpu::compiler::Precision p, int64_t batch) {
+  auto bytes = [](const Figures& f) { return std::string(reinterpret_cast<const char*>(&f), sizeof f); };
+  std::string got = vtpu::run_in_child(
+      [&] {
+        Figures f;
+        vtpu::runtime::RunOptions o;
+        o.precision = p;
+        o.batch = batch;
+        auto r = vtpu::runtime::run_model(vtpu::models::materialize(model, vtpu::models::default_dir()),
+                                          vtpu::config::load_preset(preset), o);
+        f.compile_s = r.compile_seconds, f.simulate_s = r.simulate_seconds, f.cycles = r.sim.stats.total_cycles;
+        const auto& s = r.sim.stats;
+        double peak = double(s.mxu_count) * s.mxu_rows * s.mxu_cols;
+        f.utilization = double(s.total.macs()) / (double(s.total_cycles) * peak);
+        f.tops = 2.0 * double(s.total.macs()) / (double(s.total_cycles) / (r.config.clock_mhz * 1e6)) / 1e12;
+        uint64_t cyc = 0, bound = 0;  // layers with MACs: simulated cycles over their roofline bound
+        for (const auto& l : r.layers)
+          if (l.macs) cyc += l.cycles, bound += l.bound_cycles;
+        f.bound_ratio = bound ? double(cyc) / double(bound) : 0;
+        return bytes(f);
+      },
+      [&](const std::exception& e) {
+        Figures f;
+        std::strncpy(f.error, e.what(), sizeof f.error - 1);
+        return bytes(f);
+      },
+      [&] {
+        Figures f;
+        std::strncpy(f.error, "the child crashed", sizeof f.error - 1);
+        return bytes(f);
+      }());
+  Figures f;
+  std::memcpy(&f, got.data(), std::min(got.size(), sizeof f));
+  return f;
+}
+
+void BM_Model(benchmark::State& state, const char* model, const char* preset, vtpu::compiler::Precision p, int64_t batch) {
+  Figures f;
+  for (auto _ : state) f = run(model, preset, p, batch);
+  if (f.error[0]) {
+    state.SkipWithError(f.error);
+    return;
+  }
+  state.counters["compile_s"] = f.compile_s;
+  state.counters["simulate_s"] = f.simulate_s;
+  state.counters["sim_cycles"] = double(f.cycles);
+  state.counters["mxu_util_pct"] = 100 * f.utilization;
+  state.counters["tops"] = f.tops;
+  state.counters["cycles_over_roofline"] = f.bound_ratio;
+}
+
+using vtpu::compiler::Precision;
+#define CASE(name, model, preset, p, batch) \
+  BENCHMARK_CAPTURE(BM_Model, name, model, preset, p, batch)->Iterations(1)->Unit(benchmark::kMillisecond)->UseRealTime()
+CASE(resnet50_tpu_v1_int8_b1, "resnet50", "tpu-v1", Precision::Int8, 1);
+CASE(resnet50_v4_int8_b1, "resnet50", "tpu-v4-core", Precision::Int8, 1);
+CASE(resnet50_v4_int8_b4, "resnet50", "tpu-v4-core", Precision::Int8, 4);
+CASE(resnet50_v4_int8_b8, "resnet50", "tpu-v4-core", Precision::Int8, 8);
+CASE(gemm2048_v4_bf16, "gemm2048", "tpu-v4-core", Precision::Bf16, 0);
+CASE(gemm2048_v4_int8, "gemm2048", "tpu-v4-core", Precision::Int8, 0);
+CASE(bert_layer_v4_bf16_b1, "bert-base-layer", "tpu-v4-core", Precision::Bf16, 1);
+CASE(bert_layer_v4_bf16_b4, "bert-base-layer", "tpu-v4-core", Precision::Bf16, 4);
+CASE(gpt2_block_v4_bf16, "gpt2-block", "tpu-v4-core", Precision::Bf16, 1);
+CASE(mobilenetv2_v4_int8, "mobilenetv2", "tpu-v4-core", Precision::Int8, 1);
+CASE(lstm0_tpu_v1_int8, "lstm0", "tpu-v1", Precision::Int8, 0);
+CASE(mlp0_tpu_v1_int8, "mlp0", "tpu-v1", Precision::Int8, 0);
+
+}  // namespace
+
+BENCHMARK_MAIN();
