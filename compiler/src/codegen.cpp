@@ -67,6 +67,21 @@ struct Act {
 class UbAllocator {
  public:
   UbAllocator(uint64_t cap, uint64_t align) : cap_(cap), align_(align) { free_[0] = cap; }
+  // Temporaries (work rows, padded or packed copies) come from the top of the buffer and
+  // activations from the bottom, so freeing a temporary leaves one hole, not a scattering.
+  std::optional<uint64_t> alloc_high(uint64_t bytes) {
+    bytes = align_up(std::max<uint64_t>(bytes, 1), align_);
+    for (auto it = free_.rbegin(); it != free_.rend(); ++it)
+      if (it->second >= bytes) {
+        uint64_t start = it->first, size = it->second, at = start + size - bytes;
+        free_.erase(start);
+        if (size > bytes) free_[start] = size - bytes;
+        used_[at] = bytes;
+        high_ = std::max(high_, at + bytes);
+        return at;
+      }
+    return std::nullopt;
+  }
   std::optional<uint64_t> alloc(uint64_t bytes) {
     bytes = align_up(std::max<uint64_t>(bytes, 1), align_);
     for (auto it = free_.begin(); it != free_.end(); ++it)
@@ -388,8 +403,8 @@ class Codegen {
   // Unified-buffer bytes for `what`, or the error every allocation gives: what needs how
   // much, what is free (and whether it is only free in pieces), and by how much the buffer
   // is too small.
-  uint64_t ub_take(uint64_t bytes, const std::string& what) {
-    if (auto at = ub_.alloc(bytes)) return *at;
+  uint64_t ub_take(uint64_t bytes, const std::string& what, bool temporary = true) {
+    if (auto at = temporary ? ub_.alloc_high(bytes) : ub_.alloc(bytes)) return *at;
     uint64_t free = ub_.capacity() - ub_.in_use(), largest = ub_.largest_free();
     std::string pieces = free >= bytes ? fmt::format(", in pieces of at most {} bytes", largest) : "";
     throw CompileError(fmt::format("{} needs {} bytes of the unified buffer but only {} of its {} bytes are free{} "
@@ -398,15 +413,30 @@ class Codegen {
                                    what, bytes, free, ub_.capacity(), pieces, bytes - std::min(bytes, largest)));
   }
 
-  Act new_act(const std::vector<int64_t>& shape, const std::string& what) {
+  Act new_act(const std::vector<int64_t>& shape, const std::string& what, bool temporary = false) {
     Act a;
     a.shape = shape;
     a.features = uint64_t(shape.back());
     a.rows = numel(shape) / a.features;
     a.blocks = ceil_div(a.features, R_);
     a.block_bytes = align_up(a.rows * R_ * esz_, 64);
-    a.base = ub_take(a.bytes(), what);
+    a.base = ub_take(a.bytes(), what, temporary);
     return a;
+  }
+
+  // The output of an elementwise op: the buffer of an operand this op is the last user of
+  // (and no alias shares), so residual adds and activation chains need no second copy.
+  Act out_in_place(Value out, std::initializer_list<Value> operands, const std::string& layer) {
+    for (Value in : operands) {
+      auto p = in.getAsOpaquePointer();
+      auto it = acts_.find(p);
+      if (it == acts_.end() || uses_[p] != 1 || it->second.shape != shape_of(out)) continue;
+      bool shared = false;
+      for (const auto& [k, a] : acts_) shared |= k != p && a.base == it->second.base;
+      if (shared) continue;
+      return it->second;
+    }
+    return new_act(shape_of(out), fmt::format("the output of '{}'", layer));
   }
 
   const Act& act(Value v) {
@@ -953,7 +983,8 @@ class Codegen {
     Act xp = x;
     bool padded = pt || pb || pl || pr;
     if (padded) {
-      xp = new_act({int64_t(N), int64_t(Hp), int64_t(Wp), int64_t(CI)}, fmt::format("the padded input of '{}'", layer));
+      xp = new_act({int64_t(N), int64_t(Hp), int64_t(Wp), int64_t(CI)}, fmt::format("the padded input of '{}'", layer),
+                   /*temporary=*/true);
       clear_border(xp, N, Hp, Wp, pt, pb, pl, pr);
       for (uint64_t b = 0; b < x.blocks; ++b)
         for (uint64_t n = 0; n < N; ++n) {
@@ -1038,76 +1069,68 @@ class Codegen {
     define(op.getOutput(), y);
   }
 
+  // Pools read the unpadded input: each output pixel's window is clipped to the image (max
+  // over what it covers is max with -inf padding; an average divides by what it covers, or
+  // with count_include_pad by the window clipped to the padded image). Runs of output pixels
+  // with the same clipped window are one vec.maxpool/avgpool each: the interior of a row is
+  // one run, border pixels their own.
   void gen_pool(tpu::PoolOp op) {
     std::string layer = op.getLayer().str();
     tag(layer);
     const Act& x = act(op.getInput());
     auto ys = shape_of(op.getOutput());
-    uint64_t N = uint64_t(x.shape[0]), H = uint64_t(x.shape[1]), W = uint64_t(x.shape[2]), Cc = uint64_t(x.shape[3]);
-    uint64_t OH = uint64_t(ys[1]), OW = uint64_t(ys[2]);
+    int64_t N = x.shape[0], H = x.shape[1], W = x.shape[2], OH = ys[1], OW = ys[2];
     auto k = op.getKernel(), st = op.getStride(), pad = op.getPad();
-    bool maxp = op.getKind() == "max";
-    bool lowest_pad = false;
-    if (pad[0] || pad[1] || pad[2] || pad[3]) {
-      auto* producer = op.getInput().getDefiningOp();
-      bool nonneg = false;
-      if (auto c = mlir::dyn_cast_or_null<tpu::Conv2DOp>(producer)) nonneg = c.getClampMin().convertToDouble() >= 0;
-      if (auto c = mlir::dyn_cast_or_null<tpu::MatmulOp>(producer)) nonneg = c.getClampMin().convertToDouble() >= 0;
-      if (auto c = mlir::dyn_cast_or_null<tpu::AddOp>(producer)) nonneg = c.getClampMin().convertToDouble() >= 0;
-      // Zero padding is exact for average pooling (the window's divisor is chosen below) and
-      // for max pooling of non-negative inputs.
-      lowest_pad = maxp && !nonneg;
-    }
-    uint64_t pt = uint64_t(pad[0]), pl = uint64_t(pad[2]), Hp = H + pad[0] + pad[1], Wp = W + pad[2] + pad[3];
-    Act xp = x;
-    if (pt || pl || pad[1] || pad[3]) {
-      xp = new_act({int64_t(N), int64_t(Hp), int64_t(Wp), int64_t(Cc)}, fmt::format("the padded input of '{}'", layer));
-      clear_border(xp, N, Hp, Wp, pt, uint64_t(pad[1]), pl, uint64_t(pad[3]), lowest_pad);
-      for (uint64_t b = 0; b < x.blocks; ++b)
-        for (uint64_t n = 0; n < N; ++n) {
-          std::string d = new_desc(fmt::format("bytes={} src_off={} dst_off={} dim=[{}, {}, {}]", W * R_ * esz_,
-                                               x.base + b * x.block_bytes + n * H * W * R_ * esz_,
-                                               xp.base + b * xp.block_bytes + ((n * Hp + pt) * Wp + pl) * R_ * esz_, H,
-                                               W * R_ * esz_, Wp * R_ * esz_));
-          code(fmt::format("  dma.copy desc={} src=r0 dst=r0 flag=f1", d));
-          code("  wait f1");
-        }
-    }
+    bool maxp = op.getKind() == "max", include_pad = op.getCountIncludePad();
     Act y = new_act(ys, fmt::format("the output of '{}'", layer));
-    std::vector<int64_t> window;
-    for (int64_t dy = 0; dy < k[0]; ++dy)
-      for (int64_t dx = 0; dx < k[1]; ++dx) window.push_back(int64_t((uint64_t(dy) * Wp + uint64_t(dx)) * R_ * esz_));
-    std::string body = fmt::format("window=[{}] pool_stride={}", fmt::join(window, ", "), uint64_t(st[1]) * R_ * esz_);
-    // Divisors: the full window, or (TOSA's rule) only the input elements the window covers,
-    // which changes near the borders; each run of outputs with one divisor is one instruction.
-    bool by_count = !maxp && !op.getCountIncludePad();
-    auto covered = [](int64_t o, int64_t stride, int64_t kk, int64_t before, int64_t size) {
-      int64_t lo = std::max<int64_t>(0, o * stride - before), hi = std::min<int64_t>(size, o * stride - before + kk);
-      return std::max<int64_t>(0, hi - lo);
+    uint64_t px = R_ * esz_;
+    // The part of a window (origin o, size kk) inside [0, size) and inside the padded extent.
+    struct Span {
+      int64_t lo, hi, padded;
     };
-    std::vector<std::pair<uint64_t, int64_t>> runs;  // (first ox, columns covered) per run
-    for (uint64_t ox = 0; ox < OW; ++ox) {
-      int64_t cx = by_count ? covered(int64_t(ox), st[1], k[1], pad[2], int64_t(W)) : k[1];
-      if (runs.empty() || runs.back().second != cx) runs.push_back({ox, cx});
+    auto span = [](int64_t o, int64_t kk, int64_t size, int64_t before, int64_t after) {
+      int64_t lo = std::max<int64_t>(0, -o), hi = std::min<int64_t>(kk, size - o);
+      int64_t plo = std::max<int64_t>(0, -before - o), phi = std::min<int64_t>(kk, size + after - o);
+      return Span{lo, hi, std::max<int64_t>(0, phi - plo)};
+    };
+    struct Run {
+      int64_t ox0, ox1;
+      Span sx;
+    };
+    std::vector<Run> runs;
+    for (int64_t ox = 0; ox < OW; ++ox) {
+      Span sx = span(ox * st[1] - pad[2], k[1], W, pad[2], pad[3]);
+      if (!runs.empty() && runs.back().sx.lo == sx.lo && runs.back().sx.hi == sx.hi && runs.back().sx.padded == sx.padded &&
+          sx.lo == 0)  // a left-clipped window shifts its origin: those stay single
+        runs.back().ox1 = ox + 1;
+      else
+        runs.push_back({ox, ox + 1, sx});
     }
     for (uint64_t b = 0; b < x.blocks; ++b)
-      for (uint64_t n = 0; n < N; ++n)
-        for (uint64_t oy = 0; oy < OH; ++oy) {
-          int64_t cy = by_count ? covered(int64_t(oy), st[0], k[0], pad[0], int64_t(H)) : k[0];
-          for (size_t ri = 0; ri < runs.size(); ++ri) {
-            uint64_t ox0 = runs[ri].first, ox1 = ri + 1 < runs.size() ? runs[ri + 1].first : OW;
-            int64_t cnt = cy * runs[ri].second;
-            if (!maxp && cnt == 0) throw CompileError(fmt::format("node '{}': a pooling window covers only padding", layer));
-            std::string p = new_param(maxp ? body : body + fmt::format(" scale=[{}]", 1.0 / double(cnt)));
-            uint64_t src = xp.base + b * xp.block_bytes + ((n * Hp + oy * uint64_t(st[0])) * Wp + ox0 * uint64_t(st[1])) * R_ * esz_;
-            uint64_t dst = y.base + b * y.block_bytes + ((n * OH + oy) * OW + ox0) * R_ * esz_;
+      for (int64_t n = 0; n < N; ++n)
+        for (int64_t oy = 0; oy < OH; ++oy) {
+          int64_t y0 = oy * st[0] - pad[0];
+          Span sy = span(y0, k[0], H, pad[0], pad[1]);
+          for (const Run& r : runs) {
+            int64_t x0 = r.ox0 * st[1] - pad[2];
+            int64_t cnt = std::max<int64_t>(0, sy.hi - sy.lo) * std::max<int64_t>(0, r.sx.hi - r.sx.lo);
+            if (cnt == 0) throw CompileError(fmt::format("node '{}': a pooling window covers only padding", layer));
+            std::vector<int64_t> window;
+            for (int64_t dy = sy.lo; dy < sy.hi; ++dy)
+              for (int64_t dx = r.sx.lo; dx < r.sx.hi; ++dx)
+                window.push_back(((dy - sy.lo) * W + (dx - r.sx.lo)) * int64_t(px));
+            std::string body = fmt::format("window=[{}] pool_stride={}", fmt::join(window, ", "), uint64_t(st[1]) * px);
+            int64_t divisor = include_pad ? sy.padded * r.sx.padded : cnt;
+            std::string p = new_param(maxp ? body : body + fmt::format(" scale=[{}]", 1.0 / double(divisor)));
+            uint64_t src = x.base + b * x.block_bytes + uint64_t((n * H + y0 + sy.lo) * W + x0 + r.sx.lo) * px;
+            uint64_t dst = y.base + b * y.block_bytes + uint64_t((n * OH + oy) * OW + r.ox0) * px;
             code(fmt::format("  li r1, {} || li r2, {}", src, dst));
             code(fmt::format("  vec.{}pool dst=ub[r2+0] a=ub[r1+0] rows={} dt={} param={} flag=f20", maxp ? "max" : "avg",
-                             ox1 - ox0, dt_, p));
+                             r.ox1 - r.ox0, dt_, p));
             code("  wait f20");
           }
         }
-    if (xp.base != x.base) ub_.release(xp.base);
+    add_bound(layer, 0, 0);
     define(op.getOutput(), y);
   }
 
@@ -1116,56 +1139,50 @@ class Codegen {
     tag(layer);
     const Act& a = act(op.getLhs());
     const Act& b = act(op.getRhs());
-    Act y = new_act(shape_of(op.getOutput()), fmt::format("the output of '{}'", layer));
+    Act y = out_in_place(op.getOutput(), {op.getLhs(), op.getRhs()}, layer);
     double lo = op.getClampMin().convertToDouble(), hi = op.getClampMax().convertToDouble();
     double sy = q8_ ? scale(op.getOutput()) : 1.0;
     std::string cp = q8_ ? clamp_param(std::isinf(lo) ? lo : std::ceil(lo / sy), std::isinf(hi) ? hi : std::floor(hi / sy))
                          : clamp_param(lo, hi);
-    // INT8: bring both operands to the output scale first (one rounding each), then add.
+    // INT8: bring both operands to the output scale first (one rounding each), then add:
+    // b's rescaled rows into a temporary first (y may be b's own buffer), a's into y, y += it.
     // When an operand's range exceeds the output's (terms that cancel), that would saturate
-    // it before the sum: then the sum is taken in fp32 rows and rounded once.
+    // it before the sum: then the sum is taken in fp32 rows and rounded once. Temporaries
+    // cover a chunk of rows at a time.
     std::string pa, pb;
-    uint64_t tmp = 0, tmp_bytes = y.block_bytes;
     bool wide = q8_ && (scale(op.getLhs()) > sy || scale(op.getRhs()) > sy);
+    uint64_t row_tmp = wide ? C_ * 4 : R_ * esz_, cr = std::min<uint64_t>(y.rows, std::max<uint64_t>(1, (1u << 20) / row_tmp));
+    uint64_t tmp = 0, tmp_bytes = align_up(cr * row_tmp, 64);
     if (q8_) {
       pa = new_param(fmt::format("scale=[{}]", double(scale(op.getLhs())) / sy));
       pb = new_param(fmt::format("scale=[{}]", double(scale(op.getRhs())) / sy));
-      if (wide) tmp_bytes = align_up(y.rows * C_ * 4, 64);
-      tmp = ub_take(2 * tmp_bytes, fmt::format("the rescaled operands of '{}'", layer));
+      tmp = ub_take((wide ? 2 : 1) * tmp_bytes, fmt::format("the rescaled operands of '{}'", layer));
     }
-    for (uint64_t blk = 0; blk < y.blocks; ++blk) {
-      uint64_t ya = y.base + blk * y.block_bytes, aa = a.base + blk * a.block_bytes, ba = b.base + blk * b.block_bytes;
-      if (wide) {
+    uint64_t rowb = R_ * esz_;
+    for (uint64_t blk = 0; blk < y.blocks; ++blk)
+      for (uint64_t r0 = 0; r0 < y.rows; r0 += (q8_ ? cr : y.rows)) {
+        uint64_t n = q8_ ? std::min(cr, y.rows - r0) : y.rows;
+        uint64_t ya = y.base + blk * y.block_bytes + r0 * rowb, aa = a.base + blk * a.block_bytes + r0 * rowb,
+                 ba = b.base + blk * b.block_bytes + r0 * rowb;
         code(fmt::format("  li r1, {} || li r2, {}", aa, ba));
-        code(fmt::format("  li r4, {} || li r5, {}", tmp, tmp + tmp_bytes));
-        code(fmt::format("  li r3, {}", ya));
-        vec_wait(fmt::format("vec.cvt dst=ub[r4+0] a=ub[r1+0] rows={} dt=int8 odt=fp32", y.rows));
-        vec_wait(fmt::format("vec.affine dst=ub[r4+0] a=ub[r4+0] rows={} dt=fp32 param={}", y.rows, pa));
-        vec_wait(fmt::format("vec.cvt dst=ub[r5+0] a=ub[r2+0] rows={} dt=int8 odt=fp32", y.rows));
-        vec_wait(fmt::format("vec.affine dst=ub[r5+0] a=ub[r5+0] rows={} dt=fp32 param={}", y.rows, pb));
-        vec_wait(fmt::format("vec.add dst=ub[r4+0] a=ub[r4+0] b=ub[r5+0] rows={} dt=fp32", y.rows));
-        vec_wait(fmt::format("vec.cvt dst=ub[r3+0] a=ub[r4+0] rows={} dt=fp32 odt=int8", y.rows));
-        if (!cp.empty()) vec_wait(fmt::format("vec.clamp dst=ub[r3+0] a=ub[r3+0] rows={} dt=int8 param={}", y.rows, cp));
-        continue;
+        code(fmt::format("  li r3, {} || li r4, {}", ya, tmp));
+        if (wide) {
+          code(fmt::format("  li r5, {}", tmp + tmp_bytes));
+          vec_wait(fmt::format("vec.cvt dst=ub[r4+0] a=ub[r1+0] rows={} dt=int8 odt=fp32", n));
+          vec_wait(fmt::format("vec.affine dst=ub[r4+0] a=ub[r4+0] rows={} dt=fp32 param={}", n, pa));
+          vec_wait(fmt::format("vec.cvt dst=ub[r5+0] a=ub[r2+0] rows={} dt=int8 odt=fp32", n));
+          vec_wait(fmt::format("vec.affine dst=ub[r5+0] a=ub[r5+0] rows={} dt=fp32 param={}", n, pb));
+          vec_wait(fmt::format("vec.add dst=ub[r4+0] a=ub[r4+0] b=ub[r5+0] rows={} dt=fp32", n));
+          vec_wait(fmt::format("vec.cvt dst=ub[r3+0] a=ub[r4+0] rows={} dt=fp32 odt=int8", n));
+        } else if (q8_) {
+          vec_wait(fmt::format("vec.affine dst=ub[r4+0] a=ub[r2+0] rows={} dt=int8 param={}", n, pb));
+          vec_wait(fmt::format("vec.affine dst=ub[r3+0] a=ub[r1+0] rows={} dt=int8 param={}", n, pa));
+          vec_wait(fmt::format("vec.add dst=ub[r3+0] a=ub[r3+0] b=ub[r4+0] rows={} dt=int8", n));
+        } else {
+          vec_wait(fmt::format("vec.add dst=ub[r3+0] a=ub[r1+0] b=ub[r2+0] rows={} dt={}", n, dt_));
+        }
+        if (!cp.empty()) vec_wait(fmt::format("vec.clamp dst=ub[r3+0] a=ub[r3+0] rows={} dt={} param={}", n, dt_, cp));
       }
-      if (q8_) {
-        code(fmt::format("  li r1, {} || li r2, {}", aa, ba));
-        code(fmt::format("  li r4, {} || li r5, {}", tmp, tmp + tmp_bytes));
-        code(fmt::format("  vec.affine dst=ub[r4+0] a=ub[r1+0] rows={} dt=int8 param={} flag=f20", y.rows, pa));
-        code("  wait f20");
-        code(fmt::format("  vec.affine dst=ub[r5+0] a=ub[r2+0] rows={} dt=int8 param={} flag=f20", y.rows, pb));
-        code("  wait f20");
-        aa = tmp, ba = tmp + tmp_bytes;
-      }
-      code(fmt::format("  li r1, {} || li r2, {}", aa, ba));
-      code(fmt::format("  li r3, {}", ya));
-      code(fmt::format("  vec.add dst=ub[r3+0] a=ub[r1+0] b=ub[r2+0] rows={} dt={} flag=f20", y.rows, dt_));
-      code("  wait f20");
-      if (!cp.empty()) {
-        code(fmt::format("  vec.clamp dst=ub[r3+0] a=ub[r3+0] rows={} dt={} param={} flag=f20", y.rows, dt_, cp));
-        code("  wait f20");
-      }
-    }
     if (q8_) ub_.release(tmp);
     add_bound(layer, 0, 0);
     define(op.getOutput(), y);
@@ -1432,7 +1449,7 @@ class Codegen {
     tag(layer);
     const Act& a = act(op.getLhs());
     const Act& b = act(op.getRhs());
-    Act y = new_act(shape_of(op.getOutput()), fmt::format("the output of '{}'", layer));
+    Act y = out_in_place(op.getOutput(), {op.getLhs(), op.getRhs()}, layer);
     // sub, max, min: both rescaled to the output's scale, then one int8 op. Saturating an
     // operand first is harmless for max and min (monotonic) but not for a difference of
     // terms that cancel: such a sub goes through fp32 rows like mul.
@@ -1487,7 +1504,7 @@ class Codegen {
     std::string layer = op.getLayer().str();
     tag(layer);
     const Act& x = act(op.getInput());
-    Act y = new_act(shape_of(op.getOutput()), fmt::format("the output of '{}'", layer));
+    Act y = out_in_place(op.getOutput(), {op.getInput()}, layer);
     std::string fn = op.getFn().str();
     uint64_t tmp = 0;
     std::string in_s, out_s;
@@ -1518,7 +1535,7 @@ class Codegen {
     std::string layer = op.getLayer().str();
     tag(layer);
     const Act& x = act(op.getInput());
-    Act y = new_act(shape_of(op.getOutput()), fmt::format("the output of '{}'", layer));
+    Act y = out_in_place(op.getOutput(), {op.getInput()}, layer);
     auto sc = const_floats(op.getScale(), layer), bi = const_floats(op.getBias(), layer);
     // INT8: y_q = (x_q * s_x * scale + bias) / s_y, folded into the lane constants.
     double sx = q8_ ? scale(op.getInput()) : 1.0, sy = q8_ ? scale(op.getOutput()) : 1.0;
@@ -1542,7 +1559,7 @@ class Codegen {
     std::string layer = op.getLayer().str();
     tag(layer);
     const Act& x = act(op.getInput());
-    Act y = new_act(shape_of(op.getOutput()), fmt::format("the output of '{}'", layer));
+    Act y = out_in_place(op.getOutput(), {op.getInput()}, layer);
     double lo = op.getClampMin().convertToDouble(), hi = op.getClampMax().convertToDouble();
     std::string cp;
     std::string rq;
