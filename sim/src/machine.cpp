@@ -667,15 +667,21 @@ void Machine::exec_vector(const Operation& op, uint64_t T, const OpRef& ref) {
     if (a.space == Space::Ub) steps.push_back(a.v.row_bytes);
     if (b_every_row) steps.push_back(b.v.row_bytes);
     if (d.space == Space::Ub) steps.push_back(d.v.row_bytes);
-    if (!steps.empty()) {
+    if (!steps.empty() || b_ub) {  // a broadcast b alone still costs row 0 its bank cycles
       std::vector<std::pair<uint64_t, uint64_t>> rd, wr;
-      occ = periodic_sum(rows, steps, [&](uint64_t i) {
+      auto row_cycles = [&](uint64_t i) {
         rd.clear(), wr.clear();
         if (a.space == Space::Ub) rd.emplace_back(a.lo + i * a.v.row_bytes, a.v.row_bytes);
         if (b_every_row || (b_ub && i == 0)) rd.emplace_back(b.lo + (b_every_row ? i * b.v.row_bytes : 0), b.v.row_bytes);
         if (d.space == Space::Ub) wr.emplace_back(d.lo + i * d.v.row_bytes, d.v.row_bytes);
         return std::max(lane_passes, ub_group_cycles(rd, wr));
-      });
+      };
+      // A broadcast b is read in row 0 only, so row 0 is not part of the periodic pattern
+      // of the other rows: charge it alone.
+      if (b_ub && !b_every_row && rows > 1)
+        occ = row_cycles(0) + periodic_sum(rows - 1, steps, [&](uint64_t i) { return row_cycles(i + 1); });
+      else
+        occ = periodic_sum(rows, steps, row_cycles);
       c.ub_bank_extra_cycles += occ - rows * lane_passes;
     }
   }
