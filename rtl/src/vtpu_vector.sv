@@ -1,0 +1,300 @@
+// vtpu_vector: the vector unit (docs/microarch.md, "Vector unit"), for the operations of
+// docs/rtl.md's subset: vec.add, vec.sub, vec.max, vec.min, vec.relu on int32 and fp32, and
+// vec.copy of any type. One operation at a time occupies the issue stage for the sum over
+// its rows of max(LANE_PASSES, the row's bank cycles); row i is read, computed and written
+// in its first cycle. The flag increment comes LAT cycles after the last row (done D =
+// T + occ + lat), from a small table so later operations can overlap the latency.
+module vtpu_vector import vtpu_isa_pkg::*; #(
+  parameter int COLS         = 4,
+  parameter int UB_BYTES     = 65536,
+  parameter int PB           = 64,  // UB port bytes (>= COLS * 4)
+  parameter int ACC_ROWS     = 256,
+  parameter int UB_ROW_BYTES = 8,
+  parameter int UB_BANKS     = 2,
+  parameter int UB_RD_PORTS  = 1,
+  parameter int UB_WR_PORTS  = 1,
+  parameter int LANE_PASSES  = 1,   // ceil(COLS / core.vector.lanes)
+  parameter int LAT_ALU      = 2,   // core.vector.latency_cycles.alu (also vec.copy)
+  parameter int NPEND        = 8,
+  localparam int UAW = $clog2(UB_BYTES),
+  localparam int ULW = $clog2(PB + 1),
+  localparam int AW  = (ACC_ROWS > 1) ? $clog2(ACC_ROWS) : 1,
+  localparam int MAXBLK = PB / UB_ROW_BYTES + 1
+) (
+  input  logic               clk,
+  input  logic               rst_n,
+  input  logic [31:0]        now,
+  // issue
+  input  logic               fire,
+  output logic               ready,
+  input  logic [5:0]         op,
+  input  logic [2:0]         dt,
+  input  logic               a_acc,
+  input  logic [31:0]        a_addr,
+  input  logic               b_acc,
+  input  logic [31:0]        b_addr,
+  input  logic               d_acc,
+  input  logic [31:0]        d_addr,
+  input  logic [15:0]        rows,
+  input  logic               bcast,
+  input  logic [5:0]         flag,
+  input  logic [23:0]        pc,
+  // unified buffer
+  output logic [UAW-1:0]     ua_addr,
+  input  logic [PB*8-1:0]    ua_data,
+  output logic [UAW-1:0]     ubb_addr,
+  input  logic [PB*8-1:0]    ubb_data,
+  output logic               uw_en,
+  output logic [UAW-1:0]     uw_addr,
+  output logic [ULW-1:0]     uw_len,
+  output logic [PB*8-1:0]    uw_data,
+  // accumulators (vtpu_mxu's second and first read ports, its external write port)
+  output logic [AW-1:0]      acc_a_addr,
+  input  logic [COLS*32-1:0] acc_a_data,
+  output logic [AW-1:0]      acc_b_addr,
+  input  logic [COLS*32-1:0] acc_b_data,
+  output logic               acc_we,
+  output logic [AW-1:0]      acc_waddr,
+  output logic [COLS*32-1:0] acc_wdata,
+  // flag increments at this cycle
+  output logic [NPEND-1:0]   inc_valid,
+  output logic [5:0]         inc_flag [NPEND],
+  output logic               idle,      // nothing with D > now
+  // the issue stage was occupied [ev_t, now + 1) by bundle ev_pc
+  output logic               ev_valid,
+  output logic [23:0]        ev_pc,
+  output logic [31:0]        ev_t,
+  output logic               err_pend
+);
+  // ---------------------------------------------------------------- operation state
+  logic        busy, first;
+  logic [31:0] wait_cnt;
+  logic [15:0] row, v_rows;
+  logic [5:0]  v_op, v_flag;
+  logic [2:0]  v_dt;
+  logic        v_aacc, v_bacc, v_dacc, v_bcast;
+  logic [31:0] cur_a, cur_b, cur_d, v_t;
+  logic [23:0] v_pc;
+
+  assign ready = !busy;
+
+  // The issue cycle T is already row 0's first cycle (occupancy [T, T + occ)): the datapath
+  // works on the incoming operation when fire, on the latched one otherwise.
+  logic        e_busy, e_first, e_aacc, e_bacc, e_dacc, e_bcast;
+  logic [15:0] e_row, e_rows;
+  logic [5:0]  e_op;
+  logic [2:0]  e_dt;
+  logic [31:0] e_a, e_b, e_d;
+  assign e_busy  = busy || fire;
+  assign e_first = fire || first;
+  assign e_row   = fire ? 16'd0 : row;
+  assign e_rows  = fire ? rows : v_rows;
+  assign e_op    = fire ? op : v_op;
+  assign e_dt    = fire ? dt : v_dt;
+  assign e_aacc  = fire ? a_acc : v_aacc;
+  assign e_bacc  = fire ? b_acc : v_bacc;
+  assign e_dacc  = fire ? d_acc : v_dacc;
+  assign e_bcast = fire ? bcast : v_bcast;
+  assign e_a     = fire ? a_addr : cur_a;
+  assign e_b     = fire ? b_addr : cur_b;
+  assign e_d     = fire ? d_addr : cur_d;
+
+  function automatic int esz(input logic [2:0] t);
+    case (32'(t))
+      DTYPE_INT8, DTYPE_UINT8: return 1;
+      DTYPE_BF16, DTYPE_INT16: return 2;
+      default: return 4;
+    endcase
+  endfunction
+  int row_bytes;
+  assign row_bytes = COLS * esz(e_dt);
+
+  logic binary, b_every_row;
+  assign binary = (32'(e_op) == OP_VEC_VEC_ADD) || (32'(e_op) == OP_VEC_VEC_SUB) ||
+                  (32'(e_op) == OP_VEC_VEC_MAX) || (32'(e_op) == OP_VEC_VEC_MIN);
+  assign b_every_row = binary && !e_bcast;
+
+  // ---------------------------------------------------------------- bank cycles of a row
+  int row_cycles;
+  always_comb begin
+    int rd_hits [UB_BANKS];
+    int wr_hits [UB_BANKS];
+    int worst, f, l;
+    f = 0;
+    l = 0;
+    for (int k = 0; k < UB_BANKS; k++) begin
+      rd_hits[k] = 0;
+      wr_hits[k] = 0;
+    end
+    if (!e_aacc) begin
+      f = int'(e_a) / UB_ROW_BYTES;
+      l = (int'(e_a) + row_bytes - 1) / UB_ROW_BYTES;
+      for (int j = 0; j < MAXBLK; j++) if (f + j <= l) rd_hits[(f + j) % UB_BANKS]++;
+    end
+    if (binary && !e_bacc && (b_every_row || e_row == 16'd0)) begin
+      f = int'(e_b) / UB_ROW_BYTES;
+      l = (int'(e_b) + row_bytes - 1) / UB_ROW_BYTES;
+      for (int j = 0; j < MAXBLK; j++) if (f + j <= l) rd_hits[(f + j) % UB_BANKS]++;
+    end
+    if (!e_dacc) begin
+      f = int'(e_d) / UB_ROW_BYTES;
+      l = (int'(e_d) + row_bytes - 1) / UB_ROW_BYTES;
+      for (int j = 0; j < MAXBLK; j++) if (f + j <= l) wr_hits[(f + j) % UB_BANKS]++;
+    end
+    worst = LANE_PASSES;
+    for (int k = 0; k < UB_BANKS; k++) begin
+      if ((rd_hits[k] + UB_RD_PORTS - 1) / UB_RD_PORTS > worst) worst = (rd_hits[k] + UB_RD_PORTS - 1) / UB_RD_PORTS;
+      if ((wr_hits[k] + UB_WR_PORTS - 1) / UB_WR_PORTS > worst) worst = (wr_hits[k] + UB_WR_PORTS - 1) / UB_WR_PORTS;
+    end
+    row_cycles = worst;
+  end
+
+  // ---------------------------------------------------------------- operands and result
+  assign ua_addr    = UAW'(e_a);
+  assign ubb_addr   = UAW'(e_b);
+  assign acc_a_addr = AW'(e_a);
+  assign acc_b_addr = AW'(e_b);
+
+  logic [PB*8-1:0] xa, xb, y, acc_a_wide, acc_b_wide;
+  if (PB > COLS * 4) begin : g_widen
+    assign acc_a_wide = {{(PB*8 - COLS*32){1'b0}}, acc_a_data};
+    assign acc_b_wide = {{(PB*8 - COLS*32){1'b0}}, acc_b_data};
+  end else begin : g_same
+    assign acc_a_wide = acc_a_data;
+    assign acc_b_wide = acc_b_data;
+  end
+  assign xa = e_aacc ? acc_a_wide : ua_data;
+  assign xb = e_bacc ? acc_b_wide : ubb_data;
+  if (PB > COLS * 4) begin : g_xb_tail
+    logic unused_xb;
+    assign unused_xb = ^xb[PB*8-1:COLS*32];
+  end
+
+  function automatic logic [31:0] f32_daz(input logic [31:0] x);
+    return (x[30:23] == 8'd0) ? {x[31], 31'd0} : x;
+  endfunction
+  function automatic logic f32_nan(input logic [30:0] x);  // the sign does not matter
+    return x[30:23] == 8'hFF && x[22:0] != 23'd0;
+  endfunction
+  // Total order on non-NaN values with -0 < +0, as sign-magnitude integers.
+  function automatic logic signed [32:0] f32_key(input logic [31:0] x);
+    return x[31] ? -$signed({2'b00, x[30:0]}) - 33'sd1 : $signed({1'b0, x});
+  endfunction
+  // IEEE 754-2019 maximum (max = 1) / minimum (max = 0) after DAZ (docs/numerics.md)
+  function automatic logic [31:0] f32_maxmin(input logic [31:0] a0, input logic [31:0] b0, input logic max);
+    logic [31:0] a, b;
+    a = f32_daz(a0);
+    b = f32_daz(b0);
+    if (f32_nan(a[30:0]) || f32_nan(b[30:0])) return 32'h7FC00000;
+    if (max) return (f32_key(a) >= f32_key(b)) ? a : b;
+    return (f32_key(a) <= f32_key(b)) ? a : b;
+  endfunction
+
+  logic is_fp;
+  assign is_fp = 32'(e_dt) == DTYPE_FP32;
+  for (genvar n = 0; n < COLS; n++) begin : g_lane
+    logic [31:0] a, b, bb, s_f, r;
+    assign a  = xa[n*32 +: 32];
+    assign b  = xb[n*32 +: 32];
+    assign bb = (32'(e_op) == OP_VEC_VEC_SUB) ? {~b[31], b[30:0]} : b;  // a - b = a + (-b)
+    vtpu_fp32_add u_add (.a(a), .b(bb), .y(s_f));
+    always_comb begin
+      case (32'(e_op))
+        OP_VEC_VEC_ADD: r = is_fp ? s_f : a + b;
+        OP_VEC_VEC_SUB: r = is_fp ? s_f : a - b;
+        OP_VEC_VEC_MAX: r = is_fp ? f32_maxmin(a, b, 1'b1) : ($signed(a) > $signed(b) ? a : b);
+        OP_VEC_VEC_MIN: r = is_fp ? f32_maxmin(a, b, 1'b0) : ($signed(a) < $signed(b) ? a : b);
+        OP_VEC_VEC_RELU: r = is_fp ? f32_maxmin(a, 32'd0, 1'b1) : ($signed(a) > 0 ? a : 32'd0);
+        default: r = a;  // vec.copy: the row's bytes as they are
+      endcase
+    end
+    assign y[n*32 +: 32] = r;
+  end
+  if (PB > COLS * 4) begin : g_tail
+    assign y[PB*8-1:COLS*32] = xa[PB*8-1:COLS*32];  // past the longest row: never written
+  end
+
+  logic doing;  // this cycle reads, computes and writes a row
+  assign doing     = e_busy && e_first;
+  assign uw_en     = doing && !e_dacc;
+  assign uw_addr   = UAW'(e_d);
+  assign uw_len    = ULW'(row_bytes);
+  assign uw_data   = y;
+  assign acc_we    = doing && e_dacc;
+  assign acc_waddr = AW'(e_d);
+  assign acc_wdata = y[COLS*32-1:0];
+
+  // ---------------------------------------------------------------- timing
+  logic row_end, op_end;
+  assign row_end = e_busy && (e_first ? (row_cycles == 1) : (wait_cnt == 32'd1));
+  assign op_end  = row_end && (e_row == e_rows - 16'd1);
+
+  assign ev_valid = op_end;
+  assign ev_pc    = fire ? pc : v_pc;
+  assign ev_t     = fire ? now : v_t;
+
+  logic        p_valid [NPEND];
+  logic [31:0] p_done  [NPEND];
+  logic [5:0]  p_flag  [NPEND];
+  logic [$clog2(NPEND+1)-1:0] p_free;
+  logic any_busy;
+  always_comb begin
+    p_free = NPEND[$clog2(NPEND+1)-1:0];
+    any_busy = 1'b0;
+    for (int i = NPEND - 1; i >= 0; i--) begin
+      inc_valid[i] = p_valid[i] && p_done[i] == now && p_flag[i] != 6'd0;
+      inc_flag[i]  = p_flag[i];
+      if (p_valid[i] && p_done[i] > now) any_busy = 1'b1;
+      else p_free = ($clog2(NPEND+1))'(i);
+    end
+  end
+  assign idle = !busy && !any_busy;
+
+  always_ff @(posedge clk) begin
+    if (!rst_n) begin
+      busy <= 1'b0;
+      err_pend <= 1'b0;
+      for (int i = 0; i < NPEND; i++) p_valid[i] <= 1'b0;
+    end else begin
+      if (fire) begin
+        v_rows  <= rows;
+        v_op    <= op;
+        v_dt    <= dt;
+        v_aacc  <= a_acc;
+        v_bacc  <= b_acc;
+        v_dacc  <= d_acc;
+        v_bcast <= bcast;
+        v_flag  <= flag;
+        v_pc    <= pc;
+        v_t     <= now;
+      end
+      if (e_busy) begin
+        busy  <= 1'b1;
+        first <= 1'b0;
+        row   <= e_row;
+        cur_a <= e_a;
+        cur_b <= e_b;
+        cur_d <= e_d;
+        if (e_first && !row_end) wait_cnt <= 32'(row_cycles) - 32'd1;
+        else if (!row_end) wait_cnt <= wait_cnt - 32'd1;
+        if (row_end) begin
+          if (op_end) begin
+            busy <= 1'b0;
+            if (p_free == NPEND[$clog2(NPEND+1)-1:0]) err_pend <= 1'b1;
+            else begin
+              p_valid[p_free[$clog2(NPEND)-1:0]] <= 1'b1;
+              p_done[p_free[$clog2(NPEND)-1:0]]  <= now + 32'd1 + 32'(LAT_ALU);
+              p_flag[p_free[$clog2(NPEND)-1:0]]  <= fire ? flag : v_flag;
+            end
+          end else begin
+            row   <= e_row + 16'd1;
+            first <= 1'b1;
+            cur_a <= e_aacc ? e_a + 32'd1 : e_a + 32'(row_bytes);
+            if (b_every_row) cur_b <= e_bacc ? e_b + 32'd1 : e_b + 32'(row_bytes);
+            cur_d <= e_dacc ? e_d + 32'd1 : e_d + 32'(row_bytes);
+          end
+        end
+      end
+    end
+  end
+endmodule
