@@ -58,7 +58,7 @@ std::string random_core_program(const config::Config& cfg, uint64_t seed, const 
   const uint32_t nrows = uint32_t(g.pick(1, 2 * R));
   const uint32_t xrow = R * esz;
   const uint32_t xs = g.chance(60) ? xrow : xrow + 4 * uint32_t(g.pick(1, 2));  // UB stride of input rows
-  const uint32_t ntiles = uint32_t(g.pick(1, 4));
+  const uint32_t ntiles = uint32_t(g.pick(1, 6));
 
   std::string head = fmt::format(".config {}\n", cfg.name);
   head += fmt::format(".tensor x role=input dtype={} shape=[{}, {}] addr={:#x}\n", dtype, nrows, R, HX);
@@ -196,21 +196,54 @@ std::string random_core_program(const config::Config& cfg, uint64_t seed, const 
   }
   push({.ctl = fmt::format("wait f3, {}", nmm)});
 
-  // --- vector operations
+  // --- vector operations and unified-buffer copies
   struct Range {
     bool acc;
     uint64_t lo, hi;
+    bool write;
   };
-  std::vector<Range> pending;  // destinations of vector ops not yet waited on
-  unsigned npending = 0;
-  auto overlaps = [&](const Range& r) {
-    for (const Range& p : pending)
-      if (p.acc == r.acc && p.lo < r.hi && r.lo < p.hi) return true;
+  // What issued vector ops (flag f4) and dma.copy transfers (flag f7) still occupy: a new
+  // operation that writes what they touch, or reads what they write, waits on both flags.
+  std::vector<Range> pending;
+  unsigned pend_vec = 0, pend_copy = 0, ncopy_desc = 0;
+  auto conflicts = [&](const std::vector<Range>& rs) {
+    for (const Range& r : rs)
+      for (const Range& p : pending)
+        if (p.acc == r.acc && p.lo < r.hi && r.lo < p.hi && (p.write || r.write)) return true;
     return false;
   };
+  // Emits the waits; the last one may share the bundle of the operation that needs it.
+  auto drain = [&](B& op_bundle) {
+    std::vector<std::string> waits;
+    if (pend_vec) waits.push_back(fmt::format("wait f4, {}", pend_vec));
+    if (pend_copy) waits.push_back(fmt::format("wait f7, {}", pend_copy));
+    for (size_t i = 0; i < waits.size(); ++i) {
+      if (i + 1 == waits.size() && g.chance(50)) op_bundle.ctl = waits[i];
+      else push({.ctl = waits[i]});
+    }
+    pending.clear();
+    pend_vec = pend_copy = 0;
+  };
   std::vector<uint32_t> acc_rows_list(acc_written.begin(), acc_written.end());
-  const unsigned nvec = unsigned(g.pick(1, 8));
+  const unsigned nvec = unsigned(g.pick(1, 10));
   for (unsigned v = 0; v < nvec; ++v) {
+    if (g.chance(20)) {  // dma.copy: rows of the scratch image to other rows of it
+      const uint32_t bytes = 4 * uint32_t(g.pick(1, 16)), n = uint32_t(g.pick(1, 4));
+      const uint32_t ss = bytes + 4 * uint32_t(g.pick(0, 4)), ds = bytes + 4 * uint32_t(g.pick(0, 4));
+      const uint32_t sspan = (n - 1) * ss + bytes, dspan = (n - 1) * ds + bytes;
+      const uint32_t so = RU + 4 * uint32_t(g.pick(0, (RU_BYTES - sspan) / 4));
+      const uint32_t dof = RU + 4 * uint32_t(g.pick(0, (RU_BYTES - dspan) / 4));
+      if (so < dof + dspan && dof < so + sspan) continue;  // source and destination apart
+      const std::vector<Range> rs{{false, so, so + sspan, false}, {false, dof, dof + dspan, true}};
+      head += fmt::format(".desc cp{} bytes={} dim=[{}, {}, {}]\n", ncopy_desc, bytes, n, ss, ds);
+      push({.s0 = fmt::format("li r10, {}", so), .s1 = fmt::format("li r11, {}", dof)});
+      B b{.dma = fmt::format("dma.copy desc=cp{} src=r10 dst=r11 flag=f7", ncopy_desc++)};
+      if (conflicts(rs)) drain(b);
+      push(b);
+      pending.insert(pending.end(), rs.begin(), rs.end());
+      ++pend_copy;
+      continue;
+    }
     static const char* kOps[] = {"vec.add", "vec.sub", "vec.max", "vec.min", "vec.relu", "vec.copy"};
     const std::string op = kOps[g.rng() % 6];
     const bool binary = op != "vec.relu" && op != "vec.copy";
@@ -225,11 +258,11 @@ std::string random_core_program(const config::Config& cfg, uint64_t seed, const 
       }
       if (!starts.empty() && g.chance(60)) {
         const uint32_t a = starts[g.rng() % starts.size()];
-        r = {true, a, a + n};
+        r = {true, a, a + n, false};
         return fmt::format("acc[r0+{}]", a);
       }
       const uint32_t off = RU + 4 * uint32_t(g.pick(0, (RU_BYTES - n * vrow) / 4));
-      r = {false, off, off + uint64_t(n) * vrow};
+      r = {false, off, off + uint64_t(n) * vrow, false};
       return fmt::format("ub[r0+{}]", off);
     };
     Range ra, rb{}, rd;
@@ -239,11 +272,11 @@ std::string random_core_program(const config::Config& cfg, uint64_t seed, const 
     std::string d;
     if (g.chance(30)) {
       const uint32_t row = ACC_V + uint32_t(g.pick(0, ACC_V_ROWS - rows));
-      rd = {true, row, row + rows};
+      rd = {true, row, row + rows, true};
       d = fmt::format("acc[r0+{}]", row);
     } else {
       const uint32_t off = RU + 4 * uint32_t(g.pick(0, (RU_BYTES - rows * vrow) / 4));
-      rd = {false, off, off + uint64_t(rows) * vrow};
+      rd = {false, off, off + uint64_t(rows) * vrow, true};
       d = fmt::format("ub[r0+{}]", off);
     }
     // The destination is the same rows as a source, or apart from it: a partial overlap
@@ -252,23 +285,23 @@ std::string random_core_program(const config::Config& cfg, uint64_t seed, const 
       return src.acc == rd.acc && src.lo < rd.hi && rd.lo < src.hi && src.lo != rd.lo;
     };
     if (partial(ra) || (binary && partial(rb))) continue;
-    if (overlaps(ra) || (binary && overlaps(rb)) || overlaps(rd)) {
-      push({.ctl = fmt::format("wait f4, {}", npending)});
-      pending.clear();
-      npending = 0;
-    }
     std::string text = fmt::format("{} dst={} a={}", op, d, a);
     if (binary) text += fmt::format(" b={}", b);
     text += fmt::format(" rows={} dt={}{} flag=f4", rows, acct, bcast ? " bcast=1" : "");
-    push({.vec = text});
-    pending.push_back(rd);
-    ++npending;
+    B bundle{.vec = text};
+    std::vector<Range> rs{ra, rd};
+    if (binary) rs.push_back(rb);
+    if (conflicts(rs)) drain(bundle);
+    push(bundle);
+    pending.insert(pending.end(), rs.begin(), rs.end());
+    ++pend_vec;
     if (rd.acc) {
       for (uint64_t i = rd.lo; i < rd.hi; ++i)
         if (!acc_written.count(uint32_t(i))) acc_written.insert(uint32_t(i)), acc_rows_list.push_back(uint32_t(i));
     }
   }
-  if (npending) push({.ctl = fmt::format("wait f4, {}", npending)});
+  if (pend_vec) push({.ctl = fmt::format("wait f4, {}", pend_vec)});
+  if (pend_copy) push({.ctl = fmt::format("wait f7, {}", pend_copy)});
   if (signalled) push({.ctl = "wait f6, 2"});
 
   // --- store the scratch image

@@ -32,9 +32,9 @@ bool full_run() {
   return v && std::string(v) != "0";
 }
 
-// Quick: 120 programs over the three models and two dtypes; full: 1 200.
+// Quick: 380 programs over the three models and two dtypes; full: 3 800.
 unsigned case_count(const CoreModelParams& p) {
-  const unsigned quick = p.rows >= 16 ? 10 : p.rows >= 8 ? 20 : 30;
+  const unsigned quick = p.rows >= 16 ? 30 : p.rows >= 8 ? 60 : 100;
   return full_run() ? quick * 10 : quick;
 }
 
