@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstring>
 
 #include "vtpu/isa/bundle.h"
@@ -100,8 +101,11 @@ CoreRunResult run_sim(const config::Config& cfg, const isa::Program& prog, const
       [&] {
         sim::SimOptions opt;
         opt.record_trace = true;
+        const auto t0 = std::chrono::steady_clock::now();
         const sim::RunResult res = sim::simulate(cfg, prog, inputs, opt);
+        const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
         std::string s = "K";
+        put_u64(s, uint64_t(secs * 1e9));
         put_u64(s, res.stats.total_cycles);
         put_u64(s, res.outputs.size());
         for (const auto& [name, data] : res.outputs) {
@@ -127,6 +131,7 @@ CoreRunResult run_sim(const config::Config& cfg, const isa::Program& prog, const
     return r;
   }
   Reader in{bytes, 1};
+  r.seconds = double(in.u64()) * 1e-9;
   r.total_cycles = in.u64();
   for (uint64_t n = in.u64(); n > 0; --n) {
     std::string name = in.str(), data = in.str();

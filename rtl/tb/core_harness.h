@@ -52,6 +52,7 @@ struct CoreRunResult {
   uint64_t total_cycles = 0;
   std::map<std::string, std::vector<uint8_t>> outputs;
   std::vector<UnitEvent> events;  // sorted
+  double seconds = 0;             // wall time of the run (SystemC: simulate(), in the child)
 };
 
 using Inputs = std::map<std::string, std::vector<uint8_t>>;
@@ -69,6 +70,11 @@ std::string compare_runs(const CoreRunResult& sim, const CoreRunResult& rtl, con
 // A random legal program for `cfg` in the supported subset (assembly text), with its inputs
 // as .data/.tensor directives; the seed alone determines it. dtype: "int8" or "bf16".
 std::string random_core_program(const config::Config& cfg, uint64_t seed, const std::string& dtype);
+// A fixed streaming program for the benchmark: `tiles` weight tiles, each swapped in by a
+// `rows`-row matmul accumulating into the same rows while the next tile loads, then the
+// accumulators copied to the unified buffer and stored. Inputs from random_core_inputs.
+std::string core_stream_program(const config::Config& cfg, const std::string& dtype, uint32_t tiles, uint32_t rows);
+
 // Input tensors for such a program (bf16 with infinities, NaNs, denormals and zeros in some
 // seeds; int8 extremes; the scratch image mixes ints, floats and specials).
 Inputs random_core_inputs(const isa::Program& prog, uint64_t seed);

@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 #include <verilated.h>
 
+#include <chrono>
 #include <cstring>
 #include <deque>
 #include <stdexcept>
@@ -108,6 +109,7 @@ CoreRunResult run_model(const CoreModelParams& p, const config::Config& cfg, con
     r.error = e;
     return r;
   }
+  const auto t0 = std::chrono::steady_clock::now();
   auto ctx = std::make_unique<VerilatedContext>();
   auto m = std::make_unique<V>(ctx.get(), "core");
   Hbm hbm;
@@ -229,6 +231,7 @@ CoreRunResult run_model(const CoreModelParams& p, const config::Config& cfg, con
     r.outputs[t.name] = std::move(bytes);
   }
   std::sort(r.events.begin(), r.events.end());
+  r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   r.ok = true;
   return r;
 }

@@ -11,6 +11,7 @@
 #include <cstring>
 #include <random>
 #include <set>
+#include <stdexcept>
 
 #include "core_harness.h"
 
@@ -321,6 +322,37 @@ std::string random_core_program(const config::Config& cfg, uint64_t seed, const 
   std::string text = head;
   for (const B& b : code) text += b.text() + "\n";
   return text;
+}
+
+std::string core_stream_program(const config::Config& cfg, const std::string& dtype, uint32_t tiles, uint32_t rows) {
+  const uint32_t R = cfg.core.mxu.rows, C = cfg.core.mxu.cols, esz = dtype == "bf16" ? 2 : 1;
+  const std::string acct = dtype == "bf16" ? "fp32" : "int32";
+  const uint32_t xrow = R * esz, vrow = C * 4, RU = 0x8000;
+  if (rows > cfg.core.accumulators.rows || uint64_t(rows) * xrow > RU || RU + uint64_t(rows) * vrow > cfg.core.unified_buffer.bytes)
+    throw std::invalid_argument("core_stream_program: the rows do not fit this config");
+  std::string t = fmt::format(".config {}\n", cfg.name);
+  t += fmt::format(".tensor x role=input dtype={} shape=[{}, {}] addr=0x0\n", dtype, rows, R);
+  t += fmt::format(".tensor w role=input dtype={} shape=[{}, {}, {}] addr=0x100000\n", dtype, tiles, R, C);
+  t += fmt::format(".tensor out role=output dtype=uint8 shape=[{}] addr=0x200000\n", rows * vrow);
+  t += fmt::format(".desc x bytes={} dim=[{}, {}, {}]\n", xrow, rows, xrow, xrow);
+  t += fmt::format(".desc wt bytes={} dim=[{}, {}, 0] dtype={}\n", C * esz, R, C * esz, dtype);
+  t += fmt::format(".desc out bytes={} dim=[{}, {}, {}]\n", vrow, rows, vrow, vrow);
+  t += "  li r5, 0x100000\n  dma.load desc=x src=r0 dst=r0 flag=f1\n";
+  const uint32_t step = R * C * esz;
+  t += fmt::format("  dma.wfifo desc=wt src=r5 mxu=0 || addi r5, r5, {}\n", step);
+  if (tiles > 1) t += fmt::format("  dma.wfifo desc=wt src=r5 mxu=0 || addi r5, r5, {}\n", step);
+  t += "  mxu.wload mxu=0 || wait f1\n";
+  for (uint32_t i = 0; i < tiles; ++i) {
+    const bool next = i + 1 < tiles;
+    t += fmt::format("  mxu.matmul mxu=0 src=0 dst=0 rows={} dtype={}{} swap=1 flag=f2{}\n", rows, dtype,
+                     i ? " acc=1" : "", next ? " || mxu.wload mxu=0" : "");
+    if (i + 2 < tiles) t += fmt::format("  dma.wfifo desc=wt src=r5 mxu=0 || addi r5, r5, {}\n", step);
+  }
+  t += fmt::format("  wait f2, {}\n", tiles);
+  t += fmt::format("  li r6, {} || li r7, 0x200000\n", RU);
+  t += fmt::format("  vec.copy dst=ub[r6+0] a=acc[r0+0] rows={} dt={} flag=f3\n  wait f3\n", rows, acct);
+  t += "  dma.store desc=out src=r6 dst=r7 flag=f4\n  halt\n";
+  return t;
 }
 
 Inputs random_core_inputs(const isa::Program& prog, uint64_t seed) {
