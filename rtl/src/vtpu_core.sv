@@ -23,6 +23,10 @@ module vtpu_core import vtpu_isa_pkg::*; #(
   parameter int UB_WR_LAT      = 1,
   parameter int LANE_PASSES    = 1,
   parameter int VEC_LAT_ALU    = 2,
+  parameter int VEC_LAT_MUL    = 4,
+  parameter int VEC_LAT_RESCALE = 4,
+  parameter int VEC_LAT_CONVERT = 2,
+  parameter int PARAM_ENTRIES  = 16,
   parameter int BRANCH_PENALTY = 2,
   parameter int DMA_SETUP      = 16,
   parameter int DMA_INFLIGHT   = 4,
@@ -36,7 +40,9 @@ module vtpu_core import vtpu_isa_pkg::*; #(
   localparam int UAW  = $clog2(UB_BYTES),
   localparam int ULW  = $clog2(PB + 1),
   localparam int AW   = (ACC_ROWS > 1) ? $clog2(ACC_ROWS) : 1,
-  localparam int MMQ  = 64   // matmuls in flight (each >= 1 row): well above in+R+C+out
+  localparam int MMQ  = 64,  // matmuls in flight (each >= 1 row): well above in+R+C+out
+  localparam int PW   = $clog2(PARAM_ENTRIES),
+  localparam int PARAM_BITS = 38 * COLS + 225  // vtpu_vector's parameter RAM entry
 ) (
   input  logic              clk,
   input  logic              rst_n,
@@ -47,6 +53,9 @@ module vtpu_core import vtpu_isa_pkg::*; #(
   input  logic              desc_we,
   input  logic [DW-1:0]     desc_waddr,
   input  logic [322:0]      desc_wdata,
+  input  logic              param_we,
+  input  logic [PW-1:0]     param_waddr,
+  input  logic [PARAM_BITS-1:0] param_wdata,
   // off-chip memory (answered in the same cycle)
   output logic              mem_req_valid,
   output logic              mem_req_write,
@@ -178,17 +187,27 @@ module vtpu_core import vtpu_isa_pkg::*; #(
 
   // What the RTL does not implement stops issue (docs/rtl.md, "Supported subset"); the
   // testbench rejects such programs before they run, this is the backstop.
-  logic vec_alu_op, vec_ok_op;
+  logic vec_ok_op;
+  logic [2:0] v_dt_f, v_odt_f;
+  assign v_dt_f  = b[VEC_DT_LSB +: 3];
+  assign v_odt_f = b[VEC_ODT_LSB +: 3];
+  function automatic logic int_type(input logic [2:0] t);
+    return 32'(t) == DTYPE_INT8 || 32'(t) == DTYPE_UINT8 || 32'(t) == DTYPE_INT16 || 32'(t) == DTYPE_INT32;
+  endfunction
   always_comb begin
-    vec_alu_op = (32'(vec_op) == OP_VEC_VEC_ADD) || (32'(vec_op) == OP_VEC_VEC_SUB) ||
-                 (32'(vec_op) == OP_VEC_VEC_MAX) || (32'(vec_op) == OP_VEC_VEC_MIN) ||
-                 (32'(vec_op) == OP_VEC_VEC_RELU);
-    vec_ok_op = (vec_op == '0) || (32'(vec_op) == OP_VEC_VEC_COPY) ||
-                (vec_alu_op && (32'(b[VEC_DT_LSB +: 3]) == DTYPE_INT32 || 32'(b[VEC_DT_LSB +: 3]) == DTYPE_FP32));
+    case (32'(vec_op))
+      0, OP_VEC_VEC_COPY, OP_VEC_VEC_CVT: vec_ok_op = 32'(v_dt_f) <= DTYPE_INT16 && 32'(v_odt_f) <= DTYPE_INT16;
+      OP_VEC_VEC_ADD, OP_VEC_VEC_SUB, OP_VEC_VEC_MAX, OP_VEC_VEC_MIN, OP_VEC_VEC_RELU, OP_VEC_VEC_CLAMP:
+        vec_ok_op = 32'(v_dt_f) == DTYPE_INT32 || 32'(v_dt_f) == DTYPE_FP32;
+      OP_VEC_VEC_MUL: vec_ok_op = 32'(v_dt_f) == DTYPE_INT32;
+      OP_VEC_VEC_RESCALE: vec_ok_op = int_type(v_dt_f) && int_type(v_odt_f);
+      default: vec_ok_op = 1'b0;
+    endcase
     unsupported = !vec_ok_op || (32'(dma_op) == OP_DMA_DMA_SEND) || (32'(dma_op) > OP_DMA_DMA_SEND) ||
                   (mxw_op != '0 && b[MXW_MXU_LSB +: 3] != 3'd0) || (mxm_op != '0 && b[MXM_MXU_LSB +: 3] != 3'd0) ||
                   (dma_op != '0 && 32'(dma_op) == OP_DMA_DMA_WFIFO && b[DMA_UNIT_LSB +: 3] != 3'd0) ||
-                  (32'(ctl_op) > OP_CTL_LOOP);
+                  (32'(ctl_op) > OP_CTL_LOOP) ||
+                  (vec_op != '0 && b[VEC_PARAM_LSB +: 12] >= 12'(PARAM_ENTRIES));
   end
 
   assign issue = rst_n && !halted && error == 4'd0 && !unsupported && bubble == 16'd0 &&
@@ -368,9 +387,14 @@ module vtpu_core import vtpu_isa_pkg::*; #(
   vtpu_vector #(.COLS(COLS), .UB_BYTES(UB_BYTES), .PB(PB), .ACC_ROWS(ACC_ROWS),
                 .UB_ROW_BYTES(UB_ROW_BYTES), .UB_BANKS(UB_BANKS), .UB_RD_PORTS(UB_RD_PORTS),
                 .UB_WR_PORTS(UB_WR_PORTS), .LANE_PASSES(LANE_PASSES), .LAT_ALU(VEC_LAT_ALU),
-                .NPEND(NVP)) u_vec (
+                .LAT_MUL(VEC_LAT_MUL), .LAT_RESCALE(VEC_LAT_RESCALE), .LAT_CONVERT(VEC_LAT_CONVERT),
+                .PARAM_ENTRIES(PARAM_ENTRIES), .NPEND(NVP)) u_vec (
     .clk(clk), .rst_n(rst_n), .now(now),
-    .fire(issue && vec_op != '0), .ready(vec_ready), .op(vec_op), .dt(b[VEC_DT_LSB +: 3]),
+    .param_we(param_we), .param_waddr(param_waddr), .param_wdata(param_wdata),
+    .fire(issue && vec_op != '0), .ready(vec_ready), .op(vec_op), .dt(v_dt_f),
+    // only vec.rescale and vec.cvt have a result type; the others write dt
+    .odt((32'(vec_op) == OP_VEC_VEC_RESCALE || 32'(vec_op) == OP_VEC_VEC_CVT) ? v_odt_f : v_dt_f),
+    .param(b[VEC_PARAM_LSB +: 12]),
     .a_acc(b[VEC_A_MEM_LSB]), .a_addr(v_a), .b_acc(b[VEC_B_MEM_LSB]), .b_addr(v_b),
     .d_acc(b[VEC_DST_MEM_LSB]), .d_addr(v_d), .rows(b[VEC_ROWS_LSB +: 16]),
     .bcast(b[VEC_BCAST_LSB]), .flag(b[VEC_FLAG_LSB +: 6]), .pc(pc),

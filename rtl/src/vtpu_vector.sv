@@ -1,6 +1,7 @@
 // vtpu_vector: the vector unit (docs/microarch.md, "Vector unit"), for the operations of
-// docs/rtl.md's subset: vec.add, vec.sub, vec.max, vec.min, vec.relu on int32 and fp32, and
-// vec.copy of any type. One operation at a time occupies the issue stage for the sum over
+// docs/rtl.md's subset: vec.add, vec.sub, vec.max, vec.min, vec.relu, vec.clamp on int32
+// and fp32, vec.mul on int32, vec.copy of any type, vec.rescale (TOSA RESCALE between
+// integer types) and vec.cvt between any two types (docs/numerics.md). One operation at a time occupies the issue stage for the sum over
 // its rows of max(LANE_PASSES, the row's bank cycles); row i is read, computed and written
 // in its first cycle. The flag increment comes LAT cycles after the last row (done D =
 // T + occ + lat), from a small table so later operations can overlap the latency.
@@ -15,20 +16,35 @@ module vtpu_vector import vtpu_isa_pkg::*; #(
   parameter int UB_WR_PORTS  = 1,
   parameter int LANE_PASSES  = 1,   // ceil(COLS / core.vector.lanes)
   parameter int LAT_ALU      = 2,   // core.vector.latency_cycles.alu (also vec.copy)
+  parameter int LAT_MUL      = 4,   // .multiply
+  parameter int LAT_RESCALE  = 4,   // .rescale
+  parameter int LAT_CONVERT  = 2,   // .convert
+  parameter int PARAM_ENTRIES = 16,
   parameter int NPEND        = 8,
   localparam int UAW = $clog2(UB_BYTES),
   localparam int ULW = $clog2(PB + 1),
   localparam int AW  = (ACC_ROWS > 1) ? $clog2(ACC_ROWS) : 1,
-  localparam int MAXBLK = PB / UB_ROW_BYTES + 1
+  localparam int MAXBLK = PB / UB_ROW_BYTES + 1,
+  // Parameter RAM entry: per lane n, multiplier [38n +: 32] and shift [38n+32 +: 6]; then
+  // input_zp, output_zp (32 each), double_round, the integer clamp bounds ceil(min) and
+  // floor(max) saturated to 48 bits, and the fp32 clamp bounds (f64_to_f32 of min, max).
+  localparam int PARAM_BITS = 38 * COLS + 32 + 32 + 1 + 48 + 48 + 32 + 32,
+  localparam int PW = $clog2(PARAM_ENTRIES)
 ) (
   input  logic               clk,
   input  logic               rst_n,
   input  logic [31:0]        now,
+  // parameter RAM (.vparam records), written by the loader
+  input  logic                  param_we,
+  input  logic [PW-1:0]         param_waddr,
+  input  logic [PARAM_BITS-1:0] param_wdata,
   // issue
   input  logic               fire,
   output logic               ready,
   input  logic [5:0]         op,
   input  logic [2:0]         dt,
+  input  logic [2:0]         odt,     // result type (vec.rescale, vec.cvt; else dt)
+  input  logic [11:0]        param,
   input  logic               a_acc,
   input  logic [31:0]        a_addr,
   input  logic               b_acc,
@@ -71,7 +87,8 @@ module vtpu_vector import vtpu_isa_pkg::*; #(
   logic [31:0] wait_cnt;
   logic [15:0] row, v_rows;
   logic [5:0]  v_op, v_flag;
-  logic [2:0]  v_dt;
+  logic [2:0]  v_dt, v_odt;
+  logic [PW-1:0] v_param;
   logic        v_aacc, v_bacc, v_dacc, v_bcast;
   logic [31:0] cur_a, cur_b, cur_d, v_t;
   logic [23:0] v_pc;
@@ -83,7 +100,8 @@ module vtpu_vector import vtpu_isa_pkg::*; #(
   logic        e_busy, e_first, e_aacc, e_bacc, e_dacc, e_bcast;
   logic [15:0] e_row, e_rows;
   logic [5:0]  e_op;
-  logic [2:0]  e_dt;
+  logic [2:0]  e_dt, e_odt;
+  logic [PW-1:0] e_param;
   logic [31:0] e_a, e_b, e_d;
   assign e_busy  = busy || fire;
   assign e_first = fire || first;
@@ -91,6 +109,10 @@ module vtpu_vector import vtpu_isa_pkg::*; #(
   assign e_rows  = fire ? rows : v_rows;
   assign e_op    = fire ? op : v_op;
   assign e_dt    = fire ? dt : v_dt;
+  assign e_odt   = fire ? odt : v_odt;
+  assign e_param = fire ? PW'(param) : v_param;
+  logic unused_param;  // indices past the RAM are refused by the core
+  assign unused_param = ^param[11:PW];
   assign e_aacc  = fire ? a_acc : v_aacc;
   assign e_bacc  = fire ? b_acc : v_bacc;
   assign e_dacc  = fire ? d_acc : v_dacc;
@@ -106,12 +128,14 @@ module vtpu_vector import vtpu_isa_pkg::*; #(
       default: return 4;
     endcase
   endfunction
-  int row_bytes;
-  assign row_bytes = COLS * esz(e_dt);
+  int row_bytes, drow_bytes;  // source rows (dt), destination rows (odt)
+  assign row_bytes  = COLS * esz(e_dt);
+  assign drow_bytes = COLS * esz(e_odt);
 
   logic binary, b_every_row;
   assign binary = (32'(e_op) == OP_VEC_VEC_ADD) || (32'(e_op) == OP_VEC_VEC_SUB) ||
-                  (32'(e_op) == OP_VEC_VEC_MAX) || (32'(e_op) == OP_VEC_VEC_MIN);
+                  (32'(e_op) == OP_VEC_VEC_MAX) || (32'(e_op) == OP_VEC_VEC_MIN) ||
+                  (32'(e_op) == OP_VEC_VEC_MUL);
   assign b_every_row = binary && !e_bcast;
 
   // ---------------------------------------------------------------- bank cycles of a row
@@ -138,7 +162,7 @@ module vtpu_vector import vtpu_isa_pkg::*; #(
     end
     if (!e_dacc) begin
       f = int'(e_d) / UB_ROW_BYTES;
-      l = (int'(e_d) + row_bytes - 1) / UB_ROW_BYTES;
+      l = (int'(e_d) + drow_bytes - 1) / UB_ROW_BYTES;
       for (int j = 0; j < MAXBLK; j++) if (f + j <= l) wr_hits[(f + j) % UB_BANKS]++;
     end
     worst = LANE_PASSES;
@@ -190,41 +214,218 @@ module vtpu_vector import vtpu_isa_pkg::*; #(
     return (f32_key(a) <= f32_key(b)) ? a : b;
   endfunction
 
+  // ---------------------------------------------------------------- parameters
+  logic [PARAM_BITS-1:0] pmem [PARAM_ENTRIES];
+  always_ff @(posedge clk) if (param_we) pmem[param_waddr] <= param_wdata;
+  logic [PARAM_BITS-1:0] prm;
+  assign prm = pmem[e_param];
+  localparam int PB0 = 38 * COLS;
+  logic signed [31:0] p_in_zp, p_out_zp;
+  logic               p_dround;
+  logic signed [47:0] p_lo, p_hi;
+  logic [31:0]        p_fmin, p_fmax;
+  assign p_in_zp  = prm[PB0 +: 32];
+  assign p_out_zp = prm[PB0 + 32 +: 32];
+  assign p_dround = prm[PB0 + 64];
+  assign p_lo     = prm[PB0 + 65 +: 48];
+  assign p_hi     = prm[PB0 + 113 +: 48];
+  assign p_fmin   = prm[PB0 + 161 +: 32];
+  assign p_fmax   = prm[PB0 + 193 +: 32];
+
+  // ---------------------------------------------------------------- element arithmetic
+  function automatic logic is_int(input logic [2:0] t);
+    return 32'(t) != DTYPE_BF16 && 32'(t) != DTYPE_FP32;
+  endfunction
+  function automatic logic signed [47:0] tmin(input logic [2:0] t);
+    case (32'(t))
+      DTYPE_INT8: return -48'sd128;
+      DTYPE_UINT8: return 48'sd0;
+      DTYPE_INT16: return -48'sd32768;
+      default: return -48'sd2147483648;
+    endcase
+  endfunction
+  function automatic logic signed [47:0] tmax(input logic [2:0] t);
+    case (32'(t))
+      DTYPE_INT8: return 48'sd127;
+      DTYPE_UINT8: return 48'sd255;
+      DTYPE_INT16: return 48'sd32767;
+      default: return 48'sd2147483647;
+    endcase
+  endfunction
+  function automatic logic signed [47:0] sat(input logic signed [47:0] v, input logic signed [47:0] lo,
+                                              input logic signed [47:0] hi);
+    if (v < lo) return lo;
+    if (v > hi) return hi;
+    return v;
+  endfunction
+  // The policy for a stored fp32 value: denormal -> signed zero, NaN -> canonical NaN.
+  function automatic logic [31:0] f32_canonical(input logic [31:0] x);
+    return f32_nan(x[30:0]) ? 32'h7FC00000 : f32_daz(x);
+  endfunction
+  function automatic logic [15:0] f32_to_bf16(input logic [31:0] x0);
+    logic [31:0] x;
+    x = f32_daz(x0);
+    if (f32_nan(x[30:0])) return 16'h7FC0;
+    return 16'((x + 32'h7FFF + 32'(x[16])) >> 16);
+  endfunction
+  // An integer as fp32 rounded to P significant bits (24: fp32, 8: bf16), ties to even.
+  function automatic logic [31:0] int_to_f32(input logic signed [47:0] v, input int P);
+    logic [47:0] mag, rem, half;
+    int lead, sh;
+    logic sign;
+    if (v == 48'sd0) return 32'd0;
+    sign = v < 0;
+    mag = sign ? 48'(-v) : 48'(v);
+    lead = 0;
+    for (int i = 0; i < 48; i++) if (mag[i]) lead = i;
+    if (lead >= P) begin
+      sh = lead - (P - 1);
+      rem = mag & ((48'd1 << sh) - 48'd1);
+      half = 48'd1 << (sh - 1);
+      mag = mag >> sh;
+      if (rem > half || (rem == half && mag[0])) mag = mag + 48'd1;
+      if ((mag >> P) != 48'd0) begin
+        mag = mag >> 1;
+        lead = lead + 1;
+        sh = sh + 1;
+      end
+      mag = mag << sh;
+    end
+    mag = (lead >= 23) ? (mag >> (lead - 23)) : (mag << (23 - lead));
+    return {sign, 8'(lead + 127), mag[22:0]};
+  endfunction
+  // fp32 to an integer, ties to even, saturated to [lo, hi]; NaN gives 0.
+  function automatic logic signed [47:0] f32_to_int(input logic [31:0] x0, input logic signed [47:0] lo,
+                                                     input logic signed [47:0] hi);
+    logic [31:0] x;
+    logic [47:0] m, q, rem, half;
+    logic signed [47:0] mag;
+    int e, sh;
+    x = f32_daz(x0);
+    if (f32_nan(x[30:0])) return 48'sd0;
+    e = int'(x[30:23]) - 127;
+    if (x[30:0] == 31'd0) mag = 48'sd0;
+    else if (e >= 40) mag = 48'sd1 <<< 40;
+    else begin
+      m = {24'd0, 1'b1, x[22:0]};
+      if (e >= 23) mag = $signed(m << (e - 23));
+      else begin
+        sh = 23 - e;
+        if (sh > 24) mag = 48'sd0;
+        else begin
+          q = m >> sh;
+          rem = m & ((48'd1 << sh) - 48'd1);
+          half = 48'd1 << (sh - 1);
+          if (rem > half || (rem == half && q[0])) q = q + 48'd1;
+          mag = $signed(q);
+        end
+      end
+    end
+    return sat(x[31] ? -mag : mag, lo, hi);
+  endfunction
+  // TOSA RESCALE (scale32) of one value: ((v - in_zp) * mult + round) >> shift, + out_zp,
+  // clamped; 96-bit intermediate so no input can overflow it.
+  function automatic logic signed [47:0] rescale(input logic signed [47:0] v, input logic [31:0] mult,
+                                                  input logic [5:0] shift, input logic signed [47:0] lo,
+                                                  input logic signed [47:0] hi);
+    logic signed [95:0] value, prod, rnd;
+    logic signed [95:0] r;
+    value = 96'(v) - 96'(p_in_zp);
+    rnd = 96'sd1 <<< (shift - 6'd1);
+    if (p_dround && shift > 6'd31) rnd = rnd + ((value >= 0) ? (96'sd1 <<< 30) : -(96'sd1 <<< 30));
+    prod = value * $signed({64'd0, mult}) + rnd;
+    r = (prod >>> shift) + 96'(p_out_zp);
+    if (r < 96'(lo)) return lo;
+    if (r > 96'(hi)) return hi;
+    return 48'(r);
+  endfunction
+
   logic is_fp;
   assign is_fp = 32'(e_dt) == DTYPE_FP32;
+  logic signed [47:0] lo_t, hi_t;  // clamp bounds for the result type
+  assign lo_t = (p_lo > tmin(e_odt)) ? ((p_lo > tmax(e_odt)) ? tmax(e_odt) : p_lo) : tmin(e_odt);
+  assign hi_t = (p_hi < tmax(e_odt)) ? ((p_hi < tmin(e_odt)) ? tmin(e_odt) : p_hi) : tmax(e_odt);
+  logic [31:0] lane_y [COLS];  // each lane's result, in the low esz(odt) bytes
   for (genvar n = 0; n < COLS; n++) begin : g_lane
-    logic [31:0] a, b, bb, s_f, r;
+    logic [31:0] a, b, bb, s_f, r, a_raw, a_f;
+    logic signed [47:0] a_i;
     assign a  = xa[n*32 +: 32];
     assign b  = xb[n*32 +: 32];
     assign bb = (32'(e_op) == OP_VEC_VEC_SUB) ? {~b[31], b[30:0]} : b;  // a - b = a + (-b)
     vtpu_fp32_add u_add (.a(a), .b(bb), .y(s_f));
+    // element n of a as stored in a row of type dt
+    always_comb begin
+      case (esz(e_dt))
+        1: a_raw = {24'd0, xa[n*8 +: 8]};
+        2: a_raw = {16'd0, xa[n*16 +: 16]};
+        default: a_raw = xa[n*32 +: 32];
+      endcase
+      case (32'(e_dt))
+        DTYPE_INT8: a_i = 48'($signed(a_raw[7:0]));
+        DTYPE_INT16: a_i = 48'($signed(a_raw[15:0]));
+        DTYPE_UINT8: a_i = 48'(a_raw[7:0]);
+        default: a_i = 48'($signed(a_raw));
+      endcase
+      a_f = (32'(e_dt) == DTYPE_BF16) ? f32_canonical({a_raw[15:0], 16'd0}) : f32_canonical(a_raw);
+    end
     always_comb begin
       case (32'(e_op))
         OP_VEC_VEC_ADD: r = is_fp ? s_f : a + b;
         OP_VEC_VEC_SUB: r = is_fp ? s_f : a - b;
+        OP_VEC_VEC_MUL: r = a * b;  // int32 only
         OP_VEC_VEC_MAX: r = is_fp ? f32_maxmin(a, b, 1'b1) : ($signed(a) > $signed(b) ? a : b);
         OP_VEC_VEC_MIN: r = is_fp ? f32_maxmin(a, b, 1'b0) : ($signed(a) < $signed(b) ? a : b);
         OP_VEC_VEC_RELU: r = is_fp ? f32_maxmin(a, 32'd0, 1'b1) : ($signed(a) > 0 ? a : 32'd0);
-        default: r = a;  // vec.copy: the row's bytes as they are
+        OP_VEC_VEC_CLAMP: r = is_fp ? f32_maxmin(f32_maxmin(a, p_fmin, 1'b1), p_fmax, 1'b0)
+                                    : 32'(sat(48'($signed(a)), lo_t, hi_t));
+        OP_VEC_VEC_RESCALE: r = 32'(rescale(a_i, prm[38*n +: 32], prm[38*n + 32 +: 6], lo_t, hi_t));
+        OP_VEC_VEC_CVT: begin
+          if (is_int(e_dt)) begin
+            if (is_int(e_odt)) r = 32'(sat(a_i, tmin(e_odt), tmax(e_odt)));
+            else if (32'(e_odt) == DTYPE_BF16) r = {16'd0, 16'(int_to_f32(a_i, 8) >> 16)};
+            else r = f32_canonical(int_to_f32(a_i, 24));
+          end else begin
+            if (is_int(e_odt)) r = 32'(f32_to_int(a_f, tmin(e_odt), tmax(e_odt)));
+            else if (32'(e_odt) == DTYPE_BF16) r = {16'd0, f32_to_bf16(a_f)};
+            else r = a_f;
+          end
+        end
+        default: r = a;  // vec.copy: handled on whole rows below
       endcase
     end
-    assign y[n*32 +: 32] = r;
+    assign lane_y[n] = r;
   end
-  if (PB > COLS * 4) begin : g_tail
-    assign y[PB*8-1:COLS*32] = xa[PB*8-1:COLS*32];  // past the longest row: never written
+  always_comb begin
+    y = xa;  // vec.copy: the row's bytes as they are
+    if (32'(e_op) != OP_VEC_VEC_COPY)
+      for (int n = 0; n < COLS; n++)
+        case (esz(e_odt))
+          1: y[n*8 +: 8] = lane_y[n][7:0];
+          2: y[n*16 +: 16] = lane_y[n][15:0];
+          default: y[n*32 +: 32] = lane_y[n];
+        endcase
   end
 
   logic doing;  // this cycle reads, computes and writes a row
   assign doing     = e_busy && e_first;
   assign uw_en     = doing && !e_dacc;
   assign uw_addr   = UAW'(e_d);
-  assign uw_len    = ULW'(row_bytes);
+  assign uw_len    = ULW'(drow_bytes);
   assign uw_data   = y;
   assign acc_we    = doing && e_dacc;
   assign acc_waddr = AW'(e_d);
   assign acc_wdata = y[COLS*32-1:0];
 
   // ---------------------------------------------------------------- timing
+  logic [31:0] lat;  // the operation class's latency
+  always_comb begin
+    case (32'(e_op))
+      OP_VEC_VEC_MUL: lat = 32'(LAT_MUL);
+      OP_VEC_VEC_RESCALE: lat = 32'(LAT_RESCALE);
+      OP_VEC_VEC_CVT: lat = 32'(LAT_CONVERT);
+      default: lat = 32'(LAT_ALU);
+    endcase
+  end
   logic row_end, op_end;
   assign row_end = e_busy && (e_first ? (row_cycles == 1) : (wait_cnt == 32'd1));
   assign op_end  = row_end && (e_row == e_rows - 16'd1);
@@ -260,6 +461,8 @@ module vtpu_vector import vtpu_isa_pkg::*; #(
         v_rows  <= rows;
         v_op    <= op;
         v_dt    <= dt;
+        v_odt   <= odt;
+        v_param <= PW'(param);
         v_aacc  <= a_acc;
         v_bacc  <= b_acc;
         v_dacc  <= d_acc;
@@ -283,7 +486,7 @@ module vtpu_vector import vtpu_isa_pkg::*; #(
             if (p_free == NPEND[$clog2(NPEND+1)-1:0]) err_pend <= 1'b1;
             else begin
               p_valid[p_free[$clog2(NPEND)-1:0]] <= 1'b1;
-              p_done[p_free[$clog2(NPEND)-1:0]]  <= now + 32'd1 + 32'(LAT_ALU);
+              p_done[p_free[$clog2(NPEND)-1:0]]  <= now + 32'd1 + lat;
               p_flag[p_free[$clog2(NPEND)-1:0]]  <= fire ? flag : v_flag;
             end
           end else begin
@@ -291,7 +494,7 @@ module vtpu_vector import vtpu_isa_pkg::*; #(
             first <= 1'b1;
             cur_a <= e_aacc ? e_a + 32'd1 : e_a + 32'(row_bytes);
             if (b_every_row) cur_b <= e_bacc ? e_b + 32'd1 : e_b + 32'(row_bytes);
-            cur_d <= e_dacc ? e_d + 32'd1 : e_d + 32'(row_bytes);
+            cur_d <= e_dacc ? e_d + 32'd1 : e_d + 32'(drow_bytes);
           end
         end
       end

@@ -17,6 +17,9 @@ std::string unsupported_in_rtl(const isa::Program& prog, const CoreModelParams& 
   if (prog.code.size() > p.imem_bundles)
     return fmt::format("the program has {} bundles; the RTL core's instruction memory holds {}", prog.code.size(),
                        p.imem_bundles);
+  if (prog.params.size() > p.param_entries)
+    return fmt::format("the program has {} vector parameter records; the RTL core's parameter RAM holds {}",
+                       prog.params.size(), p.param_entries);
   if (prog.descriptors.size() > p.desc_entries)
     return fmt::format("the program has {} DMA descriptors; the RTL core's descriptor RAM holds {}",
                        prog.descriptors.size(), p.desc_entries);
@@ -46,12 +49,16 @@ std::string unsupported_in_rtl(const isa::Program& prog, const CoreModelParams& 
     if (!v.is_nop()) {
       const std::string_view m = v.def->mnemonic;
       const auto dt = isa::Dtype(isa::field(v, isa::SlotId::Vector, "dt"));
-      const bool alu = m == "vec.add" || m == "vec.sub" || m == "vec.max" || m == "vec.min" || m == "vec.relu";
-      if (m != "vec.copy" && !alu)
-        return refuse(isa::SlotId::Vector, "the vector unit implements vec.add/sub/max/min/relu and vec.copy");
+      const bool alu = m == "vec.add" || m == "vec.sub" || m == "vec.max" || m == "vec.min" || m == "vec.relu" ||
+                       m == "vec.clamp";
+      if (m != "vec.copy" && m != "vec.cvt" && m != "vec.rescale" && m != "vec.mul" && !alu)
+        return refuse(isa::SlotId::Vector, "the vector unit implements vec.add/sub/max/min/relu/clamp/mul, vec.copy, "
+                                           "vec.rescale and vec.cvt");
       if (alu && dt != isa::Dtype::Int32 && dt != isa::Dtype::Fp32)
         return refuse(isa::SlotId::Vector, fmt::format("dt={}; the arithmetic is implemented for int32 and fp32",
                                                        isa::dtype_name(dt)));
+      if (m == "vec.mul" && dt != isa::Dtype::Int32)
+        return refuse(isa::SlotId::Vector, fmt::format("dt={}; vec.mul is implemented for int32", isa::dtype_name(dt)));
     }
   }
   return {};

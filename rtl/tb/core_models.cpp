@@ -4,7 +4,9 @@
 #include <fmt/format.h>
 #include <verilated.h>
 
+#include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstring>
 #include <deque>
 #include <stdexcept>
@@ -13,6 +15,7 @@
 
 #include "core_harness.h"
 #include "vtpu/isa/bundle.h"
+#include "vtpu/numerics/convert.h"
 #include "vtpu/sim/dram_timing.h"
 #include "vtpu_rtl_models.h"
 
@@ -89,6 +92,31 @@ void pack_descriptor(T& port, const isa::DmaDescriptor& d) {
 // The bundle bits below the padding: what vtpu_core's instruction memory holds.
 constexpr unsigned kCoreBundleBits = 464;
 
+// The parameter RAM entry of vtpu_vector (layout in rtl/src/vtpu_vector.sv). The loader
+// resolves what the hardware would not compute: one multiplier for every lane, the
+// clamp bounds as integers (ceil(min), floor(max)) and as fp32.
+template <class T>
+void pack_params(T& port, const isa::VectorParams& v, uint32_t cols) {
+  clear(port);
+  for (uint32_t n = 0; n < cols; ++n) {
+    const size_t i = v.multiplier.size() == 1 ? 0 : n;
+    if (i < v.multiplier.size()) put(port, 38 * n, 32, uint32_t(v.multiplier[i]));
+    if (i < v.shift.size()) put(port, 38 * n + 32, 6, uint32_t(v.shift[i]));
+  }
+  const unsigned b = 38 * cols;
+  put(port, b, 32, uint32_t(v.input_zp));
+  put(port, b + 32, 32, uint32_t(v.output_zp));
+  put(port, b + 64, 1, v.double_round);
+  auto int48 = [](double x) {
+    const double lim = double(int64_t{1} << 46);
+    return uint64_t(int64_t(std::max(-lim, std::min(lim, x))));
+  };
+  put(port, b + 65, 48, int48(std::ceil(v.min)));
+  put(port, b + 113, 48, int48(std::floor(v.max)));
+  put(port, b + 161, 32, numerics::f64_to_f32(v.min));
+  put(port, b + 193, 32, numerics::f64_to_f32(v.max));
+}
+
 const char* error_text(unsigned bits) {
   if (bits & 1) return "the bundle holds an operation the RTL core does not implement";
   if (bits & 2) return "the DMA row generator learned a transfer's done cycle too late (too many rows queued)";
@@ -154,6 +182,13 @@ CoreRunResult run_model(const CoreModelParams& p, const config::Config& cfg, con
     tick();
   }
   m->desc_we = 0;
+  m->param_we = 1;
+  for (size_t i = 0; i < prog.params.size(); ++i) {
+    pack_params(m->param_wdata, prog.params[i], p.cols);
+    m->param_waddr = uint32_t(i);
+    tick();
+  }
+  m->param_we = 0;
   tick();
   m->rst_n = 1;
 
@@ -241,9 +276,9 @@ CoreRunResult run_model(const CoreModelParams& p, const config::Config& cfg, con
 std::vector<CoreModelParams> core_models() {
   std::vector<CoreModelParams> v;
 #define VTPU_CORE_PARAMS(name, cls, preset, R, C, in, out, shift, acc, ub, rb, banks, rp, wp, rl, wl, lp, va, br, \
-                         setup, infl, wf, imem, desc, pb)                                                            \
+                         setup, infl, wf, imem, desc, pb, vm, vr, vc, prm)                                           \
   v.push_back({#name, preset, R, C, in, out, shift, acc, ub, rb, banks, rp, wp, rl, wl, lp, va, br, setup, infl, wf,  \
-               imem, desc, pb});
+               imem, desc, pb, vm, vr, vc, prm});
   VTPU_RTL_FOR_EACH_CORE(VTPU_CORE_PARAMS)
 #undef VTPU_CORE_PARAMS
   return v;
@@ -278,6 +313,9 @@ std::string model_matches(const CoreModelParams& p, const config::Config& cfg) {
       {"core.unified_buffer.write_latency_cycles", {p.ub_wr_lat, c.unified_buffer.write_latency_cycles}},
       {"ceil(core.mxu.cols / core.vector.lanes)", {p.lane_passes, (c.mxu.cols + c.vector.lanes - 1) / c.vector.lanes}},
       {"core.vector.latency_cycles.alu", {p.vec_lat_alu, c.vector.latency_cycles.alu}},
+      {"core.vector.latency_cycles.multiply", {p.vec_lat_mul, c.vector.latency_cycles.multiply}},
+      {"core.vector.latency_cycles.rescale", {p.vec_lat_rescale, c.vector.latency_cycles.rescale}},
+      {"core.vector.latency_cycles.convert", {p.vec_lat_convert, c.vector.latency_cycles.convert}},
       {"core.scalar.branch_penalty_cycles", {p.branch_penalty, c.scalar.branch_penalty_cycles}},
       {"core.dma.setup_cycles", {p.dma_setup, c.dma.setup_cycles}},
       {"core.dma.max_in_flight", {p.dma_inflight, c.dma.max_in_flight}},

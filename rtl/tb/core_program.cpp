@@ -1,9 +1,10 @@
 // Random legal programs for the core cross-check, in the RTL core's subset. Each program
-// loads input rows and a scratch image into the unified buffer, streams 1-4 weight tiles
+// loads input rows and a scratch image into the unified buffer, streams 1-6 weight tiles
 // through the FIFO (prefetching while the previous tile computes), runs matmuls with and
 // without swaps, accumulation and counted loops, transforms accumulator rows and the
-// scratch image with vector operations (bank conflicts from unaligned rows included), and
-// stores the scratch image as the output. Flags guard every dependence, so the simulator's
+// scratch image with vector operations (arithmetic, clamps, requantization, conversions
+// between every pair of types; bank conflicts from unaligned rows included) and copies,
+// and stores the scratch image as the output. Flags guard every dependence, so the simulator's
 // race checker accepts it; scalar noise, branches and signal/wait pairs are mixed in.
 #include <fmt/format.h>
 
@@ -206,7 +207,7 @@ std::string random_core_program(const config::Config& cfg, uint64_t seed, const 
   // What issued vector ops (flag f4) and dma.copy transfers (flag f7) still occupy: a new
   // operation that writes what they touch, or reads what they write, waits on both flags.
   std::vector<Range> pending;
-  unsigned pend_vec = 0, pend_copy = 0, ncopy_desc = 0;
+  unsigned pend_vec = 0, pend_copy = 0, ncopy_desc = 0, nparams = 0;
   auto conflicts = [&](const std::vector<Range>& rs) {
     for (const Range& r : rs)
       for (const Range& p : pending)
@@ -245,16 +246,55 @@ std::string random_core_program(const config::Config& cfg, uint64_t seed, const 
       ++pend_copy;
       continue;
     }
-    static const char* kOps[] = {"vec.add", "vec.sub", "vec.max", "vec.min", "vec.relu", "vec.copy"};
-    const std::string op = kOps[g.rng() % 6];
-    const bool binary = op != "vec.relu" && op != "vec.copy";
+    static const char* kOps[] = {"vec.add", "vec.sub",  "vec.max",     "vec.min", "vec.relu",
+                                 "vec.copy", "vec.clamp", "vec.mul", "vec.rescale", "vec.cvt"};
+    static const char* kTypes[] = {"int8", "bf16", "int32", "fp32", "uint8", "int16"};
+    static const uint32_t kSize[] = {1, 2, 4, 4, 1, 2};
+    const std::string op = kOps[g.rng() % 10];
+    const bool binary = op == "vec.add" || op == "vec.sub" || op == "vec.max" || op == "vec.min" || op == "vec.mul";
+    // source and result types
+    unsigned dt = acct == "fp32" ? 3 : 2, odt = dt;
+    if (op == "vec.mul") dt = odt = 2;
+    if ((op == "vec.add" || op == "vec.sub" || op == "vec.max" || op == "vec.min" || op == "vec.relu" ||
+         op == "vec.clamp") && g.chance(30))
+      dt = odt = 5 - dt;  // the other of int32 / fp32
+    if (op == "vec.copy") dt = odt = unsigned(g.rng() % 6);
+    if (op == "vec.rescale") {
+      static const unsigned kInt[] = {0, 2, 4, 5};
+      dt = g.chance(70) ? 2 : kInt[g.rng() % 4];
+      odt = kInt[g.rng() % 4];
+    }
+    if (op == "vec.cvt") dt = unsigned(g.rng() % 6), odt = unsigned(g.rng() % 6);
+    const bool acc_ok_src = dt == 2 || dt == 3, acc_ok_dst = odt == 2 || odt == 3;
+    const uint32_t srow = C * kSize[dt], drow = C * kSize[odt];
     const uint32_t rows = uint32_t(g.pick(1, 6));
+    std::string param;
+    if (op == "vec.clamp" || op == "vec.rescale") {  // a fresh .vparam record
+      const std::string name = fmt::format("p{}", nparams++);
+      std::string line = ".vparam " + name;
+      if (op == "vec.rescale") {
+        const bool per_lane = g.chance(40);
+        std::string mult, shift;
+        for (uint32_t n = 0; n < (per_lane ? C : 1); ++n) {
+          mult += fmt::format("{}{}", n ? ", " : "", g.chance(10) ? 0 : int64_t(g.pick(1, 0x7FFFFFFF)));
+          shift += fmt::format("{}{}", n ? ", " : "", g.chance(20) ? g.pick(32, 62) : g.pick(2, 40));
+        }
+        line += fmt::format(" mult=[{}] shift=[{}] in_zp={} out_zp={} double_round={}", mult, shift,
+                            int32_t(g.pick(0, 200)) - 100, int32_t(g.pick(0, 60)) - 30, g.chance(50) ? 1 : 0);
+      }
+      if (g.chance(70)) {
+        const double lo = double(int64_t(g.pick(0, 4000)) - 3000) / 8, hi = lo + double(g.pick(0, 8000)) / 4;
+        line += fmt::format(" min={} max={}", lo, hi);
+      }
+      head += line + "\n";
+      param = " param=" + name;
+    }
     // a source: written accumulator rows, or anywhere in the scratch image
     auto source = [&](uint32_t n, Range& r) {
       std::vector<uint32_t> starts;
       for (uint32_t a : acc_rows_list) {
-        bool ok = true;
-        for (uint32_t i = 0; i < n; ++i) ok = ok && acc_written.count(a + i);
+        bool ok = acc_ok_src;
+        for (uint32_t i = 0; i < n && ok; ++i) ok = acc_written.count(a + i);
         if (ok) starts.push_back(a);
       }
       if (!starts.empty() && g.chance(60)) {
@@ -262,8 +302,8 @@ std::string random_core_program(const config::Config& cfg, uint64_t seed, const 
         r = {true, a, a + n, false};
         return fmt::format("acc[r0+{}]", a);
       }
-      const uint32_t off = RU + 4 * uint32_t(g.pick(0, (RU_BYTES - n * vrow) / 4));
-      r = {false, off, off + uint64_t(n) * vrow, false};
+      const uint32_t off = RU + 4 * uint32_t(g.pick(0, (RU_BYTES - n * srow) / 4));
+      r = {false, off, off + uint64_t(n) * srow, false};
       return fmt::format("ub[r0+{}]", off);
     };
     Range ra, rb{}, rd;
@@ -271,24 +311,26 @@ std::string random_core_program(const config::Config& cfg, uint64_t seed, const 
     const bool bcast = binary && g.chance(30);
     const std::string b = binary ? source(bcast ? 1 : rows, rb) : "";
     std::string d;
-    if (g.chance(30)) {
+    if (acc_ok_dst && g.chance(30)) {
       const uint32_t row = ACC_V + uint32_t(g.pick(0, ACC_V_ROWS - rows));
       rd = {true, row, row + rows, true};
       d = fmt::format("acc[r0+{}]", row);
     } else {
-      const uint32_t off = RU + 4 * uint32_t(g.pick(0, (RU_BYTES - rows * vrow) / 4));
-      rd = {false, off, off + uint64_t(rows) * vrow, true};
+      const uint32_t off = RU + 4 * uint32_t(g.pick(0, (RU_BYTES - rows * drow) / 4));
+      rd = {false, off, off + uint64_t(rows) * drow, true};
       d = fmt::format("ub[r0+{}]", off);
     }
     // The destination is the same rows as a source, or apart from it: a partial overlap
     // would make the result depend on the order elements are written within a row.
     auto partial = [&](const Range& src) {
-      return src.acc == rd.acc && src.lo < rd.hi && rd.lo < src.hi && src.lo != rd.lo;
+      return src.acc == rd.acc && src.lo < rd.hi && rd.lo < src.hi && (src.lo != rd.lo || srow != drow);
     };
     if (partial(ra) || (binary && partial(rb))) continue;
     std::string text = fmt::format("{} dst={} a={}", op, d, a);
     if (binary) text += fmt::format(" b={}", b);
-    text += fmt::format(" rows={} dt={}{} flag=f4", rows, acct, bcast ? " bcast=1" : "");
+    text += fmt::format(" rows={} dt={}{}{}{} flag=f4", rows, kTypes[dt],
+                        op == "vec.rescale" || op == "vec.cvt" ? fmt::format(" odt={}", kTypes[odt]) : "",
+                        bcast ? " bcast=1" : "", param);
     B bundle{.vec = text};
     std::vector<Range> rs{ra, rd};
     if (binary) rs.push_back(rb);
