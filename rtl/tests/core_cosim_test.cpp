@@ -13,6 +13,7 @@
 #include <string>
 
 #include "core_harness.h"
+#include "gemm_program.h"
 #include "vtpu/config/config.h"
 #include "vtpu/isa/assembler.h"
 
@@ -120,6 +121,26 @@ TEST(CoreCosim, Reproduce) {
     if (env("VTPU_COSIM_VERBOSE")) std::printf("%s", text.c_str());
     const std::string err = cross_check(p, text, nullptr, seed, fmt::format("random program, dtype {}, seed {}", dt, seed));
     EXPECT_TRUE(err.empty()) << err << "\n" << reproduce(p, dt, seed);
+  }
+}
+
+// The benchmarks' hand-scheduled GEMM (bench/gemm_program.h): A streamed through every
+// weight tile with swap-and-load bundles, the output requantized (vec.rescale) or converted
+// to bf16 (vec.cvt) in a double-buffered drain behind the next block's matmuls.
+TEST(CoreCosim, GemmPrograms) {
+  for (const auto& p : core_models()) {
+    const config::Config cfg = config::load_preset(p.preset);
+    const uint32_t R = p.rows, C = p.cols;
+    const std::vector<bench::GemmShape> shapes = {
+        {64, 2 * R, 2 * C, false}, {64, 2 * R, 2 * C, true}, {37, R + 3, C + 5, false}, {37, R + 3, C + 5, true},
+        {300, 3 * R, C, false}};
+    for (const auto& g : shapes) {
+      const std::string text = fmt::format(".config {}\n", p.preset) + bench::gemm_program(cfg, g);
+      const std::string err = cross_check(p, text, nullptr, 11,
+                                          fmt::format("gemm_program M={} K={} N={} {}", g.M, g.K, g.N,
+                                                      g.bf16 ? "bf16" : "int8"));
+      EXPECT_TRUE(err.empty()) << err;
+    }
   }
 }
 
@@ -273,6 +294,57 @@ TEST(CoreEdge, VectorBankConflicts) {
   halt
 )";
   EXPECT_EQ(edge("core_4x4", body, head), "");
+}
+
+TEST(CoreEdge, ConversionsRescaleAndClampOnSpecialValues) {
+  // An image of special fp32 and int32 words (NaNs with payloads, infinities, signed zeros,
+  // denormals, rounding ties for int, bf16 and fp32 results, saturation edges) converted
+  // between every pair of types, requantized with double rounding, large shifts and zero
+  // points, and clamped to fractional bounds.
+  static const uint32_t kWords[] = {
+      0x7FC00000, 0xFFC00001, 0x7F800001, 0x7F800000, 0xFF800000, 0x00000000, 0x80000000, 0x00000001,
+      0x807FFFFF, 0x7F7FFFFF, 0x3F800000, 0x3FC00000, 0x40200000, 0xBFC00000, 0x4F000000, 0xCF000001,
+      0x3F000000, 0x3F400000, 0x3F808000, 0x3F818000, 0x477FFF80, 0x7F7FC000, 0x7FFFFFFF, 0x80000000,
+      0x00FFFFFF, 0x01000001, 0x01000003, 0xFFFFFF80, 0x0000007F, 0x00000080, 0x000000FF, 0x00000100,
+      0xFFFFFF7F, 0x00007FFF, 0x00008000, 0xFFFF7FFF, 0x00018000, 0x00018001, 0x43FF8000, 0xC3000000,
+      0x42FE0000, 0x437F0000, 0xC7000080, 0x46FFFE00, 0x3EFFFFFF, 0x4B000001, 0xCB7FFFFF, 0x00800000};
+  std::string hex;
+  for (uint32_t w : kWords) hex += fmt::format("{:02x}{:02x}{:02x}{:02x}", w & 0xFF, (w >> 8) & 0xFF, (w >> 16) & 0xFF, w >> 24);
+  for (const char* model : {"core_4x4", "core_16x16"}) {
+    const CoreModelParams& p = core_model(model);
+    const uint32_t C = p.cols, img = sizeof(kWords);  // 192 bytes
+    static const char* kTypes[] = {"int8", "bf16", "int32", "fp32", "uint8", "int16"};
+    static const uint32_t kSize[] = {1, 2, 4, 4, 1, 2};
+    std::string head = fmt::format(".data addr=0x1000 hex=\"{}\"\n", hex);
+    head += fmt::format(".desc img bytes=64 dim=[{}, 64, 64]\n", img / 64);
+    head += ".vparam rq1 mult=[1073741824] shift=[30] in_zp=-3 out_zp=5 double_round=1\n";
+    head += ".vparam rq2 mult=[2147483647] shift=[62] in_zp=2147483647 out_zp=-7 double_round=1 min=-100.5 max=99.5\n";
+    head += ".vparam rq3 mult=[1518500250] shift=[37] in_zp=0 out_zp=0 double_round=0\n";
+    head += ".vparam cl min=-2.5 max=1e30\n";
+    std::string body = "  li r1, 0x1000\n  dma.load desc=img src=r1 dst=r0 flag=f1\n  wait f1\n";
+    uint32_t out = 0x400, nops = 0;
+    auto op = [&](const std::string& text, uint32_t rows, uint32_t drow) {
+      body += fmt::format("  {} dst=ub[r0+{}] rows={} flag=f2\n", text, out, rows);
+      out += (rows * drow + 63) / 64 * 64;
+      ++nops;
+    };
+    for (unsigned dt = 0; dt < 6; ++dt)
+      for (unsigned odt = 0; odt < 6; ++odt) {
+        const uint32_t rows = img / (C * kSize[dt]);
+        if (rows == 0) continue;
+        op(fmt::format("vec.cvt a=ub[r0+0] dt={} odt={}", kTypes[dt], kTypes[odt]), rows, C * kSize[odt]);
+      }
+    for (const char* rq : {"rq1", "rq2", "rq3"})
+      for (unsigned odt : {0u, 2u, 4u, 5u})
+        op(fmt::format("vec.rescale a=ub[r0+0] dt=int32 odt={} param={}", kTypes[odt], rq), img / (4 * C), C * kSize[odt]);
+    op("vec.clamp a=ub[r0+0] dt=fp32 param=cl", img / (4 * C), 4 * C);
+    op("vec.clamp a=ub[r0+0] dt=int32 param=cl", img / (4 * C), 4 * C);
+    body += fmt::format("  wait f2, {}\n  li r3, 0x100000 || li r4, 0x400\n", nops);
+    head += fmt::format(".tensor o role=output dtype=uint8 shape=[{}] addr=0x100000\n", out - 0x400);
+    head += fmt::format(".desc res bytes=64 dim=[{}, 64, 64]\n", (out - 0x400) / 64);
+    body += "  dma.store desc=res src=r4 dst=r3 flag=f3\n  halt\n";
+    EXPECT_EQ(edge(model, body, head), "") << model;
+  }
 }
 
 TEST(CoreEdge, UnsupportedOperationIsAClearError) {
