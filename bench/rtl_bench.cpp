@@ -11,10 +11,11 @@
 // answer the unified-buffer and weight-FIFO reads the model requests, then the clock edge
 // (eval() with the new inputs, clk = 1, eval()).
 //
-// RtlCore/<model>/<dtype>: the whole core (vtpu_core) against the SystemC model on one
-// program (rtl::core_stream_program: 8 tiles x 256-row matmuls, then the accumulators
-// copied out and stored): rtl_cycles/s, sim_cycles/s and sim/rtl (how many times faster
-// the SystemC model simulates the same cycles).
+// RtlCore/<model>/{stream,gemm}/<dtype>: the whole core (vtpu_core) against the SystemC
+// model on one program — stream: rtl::core_stream_program (8 tiles x 256-row matmuls, the
+// accumulators copied out and stored); gemm: gemm_program.h's 256 x 4R x 4C GEMM with its
+// requantized (int8) or converted (bf16) output — as rtl_cycles/s, sim_cycles/s and
+// sim/rtl (how many times faster the SystemC model simulates the same cycles).
 //   bench_rtl --benchmark_filter=RtlCore
 #include <benchmark/benchmark.h>
 #include <verilated.h>
@@ -25,7 +26,10 @@
 #include <type_traits>
 #include <vector>
 
+#include <fmt/format.h>
+
 #include "core_harness.h"
+#include "gemm_program.h"
 #include "vtpu/config/config.h"
 #include "vtpu/isa/assembler.h"
 #include "vtpu_rtl_models.h"
@@ -147,10 +151,14 @@ void register_model(const char* size) {
 // (each run from a fresh model; SystemC runs in a forked child and times simulate() there,
 // elaboration included). cycles/s of each and their ratio; the runs must agree on the
 // total cycles.
-void BM_RtlCore(benchmark::State& state, const vtpu::rtl::CoreModelParams& p, const std::string& dtype) {
+void BM_RtlCore(benchmark::State& state, const vtpu::rtl::CoreModelParams& p, const std::string& dtype, bool gemm) {
   using namespace vtpu;
   const config::Config cfg = config::load_preset(p.preset);
-  const isa::Program prog = isa::assemble(rtl::core_stream_program(cfg, dtype, 8, 256), "stream.s");
+  const std::string text =
+      gemm ? fmt::format(".config {}\n", p.preset) +
+                 bench::gemm_program(cfg, {256, 4 * p.rows, 4 * p.cols, dtype == "bf16"})
+           : rtl::core_stream_program(cfg, dtype, 8, 256);
+  const isa::Program prog = isa::assemble(text, "bench.s");
   const rtl::Inputs in = rtl::random_core_inputs(prog, 1);
   double rtl_s = 0, sim_s = 0;
   uint64_t cycles = 0, n = 0;
@@ -171,11 +179,12 @@ void BM_RtlCore(benchmark::State& state, const vtpu::rtl::CoreModelParams& p, co
 
 const bool kRegistered = [] {
   for (const auto& p : vtpu::rtl::core_models())
-    for (const char* dt : {"int8", "bf16"})
-      benchmark::RegisterBenchmark(("RtlCore/" + p.name + "/" + dt).c_str(),
-                                   [p, dt](benchmark::State& state) { BM_RtlCore(state, p, dt); })
-          ->UseManualTime()
-          ->Unit(benchmark::kMillisecond);
+    for (const bool gemm : {false, true})
+      for (const char* dt : {"int8", "bf16"})
+        benchmark::RegisterBenchmark(("RtlCore/" + p.name + (gemm ? "/gemm/" : "/stream/") + dt).c_str(),
+                                     [p, dt, gemm](benchmark::State& state) { BM_RtlCore(state, p, dt, gemm); })
+            ->UseManualTime()
+            ->Unit(benchmark::kMillisecond);
   register_model<Vmxu_16x16, 16, 16>("16x16");
   register_model<Vmxu_8x8, 8, 8>("8x8");
   register_model<Vmxu_4x4, 4, 4>("4x4");

@@ -1,5 +1,6 @@
 // Program-level cross-check: the Verilated vtpu_core against the SystemC model on the
-// tiny presets, int8 and bf16 (docs/rtl.md, "Core cross-check").
+// tiny presets, int8 and bf16 (docs/rtl.md, "Core cross-check"): random programs, the
+// benchmarks' GEMM schedule, and hand-written edge cases.
 //
 //   default                 a quick subset (CI)
 //   VTPU_COSIM_FULL=1       ten times more programs (over a thousand)
