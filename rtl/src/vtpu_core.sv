@@ -63,6 +63,7 @@ module vtpu_core import vtpu_isa_pkg::*; #(
   output logic [15:0]       mem_req_bytes,
   output logic [31:0]       mem_req_ready,
   output logic [PB*8-1:0]   mem_req_wdata,
+  output logic [23:0]       mem_req_pc,    // observation: the DMA bundle of the request
   input  logic [31:0]       mem_resp_done,
   input  logic [PB*8-1:0]   mem_resp_rdata,
   // observation
@@ -374,7 +375,7 @@ module vtpu_core import vtpu_isa_pkg::*; #(
     .ub_rd_addr(ub_rd_addr[3]), .ub_rd_data(ub_rd_data[3]),
     .ub_we(ub_wr_en[1]), .ub_waddr(ub_wr_addr[1]), .ub_wlen(ub_wr_len[1]), .ub_wdata(ub_wr_data[1]),
     .mem_req_valid(mem_req_valid), .mem_req_write(mem_req_write), .mem_req_addr(mem_req_addr),
-    .mem_req_bytes(mem_req_bytes), .mem_req_ready(mem_req_ready), .mem_req_wdata(mem_req_wdata),
+    .mem_req_bytes(mem_req_bytes), .mem_req_ready(mem_req_ready), .mem_req_wdata(mem_req_wdata), .mem_req_pc(mem_req_pc),
     .mem_resp_done(mem_resp_done), .mem_resp_rdata(mem_resp_rdata),
     .ev_valid(dma_ev), .ev_pc(dma_ev_pc), .ev_t(dma_ev_t), .ev_done(dma_ev_done),
     .err_late(err_late), .err_row(err_row));

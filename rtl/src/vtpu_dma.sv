@@ -81,6 +81,7 @@ module vtpu_dma import vtpu_isa_pkg::*; #(
   output logic [15:0]          mem_req_bytes,
   output logic [31:0]          mem_req_ready,   // cycle the request may start
   output logic [PB*8-1:0] mem_req_wdata,
+  output logic [23:0]          mem_req_pc,      // observation: the bundle of the transfer
   input  logic [31:0]          mem_resp_done,   // cycle its last byte is delivered
   input  logic [PB*8-1:0] mem_resp_rdata,
   // a transfer's timing is known: [ev_t, ev_done) of bundle ev_pc
@@ -189,6 +190,7 @@ module vtpu_dma import vtpu_isa_pkg::*; #(
   assign mem_req_addr  = is_store ? a_dst : a_src;
   assign mem_req_bytes = g_bytes;
   assign mem_req_ready = is_store ? g_S + 32'(UB_RD_LAT) : g_S;
+  assign mem_req_pc    = s_pc[g_slot];
   assign ub_rd_addr    = UAW'(a_src);
   assign mem_req_wdata = ub_rd_data;
 

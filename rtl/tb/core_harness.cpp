@@ -158,7 +158,6 @@ CoreRunResult run_sim(const config::Config& cfg, const isa::Program& prog, const
 }
 
 std::string compare_runs(const CoreRunResult& sim, const CoreRunResult& rtl, const isa::Program& prog) {
-  (void)prog;
   for (const auto& [name, want] : sim.outputs) {
     auto it = rtl.outputs.find(name);
     if (it == rtl.outputs.end()) return fmt::format("output '{}' missing from the RTL run", name);
@@ -173,10 +172,26 @@ std::string compare_runs(const CoreRunResult& sim, const CoreRunResult& rtl, con
         for (size_t k = 0; k < 4 && w + k < v.size(); ++k) x |= uint32_t(v[w + k]) << (8 * k);
         return x;
       };
+      // When: the RTL's memory request that wrote the byte, and the SystemC model's
+      // occupancy of the same DMA bundle.
+      std::string when = fmt::format("the run ended at cycle {} (SystemC) / {} (RTL)", sim.total_cycles,
+                                     rtl.total_cycles);
+      uint64_t addr = 0;
+      for (const auto& t : prog.tensors)
+        if (t.name == name) addr = t.hbm_addr + i;
+      if (auto wr = rtl.writes.find(addr); wr != rtl.writes.end()) {
+        when = fmt::format("the RTL wrote it at cycle {} (a memory request of the DMA at bundle {})", wr->second.first,
+                           wr->second.second);
+        for (const auto& e : sim.events)
+          if (e.unit == "dma" && e.bundle == wr->second.second)
+            when += fmt::format("; in the SystemC model that bundle's transfer ran cycles {}..{}", e.begin, e.end - 1);
+      } else {
+        when = "the RTL never wrote it; " + when;
+      }
       return fmt::format(
-          "first differing value: output '{}' byte {} (32-bit word at byte {}): SystemC 0x{:02x} (word 0x{:08x}), "
-          "RTL 0x{:02x} (word 0x{:08x}); the run ended at cycle {} (SystemC) / {} (RTL)",
-          name, i, w, want[i], word(want), got[i], word(got), sim.total_cycles, rtl.total_cycles);
+          "first differing value: output '{}' byte {} (HBM 0x{:x}, 32-bit word at byte {}): SystemC 0x{:02x} (word "
+          "0x{:08x}), RTL 0x{:02x} (word 0x{:08x}); {}",
+          name, i, addr, w, want[i], word(want), got[i], word(got), when);
     }
   }
   const size_t n = std::max(sim.events.size(), rtl.events.size());

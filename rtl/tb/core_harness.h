@@ -54,6 +54,8 @@ struct CoreRunResult {
   std::map<std::string, std::vector<uint8_t>> outputs;
   std::vector<UnitEvent> events;  // sorted
   double seconds = 0;             // wall time of the run (SystemC: simulate(), in the child)
+  // RTL only: for each off-chip byte written, the cycle of the memory request and its bundle.
+  std::map<uint64_t, std::pair<uint64_t, uint32_t>> writes;
 };
 
 using Inputs = std::map<std::string, std::vector<uint8_t>>;

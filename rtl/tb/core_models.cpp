@@ -215,7 +215,10 @@ CoreRunResult run_model(const CoreModelParams& p, const config::Config& cfg, con
       clear(m->mem_resp_rdata);
       if (write) {
         std::vector<uint8_t> bytes(n);
-        for (uint64_t i = 0; i < n; ++i) bytes[i] = byte_of(m->mem_req_wdata, unsigned(i));
+        for (uint64_t i = 0; i < n; ++i) {
+          bytes[i] = byte_of(m->mem_req_wdata, unsigned(i));
+          r.writes[addr + i] = {cycle, m->mem_req_pc};
+        }
         hbm.write(addr, bytes.data(), n);
       } else {
         for (uint64_t i = 0; i < n; ++i) put(m->mem_resp_rdata, unsigned(8 * i), 8, hbm.read(addr + i));

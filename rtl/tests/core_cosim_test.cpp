@@ -374,7 +374,10 @@ TEST(CoreHarness, CatchesOneBitAndOneCycle) {
   ASSERT_EQ(compare_runs(sim, rtl, prog), "");
   CoreRunResult bad = rtl;
   bad.outputs["out"][37] ^= 0x10;
-  EXPECT_NE(compare_runs(sim, bad, prog).find("byte 37"), std::string::npos);
+  const std::string msg = compare_runs(sim, bad, prog);
+  EXPECT_NE(msg.find("byte 37"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("the RTL wrote it at cycle"), std::string::npos) << msg;
+  if (env("VTPU_COSIM_VERBOSE")) std::printf("%s\n", msg.c_str());
   bad = rtl;
   bad.total_cycles += 1;
   EXPECT_NE(compare_runs(sim, bad, prog).find("total cycles"), std::string::npos);
