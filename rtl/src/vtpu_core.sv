@@ -42,7 +42,7 @@ module vtpu_core import vtpu_isa_pkg::*; #(
   localparam int AW   = (ACC_ROWS > 1) ? $clog2(ACC_ROWS) : 1,
   localparam int MMQ  = 64,  // matmuls in flight (each >= 1 row): well above in+R+C+out
   localparam int PW   = $clog2(PARAM_ENTRIES),
-  localparam int PARAM_BITS = 38 * COLS + 225  // vtpu_vector's parameter RAM entry
+  localparam int PARAM_BITS = 102 * COLS + 225  // vtpu_vector's parameter RAM entry
 ) (
   input  logic              clk,
   input  logic              rst_n,
@@ -197,10 +197,9 @@ module vtpu_core import vtpu_isa_pkg::*; #(
   endfunction
   always_comb begin
     case (32'(vec_op))
-      0, OP_VEC_VEC_COPY, OP_VEC_VEC_CVT: vec_ok_op = 32'(v_dt_f) <= DTYPE_INT16 && 32'(v_odt_f) <= DTYPE_INT16;
-      OP_VEC_VEC_ADD, OP_VEC_VEC_SUB, OP_VEC_VEC_MAX, OP_VEC_VEC_MIN, OP_VEC_VEC_RELU, OP_VEC_VEC_CLAMP:
-        vec_ok_op = 32'(v_dt_f) == DTYPE_INT32 || 32'(v_dt_f) == DTYPE_FP32;
-      OP_VEC_VEC_MUL: vec_ok_op = 32'(v_dt_f) == DTYPE_INT32;
+      0, OP_VEC_VEC_COPY, OP_VEC_VEC_CVT, OP_VEC_VEC_ADD, OP_VEC_VEC_SUB, OP_VEC_VEC_MUL, OP_VEC_VEC_MAX,
+      OP_VEC_VEC_MIN, OP_VEC_VEC_RELU, OP_VEC_VEC_CLAMP, OP_VEC_VEC_AFFINE:
+        vec_ok_op = 32'(v_dt_f) <= DTYPE_INT16 && 32'(v_odt_f) <= DTYPE_INT16;
       OP_VEC_VEC_RESCALE: vec_ok_op = int_type(v_dt_f) && int_type(v_odt_f);
       default: vec_ok_op = 1'b0;
     endcase

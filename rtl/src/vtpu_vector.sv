@@ -1,7 +1,7 @@
 // vtpu_vector: the vector unit (docs/microarch.md, "Vector unit"), for the operations of
-// docs/rtl.md's subset: vec.add, vec.sub, vec.max, vec.min, vec.relu, vec.clamp on int32
-// and fp32, vec.mul on int32, vec.copy of any type, vec.rescale (TOSA RESCALE between
-// integer types) and vec.cvt between any two types (docs/numerics.md). One operation at a time occupies the issue stage for the sum over
+// docs/rtl.md's subset: vec.add, vec.sub, vec.mul, vec.max, vec.min, vec.relu, vec.clamp,
+// vec.affine and vec.copy on every type, vec.rescale (TOSA RESCALE between integer types)
+// and vec.cvt between any two types, with the arithmetic of docs/numerics.md. One operation at a time occupies the issue stage for the sum over
 // its rows of max(LANE_PASSES, the row's bank cycles); row i is read, computed and written
 // in its first cycle. The flag increment comes LAT cycles after the last row (done D =
 // T + occ + lat), from a small table so later operations can overlap the latency.
@@ -27,8 +27,9 @@ module vtpu_vector import vtpu_isa_pkg::*; #(
   localparam int MAXBLK = PB / UB_ROW_BYTES + 1,
   // Parameter RAM entry: per lane n, multiplier [38n +: 32] and shift [38n+32 +: 6]; then
   // input_zp, output_zp (32 each), double_round, the integer clamp bounds ceil(min) and
-  // floor(max) saturated to 48 bits, and the fp32 clamp bounds (f64_to_f32 of min, max).
-  localparam int PARAM_BITS = 38 * COLS + 32 + 32 + 1 + 48 + 48 + 32 + 32,
+  // floor(max) saturated to 48 bits, the fp32 clamp bounds (f64_to_f32 of min, max), then
+  // per lane n the vec.affine scale and bias as fp32 at [38C + 225 + 64n +: 32] / [+32 +: 32].
+  localparam int PARAM_BITS = 102 * COLS + 225,
   localparam int PW = $clog2(PARAM_ENTRIES)
 ) (
   input  logic               clk,
@@ -136,6 +137,8 @@ module vtpu_vector import vtpu_isa_pkg::*; #(
   assign binary = (32'(e_op) == OP_VEC_VEC_ADD) || (32'(e_op) == OP_VEC_VEC_SUB) ||
                   (32'(e_op) == OP_VEC_VEC_MAX) || (32'(e_op) == OP_VEC_VEC_MIN) ||
                   (32'(e_op) == OP_VEC_VEC_MUL);
+  logic is_float_dt;
+  assign is_float_dt = 32'(e_dt) == DTYPE_FP32 || 32'(e_dt) == DTYPE_BF16;
   assign b_every_row = binary && !e_bcast;
 
   // ---------------------------------------------------------------- bank cycles of a row
@@ -340,44 +343,70 @@ module vtpu_vector import vtpu_isa_pkg::*; #(
     return 48'(r);
   endfunction
 
-  logic is_fp;
-  assign is_fp = 32'(e_dt) == DTYPE_FP32;
   logic signed [47:0] lo_t, hi_t;  // clamp bounds for the result type
   assign lo_t = (p_lo > tmin(e_odt)) ? ((p_lo > tmax(e_odt)) ? tmax(e_odt) : p_lo) : tmin(e_odt);
   assign hi_t = (p_hi < tmax(e_odt)) ? ((p_hi < tmin(e_odt)) ? tmin(e_odt) : p_hi) : tmax(e_odt);
   logic [31:0] lane_y [COLS];  // each lane's result, in the low esz(odt) bytes
   for (genvar n = 0; n < COLS; n++) begin : g_lane
-    logic [31:0] a, b, bb, s_f, r, a_raw, a_f;
-    logic signed [47:0] a_i;
-    assign a  = xa[n*32 +: 32];
-    assign b  = xb[n*32 +: 32];
-    assign bb = (32'(e_op) == OP_VEC_VEC_SUB) ? {~b[31], b[30:0]} : b;  // a - b = a + (-b)
-    vtpu_fp32_add u_add (.a(a), .b(bb), .y(s_f));
-    // element n of a as stored in a row of type dt
+    logic [31:0] a_raw, b_raw, a_f, a_fr, b_fr, b_neg, sum_f, mul_in_a, mul_in_b, prod_f, aff_f, r, rf;
+    logic signed [47:0] a_i, b_i, ri;
+    logic signed [47:0] prod_i;  // mod 2^48: exact for 16-bit operands, right low 32 bits for int32
+    // elements n of a and b as stored in rows of type dt
     always_comb begin
       case (esz(e_dt))
-        1: a_raw = {24'd0, xa[n*8 +: 8]};
-        2: a_raw = {16'd0, xa[n*16 +: 16]};
-        default: a_raw = xa[n*32 +: 32];
+        1: begin a_raw = {24'd0, xa[n*8 +: 8]};  b_raw = {24'd0, xb[n*8 +: 8]};  end
+        2: begin a_raw = {16'd0, xa[n*16 +: 16]}; b_raw = {16'd0, xb[n*16 +: 16]}; end
+        default: begin a_raw = xa[n*32 +: 32]; b_raw = xb[n*32 +: 32]; end
       endcase
       case (32'(e_dt))
-        DTYPE_INT8: a_i = 48'($signed(a_raw[7:0]));
-        DTYPE_INT16: a_i = 48'($signed(a_raw[15:0]));
-        DTYPE_UINT8: a_i = 48'(a_raw[7:0]);
-        default: a_i = 48'($signed(a_raw));
+        DTYPE_INT8:  begin a_i = 48'($signed(a_raw[7:0]));   b_i = 48'($signed(b_raw[7:0]));   end
+        DTYPE_INT16: begin a_i = 48'($signed(a_raw[15:0]));  b_i = 48'($signed(b_raw[15:0]));  end
+        DTYPE_UINT8: begin a_i = 48'(a_raw[7:0]);            b_i = 48'(b_raw[7:0]);            end
+        default:     begin a_i = 48'($signed(a_raw));        b_i = 48'($signed(b_raw));        end
       endcase
-      a_f = (32'(e_dt) == DTYPE_BF16) ? f32_canonical({a_raw[15:0], 16'd0}) : f32_canonical(a_raw);
+      // floats as fp32 bits: raw for arithmetic (which applies DAZ itself), canonical for vec.cvt
+      a_fr = (32'(e_dt) == DTYPE_BF16) ? {a_raw[15:0], 16'd0} : a_raw;
+      b_fr = (32'(e_dt) == DTYPE_BF16) ? {b_raw[15:0], 16'd0} : b_raw;
+      a_f  = f32_canonical(a_fr);
+    end
+    assign b_neg = (32'(e_op) == OP_VEC_VEC_SUB) ? {~b_fr[31], b_fr[30:0]} : b_fr;  // a - b = a + (-b)
+    // vec.affine: a * scale + bias in fp32 (integers converted to fp32 first, back after)
+    assign mul_in_a = (32'(e_op) == OP_VEC_VEC_AFFINE) ? (is_float_dt ? a_fr : int_to_f32(a_i, 24)) : a_fr;
+    assign mul_in_b = (32'(e_op) == OP_VEC_VEC_AFFINE) ? prm[38*COLS + 225 + 64*n +: 32] : b_fr;
+    vtpu_fp32_mul u_mul (.a(mul_in_a), .b(mul_in_b), .y(prod_f));
+    vtpu_fp32_add u_add (.a((32'(e_op) == OP_VEC_VEC_AFFINE) ? prod_f : a_fr),
+                         .b((32'(e_op) == OP_VEC_VEC_AFFINE) ? prm[38*COLS + 257 + 64*n +: 32] : b_neg),
+                         .y(sum_f));
+    assign aff_f = sum_f;
+    assign prod_i = a_i * b_i;
+    // the float operations (fp32 and bf16 rows), as fp32
+    always_comb begin
+      case (32'(e_op))
+        OP_VEC_VEC_ADD, OP_VEC_VEC_SUB: rf = sum_f;
+        OP_VEC_VEC_MUL: rf = prod_f;
+        OP_VEC_VEC_MAX: rf = f32_maxmin(a_fr, b_fr, 1'b1);
+        OP_VEC_VEC_MIN: rf = f32_maxmin(a_fr, b_fr, 1'b0);
+        OP_VEC_VEC_RELU: rf = f32_maxmin(a_fr, 32'd0, 1'b1);
+        OP_VEC_VEC_CLAMP: rf = f32_maxmin(f32_maxmin(a_fr, p_fmin, 1'b1), p_fmax, 1'b0);
+        default: rf = aff_f;  // vec.affine
+      endcase
+    end
+    // the integer operations: int32 wraps, narrower types saturate
+    always_comb begin
+      case (32'(e_op))
+        OP_VEC_VEC_ADD: ri = a_i + b_i;
+        OP_VEC_VEC_SUB: ri = a_i - b_i;
+        OP_VEC_VEC_MUL: ri = (32'(e_dt) == DTYPE_INT32) ? 48'($signed(prod_i[31:0])) : prod_i[47:0];
+        OP_VEC_VEC_MAX: ri = (a_i > b_i) ? a_i : b_i;
+        OP_VEC_VEC_MIN: ri = (a_i < b_i) ? a_i : b_i;
+        OP_VEC_VEC_RELU: ri = (a_i > 0) ? a_i : 48'sd0;
+        OP_VEC_VEC_CLAMP: ri = sat(a_i, lo_t, hi_t);
+        default: ri = f32_to_int(aff_f, tmin(e_dt), tmax(e_dt));  // vec.affine
+      endcase
+      if (32'(e_dt) != DTYPE_INT32) ri = sat(ri, tmin(e_dt), tmax(e_dt));
     end
     always_comb begin
       case (32'(e_op))
-        OP_VEC_VEC_ADD: r = is_fp ? s_f : a + b;
-        OP_VEC_VEC_SUB: r = is_fp ? s_f : a - b;
-        OP_VEC_VEC_MUL: r = a * b;  // int32 only
-        OP_VEC_VEC_MAX: r = is_fp ? f32_maxmin(a, b, 1'b1) : ($signed(a) > $signed(b) ? a : b);
-        OP_VEC_VEC_MIN: r = is_fp ? f32_maxmin(a, b, 1'b0) : ($signed(a) < $signed(b) ? a : b);
-        OP_VEC_VEC_RELU: r = is_fp ? f32_maxmin(a, 32'd0, 1'b1) : ($signed(a) > 0 ? a : 32'd0);
-        OP_VEC_VEC_CLAMP: r = is_fp ? f32_maxmin(f32_maxmin(a, p_fmin, 1'b1), p_fmax, 1'b0)
-                                    : 32'(sat(48'($signed(a)), lo_t, hi_t));
         OP_VEC_VEC_RESCALE: r = 32'(rescale(a_i, prm[38*n +: 32], prm[38*n + 32 +: 6], lo_t, hi_t));
         OP_VEC_VEC_CVT: begin
           if (is_int(e_dt)) begin
@@ -390,7 +419,11 @@ module vtpu_vector import vtpu_isa_pkg::*; #(
             else r = a_f;
           end
         end
-        default: r = a;  // vec.copy: handled on whole rows below
+        default: begin
+          if (!is_float_dt) r = 32'(ri);
+          else if (32'(e_dt) == DTYPE_BF16) r = {16'd0, f32_to_bf16(rf)};
+          else r = f32_canonical(rf);
+        end
       endcase
     end
     assign lane_y[n] = r;
@@ -420,7 +453,7 @@ module vtpu_vector import vtpu_isa_pkg::*; #(
   logic [31:0] lat;  // the operation class's latency
   always_comb begin
     case (32'(e_op))
-      OP_VEC_VEC_MUL: lat = 32'(LAT_MUL);
+      OP_VEC_VEC_MUL, OP_VEC_VEC_AFFINE: lat = 32'(LAT_MUL);
       OP_VEC_VEC_RESCALE: lat = 32'(LAT_RESCALE);
       OP_VEC_VEC_CVT: lat = 32'(LAT_CONVERT);
       default: lat = 32'(LAT_ALU);

@@ -48,17 +48,11 @@ std::string unsupported_in_rtl(const isa::Program& prog, const CoreModelParams& 
     const isa::Operation& v = b.at(isa::SlotId::Vector);
     if (!v.is_nop()) {
       const std::string_view m = v.def->mnemonic;
-      const auto dt = isa::Dtype(isa::field(v, isa::SlotId::Vector, "dt"));
-      const bool alu = m == "vec.add" || m == "vec.sub" || m == "vec.max" || m == "vec.min" || m == "vec.relu" ||
-                       m == "vec.clamp";
-      if (m != "vec.copy" && m != "vec.cvt" && m != "vec.rescale" && m != "vec.mul" && !alu)
-        return refuse(isa::SlotId::Vector, "the vector unit implements vec.add/sub/max/min/relu/clamp/mul, vec.copy, "
-                                           "vec.rescale and vec.cvt");
-      if (alu && dt != isa::Dtype::Int32 && dt != isa::Dtype::Fp32)
-        return refuse(isa::SlotId::Vector, fmt::format("dt={}; the arithmetic is implemented for int32 and fp32",
-                                                       isa::dtype_name(dt)));
-      if (m == "vec.mul" && dt != isa::Dtype::Int32)
-        return refuse(isa::SlotId::Vector, fmt::format("dt={}; vec.mul is implemented for int32", isa::dtype_name(dt)));
+      static const char* kSupported[] = {"vec.add", "vec.sub",  "vec.mul",    "vec.max",     "vec.min", "vec.relu",
+                                         "vec.clamp", "vec.affine", "vec.copy", "vec.rescale", "vec.cvt"};
+      if (std::find(std::begin(kSupported), std::end(kSupported), m) == std::end(kSupported))
+        return refuse(isa::SlotId::Vector, "the vector unit implements vec.add/sub/mul/max/min/relu/clamp/affine, "
+                                           "vec.copy, vec.rescale and vec.cvt");
     }
   }
   return {};

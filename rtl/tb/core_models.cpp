@@ -94,7 +94,8 @@ constexpr unsigned kCoreBundleBits = 464;
 
 // The parameter RAM entry of vtpu_vector (layout in rtl/src/vtpu_vector.sv). The loader
 // resolves what the hardware would not compute: one multiplier for every lane, the
-// clamp bounds as integers (ceil(min), floor(max)) and as fp32.
+// clamp bounds as integers (ceil(min), floor(max)) and as fp32, and the affine scale and
+// bias of every lane.
 template <class T>
 void pack_params(T& port, const isa::VectorParams& v, uint32_t cols) {
   clear(port);
@@ -115,6 +116,16 @@ void pack_params(T& port, const isa::VectorParams& v, uint32_t cols) {
   put(port, b + 113, 48, int48(std::floor(v.max)));
   put(port, b + 161, 32, numerics::f64_to_f32(v.min));
   put(port, b + 193, 32, numerics::f64_to_f32(v.max));
+  for (uint32_t n = 0; n < cols; ++n) {  // vec.affine: 1 value or one per lane; 1.0 and 0.0 if none
+    const auto at = [&](const std::vector<float>& x, float dflt) {
+      const float f = x.empty() ? dflt : x.size() == 1 ? x[0] : n < x.size() ? x[n] : dflt;
+      uint32_t bits;
+      std::memcpy(&bits, &f, 4);
+      return bits;
+    };
+    put(port, b + 225 + 64 * n, 32, at(v.scale, 1.0f));
+    put(port, b + 257 + 64 * n, 32, at(v.bias, 0.0f));
+  }
 }
 
 const char* error_text(unsigned bits) {

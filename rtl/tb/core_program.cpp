@@ -246,19 +246,15 @@ std::string random_core_program(const config::Config& cfg, uint64_t seed, const 
       ++pend_copy;
       continue;
     }
-    static const char* kOps[] = {"vec.add", "vec.sub",  "vec.max",     "vec.min", "vec.relu",
-                                 "vec.copy", "vec.clamp", "vec.mul", "vec.rescale", "vec.cvt"};
+    static const char* kOps[] = {"vec.add",  "vec.sub",   "vec.max", "vec.min",     "vec.relu", "vec.copy",
+                                 "vec.clamp", "vec.mul",  "vec.rescale", "vec.cvt", "vec.affine"};
     static const char* kTypes[] = {"int8", "bf16", "int32", "fp32", "uint8", "int16"};
     static const uint32_t kSize[] = {1, 2, 4, 4, 1, 2};
-    const std::string op = kOps[g.rng() % 10];
+    const std::string op = kOps[g.rng() % 11];
     const bool binary = op == "vec.add" || op == "vec.sub" || op == "vec.max" || op == "vec.min" || op == "vec.mul";
-    // source and result types
+    // source and result types: mostly the accumulator type, sometimes any other
     unsigned dt = acct == "fp32" ? 3 : 2, odt = dt;
-    if (op == "vec.mul") dt = odt = 2;
-    if ((op == "vec.add" || op == "vec.sub" || op == "vec.max" || op == "vec.min" || op == "vec.relu" ||
-         op == "vec.clamp") && g.chance(30))
-      dt = odt = 5 - dt;  // the other of int32 / fp32
-    if (op == "vec.copy") dt = odt = unsigned(g.rng() % 6);
+    if (g.chance(40)) dt = odt = unsigned(g.rng() % 6);
     if (op == "vec.rescale") {
       static const unsigned kInt[] = {0, 2, 4, 5};
       dt = g.chance(70) ? 2 : kInt[g.rng() % 4];
@@ -269,7 +265,7 @@ std::string random_core_program(const config::Config& cfg, uint64_t seed, const 
     const uint32_t srow = C * kSize[dt], drow = C * kSize[odt];
     const uint32_t rows = uint32_t(g.pick(1, 6));
     std::string param;
-    if (op == "vec.clamp" || op == "vec.rescale") {  // a fresh .vparam record
+    if (op == "vec.clamp" || op == "vec.rescale" || op == "vec.affine") {  // a fresh .vparam record
       const std::string name = fmt::format("p{}", nparams++);
       std::string line = ".vparam " + name;
       if (op == "vec.rescale") {
@@ -282,7 +278,24 @@ std::string random_core_program(const config::Config& cfg, uint64_t seed, const 
         line += fmt::format(" mult=[{}] shift=[{}] in_zp={} out_zp={} double_round={}", mult, shift,
                             int32_t(g.pick(0, 200)) - 100, int32_t(g.pick(0, 60)) - 30, g.chance(50) ? 1 : 0);
       }
-      if (g.chance(70)) {
+      if (op == "vec.affine") {  // scale and bias: one value or one per lane, some exact, some not
+        auto value = [&] {
+          switch (g.rng() % 4) {
+            case 0: return fmt::format("{}", double(int64_t(g.pick(0, 64)) - 32) / 8);
+            case 1: return fmt::format("{:.9g}", double(int64_t(g.pick(0, 2000000)) - 1000000) / 777);
+            case 2: return std::string(g.chance(50) ? "1e-40" : "-3e38");
+            default: return fmt::format("{:.9g}", double(g.rng() % 1000) * 1e-3);
+          }
+        };
+        for (const char* key : {"scale", "bias"}) {
+          if (g.chance(20)) continue;  // the default (1.0, 0.0)
+          std::string v;
+          const uint32_t count = g.chance(50) ? C : 1;
+          for (uint32_t n = 0; n < count; ++n) v += (n ? ", " : "") + value();
+          line += fmt::format(" {}=[{}]", key, v);
+        }
+      }
+      if (op != "vec.affine" && g.chance(70)) {
         const double lo = double(int64_t(g.pick(0, 4000)) - 3000) / 8, hi = lo + double(g.pick(0, 8000)) / 4;
         line += fmt::format(" min={} max={}", lo, hi);
       }
