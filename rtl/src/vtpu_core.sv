@@ -26,6 +26,7 @@ module vtpu_core import vtpu_isa_pkg::*; #(
   parameter int VEC_LAT_MUL    = 4,
   parameter int VEC_LAT_RESCALE = 4,
   parameter int VEC_LAT_CONVERT = 2,
+  parameter int VEC_LAT_REDUCE = 8,
   parameter int PARAM_ENTRIES  = 16,
   parameter int BRANCH_PENALTY = 2,
   parameter int DMA_SETUP      = 16,
@@ -198,7 +199,7 @@ module vtpu_core import vtpu_isa_pkg::*; #(
   always_comb begin
     case (32'(vec_op))
       0, OP_VEC_VEC_COPY, OP_VEC_VEC_CVT, OP_VEC_VEC_ADD, OP_VEC_VEC_SUB, OP_VEC_VEC_MUL, OP_VEC_VEC_MAX,
-      OP_VEC_VEC_MIN, OP_VEC_VEC_RELU, OP_VEC_VEC_CLAMP, OP_VEC_VEC_AFFINE:
+      OP_VEC_VEC_MIN, OP_VEC_VEC_RELU, OP_VEC_VEC_CLAMP, OP_VEC_VEC_AFFINE, OP_VEC_VEC_RSUM, OP_VEC_VEC_RMAX:
         vec_ok_op = 32'(v_dt_f) <= DTYPE_INT16 && 32'(v_odt_f) <= DTYPE_INT16;
       OP_VEC_VEC_RESCALE: vec_ok_op = int_type(v_dt_f) && int_type(v_odt_f);
       default: vec_ok_op = 1'b0;
@@ -387,13 +388,14 @@ module vtpu_core import vtpu_isa_pkg::*; #(
   vtpu_vector #(.COLS(COLS), .UB_BYTES(UB_BYTES), .PB(PB), .ACC_ROWS(ACC_ROWS),
                 .UB_ROW_BYTES(UB_ROW_BYTES), .UB_BANKS(UB_BANKS), .UB_RD_PORTS(UB_RD_PORTS),
                 .UB_WR_PORTS(UB_WR_PORTS), .LANE_PASSES(LANE_PASSES), .LAT_ALU(VEC_LAT_ALU),
-                .LAT_MUL(VEC_LAT_MUL), .LAT_RESCALE(VEC_LAT_RESCALE), .LAT_CONVERT(VEC_LAT_CONVERT),
+                .LAT_MUL(VEC_LAT_MUL), .LAT_RESCALE(VEC_LAT_RESCALE), .LAT_CONVERT(VEC_LAT_CONVERT), .LAT_REDUCE(VEC_LAT_REDUCE),
                 .PARAM_ENTRIES(PARAM_ENTRIES), .NPEND(NVP)) u_vec (
     .clk(clk), .rst_n(rst_n), .now(now),
     .param_we(param_we), .param_waddr(param_waddr), .param_wdata(param_wdata),
     .fire(issue && vec_op != '0), .ready(vec_ready), .op(vec_op), .dt(v_dt_f),
-    // only vec.rescale and vec.cvt have a result type; the others write dt
-    .odt((32'(vec_op) == OP_VEC_VEC_RESCALE || 32'(vec_op) == OP_VEC_VEC_CVT) ? v_odt_f : v_dt_f),
+    // only vec.rescale, vec.cvt and vec.rsum have a result type; the others write dt
+    .odt((32'(vec_op) == OP_VEC_VEC_RESCALE || 32'(vec_op) == OP_VEC_VEC_CVT || 32'(vec_op) == OP_VEC_VEC_RSUM)
+         ? v_odt_f : v_dt_f),
     .param(b[VEC_PARAM_LSB +: 12]),
     .a_acc(b[VEC_A_MEM_LSB]), .a_addr(v_a), .b_acc(b[VEC_B_MEM_LSB]), .b_addr(v_b),
     .d_acc(b[VEC_DST_MEM_LSB]), .d_addr(v_d), .rows(b[VEC_ROWS_LSB +: 16]),

@@ -1,7 +1,8 @@
 // vtpu_vector: the vector unit (docs/microarch.md, "Vector unit"), for the operations of
 // docs/rtl.md's subset: vec.add, vec.sub, vec.mul, vec.max, vec.min, vec.relu, vec.clamp,
-// vec.affine and vec.copy on every type, vec.rescale (TOSA RESCALE between integer types)
-// and vec.cvt between any two types, with the arithmetic of docs/numerics.md. One operation at a time occupies the issue stage for the sum over
+// vec.affine and vec.copy on every type, vec.rescale (TOSA RESCALE between integer types),
+// vec.cvt between any two types and the row reductions vec.rsum and vec.rmax, with the
+// arithmetic of docs/numerics.md. One operation at a time occupies the issue stage for the sum over
 // its rows of max(LANE_PASSES, the row's bank cycles); row i is read, computed and written
 // in its first cycle. The flag increment comes LAT cycles after the last row (done D =
 // T + occ + lat), from a small table so later operations can overlap the latency.
@@ -19,6 +20,7 @@ module vtpu_vector import vtpu_isa_pkg::*; #(
   parameter int LAT_MUL      = 4,   // .multiply
   parameter int LAT_RESCALE  = 4,   // .rescale
   parameter int LAT_CONVERT  = 2,   // .convert
+  parameter int LAT_REDUCE   = 8,   // .reduce
   parameter int PARAM_ENTRIES = 16,
   parameter int NPEND        = 8,
   localparam int UAW = $clog2(UB_BYTES),
@@ -343,6 +345,40 @@ module vtpu_vector import vtpu_isa_pkg::*; #(
     return 48'(r);
   endfunction
 
+  // vec.cvt of one element (docs/numerics.md): an integer value vi or a canonical fp32 vf.
+  function automatic logic [31:0] convert(input logic from_int, input logic signed [47:0] vi, input logic [31:0] vf,
+                                          input logic [2:0] to);
+    if (from_int) begin
+      if (is_int(to)) return 32'(sat(vi, tmin(to), tmax(to)));
+      if (32'(to) == DTYPE_BF16) return {16'd0, 16'(int_to_f32(vi, 8) >> 16)};
+      return f32_canonical(int_to_f32(vi, 24));
+    end
+    if (is_int(to)) return 32'(f32_to_int(vf, tmin(to), tmax(to)));
+    if (32'(to) == DTYPE_BF16) return {16'd0, f32_to_bf16(vf)};
+    return f32_canonical(vf);
+  endfunction
+
+  // Row reductions over the lanes, in lane order (vec.rsum adds lane 0, then 1, ...).
+  logic [31:0]        lane_afr [COLS];  // each lane's a as fp32 bits (raw)
+  logic signed [47:0] lane_ai  [COLS];  // ... as an integer
+  logic [31:0]        rsum_f   [COLS];  // running fp32 sum
+  assign rsum_f[0] = lane_afr[0];
+  for (genvar k = 1; k < COLS; k++) begin : g_rsum
+    vtpu_fp32_add u_rsum (.a(rsum_f[k-1]), .b(lane_afr[k]), .y(rsum_f[k]));
+  end
+  logic [31:0]        rsum_i, rmax_f;
+  logic signed [47:0] rmax_i;
+  always_comb begin
+    rsum_i = 32'd0;  // modulo 2^32
+    rmax_f = f32_canonical(lane_afr[0]);
+    rmax_i = lane_ai[0];
+    for (int k = 0; k < COLS; k++) begin
+      rsum_i = rsum_i + lane_ai[k][31:0];
+      if (k > 0) rmax_f = f32_maxmin(rmax_f, lane_afr[k], 1'b1);
+      if (k > 0 && lane_ai[k] > rmax_i) rmax_i = lane_ai[k];
+    end
+  end
+
   logic signed [47:0] lo_t, hi_t;  // clamp bounds for the result type
   assign lo_t = (p_lo > tmin(e_odt)) ? ((p_lo > tmax(e_odt)) ? tmax(e_odt) : p_lo) : tmin(e_odt);
   assign hi_t = (p_hi < tmax(e_odt)) ? ((p_hi < tmin(e_odt)) ? tmin(e_odt) : p_hi) : tmax(e_odt);
@@ -408,17 +444,11 @@ module vtpu_vector import vtpu_isa_pkg::*; #(
     always_comb begin
       case (32'(e_op))
         OP_VEC_VEC_RESCALE: r = 32'(rescale(a_i, prm[38*n +: 32], prm[38*n + 32 +: 6], lo_t, hi_t));
-        OP_VEC_VEC_CVT: begin
-          if (is_int(e_dt)) begin
-            if (is_int(e_odt)) r = 32'(sat(a_i, tmin(e_odt), tmax(e_odt)));
-            else if (32'(e_odt) == DTYPE_BF16) r = {16'd0, 16'(int_to_f32(a_i, 8) >> 16)};
-            else r = f32_canonical(int_to_f32(a_i, 24));
-          end else begin
-            if (is_int(e_odt)) r = 32'(f32_to_int(a_f, tmin(e_odt), tmax(e_odt)));
-            else if (32'(e_odt) == DTYPE_BF16) r = {16'd0, f32_to_bf16(a_f)};
-            else r = a_f;
-          end
-        end
+        OP_VEC_VEC_CVT: r = convert(is_int(e_dt), a_i, a_f, e_odt);
+        // every lane gets the row's sum (as int32 or fp32, converted to odt) or maximum
+        OP_VEC_VEC_RSUM: r = convert(is_int(e_dt), 48'($signed(rsum_i)), f32_canonical(rsum_f[COLS-1]), e_odt);
+        OP_VEC_VEC_RMAX: r = !is_float_dt ? 32'(rmax_i)
+                           : (32'(e_dt) == DTYPE_BF16) ? {16'd0, f32_to_bf16(rmax_f)} : f32_canonical(rmax_f);
         default: begin
           if (!is_float_dt) r = 32'(ri);
           else if (32'(e_dt) == DTYPE_BF16) r = {16'd0, f32_to_bf16(rf)};
@@ -426,7 +456,9 @@ module vtpu_vector import vtpu_isa_pkg::*; #(
         end
       endcase
     end
-    assign lane_y[n] = r;
+    assign lane_y[n]   = r;
+    assign lane_afr[n] = a_fr;
+    assign lane_ai[n]  = a_i;
   end
   always_comb begin
     y = xa;  // vec.copy: the row's bytes as they are
@@ -456,6 +488,7 @@ module vtpu_vector import vtpu_isa_pkg::*; #(
       OP_VEC_VEC_MUL, OP_VEC_VEC_AFFINE: lat = 32'(LAT_MUL);
       OP_VEC_VEC_RESCALE: lat = 32'(LAT_RESCALE);
       OP_VEC_VEC_CVT: lat = 32'(LAT_CONVERT);
+      OP_VEC_VEC_RSUM, OP_VEC_VEC_RMAX: lat = 32'(LAT_REDUCE);
       default: lat = 32'(LAT_ALU);
     endcase
   end

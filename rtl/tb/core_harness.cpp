@@ -49,10 +49,11 @@ std::string unsupported_in_rtl(const isa::Program& prog, const CoreModelParams& 
     if (!v.is_nop()) {
       const std::string_view m = v.def->mnemonic;
       static const char* kSupported[] = {"vec.add", "vec.sub",  "vec.mul",    "vec.max",     "vec.min", "vec.relu",
-                                         "vec.clamp", "vec.affine", "vec.copy", "vec.rescale", "vec.cvt"};
+                                         "vec.clamp", "vec.affine", "vec.copy", "vec.rescale", "vec.cvt",
+                                         "vec.rsum",  "vec.rmax"};
       if (std::find(std::begin(kSupported), std::end(kSupported), m) == std::end(kSupported))
         return refuse(isa::SlotId::Vector, "the vector unit implements vec.add/sub/mul/max/min/relu/clamp/affine, "
-                                           "vec.copy, vec.rescale and vec.cvt");
+                                           "vec.copy, vec.rescale, vec.cvt, vec.rsum and vec.rmax");
     }
   }
   return {};

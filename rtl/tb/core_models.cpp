@@ -290,9 +290,9 @@ CoreRunResult run_model(const CoreModelParams& p, const config::Config& cfg, con
 std::vector<CoreModelParams> core_models() {
   std::vector<CoreModelParams> v;
 #define VTPU_CORE_PARAMS(name, cls, preset, R, C, in, out, shift, acc, ub, rb, banks, rp, wp, rl, wl, lp, va, br, \
-                         setup, infl, wf, imem, desc, pb, vm, vr, vc, prm)                                           \
+                         setup, infl, wf, imem, desc, pb, vm, vr, vc, prm, vred)                                     \
   v.push_back({#name, preset, R, C, in, out, shift, acc, ub, rb, banks, rp, wp, rl, wl, lp, va, br, setup, infl, wf,  \
-               imem, desc, pb, vm, vr, vc, prm});
+               imem, desc, pb, vm, vr, vc, prm, vred});
   VTPU_RTL_FOR_EACH_CORE(VTPU_CORE_PARAMS)
 #undef VTPU_CORE_PARAMS
   return v;
@@ -330,6 +330,7 @@ std::string model_matches(const CoreModelParams& p, const config::Config& cfg) {
       {"core.vector.latency_cycles.multiply", {p.vec_lat_mul, c.vector.latency_cycles.multiply}},
       {"core.vector.latency_cycles.rescale", {p.vec_lat_rescale, c.vector.latency_cycles.rescale}},
       {"core.vector.latency_cycles.convert", {p.vec_lat_convert, c.vector.latency_cycles.convert}},
+      {"core.vector.latency_cycles.reduce", {p.vec_lat_reduce, c.vector.latency_cycles.reduce}},
       {"core.scalar.branch_penalty_cycles", {p.branch_penalty, c.scalar.branch_penalty_cycles}},
       {"core.dma.setup_cycles", {p.dma_setup, c.dma.setup_cycles}},
       {"core.dma.max_in_flight", {p.dma_inflight, c.dma.max_in_flight}},

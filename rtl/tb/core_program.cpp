@@ -247,10 +247,11 @@ std::string random_core_program(const config::Config& cfg, uint64_t seed, const 
       continue;
     }
     static const char* kOps[] = {"vec.add",  "vec.sub",   "vec.max", "vec.min",     "vec.relu", "vec.copy",
-                                 "vec.clamp", "vec.mul",  "vec.rescale", "vec.cvt", "vec.affine"};
+                                 "vec.clamp", "vec.mul",  "vec.rescale", "vec.cvt", "vec.affine", "vec.rsum",
+                                 "vec.rmax"};
     static const char* kTypes[] = {"int8", "bf16", "int32", "fp32", "uint8", "int16"};
     static const uint32_t kSize[] = {1, 2, 4, 4, 1, 2};
-    const std::string op = kOps[g.rng() % 11];
+    const std::string op = kOps[g.rng() % 13];
     const bool binary = op == "vec.add" || op == "vec.sub" || op == "vec.max" || op == "vec.min" || op == "vec.mul";
     // source and result types: mostly the accumulator type, sometimes any other
     unsigned dt = acct == "fp32" ? 3 : 2, odt = dt;
@@ -261,6 +262,7 @@ std::string random_core_program(const config::Config& cfg, uint64_t seed, const 
       odt = kInt[g.rng() % 4];
     }
     if (op == "vec.cvt") dt = unsigned(g.rng() % 6), odt = unsigned(g.rng() % 6);
+    if (op == "vec.rsum") odt = unsigned(g.rng() % 6);
     const bool acc_ok_src = dt == 2 || dt == 3, acc_ok_dst = odt == 2 || odt == 3;
     const uint32_t srow = C * kSize[dt], drow = C * kSize[odt];
     const uint32_t rows = uint32_t(g.pick(1, 6));
@@ -342,7 +344,8 @@ std::string random_core_program(const config::Config& cfg, uint64_t seed, const 
     std::string text = fmt::format("{} dst={} a={}", op, d, a);
     if (binary) text += fmt::format(" b={}", b);
     text += fmt::format(" rows={} dt={}{}{}{} flag=f4", rows, kTypes[dt],
-                        op == "vec.rescale" || op == "vec.cvt" ? fmt::format(" odt={}", kTypes[odt]) : "",
+                        op == "vec.rescale" || op == "vec.cvt" || op == "vec.rsum" ? fmt::format(" odt={}", kTypes[odt])
+                                                                                     : "",
                         bcast ? " bcast=1" : "", param);
     B bundle{.vec = text};
     std::vector<Range> rs{ra, rd};
