@@ -27,6 +27,7 @@ module vtpu_core import vtpu_isa_pkg::*; #(
   parameter int VEC_LAT_RESCALE = 4,
   parameter int VEC_LAT_CONVERT = 2,
   parameter int VEC_LAT_REDUCE = 8,
+  parameter int VEC_LAT_POOL   = 2,
   parameter int PARAM_ENTRIES  = 16,
   parameter int BRANCH_PENALTY = 2,
   parameter int DMA_SETUP      = 16,
@@ -43,7 +44,7 @@ module vtpu_core import vtpu_isa_pkg::*; #(
   localparam int AW   = (ACC_ROWS > 1) ? $clog2(ACC_ROWS) : 1,
   localparam int MMQ  = 64,  // matmuls in flight (each >= 1 row): well above in+R+C+out
   localparam int PW   = $clog2(PARAM_ENTRIES),
-  localparam int PARAM_BITS = 102 * COLS + 225  // vtpu_vector's parameter RAM entry
+  localparam int PARAM_BITS = 102 * COLS + 225 + 40 + 32 * 16  // vtpu_vector's parameter RAM entry
 ) (
   input  logic              clk,
   input  logic              rst_n,
@@ -201,6 +202,9 @@ module vtpu_core import vtpu_isa_pkg::*; #(
       0, OP_VEC_VEC_COPY, OP_VEC_VEC_CVT, OP_VEC_VEC_ADD, OP_VEC_VEC_SUB, OP_VEC_VEC_MUL, OP_VEC_VEC_MAX,
       OP_VEC_VEC_MIN, OP_VEC_VEC_RELU, OP_VEC_VEC_CLAMP, OP_VEC_VEC_AFFINE, OP_VEC_VEC_RSUM, OP_VEC_VEC_RMAX:
         vec_ok_op = 32'(v_dt_f) <= DTYPE_INT16 && 32'(v_odt_f) <= DTYPE_INT16;
+      // pooling windows are byte offsets into the unified buffer
+      OP_VEC_VEC_MAXPOOL, OP_VEC_VEC_AVGPOOL:
+        vec_ok_op = 32'(v_dt_f) <= DTYPE_INT16 && 32'(v_odt_f) <= DTYPE_INT16 && !b[VEC_A_MEM_LSB];
       OP_VEC_VEC_RESCALE: vec_ok_op = int_type(v_dt_f) && int_type(v_odt_f);
       default: vec_ok_op = 1'b0;
     endcase
@@ -388,7 +392,7 @@ module vtpu_core import vtpu_isa_pkg::*; #(
   vtpu_vector #(.COLS(COLS), .UB_BYTES(UB_BYTES), .PB(PB), .ACC_ROWS(ACC_ROWS),
                 .UB_ROW_BYTES(UB_ROW_BYTES), .UB_BANKS(UB_BANKS), .UB_RD_PORTS(UB_RD_PORTS),
                 .UB_WR_PORTS(UB_WR_PORTS), .LANE_PASSES(LANE_PASSES), .LAT_ALU(VEC_LAT_ALU),
-                .LAT_MUL(VEC_LAT_MUL), .LAT_RESCALE(VEC_LAT_RESCALE), .LAT_CONVERT(VEC_LAT_CONVERT), .LAT_REDUCE(VEC_LAT_REDUCE),
+                .LAT_MUL(VEC_LAT_MUL), .LAT_RESCALE(VEC_LAT_RESCALE), .LAT_CONVERT(VEC_LAT_CONVERT), .LAT_REDUCE(VEC_LAT_REDUCE), .LAT_POOL(VEC_LAT_POOL),
                 .PARAM_ENTRIES(PARAM_ENTRIES), .NPEND(NVP)) u_vec (
     .clk(clk), .rst_n(rst_n), .now(now),
     .param_we(param_we), .param_waddr(param_waddr), .param_wdata(param_wdata),

@@ -1,8 +1,9 @@
 // vtpu_vector: the vector unit (docs/microarch.md, "Vector unit"), for the operations of
 // docs/rtl.md's subset: vec.add, vec.sub, vec.mul, vec.max, vec.min, vec.relu, vec.clamp,
 // vec.affine and vec.copy on every type, vec.rescale (TOSA RESCALE between integer types),
-// vec.cvt between any two types and the row reductions vec.rsum and vec.rmax, with the
-// arithmetic of docs/numerics.md. One operation at a time occupies the issue stage for the sum over
+// vec.cvt between any two types, the row reductions vec.rsum and vec.rmax, and the pooling
+// windows vec.maxpool and vec.avgpool (one window row per cycle, from the unified buffer),
+// with the arithmetic of docs/numerics.md. One operation at a time occupies the issue stage for the sum over
 // its rows of max(LANE_PASSES, the row's bank cycles); row i is read, computed and written
 // in its first cycle. The flag increment comes LAT cycles after the last row (done D =
 // T + occ + lat), from a small table so later operations can overlap the latency.
@@ -21,6 +22,7 @@ module vtpu_vector import vtpu_isa_pkg::*; #(
   parameter int LAT_RESCALE  = 4,   // .rescale
   parameter int LAT_CONVERT  = 2,   // .convert
   parameter int LAT_REDUCE   = 8,   // .reduce
+  parameter int LAT_POOL     = 2,   // .pool
   parameter int PARAM_ENTRIES = 16,
   parameter int NPEND        = 8,
   localparam int UAW = $clog2(UB_BYTES),
@@ -30,8 +32,12 @@ module vtpu_vector import vtpu_isa_pkg::*; #(
   // Parameter RAM entry: per lane n, multiplier [38n +: 32] and shift [38n+32 +: 6]; then
   // input_zp, output_zp (32 each), double_round, the integer clamp bounds ceil(min) and
   // floor(max) saturated to 48 bits, the fp32 clamp bounds (f64_to_f32 of min, max), then
-  // per lane n the vec.affine scale and bias as fp32 at [38C + 225 + 64n +: 32] / [+32 +: 32].
-  localparam int PARAM_BITS = 102 * COLS + 225,
+  // per lane n the vec.affine / vec.avgpool scale and vec.affine bias as fp32 at
+  // [38C + 225 + 64n +: 32] / [+32 +: 32]; then the pooling window: its size (8 bits),
+  // pool_stride (32), and up to WMAX signed byte offsets (32 each).
+  localparam int WMAX = 16,
+  localparam int PWIN = 102 * COLS + 225,
+  localparam int PARAM_BITS = PWIN + 40 + 32 * WMAX,
   localparam int PW = $clog2(PARAM_ENTRIES)
 ) (
   input  logic               clk,
@@ -139,8 +145,26 @@ module vtpu_vector import vtpu_isa_pkg::*; #(
   assign binary = (32'(e_op) == OP_VEC_VEC_ADD) || (32'(e_op) == OP_VEC_VEC_SUB) ||
                   (32'(e_op) == OP_VEC_VEC_MAX) || (32'(e_op) == OP_VEC_VEC_MIN) ||
                   (32'(e_op) == OP_VEC_VEC_MUL);
-  logic is_float_dt;
+  logic is_float_dt, is_pool;
   assign is_float_dt = 32'(e_dt) == DTYPE_FP32 || 32'(e_dt) == DTYPE_BF16;
+  assign is_pool = (32'(e_op) == OP_VEC_VEC_MAXPOOL) || (32'(e_op) == OP_VEC_VEC_AVGPOOL);
+  // pooling: output row i reads window rows at a + i * step + offset[w], one per cycle
+  logic [31:0] cyc_in_row, e_cyc, pool_step;
+  logic [7:0]  pool_w;  // window rows
+  logic [31:0] win_idx;
+  assign e_cyc     = e_first ? 32'd0 : cyc_in_row;
+  assign win_idx   = e_cyc / 32'(LANE_PASSES);
+  assign pool_w    = prm[PWIN +: 8];
+  assign pool_step = (prm[PWIN + 8 +: 32] != 32'd0) ? prm[PWIN + 8 +: 32] : 32'(row_bytes);
+  logic [31:0] win_off;
+  always_comb begin
+    win_off = 32'd0;
+    for (int w = 0; w < WMAX; w++) if (win_idx == 32'(w)) win_off = prm[PWIN + 40 + 32*w +: 32];
+  end
+  logic pool_read, pool_first, pool_last;  // this cycle reads window row win_idx (first / last)
+  assign pool_read  = is_pool && (e_cyc % 32'(LANE_PASSES) == 32'd0);
+  assign pool_first = pool_read && win_idx == 32'd0;
+  assign pool_last  = pool_read && win_idx == 32'(pool_w) - 32'd1;
   assign b_every_row = binary && !e_bcast;
 
   // ---------------------------------------------------------------- bank cycles of a row
@@ -175,11 +199,11 @@ module vtpu_vector import vtpu_isa_pkg::*; #(
       if ((rd_hits[k] + UB_RD_PORTS - 1) / UB_RD_PORTS > worst) worst = (rd_hits[k] + UB_RD_PORTS - 1) / UB_RD_PORTS;
       if ((wr_hits[k] + UB_WR_PORTS - 1) / UB_WR_PORTS > worst) worst = (wr_hits[k] + UB_WR_PORTS - 1) / UB_WR_PORTS;
     end
-    row_cycles = worst;
+    row_cycles = is_pool ? 32'(pool_w) * LANE_PASSES : worst;
   end
 
   // ---------------------------------------------------------------- operands and result
-  assign ua_addr    = UAW'(e_a);
+  assign ua_addr    = UAW'(is_pool ? e_a + win_off : e_a);
   assign ubb_addr   = UAW'(e_b);
   assign acc_a_addr = AW'(e_a);
   assign acc_b_addr = AW'(e_b);
@@ -385,6 +409,7 @@ module vtpu_vector import vtpu_isa_pkg::*; #(
   logic [31:0] lane_y [COLS];  // each lane's result, in the low esz(odt) bytes
   for (genvar n = 0; n < COLS; n++) begin : g_lane
     logic [31:0] a_raw, b_raw, a_f, a_fr, b_fr, b_neg, sum_f, mul_in_a, mul_in_b, prod_f, aff_f, r, rf;
+    logic [31:0] pacc, pool_f, pool_sum_i, add_a, add_b, psum_f;  // pooling: running value, this cycle's
     logic signed [47:0] a_i, b_i, ri;
     logic signed [47:0] prod_i;  // mod 2^48: exact for 16-bit operands, right low 32 bits for int32
     // elements n of a and b as stored in rows of type dt
@@ -406,13 +431,42 @@ module vtpu_vector import vtpu_isa_pkg::*; #(
       a_f  = f32_canonical(a_fr);
     end
     assign b_neg = (32'(e_op) == OP_VEC_VEC_SUB) ? {~b_fr[31], b_fr[30:0]} : b_fr;  // a - b = a + (-b)
-    // vec.affine: a * scale + bias in fp32 (integers converted to fp32 first, back after)
-    assign mul_in_a = (32'(e_op) == OP_VEC_VEC_AFFINE) ? (is_float_dt ? a_fr : int_to_f32(a_i, 24)) : a_fr;
-    assign mul_in_b = (32'(e_op) == OP_VEC_VEC_AFFINE) ? prm[38*COLS + 225 + 64*n +: 32] : b_fr;
+    // vec.affine: a * scale + bias in fp32 (integers converted to fp32 first, back after);
+    // vec.avgpool: the window sum (fp32 in window order, or int32 modulo 2^32) * scale
+    assign pool_sum_i = pool_first ? a_i[31:0] : pacc + a_i[31:0];
+    always_comb begin  // multiplier operands
+      if (32'(e_op) == OP_VEC_VEC_AFFINE) begin
+        mul_in_a = is_float_dt ? a_fr : int_to_f32(a_i, 24);
+        mul_in_b = prm[38*COLS + 225 + 64*n +: 32];
+      end else if (32'(e_op) == OP_VEC_VEC_AVGPOOL) begin
+        mul_in_a = is_float_dt ? pool_f : int_to_f32(48'($signed(pool_sum_i)), 24);
+        mul_in_b = prm[38*COLS + 225 + 64*n +: 32];
+      end else begin
+        mul_in_a = a_fr;
+        mul_in_b = b_fr;
+      end
+    end
+    // adder operands (a separate block: the affine add takes the product)
+    assign add_a = (32'(e_op) == OP_VEC_VEC_AFFINE) ? prod_f : a_fr;
+    assign add_b = (32'(e_op) == OP_VEC_VEC_AFFINE) ? prm[38*COLS + 257 + 64*n +: 32] : b_neg;
     vtpu_fp32_mul u_mul (.a(mul_in_a), .b(mul_in_b), .y(prod_f));
-    vtpu_fp32_add u_add (.a((32'(e_op) == OP_VEC_VEC_AFFINE) ? prod_f : a_fr),
-                         .b((32'(e_op) == OP_VEC_VEC_AFFINE) ? prm[38*COLS + 257 + 64*n +: 32] : b_neg),
-                         .y(sum_f));
+    vtpu_fp32_add u_add (.a(add_a), .b(add_b), .y(sum_f));
+    vtpu_fp32_add u_padd (.a(pacc), .b(a_fr), .y(psum_f));  // the window sum (its own adder: it feeds the multiplier)
+    // the pooled value including this cycle's window row
+    always_comb begin
+      if (32'(e_op) == OP_VEC_VEC_MAXPOOL)
+        pool_f = pool_first ? f32_canonical(a_fr) : f32_maxmin(pacc, a_fr, 1'b1);
+      else
+        pool_f = pool_first ? a_fr : psum_f;
+    end
+    always_ff @(posedge clk) begin
+      if (pool_read) begin
+        if (32'(e_op) == OP_VEC_VEC_MAXPOOL)
+          pacc <= is_float_dt ? pool_f : ((pool_first || $signed(a_i) > $signed(48'($signed(pacc)))) ? a_i[31:0] : pacc);
+        else
+          pacc <= is_float_dt ? pool_f : pool_sum_i;
+      end
+    end
     assign aff_f = sum_f;
     assign prod_i = a_i * b_i;
     // the float operations (fp32 and bf16 rows), as fp32
@@ -424,6 +478,8 @@ module vtpu_vector import vtpu_isa_pkg::*; #(
         OP_VEC_VEC_MIN: rf = f32_maxmin(a_fr, b_fr, 1'b0);
         OP_VEC_VEC_RELU: rf = f32_maxmin(a_fr, 32'd0, 1'b1);
         OP_VEC_VEC_CLAMP: rf = f32_maxmin(f32_maxmin(a_fr, p_fmin, 1'b1), p_fmax, 1'b0);
+        OP_VEC_VEC_MAXPOOL: rf = pool_f;
+        OP_VEC_VEC_AVGPOOL: rf = prod_f;
         default: rf = aff_f;  // vec.affine
       endcase
     end
@@ -437,6 +493,8 @@ module vtpu_vector import vtpu_isa_pkg::*; #(
         OP_VEC_VEC_MIN: ri = (a_i < b_i) ? a_i : b_i;
         OP_VEC_VEC_RELU: ri = (a_i > 0) ? a_i : 48'sd0;
         OP_VEC_VEC_CLAMP: ri = sat(a_i, lo_t, hi_t);
+        OP_VEC_VEC_MAXPOOL: ri = (pool_first || a_i > 48'($signed(pacc))) ? a_i : 48'($signed(pacc));
+        OP_VEC_VEC_AVGPOOL: ri = f32_to_int(prod_f, tmin(e_dt), tmax(e_dt));
         default: ri = f32_to_int(aff_f, tmin(e_dt), tmax(e_dt));  // vec.affine
       endcase
       if (32'(e_dt) != DTYPE_INT32) ri = sat(ri, tmin(e_dt), tmax(e_dt));
@@ -472,7 +530,7 @@ module vtpu_vector import vtpu_isa_pkg::*; #(
   end
 
   logic doing;  // this cycle reads, computes and writes a row
-  assign doing     = e_busy && e_first;
+  assign doing     = e_busy && (is_pool ? pool_last : e_first);
   assign uw_en     = doing && !e_dacc;
   assign uw_addr   = UAW'(e_d);
   assign uw_len    = ULW'(drow_bytes);
@@ -489,6 +547,7 @@ module vtpu_vector import vtpu_isa_pkg::*; #(
       OP_VEC_VEC_RESCALE: lat = 32'(LAT_RESCALE);
       OP_VEC_VEC_CVT: lat = 32'(LAT_CONVERT);
       OP_VEC_VEC_RSUM, OP_VEC_VEC_RMAX: lat = 32'(LAT_REDUCE);
+      OP_VEC_VEC_MAXPOOL, OP_VEC_VEC_AVGPOOL: lat = 32'(LAT_POOL);
       default: lat = 32'(LAT_ALU);
     endcase
   end
@@ -544,6 +603,7 @@ module vtpu_vector import vtpu_isa_pkg::*; #(
         cur_a <= e_a;
         cur_b <= e_b;
         cur_d <= e_d;
+        cyc_in_row <= e_cyc + 32'd1;
         if (e_first && !row_end) wait_cnt <= 32'(row_cycles) - 32'd1;
         else if (!row_end) wait_cnt <= wait_cnt - 32'd1;
         if (row_end) begin
@@ -558,7 +618,7 @@ module vtpu_vector import vtpu_isa_pkg::*; #(
           end else begin
             row   <= e_row + 16'd1;
             first <= 1'b1;
-            cur_a <= e_aacc ? e_a + 32'd1 : e_a + 32'(row_bytes);
+            cur_a <= e_aacc ? e_a + 32'd1 : e_a + (is_pool ? pool_step : 32'(row_bytes));
             if (b_every_row) cur_b <= e_bacc ? e_b + 32'd1 : e_b + 32'(row_bytes);
             cur_d <= e_dacc ? e_d + 32'd1 : e_d + 32'(drow_bytes);
           end

@@ -50,10 +50,18 @@ std::string unsupported_in_rtl(const isa::Program& prog, const CoreModelParams& 
       const std::string_view m = v.def->mnemonic;
       static const char* kSupported[] = {"vec.add", "vec.sub",  "vec.mul",    "vec.max",     "vec.min", "vec.relu",
                                          "vec.clamp", "vec.affine", "vec.copy", "vec.rescale", "vec.cvt",
-                                         "vec.rsum",  "vec.rmax"};
+                                         "vec.rsum",  "vec.rmax",   "vec.maxpool", "vec.avgpool"};
       if (std::find(std::begin(kSupported), std::end(kSupported), m) == std::end(kSupported))
         return refuse(isa::SlotId::Vector, "the vector unit implements vec.add/sub/mul/max/min/relu/clamp/affine, "
-                                           "vec.copy, vec.rescale, vec.cvt, vec.rsum and vec.rmax");
+                                           "vec.copy, vec.rescale, vec.cvt, vec.rsum/rmax and vec.maxpool/avgpool");
+      if (m == "vec.maxpool" || m == "vec.avgpool") {
+        if (isa::field(v, isa::SlotId::Vector, "a_mem") != 0)
+          return refuse(isa::SlotId::Vector, "the RTL pools from the unified buffer only (the window is byte offsets)");
+        const size_t pi = size_t(isa::field(v, isa::SlotId::Vector, "param"));
+        if (pi < prog.params.size() && prog.params[pi].window.size() > 16)
+          return refuse(isa::SlotId::Vector, fmt::format("a window of {} rows; the RTL holds at most 16",
+                                                         prog.params[pi].window.size()));
+      }
     }
   }
   return {};

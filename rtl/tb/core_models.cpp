@@ -89,6 +89,9 @@ void pack_descriptor(T& port, const isa::DmaDescriptor& d) {
   }
 }
 
+// Pooling window rows vtpu_vector's parameter RAM holds (WMAX).
+constexpr size_t kWindowMax = 16;
+
 // The bundle bits below the padding: what vtpu_core's instruction memory holds.
 constexpr unsigned kCoreBundleBits = 464;
 
@@ -126,6 +129,10 @@ void pack_params(T& port, const isa::VectorParams& v, uint32_t cols) {
     put(port, b + 225 + 64 * n, 32, at(v.scale, 1.0f));
     put(port, b + 257 + 64 * n, 32, at(v.bias, 0.0f));
   }
+  const unsigned w = 102 * cols + 225;  // pooling window (unsupported_in_rtl bounds its size)
+  put(port, w, 8, v.window.size());
+  put(port, w + 8, 32, uint32_t(v.pool_stride));
+  for (size_t i = 0; i < v.window.size() && i < kWindowMax; ++i) put(port, unsigned(w + 40 + 32 * i), 32, uint32_t(v.window[i]));
 }
 
 const char* error_text(unsigned bits) {
@@ -290,9 +297,9 @@ CoreRunResult run_model(const CoreModelParams& p, const config::Config& cfg, con
 std::vector<CoreModelParams> core_models() {
   std::vector<CoreModelParams> v;
 #define VTPU_CORE_PARAMS(name, cls, preset, R, C, in, out, shift, acc, ub, rb, banks, rp, wp, rl, wl, lp, va, br, \
-                         setup, infl, wf, imem, desc, pb, vm, vr, vc, prm, vred)                                     \
+                         setup, infl, wf, imem, desc, pb, vm, vr, vc, prm, vred, vpool)                              \
   v.push_back({#name, preset, R, C, in, out, shift, acc, ub, rb, banks, rp, wp, rl, wl, lp, va, br, setup, infl, wf,  \
-               imem, desc, pb, vm, vr, vc, prm, vred});
+               imem, desc, pb, vm, vr, vc, prm, vred, vpool});
   VTPU_RTL_FOR_EACH_CORE(VTPU_CORE_PARAMS)
 #undef VTPU_CORE_PARAMS
   return v;
@@ -331,6 +338,7 @@ std::string model_matches(const CoreModelParams& p, const config::Config& cfg) {
       {"core.vector.latency_cycles.rescale", {p.vec_lat_rescale, c.vector.latency_cycles.rescale}},
       {"core.vector.latency_cycles.convert", {p.vec_lat_convert, c.vector.latency_cycles.convert}},
       {"core.vector.latency_cycles.reduce", {p.vec_lat_reduce, c.vector.latency_cycles.reduce}},
+      {"core.vector.latency_cycles.pool", {p.vec_lat_pool, c.vector.latency_cycles.pool}},
       {"core.scalar.branch_penalty_cycles", {p.branch_penalty, c.scalar.branch_penalty_cycles}},
       {"core.dma.setup_cycles", {p.dma_setup, c.dma.setup_cycles}},
       {"core.dma.max_in_flight", {p.dma_inflight, c.dma.max_in_flight}},

@@ -248,10 +248,11 @@ std::string random_core_program(const config::Config& cfg, uint64_t seed, const 
     }
     static const char* kOps[] = {"vec.add",  "vec.sub",   "vec.max", "vec.min",     "vec.relu", "vec.copy",
                                  "vec.clamp", "vec.mul",  "vec.rescale", "vec.cvt", "vec.affine", "vec.rsum",
-                                 "vec.rmax"};
+                                 "vec.rmax", "vec.maxpool", "vec.avgpool"};
     static const char* kTypes[] = {"int8", "bf16", "int32", "fp32", "uint8", "int16"};
     static const uint32_t kSize[] = {1, 2, 4, 4, 1, 2};
-    const std::string op = kOps[g.rng() % 13];
+    const std::string op = kOps[g.rng() % 15];
+    const bool pool = op == "vec.maxpool" || op == "vec.avgpool";
     const bool binary = op == "vec.add" || op == "vec.sub" || op == "vec.max" || op == "vec.min" || op == "vec.mul";
     // source and result types: mostly the accumulator type, sometimes any other
     unsigned dt = acct == "fp32" ? 3 : 2, odt = dt;
@@ -267,7 +268,15 @@ std::string random_core_program(const config::Config& cfg, uint64_t seed, const 
     const uint32_t srow = C * kSize[dt], drow = C * kSize[odt];
     const uint32_t rows = uint32_t(g.pick(1, 6));
     std::string param;
-    if (op == "vec.clamp" || op == "vec.rescale" || op == "vec.affine") {  // a fresh .vparam record
+    // pooling: window offsets (bytes, from each output row's base) and the base step
+    std::vector<int64_t> window;
+    int64_t pool_stride = 0;
+    if (pool) {
+      const unsigned wn = unsigned(g.pick(1, 5));
+      for (unsigned w = 0; w < wn; ++w) window.push_back(4 * int64_t(g.pick(0, 48)) - 64);
+      pool_stride = g.chance(50) ? 0 : 4 * int64_t(g.pick(1, 24));
+    }
+    if (op == "vec.clamp" || op == "vec.rescale" || op == "vec.affine" || pool) {  // a fresh .vparam record
       const std::string name = fmt::format("p{}", nparams++);
       std::string line = ".vparam " + name;
       if (op == "vec.rescale") {
@@ -280,7 +289,12 @@ std::string random_core_program(const config::Config& cfg, uint64_t seed, const 
         line += fmt::format(" mult=[{}] shift=[{}] in_zp={} out_zp={} double_round={}", mult, shift,
                             int32_t(g.pick(0, 200)) - 100, int32_t(g.pick(0, 60)) - 30, g.chance(50) ? 1 : 0);
       }
-      if (op == "vec.affine") {  // scale and bias: one value or one per lane, some exact, some not
+      if (pool) {
+        std::string w;
+        for (size_t i = 0; i < window.size(); ++i) w += fmt::format("{}{}", i ? ", " : "", window[i]);
+        line += fmt::format(" window=[{}] pool_stride={}", w, pool_stride);
+      }
+      if (op == "vec.affine" || op == "vec.avgpool") {  // scale and bias: one value or one per lane, some exact, some not
         auto value = [&] {
           switch (g.rng() % 4) {
             case 0: return fmt::format("{}", double(int64_t(g.pick(0, 64)) - 32) / 8);
@@ -290,6 +304,7 @@ std::string random_core_program(const config::Config& cfg, uint64_t seed, const 
           }
         };
         for (const char* key : {"scale", "bias"}) {
+          if (pool && std::string(key) == "bias") continue;
           if (g.chance(20)) continue;  // the default (1.0, 0.0)
           std::string v;
           const uint32_t count = g.chance(50) ? C : 1;
@@ -297,7 +312,7 @@ std::string random_core_program(const config::Config& cfg, uint64_t seed, const 
           line += fmt::format(" {}=[{}]", key, v);
         }
       }
-      if (op != "vec.affine" && g.chance(70)) {
+      if (op != "vec.affine" && !pool && g.chance(70)) {
         const double lo = double(int64_t(g.pick(0, 4000)) - 3000) / 8, hi = lo + double(g.pick(0, 8000)) / 4;
         line += fmt::format(" min={} max={}", lo, hi);
       }
@@ -322,7 +337,19 @@ std::string random_core_program(const config::Config& cfg, uint64_t seed, const 
       return fmt::format("ub[r0+{}]", off);
     };
     Range ra, rb{}, rd;
-    const std::string a = source(rows, ra);
+    std::string a;
+    if (pool) {  // from the scratch image only; the range covers every window row
+      const int64_t wmin = *std::min_element(window.begin(), window.end());
+      const int64_t wmax = *std::max_element(window.begin(), window.end());
+      const int64_t step = pool_stride ? pool_stride : int64_t(srow);
+      const int64_t span = int64_t(rows - 1) * step + wmax + srow - wmin;
+      if (span > int64_t(RU_BYTES)) continue;
+      const int64_t lo = RU + 4 * int64_t(g.pick(0, uint64_t(RU_BYTES - span) / 4));
+      ra = {false, uint64_t(lo), uint64_t(lo + span), false};
+      a = fmt::format("ub[r0+{}]", lo - wmin);
+    } else {
+      a = source(rows, ra);
+    }
     const bool bcast = binary && g.chance(30);
     const std::string b = binary ? source(bcast ? 1 : rows, rb) : "";
     std::string d;
@@ -336,9 +363,10 @@ std::string random_core_program(const config::Config& cfg, uint64_t seed, const 
       d = fmt::format("ub[r0+{}]", off);
     }
     // The destination is the same rows as a source, or apart from it: a partial overlap
-    // would make the result depend on the order elements are written within a row.
+    // would make the result depend on the order elements are written within a row (for a
+    // pooling window, any overlap would).
     auto partial = [&](const Range& src) {
-      return src.acc == rd.acc && src.lo < rd.hi && rd.lo < src.hi && (src.lo != rd.lo || srow != drow);
+      return src.acc == rd.acc && src.lo < rd.hi && rd.lo < src.hi && (src.lo != rd.lo || srow != drow || pool);
     };
     if (partial(ra) || (binary && partial(rb))) continue;
     std::string text = fmt::format("{} dst={} a={}", op, d, a);
