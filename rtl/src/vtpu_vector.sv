@@ -7,7 +7,7 @@
 // its rows of max(LANE_PASSES, the row's bank cycles); row i is read, computed and written
 // in its first cycle. The flag increment comes LAT cycles after the last row (done D =
 // T + occ + lat), from a small table so later operations can overlap the latency.
-module vtpu_vector import vtpu_isa_pkg::*; #(
+module vtpu_vector import vtpu_isa_pkg::*, vtpu_num_pkg::*; #(
   parameter int COLS         = 4,
   parameter int UB_BYTES     = 65536,
   parameter int PB           = 64,  // UB port bytes (>= COLS * 4)
@@ -130,13 +130,7 @@ module vtpu_vector import vtpu_isa_pkg::*; #(
   assign e_b     = fire ? b_addr : cur_b;
   assign e_d     = fire ? d_addr : cur_d;
 
-  function automatic int esz(input logic [2:0] t);
-    case (32'(t))
-      DTYPE_INT8, DTYPE_UINT8: return 1;
-      DTYPE_BF16, DTYPE_INT16: return 2;
-      default: return 4;
-    endcase
-  endfunction
+
   int row_bytes, drow_bytes;  // source rows (dt), destination rows (odt)
   assign row_bytes  = COLS * esz(e_dt);
   assign drow_bytes = COLS * esz(e_odt);
@@ -145,8 +139,7 @@ module vtpu_vector import vtpu_isa_pkg::*; #(
   assign binary = (32'(e_op) == OP_VEC_VEC_ADD) || (32'(e_op) == OP_VEC_VEC_SUB) ||
                   (32'(e_op) == OP_VEC_VEC_MAX) || (32'(e_op) == OP_VEC_VEC_MIN) ||
                   (32'(e_op) == OP_VEC_VEC_MUL);
-  logic is_float_dt, is_pool;
-  assign is_float_dt = 32'(e_dt) == DTYPE_FP32 || 32'(e_dt) == DTYPE_BF16;
+  logic is_pool;
   assign is_pool = (32'(e_op) == OP_VEC_VEC_MAXPOOL) || (32'(e_op) == OP_VEC_VEC_AVGPOOL);
   // pooling: output row i reads window rows at a + i * step + offset[w], one per cycle
   logic [31:0] cyc_in_row, e_cyc, pool_step;
@@ -223,25 +216,10 @@ module vtpu_vector import vtpu_isa_pkg::*; #(
     assign unused_xb = ^xb[PB*8-1:COLS*32];
   end
 
-  function automatic logic [31:0] f32_daz(input logic [31:0] x);
-    return (x[30:23] == 8'd0) ? {x[31], 31'd0} : x;
-  endfunction
-  function automatic logic f32_nan(input logic [30:0] x);  // the sign does not matter
-    return x[30:23] == 8'hFF && x[22:0] != 23'd0;
-  endfunction
-  // Total order on non-NaN values with -0 < +0, as sign-magnitude integers.
-  function automatic logic signed [32:0] f32_key(input logic [31:0] x);
-    return x[31] ? -$signed({2'b00, x[30:0]}) - 33'sd1 : $signed({1'b0, x});
-  endfunction
-  // IEEE 754-2019 maximum (max = 1) / minimum (max = 0) after DAZ (docs/numerics.md)
-  function automatic logic [31:0] f32_maxmin(input logic [31:0] a0, input logic [31:0] b0, input logic max);
-    logic [31:0] a, b;
-    a = f32_daz(a0);
-    b = f32_daz(b0);
-    if (f32_nan(a[30:0]) || f32_nan(b[30:0])) return 32'h7FC00000;
-    if (max) return (f32_key(a) >= f32_key(b)) ? a : b;
-    return (f32_key(a) <= f32_key(b)) ? a : b;
-  endfunction
+
+
+
+
 
   // ---------------------------------------------------------------- parameters
   logic [PARAM_BITS-1:0] pmem [PARAM_ENTRIES];
@@ -261,126 +239,17 @@ module vtpu_vector import vtpu_isa_pkg::*; #(
   assign p_fmin   = prm[PB0 + 161 +: 32];
   assign p_fmax   = prm[PB0 + 193 +: 32];
 
-  // ---------------------------------------------------------------- element arithmetic
-  function automatic logic is_int(input logic [2:0] t);
-    return 32'(t) != DTYPE_BF16 && 32'(t) != DTYPE_FP32;
-  endfunction
-  function automatic logic signed [47:0] tmin(input logic [2:0] t);
-    case (32'(t))
-      DTYPE_INT8: return -48'sd128;
-      DTYPE_UINT8: return 48'sd0;
-      DTYPE_INT16: return -48'sd32768;
-      default: return -48'sd2147483648;
-    endcase
-  endfunction
-  function automatic logic signed [47:0] tmax(input logic [2:0] t);
-    case (32'(t))
-      DTYPE_INT8: return 48'sd127;
-      DTYPE_UINT8: return 48'sd255;
-      DTYPE_INT16: return 48'sd32767;
-      default: return 48'sd2147483647;
-    endcase
-  endfunction
-  function automatic logic signed [47:0] sat(input logic signed [47:0] v, input logic signed [47:0] lo,
-                                              input logic signed [47:0] hi);
-    if (v < lo) return lo;
-    if (v > hi) return hi;
-    return v;
-  endfunction
-  // The policy for a stored fp32 value: denormal -> signed zero, NaN -> canonical NaN.
-  function automatic logic [31:0] f32_canonical(input logic [31:0] x);
-    return f32_nan(x[30:0]) ? 32'h7FC00000 : f32_daz(x);
-  endfunction
-  function automatic logic [15:0] f32_to_bf16(input logic [31:0] x0);
-    logic [31:0] x;
-    x = f32_daz(x0);
-    if (f32_nan(x[30:0])) return 16'h7FC0;
-    return 16'((x + 32'h7FFF + 32'(x[16])) >> 16);
-  endfunction
-  // An integer as fp32 rounded to P significant bits (24: fp32, 8: bf16), ties to even.
-  function automatic logic [31:0] int_to_f32(input logic signed [47:0] v, input int P);
-    logic [47:0] mag, rem, half;
-    int lead, sh;
-    logic sign;
-    if (v == 48'sd0) return 32'd0;
-    sign = v < 0;
-    mag = sign ? 48'(-v) : 48'(v);
-    lead = 0;
-    for (int i = 0; i < 48; i++) if (mag[i]) lead = i;
-    if (lead >= P) begin
-      sh = lead - (P - 1);
-      rem = mag & ((48'd1 << sh) - 48'd1);
-      half = 48'd1 << (sh - 1);
-      mag = mag >> sh;
-      if (rem > half || (rem == half && mag[0])) mag = mag + 48'd1;
-      if ((mag >> P) != 48'd0) begin
-        mag = mag >> 1;
-        lead = lead + 1;
-        sh = sh + 1;
-      end
-      mag = mag << sh;
-    end
-    mag = (lead >= 23) ? (mag >> (lead - 23)) : (mag << (23 - lead));
-    return {sign, 8'(lead + 127), mag[22:0]};
-  endfunction
-  // fp32 to an integer, ties to even, saturated to [lo, hi]; NaN gives 0.
-  function automatic logic signed [47:0] f32_to_int(input logic [31:0] x0, input logic signed [47:0] lo,
-                                                     input logic signed [47:0] hi);
-    logic [31:0] x;
-    logic [47:0] m, q, rem, half;
-    logic signed [47:0] mag;
-    int e, sh;
-    x = f32_daz(x0);
-    if (f32_nan(x[30:0])) return 48'sd0;
-    e = int'(x[30:23]) - 127;
-    if (x[30:0] == 31'd0) mag = 48'sd0;
-    else if (e >= 40) mag = 48'sd1 <<< 40;
-    else begin
-      m = {24'd0, 1'b1, x[22:0]};
-      if (e >= 23) mag = $signed(m << (e - 23));
-      else begin
-        sh = 23 - e;
-        if (sh > 24) mag = 48'sd0;
-        else begin
-          q = m >> sh;
-          rem = m & ((48'd1 << sh) - 48'd1);
-          half = 48'd1 << (sh - 1);
-          if (rem > half || (rem == half && q[0])) q = q + 48'd1;
-          mag = $signed(q);
-        end
-      end
-    end
-    return sat(x[31] ? -mag : mag, lo, hi);
-  endfunction
-  // TOSA RESCALE (scale32) of one value: ((v - in_zp) * mult + round) >> shift, + out_zp,
-  // clamped; 96-bit intermediate so no input can overflow it.
-  function automatic logic signed [47:0] rescale(input logic signed [47:0] v, input logic [31:0] mult,
-                                                  input logic [5:0] shift, input logic signed [47:0] lo,
-                                                  input logic signed [47:0] hi);
-    logic signed [95:0] value, prod, rnd;
-    logic signed [95:0] r;
-    value = 96'(v) - 96'(p_in_zp);
-    rnd = 96'sd1 <<< (shift - 6'd1);
-    if (p_dround && shift > 6'd31) rnd = rnd + ((value >= 0) ? (96'sd1 <<< 30) : -(96'sd1 <<< 30));
-    prod = value * $signed({64'd0, mult}) + rnd;
-    r = (prod >>> shift) + 96'(p_out_zp);
-    if (r < 96'(lo)) return lo;
-    if (r > 96'(hi)) return hi;
-    return 48'(r);
-  endfunction
 
-  // vec.cvt of one element (docs/numerics.md): an integer value vi or a canonical fp32 vf.
-  function automatic logic [31:0] convert(input logic from_int, input logic signed [47:0] vi, input logic [31:0] vf,
-                                          input logic [2:0] to);
-    if (from_int) begin
-      if (is_int(to)) return 32'(sat(vi, tmin(to), tmax(to)));
-      if (32'(to) == DTYPE_BF16) return {16'd0, 16'(int_to_f32(vi, 8) >> 16)};
-      return f32_canonical(int_to_f32(vi, 24));
-    end
-    if (is_int(to)) return 32'(f32_to_int(vf, tmin(to), tmax(to)));
-    if (32'(to) == DTYPE_BF16) return {16'd0, f32_to_bf16(vf)};
-    return f32_canonical(vf);
-  endfunction
+
+
+
+
+
+
+
+
+
+
 
   // Row reductions over the lanes, in lane order (vec.rsum adds lane 0, then 1, ...).
   logic [31:0]        lane_afr [COLS];  // each lane's a as fp32 bits (raw)
@@ -408,10 +277,7 @@ module vtpu_vector import vtpu_isa_pkg::*; #(
   assign hi_t = (p_hi < tmax(e_odt)) ? ((p_hi < tmin(e_odt)) ? tmin(e_odt) : p_hi) : tmax(e_odt);
   logic [31:0] lane_y [COLS];  // each lane's result, in the low esz(odt) bytes
   for (genvar n = 0; n < COLS; n++) begin : g_lane
-    logic [31:0] a_raw, b_raw, a_f, a_fr, b_fr, b_neg, sum_f, mul_in_a, mul_in_b, prod_f, aff_f, r, rf;
-    logic [31:0] pacc, pool_f, pool_sum_i, add_a, add_b, psum_f;  // pooling: running value, this cycle's
-    logic signed [47:0] a_i, b_i, ri;
-    logic signed [47:0] prod_i;  // mod 2^48: exact for 16-bit operands, right low 32 bits for int32
+    logic [31:0] a_raw, b_raw;
     // elements n of a and b as stored in rows of type dt
     always_comb begin
       case (esz(e_dt))
@@ -419,104 +285,16 @@ module vtpu_vector import vtpu_isa_pkg::*; #(
         2: begin a_raw = {16'd0, xa[n*16 +: 16]}; b_raw = {16'd0, xb[n*16 +: 16]}; end
         default: begin a_raw = xa[n*32 +: 32]; b_raw = xb[n*32 +: 32]; end
       endcase
-      case (32'(e_dt))
-        DTYPE_INT8:  begin a_i = 48'($signed(a_raw[7:0]));   b_i = 48'($signed(b_raw[7:0]));   end
-        DTYPE_INT16: begin a_i = 48'($signed(a_raw[15:0]));  b_i = 48'($signed(b_raw[15:0]));  end
-        DTYPE_UINT8: begin a_i = 48'(a_raw[7:0]);            b_i = 48'(b_raw[7:0]);            end
-        default:     begin a_i = 48'($signed(a_raw));        b_i = 48'($signed(b_raw));        end
-      endcase
-      // floats as fp32 bits: raw for arithmetic (which applies DAZ itself), canonical for vec.cvt
-      a_fr = (32'(e_dt) == DTYPE_BF16) ? {a_raw[15:0], 16'd0} : a_raw;
-      b_fr = (32'(e_dt) == DTYPE_BF16) ? {b_raw[15:0], 16'd0} : b_raw;
-      a_f  = f32_canonical(a_fr);
     end
-    assign b_neg = (32'(e_op) == OP_VEC_VEC_SUB) ? {~b_fr[31], b_fr[30:0]} : b_fr;  // a - b = a + (-b)
-    // vec.affine: a * scale + bias in fp32 (integers converted to fp32 first, back after);
-    // vec.avgpool: the window sum (fp32 in window order, or int32 modulo 2^32) * scale
-    assign pool_sum_i = pool_first ? a_i[31:0] : pacc + a_i[31:0];
-    always_comb begin  // multiplier operands
-      if (32'(e_op) == OP_VEC_VEC_AFFINE) begin
-        mul_in_a = is_float_dt ? a_fr : int_to_f32(a_i, 24);
-        mul_in_b = prm[38*COLS + 225 + 64*n +: 32];
-      end else if (32'(e_op) == OP_VEC_VEC_AVGPOOL) begin
-        mul_in_a = is_float_dt ? pool_f : int_to_f32(48'($signed(pool_sum_i)), 24);
-        mul_in_b = prm[38*COLS + 225 + 64*n +: 32];
-      end else begin
-        mul_in_a = a_fr;
-        mul_in_b = b_fr;
-      end
-    end
-    // adder operands (a separate block: the affine add takes the product)
-    assign add_a = (32'(e_op) == OP_VEC_VEC_AFFINE) ? prod_f : a_fr;
-    assign add_b = (32'(e_op) == OP_VEC_VEC_AFFINE) ? prm[38*COLS + 257 + 64*n +: 32] : b_neg;
-    vtpu_fp32_mul u_mul (.a(mul_in_a), .b(mul_in_b), .y(prod_f));
-    vtpu_fp32_add u_add (.a(add_a), .b(add_b), .y(sum_f));
-    vtpu_fp32_add u_padd (.a(pacc), .b(a_fr), .y(psum_f));  // the window sum (its own adder: it feeds the multiplier)
-    // the pooled value including this cycle's window row
-    always_comb begin
-      if (32'(e_op) == OP_VEC_VEC_MAXPOOL)
-        pool_f = pool_first ? f32_canonical(a_fr) : f32_maxmin(pacc, a_fr, 1'b1);
-      else
-        pool_f = pool_first ? a_fr : psum_f;
-    end
-    always_ff @(posedge clk) begin
-      if (pool_read) begin
-        if (32'(e_op) == OP_VEC_VEC_MAXPOOL)
-          pacc <= is_float_dt ? pool_f : ((pool_first || $signed(a_i) > $signed(48'($signed(pacc)))) ? a_i[31:0] : pacc);
-        else
-          pacc <= is_float_dt ? pool_f : pool_sum_i;
-      end
-    end
-    assign aff_f = sum_f;
-    assign prod_i = a_i * b_i;
-    // the float operations (fp32 and bf16 rows), as fp32
-    always_comb begin
-      case (32'(e_op))
-        OP_VEC_VEC_ADD, OP_VEC_VEC_SUB: rf = sum_f;
-        OP_VEC_VEC_MUL: rf = prod_f;
-        OP_VEC_VEC_MAX: rf = f32_maxmin(a_fr, b_fr, 1'b1);
-        OP_VEC_VEC_MIN: rf = f32_maxmin(a_fr, b_fr, 1'b0);
-        OP_VEC_VEC_RELU: rf = f32_maxmin(a_fr, 32'd0, 1'b1);
-        OP_VEC_VEC_CLAMP: rf = f32_maxmin(f32_maxmin(a_fr, p_fmin, 1'b1), p_fmax, 1'b0);
-        OP_VEC_VEC_MAXPOOL: rf = pool_f;
-        OP_VEC_VEC_AVGPOOL: rf = prod_f;
-        default: rf = aff_f;  // vec.affine
-      endcase
-    end
-    // the integer operations: int32 wraps, narrower types saturate
-    always_comb begin
-      case (32'(e_op))
-        OP_VEC_VEC_ADD: ri = a_i + b_i;
-        OP_VEC_VEC_SUB: ri = a_i - b_i;
-        OP_VEC_VEC_MUL: ri = (32'(e_dt) == DTYPE_INT32) ? 48'($signed(prod_i[31:0])) : prod_i[47:0];
-        OP_VEC_VEC_MAX: ri = (a_i > b_i) ? a_i : b_i;
-        OP_VEC_VEC_MIN: ri = (a_i < b_i) ? a_i : b_i;
-        OP_VEC_VEC_RELU: ri = (a_i > 0) ? a_i : 48'sd0;
-        OP_VEC_VEC_CLAMP: ri = sat(a_i, lo_t, hi_t);
-        OP_VEC_VEC_MAXPOOL: ri = (pool_first || a_i > 48'($signed(pacc))) ? a_i : 48'($signed(pacc));
-        OP_VEC_VEC_AVGPOOL: ri = f32_to_int(prod_f, tmin(e_dt), tmax(e_dt));
-        default: ri = f32_to_int(aff_f, tmin(e_dt), tmax(e_dt));  // vec.affine
-      endcase
-      if (32'(e_dt) != DTYPE_INT32) ri = sat(ri, tmin(e_dt), tmax(e_dt));
-    end
-    always_comb begin
-      case (32'(e_op))
-        OP_VEC_VEC_RESCALE: r = 32'(rescale(a_i, prm[38*n +: 32], prm[38*n + 32 +: 6], lo_t, hi_t));
-        OP_VEC_VEC_CVT: r = convert(is_int(e_dt), a_i, a_f, e_odt);
-        // every lane gets the row's sum (as int32 or fp32, converted to odt) or maximum
-        OP_VEC_VEC_RSUM: r = convert(is_int(e_dt), 48'($signed(rsum_i)), f32_canonical(rsum_f[COLS-1]), e_odt);
-        OP_VEC_VEC_RMAX: r = !is_float_dt ? 32'(rmax_i)
-                           : (32'(e_dt) == DTYPE_BF16) ? {16'd0, f32_to_bf16(rmax_f)} : f32_canonical(rmax_f);
-        default: begin
-          if (!is_float_dt) r = 32'(ri);
-          else if (32'(e_dt) == DTYPE_BF16) r = {16'd0, f32_to_bf16(rf)};
-          else r = f32_canonical(rf);
-        end
-      endcase
-    end
-    assign lane_y[n]   = r;
-    assign lane_afr[n] = a_fr;
-    assign lane_ai[n]  = a_i;
+    vtpu_vec_lane u_lane (
+      .clk(clk), .op(e_op), .dt(e_dt), .odt(e_odt), .a_raw(a_raw), .b_raw(b_raw),
+      .pool_read(pool_read), .pool_first(pool_first),
+      .mult(prm[38*n +: 32]), .shift(prm[38*n + 32 +: 6]),
+      .scale(prm[38*COLS + 225 + 64*n +: 32]), .bias(prm[38*COLS + 257 + 64*n +: 32]),
+      .in_zp(p_in_zp), .out_zp(p_out_zp), .dround(p_dround), .lo_t(lo_t), .hi_t(hi_t),
+      .fmin(p_fmin), .fmax(p_fmax),
+      .rsum_i(rsum_i), .rsum_f(rsum_f[COLS-1]), .rmax_i(rmax_i[31:0]), .rmax_f(rmax_f),
+      .a_fr(lane_afr[n]), .a_i(lane_ai[n]), .y(lane_y[n]));
   end
   always_comb begin
     y = xa;  // vec.copy: the row's bytes as they are
