@@ -1,7 +1,6 @@
 // vtpu_vec_lane: one lane of the vector unit — the arithmetic of every supported vector
 // operation on element n of a (and b), as docs/numerics.md defines it, plus the running
-// value of a pooling window. A module of its own so Verilator generates its code once for
-// all lanes.
+// value of a pooling window.
 module vtpu_vec_lane import vtpu_isa_pkg::*, vtpu_num_pkg::*; (
   input  logic               clk,
   input  logic [5:0]         op,
@@ -30,7 +29,6 @@ module vtpu_vec_lane import vtpu_isa_pkg::*, vtpu_num_pkg::*; (
   output logic signed [47:0] a_i,        // a as an integer
   output logic [31:0]        y           // the result, in the low esz(odt) bytes
 );
-  /* verilator no_inline_module */  // one copy of the code for every lane
   logic is_float_dt;
   assign is_float_dt = 32'(dt) == DTYPE_FP32 || 32'(dt) == DTYPE_BF16;
   logic [31:0] a_f, b_fr, b_neg, sum_f, mul_in_a, mul_in_b, prod_f, aff_f, r, rf;
