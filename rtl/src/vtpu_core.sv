@@ -35,7 +35,7 @@ module vtpu_core import vtpu_isa_pkg::*; #(
   parameter int WF_TILES       = 2,
   parameter int IMEM_BUNDLES   = 1024,
   parameter int DESC_ENTRIES   = 64,
-  parameter int PB             = 64,   // UB port bytes: the largest DMA row and vector row
+  parameter int PB             = 64,   // UB port bytes: a DMA beat, the longest vector row
   localparam int IB   = CTL_LSB + CTL_WIDTH,  // bundle bits below the padding
   localparam int IW   = $clog2(IMEM_BUNDLES),
   localparam int DW   = $clog2(DESC_ENTRIES),
@@ -63,6 +63,9 @@ module vtpu_core import vtpu_isa_pkg::*; #(
   output logic              mem_req_write,
   output logic [31:0]       mem_req_addr,
   output logic [15:0]       mem_req_bytes,
+  output logic              mem_req_first,
+  output logic [15:0]       mem_req_offset,
+  output logic [15:0]       mem_req_beat_bytes,
   output logic [31:0]       mem_req_ready,
   output logic [PB*8-1:0]   mem_req_wdata,
   output logic [23:0]       mem_req_pc,    // observation: the DMA bundle of the request
@@ -82,7 +85,7 @@ module vtpu_core import vtpu_isa_pkg::*; #(
   output logic [31:0]       vec_ev_t,
   output logic              finished,      // halted and every unit drained: total = cycle
   output logic [3:0]        error          // sticky: bit 0 unsupported operation, 1 DMA late,
-                                           // 2 DMA row too long, 3 vector done table full
+                                           // 3 vector done table full (2: unused)
 );
   // ================================================================ fetch and decode
   logic [IB-1:0] imem [IMEM_BUNDLES];
@@ -91,8 +94,8 @@ module vtpu_core import vtpu_isa_pkg::*; #(
   logic [31:0] now;
   logic [23:0] pc;
   logic        halted, unsupported;
-  logic        err_unsup, err_late, err_row, err_pend;
-  assign error = {err_pend, err_row, err_late, err_unsup};
+  logic        err_unsup, err_late, err_pend;
+  assign error = {err_pend, 1'b0, err_late, err_unsup};
   logic [15:0] bubble;  // branch penalty cycles left
   logic [IB-1:0] b;
   assign b = imem[IW'(pc)];
@@ -379,10 +382,11 @@ module vtpu_core import vtpu_isa_pkg::*; #(
     .ub_rd_addr(ub_rd_addr[3]), .ub_rd_data(ub_rd_data[3]),
     .ub_we(ub_wr_en[1]), .ub_waddr(ub_wr_addr[1]), .ub_wlen(ub_wr_len[1]), .ub_wdata(ub_wr_data[1]),
     .mem_req_valid(mem_req_valid), .mem_req_write(mem_req_write), .mem_req_addr(mem_req_addr),
-    .mem_req_bytes(mem_req_bytes), .mem_req_ready(mem_req_ready), .mem_req_wdata(mem_req_wdata), .mem_req_pc(mem_req_pc),
+    .mem_req_bytes(mem_req_bytes), .mem_req_first(mem_req_first), .mem_req_offset(mem_req_offset),
+    .mem_req_beat_bytes(mem_req_beat_bytes), .mem_req_ready(mem_req_ready), .mem_req_wdata(mem_req_wdata), .mem_req_pc(mem_req_pc),
     .mem_resp_done(mem_resp_done), .mem_resp_rdata(mem_resp_rdata),
     .ev_valid(dma_ev), .ev_pc(dma_ev_pc), .ev_t(dma_ev_t), .ev_done(dma_ev_done),
-    .err_late(err_late), .err_row(err_row));
+    .err_late(err_late));
 
   // ================================================================ vector unit
   logic [31:0] v_a, v_b, v_d;

@@ -8,8 +8,9 @@
 // its flag increment at D. Rows are moved into the unified buffer or the FIFO as they are
 // answered, which is before D; the simulator's race check guarantees no one looks earlier.
 //
-// The generator must know D before D: err_late is raised (and stays) otherwise. Descriptor
-// rows are at most PB bytes (err_row).
+// The generator must know D before D: err_late is raised (and stays) otherwise. A row
+// longer than PB bytes moves in PB-byte beats, one per cycle: the memory model times the
+// whole row at its first beat (mem_req_first) and answers every beat with that time.
 //
 // Descriptor RAM entry (DESC_BITS), written by the loader before the run:
 //   [31:0] src_offset [63:32] dst_offset [79:64] bytes [82:80] dtype
@@ -77,8 +78,11 @@ module vtpu_dma import vtpu_isa_pkg::*; #(
   // memory port: a request and its answer in the same cycle
   output logic                 mem_req_valid,
   output logic                 mem_req_write,
-  output logic [31:0]          mem_req_addr,
-  output logic [15:0]          mem_req_bytes,
+  output logic [31:0]          mem_req_addr,    // the row's first byte
+  output logic [15:0]          mem_req_bytes,   // the row's bytes (the request the memory times)
+  output logic                 mem_req_first,   // the row's first beat: time the request now
+  output logic [15:0]          mem_req_offset,  // this beat's bytes: [offset, offset + beat_bytes)
+  output logic [15:0]          mem_req_beat_bytes,
   output logic [31:0]          mem_req_ready,   // cycle the request may start
   output logic [PB*8-1:0] mem_req_wdata,
   output logic [23:0]          mem_req_pc,      // observation: the bundle of the transfer
@@ -89,8 +93,7 @@ module vtpu_dma import vtpu_isa_pkg::*; #(
   output logic [23:0]          ev_pc,
   output logic [31:0]          ev_t,
   output logic [31:0]          ev_done,
-  output logic                 err_late,
-  output logic                 err_row
+  output logic                 err_late
 );
   localparam int PORT_WR = UB_ROW_BYTES * UB_WR_PORTS;  // UB bytes per cycle, DMA writes
   localparam int PORT_RD = UB_ROW_BYTES * UB_RD_PORTS;
@@ -159,6 +162,11 @@ module vtpu_dma import vtpu_isa_pkg::*; #(
   logic [3:0]    g_op;
   logic [31:0]   g_src, g_dst;       // bases including the descriptor offsets
   logic [15:0]   g_bytes;
+  logic [15:0]   g_beat;             // offset of this cycle's beat within the row
+  logic [15:0]   beat_bytes;
+  logic          last_beat;
+  assign beat_bytes = (32'(g_bytes) - 32'(g_beat) > PB) ? 16'(PB) : g_bytes - g_beat;
+  assign last_beat  = 32'(g_beat) + PB >= 32'(g_bytes);
   logic [2:0]    g_dtype;
   logic [15:0]   g_cnt [3];
   logic [31:0]   g_ss  [3];
@@ -189,20 +197,24 @@ module vtpu_dma import vtpu_isa_pkg::*; #(
   assign mem_req_write = is_store;
   assign mem_req_addr  = is_store ? a_dst : a_src;
   assign mem_req_bytes = g_bytes;
+  assign mem_req_first = g_beat == 16'd0;
+  assign mem_req_offset = g_beat;
+  assign mem_req_beat_bytes = beat_bytes;
   assign mem_req_ready = is_store ? g_S + 32'(UB_RD_LAT) : g_S;
   assign mem_req_pc    = s_pc[g_slot];
-  assign ub_rd_addr    = UAW'(a_src);
+  assign ub_rd_addr    = UAW'(a_src + 32'(g_beat));
   assign mem_req_wdata = ub_rd_data;
 
   assign ub_we    = g_active && (is_load || is_copy);
-  assign ub_waddr = UAW'(a_dst);
-  assign ub_wlen  = ULW'(g_bytes);
+  assign ub_waddr = UAW'(a_dst + 32'(g_beat));
+  assign ub_wlen  = ULW'(beat_bytes);
   assign ub_wdata = is_copy ? ub_rd_data : mem_resp_rdata;
 
   logic        last_row;
   logic [31:0] h_next, occ_w, occ_r, occ_c, p_start, d_cycle, port_next;
   always_comb begin
-    last_row = (g_i[0] == g_cnt[0] - 16'd1) && (g_i[1] == g_cnt[1] - 16'd1) && (g_i[2] == g_cnt[2] - 16'd1);
+    last_row = last_beat && (g_i[0] == g_cnt[0] - 16'd1) && (g_i[1] == g_cnt[1] - 16'd1) &&
+               (g_i[2] == g_cnt[2] - 16'd1);
     h_next = (!is_copy && mem_resp_done > g_H) ? mem_resp_done : g_H;
     occ_w = (g_N + 32'(PORT_WR) - 1) / 32'(PORT_WR);
     occ_r = (g_N + 32'(PORT_RD) - 1) / 32'(PORT_RD);
@@ -252,7 +264,6 @@ module vtpu_dma import vtpu_isa_pkg::*; #(
       wf_rd <= '0;
       wf_count <= '0;
       err_late <= 1'b0;
-      err_row <= 1'b0;
     end else begin
       // accept
       if (fire) begin
@@ -297,13 +308,17 @@ module vtpu_dma import vtpu_isa_pkg::*; #(
         g_H      <= (32'(s_op[q_slot[q_head]]) == OP_DMA_DMA_STORE)
                     ? s_t[q_slot[q_head]] + 32'(SETUP + UB_RD_LAT) : s_t[q_slot[q_head]] + 32'(SETUP);
         g_row    <= '0;
+        g_beat   <= '0;
         g_wslot  <= s_wslot[q_slot[q_head]];
-        if (32'(d[79:64]) > PB) err_row <= 1'b1;
         q_head <= (q_head == SW'(INFLIGHT - 1)) ? '0 : q_head + 1'b1;
+      end else if (g_active && !last_beat) begin
+        g_H <= h_next;
+        g_beat <= g_beat + 16'(PB);
       end else if (g_active) begin
         g_H <= h_next;
+        g_beat <= '0;
         g_row <= g_row + 1;
-        if (is_wf) wf_mem[g_wslot][RW'(g_row)] <= tile_row;
+        if (is_wf) wf_mem[g_wslot][RW'(g_row)] <= tile_row;  // tile rows are one beat
         // next row, innermost dimension first
         if (g_i[0] != g_cnt[0] - 16'd1) g_i[0] <= g_i[0] + 16'd1;
         else begin

@@ -24,9 +24,9 @@ std::string unsupported_in_rtl(const isa::Program& prog, const CoreModelParams& 
     return fmt::format("the program has {} DMA descriptors; the RTL core's descriptor RAM holds {}",
                        prog.descriptors.size(), p.desc_entries);
   for (const auto& d : prog.descriptors) {
-    if (d.bytes > p.port_bytes)
-      return fmt::format("DMA descriptor '{}' moves rows of {} bytes; the RTL core's DMA moves at most {} per row",
-                         d.name, d.bytes, p.port_bytes);
+    if (d.bytes > 0xFFFF)
+      return fmt::format("DMA descriptor '{}' moves rows of {} bytes; the RTL core's DMA counts row bytes in 16 bits",
+                         d.name, d.bytes);
     if (d.src_offset > UINT32_MAX || d.dst_offset > UINT32_MAX)
       return fmt::format("DMA descriptor '{}' has an offset past 32 bits", d.name);
     for (const auto& dim : d.dims)

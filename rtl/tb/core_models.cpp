@@ -138,7 +138,6 @@ void pack_params(T& port, const isa::VectorParams& v, uint32_t cols) {
 const char* error_text(unsigned bits) {
   if (bits & 1) return "the bundle holds an operation the RTL core does not implement";
   if (bits & 2) return "the DMA row generator learned a transfer's done cycle too late (too many rows queued)";
-  if (bits & 4) return "a DMA descriptor row is longer than the core's port (port_bytes)";
   if (bits & 8) return "the vector unit's table of pending flag increments overflowed";
   return "?";
 }
@@ -211,6 +210,7 @@ CoreRunResult run_model(const CoreModelParams& p, const config::Config& cfg, con
   m->rst_n = 1;
 
   std::deque<uint32_t> wload_pcs;  // issued mxu.wload bundles whose shift has not started
+  uint64_t row_done = 0;           // the memory model's completion of the row being moved
   std::vector<isa::Bundle> bundles = isa::decode_program(prog);
   for (uint64_t cycle = 0;; ++cycle) {
     m->clk = 0;
@@ -220,26 +220,30 @@ CoreRunResult run_model(const CoreModelParams& p, const config::Config& cfg, con
       return r;
     }
     if (m->mem_req_valid) {
+      // A row is one request to the memory model (timed at its first beat); its data moves
+      // in beats of at most port_bytes.
       const uint64_t addr = m->mem_req_addr, n = m->mem_req_bytes;
+      const uint64_t off = m->mem_req_offset, beat = m->mem_req_beat_bytes;
       const bool write = m->mem_req_write;
-      uint64_t done = 0;
-      try {
-        done = dram.access(addr, n, m->mem_req_ready, write);
-      } catch (const std::exception& e) {
-        r.error = fmt::format("cycle {}: memory request at 0x{:x} ({} bytes): {}", cycle, addr, n, e.what());
-        return r;
+      if (m->mem_req_first) {
+        try {
+          row_done = dram.access(addr, n, m->mem_req_ready, write);
+        } catch (const std::exception& e) {
+          r.error = fmt::format("cycle {}: memory request at 0x{:x} ({} bytes): {}", cycle, addr, n, e.what());
+          return r;
+        }
       }
-      m->mem_resp_done = uint32_t(done);
+      m->mem_resp_done = uint32_t(row_done);
       clear(m->mem_resp_rdata);
       if (write) {
-        std::vector<uint8_t> bytes(n);
-        for (uint64_t i = 0; i < n; ++i) {
+        std::vector<uint8_t> bytes(beat);
+        for (uint64_t i = 0; i < beat; ++i) {
           bytes[i] = byte_of(m->mem_req_wdata, unsigned(i));
-          r.writes[addr + i] = {cycle, m->mem_req_pc};
+          r.writes[addr + off + i] = {cycle, m->mem_req_pc};
         }
-        hbm.write(addr, bytes.data(), n);
+        hbm.write(addr + off, bytes.data(), beat);
       } else {
-        for (uint64_t i = 0; i < n; ++i) put(m->mem_resp_rdata, unsigned(8 * i), 8, hbm.read(addr + i));
+        for (uint64_t i = 0; i < beat; ++i) put(m->mem_resp_rdata, unsigned(8 * i), 8, hbm.read(addr + off + i));
       }
       m->eval();
     }

@@ -67,10 +67,13 @@ std::string random_core_program(const config::Config& cfg, uint64_t seed, const 
   head += fmt::format(".tensor w role=input dtype={} shape=[{}, {}, {}] addr={:#x}\n", dtype, ntiles, R, C, HW);
   head += fmt::format(".tensor init role=input dtype=uint8 shape=[{}] addr={:#x}\n", RU_BYTES, HI);
   head += fmt::format(".tensor out role=output dtype=uint8 shape=[{}] addr={:#x}\n", RU_BYTES, HO);
-  head += fmt::format(".desc init bytes=64 dim=[{}, 64, 64]\n", RU_BYTES / 64);
+  // The scratch image moves in rows of 64 bytes, or longer ones the DMA moves in beats.
+  const uint32_t init_row = g.chance(50) ? 64 : g.chance(50) ? RU_BYTES : RU_BYTES / 4;
+  head += fmt::format(".desc init bytes={} dim=[{}, {}, {}]\n", init_row, RU_BYTES / init_row, init_row, init_row);
   const bool halves = g.chance(50);
-  head += halves ? fmt::format(".desc out bytes=32 dim=[{}, 32, 32]\n", RU_BYTES / 64)
-                 : fmt::format(".desc out bytes=64 dim=[{}, 64, 64]\n", RU_BYTES / 64);
+  const uint32_t out_row = halves ? (g.chance(50) ? 32 : RU_BYTES / 2) : (g.chance(50) ? 64 : RU_BYTES);
+  const uint32_t out_rows = (halves ? RU_BYTES / 2 : RU_BYTES) / out_row;
+  head += fmt::format(".desc out bytes={} dim=[{}, {}, {}]\n", out_row, out_rows, out_row, out_row);
   const uint32_t n1 = nrows > 1 && g.chance(50) ? uint32_t(g.pick(1, nrows - 1)) : nrows;
   head += fmt::format(".desc x1 bytes={} dim=[{}, {}, {}]\n", xrow, n1, xrow, xs);
   if (n1 < nrows) head += fmt::format(".desc x2 bytes={} dim=[{}, {}, {}]\n", xrow, nrows - n1, xrow, xs);
@@ -230,9 +233,10 @@ std::string random_core_program(const config::Config& cfg, uint64_t seed, const 
   const unsigned nvec = unsigned(g.pick(1, 10));
   for (unsigned v = 0; v < nvec; ++v) {
     if (g.chance(20)) {  // dma.copy: rows of the scratch image to other rows of it
-      const uint32_t bytes = 4 * uint32_t(g.pick(1, 16)), n = uint32_t(g.pick(1, 4));
+      const uint32_t bytes = 4 * uint32_t(g.pick(1, g.chance(70) ? 16 : 50)), n = uint32_t(g.pick(1, 4));
       const uint32_t ss = bytes + 4 * uint32_t(g.pick(0, 4)), ds = bytes + 4 * uint32_t(g.pick(0, 4));
       const uint32_t sspan = (n - 1) * ss + bytes, dspan = (n - 1) * ds + bytes;
+      if (sspan > RU_BYTES || dspan > RU_BYTES) continue;
       const uint32_t so = RU + 4 * uint32_t(g.pick(0, (RU_BYTES - sspan) / 4));
       const uint32_t dof = RU + 4 * uint32_t(g.pick(0, (RU_BYTES - dspan) / 4));
       if (so < dof + dspan && dof < so + sspan) continue;  // source and destination apart

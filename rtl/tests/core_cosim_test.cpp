@@ -11,6 +11,8 @@
 
 #include <chrono>
 #include <cstdlib>
+#include <fstream>
+#include <sstream>
 #include <string>
 
 #include "core_harness.h"
@@ -143,6 +145,29 @@ TEST(CoreCosim, GemmPrograms) {
       EXPECT_TRUE(err.empty()) << err;
     }
   }
+}
+
+// The hand-written programs of examples/: those in the subset must agree, the others must
+// be refused by name before they run.
+TEST(CoreCosim, Examples) {
+  auto read = [](const std::string& name) {
+    std::ifstream f(std::string(VTPU_EXAMPLES_DIR) + "/" + name);
+    std::stringstream ss;
+    ss << f.rdbuf();
+    return ss.str();
+  };
+  const CoreModelParams& p = core_model("core_8x8");
+  for (const char* name : {"matmul_tiled.s", "conv3x3.s"}) {
+    const std::string text = read(name);
+    ASSERT_FALSE(text.empty()) << name;
+    const std::string err = cross_check(p, text, nullptr, 5, std::string("examples/") + name);
+    EXPECT_TRUE(err.empty()) << err;
+  }
+  const config::Config cfg = config::load_preset(p.preset);
+  const isa::Program softmax = isa::assemble(read("softmax_row.s"), "softmax_row.s");
+  const CoreRunResult r = run_rtl(p.name, cfg, softmax, random_core_inputs(softmax, 1), 100000);
+  EXPECT_FALSE(r.ok);
+  EXPECT_NE(r.error.find("vec.exp"), std::string::npos) << r.error;
 }
 
 TEST(CoreModels, MatchPresets) {
