@@ -10,6 +10,13 @@
 // Each simulated cycle is driven as in the cross-check harness: set the commands, eval(),
 // answer the unified-buffer and weight-FIFO reads the model requests, then the clock edge
 // (eval() with the new inputs, clk = 1, eval()).
+//
+// RtlCore/<model>/{stream,gemm}/<dtype>: the whole core (vtpu_core) against the SystemC
+// model on one program — stream: rtl::core_stream_program (8 tiles x 256-row matmuls, the
+// accumulators copied out and stored); gemm: gemm_program.h's 256 x 4R x 4C GEMM with its
+// requantized (int8) or converted (bf16) output — as rtl_cycles/s, sim_cycles/s and
+// sim/rtl (how many times faster the SystemC model simulates the same cycles).
+//   bench_rtl --benchmark_filter=RtlCore
 #include <benchmark/benchmark.h>
 #include <verilated.h>
 
@@ -19,7 +26,16 @@
 #include <type_traits>
 #include <vector>
 
+#include <fmt/format.h>
+
+#include "core_harness.h"
+#include "gemm_program.h"
+#include "vtpu/config/config.h"
+#include "vtpu/isa/assembler.h"
 #include "vtpu_rtl_models.h"
+
+// The simulator links SystemC, which wants an sc_main; simulations run in child processes.
+int sc_main(int, char**) { return 0; }
 
 namespace {
 
@@ -131,7 +147,44 @@ void register_model(const char* size) {
         ->Unit(benchmark::kMillisecond);
 }
 
+// The whole core: the same program through the Verilated vtpu_core and the SystemC model
+// (each run from a fresh model; SystemC runs in a forked child and times simulate() there,
+// elaboration included). cycles/s of each and their ratio; the runs must agree on the
+// total cycles.
+void BM_RtlCore(benchmark::State& state, const vtpu::rtl::CoreModelParams& p, const std::string& dtype, bool gemm) {
+  using namespace vtpu;
+  const config::Config cfg = config::load_preset(p.preset);
+  const std::string text =
+      gemm ? fmt::format(".config {}\n", p.preset) +
+                 bench::gemm_program(cfg, {256, 4 * p.rows, 4 * p.cols, dtype == "bf16"})
+           : rtl::core_stream_program(cfg, dtype, 8, 256);
+  const isa::Program prog = isa::assemble(text, "bench.s");
+  const rtl::Inputs in = rtl::random_core_inputs(prog, 1);
+  double rtl_s = 0, sim_s = 0;
+  uint64_t cycles = 0, n = 0;
+  for (auto _ : state) {
+    const rtl::CoreRunResult sim = rtl::run_sim(cfg, prog, in);
+    const rtl::CoreRunResult hw = rtl::run_rtl(p.name, cfg, prog, in, 10'000'000);
+    if (!sim.ok || !hw.ok) return state.SkipWithError((sim.error + hw.error).c_str());
+    if (sim.total_cycles != hw.total_cycles || sim.outputs != hw.outputs)
+      return state.SkipWithError("the RTL and the SystemC model disagree on this program");
+    state.SetIterationTime(hw.seconds);
+    rtl_s += hw.seconds, sim_s += sim.seconds, cycles = hw.total_cycles, ++n;
+  }
+  state.counters["cycles"] = double(cycles);
+  state.counters["rtl_cycles/s"] = double(cycles) * double(n) / rtl_s;
+  state.counters["sim_cycles/s"] = double(cycles) * double(n) / sim_s;
+  state.counters["sim/rtl"] = rtl_s / sim_s;  // how many times faster the SystemC model is
+}
+
 const bool kRegistered = [] {
+  for (const auto& p : vtpu::rtl::core_models())
+    for (const bool gemm : {false, true})
+      for (const char* dt : {"int8", "bf16"})
+        benchmark::RegisterBenchmark(("RtlCore/" + p.name + (gemm ? "/gemm/" : "/stream/") + dt).c_str(),
+                                     [p, dt, gemm](benchmark::State& state) { BM_RtlCore(state, p, dt, gemm); })
+            ->UseManualTime()
+            ->Unit(benchmark::kMillisecond);
   register_model<Vmxu_16x16, 16, 16>("16x16");
   register_model<Vmxu_8x8, 8, 8>("8x8");
   register_model<Vmxu_4x4, 4, 4>("4x4");

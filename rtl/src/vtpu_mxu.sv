@@ -66,6 +66,9 @@ module vtpu_mxu #(
   input  logic [KW-1:0]        wf_k,      // its valid rows (1..ROWS)
   input  logic [NW-1:0]        wf_n,      // its valid columns (1..COLS)
   output logic                 wf_pop,    // the tile starts shifting (leaves the FIFO)
+  output logic                 wf_pop_pending, // wf_pop of an already accepted wload, from
+                                               // registers and wf_avail only (no path from
+                                               // this cycle's mm/wl valids)
   output logic                 wf_rd,
   output logic [RW-1:0]        wf_row,
   input  logic [COLS*16-1:0]   wf_data,   // tile row wf_row, same cycle
@@ -75,6 +78,8 @@ module vtpu_mxu #(
   output logic [COLS*32-1:0]   acc_wdata,
   input  logic [AW-1:0]        acc_rd_addr,  // read port (vector unit, testbench)
   output logic [COLS*32-1:0]   acc_rd_data,
+  input  logic [AW-1:0]        acc_rd2_addr, // second read port (a binary vector op's b)
+  output logic [COLS*32-1:0]   acc_rd2_data,
   input  logic                 acc_ext_we,   // write port (preload; the MXU wins a tie)
   input  logic [AW-1:0]        acc_ext_addr,
   input  logic [COLS*32-1:0]   acc_ext_data
@@ -165,19 +170,25 @@ module vtpu_mxu #(
   assign wl_want  = wl_pend || wl_fire;
   // A swap accepted this cycle frees the shadow at S = T + IN_LAT (it acts before a load
   // in the same cycle).
+  logic free_reg;  // free_now without this cycle's swap
   if (IN_LAT > 0) begin : g_free
     logic [FW-1:0] free_cnt;  // cycles until the shadow is free after a swap
-    assign free_now = !swap_now && (free_cnt == '0);
+    assign free_reg = (free_cnt == '0);
+    assign free_now = !swap_now && free_reg;
     always_ff @(posedge clk) begin
       if (!rst_n) free_cnt <= '0;
       else if (swap_now) free_cnt <= FW'(IN_LAT - 1);
       else if (free_cnt != '0) free_cnt <= free_cnt - FW'(1);
     end
   end else begin : g_free0
+    assign free_reg = 1'b1;
     assign free_now = 1'b1;
   end
   assign w_start = wl_want && free_now && (!shadow_full || swap_now) && wf_avail;
   assign wf_pop  = w_start;
+  // A pending load starts this cycle. A swap cannot happen in the same cycle: it needs a
+  // shifted tile in the shadow, and a load only waits (wl_pend) while the shadow is empty.
+  assign wf_pop_pending = wl_pend && free_reg && !shadow_full && wf_avail;
 
   always_ff @(posedge clk) begin
     if (!rst_n) begin
@@ -235,6 +246,7 @@ module vtpu_mxu #(
   logic [COLS*32-1:0] old_row;
   assign old_row     = acc_mem[w_addr];
   assign acc_rd_data = acc_mem[acc_rd_addr];
+  assign acc_rd2_data = acc_mem[acc_rd2_addr];
 
   for (genvar n = 0; n < COLS; n++) begin : g_acc
     logic [31:0] p, old, sum_i, sum_f;

@@ -1,4 +1,4 @@
-// vtpu_fpu_tb: the floating-point units on their own, for the unit cross-check against
+// vtpu_fpu_tb: the floating-point units (fp32 add, bf16 and fp32 multiply) on their own, for the unit cross-check against
 // vtpu::numerics::sf (rtl/tests/fpu_test.cpp). Purely combinational.
 module vtpu_fpu_tb (
   input  logic [31:0] add_a,
@@ -6,8 +6,12 @@ module vtpu_fpu_tb (
   output logic [31:0] add_y,
   input  logic [15:0] mul_a,
   input  logic [15:0] mul_b,
-  output logic [31:0] mul_y
+  output logic [31:0] mul_y,
+  input  logic [31:0] fmul_a,
+  input  logic [31:0] fmul_b,
+  output logic [31:0] fmul_y
 );
+  vtpu_fp32_mul u_fmul (.a(fmul_a), .b(fmul_b), .y(fmul_y));
   vtpu_fp32_add u_add (.a(add_a), .b(add_b), .y(add_y));
 
   logic [15:0] sig_prod;

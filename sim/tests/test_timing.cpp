@@ -190,6 +190,40 @@ TEST(Timing, VectorStepsCoverSublanesOfRows) {
   }
   EXPECT_EQ(v["end"] - v["begin"], occ);
   EXPECT_LT(occ, rows) << "eight rows per step should take fewer cycles than one row per cycle";
+
+// With bcast=1 the b row is read in row 0 only (docs/microarch.md, "Unified buffer: banks
+// and ports"): row 0's group has it, the other rows do not, even when b is the only UB
+// operand.
+TEST(Timing, VectorBroadcastReadsBInRowZeroOnly) {
+  config::Config cfg = config::load_preset("tiny-8x8");
+  const auto& vc = cfg.core.vector;
+  uint64_t W = cfg.core.mxu.cols, rows = 5, rb = 4 * W;
+  std::string text = fmt::format(R"(
+      vec.add dst=ub[r0+4] a=ub[r0+516] b=ub[r0+1028] rows={rows} dt=int32 bcast=1 flag=f1
+      vec.add dst=acc[r0+8] a=acc[r0+0] b=ub[r0+2052] rows={rows} dt=int32 bcast=1 flag=f1
+      wait f1, 2
+      halt
+  )", fmt::arg("rows", rows));
+  std::string out = run_asm("tiny-8x8", text, [](const RunResult& r) {
+    std::string s;
+    int i = 0;
+    for (const TraceEvent& e : r.trace)
+      if (e.unit == Unit::Vector) s += fmt::format("v{}_begin={}\nv{}_end={}\n", i, e.begin, i, e.end), ++i;
+    return s;
+  }, {}, traced());
+  auto v = parse(out);
+  uint64_t passes = (W + vc.lanes - 1) / vc.lanes, occ1 = 0, occ2 = 0;
+  for (uint64_t i = 0; i < rows; ++i) {
+    std::vector<std::pair<uint64_t, uint64_t>> rd{{516 + i * rb, rb}};
+    if (i == 0) rd.push_back({1028, rb});
+    occ1 += std::max(passes, testing::expected_bank_cycles(cfg, rd, {{4 + i * rb, rb}}));
+    occ2 += std::max(passes, i == 0 ? testing::expected_bank_cycles(cfg, {{2052, rb}}, {}) : 0);
+  }
+  // Unaligned 32-byte rows over 16-byte blocks touch a bank twice: row 0 of the second
+  // operation costs 2 cycles although its only UB access is the broadcast row.
+  EXPECT_EQ(occ2, rows + 1);
+  EXPECT_EQ(v["v0_end"] - v["v0_begin"], occ1);
+  EXPECT_EQ(v["v1_end"] - v["v1_begin"], occ2);
 }
 
 TEST(Timing, BranchPenaltyAndLoopCount) {
