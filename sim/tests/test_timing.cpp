@@ -190,6 +190,7 @@ TEST(Timing, VectorStepsCoverSublanesOfRows) {
   }
   EXPECT_EQ(v["end"] - v["begin"], occ);
   EXPECT_LT(occ, rows) << "eight rows per step should take fewer cycles than one row per cycle";
+}
 
 // With bcast=1 the b row is read in row 0 only (docs/microarch.md, "Unified buffer: banks
 // and ports"): row 0's group has it, the other rows do not, even when b is the only UB
