@@ -212,6 +212,8 @@ class Codegen {
         }
         continue;
       }
+      current_op_ = op.getName().stripDialect().str();
+      current_shape_ = op.getNumResults() ? shape_of(op.getResult(0)) : std::vector<int64_t>{};
       if (auto m = mlir::dyn_cast<tpu::MatmulOp>(op)) gen_matmul(m);
       else if (auto bm = mlir::dyn_cast<tpu::BatchMatmulOp>(op)) gen_batch_matmul(bm);
       else if (auto c = mlir::dyn_cast<tpu::Conv2DOp>(op)) gen_conv(c);
@@ -763,6 +765,8 @@ class Codegen {
   void add_bound(const std::string& layer, uint64_t macs, uint64_t hbm_bytes) {
     LayerBound lb;
     lb.layer = layer;
+    lb.op = current_op_;
+    lb.shape = current_shape_;
     lb.macs = macs;
     lb.hbm_bytes = hbm_bytes;
     uint64_t per_cycle = uint64_t(cfg_.core.mxu.count) * R_ * C_;
@@ -1997,6 +2001,8 @@ class Codegen {
     std::vector<double> scales;               // INT8: per output channel
   };
   std::map<const void*, SharedWeights> weight_cache_;  // by tpu.matmul weight constant
+  std::string current_op_;  // the op being generated, for its layer's bound
+  std::vector<int64_t> current_shape_;
   std::map<const void*, uint64_t> input_hbm_;  // model inputs left in HBM for packed convolutions
   uint64_t hbm_next_ = 0, zero_hbm_ = 0, const_bytes_ = 0;
   int ndesc_ = 0, nparam_ = 0;

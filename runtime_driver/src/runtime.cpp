@@ -231,19 +231,26 @@ ModelRun run_model(const std::filesystem::path& model, const config::Config& cfg
     row.energy_uj = c.energy_total_pj() * 1e-6;
     uint64_t mxu = c.mxu_rows + c.ub_bank_extra_cycles, dma = c.dma_busy_cycles, vec = c.vector_busy_cycles;
     row.bound_by = mxu >= dma && mxu >= vec ? "compute" : dma >= vec ? "memory" : "vector";
-    for (const auto& b : bounds)
-      if (b.layer == tag.tag) row.bound_cycles = b.bound_cycles(), row.compute_cycles = b.compute_cycles, row.memory_cycles = b.memory_cycles;
+    // A layer several tpu ops make (a grouped conv's slices, convs and concat) bounds by their sum.
+    for (const auto& b : bounds) {
+      if (b.layer != tag.tag) continue;
+      row.compute_cycles += b.compute_cycles, row.memory_cycles += b.memory_cycles;
+      row.bound_cycles = std::max(row.compute_cycles, row.memory_cycles);
+      if (("+" + row.op + "+").find("+" + b.op + "+") == std::string::npos) row.op += (row.op.empty() ? "" : "+") + b.op;
+      row.shape = fmt::format("{}", fmt::join(b.shape, "x"));
+    }
     run.layers.push_back(row);
   }
   return run;
 }
 
 std::string layer_table(const ModelRun& run) {
-  std::string o = fmt::format("{:<28} {:>10} {:>10} {:>6} {:>7} {:<18} {:>10} {:>8}\n", "layer", "cycles", "roofline",
-                              "ratio", "MXU%", "top stall", "energy uJ", "bound");
+  std::string o = fmt::format("{:<28} {:<12} {:<16} {:>10} {:>10} {:>6} {:>7} {:<18} {:>10} {:>8}\n", "layer", "op",
+                              "output shape", "cycles", "roofline", "ratio", "MXU%", "top stall", "energy uJ", "bound");
   for (const LayerRow& r : run.layers) {
     std::string ratio = r.bound_cycles ? fmt::format("{:.2f}", double(r.cycles) / double(r.bound_cycles)) : "-";
-    o += fmt::format("{:<28} {:>10} {:>10} {:>6} {:>6.1f}% {:<18} {:>10.3f} {:>8}\n", r.layer.substr(0, 28), r.cycles,
+    o += fmt::format("{:<28} {:<12} {:<16} {:>10} {:>10} {:>6} {:>6.1f}% {:<18} {:>10.3f} {:>8}\n", r.layer.substr(0, 28),
+                     r.op.empty() ? "-" : r.op.substr(0, 12), r.shape.empty() ? "-" : r.shape.substr(0, 16), r.cycles,
                      r.bound_cycles ? std::to_string(r.bound_cycles) : "-", ratio, 100 * r.mxu_utilization,
                      r.top_stall.empty() ? "-" : fmt::format("{} {}", r.top_stall, r.stall_cycles).substr(0, 18),
                      r.energy_uj, r.bound_by);
@@ -273,11 +280,11 @@ std::string totals_text(const ModelRun& run) {
 
 std::string layers_csv(const ModelRun& run) {
   std::string o = "layer,first_cycle,last_cycle,cycles,roofline_cycles,compute_cycles,memory_cycles,macs,mxu_utilization,"
-                  "top_stall,stall_cycles,energy_uj,bound_by\n";
+                  "top_stall,stall_cycles,energy_uj,bound_by,op,output_shape\n";
   for (const LayerRow& r : run.layers)
-    o += fmt::format("\"{}\",{},{},{},{},{},{},{},{:.6f},{},{},{:.6f},{}\n", r.layer, r.first_cycle, r.last_cycle, r.cycles,
+    o += fmt::format("\"{}\",{},{},{},{},{},{},{},{:.6f},{},{},{:.6f},{},{},{}\n", r.layer, r.first_cycle, r.last_cycle, r.cycles,
                      r.bound_cycles, r.compute_cycles, r.memory_cycles, r.macs, r.mxu_utilization, r.top_stall, r.stall_cycles,
-                     r.energy_uj, r.bound_by);
+                     r.energy_uj, r.bound_by, r.op, r.shape);
   return o;
 }
 

@@ -30,6 +30,8 @@ struct CompileOptions {
 // The roofline of one layer on the config: whichever of compute and memory takes longer.
 struct LayerBound {
   std::string layer;       // the ONNX node name (the program's tag)
+  std::string op;          // the tpu op that makes it (conv2d, matmul, softmax, ...)
+  std::vector<int64_t> shape;  // its output shape as the chip stores it (images NHWC)
   uint64_t macs = 0;
   uint64_t hbm_bytes = 0;  // weights + inputs/outputs that must cross HBM
   uint64_t compute_cycles = 0;

@@ -32,6 +32,8 @@ struct RunOptions {
 // One layer (program tag) of a run, beside the compiler's roofline bound.
 struct LayerRow {
   std::string layer;
+  std::string op;     // the tpu ops that make it ("conv2d", "slice+conv2d+concat"), "" without the compiler's bounds
+  std::string shape;  // output shape as stored ("1x56x56x64", images NHWC), "" likewise
   uint64_t first_cycle = 0, last_cycle = 0;  // issue of its first bundle, done of its last op
   uint64_t cycles = 0;                        // last - first
   uint64_t bound_cycles = 0, compute_cycles = 0, memory_cycles = 0;
