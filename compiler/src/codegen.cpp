@@ -84,16 +84,17 @@ class UbAllocator {
   }
   std::optional<uint64_t> alloc(uint64_t bytes) {
     bytes = align_up(std::max<uint64_t>(bytes, 1), align_);
+    // Best fit: the smallest hole that holds it, so large holes stay whole for large tensors.
+    auto best = free_.end();
     for (auto it = free_.begin(); it != free_.end(); ++it)
-      if (it->second >= bytes) {
-        uint64_t at = it->first, left = it->second - bytes;
-        free_.erase(it);
-        if (left) free_[at + bytes] = left;
-        used_[at] = bytes;
-        high_ = std::max(high_, at + bytes);
-        return at;
-      }
-    return std::nullopt;
+      if (it->second >= bytes && (best == free_.end() || it->second < best->second)) best = it;
+    if (best == free_.end()) return std::nullopt;
+    uint64_t at = best->first, left = best->second - bytes;
+    free_.erase(best);
+    if (left) free_[at + bytes] = left;
+    used_[at] = bytes;
+    high_ = std::max(high_, at + bytes);
+    return at;
   }
   void release(uint64_t at) {
     auto u = used_.find(at);
@@ -213,6 +214,12 @@ class Codegen {
         continue;
       }
       current_op_ = op.getName().stripDialect().str();
+      // Outputs go to the end of the unified buffer away from the op's main input, so a
+      // chain of layers alternates ends and frees contiguous space behind it.
+      output_high_ = false;
+      if (op.getNumOperands())
+        if (auto it = acts_.find(op.getOperand(0).getAsOpaquePointer()); it != acts_.end())
+          output_high_ = it->second.base + it->second.bytes() / 2 < ub_.capacity() / 2;
       current_shape_ = op.getNumResults() ? shape_of(op.getResult(0)) : std::vector<int64_t>{};
       if (auto m = mlir::dyn_cast<tpu::MatmulOp>(op)) gen_matmul(m);
       else if (auto bm = mlir::dyn_cast<tpu::BatchMatmulOp>(op)) gen_batch_matmul(bm);
@@ -422,7 +429,7 @@ class Codegen {
     a.rows = numel(shape) / a.features;
     a.blocks = ceil_div(a.features, R_);
     a.block_bytes = align_up(a.rows * R_ * esz_, 64);
-    a.base = ub_take(a.bytes(), what, temporary);
+    a.base = ub_take(a.bytes(), what, temporary || output_high_);
     return a;
   }
 
@@ -982,10 +989,15 @@ class Codegen {
     auto w = const_floats(op.getWeight(), layer), bias = const_floats(op.getBias(), layer);
     Act y = new_act(ys, fmt::format("the output of '{}'", layer));
 
-    // Zero-padded copy of the input when the conv pads.
+    // Zero-padded copy of the input when the conv pads, except for "same" convolutions
+    // (stride 1, odd kernel, centred pads): their taps read the unpadded input, each clipped
+    // to the output pixels and rows it reaches, with the centre tap (which reaches all of
+    // them) first to initialize the accumulators.
     uint64_t Hp = H + pt + pb, Wp = W + pl + pr;
     Act xp = x;
-    bool padded = pt || pb || pl || pr;
+    bool same = sh == 1 && sw == 1 && dh == 1 && dw == 1 && KH % 2 == 1 && KW % 2 == 1 && pt == (KH - 1) / 2 &&
+                pb == pt && pl == (KW - 1) / 2 && pr == pl;
+    bool padded = (pt || pb || pl || pr) && !same;
     if (padded) {
       xp = new_act({int64_t(N), int64_t(Hp), int64_t(Wp), int64_t(CI)}, fmt::format("the padded input of '{}'", layer),
                    /*temporary=*/true);
@@ -1046,19 +1058,29 @@ class Codegen {
         uint64_t r1 = std::min(N * OH, r0 + rows_per_chunk);
         Block b;
         bool first = true;
-        for (uint64_t t = 0; t < KH * KW; ++t)
+        uint64_t centre = (KH / 2) * KW + KW / 2;
+        for (uint64_t i = 0; i < KH * KW; ++i)
           for (uint64_t cb = 0; cb < cbs; ++cb) {
+            uint64_t t = !same ? i : i == 0 ? centre : i <= centre ? i - 1 : i;  // same: the centre tap first
             if (!group_overlap(cb, nb)) continue;
             TileGroup g{tiles[{t, cb, nb}], {}};
             uint64_t dy = t / KW, dx = t % KW;
             for (uint64_t r = r0; r < r1; ++r) {
               uint64_t n = r / OH, oy = r % OH;
+              if (same) {
+                int64_t iy = int64_t(oy + dy) - int64_t(pt);
+                uint64_t lo = pl > dx ? pl - dx : 0, hi = std::min<uint64_t>(OW, W + pl - dx);
+                if (iy < 0 || iy >= int64_t(H) || lo >= hi) continue;
+                uint64_t src = x.base + cb * x.block_bytes + ((n * H + uint64_t(iy)) * W + lo + dx - pl) * R_ * esz_;
+                g.steps.push_back({src, hi - lo, 0, (r - r0) * OW + lo, !first});
+                continue;
+              }
               uint64_t iy = oy * sh + dy * dh, ix = dx * dw;  // in the padded image
               uint64_t src = xp.base + cb * xp.block_bytes + ((n * Hp + iy) * Wp + ix) * R_ * esz_;
               g.steps.push_back({src, OW, sw == 1 ? 0 : sw * R_ * esz_, (r - r0) * OW, !first});
             }
             first = false;
-            b.groups.push_back(std::move(g));
+            if (!g.steps.empty()) b.groups.push_back(std::move(g));
           }
         uint64_t rows = (r1 - r0) * OW;
         uint64_t out = y.base + nb * y.block_bytes + r0 * OW * C_ * esz_, bias_row = bias_at(bias_ub, nb);
@@ -2002,6 +2024,7 @@ class Codegen {
   };
   std::map<const void*, SharedWeights> weight_cache_;  // by tpu.matmul weight constant
   std::string current_op_;  // the op being generated, for its layer's bound
+  bool output_high_ = false;  // its output goes to the top of the unified buffer
   std::vector<int64_t> current_shape_;
   std::map<const void*, uint64_t> input_hbm_;  // model inputs left in HBM for packed convolutions
   uint64_t hbm_next_ = 0, zero_hbm_ = 0, const_bytes_ = 0;
