@@ -1157,6 +1157,38 @@ TEST(CompileLimits, LargeTransposeCopiesRunsOfRowsWithSharedDescriptors) {
   EXPECT_LT(r.program.descriptors.size(), 64u);
 }
 
+// What the compiler cannot do yet is an error naming the node and what to do instead.
+TEST(CompileErrors, UnsupportedModesAndRunTimeIndicesNameTheNode) {
+  {
+    OnnxBuilder m;
+    m.input("x", {1, 2, 4, 4});
+    m.init("scales", {4}, 0, {1.0f, 1.0f, 2.0f, 2.0f});
+    OnnxBuilder::attr_s(m.node("Resize", "bilinear_up", {"x", "", "scales"}, {"y"}), "mode", "linear");
+    m.output("y", {1, 2, 8, 8});
+    try {
+      compile_onnx(m.save("vtpu_resize_linear.onnx"), config::load_preset("tiny-8x8"));
+      FAIL();
+    } catch (const CompileError& e) {
+      EXPECT_NE(std::string(e.what()).find("node 'bilinear_up'"), std::string::npos) << e.what();
+      EXPECT_NE(std::string(e.what()).find("mode 'linear'"), std::string::npos) << e.what();
+    }
+  }
+  {
+    OnnxBuilder m;
+    m.input("table", {10, 4});
+    m.input("ids", {3});
+    m.node("Gather", "embed", {"table", "ids"}, {"y"});
+    m.output("y", {3, 4});
+    try {
+      compile_onnx(m.save("vtpu_gather_runtime.onnx"), config::load_preset("tiny-8x8"));
+      FAIL();
+    } catch (const CompileError& e) {
+      EXPECT_NE(std::string(e.what()).find("node 'embed'"), std::string::npos) << e.what();
+      EXPECT_NE(std::string(e.what()).find("run time"), std::string::npos) << e.what();
+    }
+  }
+}
+
 TEST(CompileErrors, ModelTooBigForTheUnifiedBufferSaysByHowMuch) {
   OnnxBuilder m;
   m.input("x", {4096, 256});
