@@ -1876,8 +1876,10 @@ class Codegen {
         code(fmt::format("  li r1, {} || li r2, {}", x.base + b * x.block_bytes + r0 * xrow, v));
         vec_wait(fmt::format("vec.cvt dst=ub[r2+0] a=ub[r1+0] rows={} dt={} odt=fp32", n, dt_));
         if (q8_) vec_wait(fmt::format("vec.affine dst=ub[r2+0] a=ub[r2+0] rows={} dt=fp32 param={}", n, in_scale));
-        code(fmt::format("  li r3, {}", masks + b * row32));
-        vec_wait(fmt::format("vec.add dst=ub[r2+0] a=ub[r2+0] b=ub[r3+0] rows={} dt=fp32 bcast=1", n));
+        if (x.features - b * C_ < C_) {  // only a partial block has padding lanes to mask
+          code(fmt::format("  li r3, {}", masks + b * row32));
+          vec_wait(fmt::format("vec.add dst=ub[r2+0] a=ub[r2+0] b=ub[r3+0] rows={} dt=fp32 bcast=1", n));
+        }
         for (uint64_t g = 0; mask_rows && g < n / mask_rows; ++g) {
           code(fmt::format("  li r3, {} || li r4, {}", v + g * mask_rows * row32, user_mask + b * mask_rows * row32));
           vec_wait(fmt::format("vec.add dst=ub[r3+0] a=ub[r3+0] b=ub[r4+0] rows={} dt=fp32", mask_rows));
