@@ -87,6 +87,11 @@ module vtpu_vec_lane import vtpu_isa_pkg::*, vtpu_num_pkg::*; (
     end
   end
   assign aff_f = sum_f;
+  // the table functions (vec.exp .. vec.rsqrt, opcodes 16..22, in numerics::Transcendental order)
+  logic [2:0]  tab_func;
+  logic [31:0] tab_y;
+  assign tab_func = op[2:0] - 3'(OP_VEC_VEC_EXP);  // mod 8: exact for opcodes 16..22
+  vtpu_vec_table u_table (.func(tab_func), .x(a_fr), .y(tab_y));
   assign prod_i = a_i * b_i;
   // the float operations (fp32 and bf16 rows), as fp32
   always_comb begin
@@ -100,6 +105,7 @@ module vtpu_vec_lane import vtpu_isa_pkg::*, vtpu_num_pkg::*; (
       OP_VEC_VEC_MAXPOOL: rf = pool_f;
       OP_VEC_VEC_RMAX: rf = rmax_f;
       OP_VEC_VEC_AVGPOOL: rf = prod_f;
+      OP_VEC_VEC_EXP, OP_VEC_VEC_TANH, OP_VEC_VEC_SIGMOID, OP_VEC_VEC_RECIP, OP_VEC_VEC_RSQRT: rf = tab_y;
       default: rf = aff_f;  // vec.affine
     endcase
   end

@@ -23,6 +23,7 @@ module vtpu_vector import vtpu_isa_pkg::*, vtpu_num_pkg::*; #(
   parameter int LAT_CONVERT  = 2,   // .convert
   parameter int LAT_REDUCE   = 8,   // .reduce
   parameter int LAT_POOL     = 2,   // .pool
+  parameter int LAT_TRANS    = 12,  // .transcendental
   parameter int PARAM_ENTRIES = 16,
   parameter int NPEND        = 8,
   localparam int UAW = $clog2(UB_BYTES),
@@ -326,6 +327,8 @@ module vtpu_vector import vtpu_isa_pkg::*, vtpu_num_pkg::*; #(
       OP_VEC_VEC_CVT: lat = 32'(LAT_CONVERT);
       OP_VEC_VEC_RSUM, OP_VEC_VEC_RMAX: lat = 32'(LAT_REDUCE);
       OP_VEC_VEC_MAXPOOL, OP_VEC_VEC_AVGPOOL: lat = 32'(LAT_POOL);
+      OP_VEC_VEC_EXP, OP_VEC_VEC_TANH, OP_VEC_VEC_SIGMOID, OP_VEC_VEC_RECIP, OP_VEC_VEC_RSQRT:
+        lat = 32'(LAT_TRANS);
       default: lat = 32'(LAT_ALU);
     endcase
   end
