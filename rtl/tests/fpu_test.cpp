@@ -25,17 +25,23 @@ bool full_run() {
 class Fpu : public ::testing::Test {
  protected:
   Fpu() : ctx_(new VerilatedContext), m_(new Vvtpu_fpu_tb(ctx_.get(), "fpu")) {}
-  ~Fpu() override { m_->final(); }
+  ~Fpu() override {
+    EXPECT_FALSE(fn_mismatch_) << "vtpu_fp32_pkg's f32_add/f32_mul differ from vtpu_fp32_add/vtpu_fp32_mul";
+    m_->final();
+  }
   uint32_t add(uint32_t a, uint32_t b) {
     m_->add_a = a;
     m_->add_b = b;
     m_->eval();
+    // the module (accumulators, vector lanes) and the function (table functions) agree
+    if (m_->add_fn_y != m_->add_y) fn_mismatch_ = true;
     return m_->add_y;
   }
   uint32_t fmul(uint32_t a, uint32_t b) {
     m_->fmul_a = a;
     m_->fmul_b = b;
     m_->eval();
+    if (m_->fmul_fn_y != m_->fmul_y) fn_mismatch_ = true;
     return m_->fmul_y;
   }
   uint32_t div(uint32_t a, uint32_t b) {
@@ -63,6 +69,7 @@ class Fpu : public ::testing::Test {
   }
   std::unique_ptr<VerilatedContext> ctx_;
   std::unique_ptr<Vvtpu_fpu_tb> m_;
+  bool fn_mismatch_ = false;
 };
 
 // fp32 operands: a mix of every class, and pairs close in exponent (cancellation, carries,
