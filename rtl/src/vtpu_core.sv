@@ -210,8 +210,9 @@ module vtpu_core import vtpu_isa_pkg::*; #(
       OP_VEC_VEC_MAXPOOL, OP_VEC_VEC_AVGPOOL:
         vec_ok_op = 32'(v_dt_f) <= DTYPE_INT16 && 32'(v_odt_f) <= DTYPE_INT16 && !b[VEC_A_MEM_LSB];
       OP_VEC_VEC_RESCALE: vec_ok_op = int_type(v_dt_f) && int_type(v_odt_f);
-      // the table functions compute on fp32 or bf16 rows (gelu and erf are not in the RTL)
-      OP_VEC_VEC_EXP, OP_VEC_VEC_TANH, OP_VEC_VEC_SIGMOID, OP_VEC_VEC_RECIP, OP_VEC_VEC_RSQRT:
+      // the table functions compute on fp32 or bf16 rows
+      OP_VEC_VEC_EXP, OP_VEC_VEC_TANH, OP_VEC_VEC_SIGMOID, OP_VEC_VEC_GELU, OP_VEC_VEC_ERF, OP_VEC_VEC_RECIP,
+      OP_VEC_VEC_RSQRT:
         vec_ok_op = (32'(v_dt_f) == DTYPE_FP32 || 32'(v_dt_f) == DTYPE_BF16) && 32'(v_odt_f) <= DTYPE_INT16;
       default: vec_ok_op = 1'b0;
     endcase

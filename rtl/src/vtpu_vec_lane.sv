@@ -91,8 +91,7 @@ module vtpu_vec_lane import vtpu_isa_pkg::*, vtpu_num_pkg::*; (
   logic        tab_en;
   logic [2:0]  tab_func;
   logic [31:0] tab_y;
-  assign tab_en = 32'(op) == OP_VEC_VEC_EXP || 32'(op) == OP_VEC_VEC_TANH || 32'(op) == OP_VEC_VEC_SIGMOID ||
-                  32'(op) == OP_VEC_VEC_RECIP || 32'(op) == OP_VEC_VEC_RSQRT;
+  assign tab_en = 32'(op) >= OP_VEC_VEC_EXP && 32'(op) <= OP_VEC_VEC_RSQRT;
   assign tab_func = op[2:0] - 3'(OP_VEC_VEC_EXP);  // mod 8: exact for opcodes 16..22
   vtpu_vec_table u_table (.en(tab_en), .func(tab_func), .x(a_fr), .y(tab_y));
   assign prod_i = a_i * b_i;
@@ -108,7 +107,8 @@ module vtpu_vec_lane import vtpu_isa_pkg::*, vtpu_num_pkg::*; (
       OP_VEC_VEC_MAXPOOL: rf = pool_f;
       OP_VEC_VEC_RMAX: rf = rmax_f;
       OP_VEC_VEC_AVGPOOL: rf = prod_f;
-      OP_VEC_VEC_EXP, OP_VEC_VEC_TANH, OP_VEC_VEC_SIGMOID, OP_VEC_VEC_RECIP, OP_VEC_VEC_RSQRT: rf = tab_y;
+      OP_VEC_VEC_EXP, OP_VEC_VEC_TANH, OP_VEC_VEC_SIGMOID, OP_VEC_VEC_GELU, OP_VEC_VEC_ERF, OP_VEC_VEC_RECIP,
+      OP_VEC_VEC_RSQRT: rf = tab_y;
       default: rf = aff_f;  // vec.affine
     endcase
   end

@@ -3,8 +3,7 @@
 // "Transcendental functions"): the same fp32 operations (vtpu_fp32_pkg) in the same order,
 // each rounded as there. func numbers them as numerics::Transcendental does (0 exp, 1 tanh,
 // 2 sigmoid, 3 gelu, 4 erf, 5 recip, 6 rsqrt: the opcodes vec.exp..vec.rsqrt minus 16).
-// Implemented: exp, tanh, sigmoid, recip, rsqrt; gelu and erf give 0 (the core refuses
-// them). Combinational; the whole sequence sits under `en`, so a Verilated model skips it
+// Combinational; the whole sequence sits under `en`, so a Verilated model skips it
 // in the cycles no table function runs.
 module vtpu_vec_table import vtpu_num_pkg::*, vtpu_fp32_pkg::*; (
   input  logic        en,
@@ -12,7 +11,8 @@ module vtpu_vec_table import vtpu_num_pkg::*, vtpu_fp32_pkg::*; (
   input  logic [31:0] x,
   output logic [31:0] y
 );
-  localparam logic [2:0] FN_EXP = 3'd0, FN_TANH = 3'd1, FN_SIGMOID = 3'd2, FN_RECIP = 3'd5, FN_RSQRT = 3'd6;
+  localparam logic [2:0] FN_EXP = 3'd0, FN_TANH = 3'd1, FN_SIGMOID = 3'd2, FN_GELU = 3'd3, FN_ERF = 3'd4,
+                         FN_RECIP = 3'd5, FN_RSQRT = 3'd6;
   localparam logic [31:0] ONE = 32'h3F800000, TWO = 32'h40000000;
   localparam logic [31:0] SIGN = 32'h80000000;
 
@@ -37,7 +37,7 @@ module vtpu_vec_table import vtpu_num_pkg::*, vtpu_fp32_pkg::*; (
   endfunction
 
   // Horner: p = c[n-1], then p = p * s + c[i] for i = n-2 down to 0, each rounded.
-  function automatic logic [31:0] horner(input logic [32*9-1:0] c, input int n, input logic [31:0] s);
+  function automatic logic [31:0] horner(input logic [32*12-1:0] c, input int n, input logic [31:0] s);
     logic [31:0] p;
     p = c[32*(n-1) +: 32];
     for (int i = n - 2; i >= 0; i--) p = f32_add(f32_mul(p, s), c[32*i +: 32]);
@@ -58,7 +58,7 @@ module vtpu_vec_table import vtpu_num_pkg::*, vtpu_fp32_pkg::*; (
     rr = f32_sub(xv, f32_mul(nf, LN2_HI));
     rr = f32_sub(rr, f32_mul(nf, LN2_LO));
     // exp(r) = 1 + (r + r^2 * (1/2 + r/6 + ... + r^5/7!))
-    q = horner({96'd0, EXP_C}, 6, rr);
+    q = horner({192'd0, EXP_C}, 6, rr);
     p = f32_add(ONE, f32_add(rr, f32_mul(f32_mul(rr, rr), q)));
     // 2^n by adding n to the exponent field (n integral, |n| <= 151 here)
     sh = 23 - (int'(nf[30:23]) - 127);
@@ -78,10 +78,94 @@ module vtpu_vec_table import vtpu_num_pkg::*, vtpu_fp32_pkg::*; (
     ax = {1'b0, xv[30:0]};
     if (ax < TANH_SMALL) begin  // x + x * x^2 * P(x^2)
       x2 = f32_mul(xv, xv);
-      return f32_add(xv, f32_mul(xv, f32_mul(x2, horner(TANH_C, 9, x2))));
+      return f32_add(xv, f32_mul(xv, f32_mul(x2, horner({96'd0, TANH_C}, 9, x2))));
     end
     // |tanh x| = 1 - 2 / (exp(2|x|) + 1); exp overflow gives exactly 1
     return f32_sub(ONE, f32_div(TWO, f32_add(f32_exp(f32_add(ax, ax)), ONE))) | {xv[31], 31'd0};
+  endfunction
+
+  // erf for |u| < 1: u * sum c_n u^2n, n = 0..11
+  localparam logic [32*12-1:0] ERF_C = {32'hB0A8EB8C, 32'h327E62B9, 32'hB42FBA17, 32'h35DCF365,
+                                         32'hB77A692E, 32'h38FCD193, 32'hBA6016DA, 32'h3BAB2DE7,
+                                         32'hBCDC1672, 32'h3DE71791, 32'hBEC093A3, 32'h3F906EBB};
+  // erfc(y) = exp(-y^2) * G(1/y) / y, G a polynomial in s = 1/y - mid on three intervals of 1/y
+  localparam logic [31:0] ERF_MAX_X = 32'h40800000;    // 4.0: erf rounds to +-1 beyond
+  localparam logic [31:0] GELU_TAIL_U = 32'h3ECCCCCD;  // 0.4: gelu(x < 0) uses the erfc form from here
+  localparam logic [31:0] GELU_MAX_U = 32'h41180000;   // 9.5: beyond, Phi rounds to 0 or 1
+  localparam logic [31:0] VELTKAMP = 32'h45800800;     // 2^12 + 1: splits 24 bits into 12 + 12
+  localparam logic [31:0] HALF = 32'h3F000000;
+  localparam logic [31:0] INV_SQRT2 = 32'h3F3504F3;
+  localparam logic [31:0] G_MID_INNER = 32'h3FE00000;  // 1/y in [1, 2.5]
+  localparam logic [32*12-1:0] G_INNER = {64'd0, 32'h38A879DF, 32'hB94DFBEB, 32'h39A3B49D, 32'hBA0A8CDA,
+                                          32'h3A29994B, 32'h39C71B51, 32'hBBCA7376, 32'h3CE9A3AC,
+                                          32'hBDD2E2FB, 32'h3EA9EED2};
+  localparam logic [31:0] G_MID_NEAR = 32'h3F400000;   // 1/y in [0.5, 1]
+  localparam logic [32*12-1:0] G_NEAR = {128'd0, 32'hBAE20798, 32'hBC87915C, 32'h3D1AC86A, 32'hBD4EF7CF,
+                                         32'h3D2508E1, 32'h3C9E8120, 32'hBE2D2390, 32'h3EEFB53C};
+  localparam logic [31:0] G_MID_FAR = 32'h3E9AE148;    // 1/y in [0.105, 0.5]
+  localparam logic [32*12-1:0] G_FAR = {128'd0, 32'hBE490A28, 32'h3EA36A4B, 32'hBE1F3360, 32'hBDAA0BE4,
+                                        32'h3E543E64, 32'hBE093F33, 32'hBE0A858E, 32'h3F0A925E};
+
+  function automatic logic less(input logic [31:0] a, input logic [31:0] b);  // non-NaN a < b
+    return f32_key(a) < f32_key(b);
+  endfunction
+
+  function automatic logic [31:0] erf_small(input logic [31:0] u);
+    return f32_mul(u, horner(ERF_C, 12, f32_mul(u, u)));
+  endfunction
+
+  // exp(-(hi + lo)) * G(1/v) = v erfc(v), with hi + lo = v^2 exactly, 0.4 <= v <= 9.5
+  function automatic logic [31:0] gauss_tail(input logic [31:0] v, input logic [31:0] hi, input logic [31:0] lo);
+    logic [31:0] t, g;
+    t = f32_div(ONE, v);
+    if (!less(t, ONE)) g = horner(G_INNER, 10, f32_sub(t, G_MID_INNER));
+    else if (!less(t, HALF)) g = horner(G_NEAR, 8, f32_sub(t, G_MID_NEAR));
+    else g = horner(G_FAR, 8, f32_sub(t, G_MID_FAR));
+    // exp(-hi - lo) = exp(-hi) * (1 - lo) to well below an ulp (|lo| < 2^-18)
+    return f32_mul(f32_mul(f32_exp(hi ^ SIGN), f32_sub(ONE, lo)), g);
+  endfunction
+
+  // v * v = hi + lo exactly (Dekker's product with Veltkamp's split; v >= 1, no overflow)
+  function automatic void square(input logic [31:0] v, output logic [31:0] hi, output logic [31:0] lo);
+    logic [31:0] c, yh, yl;
+    c = f32_mul(v, VELTKAMP);
+    yh = f32_sub(c, f32_sub(c, v));
+    yl = f32_sub(v, yh);
+    hi = f32_mul(v, v);
+    lo = f32_add(f32_add(f32_sub(f32_mul(yh, yh), hi), f32_mul(f32_add(yh, yh), yl)), f32_mul(yl, yl));
+  endfunction
+
+  function automatic logic [31:0] f32_erf(input logic [31:0] x0);
+    logic [31:0] xv, ax, hi, lo;
+    xv = f32_daz(x0);
+    if (f32_nan(xv[30:0])) return 32'h7FC00000;
+    ax = {1'b0, xv[30:0]};
+    if (ax < ONE) return erf_small(xv);
+    if (less(ERF_MAX_X, ax)) return ONE | {xv[31], 31'd0};  // erfc(4) < 2^-25: erf rounds to +-1
+    square(ax, hi, lo);
+    return f32_sub(ONE, f32_div(gauss_tail(ax, hi, lo), ax)) | {xv[31], 31'd0};
+  endfunction
+
+  // gelu(x) = x * Phi(x) = x/2 * (1 + erf(x / sqrt 2))
+  function automatic logic [31:0] f32_gelu(input logic [31:0] x0);
+    logic [31:0] xv, ax, u, e, hi, lo, tail;
+    logic        neg;
+    xv = f32_daz(x0);
+    if (f32_nan(xv[30:0])) return 32'h7FC00000;
+    if (xv == 32'hFF800000) return SIGN;  // the limit: -0
+    neg = xv[31];
+    ax = {1'b0, xv[30:0]};
+    u = f32_mul(ax, INV_SQRT2);
+    if (u < (neg ? GELU_TAIL_U : ONE)) begin  // 1 - erf(u) >= 0.57 here: no harmful cancellation
+      e = erf_small(u);
+      return f32_mul(xv, f32_mul(HALF, neg ? f32_sub(ONE, e) : f32_add(ONE, e)));
+    end
+    if (less(GELU_MAX_U, u)) return neg ? SIGN : xv;
+    square(ax, hi, lo);  // u^2 = x^2 / 2 exactly: square |x|, then halve both parts
+    tail = gauss_tail(u, f32_mul(hi, HALF), f32_mul(lo, HALF));  // u * erfc(u)
+    // x < 0: x * erfc(u) / 2 = -tail / sqrt 2 (no division, no early underflow)
+    if (neg) return f32_mul(tail, INV_SQRT2) | SIGN;
+    return f32_mul(xv, f32_sub(ONE, f32_mul(HALF, f32_div(tail, u))));
   endfunction
 
   function automatic logic [31:0] table_fn(input logic [2:0] f, input logic [31:0] x0);
@@ -94,6 +178,8 @@ module vtpu_vec_table import vtpu_num_pkg::*, vtpu_fp32_pkg::*; (
         if (f32_nan(xv[30:0])) return 32'h7FC00000;
         return f32_div(ONE, f32_add(ONE, f32_exp(xv ^ SIGN)));
       end
+      FN_GELU: return f32_gelu(x0);
+      FN_ERF: return f32_erf(x0);
       FN_RECIP: return f32_div(ONE, x0);
       FN_RSQRT: return f32_div(ONE, f32_sqrt(x0));
       default: return 32'd0;

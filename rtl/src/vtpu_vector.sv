@@ -327,8 +327,8 @@ module vtpu_vector import vtpu_isa_pkg::*, vtpu_num_pkg::*; #(
       OP_VEC_VEC_CVT: lat = 32'(LAT_CONVERT);
       OP_VEC_VEC_RSUM, OP_VEC_VEC_RMAX: lat = 32'(LAT_REDUCE);
       OP_VEC_VEC_MAXPOOL, OP_VEC_VEC_AVGPOOL: lat = 32'(LAT_POOL);
-      OP_VEC_VEC_EXP, OP_VEC_VEC_TANH, OP_VEC_VEC_SIGMOID, OP_VEC_VEC_RECIP, OP_VEC_VEC_RSQRT:
-        lat = 32'(LAT_TRANS);
+      OP_VEC_VEC_EXP, OP_VEC_VEC_TANH, OP_VEC_VEC_SIGMOID, OP_VEC_VEC_GELU, OP_VEC_VEC_ERF, OP_VEC_VEC_RECIP,
+      OP_VEC_VEC_RSQRT: lat = 32'(LAT_TRANS);
       default: lat = 32'(LAT_ALU);
     endcase
   end

@@ -207,7 +207,7 @@ TEST_F(Fpu, Fp32SqrtMatchesSoftFloat) {
   EXPECT_EQ(bad, 0u);
 }
 
-// The table functions the RTL implements, against the soft-float algorithm
+// The seven table functions (vtpu_vec_table), against the soft-float algorithm
 // (numerics::ref::eval_f32): every bf16 value as fp32 (the inputs of a bf16 row), the
 // ranges where each algorithm switches path, and random fp32 operands.
 class FpuTable : public Fpu, public ::testing::WithParamInterface<nm::Transcendental> {};
@@ -224,9 +224,11 @@ TEST_P(FpuTable, MatchesSoftFloat) {
   };
   for (uint32_t h = 0; h < 0x10000; ++h) check(h << 16);
   // around the switch points: exp's range ends (89, -104) and the exponent of the result
-  // leaving the range, tanh's 0.5, and 1.0 / 2^+-126 for recip and rsqrt
+  // leaving the range, tanh's 0.5, erf's 1, 2 and 4, gelu's x / sqrt 2 = 0.4, 1, 2 and 9.5,
+  // and 2^+-126 for recip and rsqrt
   for (uint32_t centre : {0x42B20000u, 0xC2D00000u, 0x42B17218u, 0xC2AEAC50u, 0x3F000000u, 0x3F800000u,
-                          0x00800000u, 0x7F000000u, 0x41300000u})
+                          0x00800000u, 0x7F000000u, 0x41300000u, 0x40800000u, 0x3F10C5E2u, 0x3FB504F3u,
+                          0x40000000u, 0x403504F3u, 0x41570A3Du})
     for (uint32_t sign : {0u, 0x80000000u})
       for (uint32_t d = 0; d < 2000; ++d) check((sign | centre) + d - 1000);
   std::mt19937_64 g(41 + static_cast<unsigned>(f));
@@ -240,10 +242,8 @@ TEST_P(FpuTable, MatchesSoftFloat) {
   EXPECT_EQ(bad, 0u) << "of " << checked << " operands";
 }
 
-INSTANTIATE_TEST_SUITE_P(Implemented, FpuTable,
-                         ::testing::Values(nm::Transcendental::Exp, nm::Transcendental::Tanh,
-                                           nm::Transcendental::Sigmoid, nm::Transcendental::Recip,
-                                           nm::Transcendental::Rsqrt),
+INSTANTIATE_TEST_SUITE_P(All, FpuTable,
+                         ::testing::ValuesIn(nm::kAllTranscendentals),
                          [](const auto& info) { return std::string(nm::transcendental_name(info.param)); });
 
 }  // namespace
