@@ -25,6 +25,7 @@ module vtpu_vec_lane import vtpu_isa_pkg::*, vtpu_num_pkg::*; (
   input  logic [31:0]        rsum_f,
   input  logic [31:0]        rmax_i,
   input  logic [31:0]        rmax_f,
+  input  logic [31:0]        tab_y,      // the table function of a (vtpu_vector computes it)
   output logic [31:0]        a_fr,       // a as fp32 bits, raw (for the reductions)
   output logic signed [47:0] a_i,        // a as an integer
   output logic [31:0]        y           // the result, in the low esz(odt) bytes
@@ -87,13 +88,6 @@ module vtpu_vec_lane import vtpu_isa_pkg::*, vtpu_num_pkg::*; (
     end
   end
   assign aff_f = sum_f;
-  // the table functions (vec.exp .. vec.rsqrt, opcodes 16..22, in numerics::Transcendental order)
-  logic        tab_en;
-  logic [2:0]  tab_func;
-  logic [31:0] tab_y;
-  assign tab_en = 32'(op) >= OP_VEC_VEC_EXP && 32'(op) <= OP_VEC_VEC_RSQRT;
-  assign tab_func = op[2:0] - 3'(OP_VEC_VEC_EXP);  // mod 8: exact for opcodes 16..22
-  vtpu_vec_table u_table (.en(tab_en), .func(tab_func), .x(a_fr), .y(tab_y));
   assign prod_i = a_i * b_i;
   // the float operations (fp32 and bf16 rows), as fp32
   always_comb begin

@@ -1,5 +1,5 @@
 // The RTL floating-point units (vtpu_fp32_add, vtpu_bf16_mul, vtpu_fp32_mul, vtpu_fp32_div,
-// vtpu_fp32_sqrt) and the vector lane's table functions (vtpu_vec_table) against the
+// vtpu_fp32_sqrt) and the vector lane's table functions (vtpu_vec_table_pkg) against the
 // soft-float reference, on their own: millions of operands, weighted towards the corners.
 #include <gtest/gtest.h>
 #include <verilated.h>
@@ -207,7 +207,7 @@ TEST_F(Fpu, Fp32SqrtMatchesSoftFloat) {
   EXPECT_EQ(bad, 0u);
 }
 
-// The seven table functions (vtpu_vec_table), against the soft-float algorithm
+// The seven table functions (vtpu_vec_table_pkg), against the soft-float algorithm
 // (numerics::ref::eval_f32): every bf16 value as fp32 (the inputs of a bf16 row), the
 // ranges where each algorithm switches path, and random fp32 operands.
 class FpuTable : public Fpu, public ::testing::WithParamInterface<nm::Transcendental> {};

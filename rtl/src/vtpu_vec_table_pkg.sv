@@ -1,16 +1,15 @@
-// vtpu_vec_table: the vector unit's table (transcendental) functions on one fp32 element,
+// vtpu_vec_table_pkg: the vector unit's table (transcendental) functions on one fp32 element,
 // bit-exact with Algo in sim/numerics/src/transcendental.cpp (docs/numerics.md,
 // "Transcendental functions"): the same fp32 operations (vtpu_fp32_pkg) in the same order,
 // each rounded as there. func numbers them as numerics::Transcendental does (0 exp, 1 tanh,
 // 2 sigmoid, 3 gelu, 4 erf, 5 recip, 6 rsqrt: the opcodes vec.exp..vec.rsqrt minus 16).
-// Combinational; the whole sequence sits under `en`, so a Verilated model skips it
-// in the cycles no table function runs.
-module vtpu_vec_table import vtpu_num_pkg::*, vtpu_fp32_pkg::*; (
-  input  logic        en,
-  input  logic [2:0]  func,
-  input  logic [31:0] x,
-  output logic [31:0] y
-);
+// vtpu_vector evaluates vec_table for every lane in one loop under the condition that a
+// table operation runs: a Verilated model then skips it in every other cycle, and the loop
+// (too large to unroll) holds one copy of the code whatever the number of lanes.
+package vtpu_vec_table_pkg;
+  import vtpu_num_pkg::*;
+  import vtpu_fp32_pkg::*;
+
   localparam logic [2:0] FN_EXP = 3'd0, FN_TANH = 3'd1, FN_SIGMOID = 3'd2, FN_GELU = 3'd3, FN_ERF = 3'd4,
                          FN_RECIP = 3'd5, FN_RSQRT = 3'd6;
   localparam logic [31:0] ONE = 32'h3F800000, TWO = 32'h40000000;
@@ -168,7 +167,7 @@ module vtpu_vec_table import vtpu_num_pkg::*, vtpu_fp32_pkg::*; (
     return f32_mul(xv, f32_sub(ONE, f32_mul(HALF, f32_div(tail, u))));
   endfunction
 
-  function automatic logic [31:0] table_fn(input logic [2:0] f, input logic [31:0] x0);
+  function automatic logic [31:0] table_fn(input logic [2:0] f, input logic [31:0] x0);  // before canonical
     logic [31:0] xv;
     case (f)
       FN_EXP: return f32_exp(x0);
@@ -186,8 +185,8 @@ module vtpu_vec_table import vtpu_num_pkg::*, vtpu_fp32_pkg::*; (
     endcase
   endfunction
 
-  always_comb begin
-    if (en) y = f32_canonical(table_fn(func, x));
-    else y = 32'd0;
-  end
-endmodule
+  // The stored result of function f (numbered as above) of x.
+  function automatic logic [31:0] vec_table(input logic [2:0] f, input logic [31:0] x);
+    return f32_canonical(table_fn(f, x));
+  endfunction
+endpackage
