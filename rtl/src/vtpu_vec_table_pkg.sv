@@ -69,19 +69,6 @@ package vtpu_vec_table_pkg;
     return {p[31], e[7:0], p[22:0]};
   endfunction
 
-  function automatic logic [31:0] f32_tanh(input logic [31:0] x0);
-    logic [31:0] xv, ax, x2;
-    xv = f32_daz(x0);
-    if (f32_nan(xv[30:0])) return 32'h7FC00000;
-    if (xv[30:0] == 31'd0) return xv;
-    ax = {1'b0, xv[30:0]};
-    if (ax < TANH_SMALL) begin  // x + x * x^2 * P(x^2)
-      x2 = f32_mul(xv, xv);
-      return f32_add(xv, f32_mul(xv, f32_mul(x2, horner({96'd0, TANH_C}, 9, x2))));
-    end
-    // |tanh x| = 1 - 2 / (exp(2|x|) + 1); exp overflow gives exactly 1
-    return f32_sub(ONE, f32_div(TWO, f32_add(f32_exp(f32_add(ax, ax)), ONE))) | {xv[31], 31'd0};
-  endfunction
 
   // erf for |u| < 1: u * sum c_n u^2n, n = 0..11
   localparam logic [32*12-1:0] ERF_C = {32'hB0A8EB8C, 32'h327E62B9, 32'hB42FBA17, 32'h35DCF365,
@@ -113,16 +100,6 @@ package vtpu_vec_table_pkg;
     return f32_mul(u, horner(ERF_C, 12, f32_mul(u, u)));
   endfunction
 
-  // exp(-(hi + lo)) * G(1/v) = v erfc(v), with hi + lo = v^2 exactly, 0.4 <= v <= 9.5
-  function automatic logic [31:0] gauss_tail(input logic [31:0] v, input logic [31:0] hi, input logic [31:0] lo);
-    logic [31:0] t, g;
-    t = f32_div(ONE, v);
-    if (!less(t, ONE)) g = horner(G_INNER, 10, f32_sub(t, G_MID_INNER));
-    else if (!less(t, HALF)) g = horner(G_NEAR, 8, f32_sub(t, G_MID_NEAR));
-    else g = horner(G_FAR, 8, f32_sub(t, G_MID_FAR));
-    // exp(-hi - lo) = exp(-hi) * (1 - lo) to well below an ulp (|lo| < 2^-18)
-    return f32_mul(f32_mul(f32_exp(hi ^ SIGN), f32_sub(ONE, lo)), g);
-  endfunction
 
   // v * v = hi + lo exactly (Dekker's product with Veltkamp's split; v >= 1, no overflow)
   function automatic void square(input logic [31:0] v, output logic [31:0] hi, output logic [31:0] lo);
@@ -134,53 +111,95 @@ package vtpu_vec_table_pkg;
     lo = f32_add(f32_add(f32_sub(f32_mul(yh, yh), hi), f32_mul(f32_add(yh, yh), yl)), f32_mul(yl, yl));
   endfunction
 
-  function automatic logic [31:0] f32_erf(input logic [31:0] x0);
-    logic [31:0] xv, ax, hi, lo;
-    xv = f32_daz(x0);
-    if (f32_nan(xv[30:0])) return 32'h7FC00000;
-    ax = {1'b0, xv[30:0]};
-    if (ax < ONE) return erf_small(xv);
-    if (less(ERF_MAX_X, ax)) return ONE | {xv[31], 31'd0};  // erfc(4) < 2^-25: erf rounds to +-1
-    square(ax, hi, lo);
-    return f32_sub(ONE, f32_div(gauss_tail(ax, hi, lo), ax)) | {xv[31], 31'd0};
-  endfunction
 
-  // gelu(x) = x * Phi(x) = x/2 * (1 + erf(x / sqrt 2))
-  function automatic logic [31:0] f32_gelu(input logic [31:0] x0);
-    logic [31:0] xv, ax, u, e, hi, lo, tail;
-    logic        neg;
+
+  // Every function in one pass in which each costly piece (the exact square, exp, the erf
+  // series, tanh's series, the erfc tail polynomial, the final division) appears once and
+  // takes the operands of the function at hand, so the generated code holds one copy of
+  // each; then each function's cases in the order of Algo (the result before the stored
+  // form). gelu(x) = x * Phi(x) = x/2 * (1 + erf(x / sqrt 2)).
+  function automatic logic [31:0] table_fn(input logic [2:0] f, input logic [31:0] x0);
+    logic [31:0] xv, ax, sgn, u, v, hi, lo, e_arg, ex, es, x2, t_small, t, gc_mid, g, tail, num, den, q;
+    logic [32*12-1:0] gc;
+    int          gn;
+    logic        neg, gelu;
     xv = f32_daz(x0);
-    if (f32_nan(xv[30:0])) return 32'h7FC00000;
-    if (xv == 32'hFF800000) return SIGN;  // the limit: -0
+    ax = {1'b0, xv[30:0]};
+    sgn = {xv[31], 31'd0};
     neg = xv[31];
-    ax = {1'b0, xv[30:0]};
+    gelu = (f == FN_GELU);
+    // erf, gelu: the tail variable v (|x|, or u = |x| / sqrt 2) and v^2 = hi + lo exactly
     u = f32_mul(ax, INV_SQRT2);
-    if (u < (neg ? GELU_TAIL_U : ONE)) begin  // 1 - erf(u) >= 0.57 here: no harmful cancellation
-      e = erf_small(u);
-      return f32_mul(xv, f32_mul(HALF, neg ? f32_sub(ONE, e) : f32_add(ONE, e)));
+    v = gelu ? u : ax;
+    square(ax, hi, lo);
+    if (gelu) begin  // u^2 = x^2 / 2: halve both parts
+      hi = f32_mul(hi, HALF);
+      lo = f32_mul(lo, HALF);
     end
-    if (less(GELU_MAX_U, u)) return neg ? SIGN : xv;
-    square(ax, hi, lo);  // u^2 = x^2 / 2 exactly: square |x|, then halve both parts
-    tail = gauss_tail(u, f32_mul(hi, HALF), f32_mul(lo, HALF));  // u * erfc(u)
-    // x < 0: x * erfc(u) / 2 = -tail / sqrt 2 (no division, no early underflow)
-    if (neg) return f32_mul(tail, INV_SQRT2) | SIGN;
-    return f32_mul(xv, f32_sub(ONE, f32_mul(HALF, f32_div(tail, u))));
-  endfunction
-
-  function automatic logic [31:0] table_fn(input logic [2:0] f, input logic [31:0] x0);  // before canonical
-    logic [31:0] xv;
+    // the one exp: of x (exp), 2|x| (tanh), -x (sigmoid), -hi (erf, gelu)
     case (f)
-      FN_EXP: return f32_exp(x0);
-      FN_TANH: return f32_tanh(x0);
-      FN_SIGMOID: begin
-        xv = f32_daz(x0);
-        if (f32_nan(xv[30:0])) return 32'h7FC00000;
-        return f32_div(ONE, f32_add(ONE, f32_exp(xv ^ SIGN)));
+      FN_TANH: e_arg = f32_add(ax, ax);
+      FN_SIGMOID: e_arg = xv ^ SIGN;
+      FN_ERF, FN_GELU: e_arg = hi ^ SIGN;
+      default: e_arg = x0;
+    endcase
+    ex = f32_exp(e_arg);
+    es = erf_small(gelu ? u : xv);  // erf below 1, of x (erf) or u (gelu)
+    // tanh below 0.5: x + x * x^2 * P(x^2)
+    x2 = f32_mul(xv, xv);
+    t_small = f32_add(xv, f32_mul(xv, f32_mul(x2, horner({96'd0, TANH_C}, 9, x2))));
+    // v erfc(v) = exp(-hi) (1 - lo) G(1/v), G on the interval of 1/v (|lo| < 2^-18)
+    t = f32_div(ONE, v);
+    if (!less(t, ONE)) begin
+      gc = G_INNER; gn = 10; gc_mid = G_MID_INNER;
+    end else if (!less(t, HALF)) begin
+      gc = G_NEAR; gn = 8; gc_mid = G_MID_NEAR;
+    end else begin
+      gc = G_FAR; gn = 8; gc_mid = G_MID_FAR;
+    end
+    g = horner(gc, gn, f32_sub(t, gc_mid));
+    tail = f32_mul(f32_mul(ex, f32_sub(ONE, lo)), g);
+    // the one final division: 2 / (e + 1), 1 / (1 + e), tail / v, 1 / x, 1 / sqrt(x)
+    num = ONE;
+    case (f)
+      FN_TANH, FN_SIGMOID: begin
+        num = (f == FN_TANH) ? TWO : ONE;
+        den = f32_add(ONE, ex);  // the adder is commutative: also exp(2|x|) + 1
       end
-      FN_GELU: return f32_gelu(x0);
-      FN_ERF: return f32_erf(x0);
-      FN_RECIP: return f32_div(ONE, x0);
-      FN_RSQRT: return f32_div(ONE, f32_sqrt(x0));
+      FN_ERF, FN_GELU: begin
+        num = tail;
+        den = v;
+      end
+      FN_RECIP: den = x0;
+      FN_RSQRT: den = f32_sqrt(x0);
+      default: den = ONE;
+    endcase
+    q = f32_div(num, den);
+
+    if (f == FN_RECIP || f == FN_RSQRT) return q;  // NaN in: NaN from the divider
+    if (f32_nan(xv[30:0])) return 32'h7FC00000;
+    case (f)
+      FN_EXP: return ex;
+      FN_TANH: begin
+        if (xv[30:0] == 31'd0) return xv;
+        if (ax < TANH_SMALL) return t_small;
+        return f32_sub(ONE, q) | sgn;  // exp overflow gives exactly 1
+      end
+      FN_SIGMOID: return q;
+      FN_ERF: begin
+        if (ax < ONE) return es;
+        if (less(ERF_MAX_X, ax)) return ONE | sgn;  // erfc(4) < 2^-25: erf rounds to +-1
+        return f32_sub(ONE, q) | sgn;
+      end
+      FN_GELU: begin
+        if (xv == 32'hFF800000) return SIGN;  // the limit: -0
+        if (u < (neg ? GELU_TAIL_U : ONE))    // 1 - erf(u) >= 0.57 here: no harmful cancellation
+          return f32_mul(xv, f32_mul(HALF, neg ? f32_sub(ONE, es) : f32_add(ONE, es)));
+        if (less(GELU_MAX_U, u)) return neg ? SIGN : xv;  // Phi rounds to 0 or 1
+        // x < 0: x * erfc(u) / 2 = -tail / sqrt 2 (no division, no early underflow)
+        if (neg) return f32_mul(tail, INV_SQRT2) | SIGN;
+        return f32_mul(xv, f32_sub(ONE, f32_mul(HALF, q)));
+      end
       default: return 32'd0;
     endcase
   endfunction
