@@ -28,6 +28,7 @@ module vtpu_core import vtpu_isa_pkg::*; #(
   parameter int VEC_LAT_CONVERT = 2,
   parameter int VEC_LAT_REDUCE = 8,
   parameter int VEC_LAT_POOL   = 2,
+  parameter int VEC_LAT_TRANS  = 12,
   parameter int PARAM_ENTRIES  = 16,
   parameter int BRANCH_PENALTY = 2,
   parameter int DMA_SETUP      = 16,
@@ -209,6 +210,10 @@ module vtpu_core import vtpu_isa_pkg::*; #(
       OP_VEC_VEC_MAXPOOL, OP_VEC_VEC_AVGPOOL:
         vec_ok_op = 32'(v_dt_f) <= DTYPE_INT16 && 32'(v_odt_f) <= DTYPE_INT16 && !b[VEC_A_MEM_LSB];
       OP_VEC_VEC_RESCALE: vec_ok_op = int_type(v_dt_f) && int_type(v_odt_f);
+      // the table functions compute on fp32 or bf16 rows
+      OP_VEC_VEC_EXP, OP_VEC_VEC_TANH, OP_VEC_VEC_SIGMOID, OP_VEC_VEC_GELU, OP_VEC_VEC_ERF, OP_VEC_VEC_RECIP,
+      OP_VEC_VEC_RSQRT:
+        vec_ok_op = (32'(v_dt_f) == DTYPE_FP32 || 32'(v_dt_f) == DTYPE_BF16) && 32'(v_odt_f) <= DTYPE_INT16;
       default: vec_ok_op = 1'b0;
     endcase
     unsupported = !vec_ok_op || (32'(dma_op) == OP_DMA_DMA_SEND) || (32'(dma_op) > OP_DMA_DMA_SEND) ||
@@ -397,6 +402,7 @@ module vtpu_core import vtpu_isa_pkg::*; #(
                 .UB_ROW_BYTES(UB_ROW_BYTES), .UB_BANKS(UB_BANKS), .UB_RD_PORTS(UB_RD_PORTS),
                 .UB_WR_PORTS(UB_WR_PORTS), .LANE_PASSES(LANE_PASSES), .LAT_ALU(VEC_LAT_ALU),
                 .LAT_MUL(VEC_LAT_MUL), .LAT_RESCALE(VEC_LAT_RESCALE), .LAT_CONVERT(VEC_LAT_CONVERT), .LAT_REDUCE(VEC_LAT_REDUCE), .LAT_POOL(VEC_LAT_POOL),
+                .LAT_TRANS(VEC_LAT_TRANS),
                 .PARAM_ENTRIES(PARAM_ENTRIES), .NPEND(NVP)) u_vec (
     .clk(clk), .rst_n(rst_n), .now(now),
     .param_we(param_we), .param_waddr(param_waddr), .param_wdata(param_wdata),

@@ -25,6 +25,7 @@ module vtpu_vec_lane import vtpu_isa_pkg::*, vtpu_num_pkg::*; (
   input  logic [31:0]        rsum_f,
   input  logic [31:0]        rmax_i,
   input  logic [31:0]        rmax_f,
+  input  logic [31:0]        tab_y,      // the table function of a (vtpu_vector computes it)
   output logic [31:0]        a_fr,       // a as fp32 bits, raw (for the reductions)
   output logic signed [47:0] a_i,        // a as an integer
   output logic [31:0]        y           // the result, in the low esz(odt) bytes
@@ -100,6 +101,8 @@ module vtpu_vec_lane import vtpu_isa_pkg::*, vtpu_num_pkg::*; (
       OP_VEC_VEC_MAXPOOL: rf = pool_f;
       OP_VEC_VEC_RMAX: rf = rmax_f;
       OP_VEC_VEC_AVGPOOL: rf = prod_f;
+      OP_VEC_VEC_EXP, OP_VEC_VEC_TANH, OP_VEC_VEC_SIGMOID, OP_VEC_VEC_GELU, OP_VEC_VEC_ERF, OP_VEC_VEC_RECIP,
+      OP_VEC_VEC_RSQRT: rf = tab_y;
       default: rf = aff_f;  // vec.affine
     endcase
   end

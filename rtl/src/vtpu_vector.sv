@@ -7,7 +7,7 @@
 // its rows of max(LANE_PASSES, the row's bank cycles); row i is read, computed and written
 // in its first cycle. The flag increment comes LAT cycles after the last row (done D =
 // T + occ + lat), from a small table so later operations can overlap the latency.
-module vtpu_vector import vtpu_isa_pkg::*, vtpu_num_pkg::*; #(
+module vtpu_vector import vtpu_isa_pkg::*, vtpu_num_pkg::*, vtpu_vec_table_pkg::*; #(
   parameter int COLS         = 4,
   parameter int UB_BYTES     = 65536,
   parameter int PB           = 64,  // UB port bytes (>= COLS * 4)
@@ -23,6 +23,7 @@ module vtpu_vector import vtpu_isa_pkg::*, vtpu_num_pkg::*; #(
   parameter int LAT_CONVERT  = 2,   // .convert
   parameter int LAT_REDUCE   = 8,   // .reduce
   parameter int LAT_POOL     = 2,   // .pool
+  parameter int LAT_TRANS    = 12,  // .transcendental
   parameter int PARAM_ENTRIES = 16,
   parameter int NPEND        = 8,
   localparam int UAW = $clog2(UB_BYTES),
@@ -253,6 +254,14 @@ module vtpu_vector import vtpu_isa_pkg::*, vtpu_num_pkg::*; #(
 
   // Row reductions over the lanes, in lane order (vec.rsum adds lane 0, then 1, ...).
   logic [31:0]        lane_afr [COLS];  // each lane's a as fp32 bits (raw)
+  // The table functions (vec.exp .. vec.rsqrt, opcodes 16..22 in numerics::Transcendental
+  // order) of every lane's a, in one loop under one condition (see vtpu_vec_table_pkg).
+  logic [31:0]        lane_tab [COLS];
+  always_comb begin
+    for (int n = 0; n < COLS; n++) lane_tab[n] = 32'd0;
+    if (32'(e_op) >= OP_VEC_VEC_EXP && 32'(e_op) <= OP_VEC_VEC_RSQRT)
+      for (int n = 0; n < COLS; n++) lane_tab[n] = vec_table(e_op[2:0] - 3'(OP_VEC_VEC_EXP), lane_afr[n]);
+  end
   logic signed [47:0] lane_ai  [COLS];  // ... as an integer
   logic [31:0]        rsum_f   [COLS];  // running fp32 sum
   assign rsum_f[0] = lane_afr[0];
@@ -293,7 +302,7 @@ module vtpu_vector import vtpu_isa_pkg::*, vtpu_num_pkg::*; #(
       .scale(prm[38*COLS + 225 + 64*n +: 32]), .bias(prm[38*COLS + 257 + 64*n +: 32]),
       .in_zp(p_in_zp), .out_zp(p_out_zp), .dround(p_dround), .lo_t(lo_t), .hi_t(hi_t),
       .fmin(p_fmin), .fmax(p_fmax),
-      .rsum_i(rsum_i), .rsum_f(rsum_f[COLS-1]), .rmax_i(rmax_i[31:0]), .rmax_f(rmax_f),
+      .rsum_i(rsum_i), .rsum_f(rsum_f[COLS-1]), .rmax_i(rmax_i[31:0]), .rmax_f(rmax_f), .tab_y(lane_tab[n]),
       .a_fr(lane_afr[n]), .a_i(lane_ai[n]), .y(lane_y[n]));
   end
   always_comb begin
@@ -326,6 +335,8 @@ module vtpu_vector import vtpu_isa_pkg::*, vtpu_num_pkg::*; #(
       OP_VEC_VEC_CVT: lat = 32'(LAT_CONVERT);
       OP_VEC_VEC_RSUM, OP_VEC_VEC_RMAX: lat = 32'(LAT_REDUCE);
       OP_VEC_VEC_MAXPOOL, OP_VEC_VEC_AVGPOOL: lat = 32'(LAT_POOL);
+      OP_VEC_VEC_EXP, OP_VEC_VEC_TANH, OP_VEC_VEC_SIGMOID, OP_VEC_VEC_GELU, OP_VEC_VEC_ERF, OP_VEC_VEC_RECIP,
+      OP_VEC_VEC_RSQRT: lat = 32'(LAT_TRANS);
       default: lat = 32'(LAT_ALU);
     endcase
   end

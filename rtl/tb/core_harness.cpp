@@ -48,12 +48,15 @@ std::string unsupported_in_rtl(const isa::Program& prog, const CoreModelParams& 
     const isa::Operation& v = b.at(isa::SlotId::Vector);
     if (!v.is_nop()) {
       const std::string_view m = v.def->mnemonic;
-      static const char* kSupported[] = {"vec.add", "vec.sub",  "vec.mul",    "vec.max",     "vec.min", "vec.relu",
-                                         "vec.clamp", "vec.affine", "vec.copy", "vec.rescale", "vec.cvt",
-                                         "vec.rsum",  "vec.rmax",   "vec.maxpool", "vec.avgpool"};
+      static const char* kSupported[] = {"vec.add",     "vec.sub",     "vec.mul",     "vec.max",  "vec.min",
+                                         "vec.relu",    "vec.clamp",   "vec.affine",  "vec.copy", "vec.rescale",
+                                         "vec.cvt",     "vec.rsum",    "vec.rmax",    "vec.maxpool", "vec.avgpool",
+                                         "vec.exp",     "vec.tanh",    "vec.sigmoid", "vec.gelu", "vec.erf",
+                                         "vec.recip",   "vec.rsqrt"};
       if (std::find(std::begin(kSupported), std::end(kSupported), m) == std::end(kSupported))
         return refuse(isa::SlotId::Vector, "the vector unit implements vec.add/sub/mul/max/min/relu/clamp/affine, "
-                                           "vec.copy, vec.rescale, vec.cvt, vec.rsum/rmax and vec.maxpool/avgpool");
+                                           "vec.copy, vec.rescale, vec.cvt, vec.rsum/rmax, vec.maxpool/avgpool and "
+                                           "the table functions vec.exp/tanh/sigmoid/gelu/erf/recip/rsqrt");
       if (m == "vec.maxpool" || m == "vec.avgpool") {
         if (isa::field(v, isa::SlotId::Vector, "a_mem") != 0)
           return refuse(isa::SlotId::Vector, "the RTL pools from the unified buffer only (the window is byte offsets)");

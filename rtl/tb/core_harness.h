@@ -27,6 +27,7 @@ struct CoreModelParams {
   uint32_t lane_passes, vec_lat_alu, branch_penalty, dma_setup, dma_inflight, wf_tiles;
   uint32_t imem_bundles, desc_entries, port_bytes;
   uint32_t vec_lat_mul, vec_lat_rescale, vec_lat_convert, param_entries, vec_lat_reduce, vec_lat_pool;
+  uint32_t vec_lat_trans;
 };
 
 std::vector<CoreModelParams> core_models();

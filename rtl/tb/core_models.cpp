@@ -301,9 +301,9 @@ CoreRunResult run_model(const CoreModelParams& p, const config::Config& cfg, con
 std::vector<CoreModelParams> core_models() {
   std::vector<CoreModelParams> v;
 #define VTPU_CORE_PARAMS(name, cls, preset, R, C, in, out, shift, acc, ub, rb, banks, rp, wp, rl, wl, lp, va, br, \
-                         setup, infl, wf, imem, desc, pb, vm, vr, vc, prm, vred, vpool)                              \
+                         setup, infl, wf, imem, desc, pb, vm, vr, vc, prm, vred, vpool, vtrans)                      \
   v.push_back({#name, preset, R, C, in, out, shift, acc, ub, rb, banks, rp, wp, rl, wl, lp, va, br, setup, infl, wf,  \
-               imem, desc, pb, vm, vr, vc, prm, vred, vpool});
+               imem, desc, pb, vm, vr, vc, prm, vred, vpool, vtrans});
   VTPU_RTL_FOR_EACH_CORE(VTPU_CORE_PARAMS)
 #undef VTPU_CORE_PARAMS
   return v;
@@ -343,6 +343,7 @@ std::string model_matches(const CoreModelParams& p, const config::Config& cfg) {
       {"core.vector.latency_cycles.convert", {p.vec_lat_convert, c.vector.latency_cycles.convert}},
       {"core.vector.latency_cycles.reduce", {p.vec_lat_reduce, c.vector.latency_cycles.reduce}},
       {"core.vector.latency_cycles.pool", {p.vec_lat_pool, c.vector.latency_cycles.pool}},
+      {"core.vector.latency_cycles.transcendental", {p.vec_lat_trans, c.vector.latency_cycles.transcendental}},
       {"core.scalar.branch_penalty_cycles", {p.branch_penalty, c.scalar.branch_penalty_cycles}},
       {"core.dma.setup_cycles", {p.dma_setup, c.dma.setup_cycles}},
       {"core.dma.max_in_flight", {p.dma_inflight, c.dma.max_in_flight}},

@@ -250,12 +250,16 @@ std::string random_core_program(const config::Config& cfg, uint64_t seed, const 
       ++pend_copy;
       continue;
     }
-    static const char* kOps[] = {"vec.add",  "vec.sub",   "vec.max", "vec.min",     "vec.relu", "vec.copy",
-                                 "vec.clamp", "vec.mul",  "vec.rescale", "vec.cvt", "vec.affine", "vec.rsum",
-                                 "vec.rmax", "vec.maxpool", "vec.avgpool"};
+    static const char* kOps[] = {"vec.add",     "vec.sub",   "vec.max",     "vec.min",     "vec.relu",
+                                 "vec.copy",    "vec.clamp", "vec.mul",     "vec.rescale", "vec.cvt",
+                                 "vec.affine",  "vec.rsum",  "vec.rmax",    "vec.maxpool", "vec.avgpool",
+                                 "vec.exp",     "vec.tanh",  "vec.sigmoid", "vec.recip",   "vec.rsqrt",
+                                 "vec.gelu",    "vec.erf"};
     static const char* kTypes[] = {"int8", "bf16", "int32", "fp32", "uint8", "int16"};
     static const uint32_t kSize[] = {1, 2, 4, 4, 1, 2};
-    const std::string op = kOps[g.rng() % 15];
+    const std::string op = kOps[g.rng() % std::size(kOps)];
+    const bool table = op == "vec.exp" || op == "vec.tanh" || op == "vec.sigmoid" || op == "vec.recip" ||
+                       op == "vec.rsqrt" || op == "vec.gelu" || op == "vec.erf";
     const bool pool = op == "vec.maxpool" || op == "vec.avgpool";
     const bool binary = op == "vec.add" || op == "vec.sub" || op == "vec.max" || op == "vec.min" || op == "vec.mul";
     // source and result types: mostly the accumulator type, sometimes any other
@@ -268,6 +272,7 @@ std::string random_core_program(const config::Config& cfg, uint64_t seed, const 
     }
     if (op == "vec.cvt") dt = unsigned(g.rng() % 6), odt = unsigned(g.rng() % 6);
     if (op == "vec.rsum") odt = unsigned(g.rng() % 6);
+    if (table && dt != 1 && dt != 3) dt = odt = g.chance(50) ? 1 : 3;  // the table functions take bf16 or fp32
     const bool acc_ok_src = dt == 2 || dt == 3, acc_ok_dst = odt == 2 || odt == 3;
     const uint32_t srow = C * kSize[dt], drow = C * kSize[odt];
     const uint32_t rows = uint32_t(g.pick(1, 6));

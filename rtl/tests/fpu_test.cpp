@@ -1,5 +1,6 @@
-// The RTL floating-point units (vtpu_fp32_add, vtpu_bf16_mul) against the soft-float
-// reference, on their own: millions of operand pairs, weighted towards the corners.
+// The RTL floating-point units (vtpu_fp32_add, vtpu_bf16_mul, vtpu_fp32_mul, vtpu_fp32_div,
+// vtpu_fp32_sqrt) and the vector lane's table functions (vtpu_vec_table_pkg) against the
+// soft-float reference, on their own: millions of operands, weighted towards the corners.
 #include <gtest/gtest.h>
 #include <verilated.h>
 
@@ -9,6 +10,7 @@
 #include <vector>
 
 #include "vtpu/numerics/float.h"
+#include "vtpu/numerics/transcendental.h"
 #include "vtpu_rtl_models.h"
 
 namespace vtpu::rtl {
@@ -23,18 +25,41 @@ bool full_run() {
 class Fpu : public ::testing::Test {
  protected:
   Fpu() : ctx_(new VerilatedContext), m_(new Vvtpu_fpu_tb(ctx_.get(), "fpu")) {}
-  ~Fpu() override { m_->final(); }
+  ~Fpu() override {
+    EXPECT_FALSE(fn_mismatch_) << "vtpu_fp32_pkg's f32_add/f32_mul differ from vtpu_fp32_add/vtpu_fp32_mul";
+    m_->final();
+  }
   uint32_t add(uint32_t a, uint32_t b) {
     m_->add_a = a;
     m_->add_b = b;
     m_->eval();
+    // the module (accumulators, vector lanes) and the function (table functions) agree
+    if (m_->add_fn_y != m_->add_y) fn_mismatch_ = true;
     return m_->add_y;
   }
   uint32_t fmul(uint32_t a, uint32_t b) {
     m_->fmul_a = a;
     m_->fmul_b = b;
     m_->eval();
+    if (m_->fmul_fn_y != m_->fmul_y) fn_mismatch_ = true;
     return m_->fmul_y;
+  }
+  uint32_t div(uint32_t a, uint32_t b) {
+    m_->div_a = a;
+    m_->div_b = b;
+    m_->eval();
+    return m_->div_y;
+  }
+  uint32_t sqrt(uint32_t a) {
+    m_->sqrt_a = a;
+    m_->eval();
+    return m_->sqrt_y;
+  }
+  uint32_t table(nm::Transcendental f, uint32_t x) {
+    m_->tab_func = static_cast<uint8_t>(f);
+    m_->tab_x = x;
+    m_->eval();
+    return m_->tab_y;
   }
   uint32_t mul(uint16_t a, uint16_t b) {
     m_->mul_a = a;
@@ -44,6 +69,7 @@ class Fpu : public ::testing::Test {
   }
   std::unique_ptr<VerilatedContext> ctx_;
   std::unique_ptr<Vvtpu_fpu_tb> m_;
+  bool fn_mismatch_ = false;
 };
 
 // fp32 operands: a mix of every class, and pairs close in exponent (cancellation, carries,
@@ -139,6 +165,86 @@ TEST_F(Fpu, Fp32MulMatchesSoftFloat) {
   EXPECT_EQ(fmul(0x3F7FFFFEu, 0x00800001u), 0x00800000u);
   EXPECT_EQ(fmul(0x3F7FFFFFu, 0x00800000u), 0x00000000u);
 }
+
+TEST_F(Fpu, Fp32DivMatchesSoftFloat) {
+  std::mt19937_64 g(31);
+  const uint64_t n = full_run() ? 10'000'000 : 500'000;
+  uint64_t bad = 0;
+  for (uint64_t i = 0; i < n; ++i) {
+    uint32_t a = f32_operand(g), b = f32_operand(g);
+    if (i % 4 == 1) {  // quotients near the overflow and the FTZ threshold
+      const uint32_t ea = (a >> 23) & 0xFF;
+      // quotient exponent ea - eb + 127: near 1 (FTZ) or near 254 (overflow)
+      const uint32_t eb = ea + (i % 8 == 1 ? 126u : -127u) + static_cast<uint32_t>(g() % 5) - 2;
+      b = (b & 0x807FFFFFu) | ((eb & 0xFF) << 23);
+    }
+    if (i % 4 == 2) b = (b & 0xFF800000u) | ((a & 0x7FFFFFu) ^ static_cast<uint32_t>(g() % 4));  // equal significands
+    const uint32_t want = nm::sf::div(a, b), got = div(a, b);
+    if (got != want && ++bad <= 10)
+      ADD_FAILURE() << std::hex << "div(0x" << a << ", 0x" << b << "): RTL 0x" << got << ", reference 0x" << want;
+  }
+  EXPECT_EQ(bad, 0u);
+}
+
+TEST_F(Fpu, Fp32SqrtMatchesSoftFloat) {
+  uint64_t bad = 0;
+  // every exponent parity and significand edge, then random operands
+  for (uint32_t e = 0; e < 256; ++e)
+    for (uint32_t f : {0u, 1u, 2u, 0x3FFFFFu, 0x400000u, 0x7FFFFEu, 0x7FFFFFu})
+      for (uint32_t sign : {0u, 0x80000000u}) {
+        const uint32_t a = sign | (e << 23) | f;
+        if (sqrt(a) != nm::sf::sqrt(a) && ++bad <= 10)
+          ADD_FAILURE() << std::hex << "sqrt(0x" << a << "): RTL 0x" << sqrt(a) << ", reference 0x" << nm::sf::sqrt(a);
+      }
+  std::mt19937_64 g(37);
+  const uint64_t n = full_run() ? 10'000'000 : 300'000;
+  for (uint64_t i = 0; i < n; ++i) {
+    const uint32_t a = f32_operand(g);
+    const uint32_t want = nm::sf::sqrt(a), got = sqrt(a);
+    if (got != want && ++bad <= 10)
+      ADD_FAILURE() << std::hex << "sqrt(0x" << a << "): RTL 0x" << got << ", reference 0x" << want;
+  }
+  EXPECT_EQ(bad, 0u);
+}
+
+// The seven table functions (vtpu_vec_table_pkg), against the soft-float algorithm
+// (numerics::ref::eval_f32): every bf16 value as fp32 (the inputs of a bf16 row), the
+// ranges where each algorithm switches path, and random fp32 operands.
+class FpuTable : public Fpu, public ::testing::WithParamInterface<nm::Transcendental> {};
+
+TEST_P(FpuTable, MatchesSoftFloat) {
+  const nm::Transcendental f = GetParam();
+  uint64_t bad = 0, checked = 0;
+  auto check = [&](uint32_t x) {
+    ++checked;
+    const uint32_t want = nm::ref::eval_f32(f, x), got = table(f, x);
+    if (got != want && ++bad <= 10)
+      ADD_FAILURE() << std::hex << nm::transcendental_name(f) << "(0x" << x << "): RTL 0x" << got
+                    << ", reference 0x" << want;
+  };
+  for (uint32_t h = 0; h < 0x10000; ++h) check(h << 16);
+  // around the switch points: exp's range ends (89, -104) and the exponent of the result
+  // leaving the range, tanh's 0.5, erf's 1, 2 and 4, gelu's x / sqrt 2 = 0.4, 1, 2 and 9.5,
+  // and 2^+-126 for recip and rsqrt
+  for (uint32_t centre : {0x42B20000u, 0xC2D00000u, 0x42B17218u, 0xC2AEAC50u, 0x3F000000u, 0x3F800000u,
+                          0x00800000u, 0x7F000000u, 0x41300000u, 0x40800000u, 0x3F10C5E2u, 0x3FB504F3u,
+                          0x40000000u, 0x403504F3u, 0x41570A3Du})
+    for (uint32_t sign : {0u, 0x80000000u})
+      for (uint32_t d = 0; d < 2000; ++d) check((sign | centre) + d - 1000);
+  std::mt19937_64 g(41 + static_cast<unsigned>(f));
+  const uint64_t n = full_run() ? 2'000'000 : 100'000;
+  for (uint64_t i = 0; i < n; ++i) {
+    uint32_t x = f32_operand(g);
+    if (i % 2 == 1)  // |x| in [2^-8, 2^8): where the interesting results are
+      x = (x & 0x807FFFFFu) | ((119u + static_cast<uint32_t>(g() % 16)) << 23);
+    check(x);
+  }
+  EXPECT_EQ(bad, 0u) << "of " << checked << " operands";
+}
+
+INSTANTIATE_TEST_SUITE_P(All, FpuTable,
+                         ::testing::ValuesIn(nm::kAllTranscendentals),
+                         [](const auto& info) { return std::string(nm::transcendental_name(info.param)); });
 
 }  // namespace
 }  // namespace vtpu::rtl
