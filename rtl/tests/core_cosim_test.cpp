@@ -15,6 +15,7 @@
 #include <sstream>
 #include <string>
 
+#include "cosim_env.h"
 #include "core_harness.h"
 #include "gemm_program.h"
 #include "vtpu/config/config.h"
@@ -26,15 +27,6 @@ int sc_main(int, char**) { return 0; }
 namespace vtpu::rtl {
 namespace {
 
-const char* env(const char* name) {
-  const char* v = std::getenv(name);
-  return v && *v ? v : nullptr;
-}
-
-bool full_run() {
-  const char* v = env("VTPU_COSIM_FULL");
-  return v && std::string(v) != "0";
-}
 
 // Quick: 380 programs over the three models and two dtypes; full: 3 800.
 unsigned case_count(const CoreModelParams& p) {

@@ -12,21 +12,13 @@
 #include <cstdlib>
 #include <string>
 
+#include "cosim_env.h"
 #include "mxu_harness.h"
 #include "vtpu/config/config.h"
 
 namespace vtpu::rtl {
 namespace {
 
-const char* env(const char* name) {
-  const char* v = std::getenv(name);
-  return v && *v ? v : nullptr;
-}
-
-bool full_run() {
-  const char* v = env("VTPU_COSIM_FULL");
-  return v && std::string(v) != "0";
-}
 
 // Programs of every fifth seed are long (more tiles, longer streams); the seed alone
 // determines the program.

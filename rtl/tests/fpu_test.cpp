@@ -9,6 +9,7 @@
 #include <random>
 #include <vector>
 
+#include "cosim_env.h"
 #include "vtpu/numerics/float.h"
 #include "vtpu/numerics/transcendental.h"
 #include "vtpu_rtl_models.h"
@@ -17,10 +18,6 @@ namespace vtpu::rtl {
 namespace {
 namespace nm = vtpu::numerics;
 
-bool full_run() {
-  const char* v = std::getenv("VTPU_COSIM_FULL");
-  return v && *v && std::string(v) != "0";
-}
 
 class Fpu : public ::testing::Test {
  protected:
