@@ -1920,46 +1920,43 @@ class Codegen {
     define(op.getOutput(), y);
   }
 
-  Act reshaped_;  // the output split_or_merge_rows built
-  void define_last_reshape(tpu::ReshapeOp op) { define(op.getOutput(), reshaped_); }
   // A reshape that only regroups the last dimension (attention's [S, H*d] <-> [S, H, d]):
   // row-major order is kept, so with y's rows a split of x's (b = y.features dividing
   // x.features) output row (r, j) is x row r's lanes [j*b, j*b + b), and a merge is the
-  // reverse. Unified-buffer copies of lane runs, one per run for all rows at once; false
+  // reverse. Unified-buffer copies of lane runs, one per run for all rows at once; nothing
   // when some run would not start on a unified-buffer word (then it goes through HBM).
-  bool split_or_merge_rows(const Act& x, const std::vector<int64_t>& ys, const std::string& layer) {
+  std::optional<Act> split_or_merge_rows(const Act& x, const std::vector<int64_t>& ys, const std::string& layer) {
     uint64_t yf = uint64_t(ys.back()), align = cfg_.core.unified_buffer.alignment_bytes;
     bool split = yf < x.features && x.features % yf == 0, merge = yf > x.features && yf % x.features == 0;
-    if (!split && !merge) return false;
+    if (!split && !merge) return std::nullopt;
     uint64_t b = split ? yf : x.features, a = split ? x.features / yf : yf / x.features;
     struct Run {
-      uint64_t src, dst, lanes;
+      uint64_t j, wide_lane, narrow_lane, lanes;  // narrow row j of a wide row, lanes [wide_lane, +lanes)
     };
-    std::vector<Run> runs;  // lane offsets: (wide row lane, narrow row lane, count) per j
+    std::vector<Run> runs;
     for (uint64_t j = 0; j < a; ++j)
       for (uint64_t o = 0; o < b;) {
         uint64_t L = j * b + o, n = std::min({R_ - L % R_, R_ - o % R_, b - o});
-        if ((L % R_) * esz_ % align || (o % R_) * esz_ % align) return false;
-        runs.push_back({L, o + j * (1ull << 40), n});  // j kept in the high bits of dst
+        if ((L % R_) * esz_ % align || (o % R_) * esz_ % align) return std::nullopt;
+        runs.push_back({j, L, o, n});
         o += n;
       }
     Act y = new_act(ys, fmt::format("the output of '{}'", layer));
     if (y.features % R_) clear(y.base + (y.blocks - 1) * y.block_bytes, y.block_bytes);
     const Act& wide = split ? x : y;
     const Act& narrow = split ? y : x;
+    uint64_t wide_stride = R_ * esz_, narrow_stride = a * R_ * esz_;
     for (const Run& r : runs) {
-      uint64_t j = r.dst >> 40, o = r.dst & ((1ull << 40) - 1), L = r.src;
-      uint64_t wide_at = wide.base + (L / R_) * wide.block_bytes + (L % R_) * esz_;
-      uint64_t narrow_at = narrow.base + (o / R_) * narrow.block_bytes + j * R_ * esz_ + (o % R_) * esz_;
-      uint64_t wide_stride = R_ * esz_, narrow_stride = a * R_ * esz_;
+      uint64_t wide_at = wide.base + (r.wide_lane / R_) * wide.block_bytes + (r.wide_lane % R_) * esz_;
+      uint64_t narrow_at =
+          narrow.base + (r.narrow_lane / R_) * narrow.block_bytes + r.j * R_ * esz_ + (r.narrow_lane % R_) * esz_;
       std::string shape = fmt::format("bytes={} dim=[{}, {}, {}]", r.lanes * esz_, wide.rows, split ? wide_stride : narrow_stride,
                                       split ? narrow_stride : wide_stride);
       if (split) ub_copy(wide_at, narrow_at, shape);
       else ub_copy(narrow_at, wide_at, shape);
     }
     add_bound(layer, 0, 0);
-    reshaped_ = y;
-    return true;
+    return y;
   }
 
   void gen_reshape(tpu::ReshapeOp op) {
@@ -1977,8 +1974,8 @@ class Codegen {
     uint64_t lanes_per_word = std::max<uint64_t>(1, cfg_.core.unified_buffer.alignment_bytes / esz_);
     bool image_flatten = x.shape.size() == 4 && ys.size() == 2 && uint64_t(ys[0]) == uint64_t(x.shape[0]) &&
                          x.features % lanes_per_word == 0;
-    if (!image_flatten && split_or_merge_rows(x, ys, layer)) return define_last_reshape(op);
     if (!image_flatten) {
+      if (auto y = split_or_merge_rows(x, ys, layer)) return define(op.getOutput(), *y);
       // Any other reshape: through HBM, stored row-major and reloaded in the new shape.
       uint64_t scratch = hbm_alloc(x.rows * x.features * esz_);
       store_act(x, scratch);
