@@ -11,6 +11,7 @@
 #include "vtpu/numerics/float.h"
 #include "vtpu/sim/simulator.h"
 #include "vtpu/support/child_process.h"
+#include "vtpu/support/layout.h"
 
 namespace vtpu::compiler {
 namespace {
@@ -171,7 +172,7 @@ class CompileE2E : public ::testing::TestWithParam<E2EParam> {
     std::map<std::string, Vec> stored = inputs;  // in the program's layout
     if (nchw) {
       for (auto& [name, v] : stored)
-        if (tensor(r.program, name).nhwc) v = nhwc_of(v, tensor(r.program, name).shape);
+        if (tensor(r.program, name).nhwc) v = nchw_to_nhwc(v, nchw_shape_of(tensor(r.program, name).shape));
       // Calibration samples are in the program's layout too: compile again with those.
       opt.calibration = {stored};
       r = compile_onnx(path, cfg, opt);
@@ -184,26 +185,7 @@ class CompileE2E : public ::testing::TestWithParam<E2EParam> {
       return {};
     }
     Vec y = decode(r.program, out, got.substr(2));
-    return nchw && tensor(r.program, out).nhwc ? nchw_of(y, tensor(r.program, out).shape) : y;
-  }
-  // NCHW values -> NHWC [N, H, W, C], and back.
-  static Vec nhwc_of(const Vec& v, const std::vector<int64_t>& s) {
-    Vec t(v.size());
-    for (int64_t n = 0; n < s[0]; ++n)
-      for (int64_t h = 0; h < s[1]; ++h)
-        for (int64_t w = 0; w < s[2]; ++w)
-          for (int64_t c = 0; c < s[3]; ++c)
-            t[size_t(((n * s[1] + h) * s[2] + w) * s[3] + c)] = v[size_t(((n * s[3] + c) * s[1] + h) * s[2] + w)];
-    return t;
-  }
-  static Vec nchw_of(const Vec& v, const std::vector<int64_t>& s) {
-    Vec t(v.size());
-    for (int64_t n = 0; n < s[0]; ++n)
-      for (int64_t h = 0; h < s[1]; ++h)
-        for (int64_t w = 0; w < s[2]; ++w)
-          for (int64_t c = 0; c < s[3]; ++c)
-            t[size_t(((n * s[3] + c) * s[1] + h) * s[2] + w)] = v[size_t(((n * s[1] + h) * s[2] + w) * s[3] + c)];
-    return t;
+    return nchw && tensor(r.program, out).nhwc ? nhwc_to_nchw(y, tensor(r.program, out).shape) : y;
   }
 };
 

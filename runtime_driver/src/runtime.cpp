@@ -1,4 +1,5 @@
 #include "vtpu/runtime/runtime.h"
+#include "vtpu/support/layout.h"
 
 #include <fmt/format.h>
 
@@ -17,28 +18,6 @@ namespace vtpu::runtime {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-std::vector<int64_t> nchw_of(const std::vector<int64_t>& nhwc) { return {nhwc[0], nhwc[3], nhwc[1], nhwc[2]}; }
-
-std::vector<float> nchw_to_nhwc(const std::vector<float>& x, const std::vector<int64_t>& nchw) {
-  int64_t N = nchw[0], C = nchw[1], H = nchw[2], W = nchw[3];
-  std::vector<float> y(x.size());
-  for (int64_t n = 0; n < N; ++n)
-    for (int64_t c = 0; c < C; ++c)
-      for (int64_t h = 0; h < H; ++h)
-        for (int64_t w = 0; w < W; ++w) y[size_t(((n * H + h) * W + w) * C + c)] = x[size_t(((n * C + c) * H + h) * W + w)];
-  return y;
-}
-
-std::vector<float> nhwc_to_nchw(const std::vector<float>& x, const std::vector<int64_t>& nhwc) {
-  int64_t N = nhwc[0], H = nhwc[1], W = nhwc[2], C = nhwc[3];
-  std::vector<float> y(x.size());
-  for (int64_t n = 0; n < N; ++n)
-    for (int64_t h = 0; h < H; ++h)
-      for (int64_t w = 0; w < W; ++w)
-        for (int64_t c = 0; c < C; ++c) y[size_t(((n * C + c) * H + h) * W + w)] = x[size_t(((n * H + h) * W + w) * C + c)];
-  return y;
-}
 
 // Real values -> the tensor's bytes (bf16 rounding, int8 quantization, fp32 as is).
 std::vector<uint8_t> encode(const isa::TensorInfo& t, const std::vector<float>& v) {
@@ -131,7 +110,7 @@ ModelRun run_model(const std::filesystem::path& model, const config::Config& cfg
   for (const auto& t : run.program.tensors) {
     if (t.role != isa::TensorRole::Input) continue;
     ++index;
-    std::vector<int64_t> model_shape = t.nhwc ? nchw_of(t.shape) : t.shape;
+    std::vector<int64_t> model_shape = t.nhwc ? nchw_shape_of(t.shape) : t.shape;
     std::vector<float> v;
     auto it = opt.input_files.find(t.name);
     std::vector<std::filesystem::path> images;
@@ -193,7 +172,7 @@ ModelRun run_model(const std::filesystem::path& model, const config::Config& cfg
     if (t.role != isa::TensorRole::Output) continue;
     std::vector<float> v = decode(t, run.sim.outputs.at(t.name));
     program_layout_outputs[t.name] = v;
-    run.output_shapes[t.name] = t.nhwc ? nchw_of(t.shape) : t.shape;
+    run.output_shapes[t.name] = t.nhwc ? nchw_shape_of(t.shape) : t.shape;
     run.outputs[t.name] = t.nhwc ? nhwc_to_nchw(v, t.shape) : v;
   }
 

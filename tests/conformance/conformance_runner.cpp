@@ -8,6 +8,7 @@
 //
 // usage: conformance_runner DATA_DIR EXPECTED_PASS_FILE [CONFIG] [--write-expected]
 #include <fmt/format.h>
+#include "vtpu/support/layout.h"
 #include "vtpu/support/child_process.h"
 
 #include <cmath>
@@ -67,17 +68,6 @@ onnx::TensorProto read_pb(const fs::path& p) {
 }
 
 std::vector<int64_t> dims(const onnx::TensorProto& t) { return {t.dims().begin(), t.dims().end()}; }
-
-// NCHW <-> NHWC for 4-D data.
-std::vector<float> to_nhwc(const std::vector<float>& x, const std::vector<int64_t>& s) {
-  std::vector<float> y(x.size());
-  for (int64_t n = 0; n < s[0]; ++n)
-    for (int64_t c = 0; c < s[1]; ++c)
-      for (int64_t h = 0; h < s[2]; ++h)
-        for (int64_t w = 0; w < s[3]; ++w)
-          y[size_t(((n * s[2] + h) * s[3] + w) * s[1] + c)] = x[size_t(((n * s[1] + c) * s[2] + h) * s[3] + w)];
-  return y;
-}
 
 std::string in_child(const std::function<std::string()>& fn) {
   return run_in_child(fn, [](const std::exception& e) { return std::string("ERR") + e.what(); }, "ERRchild crashed");
@@ -144,7 +134,7 @@ std::string run_test(const fs::path& dir, const config::Config& cfg, std::string
   for (const auto& name : runtime_inputs) {
     const auto& t = inputs[name];
     auto v = floats_of(t);
-    if (stored_nhwc(name)) v = to_nhwc(v, dims(t));
+    if (stored_nhwc(name)) v = nchw_to_nhwc(v, dims(t));
     std::vector<uint8_t> b(v.size() * 2);
     for (size_t i = 0; i < v.size(); ++i) {
       uint16_t h = numerics::f32_to_bf16(numerics::f32_bits(v[i]));
@@ -161,7 +151,7 @@ std::string run_test(const fs::path& dir, const config::Config& cfg, std::string
   if (got.rfind("OK", 0) != 0) return "simulate: " + got.substr(3);
   auto want_t = read_pb(data / "output_0.pb");
   auto want = floats_of(want_t);
-  if (stored_nhwc(out_name)) want = to_nhwc(want, dims(want_t));
+  if (stored_nhwc(out_name)) want = nchw_to_nhwc(want, dims(want_t));
   if ((got.size() - 2) / 2 != want.size()) return fmt::format("output has {} values, expected {}", (got.size() - 2) / 2, want.size());
   double mx = 0;
   for (float w : want) mx = std::max(mx, double(std::fabs(w)));

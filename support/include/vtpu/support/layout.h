@@ -1,0 +1,34 @@
+#pragma once
+// The two layouts of a 4-D image: ONNX models see NCHW, the chip stores NHWC (pixels x
+// channels). Shared by the runtime, the node-test runner and the compiler's tests.
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+namespace vtpu {
+
+inline std::vector<int64_t> nchw_shape_of(const std::vector<int64_t>& nhwc) { return {nhwc[0], nhwc[3], nhwc[1], nhwc[2]}; }
+
+// Values of an NCHW tensor of shape `nchw`, in NHWC order.
+inline std::vector<float> nchw_to_nhwc(const std::vector<float>& x, const std::vector<int64_t>& nchw) {
+  int64_t N = nchw[0], C = nchw[1], H = nchw[2], W = nchw[3];
+  std::vector<float> y(x.size());
+  for (int64_t n = 0; n < N; ++n)
+    for (int64_t c = 0; c < C; ++c)
+      for (int64_t h = 0; h < H; ++h)
+        for (int64_t w = 0; w < W; ++w) y[size_t(((n * H + h) * W + w) * C + c)] = x[size_t(((n * C + c) * H + h) * W + w)];
+  return y;
+}
+
+// Values of an NHWC tensor of shape `nhwc`, in NCHW order.
+inline std::vector<float> nhwc_to_nchw(const std::vector<float>& x, const std::vector<int64_t>& nhwc) {
+  int64_t N = nhwc[0], H = nhwc[1], W = nhwc[2], C = nhwc[3];
+  std::vector<float> y(x.size());
+  for (int64_t n = 0; n < N; ++n)
+    for (int64_t h = 0; h < H; ++h)
+      for (int64_t w = 0; w < W; ++w)
+        for (int64_t c = 0; c < C; ++c) y[size_t(((n * C + c) * H + h) * W + w)] = x[size_t(((n * H + h) * W + w) * C + c)];
+  return y;
+}
+
+}  // namespace vtpu
