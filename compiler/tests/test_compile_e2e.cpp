@@ -82,6 +82,27 @@ Vec maxpool2(const Vec& x, int64_t C, int64_t H, int64_t W) {
   return y;
 }
 
+// A 3x3 convolution with pads 1 (H and W kept) of `in` into `out`, seeded weights `w_name`
+// [co, ci, 3, 3] and bias `b_name`; returns the weights and bias for the reference.
+std::pair<const Vec&, const Vec&> conv3x3(OnnxBuilder& m, const std::string& name, const std::string& in, const std::string& out,
+                                          int64_t ci, int64_t co, float w_scale, float b_scale, const std::string& w_name,
+                                          const std::string& b_name) {
+  const Vec& w = m.init(w_name, {co, ci, 3, 3}, w_scale);
+  const Vec& b = m.init(b_name, {co}, b_scale);
+  auto* c = m.node("Conv", name, {in, w_name, b_name}, {out});
+  OnnxBuilder::attr(c, "pads", std::vector<int64_t>{1, 1, 1, 1});
+  OnnxBuilder::attr(c, "kernel_shape", std::vector<int64_t>{3, 3});
+  return {w, b};
+}
+
+// Seeded test inputs: n values k / divisor for integers k uniform in [-1000, 1000].
+Vec uniform_values(size_t n, unsigned seed, float divisor) {
+  std::mt19937 rng(seed);
+  Vec v(n);
+  for (auto& x : v) x = float(int(rng() % 2001) - 1000) / divisor;
+  return v;
+}
+
 std::vector<uint8_t> to_bf16(const Vec& v) {
   std::vector<uint8_t> b(v.size() * 2);
   for (size_t i = 0; i < v.size(); ++i) {
@@ -205,9 +226,7 @@ TEST_P(CompileE2E, MlpMatchesFp32Reference) {
   auto path = m.save("vtpu_mlp_" + id() + ".onnx");
 
   config::Config cfg = config::load_preset(preset());
-  Vec x(size_t(B * K));
-  std::mt19937 rng(5);
-  for (auto& v : x) v = float(int(rng() % 2001) - 1000) / 500.0f;
+  Vec x = uniform_values(size_t(B * K), 5, 500.0f);
   CompileOptions opt = options();
   opt.calibration = {{{"x", x}}};  // INT8: calibrate on data like the test's
   CompileResult r = compile_onnx(path, cfg, opt);
@@ -229,9 +248,7 @@ TEST_P(CompileE2E, TableFunctionsMatchFp32Reference) {
   m.node("Sigmoid", "sigmoid", {"t"}, {"y"});
   m.output("y", {B, H});
   auto path = m.save("vtpu_unary_" + id() + ".onnx");
-  Vec x(size_t(B * K));
-  std::mt19937 rng(9);
-  for (auto& v : x) v = float(int(rng() % 2001) - 1000) / 700.0f;
+  Vec x = uniform_values(size_t(B * K), 9, 700.0f);
   Vec got = compile_and_run(path, {{"x", x}});
   Vec want = gemm(x, B, K, w1, H, b1, true);
   for (auto& v : want) v = float(1.0 / (1.0 + std::exp(-std::tanh(double(v)))));
@@ -258,9 +275,7 @@ TEST_P(CompileE2E, BinaryOpsOfActivationsMatchFp32Reference) {
   m.node("Add", "sum", {"l", "mn"}, {"y"});
   m.output("y", {B, H});
   auto path = m.save("vtpu_sub_mul_" + id() + ".onnx");
-  Vec x(size_t(B * K));
-  std::mt19937 rng(13);
-  for (auto& v : x) v = float(int(rng() % 2001) - 1000) / 900.0f;
+  Vec x = uniform_values(size_t(B * K), 13, 900.0f);
   Vec got = compile_and_run(path, {{"x", x}});
   Vec h1 = gemm(x, B, K, w1, H, b1, true), h2 = gemm(x, B, K, w2, H, b2, true), want(h1.size());
   for (size_t i = 0; i < want.size(); ++i) {
@@ -285,9 +300,7 @@ TEST_P(CompileE2E, Opset8ClipAttributesAndSoftmaxMatchFp32Reference) {
   m.node("Softmax", "sm", {"c"}, {"y"});
   m.output("y", {B, H});
   auto path = m.save("vtpu_opset8_" + id() + ".onnx");
-  Vec x(size_t(B * K));
-  std::mt19937 rng(19);
-  for (auto& v : x) v = float(int(rng() % 2001) - 1000) / 600.0f;
+  Vec x = uniform_values(size_t(B * K), 19, 600.0f);
   Vec got = compile_and_run(path, {{"x", x}});
   Vec want = gemm(x, B, K, w1, H, b1, true);
   int clipped = 0;
@@ -322,9 +335,7 @@ TEST_P(CompileE2E, AffineAndTableChainMatchesFp32Reference) {
   m.node("Sub", "k_sub", {"one", "a"}, {"y"});
   m.output("y", {B, H});
   auto path = m.save("vtpu_affine_tables_" + id() + ".onnx");
-  Vec x(size_t(B * K));
-  std::mt19937 rng(11);
-  for (auto& v : x) v = float(int(rng() % 2001) - 1000) / 700.0f;
+  Vec x = uniform_values(size_t(B * K), 11, 700.0f);
   Vec got = compile_and_run(path, {{"x", x}});
   Vec want = gemm(x, B, K, w1, H, b1, true);
   int clamped = 0;
@@ -371,18 +382,12 @@ TEST_P(CompileE2E, TransposeAndNchwFlattenMatchFp32Reference) {
   const int64_t H = 5, W = 7, C = 6;
   OnnxBuilder m;
   m.input("img", {1, 1, H, W});
-  auto& w1 = m.init("w1", {C, 1, 3, 3}, 0.5f);
-  auto& b1 = m.init("b1", {C}, 0.1f);
-  auto* c1 = m.node("Conv", "conv1", {"img", "w1", "b1"}, {"f"});
-  OnnxBuilder::attr(c1, "pads", std::vector<int64_t>{1, 1, 1, 1});
-  OnnxBuilder::attr(c1, "kernel_shape", std::vector<int64_t>{3, 3});
+  auto [w1, b1] = conv3x3(m, "conv1", "img", "f", 1, C, 0.5f, 0.1f, "w1", "b1");
   OnnxBuilder::attr(m.node("Transpose", "swap", {"f"}, {"t"}), "perm", std::vector<int64_t>{0, 1, 3, 2});
   m.node("Flatten", "flat", {"t"}, {"y"});
   m.output("y", {1, C * W * H});
   auto path = m.save("vtpu_transpose_" + id() + ".onnx");
-  Vec x(size_t(H * W));
-  std::mt19937 rng(31);
-  for (auto& v : x) v = float(int(rng() % 2001) - 1000) / 1000.0f;
+  Vec x = uniform_values(size_t(H * W), 31, 1000.0f);
   Vec got = compile_and_run(path, {{"img", x}});
   // conv() takes a square kernel on an H x W image: pad 1 keeps H x W.
   int64_t OH, OW;
@@ -402,24 +407,14 @@ TEST_P(CompileE2E, ConcatAlongChannelsAndRowsMatchesFp32Reference) {
   const int64_t H = 4, W = 5, C1 = 6, C2 = 5, C = C1 + C2;
   OnnxBuilder m;
   m.input("img", {1, 1, H, W});
-  auto& w1 = m.init("w1", {C1, 1, 3, 3}, 0.5f);
-  auto& b1 = m.init("b1", {C1}, 0.1f);
-  auto& w2 = m.init("w2", {C2, 1, 3, 3}, 1.5f);
-  auto& b2 = m.init("b2", {C2}, 0.3f);
-  for (auto [name, out] : {std::pair{"conv1", "a"}, std::pair{"conv2", "b"}}) {
-    std::string wn = out == std::string("a") ? "w1" : "w2", bn = out == std::string("a") ? "b1" : "b2";
-    auto* c = m.node("Conv", name, {"img", wn, bn}, {out});
-    OnnxBuilder::attr(c, "pads", std::vector<int64_t>{1, 1, 1, 1});
-    OnnxBuilder::attr(c, "kernel_shape", std::vector<int64_t>{3, 3});
-  }
+  auto [w1, b1] = conv3x3(m, "conv1", "img", "a", 1, C1, 0.5f, 0.1f, "w1", "b1");
+  auto [w2, b2] = conv3x3(m, "conv2", "img", "b", 1, C2, 1.5f, 0.3f, "w2", "b2");
   OnnxBuilder::attr(m.node("Concat", "cat_c", {"a", "b"}, {"t"}), "axis", int64_t(1));
   m.node("Relu", "relu", {"t"}, {"u"});
   OnnxBuilder::attr(m.node("Concat", "cat_h", {"t", "u"}, {"y"}), "axis", int64_t(2));
   m.output("y", {1, C, 2 * H, W});
   auto path = m.save("vtpu_concat_" + id() + ".onnx");
-  Vec x(size_t(H * W));
-  std::mt19937 rng(37);
-  for (auto& v : x) v = float(int(rng() % 2001) - 1000) / 1000.0f;
+  Vec x = uniform_values(size_t(H * W), 37, 1000.0f);
   Vec got = compile_and_run(path, {{"img", x}});
   int64_t OH, OW;
   Vec a = conv(x, 1, H, W, w1, b1, C1, 3, 1, OH, OW), bconv = conv(x, 1, H, W, w2, b2, C2, 3, 1, OH, OW);
@@ -440,11 +435,7 @@ TEST_P(CompileE2E, SplitAndSliceMatchFp32Reference) {
   const int64_t H = 5, W = 4, C = 8;
   OnnxBuilder m;
   m.input("img", {1, 1, H, W});
-  auto& w1 = m.init("w1", {C, 1, 3, 3}, 0.5f);
-  auto& b1 = m.init("b1", {C}, 0.1f);
-  auto* c1 = m.node("Conv", "conv1", {"img", "w1", "b1"}, {"f"});
-  OnnxBuilder::attr(c1, "pads", std::vector<int64_t>{1, 1, 1, 1});
-  OnnxBuilder::attr(c1, "kernel_shape", std::vector<int64_t>{3, 3});
+  auto [w1, b1] = conv3x3(m, "conv1", "img", "f", 1, C, 0.5f, 0.1f, "w1", "b1");
   m.init_i64("parts", {3, 5});
   OnnxBuilder::attr(m.node("Split", "split", {"f", "parts"}, {"a", "b"}), "axis", int64_t(1));
   m.init_i64("s_a", {1});
@@ -457,9 +448,7 @@ TEST_P(CompileE2E, SplitAndSliceMatchFp32Reference) {
   OnnxBuilder::attr(m.node("Concat", "cat", {"sa", "sb"}, {"y"}), "axis", int64_t(1));
   m.output("y", {1, C, 3, W});
   auto path = m.save("vtpu_split_slice_" + id() + ".onnx");
-  Vec x(size_t(H * W));
-  std::mt19937 rng(41);
-  for (auto& v : x) v = float(int(rng() % 2001) - 1000) / 1000.0f;
+  Vec x = uniform_values(size_t(H * W), 41, 1000.0f);
   Vec got = compile_and_run(path, {{"img", x}});
   int64_t OH, OW;
   Vec f = conv(x, 1, H, W, w1, b1, C, 3, 1, OH, OW);
@@ -476,11 +465,7 @@ TEST_P(CompileE2E, SqueezeExcitationGateMatchesFp32Reference) {
   const int64_t H = 6, C = 8;
   OnnxBuilder m;
   m.input("img", {1, 1, H, H});
-  auto& w1 = m.init("w1", {C, 1, 3, 3}, 0.5f);
-  auto& b1 = m.init("b1", {C}, 0.1f);
-  auto* c1 = m.node("Conv", "conv1", {"img", "w1", "b1"}, {"f"});
-  OnnxBuilder::attr(c1, "pads", std::vector<int64_t>{1, 1, 1, 1});
-  OnnxBuilder::attr(c1, "kernel_shape", std::vector<int64_t>{3, 3});
+  auto [w1, b1] = conv3x3(m, "conv1", "img", "f", 1, C, 0.5f, 0.1f, "w1", "b1");
   m.node("GlobalAveragePool", "gap", {"f"}, {"g"});
   m.node("Sigmoid", "gate", {"g"}, {"s"});
   m.node("Mul", "scale", {"f", "s"}, {"e"});
@@ -488,9 +473,7 @@ TEST_P(CompileE2E, SqueezeExcitationGateMatchesFp32Reference) {
   m.node("PRelu", "prelu", {"e", "slope"}, {"y"});
   m.output("y", {1, C, H, H});
   auto path = m.save("vtpu_se_" + id() + ".onnx");
-  Vec x(size_t(H * H));
-  std::mt19937 rng(29);
-  for (auto& v : x) v = float(int(rng() % 2001) - 1000) / 1000.0f;
+  Vec x = uniform_values(size_t(H * H), 29, 1000.0f);
   Vec got = compile_and_run(path, {{"img", x}});
   int64_t OH, OW;
   Vec f = conv(x, 1, H, H, w1, b1, C, 3, 1, OH, OW);
@@ -513,11 +496,7 @@ TEST_P(CompileE2E, AveragePoolExcludingPaddingWithCeilModeMatchesOnnxRule) {
   const int64_t H = 10, C = 8, OH = 6;  // ONNX: ceil((10 + 1 + 1 - 3) / 2) + 1 = 6
   OnnxBuilder m;
   m.input("img", {1, 1, H, H});
-  auto& w1 = m.init("w1", {C, 1, 3, 3}, 0.5f);
-  auto& b1 = m.init("b1", {C}, 0.1f);
-  auto* c1 = m.node("Conv", "conv1", {"img", "w1", "b1"}, {"c1"});
-  OnnxBuilder::attr(c1, "pads", std::vector<int64_t>{1, 1, 1, 1});
-  OnnxBuilder::attr(c1, "kernel_shape", std::vector<int64_t>{3, 3});
+  auto [w1, b1] = conv3x3(m, "conv1", "img", "c1", 1, C, 0.5f, 0.1f, "w1", "b1");
   auto* p = m.node("AveragePool", "pool", {"c1"}, {"y"});
   OnnxBuilder::attr(p, "kernel_shape", std::vector<int64_t>{3, 3});
   OnnxBuilder::attr(p, "strides", std::vector<int64_t>{2, 2});
@@ -526,9 +505,7 @@ TEST_P(CompileE2E, AveragePoolExcludingPaddingWithCeilModeMatchesOnnxRule) {
   m.output("y", {1, C, OH, OH});
   auto path = m.save("vtpu_avgpool_ceil_" + id() + ".onnx");
   config::Config cfg = config::load_preset(preset());
-  Vec x(size_t(H * H));
-  std::mt19937 rng(17);
-  for (auto& v : x) v = float(int(rng() % 2001) - 1000) / 1000.0f;
+  Vec x = uniform_values(size_t(H * H), 17, 1000.0f);
   CompileOptions opt = options();
   opt.calibration = {{{"img", x}}};
   CompileResult r = compile_onnx(path, cfg, opt);
@@ -582,9 +559,7 @@ TEST_P(CompileE2E, SmallCnnWithBatchNormMatchesFp32Reference) {
   m.output("y", {1, 10});
   auto path = m.save("vtpu_cnn_" + id() + ".onnx");
 
-  Vec x(144);
-  std::mt19937 rng(6);
-  for (auto& v : x) v = float(int(rng() % 2001) - 1000) / 1000.0f;
+  Vec x = uniform_values(size_t(144), 6, 1000.0f);
   Vec got = compile_and_run(path, {{"img", x}});
 
   int64_t OH, OW;
@@ -637,9 +612,7 @@ TEST_P(CompileE2E, DepthwiseAndGroupedConvolutionsMatchFp32Reference) {
   m.output("y", {1, 32, 5, 5});
   auto path = m.save("vtpu_depthwise_" + id() + ".onnx");
 
-  Vec x(size_t(C * H * W));
-  std::mt19937 rng(21);
-  for (auto& v : x) v = float(int(rng() % 2001) - 1000) / 300.0f;
+  Vec x = uniform_values(size_t(C * H * W), 21, 300.0f);
   Vec got = compile_and_run(path, {{"img", x}}, "y", /*nchw=*/true);
 
   int64_t OH, OW;
@@ -695,9 +668,7 @@ TEST_P(CompileE2E, MultiHeadAttentionMatchesFp32Reference) {
   m.output("y", {1, S, D});
   auto path = m.save("vtpu_attention_" + id() + ".onnx");
 
-  Vec x(size_t(S * D));
-  std::mt19937 rng(23);
-  for (auto& v : x) v = float(int(rng() % 2001) - 1000) / 500.0f;
+  Vec x = uniform_values(size_t(S * D), 23, 500.0f);
   Vec got = compile_and_run(path, {{"x", x}});
 
   Vec q = gemm(x, S, D, wq, D, bq, false), k = gemm(x, S, D, wk, D, {}, false), v = gemm(x, S, D, wv, D, {}, false);
@@ -747,9 +718,7 @@ TEST_P(CompileE2E, CausalMaskedAttentionMatchesFp32Reference) {
   m.output("y", {1, S, D});
   auto path = m.save("vtpu_causal_" + id() + ".onnx");
 
-  Vec x(size_t(S * D));
-  std::mt19937 rng(37);
-  for (auto& v : x) v = float(int(rng() % 2001) - 1000) / 800.0f;
+  Vec x = uniform_values(size_t(S * D), 37, 800.0f);
   Vec got = compile_and_run(path, {{"x", x}});
   Vec q = gemm(x, S, D, wq, D, {}, false), k = gemm(x, S, D, wk, D, {}, false), v = gemm(x, S, D, wv, D, {}, false);
   Vec sc(size_t(S * S));
@@ -780,9 +749,7 @@ TEST_P(CompileE2E, BidirectionalLstmMatchesFp32Reference) {
   m.output("y", {T, dirs, Bt, H});
   auto path = m.save("vtpu_lstm_" + id() + ".onnx");
 
-  Vec x(size_t(T * Bt * I));
-  std::mt19937 rng(41);
-  for (auto& v : x) v = float(int(rng() % 2001) - 1000) / 500.0f;
+  Vec x = uniform_values(size_t(T * Bt * I), 41, 500.0f);
   Vec got = compile_and_run(path, {{"x", x}});
 
   auto sig = [](double v) { return 1.0 / (1.0 + std::exp(-v)); };
@@ -824,9 +791,7 @@ TEST_P(CompileE2E, SoftmaxOverAnAxisFollowsTheOpsetsMeaning) {
     if (opset == 13) OnnxBuilder::attr(sm, "axis", int64_t(1));
     m.output("y", {A, Bd, Cd});
     auto path = m.save("vtpu_softmax_axis_" + std::to_string(opset) + "_" + id() + ".onnx");
-    Vec x(size_t(A * Bd * Cd));
-    std::mt19937 rng(43 + opset);
-    for (auto& v : x) v = float(int(rng() % 2001) - 1000) / 400.0f;
+    Vec x = uniform_values(size_t(A * Bd * Cd), 43 + opset, 400.0f);
     Vec got = compile_and_run(path, {{"x", x}});
     Vec want;
     if (opset == 12) {
@@ -924,9 +889,7 @@ TEST_P(CompileE2E, GruLinearBeforeResetMatchesFp32Reference) {
   OnnxBuilder::attr_s(g, "direction", "reverse");
   m.output("y", {T, 1, Bt, H});
   auto path = m.save("vtpu_gru_" + id() + ".onnx");
-  Vec x(size_t(T * Bt * I));
-  std::mt19937 rng(53);
-  for (auto& v : x) v = float(int(rng() % 2001) - 1000) / 500.0f;
+  Vec x = uniform_values(size_t(T * Bt * I), 53, 500.0f);
   Vec got = compile_and_run(path, {{"x", x}});
 
   auto sig = [](double v) { return 1.0 / (1.0 + std::exp(-v)); };
@@ -971,9 +934,7 @@ TEST_P(CompileE2E, NearestResizeUpAndDownMatchesOnnxIndexing) {
   m.node("Resize", "down", {"u", "", "", "down"}, {"y"});  // half_pixel, round_prefer_floor
   m.output("y", {1, C, 4, 9});
   auto path = m.save("vtpu_resize_" + id() + ".onnx");
-  Vec x(size_t(C * H * W));
-  std::mt19937 rng(59);
-  for (auto& v : x) v = float(int(rng() % 2001) - 1000) / 800.0f;
+  Vec x = uniform_values(size_t(C * H * W), 59, 800.0f);
   Vec got = compile_and_run(path, {{"x", x}}, "y", /*nchw=*/true);
   // u[c][y][x] = x[c][y / 2][x / 3] (10 x 21); y picks u at round_prefer_floor((o + 0.5) / s - 0.5).
   auto src = [](int64_t o, int64_t in, int64_t out) {
@@ -1007,9 +968,7 @@ TEST_P(CompileE2E, ConvTransposeMatchesItsScatterDefinition) {
   OnnxBuilder::attr(ct, "group", G);
   m.output("y", {1, COg * G, OH, OW});
   auto path = m.save("vtpu_convtranspose_" + id() + ".onnx");
-  Vec x(size_t(CI * H * W));
-  std::mt19937 rng(61);
-  for (auto& v : x) v = float(int(rng() % 2001) - 1000) / 700.0f;
+  Vec x = uniform_values(size_t(CI * H * W), 61, 700.0f);
   Vec got = compile_and_run(path, {{"x", x}}, "y", /*nchw=*/true);
   Vec want(size_t(COg * G * OH * OW));
   for (int64_t o = 0; o < COg * G; ++o)
@@ -1060,9 +1019,8 @@ TEST_P(CompileE2E, LayerNormAndGeluFeedForwardMatchesFp32Reference) {
   m.output("y", {1, S, D});
   auto path = m.save("vtpu_ffn_" + id() + ".onnx");
 
-  Vec x(size_t(S * D));
-  std::mt19937 rng(29);
-  for (auto& v : x) v = float(int(rng() % 2001) - 1000) / 400.0f + 0.5f;  // rows with a mean to take out
+  Vec x = uniform_values(size_t(S * D), 29, 400.0f);
+  for (auto& v : x) v += 0.5f;  // rows with a mean to take out
   Vec got = compile_and_run(path, {{"x", x}});
 
   Vec n(x.size());

@@ -36,6 +36,15 @@ std::map<std::string, uint64_t> parse(const std::string& s) {
   return m;
 }
 
+// "v<i>_begin=" / "v<i>_end=" lines for each vector operation of a traced run, in order.
+std::string vector_events(const RunResult& r) {
+  std::string s;
+  int i = 0;
+  for (const TraceEvent& e : r.trace)
+    if (e.unit == Unit::Vector) s += fmt::format("v{}_begin={}\nv{}_end={}\n", i, e.begin, i, e.end), ++i;
+  return s;
+}
+
 std::string weights_then_matmul(uint32_t R, uint32_t C, uint64_t B) {
   return fmt::format(R"(
     .desc w bytes={C} dim=[{R}, {C}, {C}]
@@ -135,12 +144,8 @@ TEST(Timing, VectorOperationOccupancyAndLatency) {
       halt
   )", fmt::arg("rows", rows));
   std::string out = run_asm("tiny-8x8", text, [](const RunResult& r) {
-    std::string s;
-    int i = 0;
-    for (const TraceEvent& e : r.trace)
-      if (e.unit == Unit::Vector) s += fmt::format("v{}_begin={}\nv{}_end={}\n", i, e.begin, i, e.end), ++i;
-    return s + fmt::format("total={}\nvector_busy={}\n", r.stats.total_cycles,
-                           r.stats.total.stall[size_t(StallReason::VectorBusy)]);
+    return vector_events(r) + fmt::format("total={}\nvector_busy={}\n", r.stats.total_cycles,
+                                          r.stats.total.stall[size_t(StallReason::VectorBusy)]);
   }, {}, traced());
   auto v = parse(out);
   // Per row: the lanes' passes or the busiest bank. int32/fp32 rows are 4W bytes.
@@ -175,12 +180,7 @@ TEST(Timing, VectorStepsCoverSublanesOfRows) {
       wait f1
       halt
   )", fmt::arg("rows", rows));
-  std::string out = run_asm("tpu-v4-core", text, [](const RunResult& r) {
-    for (const TraceEvent& e : r.trace)
-      if (e.unit == Unit::Vector) return fmt::format("begin={}\nend={}\n", e.begin, e.end);
-    return std::string();
-  }, {}, traced());
-  auto v = parse(out);
+  auto v = parse(run_asm("tpu-v4-core", text, vector_events, {}, traced()));
   uint64_t passes = (W + vc.lanes - 1) / vc.lanes, occ = 0;
   for (uint64_t g = 0; g * vc.sublanes < rows; ++g) {
     // The step's rows are consecutive: one range per operand.
@@ -188,7 +188,7 @@ TEST(Timing, VectorStepsCoverSublanesOfRows) {
     occ += std::max(passes, testing::expected_bank_cycles(cfg, {{65536 + i * rb, n * rb}, {131072 + i * rb, n * rb}},
                                                           {{i * rb, n * rb}}));
   }
-  EXPECT_EQ(v["end"] - v["begin"], occ);
+  EXPECT_EQ(v["v0_end"] - v["v0_begin"], occ);
   EXPECT_LT(occ, rows) << "eight rows per step should take fewer cycles than one row per cycle";
 }
 
@@ -205,13 +205,7 @@ TEST(Timing, VectorBroadcastReadsBInRowZeroOnly) {
       wait f1, 2
       halt
   )", fmt::arg("rows", rows));
-  std::string out = run_asm("tiny-8x8", text, [](const RunResult& r) {
-    std::string s;
-    int i = 0;
-    for (const TraceEvent& e : r.trace)
-      if (e.unit == Unit::Vector) s += fmt::format("v{}_begin={}\nv{}_end={}\n", i, e.begin, i, e.end), ++i;
-    return s;
-  }, {}, traced());
+  std::string out = run_asm("tiny-8x8", text, vector_events, {}, traced());
   auto v = parse(out);
   uint64_t passes = (W + vc.lanes - 1) / vc.lanes, occ1 = 0, occ2 = 0;
   for (uint64_t i = 0; i < rows; ++i) {
