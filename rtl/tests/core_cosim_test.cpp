@@ -308,6 +308,36 @@ TEST(CoreEdge, VectorBankConflicts) {
   EXPECT_EQ(edge("core_4x4", body, head), "");
 }
 
+// A program over an image of special words at UB 0 (loaded from HBM 0x1000): vector
+// operations write their results one after another from UB 0x400, and the whole result
+// area is stored as output `o` for the byte-by-byte comparison.
+struct SpecialValueProgram {
+  std::string head, body;
+  uint32_t out = 0x400, nops = 0;
+  SpecialValueProgram(const uint32_t* words, size_t n) {
+    std::string hex;
+    for (size_t i = 0; i < n; ++i) {
+      uint32_t w = words[i];
+      hex += fmt::format("{:02x}{:02x}{:02x}{:02x}", w & 0xFF, (w >> 8) & 0xFF, (w >> 16) & 0xFF, w >> 24);
+    }
+    head = fmt::format(".data addr=0x1000 hex=\"{}\"\n", hex);
+    head += fmt::format(".desc img bytes=64 dim=[{}, 64, 64]\n", n * 4 / 64);
+    body = "  li r1, 0x1000\n  dma.load desc=img src=r1 dst=r0 flag=f1\n  wait f1\n";
+  }
+  // `text` (an operation without dst, rows and flag) over `rows` rows of `drow` result bytes.
+  void op(const std::string& text, uint32_t rows, uint32_t drow) {
+    body += fmt::format("  {} dst=ub[r0+{}] rows={} flag=f2\n", text, out, rows);
+    out += (rows * drow + 63) / 64 * 64;
+    ++nops;
+  }
+  void finish() {
+    body += fmt::format("  wait f2, {}\n  li r3, 0x100000 || li r4, 0x400\n", nops);
+    head += fmt::format(".tensor o role=output dtype=uint8 shape=[{}] addr=0x100000\n", out - 0x400);
+    head += fmt::format(".desc res bytes=64 dim=[{}, 64, 64]\n", (out - 0x400) / 64);
+    body += "  dma.store desc=res src=r4 dst=r3 flag=f3\n  halt\n";
+  }
+};
+
 TEST(CoreEdge, ConversionsRescaleAndClampOnSpecialValues) {
   // An image of special fp32 and int32 words (NaNs with payloads, infinities, signed zeros,
   // denormals, rounding ties for int, bf16 and fp32 results, saturation edges) converted
@@ -320,42 +350,30 @@ TEST(CoreEdge, ConversionsRescaleAndClampOnSpecialValues) {
       0x00FFFFFF, 0x01000001, 0x01000003, 0xFFFFFF80, 0x0000007F, 0x00000080, 0x000000FF, 0x00000100,
       0xFFFFFF7F, 0x00007FFF, 0x00008000, 0xFFFF7FFF, 0x00018000, 0x00018001, 0x43FF8000, 0xC3000000,
       0x42FE0000, 0x437F0000, 0xC7000080, 0x46FFFE00, 0x3EFFFFFF, 0x4B000001, 0xCB7FFFFF, 0x00800000};
-  std::string hex;
-  for (uint32_t w : kWords) hex += fmt::format("{:02x}{:02x}{:02x}{:02x}", w & 0xFF, (w >> 8) & 0xFF, (w >> 16) & 0xFF, w >> 24);
   for (const char* model : {"core_4x4", "core_16x16"}) {
     const CoreModelParams& p = core_model(model);
     const uint32_t C = p.cols, img = sizeof(kWords);  // 192 bytes
     static const char* kTypes[] = {"int8", "bf16", "int32", "fp32", "uint8", "int16"};
     static const uint32_t kSize[] = {1, 2, 4, 4, 1, 2};
-    std::string head = fmt::format(".data addr=0x1000 hex=\"{}\"\n", hex);
-    head += fmt::format(".desc img bytes=64 dim=[{}, 64, 64]\n", img / 64);
-    head += ".vparam rq1 mult=[1073741824] shift=[30] in_zp=-3 out_zp=5 double_round=1\n";
-    head += ".vparam rq2 mult=[2147483647] shift=[62] in_zp=2147483647 out_zp=-7 double_round=1 min=-100.5 max=99.5\n";
-    head += ".vparam rq3 mult=[1518500250] shift=[37] in_zp=0 out_zp=0 double_round=0\n";
-    head += ".vparam cl min=-2.5 max=1e30\n";
-    std::string body = "  li r1, 0x1000\n  dma.load desc=img src=r1 dst=r0 flag=f1\n  wait f1\n";
-    uint32_t out = 0x400, nops = 0;
-    auto op = [&](const std::string& text, uint32_t rows, uint32_t drow) {
-      body += fmt::format("  {} dst=ub[r0+{}] rows={} flag=f2\n", text, out, rows);
-      out += (rows * drow + 63) / 64 * 64;
-      ++nops;
-    };
+    SpecialValueProgram prog(kWords, std::size(kWords));
+    prog.head += ".vparam rq1 mult=[1073741824] shift=[30] in_zp=-3 out_zp=5 double_round=1\n";
+    prog.head += ".vparam rq2 mult=[2147483647] shift=[62] in_zp=2147483647 out_zp=-7 double_round=1 min=-100.5 max=99.5\n";
+    prog.head += ".vparam rq3 mult=[1518500250] shift=[37] in_zp=0 out_zp=0 double_round=0\n";
+    prog.head += ".vparam cl min=-2.5 max=1e30\n";
     for (unsigned dt = 0; dt < 6; ++dt)
       for (unsigned odt = 0; odt < 6; ++odt) {
         const uint32_t rows = img / (C * kSize[dt]);
         if (rows == 0) continue;
-        op(fmt::format("vec.cvt a=ub[r0+0] dt={} odt={}", kTypes[dt], kTypes[odt]), rows, C * kSize[odt]);
+        prog.op(fmt::format("vec.cvt a=ub[r0+0] dt={} odt={}", kTypes[dt], kTypes[odt]), rows, C * kSize[odt]);
       }
     for (const char* rq : {"rq1", "rq2", "rq3"})
       for (unsigned odt : {0u, 2u, 4u, 5u})
-        op(fmt::format("vec.rescale a=ub[r0+0] dt=int32 odt={} param={}", kTypes[odt], rq), img / (4 * C), C * kSize[odt]);
-    op("vec.clamp a=ub[r0+0] dt=fp32 param=cl", img / (4 * C), 4 * C);
-    op("vec.clamp a=ub[r0+0] dt=int32 param=cl", img / (4 * C), 4 * C);
-    body += fmt::format("  wait f2, {}\n  li r3, 0x100000 || li r4, 0x400\n", nops);
-    head += fmt::format(".tensor o role=output dtype=uint8 shape=[{}] addr=0x100000\n", out - 0x400);
-    head += fmt::format(".desc res bytes=64 dim=[{}, 64, 64]\n", (out - 0x400) / 64);
-    body += "  dma.store desc=res src=r4 dst=r3 flag=f3\n  halt\n";
-    EXPECT_EQ(edge(model, body, head), "") << model;
+        prog.op(fmt::format("vec.rescale a=ub[r0+0] dt=int32 odt={} param={}", kTypes[odt], rq), img / (4 * C),
+                C * kSize[odt]);
+    prog.op("vec.clamp a=ub[r0+0] dt=fp32 param=cl", img / (4 * C), 4 * C);
+    prog.op("vec.clamp a=ub[r0+0] dt=int32 param=cl", img / (4 * C), 4 * C);
+    prog.finish();
+    EXPECT_EQ(edge(model, prog.body, prog.head), "") << model;
   }
 }
 
@@ -374,28 +392,15 @@ TEST(CoreEdge, TableFunctionsOnSpecialValues) {
       0x01000000, 0x81000000, 0x4B400000, 0xCB400000, 0x3F3504F3, 0x40490FDB, 0xC0490FDB, 0x3C23D70A,
       0x3F7FFFFF, 0xBF7FFFFF, 0x40800001, 0xC0800001, 0xBF10C5E2, 0x3FB504F3, 0xBFB504F3, 0x41570A3D,
       0xC1570A3D, 0xC1570A3E, 0xC15A0000, 0x41200000, 0xC1200000, 0x3F000001, 0xC0000000, 0x40000000};
-  std::string hex;
-  for (uint32_t w : kWords) hex += fmt::format("{:02x}{:02x}{:02x}{:02x}", w & 0xFF, (w >> 8) & 0xFF, (w >> 16) & 0xFF, w >> 24);
   for (const char* model : {"core_4x4", "core_16x16"}) {
     const CoreModelParams& p = core_model(model);
-    const uint32_t C = p.cols, img = sizeof(kWords);  // 192 bytes
-    std::string head = fmt::format(".data addr=0x1000 hex=\"{}\"\n", hex);
-    head += fmt::format(".desc img bytes=64 dim=[{}, 64, 64]\n", img / 64);
-    std::string body = "  li r1, 0x1000\n  dma.load desc=img src=r1 dst=r0 flag=f1\n  wait f1\n";
-    uint32_t out = 0x400, nops = 0;
+    const uint32_t C = p.cols, img = sizeof(kWords);  // 256 bytes
+    SpecialValueProgram prog(kWords, std::size(kWords));
     for (const char* f : {"vec.exp", "vec.tanh", "vec.sigmoid", "vec.gelu", "vec.erf", "vec.recip", "vec.rsqrt"})
-      for (uint32_t esize : {4u, 2u}) {
-        const uint32_t rows = img / (C * esize);
-        body += fmt::format("  {} dst=ub[r0+{}] a=ub[r0+0] rows={} dt={} flag=f2\n", f, out, rows,
-                            esize == 4 ? "fp32" : "bf16");
-        out += (rows * C * esize + 63) / 64 * 64;
-        ++nops;
-      }
-    body += fmt::format("  wait f2, {}\n  li r3, 0x100000 || li r4, 0x400\n", nops);
-    head += fmt::format(".tensor o role=output dtype=uint8 shape=[{}] addr=0x100000\n", out - 0x400);
-    head += fmt::format(".desc res bytes=64 dim=[{}, 64, 64]\n", (out - 0x400) / 64);
-    body += "  dma.store desc=res src=r4 dst=r3 flag=f3\n  halt\n";
-    EXPECT_EQ(edge(model, body, head), "") << model;
+      for (uint32_t esize : {4u, 2u})
+        prog.op(fmt::format("{} a=ub[r0+0] dt={}", f, esize == 4 ? "fp32" : "bf16"), img / (C * esize), C * esize);
+    prog.finish();
+    EXPECT_EQ(edge(model, prog.body, prog.head), "") << model;
   }
 }
 
