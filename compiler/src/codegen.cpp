@@ -1172,6 +1172,19 @@ class Codegen {
     define(op.getOutput(), y);
   }
 
+  // INT8 y = a <kind> b through fp32 rows, each operand rescaled to the output's scale
+  // (params pa, pb) and the result rounded once: for operands whose range exceeds the
+  // output's, which int8 rescaling would saturate before the op. Registers: r1 = a, r2 = b,
+  // r3 = y, r4 and r5 = fp32 temporaries of `rows` rows.
+  void int8_in_fp32(const std::string& kind, uint64_t rows, const std::string& pa, const std::string& pb) {
+    vec_wait(fmt::format("vec.cvt dst=ub[r4+0] a=ub[r1+0] rows={} dt=int8 odt=fp32", rows));
+    vec_wait(fmt::format("vec.affine dst=ub[r4+0] a=ub[r4+0] rows={} dt=fp32 param={}", rows, pa));
+    vec_wait(fmt::format("vec.cvt dst=ub[r5+0] a=ub[r2+0] rows={} dt=int8 odt=fp32", rows));
+    vec_wait(fmt::format("vec.affine dst=ub[r5+0] a=ub[r5+0] rows={} dt=fp32 param={}", rows, pb));
+    vec_wait(fmt::format("vec.{} dst=ub[r4+0] a=ub[r4+0] b=ub[r5+0] rows={} dt=fp32", kind, rows));
+    vec_wait(fmt::format("vec.cvt dst=ub[r3+0] a=ub[r4+0] rows={} dt=fp32 odt=int8", rows));
+  }
+
   void gen_add(tpu::AddOp op) {
     std::string layer = op.getLayer().str();
     tag(layer);
@@ -1206,12 +1219,7 @@ class Codegen {
         code(fmt::format("  li r3, {} || li r4, {}", ya, tmp));
         if (wide) {
           code(fmt::format("  li r5, {}", tmp + tmp_bytes));
-          vec_wait(fmt::format("vec.cvt dst=ub[r4+0] a=ub[r1+0] rows={} dt=int8 odt=fp32", n));
-          vec_wait(fmt::format("vec.affine dst=ub[r4+0] a=ub[r4+0] rows={} dt=fp32 param={}", n, pa));
-          vec_wait(fmt::format("vec.cvt dst=ub[r5+0] a=ub[r2+0] rows={} dt=int8 odt=fp32", n));
-          vec_wait(fmt::format("vec.affine dst=ub[r5+0] a=ub[r5+0] rows={} dt=fp32 param={}", n, pb));
-          vec_wait(fmt::format("vec.add dst=ub[r4+0] a=ub[r4+0] b=ub[r5+0] rows={} dt=fp32", n));
-          vec_wait(fmt::format("vec.cvt dst=ub[r3+0] a=ub[r4+0] rows={} dt=fp32 odt=int8", n));
+          int8_in_fp32("add", n, pa, pb);
         } else if (q8_) {
           vec_wait(fmt::format("vec.affine dst=ub[r4+0] a=ub[r2+0] rows={} dt=int8 param={}", n, pb));
           vec_wait(fmt::format("vec.affine dst=ub[r3+0] a=ub[r1+0] rows={} dt=int8 param={}", n, pa));
@@ -1523,12 +1531,7 @@ class Codegen {
         vec_wait(fmt::format("vec.affine dst=ub[r4+0] a=ub[r4+0] rows={} dt=fp32 param={}", y.rows, pa));
         vec_wait(fmt::format("vec.cvt dst=ub[r3+0] a=ub[r4+0] rows={} dt=fp32 odt=int8", y.rows));
       } else {  // a sub whose operands exceed the output's range: in fp32, rounded once
-        vec_wait(fmt::format("vec.cvt dst=ub[r4+0] a=ub[r1+0] rows={} dt=int8 odt=fp32", y.rows));
-        vec_wait(fmt::format("vec.affine dst=ub[r4+0] a=ub[r4+0] rows={} dt=fp32 param={}", y.rows, pa));
-        vec_wait(fmt::format("vec.cvt dst=ub[r5+0] a=ub[r2+0] rows={} dt=int8 odt=fp32", y.rows));
-        vec_wait(fmt::format("vec.affine dst=ub[r5+0] a=ub[r5+0] rows={} dt=fp32 param={}", y.rows, pb));
-        vec_wait(fmt::format("vec.{} dst=ub[r4+0] a=ub[r4+0] b=ub[r5+0] rows={} dt=fp32", op.getKind().str(), y.rows));
-        vec_wait(fmt::format("vec.cvt dst=ub[r3+0] a=ub[r4+0] rows={} dt=fp32 odt=int8", y.rows));
+        int8_in_fp32(op.getKind().str(), y.rows, pa, pb);
       }
     }
     if (q8_) ub_.release(tmp);
