@@ -417,7 +417,7 @@ class Codegen {
     uint64_t free = ub_.capacity() - ub_.in_use(), largest = ub_.largest_free();
     std::string pieces = free >= bytes ? fmt::format(", in pieces of at most {} bytes", largest) : "";
     throw CompileError(fmt::format("{} needs {} bytes of the unified buffer but only {} of its {} bytes are free{} "
-                                   "(core.unified_buffer.bytes is {} too small); use a config with a larger unified "
+                                   "(core.unified_buffer.bytes is at least {} bytes too small); use a config with a larger unified "
                                    "buffer or a smaller batch",
                                    what, bytes, free, ub_.capacity(), pieces, bytes - std::min(bytes, largest)));
   }
