@@ -288,10 +288,55 @@ class Importer {
 
   // ---- operators ----
 
+  // A 1-D Conv, ConvTranspose, MaxPool or AveragePool ([N, C, L] input) is the 2-D operator
+  // over a height-1 image: the node is rewritten with a leading 1 in its spatial attributes
+  // (pads [b, e] -> [0, b, 0, e]), a [N, C, 1, L] input and a [.., 1, K] kernel, imported,
+  // and its [N, C', 1, L'] output reshaped back.
+  bool lift_1d(const onnx::NodeProto& n) {
+    const std::string& op = n.op_type();
+    if (op != "Conv" && op != "ConvTranspose" && op != "MaxPool" && op != "AveragePool") return false;
+    if (n.input_size() < 1 || !values_.count(n.input(0)) || values_.at(n.input(0)).shape.size() != 3) return false;
+    if (n.output_size() > 1 && !n.output(1).empty()) return false;  // MaxPool's Indices: refused as usual
+    mlir::Location loc = mlir::NameLoc::get(b_.getStringAttr(node_name(n)));
+    const std::string tag = "#as_2d";
+    onnx::NodeProto m = n;
+    if (m.name().empty()) m.set_name(node_name(n));
+    Tensor x = values_.at(n.input(0));
+    std::vector<int64_t> x4{x.shape[0], x.shape[1], 1, x.shape[2]};
+    values_[n.input(0) + tag] = {reshape(x.value, x4, loc), x4, false};
+    m.set_input(0, n.input(0) + tag);
+    if (op == "Conv" || op == "ConvTranspose") {
+      const Constant& w = const_input(n, 1, op == "Conv" ? "Conv weight" : "ConvTranspose weight");
+      if (w.shape.size() != 3) fail(fmt::format("the 1-D {} weight must be 3-D, not {}-D", op, w.shape.size()), node_name(n));
+      constants_[n.input(1) + tag] = {{w.shape[0], w.shape[1], 1, w.shape[2]}, w.data};
+      m.set_input(1, n.input(1) + tag);
+    }
+    for (auto& a : *m.mutable_attribute()) {
+      auto* v = a.mutable_ints();
+      if (a.name() == "kernel_shape" || a.name() == "strides" || a.name() == "dilations" || a.name() == "output_shape")
+        v->Add(1), std::rotate(v->begin(), v->end() - 1, v->end());
+      else if (a.name() == "output_padding")
+        v->Add(0), std::rotate(v->begin(), v->end() - 1, v->end());
+      else if (a.name() == "pads" && v->size() == 2) {
+        int64_t begin = v->Get(0), end = v->Get(1);
+        v->Clear();
+        for (int64_t p : {int64_t(0), begin, int64_t(0), end}) v->Add(p);
+      }
+    }
+    m.set_output(0, n.output(0) + tag);
+    while (m.output_size() > 1) m.mutable_output()->RemoveLast();
+    import_node(m);
+    const Tensor& y = values_.at(m.output(0));
+    std::vector<int64_t> y3{y.shape[0], y.shape[1], y.shape[3]};
+    define(n, {reshape(y.nhwc ? to_nchw_value(y, loc) : y.value, y3, loc), y3, false});
+    return true;
+  }
+
   void import_node(const onnx::NodeProto& n) {
     const std::string& op = n.op_type();
     if (!n.domain().empty() && n.domain() != "ai.onnx")
       fail(fmt::format("operator domain '{}' is not supported", n.domain()), node_name(n));
+    if (lift_1d(n)) return;
     mlir::Location loc = mlir::NameLoc::get(b_.getStringAttr(node_name(n)));
     if (op == "Gemm") return gemm(n, loc);
     if (op == "MatMul") return matmul(n, loc);

@@ -988,6 +988,50 @@ TEST_P(CompileE2E, ConvTransposeMatchesItsScatterDefinition) {
   expect_close(got, want, tolerance(0.03));
 }
 
+// An audio front end on [N, C, L] signals: Conv1d (stride 2, dilation 2, padding), ReLU,
+// MaxPool1d, run as 2-D operators over a height-1 image.
+TEST_P(CompileE2E, OneDimensionalConvAndPoolMatchFp32Reference) {
+  const int64_t N = 2, CI = 3, L = 40, CO = 8, K = 5, S = 2, D = 2, P = 3, PK = 3, PS = 2;
+  const int64_t LC = (L + 2 * P - D * (K - 1) - 1) / S + 1, LP = (LC - PK) / PS + 1;
+  OnnxBuilder m;
+  m.input("x", {N, CI, L});
+  auto& w = m.init("w", {CO, CI, K}, 0.4f);
+  auto& b = m.init("b", {CO}, 0.2f);
+  auto* c = m.node("Conv", "conv1d", {"x", "w", "b"}, {"c"});
+  OnnxBuilder::attr(c, "strides", std::vector<int64_t>{S});
+  OnnxBuilder::attr(c, "dilations", std::vector<int64_t>{D});
+  OnnxBuilder::attr(c, "pads", std::vector<int64_t>{P, P});
+  m.node("Relu", "relu", {"c"}, {"r"});
+  auto* mp = m.node("MaxPool", "pool1d", {"r"}, {"y"});
+  OnnxBuilder::attr(mp, "kernel_shape", std::vector<int64_t>{PK});
+  OnnxBuilder::attr(mp, "strides", std::vector<int64_t>{PS});
+  m.output("y", {N, CO, LP});
+  auto path = m.save("vtpu_conv1d_" + id() + ".onnx");
+  Vec x = uniform_values(size_t(N * CI * L), 67, 700.0f);
+  Vec got = compile_and_run(path, {{"x", x}}, "y", /*nchw=*/true);
+  Vec conv_out(size_t(N * CO * LC));
+  for (int64_t n = 0; n < N; ++n)
+    for (int64_t o = 0; o < CO; ++o)
+      for (int64_t t = 0; t < LC; ++t) {
+        float acc = b[size_t(o)];
+        for (int64_t ci = 0; ci < CI; ++ci)
+          for (int64_t k = 0; k < K; ++k) {
+            int64_t at = t * S - P + k * D;
+            if (at >= 0 && at < L) acc += x[size_t((n * CI + ci) * L + at)] * w[size_t((o * CI + ci) * K + k)];
+          }
+        conv_out[size_t((n * CO + o) * LC + t)] = std::max(acc, 0.0f);
+      }
+  Vec want(size_t(N * CO * LP));
+  for (int64_t r = 0; r < N * CO; ++r)
+    for (int64_t t = 0; t < LP; ++t) {
+      float mx = conv_out[size_t(r * LC + t * PS)];
+      for (int64_t k = 1; k < PK; ++k) mx = std::max(mx, conv_out[size_t(r * LC + t * PS + k)]);
+      want[size_t(r * LP + t)] = mx;
+    }
+  ASSERT_EQ(got.size(), want.size());
+  expect_close(got, want, tolerance(0.03));
+}
+
 // A transformer's feed-forward half as torch exports it (opset 17): LayerNormalization,
 // MatMul + bias, GELU as x * 0.5 * (1 + erf(x / sqrt(2))), MatMul + bias, residual Add.
 TEST_P(CompileE2E, LayerNormAndGeluFeedForwardMatchesFp32Reference) {
