@@ -57,11 +57,14 @@ TEST(Cli, AssembleDisassembleExample) {
 }
 
 TEST(Cli, AssemblyErrorsExitOneWithLocation) {
-  CliResult r = vtpu("asm " + (kRoot / "isa/tests/bad/rows_zero.s").string() + " -o " + tmp("x.vtpu").string());
+  // A name of its own: /tmp is shared with whatever else runs on the machine.
+  fs::path out = tmp("cli_rows_zero_" + std::to_string(::getpid()) + ".vtpu");
+  fs::remove(out);
+  CliResult r = vtpu("asm " + (kRoot / "isa/tests/bad/rows_zero.s").string() + " -o " + out.string());
   EXPECT_EQ(r.code, 1);
   EXPECT_NE(r.err.find("rows_zero.s:2:61: error:"), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("out of range [1, 65535]"), std::string::npos) << r.err;
-  EXPECT_FALSE(fs::exists(tmp("x.vtpu")));
+  EXPECT_FALSE(fs::exists(out));
 }
 
 TEST(Cli, MissingInputIsAUserError) {
