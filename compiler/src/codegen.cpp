@@ -2225,19 +2225,36 @@ class Codegen {
         vec_wait(fmt::format("vec.affine dst=ub[r5+0] a=ub[r5+0] rows={} dt={} param={}", T, dt_, one_minus));
         if (k + 1 < kt) vec_wait(fmt::format("vec.affine dst=ub[r2+0] a=ub[r2+0] rows={} dt=fp32 param={}", T, next_block));
       }
-      uint64_t mc = row_chunk(T, nt);
+      // The table's row blocks split into `ks` ranges, each its own output block, when that
+      // spreads the blocks more evenly over the MXUs (6 column blocks on 4 MXUs leave two
+      // idle half the time; 12 do not). The partial results are added after: each output
+      // is one table row plus zeros, so the sum stays exact.
+      uint64_t mc = row_chunk(T, nt), rc = ceil_div(T, mc), nm = cfg_.core.mxu.count, ks = 1;
+      for (uint64_t k2 = 2; k2 <= std::min<uint64_t>(nm, kt); ++k2)
+        if (ceil_div(nt * rc * k2, nm) * ceil_div(kt, k2) < ceil_div(nt * rc * ks, nm) * ceil_div(kt, ks)) ks = k2;
+      uint64_t pb = align_up(T * R_ * esz_, 64);  // one lane block of a partial result
+      uint64_t parts = ks > 1 ? ub_take((ks - 1) * nt * pb, fmt::format("the partial results of '{}'", layer)) : 0;
       std::vector<Block> blocks;
-      for (uint64_t n = 0; n < nt; ++n)
-        for (uint64_t r0 = 0; r0 < T; r0 += mc) {
-          uint64_t rows = std::min(mc, T - r0);
-          Block b;
-          for (uint64_t k = 0; k < kt; ++k) b.groups.push_back({tiles[n][k], {{hot + k * bb + r0 * R_ * esz_, rows, 0, 0, k > 0}}});
-          uint64_t out = y.base + n * y.block_bytes + (t0 + r0) * C_ * esz_;
-          std::string ep = eps[n];
-          b.epilogue = [this, rows, ep, out](uint32_t m, uint64_t acc_row) { return epilogue(m, acc_row, rows, kNoBias, ep, out); };
-          blocks.push_back(std::move(b));
-        }
+      for (uint64_t s = 0; s < ks; ++s)
+        for (uint64_t n = 0; n < nt; ++n)
+          for (uint64_t r0 = 0; r0 < T; r0 += mc) {
+            uint64_t rows = std::min(mc, T - r0), k0 = s * kt / ks, k1 = (s + 1) * kt / ks;
+            Block b;
+            for (uint64_t k = k0; k < k1; ++k)
+              b.groups.push_back({tiles[n][k], {{hot + k * bb + r0 * R_ * esz_, rows, 0, 0, k > k0}}});
+            uint64_t out = s == 0 ? y.base + n * y.block_bytes + (t0 + r0) * C_ * esz_
+                                  : parts + ((s - 1) * nt + n) * pb + r0 * C_ * esz_;
+            std::string ep = eps[n];
+            b.epilogue = [this, rows, ep, out](uint32_t m, uint64_t acc_row) { return epilogue(m, acc_row, rows, kNoBias, ep, out); };
+            blocks.push_back(std::move(b));
+          }
       run_blocks(blocks);
+      for (uint64_t s = 1; s < ks; ++s)
+        for (uint64_t n = 0; n < nt; ++n) {
+          code(fmt::format("  li r1, {} || li r2, {}", y.base + n * y.block_bytes + t0 * C_ * esz_, parts + ((s - 1) * nt + n) * pb));
+          vec_wait(fmt::format("vec.add dst=ub[r1+0] a=ub[r1+0] b=ub[r2+0] rows={} dt={}", T, dt_));
+        }
+      if (ks > 1) ub_.release(parts);
       ub_.release(hot);
     }
     ub_.release(iota);
