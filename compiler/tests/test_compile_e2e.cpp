@@ -1130,6 +1130,36 @@ TEST_P(CompileE2E, EmbeddingLookupOfRuntimeIdsSelectsTableRows) {
   }
 }
 
+// Many ids and a wider table: on the tiny presets the ids go in several chunks (the one-hot
+// rows fill the unified buffer) and the output blocks in several passes (they do not all fit
+// the accumulators at once). Selection must stay exact (bf16).
+TEST_P(CompileE2E, EmbeddingLookupOfManyIdsInChunksAndPasses) {
+  OnnxBuilder m;
+  const int64_t V = 300, D = 80, S = 200;
+  m.input("ids", {S}, onnx::TensorProto::INT32);
+  const Vec& table = m.init("table", {V, D}, 1.0f);
+  m.node("Gather", "embed", {"table", "ids"}, {"y"});
+  m.output("y", {S, D});
+  auto path = m.save("vtpu_embedding_many_" + id() + ".onnx");
+  std::mt19937 rng(3);
+  Vec ids(static_cast<size_t>(S));
+  for (auto& x : ids) x = float(int(rng() % (2 * V + 10)) - V - 5);
+  Vec got = compile_and_run(path, {{"ids", ids}});
+  ASSERT_EQ(got.size(), size_t(S * D));
+  double mx = 0;
+  for (float t : table) mx = std::max(mx, double(std::fabs(t)));
+  for (size_t i = 0; i < ids.size(); ++i) {
+    int64_t id = int64_t(ids[i]) < 0 ? int64_t(ids[i]) + V : int64_t(ids[i]);
+    for (int64_t d = 0; d < D; ++d) {
+      float want = id >= 0 && id < V ? table[size_t(id * D + d)] : 0.0f;
+      float g = got[i * D + size_t(d)];
+      if (int8()) EXPECT_NEAR(g, want, 0.01 * mx) << "id " << ids[i] << " column " << d;
+      else EXPECT_EQ(g, numerics::f32_from_bits(uint32_t(numerics::f32_to_bf16(numerics::f32_bits(want))) << 16))
+          << "id " << ids[i] << " column " << d;
+    }
+  }
+}
+
 // MatMulInteger with uint8 activations (a run-time input) and zero points, and an int32
 // output: exact in bf16 (|a - zp| <= 255, fp32 sums below 2^24), checked against the
 // integer definition. INT8 quantizes (a - zp) with a calibrated scale: close, not exact.
