@@ -114,7 +114,8 @@ class Importer {
       if (it == values_.end()) fail(fmt::format("graph output '{}' is never produced", out.name()), out.name());
       // Images leave in the chip's NHWC layout, like they enter (the runtime transposes).
       Value v = it->second.value;
-      if (out.type().has_tensor_type() && out.type().tensor_type().elem_type() != onnx::TensorProto::FLOAT) {
+      int out_et = out.type().has_tensor_type() ? out.type().tensor_type().elem_type() : 0;
+      if (out_et != onnx::TensorProto::FLOAT && out_et != onnx::TensorProto::UNDEFINED) {
         int et = out.type().tensor_type().elem_type();
         if (!is_integer_type(et))
           fail(fmt::format("graph output '{}' has element type {}; outputs must be float32 or an integer type (int64, "
