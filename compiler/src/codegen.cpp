@@ -2180,9 +2180,37 @@ class Codegen {
       acc_scale = qw.s;  // the one-hot's scale is 1
     }
     uint64_t kt = ceil_div(V, R_), nt = ceil_div(D, C_), nm = cfg_.core.mxu.count;
+    // The one-hot rows of a single id must fit before the table is tiled (a large table on a
+    // small config fails here, quickly, with the unified buffer's error).
+    if (uint64_t one = kt * align_up(R_ * esz_, 64) + (nm + 2) * align_up(C_ * 4, 64); ub_.largest_free() < one)
+      ub_take(one, fmt::format("the one-hot rows of '{}' (1 id x {} table rows)", layer, V));
+    // The table's tiles packed back to back in one HBM segment (a vocabulary makes many
+    // small tiles; one page each would multiply the table's HBM footprint on small arrays).
     std::vector<std::vector<TileRef>> tiles(nt, std::vector<TileRef>(kt));
-    for (uint64_t n = 0; n < nt; ++n)
-      for (uint64_t k = 0; k < kt; ++k) tiles[n][k] = weight_tile(w, V, D, k, n);
+    {
+      std::vector<uint8_t> blob;
+      blob.reserve(V * D * esz_);
+      std::vector<std::vector<uint64_t>> at(nt, std::vector<uint64_t>(kt));
+      for (uint64_t n = 0; n < nt; ++n)
+        for (uint64_t k = 0; k < kt; ++k) {
+          uint64_t kw = std::min<uint64_t>(R_, V - k * R_), nw = std::min<uint64_t>(C_, D - n * C_);
+          at[n][k] = blob.size();
+          for (uint64_t r = 0; r < kw; ++r)
+            for (uint64_t c = 0; c < nw; ++c) {
+              float v = w[(k * R_ + r) * D + n * C_ + c];
+              if (q8_) {
+                blob.push_back(uint8_t(int8_t(v)));
+              } else {
+                uint16_t h = bf16_of(v);
+                blob.push_back(uint8_t(h & 0xFF)), blob.push_back(uint8_t(h >> 8));
+              }
+            }
+          tiles[n][k].desc = new_desc(fmt::format("bytes={} dtype={} dim=[{}, {}, 0]", nw * esz_, dt_, kw, nw * esz_));
+        }
+      uint64_t base = hbm_const(std::move(blob));
+      for (uint64_t n = 0; n < nt; ++n)
+        for (uint64_t k = 0; k < kt; ++k) tiles[n][k].addr = base + at[n][k];
+    }
     auto eps = epilogue_params(D, acc_scale, q8_ ? scale(op.getOutput()) : 1.0, -std::numeric_limits<double>::infinity(),
                                std::numeric_limits<double>::infinity());
     // Row ranges: the fewest that minimize the busiest MXU's matmuls.
