@@ -1195,6 +1195,49 @@ TEST_P(CompileE2E, MatMulIntegerOfUint8InputGivesExactInt32) {
   }
 }
 
+// ConvInteger with a uint8 image input, int8 weights with one zero point per output channel,
+// padding (zeros of x - x_zp) and an int32 NCHW output: exact in bf16 against the integer
+// definition; INT8 close.
+TEST_P(CompileE2E, ConvIntegerWithPerChannelZeroPointsGivesExactInt32) {
+  OnnxBuilder m(13);
+  const int64_t C = 3, H = 6, W = 5, CO = 4, K = 3;
+  m.input("x", {1, C, H, W}, onnx::TensorProto::UINT8);
+  std::mt19937 rng(17);
+  std::vector<int> w(size_t(CO * C * K * K)), wzp{3, -5, 0, 17};
+  for (auto& v : w) v = int(rng() % 256) - 128;
+  m.init_q("w", {CO, C, K, K}, w, false);
+  m.init_q("x_zp", {}, {7}, true);
+  m.init_q("w_zp", {CO}, wzp, false);
+  auto* n = m.node("ConvInteger", "convi", {"x", "w", "x_zp", "w_zp"}, {"y"});
+  OnnxBuilder::attr(n, "pads", std::vector<int64_t>{1, 1, 1, 1});
+  m.output("y", {1, CO, H, W}, onnx::TensorProto::INT32);
+  auto path = m.save("vtpu_convinteger_" + id() + ".onnx");
+  Vec x(static_cast<size_t>(C * H * W));
+  for (auto& v : x) v = float(rng() % 256);
+  Vec got = compile_and_run(path, {{"x", x}}, "y", /*nchw=*/true);
+  ASSERT_EQ(got.size(), size_t(CO * H * W));
+  Vec want(size_t(CO * H * W));
+  double mx = 0;
+  for (int64_t o = 0; o < CO; ++o)
+    for (int64_t oy = 0; oy < H; ++oy)
+      for (int64_t ox = 0; ox < W; ++ox) {
+        int64_t acc = 0;
+        for (int64_t c = 0; c < C; ++c)
+          for (int64_t ky = 0; ky < K; ++ky)
+            for (int64_t kx = 0; kx < K; ++kx) {
+              int64_t iy = oy + ky - 1, ix = ox + kx - 1;
+              if (iy < 0 || ix < 0 || iy >= H || ix >= W) continue;
+              acc += (int64_t(x[size_t((c * H + iy) * W + ix)]) - 7) * (w[size_t(((o * C + c) * K + ky) * K + kx)] - wzp[size_t(o)]);
+            }
+        want[size_t((o * H + oy) * W + ox)] = float(acc);
+        mx = std::max(mx, std::fabs(double(acc)));
+      }
+  for (size_t i = 0; i < want.size(); ++i) {
+    if (int8()) EXPECT_NEAR(got[i], want[i], 0.03 * mx) << "element " << i;
+    else EXPECT_EQ(got[i], want[i]) << "element " << i;
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(Presets, CompileE2E,
                          ::testing::Values(E2EParam{"tiny-8x8", Precision::Bf16}, E2EParam{"tiny-16x16", Precision::Bf16},
                                            E2EParam{"tpu-v4-core", Precision::Bf16}, E2EParam{"tiny-8x8", Precision::Int8},
