@@ -73,7 +73,14 @@ std::map<const void*, float> calibrate(mlir::ModuleOp module, const CompileOptio
     for (unsigned i = 0; i < fn.getNumArguments(); ++i) {
       auto t = mlir::cast<mlir::RankedTensorType>(fn.getArgument(i).getType());
       RefTensor r{{t.getShape().begin(), t.getShape().end()}, std::vector<float>(size_t(t.getNumElements()))};
-      for (auto& x : r.data) x = u(rng);
+      if (auto lo = fn.getArgAttrOfType<mlir::IntegerAttr>(i, "vtpu.int_lo")) {
+        // Integer inputs: integers of their range (token ids: rows of the table they index).
+        auto hi = fn.getArgAttrOfType<mlir::IntegerAttr>(i, "vtpu.int_hi");
+        std::uniform_int_distribution<int64_t> ui(lo.getInt(), hi ? hi.getInt() : lo.getInt());
+        for (auto& x : r.data) x = float(ui(rng));
+      } else {
+        for (auto& x : r.data) x = u(rng);
+      }
       in.push_back(std::move(r));
     }
     samples.push_back(std::move(in));
@@ -113,6 +120,9 @@ std::map<const void*, float> calibrate(mlir::ModuleOp module, const CompileOptio
     if (auto fq = mlir::dyn_cast<tpu::FakeQuantOp>(op); fq && fq.getLo().convertToDouble() >= -128 &&
                                                       fq.getHi().convertToDouble() <= 127)
       fixed[fq.getOutput().getAsOpaquePointer()] = float(fq.getScale().convertToDouble());
+    // An int32 result (an integer model output) holds the integers themselves.
+    if (op.getNumResults() && mlir::cast<mlir::RankedTensorType>(op.getResult(0).getType()).getElementType().isInteger(32))
+      fixed[op.getResult(0).getAsOpaquePointer()] = 1.0f;
     if (mlir::isa<tpu::PoolOp, tpu::ReshapeOp, tpu::BroadcastOp, tpu::TransposeOp, tpu::SliceOp, tpu::ResizeNearestOp, tpu::ZeroInsertOp>(op))
       unite(op.getOperand(0), op.getResult(0));
     if (auto mm = mlir::dyn_cast<tpu::MatmulOp>(op)) {

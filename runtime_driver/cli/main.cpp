@@ -20,6 +20,7 @@
 #include "vtpu/sim/report.h"
 #include "vtpu/sim/simulator.h"
 #include "vtpu/support/error.h"
+#include "vtpu/support/layout.h"
 
 namespace {
 
@@ -210,6 +211,16 @@ int cmd_run(RunArgs a) {
     for (const auto& [name, v] : run.outputs) {
       runtime::NpyArray arr{"<f4", run.output_shapes.at(name), std::vector<uint8_t>(v.size() * 4)};
       std::memcpy(arr.data.data(), v.data(), arr.data.size());
+      for (const auto& t : run.program.tensors)
+        if (t.name == name && t.role == isa::TensorRole::Output && t.dtype == isa::Dtype::Int32) {
+          // Integer outputs are written as int32, bit for bit (images back in NCHW order).
+          const auto& b = run.sim.outputs.at(name);
+          std::vector<float> pos(b.size() / 4);
+          for (size_t i = 0; i < pos.size(); ++i) pos[i] = float(i);
+          if (t.nhwc) pos = nhwc_to_nchw(pos, t.shape);
+          arr.descr = "<i4";
+          for (size_t i = 0; i < pos.size(); ++i) std::memcpy(&arr.data[i * 4], &b[size_t(pos[i]) * 4], 4);
+        }
       runtime::write_npy(std::filesystem::path(a.output_dir) / (name + ".npy"), arr);
     }
   }

@@ -71,6 +71,45 @@ std::vector<float> decode(const isa::TensorInfo& t, const std::vector<uint8_t>& 
   return v;
 }
 
+// The values of an integer (or integral float32) array as int32; an error names the input
+// and the first value int32 cannot hold.
+std::vector<int32_t> int32_values(const NpyArray& a, const std::string& tensor, const std::string& file) {
+  std::string k = a.descr.substr(1);
+  size_t esz = size_t(k[1] - '0'), n = a.data.size() / esz;
+  std::vector<int32_t> out(n);
+  for (size_t i = 0; i < n; ++i) {
+    const uint8_t* p = a.data.data() + i * esz;
+    double x = 0;
+    if (k == "i1") x = int8_t(p[0]);
+    else if (k == "u1") x = p[0];
+    else if (k == "i2") { int16_t y; std::memcpy(&y, p, 2); x = y; }
+    else if (k == "u2") { uint16_t y; std::memcpy(&y, p, 2); x = y; }
+    else if (k == "i4") { int32_t y; std::memcpy(&y, p, 4); x = y; }
+    else if (k == "u4") { uint32_t y; std::memcpy(&y, p, 4); x = y; }
+    else if (k == "i8") { int64_t y; std::memcpy(&y, p, 8); x = double(y); }
+    else if (k == "f4") { float y; std::memcpy(&y, p, 4); x = y; }
+    else
+      throw UserError(fmt::format("{}: input '{}' is an integer tensor; the file holds numpy '{}' (use int64, int32, int16, "
+                                  "int8, uint8 or float32 holding integers)",
+                                  file, tensor, a.descr));
+    if (x != std::floor(x) || x < double(INT32_MIN) || x > double(INT32_MAX))
+      throw UserError(fmt::format("{}: input '{}' element {} is {}, which int32 cannot hold (the program keeps integer "
+                                  "inputs as int32)",
+                                  file, tensor, i, x));
+    out[i] = int32_t(x);
+  }
+  return out;
+}
+
+std::vector<int32_t> nchw_to_nhwc_ints(const std::vector<int32_t>& x, const std::vector<int64_t>& nchw) {
+  std::vector<float> idx(x.size());
+  for (size_t i = 0; i < x.size(); ++i) idx[i] = float(i);  // positions, exact below 2^24
+  auto moved = nchw_to_nhwc(idx, nchw);
+  std::vector<int32_t> y(x.size());
+  for (size_t i = 0; i < x.size(); ++i) y[i] = x[size_t(moved[i])];
+  return y;
+}
+
 }  // namespace
 
 ModelRun run_model(const std::filesystem::path& model, const config::Config& cfg, const RunOptions& opt) {
@@ -128,6 +167,24 @@ ModelRun run_model(const std::filesystem::path& model, const config::Config& cfg
       v = image_tensor(images, model_shape, opt.image_norm, t.name);
       if (t.nhwc) v = nchw_to_nhwc(v, model_shape);
       run.inputs_used.push_back(t.name + "=" + it->second.string() + " (" + image_norm_name(opt.image_norm) + ")");
+    } else if (it != opt.input_files.end() && t.dtype == isa::Dtype::Int32) {
+      // An integer input (token ids, quantized activations): any integer .npy, or float32
+      // holding integers, placed exactly as int32.
+      NpyArray a = read_npy(it->second);
+      std::vector<int32_t> iv = int32_values(a, t.name, it->second.string());
+      uint64_t want = 1;
+      for (int64_t d : model_shape) want *= uint64_t(d);
+      if (iv.size() != want)
+        throw UserError(fmt::format("{}: input '{}' needs shape [{}] ({} values) but the file holds [{}]", it->second.string(),
+                                    t.name, fmt::join(model_shape, ", "), want, fmt::join(a.shape, ", ")));
+      if (t.nhwc) iv = nchw_to_nhwc_ints(iv, model_shape);
+      std::vector<uint8_t> b(iv.size() * 4);
+      std::memcpy(b.data(), iv.data(), b.size());
+      bytes[t.name] = std::move(b);
+      for (int32_t x : iv) v.push_back(float(x));
+      real_inputs[t.name] = std::move(v);
+      run.inputs_used.push_back(t.name + "=" + it->second.string());
+      continue;
     } else if (it != opt.input_files.end()) {
       NpyArray a = read_npy(it->second);
       if (a.descr.substr(1) != "f4")
@@ -148,8 +205,9 @@ ModelRun run_model(const std::filesystem::path& model, const config::Config& cfg
       for (int64_t d : t.shape) n *= uint64_t(d);
       std::mt19937_64 rng(opt.seed * 0x9E3779B97F4A7C15ull + index);
       std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+      std::uniform_int_distribution<int> ui(0, 127);  // integer inputs: small non-negative integers (ids, uint8 codes)
       v.resize(n);
-      for (auto& x : v) x = u(rng);
+      for (auto& x : v) x = t.dtype == isa::Dtype::Int32 ? float(ui(rng)) : u(rng);
       run.inputs_used.push_back(t.name + "=random");
     }
     bytes[t.name] = encode(t, v);

@@ -3,6 +3,7 @@
 
 #include <array>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <sys/wait.h>
@@ -267,6 +268,47 @@ TEST(Cli, RunShowsLayersTotalsAndChecksAgainstFp32) {
     EXPECT_EQ(header.rfind("layer,first_cycle", 0), 0u) << header;
   }
   fs::remove_all(dir);
+}
+
+// Integer inputs from integer .npy files (uint8 activations of a MatMulInteger, int64 ids
+// of an embedding lookup) and an int32 output written bit for bit.
+TEST(Cli, RunTakesIntegerNpyInputsAndWritesInt32Outputs) {
+  vtpu::testing::OnnxBuilder m;
+  const int64_t M = 3, K = 5, N = 4;
+  m.input("a", {M, K}, onnx::TensorProto::UINT8);
+  std::vector<int> b(size_t(K * N));
+  for (size_t i = 0; i < b.size(); ++i) b[i] = int(i * 37 % 256);
+  m.init_q("b", {K, N}, b, true);
+  m.init_q("a_zp", {}, {100}, true);
+  m.node("MatMulInteger", "mmi", {"a", "b", "a_zp"}, {"y"});
+  m.output("y", {M, N}, onnx::TensorProto::INT32);
+  fs::path model = m.save("cli_matmulinteger.onnx"), dir = tmp("cli_int_out"), a_file = tmp("cli_a_u8.npy");
+  fs::remove_all(dir);
+  std::vector<uint8_t> a(size_t(M * K));
+  for (size_t i = 0; i < a.size(); ++i) a[i] = uint8_t(i * 53 % 256);
+  vtpu::runtime::write_npy(a_file, {"|u1", {M, K}, a});
+  CliResult r = vtpu("run " + model.string() + " -c tiny-8x8 --input a=" + a_file.string() + " --output-dir " + dir.string());
+  ASSERT_EQ(r.code, 0) << r.err;
+  vtpu::runtime::NpyArray y = vtpu::runtime::read_npy(dir / "y.npy");
+  EXPECT_EQ(y.descr, "<i4");
+  ASSERT_EQ(y.data.size(), size_t(M * N * 4));
+  for (int64_t i = 0; i < M; ++i)
+    for (int64_t j = 0; j < N; ++j) {
+      int32_t want = 0, got;
+      for (int64_t k = 0; k < K; ++k) want += (int32_t(a[size_t(i * K + k)]) - 100) * b[size_t(k * N + j)];
+      std::memcpy(&got, &y.data[size_t(i * N + j) * 4], 4);
+      EXPECT_EQ(got, want) << i << ", " << j;
+    }
+  // A value int32 cannot hold is refused, naming the input.
+  std::vector<uint8_t> big(size_t(M * K) * 8, 0);
+  big[7] = 0x7f;  // element 0 = 2^63 - ...
+  vtpu::runtime::write_npy(a_file, {"<i8", {M, K}, big});
+  r = vtpu("run " + model.string() + " -c tiny-8x8 --input a=" + a_file.string());
+  EXPECT_EQ(r.code, 1);
+  EXPECT_NE(r.err.find("input 'a'"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("int32 cannot hold"), std::string::npos) << r.err;
+  fs::remove_all(dir);
+  fs::remove(a_file);
 }
 
 TEST(Cli, RunRejectsBadInputs) {

@@ -62,6 +62,9 @@ INSTANTIATE_TEST_SUITE_P(
                       Case{"bert-base-layer", "tpu-v4-core", compiler::Precision::Int8, 0.06},
                       Case{"bert-base-layer", "tpu-v4-core", compiler::Precision::Bf16, 0.02},
                       Case{"bert-base", "tpu-v4-core", compiler::Precision::Bf16, 0.03},
+                      // Token ids in: the word, token-type and position embeddings, then one layer.
+                      Case{"bert-base-ids-layer", "tpu-v4-core", compiler::Precision::Int8, 0.06},
+                      Case{"bert-base-ids-layer", "tpu-v4-core", compiler::Precision::Bf16, 0.02},
                       Case{"gpt2-block", "tpu-v4-core", compiler::Precision::Int8, 0.10},
                       Case{"gpt2-block", "tpu-v4-core", compiler::Precision::Bf16, 0.02},
                       Case{"lenet5", "tiny-16x16", compiler::Precision::Int8, 0.05},
