@@ -33,21 +33,31 @@ using Values = std::map<std::string, std::vector<float>>;
 struct Input {
   std::string name;
   std::vector<int64_t> shape;
+  int64_t ids = 0;  // > 0: int64 ids of a Gather into a table of this many rows
 };
 
-std::vector<Input> float_inputs(const fs::path& model) {
+// The model's run-time inputs: float32, or int64 ids that index a constant table (embedding
+// lookups), which must be drawn inside the table (onnxruntime refuses others).
+std::vector<Input> model_inputs(const fs::path& model) {
   onnx::ModelProto m;
   std::ifstream f(model, std::ios::binary);
   if (!m.ParseFromIstream(&f)) throw std::runtime_error(model.string() + " does not parse");
-  std::set<std::string> inits;
-  for (const auto& t : m.graph().initializer()) inits.insert(t.name());
+  std::map<std::string, int64_t> rows;
+  for (const auto& t : m.graph().initializer())
+    rows[t.name()] = t.dims_size() ? t.dims(0) : 0;
   std::vector<Input> out;
   for (const auto& in : m.graph().input()) {
-    if (inits.count(in.name())) continue;
-    if (in.type().tensor_type().elem_type() != onnx::TensorProto::FLOAT)
-      throw std::runtime_error("input '" + in.name() + "' is not float32");
+    if (rows.count(in.name())) continue;
     Input i{in.name(), {}};
     for (const auto& d : in.type().tensor_type().shape().dim()) i.shape.push_back(d.dim_value());
+    if (in.type().tensor_type().elem_type() == onnx::TensorProto::INT64) {
+      for (const auto& n : m.graph().node())
+        if (n.op_type() == "Gather" && n.input_size() > 1 && n.input(1) == in.name() && rows.count(n.input(0)))
+          i.ids = rows[n.input(0)];
+      if (i.ids <= 0) throw std::runtime_error("int64 input '" + in.name() + "' does not index a constant table");
+    } else if (in.type().tensor_type().elem_type() != onnx::TensorProto::FLOAT) {
+      throw std::runtime_error("input '" + in.name() + "' is neither float32 nor int64 ids");
+    }
     out.push_back(i);
   }
   return out;
@@ -100,15 +110,22 @@ TEST_P(OrtReference, InterpreterAndChipAgreeWithOnnxRuntime) {
   std::string args;
   std::mt19937_64 rng(7);
   std::uniform_real_distribution<float> u(-1.0f, 1.0f);
-  for (const auto& in : float_inputs(model)) {
-    std::vector<float> v(static_cast<size_t>(std::max<int64_t>(0, [&] {
-      int64_t n = 1;
-      for (int64_t d : in.shape) n *= d;
-      return n;
-    }())));
-    for (auto& x : v) x = u(rng);
-    runtime::NpyArray a{"<f4", in.shape, std::vector<uint8_t>(v.size() * 4)};
-    std::memcpy(a.data.data(), v.data(), a.data.size());
+  for (const auto& in : model_inputs(model)) {
+    int64_t n = 1;
+    for (int64_t d : in.shape) n *= d;
+    std::vector<float> v(static_cast<size_t>(n));
+    runtime::NpyArray a{in.ids ? "<i8" : "<f4", in.shape, std::vector<uint8_t>(v.size() * (in.ids ? 8 : 4))};
+    if (in.ids) {
+      std::uniform_int_distribution<int64_t> id(0, in.ids - 1);
+      for (size_t i = 0; i < v.size(); ++i) {
+        int64_t x = id(rng);
+        v[i] = float(x);
+        std::memcpy(&a.data[i * 8], &x, 8);
+      }
+    } else {
+      for (auto& x : v) x = u(rng);
+      std::memcpy(a.data.data(), v.data(), a.data.size());
+    }
     fs::path f = dir / (in.name + ".npy");
     runtime::write_npy(f, a);
     files[in.name] = f;
@@ -126,7 +143,7 @@ TEST_P(OrtReference, InterpreterAndChipAgreeWithOnnxRuntime) {
 
   // The interpreter takes and gives tensors in the program's layout (images NHWC).
   Values program_inputs = inputs;
-  for (const auto& in : float_inputs(model))
+  for (const auto& in : model_inputs(model))
     if (in.shape.size() == 4) program_inputs[in.name] = nchw_to_nhwc(inputs[in.name], in.shape);
   Values ref = compiler::reference_outputs(model, program_inputs);
   ASSERT_FALSE(ref.empty());
@@ -179,7 +196,7 @@ INSTANTIATE_TEST_SUITE_P(Zoo, OrtReference,
                          // ONNX node tests' shipped outputs check LSTM and GRU, batch-first included.
                          ::testing::Values(Case{"mlp0", 0}, Case{"lenet5", 0.02}, Case{"resnet50", 0},
                                            Case{"mobilenetv2", 0.03}, Case{"bert-base-layer", 0.02},
-                                           Case{"gpt2-block", 0.02}),
+                                           Case{"gpt2-block", 0.02}, Case{"bert-base-ids-layer", 0.02}),
                          [](const auto& info) {
                            std::string n = info.param.model;
                            for (char& ch : n)
