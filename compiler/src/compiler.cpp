@@ -183,6 +183,24 @@ CompileResult compile_onnx(const std::filesystem::path& model, const config::Con
   return r;
 }
 
+std::vector<ModelInput> model_inputs(const std::filesystem::path& model, const CompileOptions& options) {
+  // What the importer makes of the graph's inputs is the authority (batch, layout, types).
+  mlir::MLIRContext ctx;
+  ctx.disableMultithreading();
+  load_dialects(ctx);
+  auto module = import_onnx(ctx, model, options);
+  auto fn = module->lookupSymbol<mlir::func::FuncOp>("main");
+  std::vector<ModelInput> r;
+  for (unsigned i = 0; i < fn.getNumArguments(); ++i) {
+    auto t = mlir::cast<mlir::RankedTensorType>(fn.getArgument(i).getType());
+    r.push_back({fn.getArgAttrOfType<mlir::StringAttr>(i, "vtpu.name").str(),
+                 {t.getShape().begin(), t.getShape().end()},
+                 bool(fn.getArgAttr(i, "vtpu.nhwc")),
+                 bool(fn.getArgAttr(i, "vtpu.int_lo"))});
+  }
+  return r;
+}
+
 }  // namespace vtpu::compiler
 
 namespace vtpu::compiler {

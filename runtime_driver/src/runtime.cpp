@@ -112,6 +112,70 @@ std::vector<int32_t> nchw_to_nhwc_ints(const std::vector<int32_t>& x, const std:
 
 }  // namespace
 
+std::vector<std::map<std::string, std::vector<float>>> calibration_from_files(
+    const std::filesystem::path& model, const std::map<std::string, std::string>& specs, int64_t batch, ImageNorm norm) {
+  compiler::CompileOptions o;
+  o.batch = batch;
+  std::vector<compiler::ModelInput> inputs = compiler::model_inputs(model, o);
+  std::string names;
+  for (const auto& in : inputs) names += " " + in.name;
+  for (const auto& [name, spec] : specs)
+    if (std::none_of(inputs.begin(), inputs.end(), [&](const auto& in) { return in.name == name; }))
+      throw UserError(fmt::format("--calibrate {}: the model has no input '{}'; its inputs are:{}", name, name, names));
+  std::vector<std::map<std::string, std::vector<float>>> samples;
+  std::string first;  // the input that set the sample count
+  for (const auto& in : inputs) {
+    auto it = specs.find(in.name);
+    if (it == specs.end())
+      throw UserError(fmt::format("--calibrate: no data for input '{}'; calibration needs every input:{}", in.name, names));
+    std::vector<int64_t> model_shape = in.nhwc ? nchw_shape_of(in.shape) : in.shape;
+    int64_t per = 1;
+    for (int64_t d : model_shape) per *= d;
+    std::vector<std::filesystem::path> files;
+    for (size_t at = 0; at <= it->second.size();) {
+      size_t comma = it->second.find(',', at);
+      if (comma == std::string::npos) comma = it->second.size();
+      files.push_back(it->second.substr(at, comma - at));
+      at = comma + 1;
+    }
+    std::vector<std::vector<float>> pieces;  // model layout
+    if (std::all_of(files.begin(), files.end(), [](const auto& f) { return is_image_file(f); })) {
+      int64_t n = model_shape.empty() ? 1 : model_shape[0];
+      if (int64_t(files.size()) % n)
+        throw UserError(fmt::format("--calibrate {}: {} image files do not make whole batches of {}", in.name, files.size(), n));
+      for (size_t i = 0; i < files.size(); i += size_t(n))
+        pieces.push_back(image_tensor({files.begin() + long(i), files.begin() + long(i) + n}, model_shape, norm, in.name));
+    } else {
+      if (files.size() != 1)
+        throw UserError(fmt::format("--calibrate {}: give one .npy file or image files (PNG, JPEG, BMP, PPM)", in.name));
+      NpyArray a = read_npy(files[0]);
+      std::vector<float> v;
+      if (a.descr.substr(1) == "f4") {
+        v.resize(a.data.size() / 4);
+        std::memcpy(v.data(), a.data.data(), v.size() * 4);
+      } else if (in.integer) {
+        for (int32_t x : int32_values(a, in.name, files[0].string())) v.push_back(float(x));
+      } else {
+        throw UserError(fmt::format("{}: calibration data for input '{}' must be float32 (numpy '<f4'), not '{}'",
+                                    files[0].string(), in.name, a.descr));
+      }
+      if (v.empty() || int64_t(v.size()) % per)
+        throw UserError(fmt::format("{}: calibration data for input '{}' holds {} values, not a whole number of batches of "
+                                    "shape [{}] ({} values each)",
+                                    files[0].string(), in.name, v.size(), fmt::join(model_shape, ", "), per));
+      for (size_t i = 0; i < v.size(); i += size_t(per)) pieces.emplace_back(v.begin() + long(i), v.begin() + long(i) + per);
+    }
+    if (samples.empty()) samples.resize(pieces.size()), first = in.name;
+    if (pieces.size() != samples.size())
+      throw UserError(fmt::format("--calibrate: input '{}' gives {} batches but '{}' gives {}; every input needs the same "
+                                  "number",
+                                  in.name, pieces.size(), first, samples.size()));
+    for (size_t s = 0; s < pieces.size(); ++s)
+      samples[s][in.name] = in.nhwc ? nchw_to_nhwc(pieces[s], model_shape) : std::move(pieces[s]);
+  }
+  return samples;
+}
+
 ModelRun run_model(const std::filesystem::path& model, const config::Config& cfg, const RunOptions& opt) {
   ModelRun run;
   run.config = cfg;
@@ -121,6 +185,12 @@ ModelRun run_model(const std::filesystem::path& model, const config::Config& cfg
   copt.precision = opt.precision;
   copt.batch = opt.batch;
   copt.seed = opt.seed;
+  if (!opt.calibration_files.empty()) {
+    if (!onnx) throw UserError("--calibrate needs the ONNX model (calibration happens when it compiles), not a .vtpu program");
+    if (opt.precision != compiler::Precision::Int8)
+      throw UserError("--calibrate applies to --dtype int8 (bf16 needs no calibration)");
+    copt.calibration = calibration_from_files(model, opt.calibration_files, opt.batch, opt.image_norm);
+  }
   auto t0 = Clock::now();
   if (onnx) {
     compiler::CompileResult c = compiler::compile_onnx(model, cfg, copt);

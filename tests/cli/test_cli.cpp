@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include <array>
+#include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
@@ -9,6 +10,7 @@
 #include <sys/wait.h>
 
 #include "vtpu/isa/assembler.h"
+#include "vtpu/isa/program.h"
 #include "vtpu/runtime/npy.h"
 
 namespace {
@@ -309,6 +311,65 @@ TEST(Cli, RunTakesIntegerNpyInputsAndWritesInt32Outputs) {
   EXPECT_NE(r.err.find("int32 cannot hold"), std::string::npos) << r.err;
   fs::remove_all(dir);
   fs::remove(a_file);
+}
+
+// INT8 calibration from the user's data: the program's scales are the calibration data's
+// ranges (input: max |x| / 127; output: max |x W| / 127 over every sample), not the seeded
+// random defaults'; bad calibration files are refused with what to fix.
+TEST(Cli, CompileCalibratesInt8OnGivenData) {
+  const int64_t K = 16, N = 8, S = 3;
+  vtpu::testing::OnnxBuilder m;
+  m.input("x", {1, K});
+  auto& w = m.init("w", {K, N}, 0.5f);
+  m.node("MatMul", "mm", {"x", "w"}, {"y"});
+  m.output("y", {1, N});
+  fs::path model = m.save("cli_calibrate.onnx"), calib = tmp("cli_calib.npy"), prog = tmp("cli_calib.vtpu");
+  std::vector<float> x(size_t(S * K));
+  for (size_t i = 0; i < x.size(); ++i) x[i] = float(int(i * 7 % 23) - 11) * 0.25f;  // |x| <= 2.75
+  std::vector<uint8_t> bytes(x.size() * 4);
+  std::memcpy(bytes.data(), x.data(), bytes.size());
+  vtpu::runtime::write_npy(calib, {"<f4", {S, K}, bytes});
+  CliResult r = vtpu("compile " + model.string() + " -c tiny-8x8 --dtype int8 --calibrate x=" + calib.string() + " -o " +
+                     prog.string());
+  ASSERT_EQ(r.code, 0) << r.err;
+  double max_x = 0, max_y = 0;
+  for (int64_t s = 0; s < S; ++s)
+    for (int64_t k = 0; k < K; ++k) max_x = std::max(max_x, double(std::fabs(x[size_t(s * K + k)])));
+  for (int64_t s = 0; s < S; ++s)
+    for (int64_t n = 0; n < N; ++n) {
+      double y = 0;
+      for (int64_t k = 0; k < K; ++k) y += double(x[size_t(s * K + k)]) * w[size_t(k * N + n)];
+      max_y = std::max(max_y, std::fabs(y));
+    }
+  auto p = vtpu::isa::read_program(prog);
+  int checked = 0;
+  for (const auto& t : p.tensors) {
+    if (t.name == "x") {
+      EXPECT_NEAR(t.quant_scale, max_x / 127, 1e-6 * max_x);
+      ++checked;
+    }
+    if (t.name == "y") {
+      EXPECT_NEAR(t.quant_scale, max_y / 127, 1e-5 * max_y);
+      ++checked;
+    }
+  }
+  EXPECT_EQ(checked, 2);
+  // vtpu run calibrates the same way before it simulates.
+  r = vtpu("run " + model.string() + " -c tiny-8x8 --dtype int8 -q --calibrate x=" + calib.string());
+  EXPECT_EQ(r.code, 0) << r.err;
+  // 35 values are not whole batches of [1, 16]; bf16 needs no calibration; names must exist.
+  vtpu::runtime::write_npy(calib, {"<f4", {5, 7}, std::vector<uint8_t>(5 * 7 * 4)});
+  r = vtpu("compile " + model.string() + " -c tiny-8x8 --dtype int8 --calibrate x=" + calib.string() + " -o " + prog.string());
+  EXPECT_EQ(r.code, 1);
+  EXPECT_NE(r.err.find("holds 35 values, not a whole number of batches of shape [1, 16]"), std::string::npos) << r.err;
+  r = vtpu("compile " + model.string() + " -c tiny-8x8 --dtype bf16 --calibrate x=" + calib.string() + " -o " + prog.string());
+  EXPECT_EQ(r.code, 1);
+  EXPECT_NE(r.err.find("--calibrate applies to --dtype int8"), std::string::npos) << r.err;
+  r = vtpu("compile " + model.string() + " -c tiny-8x8 --dtype int8 --calibrate z=" + calib.string() + " -o " + prog.string());
+  EXPECT_EQ(r.code, 1);
+  EXPECT_NE(r.err.find("the model has no input 'z'; its inputs are: x"), std::string::npos) << r.err;
+  fs::remove(calib);
+  fs::remove(prog);
 }
 
 TEST(Cli, RunRejectsBadInputs) {
