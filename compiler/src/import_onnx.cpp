@@ -16,6 +16,7 @@
 #include <set>
 
 #include "import.h"
+#include "vtpu/numerics/float.h"
 #include "tpu_dialect.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Tosa/IR/TosaOps.h"
@@ -115,11 +116,11 @@ class Importer {
       // Images leave in the chip's NHWC layout, like they enter (the runtime transposes).
       Value v = it->second.value;
       int out_et = out.type().has_tensor_type() ? out.type().tensor_type().elem_type() : 0;
-      if (out_et != onnx::TensorProto::FLOAT && out_et != onnx::TensorProto::UNDEFINED) {
+      if (!is_float_type(out_et) && out_et != onnx::TensorProto::UNDEFINED) {
         int et = out.type().tensor_type().elem_type();
         if (!is_integer_type(et))
-          fail(fmt::format("graph output '{}' has element type {}; outputs must be float32 or an integer type (int64, "
-                           "int32, int16, uint16, int8, uint8)",
+          fail(fmt::format("graph output '{}' has element type {}; outputs must be float32, float16, bfloat16, double or "
+                           "an integer type (int64, int32, int16, uint16, int8, uint8)",
                            out.name(), onnx::TensorProto::DataType_Name(onnx::TensorProto::DataType(et))),
                out.name());
         // An integer output leaves as an int32 program tensor.
@@ -169,9 +170,9 @@ class Importer {
     if (!in.type().has_tensor_type())
       fail("only tensor inputs are supported", in.name());
     const auto& t = in.type().tensor_type();
-    if (t.elem_type() != onnx::TensorProto::FLOAT && !is_integer_type(t.elem_type()))
-      fail(fmt::format("input '{}' has element type {}, which is not supported: model inputs must be float32 or an "
-                       "integer type (int64, int32, int16, uint16, int8, uint8; carried as int32)",
+    if (!is_float_type(t.elem_type()) && !is_integer_type(t.elem_type()))
+      fail(fmt::format("input '{}' has element type {}, which is not supported: model inputs must be float32, float16, "
+                       "bfloat16, double or an integer type (int64, int32, int16, uint16, int8, uint8; carried as int32)",
                        in.name(), onnx::TensorProto::DataType_Name(onnx::TensorProto::DataType(t.elem_type()))),
            in.name());
     std::vector<int64_t> shape;
@@ -225,6 +226,31 @@ class Importer {
         else if (t.float_data_size() == n) for (int64_t i = 0; i < n; ++i) c.data[size_t(i)] = t.float_data(int(i));
         else fail("float initializer has the wrong number of values", t.name());
         break;
+      // Models exported in half or double precision: the values as fp32 (the program's
+      // precision, bf16 or int8, is chosen by --dtype as for fp32 models).
+      case onnx::TensorProto::FLOAT16:
+      case onnx::TensorProto::BFLOAT16: {
+        bool half = t.data_type() == onnx::TensorProto::FLOAT16;
+        std::vector<uint16_t> bits(static_cast<size_t>(n));
+        if (!raw.empty()) {
+          if (raw.size() != size_t(n) * 2)
+            fail(fmt::format("initializer holds {} bytes, its shape needs {}", raw.size(), size_t(n) * 2), t.name());
+          std::memcpy(bits.data(), raw.data(), raw.size());
+        } else if (t.int32_data_size() == n) {  // one 16-bit pattern per int32
+          for (int64_t i = 0; i < n; ++i) bits[size_t(i)] = uint16_t(t.int32_data(int(i)));
+        } else {
+          fail("float16 initializer has the wrong number of values", t.name());
+        }
+        for (int64_t i = 0; i < n; ++i)
+          c.data[size_t(i)] = numerics::f32_from_bits(half ? numerics::f16_to_f32_bits(bits[size_t(i)])
+                                                           : numerics::bf16_to_f32_bits(bits[size_t(i)]));
+        break;
+      }
+      case onnx::TensorProto::DOUBLE:
+        if (!raw.empty()) from_raw(double{});
+        else if (t.double_data_size() == n) for (int64_t i = 0; i < n; ++i) c.data[size_t(i)] = float(t.double_data(int(i)));
+        else fail("double initializer has the wrong number of values", t.name());
+        break;
       case onnx::TensorProto::INT64:
         if (!raw.empty()) from_raw(int64_t{});
         else for (int64_t i = 0; i < n && i < t.int64_data_size(); ++i) c.data[size_t(i)] = float(t.int64_data(int(i)));
@@ -242,9 +268,18 @@ class Importer {
         else for (int64_t i = 0; i < n && i < t.int32_data_size(); ++i) c.data[size_t(i)] = float(uint8_t(t.int32_data(int(i))));
         break;
       default:
-        fail(fmt::format("initializer element type {} is not supported (float, int64, int32, int8, uint8)", t.data_type()), t.name());
+        fail(fmt::format("initializer element type {} is not supported (float, float16, bfloat16, double, int64, int32, int8, uint8)",
+                         onnx::TensorProto::DataType_Name(onnx::TensorProto::DataType(t.data_type()))),
+             t.name());
     }
     return c;
+  }
+
+  // Floating element types a model's inputs and outputs may have: given and returned as
+  // float32, computed in the program's precision.
+  static bool is_float_type(int t) {
+    return t == onnx::TensorProto::FLOAT || t == onnx::TensorProto::FLOAT16 || t == onnx::TensorProto::BFLOAT16 ||
+           t == onnx::TensorProto::DOUBLE;
   }
 
   // ONNX integer element types whose values int32 holds exactly (int64 token ids are

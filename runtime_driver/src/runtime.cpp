@@ -101,6 +101,35 @@ std::vector<int32_t> int32_values(const NpyArray& a, const std::string& tensor, 
   return out;
 }
 
+// The values of a float32, float16 or float64 array as float32 (float16 exactly; float64
+// rounded); an error names the file and the input for anything else.
+std::vector<float> float_values(const NpyArray& a, const std::string& tensor, const std::string& file) {
+  std::string k = a.descr.substr(1);
+  std::vector<float> v;
+  if (k == "f4") {
+    v.resize(a.data.size() / 4);
+    std::memcpy(v.data(), a.data.data(), v.size() * 4);
+  } else if (k == "f2") {
+    v.resize(a.data.size() / 2);
+    for (size_t i = 0; i < v.size(); ++i) {
+      uint16_t h;
+      std::memcpy(&h, &a.data[i * 2], 2);
+      v[i] = numerics::f32_from_bits(numerics::f16_to_f32_bits(h));
+    }
+  } else if (k == "f8") {
+    v.resize(a.data.size() / 8);
+    for (size_t i = 0; i < v.size(); ++i) {
+      double d;
+      std::memcpy(&d, &a.data[i * 8], 8);
+      v[i] = float(d);
+    }
+  } else {
+    throw UserError(fmt::format("{}: input '{}' must be floating point (numpy '<f4', '<f2' or '<f8'), not '{}'", file,
+                                tensor, a.descr));
+  }
+  return v;
+}
+
 std::vector<int32_t> nchw_to_nhwc_ints(const std::vector<int32_t>& x, const std::vector<int64_t>& nchw) {
   std::vector<float> idx(x.size());
   for (size_t i = 0; i < x.size(); ++i) idx[i] = float(i);  // positions, exact below 2^24
@@ -150,14 +179,10 @@ std::vector<std::map<std::string, std::vector<float>>> calibration_from_files(
         throw UserError(fmt::format("--calibrate {}: give one .npy file or image files (PNG, JPEG, BMP, PPM)", in.name));
       NpyArray a = read_npy(files[0]);
       std::vector<float> v;
-      if (a.descr.substr(1) == "f4") {
-        v.resize(a.data.size() / 4);
-        std::memcpy(v.data(), a.data.data(), v.size() * 4);
-      } else if (in.integer) {
+      if (in.integer) {
         for (int32_t x : int32_values(a, in.name, files[0].string())) v.push_back(float(x));
       } else {
-        throw UserError(fmt::format("{}: calibration data for input '{}' must be float32 (numpy '<f4'), not '{}'",
-                                    files[0].string(), in.name, a.descr));
+        v = float_values(a, in.name, files[0].string());
       }
       if (v.empty() || int64_t(v.size()) % per)
         throw UserError(fmt::format("{}: calibration data for input '{}' holds {} values, not a whole number of batches of "
@@ -257,17 +282,13 @@ ModelRun run_model(const std::filesystem::path& model, const config::Config& cfg
       continue;
     } else if (it != opt.input_files.end()) {
       NpyArray a = read_npy(it->second);
-      if (a.descr.substr(1) != "f4")
-        throw UserError(fmt::format("{}: input '{}' must be float32 (numpy '<f4'); the runtime converts it to {}",
-                                    it->second.string(), t.name, isa::dtype_name(t.dtype)));
+      v = float_values(a, t.name, it->second.string());
       uint64_t n = 1, want = 1;
       for (int64_t d : a.shape) n *= uint64_t(d);
       for (int64_t d : model_shape) want *= uint64_t(d);
       if (n != want)
         throw UserError(fmt::format("{}: input '{}' needs shape [{}] ({} values) but the file holds [{}]", it->second.string(),
                                     t.name, fmt::join(model_shape, ", "), want, fmt::join(a.shape, ", ")));
-      v.resize(n);
-      std::memcpy(v.data(), a.data.data(), n * 4);
       if (t.nhwc) v = nchw_to_nhwc(v, model_shape);
       run.inputs_used.push_back(t.name + "=" + it->second.string());
     } else {

@@ -372,6 +372,58 @@ TEST(Cli, CompileCalibratesInt8OnGivenData) {
   fs::remove(prog);
 }
 
+// A model exported in half precision: float16 weights, input and output. The compiler reads
+// the weights exactly, the runtime takes a float16 .npy and the program runs in bf16.
+TEST(Cli, RunsAFloat16Model) {
+  const int64_t M = 2, K = 8, N = 4;
+  vtpu::testing::OnnxBuilder m;
+  m.input("x", {M, K}, onnx::TensorProto::FLOAT16);
+  std::vector<float> w = m.init("w", {K, N}, 0.5f);
+  m.node("MatMul", "mm", {"x", "w"}, {"y"});
+  m.output("y", {M, N}, onnx::TensorProto::FLOAT16);
+  fs::path model = m.save("cli_fp16.onnx"), x_file = tmp("cli_x_f16.npy"), dir = tmp("cli_fp16_out");
+  {  // the weights as float16, the way a half-precision export stores them
+    onnx::ModelProto mp;
+    std::ifstream in(model, std::ios::binary);
+    ASSERT_TRUE(mp.ParseFromIstream(&in));
+    auto* t = mp.mutable_graph()->mutable_initializer(0);
+    std::string raw(w.size() * 2, '\0');
+    for (size_t i = 0; i < w.size(); ++i) {
+      _Float16 h = _Float16(w[i]);
+      w[i] = float(h);  // what the model holds
+      std::memcpy(&raw[i * 2], &h, 2);
+    }
+    t->set_data_type(onnx::TensorProto::FLOAT16);
+    t->set_raw_data(raw);
+    std::ofstream out(model, std::ios::binary);
+    mp.SerializeToOstream(&out);
+  }
+  std::vector<float> x(size_t(M * K));
+  std::vector<uint8_t> xb(x.size() * 2);
+  for (size_t i = 0; i < x.size(); ++i) {
+    _Float16 h = _Float16(float(int(i * 5 % 17) - 8) / 8.0f);
+    x[i] = float(h);
+    std::memcpy(&xb[i * 2], &h, 2);
+  }
+  vtpu::runtime::write_npy(x_file, {"<f2", {M, K}, xb});
+  fs::remove_all(dir);
+  CliResult r = vtpu("run " + model.string() + " -c tiny-8x8 -q --input x=" + x_file.string() + " --output-dir " + dir.string());
+  ASSERT_EQ(r.code, 0) << r.err;
+  vtpu::runtime::NpyArray y = vtpu::runtime::read_npy(dir / "y.npy");
+  ASSERT_EQ(y.descr, "<f4");
+  ASSERT_EQ(y.data.size(), size_t(M * N * 4));
+  for (int64_t i = 0; i < M; ++i)
+    for (int64_t j = 0; j < N; ++j) {
+      double want = 0;
+      for (int64_t k = 0; k < K; ++k) want += double(x[size_t(i * K + k)]) * w[size_t(k * N + j)];
+      float got;
+      std::memcpy(&got, &y.data[size_t(i * N + j) * 4], 4);
+      EXPECT_NEAR(got, want, 0.02 * 2.0 + 0.01) << i << ", " << j;  // bf16 inputs, weights and output
+    }
+  fs::remove_all(dir);
+  fs::remove(x_file);
+}
+
 TEST(Cli, RunRejectsBadInputs) {
   fs::path model = small_cnn();
   CliResult r = vtpu("run " + model.string() + " -c tiny-8x8 --input nope=x.npy");

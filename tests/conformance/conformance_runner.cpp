@@ -62,6 +62,22 @@ std::vector<float> floats_of(const onnx::TensorProto& t) {
     }
     return v;
   }
+  if (dt == onnx::TensorProto::FLOAT16 || dt == onnx::TensorProto::DOUBLE) {
+    for (size_t i = 0; i < n; ++i) {
+      if (dt == onnx::TensorProto::DOUBLE) {
+        double d;
+        if (t.has_raw_data()) std::memcpy(&d, t.raw_data().data() + i * 8, 8);
+        else d = t.double_data(int(i));
+        v[i] = float(d);
+      } else {
+        uint16_t h;
+        if (t.has_raw_data()) std::memcpy(&h, t.raw_data().data() + i * 2, 2);
+        else h = uint16_t(t.int32_data(int(i)));
+        v[i] = numerics::f32_from_bits(numerics::f16_to_f32_bits(h));
+      }
+    }
+    return v;
+  }
   if (t.data_type() != onnx::TensorProto::FLOAT && t.data_type() != onnx::TensorProto::INT64)
     throw UserError(fmt::format("tensor '{}' has element type {}", t.name(), t.data_type()));
   if (t.data_type() == onnx::TensorProto::INT64) {
