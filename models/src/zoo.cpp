@@ -271,12 +271,8 @@ struct Transformer {
   }
 };
 
-void bert_base(OnnxBuilder& m, int layers) {
-  // BERT-base (Devlin et al. 2019): hidden 768, 12 heads, feed-forward 3072, post-layer-norm
-  // encoder layers on a sequence of 128 token embeddings (the embedding lookup is the host's).
-  Transformer t{m, 128, 768, 12, 3072};
-  m.input("hidden_states", {1, t.S, t.D});
-  std::string x = "hidden_states";
+// BERT's post-layer-norm encoder layers on x (the same for both BERT entries).
+std::string bert_encoder(Transformer& t, std::string x, int layers) {
   for (int l = 0; l < layers; ++l) {
     std::string n = fmt::format("encoder.layer.{}", l);
     std::string a = t.attention(n + ".attention", x);
@@ -284,6 +280,16 @@ void bert_base(OnnxBuilder& m, int layers) {
     std::string h = t.gelu(n + ".intermediate.gelu", t.linear(n + ".intermediate", x, t.D, t.F), false);
     x = t.layernorm(n + ".output.norm", t.add(n + ".output.residual", t.linear(n + ".output", h, t.F, t.D), x));
   }
+  return x;
+}
+
+void bert_base(OnnxBuilder& m, int layers) {
+  // BERT-base (Devlin et al. 2019): hidden 768, 12 heads, feed-forward 3072, post-layer-norm
+  // encoder layers on a sequence of 128 token embeddings (the embedding lookup is the host's).
+  Transformer t{m, 128, 768, 12, 3072};
+  m.input("hidden_states", {1, t.S, t.D});
+  std::string x = "hidden_states";
+  x = bert_encoder(t, x, layers);
   m.output(x, {1, t.S, t.D});
 }
 
@@ -308,13 +314,7 @@ void bert_base_ids(OnnxBuilder& m, int layers) {
   std::string x = t.add("embeddings.add_types", "words", "types");
   x = t.add("embeddings.add_positions", x, "positions");
   x = t.layernorm("embeddings.LayerNorm", x);
-  for (int l = 0; l < layers; ++l) {
-    std::string n = fmt::format("encoder.layer.{}", l);
-    std::string a = t.attention(n + ".attention", x);
-    x = t.layernorm(n + ".attention.norm", t.add(n + ".attention.residual", a, x));
-    std::string h = t.gelu(n + ".intermediate.gelu", t.linear(n + ".intermediate", x, t.D, t.F), false);
-    x = t.layernorm(n + ".output.norm", t.add(n + ".output.residual", t.linear(n + ".output", h, t.F, t.D), x));
-  }
+  x = bert_encoder(t, x, layers);
   m.output(x, {1, t.S, t.D});
 }
 
