@@ -693,30 +693,48 @@ class Codegen {
       }
       if (!s[m].tiles.empty()) code(fmt::format("  mxu.wload mxu={}", m));
     }
-    // Epilogues in flight: one vector operation per step each, so they overlap the
-    // matmuls of the next blocks. Flags: f(2+m) matmul done per block (waited in block
-    // order), f24 epilogue operations.
+    // Epilogues in flight, their vector operations slotted in between the matmuls of the
+    // next blocks where an estimate of the timing (docs/microarch.md) says they can issue
+    // without stalling the in-order sequencer: a step of short matmuls (one per output row
+    // of a convolution) keeps issue busy, and vector work issued only between steps would
+    // leave the MXUs idle meanwhile. Flags: f(2+m) matmul done per block (waited in block
+    // order per MXU), f24 epilogue operations.
     struct Pending {
       uint32_t mxu;
       uint64_t region;
       std::vector<std::string> phases;
       size_t next = 0;
       bool closed = false;
+      uint64_t ready = 0, occ = 0;  // estimates: when its next phase's input is there; one phase's issue cycles
     };
     std::deque<Pending> pending;
+    // The timing estimate: sequencer cycle, each MXU's data path and weight shift, the
+    // vector unit's issue stage and the done cycle of the epilogue operations in flight.
+    const auto& mxc = cfg_.core.mxu;
+    const auto& vc = cfg_.core.vector;
+    uint64_t now = 0, vfree = 0, vdone = 0;
+    std::vector<uint64_t> mxu_free(nm, 0), shifted(nm, 0);
+    uint64_t drain_lat = uint64_t(mxc.input_latency_cycles) + R_ + C_ - 2 + mxc.output_latency_cycles;
+    uint64_t vlat = std::max({vc.latency_cycles.alu, vc.latency_cycles.rescale, vc.latency_cycles.convert});
+    auto bundle = [&](uint64_t at) { now = std::max(now + 1, at + 1); };
     // The vector unit completes operations in order, so waiting for every epilogue
     // operation issued so far (f24 counts them) guarantees the previous phase is done.
     uint64_t outstanding = 0;
     auto drain_vector = [&] {
-      if (outstanding) code(fmt::format("  wait f24, {}", outstanding));
+      if (outstanding) code(fmt::format("  wait f24, {}", outstanding)), bundle(vdone);
       outstanding = 0;
     };
     auto advance = [&](Pending& p) {
-      if (p.next == 0) code(fmt::format("  wait f{}", 2 + p.mxu));
+      if (p.next == 0) code(fmt::format("  wait f{}", 2 + p.mxu)), bundle(p.ready);
       else drain_vector();
       std::string text = p.phases[p.next++];
       for (size_t at = text.find("{flag}"); at != std::string::npos; at = text.find("{flag}")) text.replace(at, 6, "f24");
       code_ += text;
+      for (size_t at = text.find('\n'); at != std::string::npos && at + 1 < text.size(); at = text.find('\n', at + 1)) bundle(now);
+      uint64_t t = std::max(now, vfree);
+      bundle(t);
+      vfree = t + p.occ;
+      p.ready = vdone = std::max(vdone, vfree + vlat);
       ++outstanding;
     };
     auto finish = [&](Pending& p) {
@@ -725,8 +743,32 @@ class Codegen {
       drain_vector();  // its last operation has written the output
       p.closed = true;
     };
+    // When the next phase of p could issue: its matmuls or previous phase done, the vector
+    // unit free. A first phase waits on its MXU's flag, so blocks of one MXU go in order.
+    auto start_of = [&](size_t i) -> std::optional<uint64_t> {
+      Pending& p = pending[i];
+      if (p.closed || p.next >= p.phases.size()) return std::nullopt;
+      if (p.next == 0)
+        for (size_t j = 0; j < i; ++j)
+          if (pending[j].mxu == p.mxu && pending[j].next == 0) return std::nullopt;
+      return std::max({now, vfree, p.ready, p.next ? vdone : 0});
+    };
+    // Issues the epilogue operations that can start by `until` (the cycle the next matmul
+    // would issue anyway), oldest first.
+    auto slot_in = [&](uint64_t until) {
+      for (bool again = true; again;) {
+        again = false;
+        for (size_t i = 0; i < pending.size(); ++i)
+          if (auto t = start_of(i); t && *t <= until) {
+            advance(pending[i]);
+            again = true;
+            break;
+          }
+      }
+    };
     std::vector<size_t> tile_pos(nm, 0), blocks_done(nm, 0);
     std::vector<std::pair<uint32_t, std::pair<size_t, uint64_t>>> finished;  // (mxu, (block, region))
+    std::vector<uint64_t> block_done(nm, 0);  // estimated done cycle of each MXU's current block
     bool work = true;
     while (work) {
       work = false;
@@ -763,7 +805,10 @@ class Codegen {
           auto [bi, gi] = s[m].tiles[tile_pos[m]];
           const MatmulStep& st = grp[m]->steps[k];
           bool last = gi + 1 == blocks[bi].groups.size() && k + 1 == grp[m]->steps.size();
+          uint64_t issue = std::max({now, mxu_free[m], k == 0 ? shifted[m] : 0});
+          slot_in(issue);
           std::string src = addr_ref(st.src, 10 + int(m));
+          if (st.src > 0xFFFFFF) bundle(now);
           std::string op = fmt::format("mxu.matmul mxu={} src={} dst=r0+{} rows={} dtype={}{}{}{}{}", m, src,
                                        base[m] + st.acc_row, st.rows, dt_, st.stride ? fmt::format(" stride={}", st.stride) : "",
                                        k == 0 ? " swap=1" : "", st.accumulate ? " acc=1" : "",
@@ -775,10 +820,16 @@ class Codegen {
               const TileRef& t = blocks[b2].groups[g2].tile;
               // The address goes into a register one bundle ahead (read before write).
               code(fmt::format("  li r{}, {}", 16 + m, t.addr));
+              bundle(now);
               op += fmt::format(" || dma.wfifo desc={} src=r{} mxu={}", t.desc, 16 + m, m);
             }
           }
           code("  " + op);
+          uint64_t t = std::max({now, mxu_free[m], k == 0 ? shifted[m] : 0});
+          bundle(t);
+          mxu_free[m] = t + st.rows;
+          if (k == 0) shifted[m] = t + mxc.input_latency_cycles + mxc.weight_shift_cycles;
+          if (last) block_done[m] = t + st.rows + drain_lat;
         }
       for (uint32_t m = 0; m < nm; ++m) {
         if (!grp[m]) continue;
@@ -786,9 +837,15 @@ class Codegen {
         if (gi + 1 == blocks[bi].groups.size()) finished.push_back({m, {bi, blocks_done[m] % 2}}), blocks_done[m]++;
         tile_pos[m]++;
       }
-      for (Pending& p : pending)
-        if (!p.closed && p.next < p.phases.size()) advance(p);
-      for (auto& [m, br] : finished) pending.push_back({m, br.second, blocks[br.first].epilogue(m, br.second * acc_region_)});
+      for (auto& [m, br] : finished) {
+        Pending p{m, br.second, blocks[br.first].epilogue(m, br.second * acc_region_)};
+        uint64_t rows = 0;
+        for (const TileGroup& g : blocks[br.first].groups)
+          for (const MatmulStep& st : g.steps) rows = std::max(rows, st.acc_row + st.rows);
+        p.ready = block_done[m];
+        p.occ = ceil_div(rows, std::max<uint32_t>(1, vc.sublanes)) * ceil_div(C_, std::max<uint32_t>(1, vc.lanes));
+        pending.push_back(std::move(p));
+      }
       while (!pending.empty() && pending.front().closed) pending.pop_front();
     }
     for (Pending& p : pending) finish(p);
