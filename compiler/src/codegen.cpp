@@ -1026,40 +1026,69 @@ class Codegen {
     uint64_t bias_ub = bias_rows(bias, acc_scale);
     auto eps = epilogue_params(CO, acc_scale, q8_ ? scale(op.getOutput()) : 1.0, op.getClampMin().convertToDouble(),
                                op.getClampMax().convertToDouble());
-    uint64_t nbs = ceil_div(CO, C_), K = KW * CIp;
-    // One tile per kernel row dy: row k = dx * CIp + c holds w[dy][dx][c][:] (zero for c >= CI).
+    // Kernel rows stacked in one matmul row: as many as the array's R rows hold (KW x CIp
+    // each), so ResNet-50's conv1 on a 128-row array runs 2 matmuls per output row, not 7.
+    // Stacking reads a copy of the image whose pixel (j, x) holds the channels of padded
+    // rows j*rs + s*dh, s < S, side by side (one 4-byte-aligned copy per s, built in the
+    // unified buffer from the packed image); rs = the stride when the stack's height is a
+    // multiple of it, so only the rows output rows start on are kept.
+    uint64_t S = std::max<uint64_t>(1, std::min<uint64_t>(KH, R_ / (KW * CIp)));
+    uint64_t G = ceil_div(KH, S), zp = S * pix, nbs = ceil_div(CO, C_), K = KW * S * CIp;
+    uint64_t rs = S > 1 && (S * dh) % sh == 0 ? sh : 1;
+    uint64_t ZH = S > 1 ? ((OH - 1) * sh + (G - 1) * S * dh) / rs + 1 : 0, zbytes = ZH * Wp * zp + R_ * esz_;
+    uint64_t zb = S > 1 ? ub_take(zbytes, fmt::format("the row-stacked input of '{}'", layer)) : 0;
+    if (S > 1) clear(zb, zbytes);  // rows past the image stay zero for every image
+    // One tile per kernel-row group g: row k = (dx * S + s) * CIp + c holds
+    // w[g * S + s][dx][c][:] (zero for c >= CI and past the last kernel row).
     std::map<std::pair<uint64_t, uint64_t>, TileRef> tiles;
-    for (uint64_t dy = 0; dy < KH; ++dy) {
+    for (uint64_t g = 0; g < G; ++g) {
       std::vector<float> t(K * CO, 0.0f);
-      for (uint64_t dx = 0; dx < KW; ++dx)
-        for (uint64_t c = 0; c < CI; ++c)
-          for (uint64_t co = 0; co < CO; ++co) t[(dx * CIp + c) * CO + co] = w[((dy * KW + dx) * CI + c) * CO + co];
-      for (uint64_t nb = 0; nb < nbs; ++nb) tiles[{dy, nb}] = weight_tile(t, K, CO, 0, nb);
+      for (uint64_t s = 0; s < S && g * S + s < KH; ++s)
+        for (uint64_t dx = 0; dx < KW; ++dx)
+          for (uint64_t c = 0; c < CI; ++c)
+            for (uint64_t co = 0; co < CO; ++co)
+              t[((dx * S + s) * CIp + c) * CO + co] = w[(((g * S + s) * KW + dx) * CI + c) * CO + co];
+      for (uint64_t nb = 0; nb < nbs; ++nb) tiles[{g, nb}] = weight_tile(t, K, CO, 0, nb);
     }
     uint64_t rows_per_chunk = std::max<uint64_t>(1, acc_region_ / OW);
-    std::vector<Block> blocks;
-    for (uint64_t nb = 0; nb < nbs; ++nb)
-      for (uint64_t r0 = 0; r0 < N * OH; r0 += rows_per_chunk) {
-        uint64_t r1 = std::min(N * OH, r0 + rows_per_chunk);
-        Block b;
-        for (uint64_t dy = 0; dy < KH; ++dy) {
-          TileGroup g{tiles[{dy, nb}], {}};
-          for (uint64_t r = r0; r < r1; ++r) {
-            uint64_t n = r / OH, oy = r % OH;
-            uint64_t src = xq + ((n * Hp + oy * sh + dy * dh) * Wp) * pix;
-            g.steps.push_back({src, OW, sw * pix, (r - r0) * OW, dy > 0});
+    // Output rows [q0, q1): without stacking all images at once from the packed image, with
+    // it one image at a time from its stacked copy.
+    auto run_rows = [&](uint64_t q0, uint64_t q1) {
+      std::vector<Block> blocks;
+      for (uint64_t nb = 0; nb < nbs; ++nb)
+        for (uint64_t r0 = q0; r0 < q1; r0 += rows_per_chunk) {
+          uint64_t r1 = std::min(q1, r0 + rows_per_chunk);
+          Block b;
+          for (uint64_t g = 0; g < G; ++g) {
+            TileGroup tg{tiles[{g, nb}], {}};
+            for (uint64_t r = r0; r < r1; ++r) {
+              uint64_t n = r / OH, oy = r % OH;
+              uint64_t src = S > 1 ? zb + (oy * sh + g * S * dh) / rs * Wp * zp : xq + ((n * Hp + oy * sh + g * dh) * Wp) * pix;
+              tg.steps.push_back({src, OW, sw * zp, (r - r0) * OW, g > 0});
+            }
+            b.groups.push_back(std::move(tg));
           }
-          b.groups.push_back(std::move(g));
+          uint64_t rows = (r1 - r0) * OW;
+          uint64_t out = y.base + nb * y.block_bytes + r0 * OW * C_ * out_esz_, bias_row = bias_at(bias_ub, nb);
+          std::string ep = eps[nb];
+          b.epilogue = [this, rows, bias_row, ep, out](uint32_t m, uint64_t acc_row) { return epilogue(m, acc_row, rows, bias_row, ep, out); };
+          blocks.push_back(std::move(b));
         }
-        uint64_t rows = (r1 - r0) * OW;
-        uint64_t out = y.base + nb * y.block_bytes + r0 * OW * C_ * out_esz_, bias_row = bias_at(bias_ub, nb);
-        std::string ep = eps[nb];
-        b.epilogue = [this, rows, bias_row, ep, out](uint32_t m, uint64_t acc_row) { return epilogue(m, acc_row, rows, bias_row, ep, out); };
-        blocks.push_back(std::move(b));
+      run_blocks(blocks);
+    };
+    if (S == 1) run_rows(0, N * OH);
+    for (uint64_t n = 0; S > 1 && n < N; ++n) {
+      // run_blocks has waited for every matmul of the previous image: its copy is free.
+      for (uint64_t s = 0; s < S && s * dh < Hp; ++s) {
+        uint64_t rows = std::min(ZH, ceil_div(Hp - s * dh, rs));
+        ub_copy(xq + (n * Hp + s * dh) * Wp * pix, zb + s * pix,
+                fmt::format("bytes={} dim=[{}, {}, {}] dim=[{}, {}, {}]", pix, Wp, pix, zp, rows, rs * Wp * pix, Wp * zp));
       }
-    run_blocks(blocks);
+      run_rows(n * OH, (n + 1) * OH);
+    }
     ub_.release(bias_ub);
     ub_.release(xq);
+    if (S > 1) ub_.release(zb);
     add_bound(layer, N * OH * OW * KH * KW * CI * CO, KH * KW * CI * CO * esz_ + N * H * W * CI * esz_);
     define(op.getOutput(), y);
   }

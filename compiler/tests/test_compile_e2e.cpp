@@ -69,6 +69,31 @@ Vec conv_grouped(const Vec& x, int64_t C, int64_t H, int64_t W, const Vec& w, co
 Vec conv(const Vec& x, int64_t C, int64_t H, int64_t W, const Vec& w, const Vec& b, int64_t CO, int64_t K, int64_t pad, int64_t& OH, int64_t& OW) {
   return conv_grouped(x, C, H, W, w, b, CO, K, 1, pad, 1, OH, OW);
 }
+// Convolution of a batch, x [N, C, H, W], w [CO, C, KH, KW]: strides, dilations and pads
+// (top, left, bottom, right) per axis, as ONNX's Conv defines them.
+struct ConvGeom {
+  int64_t kh, kw, sh, sw, dh, dw, pt, pl, pb, pr;
+};
+Vec conv_nchw(const Vec& x, int64_t N, int64_t C, int64_t H, int64_t W, const Vec& w, const Vec& b, int64_t CO, const ConvGeom& g,
+              int64_t& OH, int64_t& OW) {
+  OH = (H + g.pt + g.pb - (g.dh * (g.kh - 1) + 1)) / g.sh + 1, OW = (W + g.pl + g.pr - (g.dw * (g.kw - 1) + 1)) / g.sw + 1;
+  Vec y(size_t(N * CO * OH * OW));
+  for (int64_t n = 0; n < N; ++n)
+    for (int64_t o = 0; o < CO; ++o)
+      for (int64_t oy = 0; oy < OH; ++oy)
+        for (int64_t ox = 0; ox < OW; ++ox) {
+          double s = b[size_t(o)];
+          for (int64_t c = 0; c < C; ++c)
+            for (int64_t ky = 0; ky < g.kh; ++ky)
+              for (int64_t kx = 0; kx < g.kw; ++kx) {
+                int64_t iy = oy * g.sh + ky * g.dh - g.pt, ix = ox * g.sw + kx * g.dw - g.pl;
+                if (iy < 0 || ix < 0 || iy >= H || ix >= W) continue;
+                s += double(x[size_t(((n * C + c) * H + iy) * W + ix)]) * w[size_t(((o * C + c) * g.kh + ky) * g.kw + kx)];
+              }
+          y[size_t(((n * CO + o) * OH + oy) * OW + ox)] = float(s);
+        }
+  return y;
+}
 Vec maxpool2(const Vec& x, int64_t C, int64_t H, int64_t W) {
   Vec y(size_t(C * (H / 2) * (W / 2)));
   for (int64_t c = 0; c < C; ++c)
@@ -592,6 +617,44 @@ TEST_P(CompileE2E, SmallCnnWithBatchNormMatchesFp32Reference) {
   c2 = maxpool2(c2, 16, OH2, OW2);
   Vec want = gemm(c2, 1, 64, w3, 10, b3, true);
   expect_close(got, want, tolerance(0.04));
+}
+
+// First layers on few-channel images, which convolutions read packed from HBM with several
+// kernel rows stacked in one matmul row where the array has room (docs/compiler.md): a
+// ResNet-style 7x7 stride-2 convolution with ReLU (two kernel-row groups on tpu-v4-core,
+// none on the tiny arrays), and a 3x2 kernel with vertical stride 3 and dilation 2 and
+// uneven pads (two groups, the second half empty, on tiny-16x16; one on tpu-v4-core).
+// Batch 2: the stacked copy is rebuilt per image.
+TEST_P(CompileE2E, PackedFirstLayersWithStackedKernelRowsMatchFp32Reference) {
+  OnnxBuilder m;
+  const int64_t N = 2, C = 3, H = 13, W = 14;
+  m.input("a", {N, C, H, W});
+  m.input("b", {N, C, H, W});
+  const ConvGeom ga{7, 7, 2, 2, 1, 1, 3, 3, 3, 3}, gb{3, 2, 3, 1, 2, 1, 2, 0, 1, 1};
+  auto& wa = m.init("wa", {12, C, 7, 7}, 0.2f);
+  auto& ba = m.init("ba", {12}, 0.1f);
+  auto& wb = m.init("wb", {10, C, 3, 2}, 0.3f);
+  auto& bb = m.init("bb", {10}, 0.1f);
+  auto* ca = m.node("Conv", "conv_a", {"a", "wa", "ba"}, {"ca"});
+  OnnxBuilder::attr(ca, "kernel_shape", std::vector<int64_t>{7, 7});
+  OnnxBuilder::attr(ca, "strides", std::vector<int64_t>{2, 2});
+  OnnxBuilder::attr(ca, "pads", std::vector<int64_t>{3, 3, 3, 3});
+  m.node("Relu", "relu_a", {"ca"}, {"ya"});
+  auto* cb = m.node("Conv", "conv_b", {"b", "wb", "bb"}, {"yb"});
+  OnnxBuilder::attr(cb, "kernel_shape", std::vector<int64_t>{3, 2});
+  OnnxBuilder::attr(cb, "strides", std::vector<int64_t>{3, 1});
+  OnnxBuilder::attr(cb, "dilations", std::vector<int64_t>{2, 1});
+  OnnxBuilder::attr(cb, "pads", std::vector<int64_t>{2, 0, 1, 1});
+  int64_t OHa, OWa, OHb, OWb;
+  Vec xa = uniform_values(size_t(N * C * H * W), 21, 1000.0f), xb = uniform_values(size_t(N * C * H * W), 22, 1000.0f);
+  Vec want_a = relu(conv_nchw(xa, N, C, H, W, wa, ba, 12, ga, OHa, OWa));
+  Vec want_b = conv_nchw(xb, N, C, H, W, wb, bb, 10, gb, OHb, OWb);
+  m.output("ya", {N, 12, OHa, OWa});
+  m.output("yb", {N, 10, OHb, OWb});
+  auto path = m.save("vtpu_packed_" + id() + ".onnx");
+  std::map<std::string, Vec> in{{"a", xa}, {"b", xb}};
+  expect_close(compile_and_run(path, in, "ya", /*nchw=*/true), want_a, tolerance(0.02));
+  expect_close(compile_and_run(path, in, "yb", /*nchw=*/true), want_b, tolerance(0.02));
 }
 
 // MobileNet-style separable blocks: depthwise 3x3 + batch norm + ReLU6, a depthwise
