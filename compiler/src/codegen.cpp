@@ -472,6 +472,17 @@ class Codegen {
     return new_act(shape_of(out), fmt::format("the output of '{}'", layer));
   }
 
+  // Whether the op being generated is v's last user and no alias shares its buffer, so the
+  // op may overwrite it (its padding lanes included).
+  bool last_use(Value v) {
+    auto p = v.getAsOpaquePointer();
+    auto it = acts_.find(p);
+    if (it == acts_.end() || uses_[p] != 1) return false;
+    for (const auto& [k, a] : acts_)
+      if (k != p && a.base == it->second.base) return false;
+    return true;
+  }
+
   const Act& act(Value v) {
     auto it = acts_.find(v.getAsOpaquePointer());
     if (it == acts_.end()) throw InternalError("activation used before it was produced");
@@ -1135,6 +1146,26 @@ class Codegen {
           code("  wait f1");
         }
     }
+    // Tap pairs: a "same" convolution on at most R/2 channels leaves half of every matmul
+    // row's K empty. When it is its input's last user, one DMA copies each pixel's channels
+    // into lanes [CI, 2 CI) of the pixel above (zeros for an image's bottom row), so a
+    // matmul row covers kernel rows dy and dy + 1 (K = 2 CI); whatever other padding lanes
+    // hold is never read. Pairs start at the centre row (their row read is never above the
+    // image); rows above it stay single taps. ResNet-50's 64-channel 3x3 convs take 6
+    // matmuls per output row instead of 9.
+    bool pairs = same && G == 1 && KH > 1 && H > 1 && 2 * CI <= R_ &&
+                 (CI * esz_) % cfg_.core.unified_buffer.alignment_bytes == 0 && last_use(op.getInput());
+    if (pairs) {
+      uint64_t px = R_ * esz_, img = H * W * px;
+      std::string d = new_desc(fmt::format("bytes={} src_off={} dst_off={} dim=[{}, {}, {}] dim=[{}, {}, {}]", CI * esz_,
+                                           x.base + W * px, x.base + CI * esz_, (H - 1) * W, px, px, N, img, img));
+      code(fmt::format("  dma.copy desc={} src=r0 dst=r0 flag=f1", d));
+      code("  wait f1");  // the two transfers' spans interleave
+      d = new_desc(fmt::format("bytes={} src_off={} dst_off={} dim=[{}, 0, {}] dim=[{}, 0, {}]", CI * esz_, zero_hbm_,
+                               x.base + (H - 1) * W * px + CI * esz_, W, px, N, img));
+      code(fmt::format("  dma.load desc={} src=r0 dst=r0 flag=f1", d));
+      code("  wait f1");
+    }
     std::vector<double> acc_scale;
     if (q8_) {
       // Per output channel over all taps: [KH*KW*CI, CO] is the same layout as w.
@@ -1169,6 +1200,27 @@ class Codegen {
         for (uint64_t nb = 0; nb < nbs; ++nb)
           if (group_overlap(cb, nb)) tiles[{t, cb, nb}] = weight_tile(tap, CI, CO, cb, nb);
     }
+    // The order taps go in ("same": the centre first, it reaches every output and
+    // initializes the accumulators) and, with pairs, which of them take kernel row dy + 1
+    // along (their tiles: rows [0, CI) tap (dy, dx), rows [CI, 2 CI) tap (dy + 1, dx)).
+    std::vector<std::pair<uint64_t, bool>> order;  // (tap, paired)
+    std::map<std::pair<uint64_t, uint64_t>, TileRef> pair_tiles;
+    uint64_t centre = (KH / 2) * KW + KW / 2;
+    for (uint64_t i = 0; i < KH * KW && !pairs; ++i) order.push_back({!same ? i : i == 0 ? centre : i <= centre ? i - 1 : i, false});
+    for (uint64_t dx = 0; pairs && dx < KW; ++dx) {
+      uint64_t c = (dx + pl) % KW;  // from the centre column on
+      for (uint64_t dy = pt; dy + 1 < KH; dy += 2) {
+        order.push_back({dy * KW + c, true});
+        // w holds tap t's CI x CO block at t * CI * CO.
+        std::vector<float> t(2 * CI * CO);
+        std::copy(w.begin() + long((dy * KW + c) * CI * CO), w.begin() + long((dy * KW + c + 1) * CI * CO), t.begin());
+        std::copy(w.begin() + long(((dy + 1) * KW + c) * CI * CO), w.begin() + long(((dy + 1) * KW + c + 1) * CI * CO),
+                  t.begin() + long(CI * CO));
+        for (uint64_t nb = 0; nb < nbs; ++nb) pair_tiles[{dy * KW + c, nb}] = weight_tile(t, 2 * CI, CO, 0, nb);
+      }
+      if ((KH - pt) % 2) order.push_back({(KH - 1) * KW + c, false});
+      for (uint64_t dy = 0; dy < pt; ++dy) order.push_back({dy * KW + c, false});
+    }
     // Output rows (n, oy) in chunks that fit an accumulator region.
     uint64_t rows_per_chunk = std::max<uint64_t>(1, acc_region_ / OW);
     if (OW > acc_region_)
@@ -1181,12 +1233,10 @@ class Codegen {
         uint64_t r1 = std::min(N * OH, r0 + rows_per_chunk);
         Block b;
         bool first = true;
-        uint64_t centre = (KH / 2) * KW + KW / 2;
-        for (uint64_t i = 0; i < KH * KW; ++i)
+        for (auto [t, paired] : order)
           for (uint64_t cb = 0; cb < cbs; ++cb) {
-            uint64_t t = !same ? i : i == 0 ? centre : i <= centre ? i - 1 : i;  // same: the centre tap first
             if (!group_overlap(cb, nb)) continue;
-            TileGroup g{tiles[{t, cb, nb}], {}};
+            TileGroup g{paired ? pair_tiles[{t, nb}] : tiles[{t, cb, nb}], {}};
             uint64_t dy = t / KW, dx = t % KW;
             for (uint64_t r = r0; r < r1; ++r) {
               uint64_t n = r / OH, oy = r % OH;

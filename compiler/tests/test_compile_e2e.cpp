@@ -657,6 +657,43 @@ TEST_P(CompileE2E, PackedFirstLayersWithStackedKernelRowsMatchFp32Reference) {
   expect_close(compile_and_run(path, in, "yb", /*nchw=*/true), want_b, tolerance(0.02));
 }
 
+// "Same" convolutions on few channels, each its input's last user, pair kernel rows in one
+// matmul row (docs/compiler.md): a 3x3 on 4 channels (pairs on every preset) and a 5x5 with
+// ReLU on 8 channels (pairs on tiny-16x16 and tpu-v4-core: a pair, a single below it and
+// two single rows above it). Batch 2: each image's bottom row pairs with zeros.
+TEST_P(CompileE2E, SameConvolutionsOnFewChannelsPairKernelRowsMatchFp32Reference) {
+  OnnxBuilder m;
+  const int64_t N = 2, H = 6, W = 7;
+  m.input("a", {N, 4, H, W});
+  m.input("b", {N, 8, H, W});
+  m.node("Sigmoid", "sigmoid_a", {"a"}, {"ra"});  // may leave nonzero padding lanes: never read
+  m.node("Relu", "relu_b", {"b"}, {"rb"});
+  const ConvGeom ga{3, 3, 1, 1, 1, 1, 1, 1, 1, 1}, gb{5, 5, 1, 1, 1, 1, 2, 2, 2, 2};
+  auto& wa = m.init("wa", {7, 4, 3, 3}, 0.3f);
+  auto& ba = m.init("ba", {7}, 0.1f);
+  auto& wb = m.init("wb", {6, 8, 5, 5}, 0.15f);
+  auto& bb = m.init("bb", {6}, 0.1f);
+  auto* ca = m.node("Conv", "conv_a", {"ra", "wa", "ba"}, {"ya"});
+  OnnxBuilder::attr(ca, "kernel_shape", std::vector<int64_t>{3, 3});
+  OnnxBuilder::attr(ca, "pads", std::vector<int64_t>{1, 1, 1, 1});
+  auto* cb = m.node("Conv", "conv_b", {"rb", "wb", "bb"}, {"cb"});
+  OnnxBuilder::attr(cb, "kernel_shape", std::vector<int64_t>{5, 5});
+  OnnxBuilder::attr(cb, "pads", std::vector<int64_t>{2, 2, 2, 2});
+  m.node("Relu", "relu_cb", {"cb"}, {"yb"});
+  m.output("ya", {N, 7, H, W});
+  m.output("yb", {N, 6, H, W});
+  auto path = m.save("vtpu_pairs_" + id() + ".onnx");
+  Vec xa = uniform_values(size_t(N * 4 * H * W), 31, 1000.0f), xb = uniform_values(size_t(N * 8 * H * W), 32, 1000.0f);
+  int64_t OH, OW;
+  Vec sa = xa;
+  for (auto& v : sa) v = float(1.0 / (1.0 + std::exp(-double(v))));
+  Vec want_a = conv_nchw(sa, N, 4, H, W, wa, ba, 7, ga, OH, OW);
+  Vec want_b = relu(conv_nchw(relu(xb), N, 8, H, W, wb, bb, 6, gb, OH, OW));
+  std::map<std::string, Vec> in{{"a", xa}, {"b", xb}};
+  expect_close(compile_and_run(path, in, "ya", /*nchw=*/true), want_a, tolerance(0.02));
+  expect_close(compile_and_run(path, in, "yb", /*nchw=*/true), want_b, tolerance(0.02));
+}
+
 // MobileNet-style separable blocks: depthwise 3x3 + batch norm + ReLU6, a depthwise
 // convolution with channel multiplier 2 and stride 2, then a 1x1 convolution in 4 groups.
 // 24 channels straddle the lane blocks of every preset.
