@@ -533,8 +533,9 @@ class Codegen {
   // rows that all read the same zero bytes of HBM.
   // With `lowest`, the border holds the dtype's lowest value instead (-inf, or -128): the
   // padding of a max pool over inputs that may be negative.
+  // With `unwaited`, the loads are left in flight on f1 and counted there.
   void clear_border(const Act& xp, uint64_t N, uint64_t Hp, uint64_t Wp, uint64_t pt, uint64_t pb, uint64_t pl,
-                    uint64_t pr, bool lowest = false) {
+                    uint64_t pr, bool lowest = false, uint64_t* unwaited = nullptr) {
     uint64_t px = R_ * esz_, H = Hp - pt - pb;
     uint64_t src = zero_hbm_;
     if (lowest) {
@@ -548,7 +549,8 @@ class Codegen {
       std::string d = new_desc(rows > 1 ? fmt::format("bytes={} src_off={} dst_off={} dim=[{}, 0, {}]", bytes, src, dst, rows, dst_stride)
                                         : fmt::format("bytes={} src_off={} dst_off={}", bytes, src, dst));
       code(fmt::format("  dma.load desc={} src=r0 dst=r0 flag=f1", d));
-      code("  wait f1");
+      if (unwaited) ++*unwaited;
+      else code("  wait f1");
     };
     for (uint64_t b = 0; b < xp.blocks; ++b)
       for (uint64_t n = 0; n < N; ++n) {
@@ -1135,7 +1137,9 @@ class Codegen {
     if (padded) {
       xp = new_act({int64_t(N), int64_t(Hp), int64_t(Wp), int64_t(CI)}, fmt::format("the padded input of '{}'", layer),
                    /*temporary=*/true);
-      clear_border(xp, N, Hp, Wp, pt, pb, pl, pr);
+      // Border fills and interior copies touch disjoint rows: all in flight, one wait.
+      uint64_t inflight = 0;
+      clear_border(xp, N, Hp, Wp, pt, pb, pl, pr, false, &inflight);
       for (uint64_t b = 0; b < x.blocks; ++b)
         for (uint64_t n = 0; n < N; ++n) {
           uint64_t src = x.base + b * x.block_bytes + n * H * W * R_ * esz_;
@@ -1143,8 +1147,10 @@ class Codegen {
           std::string d = new_desc(fmt::format("bytes={} src_off={} dst_off={} dim=[{}, {}, {}]", W * R_ * esz_, src, dst, H,
                                                W * R_ * esz_, Wp * R_ * esz_));
           code(fmt::format("  dma.copy desc={} src=r0 dst=r0 flag=f1", d));
-          code("  wait f1");
+          ++inflight;
         }
+      for (; inflight; inflight -= std::min<uint64_t>(inflight, 65535))
+        code(fmt::format("  wait f1, {}", std::min<uint64_t>(inflight, 65535)));
     }
     // Tap pairs: a "same" convolution on at most R/2 channels leaves half of every matmul
     // row's K empty. When it is its input's last user, one DMA copies each pixel's channels
