@@ -1371,10 +1371,14 @@ class Codegen {
     bool wide = q8_ && (scale(op.getLhs()) > sy || scale(op.getRhs()) > sy);
     uint64_t row_tmp = wide ? C_ * 4 : R_ * esz_, cr = std::min<uint64_t>(y.rows, std::max<uint64_t>(1, (1u << 20) / row_tmp));
     uint64_t tmp = 0, tmp_bytes = align_up(cr * row_tmp, 64);
+    // vec.add reads y and the rescaled b together: the temporary starts one unified-buffer
+    // bank after y's rows (mod the banks' period), so the two reads never share a bank.
+    const auto& ubc = cfg_.core.unified_buffer;
+    uint64_t period = ubc.banks > 1 ? uint64_t(ubc.banks) * ubc.row_bytes : 0;
     if (q8_) {
       pa = new_param(fmt::format("scale=[{}]", double(scale(op.getLhs())) / sy));
       pb = new_param(fmt::format("scale=[{}]", double(scale(op.getRhs())) / sy));
-      tmp = ub_take((wide ? 2 : 1) * tmp_bytes, fmt::format("the rescaled operands of '{}'", layer));
+      tmp = ub_take((wide ? 2 : 1) * tmp_bytes + (wide ? 0 : period), fmt::format("the rescaled operands of '{}'", layer));
     }
     uint64_t rowb = R_ * esz_;
     for (uint64_t blk = 0; blk < y.blocks; ++blk)
@@ -1382,8 +1386,10 @@ class Codegen {
         uint64_t n = q8_ ? std::min(cr, y.rows - r0) : y.rows;
         uint64_t ya = y.base + blk * y.block_bytes + r0 * rowb, aa = a.base + blk * a.block_bytes + r0 * rowb,
                  ba = b.base + blk * b.block_bytes + r0 * rowb;
+        uint64_t tb = tmp;
+        if (q8_ && !wide && period) tb += (ya + ubc.row_bytes + period - tmp % period) % period;
         code(fmt::format("  li r1, {} || li r2, {}", aa, ba));
-        code(fmt::format("  li r3, {} || li r4, {}", ya, tmp));
+        code(fmt::format("  li r3, {} || li r4, {}", ya, tb));
         if (wide) {
           code(fmt::format("  li r5, {}", tmp + tmp_bytes));
           int8_in_fp32("add", n, pa, pb);
