@@ -876,6 +876,20 @@ class Codegen {
     return ceil_div(rows, best);
   }
 
+  // Output rows (of `width` pixels) per block of a convolution with `n_blocks` column
+  // blocks, by row_chunk's rule: at most an accumulator region, and split finer while that
+  // lowers the busiest MXU's rows (112 rows of 14 pixels in chunks of 36 leave one of four
+  // MXUs a 4-row remainder; chunks of 28 share them out), keeping a block's matmuls at
+  // least R rows long so they hide the next weight shift.
+  uint64_t conv_row_chunk(uint64_t out_rows, uint64_t width, uint64_t n_blocks) const {
+    uint64_t nm = cfg_.core.mxu.count, most = std::max<uint64_t>(1, acc_region_ / width);
+    uint64_t c0 = ceil_div(out_rows, most), best = c0;
+    auto busiest = [&](uint64_t c) { return ceil_div(n_blocks * c, nm) * ceil_div(out_rows, c); };
+    for (uint64_t c = c0 + 1; c <= 4 * c0 && ceil_div(out_rows, c) * width >= R_; ++c)
+      if (busiest(c) < busiest(best)) best = c;
+    return ceil_div(out_rows, best);
+  }
+
   void add_bound(const std::string& layer, uint64_t macs, uint64_t hbm_bytes) {
     LayerBound lb;
     lb.layer = layer;
@@ -1063,7 +1077,7 @@ class Codegen {
               t[((dx * S + s) * CIp + c) * CO + co] = w[(((g * S + s) * KW + dx) * CI + c) * CO + co];
       for (uint64_t nb = 0; nb < nbs; ++nb) tiles[{g, nb}] = weight_tile(t, K, CO, 0, nb);
     }
-    uint64_t rows_per_chunk = std::max<uint64_t>(1, acc_region_ / OW);
+    uint64_t rows_per_chunk = conv_row_chunk(S > 1 ? OH : N * OH, OW, nbs);
     // Output rows [q0, q1): without stacking all images at once from the packed image, with
     // it one image at a time from its stacked copy.
     auto run_rows = [&](uint64_t q0, uint64_t q1) {
@@ -1228,7 +1242,7 @@ class Codegen {
       for (uint64_t dy = 0; dy < pt; ++dy) order.push_back({dy * KW + c, false});
     }
     // Output rows (n, oy) in chunks that fit an accumulator region.
-    uint64_t rows_per_chunk = std::max<uint64_t>(1, acc_region_ / OW);
+    uint64_t rows_per_chunk = conv_row_chunk(N * OH, OW, nbs);
     if (OW > acc_region_)
       throw CompileError(fmt::format("node '{}': an output row of {} pixels exceeds half the {} accumulator rows "
                                      "(core.accumulators.rows)",
