@@ -1120,6 +1120,73 @@ class Codegen {
     define(op.getOutput(), y);
   }
 
+  // A residual add fused into the epilogue of the convolution that produces one operand:
+  // when the convolution's output has no other user and the add's other operand is already
+  // in the unified buffer with the add as its last user, each output block's epilogue goes
+  // on to add it, in place in that operand, so the add's vector work overlaps the matmuls
+  // instead of running after them. The operations and roundings are gen_add's (INT8: both
+  // operands rescaled to the sum's scale, a saturating add, the clamp; bf16: the add and
+  // the clamp), in the same order up to commuting the add, so the results are the same.
+  struct FusedAdd {
+    Act other;
+    std::string conv_scale, other_scale, clamp;  // INT8: the two rescales
+  };
+  // Only where it pays: when the matmuls of an output block (`groups` tiles of rows) outlast
+  // the epilogues the vector unit runs meanwhile (one per MXU, two operations each), so it
+  // has room for the add; and where the scratch slots take no more than the output would,
+  // or than half the free space.
+  std::optional<FusedAdd> fusable_add(tpu::Conv2DOp op, uint64_t groups, uint64_t scratch_bytes) {
+    Value out = op.getOutput();
+    if (int_out_ || !out.hasOneUse() || groups * cfg_.core.vector.sublanes <= 2 * uint64_t(cfg_.core.mxu.count))
+      return std::nullopt;
+    auto ys = shape_of(out);
+    uint64_t out_bytes = numel(ys) / uint64_t(ys.back()) * ceil_div(uint64_t(ys.back()), R_) * R_ * esz_;
+    if (scratch_bytes > std::max(out_bytes, ub_.largest_free() / 2)) return std::nullopt;
+    auto add = mlir::dyn_cast<tpu::AddOp>(*out.getUsers().begin());
+    if (!add || add.getLhs() == add.getRhs()) return std::nullopt;
+    Value other = add.getLhs() == out ? add.getRhs() : add.getLhs();
+    if (!acts_.count(other.getAsOpaquePointer()) || !last_use(other) || shape_of(other) != shape_of(add.getOutput()) ||
+        shape_of(out) != shape_of(add.getOutput()))
+      return std::nullopt;
+    FusedAdd f{act(other), {}, {}, {}};
+    double lo = add.getClampMin().convertToDouble(), hi = add.getClampMax().convertToDouble();
+    if (q8_) {
+      double sy = scale(add.getOutput());
+      if (scale(out) > sy || scale(other) > sy) return std::nullopt;  // gen_add's fp32 case
+      f.conv_scale = new_param(fmt::format("scale=[{}]", double(scale(out)) / sy));
+      f.other_scale = new_param(fmt::format("scale=[{}]", double(scale(other)) / sy));
+      f.clamp = clamp_param(std::isinf(lo) ? lo : std::ceil(lo / sy), std::isinf(hi) ? hi : std::floor(hi / sy));
+    } else {
+      f.clamp = clamp_param(lo, hi);
+    }
+    fused_adds_[add.getOperation()] = f.other;
+    return f;
+  }
+  // The fused add's phases for `rows` rows of one lane block: the convolution's output at
+  // `conv`, the other operand (and the sum) at `other`. "{flag}" as in epilogue().
+  std::vector<std::string> fused_add_phases(const FusedAdd& f, uint64_t rows, uint64_t conv, uint64_t other) {
+    auto ref = [&](uint64_t addr, int reg, std::string& pre) {
+      if (addr <= 0xFFFFFF) return fmt::format("r0+{}", addr);
+      pre += fmt::format("  li r{}, {}\n", reg, addr);
+      return fmt::format("r{}+0", reg);
+    };
+    std::vector<std::string> ph;
+    auto op = [&](const std::string& fmt_, bool two) {
+      std::string pre, o = ref(other, 8, pre), c = two ? ref(conv, 9, pre) : "";
+      ph.push_back(pre + fmt::format(fmt::runtime(fmt_), fmt::arg("o", o), fmt::arg("c", c), fmt::arg("rows", rows),
+                                     fmt::arg("dt", dt_)) + "\n");
+    };
+    if (q8_) {
+      std::string pre, c = ref(conv, 9, pre);
+      ph.push_back(pre + fmt::format("  vec.affine dst=ub[{0}] a=ub[{0}] rows={1} dt=int8 param={2} flag={{flag}}\n", c, rows,
+                                     f.conv_scale));
+      op("  vec.affine dst=ub[{o}] a=ub[{o}] rows={rows} dt=int8 param=" + f.other_scale + " flag={{flag}}", false);
+    }
+    op("  vec.add dst=ub[{o}] a=ub[{o}] b=ub[{c}] rows={rows} dt={dt} flag={{flag}}", true);
+    if (!f.clamp.empty()) op("  vec.clamp dst=ub[{o}] a=ub[{o}] rows={rows} dt={dt} param=" + f.clamp + " flag={{flag}}", false);
+    return ph;
+  }
+
   void gen_conv(tpu::Conv2DOp op) {
     std::string layer = op.getLayer().str();
     tag(layer);
@@ -1137,7 +1204,15 @@ class Codegen {
     uint64_t sh = uint64_t(stride[0]), sw = uint64_t(stride[1]), dh = uint64_t(dil[0]), dw = uint64_t(dil[1]);
     uint64_t pt = uint64_t(pad[0]), pb = uint64_t(pad[1]), pl = uint64_t(pad[2]), pr = uint64_t(pad[3]);
     auto w = const_floats(op.getWeight(), layer), bias = const_floats(op.getBias(), layer);
-    Act y = out_act(op.getOutput(), fmt::format("the output of '{}'", layer));
+    // A fused residual add (fusable_add) writes the sum into its other operand; this
+    // convolution's output rows then only pass through a scratch slot per accumulator region.
+    const auto& ubc = cfg_.core.unified_buffer;
+    uint64_t period = ubc.banks > 1 ? uint64_t(ubc.banks) * ubc.row_bytes : 0;
+    uint64_t slot = align_up(conv_row_chunk(N * OH, OW, ceil_div(CO, C_)) * OW * C_ * esz_, 64) + period;
+    uint64_t slots = 2 * uint64_t(cfg_.core.mxu.count);
+    std::optional<FusedAdd> fused = fusable_add(op, KH * KW * ceil_div(CI, R_), slots * slot);
+    Act y = fused ? Act{} : out_act(op.getOutput(), fmt::format("the output of '{}'", layer));
+    uint64_t scratch = fused ? ub_take(slots * slot, fmt::format("the output rows of '{}'", layer)) : 0;
 
     // Zero-padded copy of the input when the conv pads, except for "same" convolutions
     // (stride 1, odd kernel, centred pads): their taps read the unpadded input, each clipped
@@ -1278,14 +1353,28 @@ class Codegen {
         uint64_t rows = (r1 - r0) * OW;
         uint64_t out = y.base + nb * y.block_bytes + r0 * OW * C_ * out_esz_, bias_row = bias_at(bias_ub, nb);
         std::string ep = eps[nb];
-        b.epilogue = [this, rows, bias_row, ep, out](uint32_t m, uint64_t acc_row) { return epilogue(m, acc_row, rows, bias_row, ep, out); };
+        if (fused) {
+          // The slot of this accumulator region, started one unified-buffer bank after the
+          // other operand's rows so the add's two reads never share a bank.
+          uint64_t other = fused->other.base + nb * fused->other.block_bytes + r0 * OW * C_ * esz_;
+          b.epilogue = [this, rows, bias_row, ep, other, f = *fused, scratch, slot, period](uint32_t m, uint64_t acc_row) {
+            uint64_t at = scratch + (2 * uint64_t(m) + acc_row / acc_region_) * slot;
+            if (period) at += (other + cfg_.core.unified_buffer.row_bytes + period - at % period) % period;
+            auto ph = epilogue(m, acc_row, rows, bias_row, ep, at);
+            for (auto& extra : fused_add_phases(f, rows, at, other)) ph.push_back(std::move(extra));
+            return ph;
+          };
+        } else {
+          b.epilogue = [this, rows, bias_row, ep, out](uint32_t m, uint64_t acc_row) { return epilogue(m, acc_row, rows, bias_row, ep, out); };
+        }
         blocks.push_back(std::move(b));
       }
     run_blocks(blocks);
     ub_.release(bias_ub);
     if (padded) ub_.release(xp.base);
     add_bound(layer, N * OH * OW * KH * KW * CIg * CO, KH * KW * CIg * CO * esz_);
-    define(op.getOutput(), y);
+    if (fused) ub_.release(scratch);
+    else define(op.getOutput(), y);
   }
 
   // Pools read the unpadded input: each output pixel's window is clipped to the image (max
@@ -1369,6 +1458,11 @@ class Codegen {
   void gen_add(tpu::AddOp op) {
     std::string layer = op.getLayer().str();
     tag(layer);
+    if (auto it = fused_adds_.find(op.getOperation()); it != fused_adds_.end()) {
+      add_bound(layer, 0, 0);  // done in the convolution's epilogue (fusable_add)
+      define(op.getOutput(), it->second);
+      return;
+    }
     const Act& a = act(op.getLhs());
     const Act& b = act(op.getRhs());
     Act y = out_in_place(op.getOutput(), {op.getLhs(), op.getRhs()}, layer);
@@ -2552,6 +2646,7 @@ class Codegen {
   std::map<const void*, uint64_t> int_hbm_;    // integer model inputs (int32 in HBM)
   bool int_out_ = false;     // the op being generated has an int32 result
   uint64_t out_esz_ = 2;     // bytes per element of that op's output rows
+  std::map<mlir::Operation*, Act> fused_adds_;  // adds done in a convolution's epilogue, and their output
   uint64_t hbm_next_ = 0, zero_hbm_ = 0, const_bytes_ = 0;
   int ndesc_ = 0, nparam_ = 0;
   std::map<std::string, std::string> desc_names_, param_names_;

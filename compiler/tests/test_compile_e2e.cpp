@@ -694,6 +694,33 @@ TEST_P(CompileE2E, SameConvolutionsOnFewChannelsPairKernelRowsMatchFp32Reference
   expect_close(compile_and_run(path, in, "yb", /*nchw=*/true), want_b, tolerance(0.02));
 }
 
+// A residual block (1x1 conv + ReLU, 3x3 conv, add of the block's input, ReLU), batch 2:
+// the add goes into the 3x3 convolution's epilogue, in place in the shortcut
+// (docs/compiler.md), and must give what the separate add gives.
+TEST_P(CompileE2E, ResidualAddFusedIntoTheConvolutionMatchesFp32Reference) {
+  OnnxBuilder m;
+  const int64_t N = 2, C = 12, H = 5, W = 6;
+  m.input("x", {N, C, H, W});
+  m.node("Relu", "relu0", {"x"}, {"a"});
+  auto& w1 = m.init("w1", {6, C, 1, 1}, 0.3f);
+  auto& b1 = m.init("b1", {6}, 0.1f);
+  auto* c1 = m.node("Conv", "conv1", {"a", "w1", "b1"}, {"c1"});
+  OnnxBuilder::attr(c1, "kernel_shape", std::vector<int64_t>{1, 1});
+  m.node("Relu", "relu1", {"c1"}, {"r1"});
+  auto [w2, b2] = conv3x3(m, "conv2", "r1", "c2", 6, C, 0.2f, 0.1f, "w2", "b2");
+  m.node("Add", "add", {"c2", "a"}, {"s"});
+  m.node("Relu", "relu2", {"s"}, {"y"});
+  m.output("y", {N, C, H, W});
+  auto path = m.save("vtpu_residual_" + id() + ".onnx");
+  Vec x = uniform_values(size_t(N * C * H * W), 41, 1000.0f);
+  int64_t OH, OW;
+  Vec a = relu(x);
+  Vec r1 = relu(conv_nchw(a, N, C, H, W, w1, b1, 6, {1, 1, 1, 1, 1, 1, 0, 0, 0, 0}, OH, OW));
+  Vec want = conv_nchw(r1, N, 6, H, W, w2, b2, C, {3, 3, 1, 1, 1, 1, 1, 1, 1, 1}, OH, OW);
+  for (size_t i = 0; i < want.size(); ++i) want[i] = std::max(0.0f, want[i] + a[i]);
+  expect_close(compile_and_run(path, {{"x", x}}, "y", /*nchw=*/true), want, tolerance(0.02));
+}
+
 // MobileNet-style separable blocks: depthwise 3x3 + batch norm + ReLU6, a depthwise
 // convolution with channel multiplier 2 and stride 2, then a 1x1 convolution in 4 groups.
 // 24 channels straddle the lane blocks of every preset.
