@@ -1414,8 +1414,11 @@ class Codegen {
       else
         runs.push_back({ox, ox + 1, sx});
     }
+    // One output pixel per image (a global pool): one instruction per lane block covers
+    // every image, its rows an image apart.
+    bool per_image = OH == 1 && OW == 1 && runs.size() == 1;
     for (uint64_t b = 0; b < x.blocks; ++b)
-      for (int64_t n = 0; n < N; ++n)
+      for (int64_t n = 0; n < (per_image ? 1 : N); ++n)
         for (int64_t oy = 0; oy < OH; ++oy) {
           int64_t y0 = oy * st[0] - pad[0];
           Span sy = span(y0, k[0], H, pad[0], pad[1]);
@@ -1427,14 +1430,15 @@ class Codegen {
             for (int64_t dy = sy.lo; dy < sy.hi; ++dy)
               for (int64_t dx = r.sx.lo; dx < r.sx.hi; ++dx)
                 window.push_back(((dy - sy.lo) * W + (dx - r.sx.lo)) * int64_t(px));
-            std::string body = fmt::format("window=[{}] pool_stride={}", fmt::join(window, ", "), uint64_t(st[1]) * px);
+            std::string body = fmt::format("window=[{}] pool_stride={}", fmt::join(window, ", "),
+                                           per_image ? uint64_t(H * W) * px : uint64_t(st[1]) * px);
             int64_t divisor = include_pad ? sy.padded * r.sx.padded : cnt;
             std::string p = new_param(maxp ? body : body + fmt::format(" scale=[{}]", 1.0 / double(divisor)));
             uint64_t src = x.base + b * x.block_bytes + uint64_t((n * H + y0 + sy.lo) * W + x0 + r.sx.lo) * px;
             uint64_t dst = y.base + b * y.block_bytes + uint64_t((n * OH + oy) * OW + r.ox0) * px;
             code(fmt::format("  li r1, {} || li r2, {}", src, dst));
             code(fmt::format("  vec.{}pool dst=ub[r2+0] a=ub[r1+0] rows={} dt={} param={} flag=f20", maxp ? "max" : "avg",
-                             r.ox1 - r.ox0, dt_, p));
+                             per_image ? N : r.ox1 - r.ox0, dt_, p));
             code("  wait f20");
           }
         }

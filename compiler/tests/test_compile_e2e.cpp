@@ -696,7 +696,8 @@ TEST_P(CompileE2E, SameConvolutionsOnFewChannelsPairKernelRowsMatchFp32Reference
 
 // A residual block (1x1 conv + ReLU, 3x3 conv, add of the block's input, ReLU), batch 2:
 // the add goes into the 3x3 convolution's epilogue, in place in the shortcut
-// (docs/compiler.md), and must give what the separate add gives.
+// (docs/compiler.md), and must give what the separate add gives; then a global average
+// pool over both images.
 TEST_P(CompileE2E, ResidualAddFusedIntoTheConvolutionMatchesFp32Reference) {
   OnnxBuilder m;
   const int64_t N = 2, C = 12, H = 5, W = 6;
@@ -710,7 +711,9 @@ TEST_P(CompileE2E, ResidualAddFusedIntoTheConvolutionMatchesFp32Reference) {
   auto [w2, b2] = conv3x3(m, "conv2", "r1", "c2", 6, C, 0.2f, 0.1f, "w2", "b2");
   m.node("Add", "add", {"c2", "a"}, {"s"});
   m.node("Relu", "relu2", {"s"}, {"y"});
+  m.node("GlobalAveragePool", "gap", {"y"}, {"g"});  // one instruction per lane block for both images
   m.output("y", {N, C, H, W});
+  m.output("g", {N, C, 1, 1});
   auto path = m.save("vtpu_residual_" + id() + ".onnx");
   Vec x = uniform_values(size_t(N * C * H * W), 41, 1000.0f);
   int64_t OH, OW;
@@ -718,7 +721,10 @@ TEST_P(CompileE2E, ResidualAddFusedIntoTheConvolutionMatchesFp32Reference) {
   Vec r1 = relu(conv_nchw(a, N, C, H, W, w1, b1, 6, {1, 1, 1, 1, 1, 1, 0, 0, 0, 0}, OH, OW));
   Vec want = conv_nchw(r1, N, 6, H, W, w2, b2, C, {3, 3, 1, 1, 1, 1, 1, 1, 1, 1}, OH, OW);
   for (size_t i = 0; i < want.size(); ++i) want[i] = std::max(0.0f, want[i] + a[i]);
+  Vec want_g(size_t(N * C), 0.0f);
+  for (size_t i = 0; i < want.size(); ++i) want_g[i / size_t(H * W)] += want[i] / float(H * W);
   expect_close(compile_and_run(path, {{"x", x}}, "y", /*nchw=*/true), want, tolerance(0.02));
+  expect_close(compile_and_run(path, {{"x", x}}, "g", /*nchw=*/true), want_g, tolerance(0.02));
 }
 
 // MobileNet-style separable blocks: depthwise 3x3 + batch norm + ReLU6, a depthwise
