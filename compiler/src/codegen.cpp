@@ -686,7 +686,9 @@ class Codegen {
   }
 
   // Issues the blocks of one layer over the MXUs (see the file comment).
-  void run_blocks(std::vector<Block>& blocks) {
+  // `background`: independent vector instructions ("{flag}" for their flag, with their
+  // estimated issue cycles) slotted in where the epilogues leave the vector unit free.
+  void run_blocks(std::vector<Block>& blocks, std::vector<std::pair<std::string, uint64_t>> background = {}) {
     uint32_t nm = cfg_.core.mxu.count;
     struct Stream {
       std::vector<size_t> blocks;  // indices into `blocks`
@@ -719,6 +721,8 @@ class Codegen {
       size_t next = 0;
       bool closed = false;
       uint64_t ready = 0, occ = 0;  // estimates: when its next phase's input is there; one phase's issue cycles
+      bool free = false;  // background work: no MXU to wait for, no phase waits for another
+      std::vector<uint64_t> occs = {};  // background: each phase's issue cycles
     };
     std::deque<Pending> pending;
     // The timing estimate: sequencer cycle, each MXU's data path and weight shift, the
@@ -738,15 +742,17 @@ class Codegen {
       outstanding = 0;
     };
     auto advance = [&](Pending& p) {
-      if (p.next == 0) code(fmt::format("  wait f{}", 2 + p.mxu)), bundle(p.ready);
+      if (p.free) {
+      } else if (p.next == 0) code(fmt::format("  wait f{}", 2 + p.mxu)), bundle(p.ready);
       else drain_vector();
+      uint64_t occ = p.free ? p.occs[p.next] : p.occ;
       std::string text = p.phases[p.next++];
       for (size_t at = text.find("{flag}"); at != std::string::npos; at = text.find("{flag}")) text.replace(at, 6, "f24");
       code_ += text;
       for (size_t at = text.find('\n'); at != std::string::npos && at + 1 < text.size(); at = text.find('\n', at + 1)) bundle(now);
       uint64_t t = std::max(now, vfree);
       bundle(t);
-      vfree = t + p.occ;
+      vfree = t + occ;
       p.ready = vdone = std::max(vdone, vfree + vlat);
       ++outstanding;
     };
@@ -761,6 +767,7 @@ class Codegen {
     auto start_of = [&](size_t i) -> std::optional<uint64_t> {
       Pending& p = pending[i];
       if (p.closed || p.next >= p.phases.size()) return std::nullopt;
+      if (p.free) return std::max(now, vfree);
       if (p.next == 0)
         for (size_t j = 0; j < i; ++j)
           if (pending[j].mxu == p.mxu && pending[j].next == 0) return std::nullopt;
@@ -771,14 +778,21 @@ class Codegen {
     auto slot_in = [&](uint64_t until) {
       for (bool again = true; again;) {
         again = false;
-        for (size_t i = 0; i < pending.size(); ++i)
-          if (auto t = start_of(i); t && *t <= until) {
-            advance(pending[i]);
-            again = true;
-            break;
-          }
+        for (int bg = 0; bg < 2 && !again; ++bg)  // epilogues before background work
+          for (size_t i = 0; i < pending.size(); ++i)
+            if (auto t = start_of(i); pending[i].free == bool(bg) && t && *t <= until) {
+              advance(pending[i]);
+              again = true;
+              break;
+            }
       }
     };
+    if (!background.empty()) {
+      Pending bp{nm, 0, {}};
+      bp.free = true;
+      for (auto& [text, occ] : background) bp.phases.push_back(std::move(text)), bp.occs.push_back(occ);
+      pending.push_back(std::move(bp));
+    }
     std::vector<size_t> tile_pos(nm, 0), blocks_done(nm, 0);
     std::vector<std::pair<uint32_t, std::pair<size_t, uint64_t>>> finished;  // (mxu, (block, region))
     std::vector<uint64_t> block_done(nm, 0);  // estimated done cycle of each MXU's current block
@@ -804,6 +818,7 @@ class Codegen {
           for (Pending& p : pending) busy |= !p.closed && p.mxu == m && p.region == region;
           if (busy)
             for (Pending& p : pending) {
+              if (p.free) continue;
               bool target = p.mxu == m && p.region == region;
               finish(p);
               if (target) break;
@@ -860,6 +875,10 @@ class Codegen {
         pending.push_back(std::move(p));
       }
       while (!pending.empty() && pending.front().closed) pending.pop_front();
+      if (!pending.empty() && pending.front().free && pending.size() > 1) {  // keep it from holding up the pops
+        pending.push_back(std::move(pending.front()));
+        pending.pop_front();
+      }
     }
     for (Pending& p : pending) finish(p);
   }
@@ -1031,17 +1050,22 @@ class Codegen {
     uint64_t pt = uint64_t(pad[0]), pb = uint64_t(pad[1]), pl = uint64_t(pad[2]), pr = uint64_t(pad[3]);
     uint64_t Hp = H + pt + pb, Wp = W + pl + pr, CIp = align_up(CI, std::max<uint64_t>(1, 4 / esz_));
     uint64_t pix = CIp * esz_;
-    // The packed, zero-padded image (+ one row of slack: a matmul reads R lanes per row).
-    uint64_t bytes = N * Hp * Wp * pix + R_ * esz_;
+    // Kernel rows stacked in one matmul row: as many as the array's R rows hold (see below).
+    uint64_t S = std::max<uint64_t>(1, std::min<uint64_t>(KH, R_ / (KW * CIp)));
+    // The packed, zero-padded image (+ one row of slack: a matmul reads R lanes per row):
+    // all images, or with stacking one at a time (each is copied into its stacked form
+    // before the next is loaded).
+    uint64_t bytes = (S > 1 ? 1 : N) * Hp * Wp * pix + R_ * esz_;
     uint64_t xq = ub_take(bytes, fmt::format("the packed input of '{}'", layer));
     clear(xq, bytes);
-    for (uint64_t n = 0; n < N; ++n) {
+    auto load_image = [&](uint64_t n, uint64_t at) {
       std::string d = new_desc(fmt::format("bytes={} src_off={} dst_off={} dim=[{}, {}, {}] dim=[{}, {}, {}]", CI * esz_,
-                                           hbm + n * H * W * CI * esz_, xq + ((n * Hp + pt) * Wp + pl) * pix, W, CI * esz_, pix,
-                                           H, W * CI * esz_, Wp * pix));
+                                           hbm + n * H * W * CI * esz_, at + (pt * Wp + pl) * pix, W, CI * esz_, pix, H,
+                                           W * CI * esz_, Wp * pix));
       code(fmt::format("  dma.load desc={} src=r0 dst=r0 flag=f1", d));
       code("  wait f1");
-    }
+    };
+    for (uint64_t n = 0; S == 1 && n < N; ++n) load_image(n, xq + n * Hp * Wp * pix);
     auto w = const_floats(op.getWeight(), layer), bias = const_floats(op.getBias(), layer);
     Act y = out_act(op.getOutput(), fmt::format("the output of '{}'", layer));
     std::vector<double> acc_scale;
@@ -1059,7 +1083,6 @@ class Codegen {
     // rows j*rs + s*dh, s < S, side by side (one 4-byte-aligned copy per s, built in the
     // unified buffer from the packed image); rs = the stride when the stack's height is a
     // multiple of it, so only the rows output rows start on are kept.
-    uint64_t S = std::max<uint64_t>(1, std::min<uint64_t>(KH, R_ / (KW * CIp)));
     uint64_t G = ceil_div(KH, S), zp = S * pix, nbs = ceil_div(CO, C_), K = KW * S * CIp;
     uint64_t rs = S > 1 && (S * dh) % sh == 0 ? sh : 1;
     uint64_t ZH = S > 1 ? ((OH - 1) * sh + (G - 1) * S * dh) / rs + 1 : 0, zbytes = ZH * Wp * zp + R_ * esz_;
@@ -1080,7 +1103,7 @@ class Codegen {
     uint64_t rows_per_chunk = conv_row_chunk(S > 1 ? OH : N * OH, OW, nbs);
     // Output rows [q0, q1): without stacking all images at once from the packed image, with
     // it one image at a time from its stacked copy.
-    auto run_rows = [&](uint64_t q0, uint64_t q1) {
+    auto run_rows = [&](uint64_t q0, uint64_t q1, std::vector<std::pair<std::string, uint64_t>> background) {
       std::vector<Block> blocks;
       for (uint64_t nb = 0; nb < nbs; ++nb)
         for (uint64_t r0 = q0; r0 < q1; r0 += rows_per_chunk) {
@@ -1101,18 +1124,43 @@ class Codegen {
           b.epilogue = [this, rows, bias_row, ep, out](uint32_t m, uint64_t acc_row) { return epilogue(m, acc_row, rows, bias_row, ep, out); };
           blocks.push_back(std::move(b));
         }
-      run_blocks(blocks);
+      run_blocks(blocks, std::move(background));
     };
-    if (S == 1) run_rows(0, N * OH);
+    // A pool that is the output's only use (ResNet-50's max pool after conv1) runs image by
+    // image along the next image's matmuls, as run_blocks' background work on the vector
+    // unit the epilogues leave free: with stacking, where its output fits beside this one.
+    std::optional<tpu::PoolOp> pool;
+    Act py;
+    if (S > 1 && N > 1 && op.getOutput().hasOneUse())
+      if (auto p = mlir::dyn_cast<tpu::PoolOp>(*op.getOutput().getUsers().begin())) {
+        auto ps = shape_of(p.getOutput());
+        uint64_t c = uint64_t(ps.back()), need = align_up(numel(ps) / c * R_ * esz_, 64) * ceil_div(c, R_);
+        if (need <= ub_.largest_free()) {
+          bool high = output_high_;
+          output_high_ = y.base + y.bytes() / 2 < ub_.capacity() / 2;  // where gen_pool would put it
+          py = new_act(ps, fmt::format("the output of '{}'", p.getLayer().str()));
+          output_high_ = high;
+          fused_pools_[p.getOperation()] = py;
+          pool = p;
+        }
+      }
+    if (S == 1) run_rows(0, N * OH, {});
     for (uint64_t n = 0; S > 1 && n < N; ++n) {
       // run_blocks has waited for every matmul of the previous image: its copy is free.
+      load_image(n, xq);
       for (uint64_t s = 0; s < S && s * dh < Hp; ++s) {
         uint64_t rows = std::min(ZH, ceil_div(Hp - s * dh, rs));
-        ub_copy(xq + (n * Hp + s * dh) * Wp * pix, zb + s * pix,
+        ub_copy(xq + s * dh * Wp * pix, zb + s * pix,
                 fmt::format("bytes={} dim=[{}, {}, {}] dim=[{}, {}, {}]", pix, Wp, pix, zp, rows, rs * Wp * pix, Wp * zp));
       }
-      run_rows(n * OH, (n + 1) * OH);
+      run_rows(n * OH, (n + 1) * OH, pool && n > 0 ? pool_ops(*pool, y, py, int64_t(n) - 1, int64_t(n))
+                                                   : std::vector<std::pair<std::string, uint64_t>>{});
     }
+    if (pool)
+      for (auto& [text, occ] : pool_ops(*pool, y, py, int64_t(N) - 1, int64_t(N))) {
+        code_ += text.replace(text.find("{flag}"), 6, "f20");
+        code("  wait f20");
+      }
     ub_.release(bias_ub);
     ub_.release(xq);
     if (S > 1) ub_.release(zb);
@@ -1382,16 +1430,17 @@ class Codegen {
   // with count_include_pad by the window clipped to the padded image). Runs of output pixels
   // with the same clipped window are one vec.maxpool/avgpool each: the interior of a row is
   // one run, border pixels their own.
-  void gen_pool(tpu::PoolOp op) {
+  // The vector instructions of a pool of x into y for images [n0, n1), each with its
+  // estimated issue cycles; "{flag}" stands for the completion flag.
+  std::vector<std::pair<std::string, uint64_t>> pool_ops(tpu::PoolOp op, const Act& x, const Act& y, int64_t n0, int64_t n1) {
     std::string layer = op.getLayer().str();
-    tag(layer);
-    const Act& x = act(op.getInput());
     auto ys = shape_of(op.getOutput());
-    int64_t N = x.shape[0], H = x.shape[1], W = x.shape[2], OH = ys[1], OW = ys[2];
+    int64_t N = n1 - n0, H = x.shape[1], W = x.shape[2], OH = ys[1], OW = ys[2];
     auto k = op.getKernel(), st = op.getStride(), pad = op.getPad();
     bool maxp = op.getKind() == "max", include_pad = op.getCountIncludePad();
-    Act y = new_act(ys, fmt::format("the output of '{}'", layer));
     uint64_t px = R_ * esz_;
+    std::vector<std::pair<std::string, uint64_t>> ops;
+    const auto& vc = cfg_.core.vector;
     // The part of a window (origin o, size kk) inside [0, size) and inside the padded extent.
     struct Span {
       int64_t lo, hi, padded;
@@ -1418,7 +1467,7 @@ class Codegen {
     // every image, its rows an image apart.
     bool per_image = OH == 1 && OW == 1 && runs.size() == 1;
     for (uint64_t b = 0; b < x.blocks; ++b)
-      for (int64_t n = 0; n < (per_image ? 1 : N); ++n)
+      for (int64_t n = n0; n < (per_image ? n0 + 1 : n1); ++n)
         for (int64_t oy = 0; oy < OH; ++oy) {
           int64_t y0 = oy * st[0] - pad[0];
           Span sy = span(y0, k[0], H, pad[0], pad[1]);
@@ -1436,15 +1485,35 @@ class Codegen {
             std::string p = new_param(maxp ? body : body + fmt::format(" scale=[{}]", 1.0 / double(divisor)));
             uint64_t src = x.base + b * x.block_bytes + uint64_t((n * H + y0 + sy.lo) * W + x0 + r.sx.lo) * px;
             uint64_t dst = y.base + b * y.block_bytes + uint64_t((n * OH + oy) * OW + r.ox0) * px;
-            code(fmt::format("  li r1, {} || li r2, {}", src, dst));
-            code(fmt::format("  vec.{}pool dst=ub[r2+0] a=ub[r1+0] rows={} dt={} param={} flag=f20", maxp ? "max" : "avg",
-                             per_image ? N : r.ox1 - r.ox0, dt_, p));
-            code("  wait f20");
+            uint64_t rows = uint64_t(per_image ? N : r.ox1 - r.ox0);
+            ops.push_back({fmt::format("  li r1, {} || li r2, {}\n  vec.{}pool dst=ub[r2+0] a=ub[r1+0] rows={} dt={} param={} "
+                                       "flag={{flag}}\n",
+                                       src, dst, maxp ? "max" : "avg", rows, dt_, p),
+                           ceil_div(rows, std::max<uint32_t>(1, vc.sublanes)) * window.size() *
+                               ceil_div(C_, std::max<uint32_t>(1, vc.lanes))});
           }
         }
+    return ops;
+  }
+
+  void gen_pool(tpu::PoolOp op) {
+    std::string layer = op.getLayer().str();
+    tag(layer);
+    if (auto it = fused_pools_.find(op.getOperation()); it != fused_pools_.end()) {
+      add_bound(layer, 0, 0);  // done along the convolution that produces its input (gen_conv_packed)
+      define(op.getOutput(), it->second);
+      return;
+    }
+    const Act& x = act(op.getInput());
+    Act y = new_act(shape_of(op.getOutput()), fmt::format("the output of '{}'", layer));
+    for (auto& [text, occ] : pool_ops(op, x, y, 0, x.shape[0])) {
+      code_ += text.replace(text.find("{flag}"), 6, "f20");
+      code("  wait f20");
+    }
     add_bound(layer, 0, 0);
     define(op.getOutput(), y);
   }
+
 
   // INT8 y = a <kind> b through fp32 rows, each operand rescaled to the output's scale
   // (params pa, pb) and the result rounded once: for operands whose range exceeds the
@@ -2651,6 +2720,7 @@ class Codegen {
   bool int_out_ = false;     // the op being generated has an int32 result
   uint64_t out_esz_ = 2;     // bytes per element of that op's output rows
   std::map<mlir::Operation*, Act> fused_adds_;  // adds done in a convolution's epilogue, and their output
+  std::map<mlir::Operation*, Act> fused_pools_;  // pools done along the convolution before them, and their output
   uint64_t hbm_next_ = 0, zero_hbm_ = 0, const_bytes_ = 0;
   int ndesc_ = 0, nparam_ = 0;
   std::map<std::string, std::string> desc_names_, param_names_;

@@ -623,8 +623,9 @@ TEST_P(CompileE2E, SmallCnnWithBatchNormMatchesFp32Reference) {
 // kernel rows stacked in one matmul row where the array has room (docs/compiler.md): a
 // ResNet-style 7x7 stride-2 convolution with ReLU (two kernel-row groups on tpu-v4-core,
 // none on the tiny arrays), and a 3x2 kernel with vertical stride 3 and dilation 2 and
-// uneven pads (two groups, the second half empty, on tiny-16x16; one on tpu-v4-core).
-// Batch 2: the stacked copy is rebuilt per image.
+// uneven pads (two groups, the second half empty, on tiny-16x16; one on tpu-v4-core)
+// followed by a 3x3 stride-2 max pool. Batch 2: the stacked copy is rebuilt per image, and
+// where rows are stacked the pool of image 0 runs along image 1's matmuls.
 TEST_P(CompileE2E, PackedFirstLayersWithStackedKernelRowsMatchFp32Reference) {
   OnnxBuilder m;
   const int64_t N = 2, C = 3, H = 13, W = 14;
@@ -641,6 +642,10 @@ TEST_P(CompileE2E, PackedFirstLayersWithStackedKernelRowsMatchFp32Reference) {
   OnnxBuilder::attr(ca, "pads", std::vector<int64_t>{3, 3, 3, 3});
   m.node("Relu", "relu_a", {"ca"}, {"ya"});
   auto* cb = m.node("Conv", "conv_b", {"b", "wb", "bb"}, {"yb"});
+  auto* mp = m.node("MaxPool", "pool_b", {"yb"}, {"pb"});
+  OnnxBuilder::attr(mp, "kernel_shape", std::vector<int64_t>{3, 3});
+  OnnxBuilder::attr(mp, "strides", std::vector<int64_t>{2, 2});
+  OnnxBuilder::attr(mp, "pads", std::vector<int64_t>{1, 1, 1, 1});
   OnnxBuilder::attr(cb, "kernel_shape", std::vector<int64_t>{3, 2});
   OnnxBuilder::attr(cb, "strides", std::vector<int64_t>{3, 1});
   OnnxBuilder::attr(cb, "dilations", std::vector<int64_t>{2, 1});
@@ -648,13 +653,25 @@ TEST_P(CompileE2E, PackedFirstLayersWithStackedKernelRowsMatchFp32Reference) {
   int64_t OHa, OWa, OHb, OWb;
   Vec xa = uniform_values(size_t(N * C * H * W), 21, 1000.0f), xb = uniform_values(size_t(N * C * H * W), 22, 1000.0f);
   Vec want_a = relu(conv_nchw(xa, N, C, H, W, wa, ba, 12, ga, OHa, OWa));
-  Vec want_b = conv_nchw(xb, N, C, H, W, wb, bb, 10, gb, OHb, OWb);
+  Vec yb = conv_nchw(xb, N, C, H, W, wb, bb, 10, gb, OHb, OWb);
+  int64_t PH = (OHb + 2 - 3) / 2 + 1, PW = (OWb + 2 - 3) / 2 + 1;
+  Vec want_b(size_t(N * 10 * PH * PW), -INFINITY);
+  for (int64_t nc = 0; nc < N * 10; ++nc)
+    for (int64_t py = 0; py < PH; ++py)
+      for (int64_t px = 0; px < PW; ++px)
+        for (int64_t dy = 0; dy < 3; ++dy)
+          for (int64_t dx = 0; dx < 3; ++dx) {
+            int64_t iy = py * 2 + dy - 1, ix = px * 2 + dx - 1;
+            if (iy < 0 || ix < 0 || iy >= OHb || ix >= OWb) continue;
+            float& o = want_b[size_t((nc * PH + py) * PW + px)];
+            o = std::max(o, yb[size_t((nc * OHb + iy) * OWb + ix)]);
+          }
   m.output("ya", {N, 12, OHa, OWa});
-  m.output("yb", {N, 10, OHb, OWb});
+  m.output("pb", {N, 10, PH, PW});
   auto path = m.save("vtpu_packed_" + id() + ".onnx");
   std::map<std::string, Vec> in{{"a", xa}, {"b", xb}};
   expect_close(compile_and_run(path, in, "ya", /*nchw=*/true), want_a, tolerance(0.02));
-  expect_close(compile_and_run(path, in, "yb", /*nchw=*/true), want_b, tolerance(0.02));
+  expect_close(compile_and_run(path, in, "pb", /*nchw=*/true), want_b, tolerance(0.02));
 }
 
 // "Same" convolutions on few channels, each its input's last user, pair kernel rows in one
