@@ -1131,7 +1131,7 @@ class Codegen {
     // unit the epilogues leave free: with stacking, where its output fits beside this one.
     std::optional<tpu::PoolOp> pool;
     Act py;
-    if (S > 1 && N > 1 && op.getOutput().hasOneUse())
+    if (S > 1 && N > 1 && !int_out_ && op.getOutput().hasOneUse())
       if (auto p = mlir::dyn_cast<tpu::PoolOp>(*op.getOutput().getUsers().begin())) {
         auto ps = shape_of(p.getOutput());
         uint64_t c = uint64_t(ps.back()), need = align_up(numel(ps) / c * R_ * esz_, 64) * ceil_div(c, R_);
