@@ -1179,13 +1179,13 @@ class Codegen {
     Act other;
     std::string conv_scale, other_scale, clamp;  // INT8: the two rescales
   };
-  // Only where it pays: when the matmuls of an output block (`groups` tiles of rows) outlast
-  // the epilogues the vector unit runs meanwhile (one per MXU, two operations each), so it
-  // has room for the add; and where the scratch slots take no more than the output would,
-  // or than half the free space.
+  // Only where it pays: when the matmuls of an output block (`groups` tiles of rows) last at
+  // least as long as the epilogues the vector unit runs meanwhile (one per MXU, two
+  // operations each), so the add's work is not all queued behind them; and where the scratch
+  // slots take no more than the output would, or than half the free space.
   std::optional<FusedAdd> fusable_add(tpu::Conv2DOp op, uint64_t groups, uint64_t scratch_bytes) {
     Value out = op.getOutput();
-    if (int_out_ || !out.hasOneUse() || groups * cfg_.core.vector.sublanes <= 2 * uint64_t(cfg_.core.mxu.count))
+    if (int_out_ || !out.hasOneUse() || groups * cfg_.core.vector.sublanes < 2 * uint64_t(cfg_.core.mxu.count))
       return std::nullopt;
     auto ys = shape_of(out);
     uint64_t out_bytes = numel(ys) / uint64_t(ys.back()) * ceil_div(uint64_t(ys.back()), R_) * R_ * esz_;
