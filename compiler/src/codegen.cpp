@@ -472,6 +472,17 @@ class Codegen {
     return new_act(shape_of(out), fmt::format("the output of '{}'", layer));
   }
 
+  // Whether the op being generated is v's last user and no alias shares its buffer, so the
+  // op may overwrite it (its padding lanes included).
+  bool last_use(Value v) {
+    auto p = v.getAsOpaquePointer();
+    auto it = acts_.find(p);
+    if (it == acts_.end() || uses_[p] != 1) return false;
+    for (const auto& [k, a] : acts_)
+      if (k != p && a.base == it->second.base) return false;
+    return true;
+  }
+
   const Act& act(Value v) {
     auto it = acts_.find(v.getAsOpaquePointer());
     if (it == acts_.end()) throw InternalError("activation used before it was produced");
@@ -522,8 +533,9 @@ class Codegen {
   // rows that all read the same zero bytes of HBM.
   // With `lowest`, the border holds the dtype's lowest value instead (-inf, or -128): the
   // padding of a max pool over inputs that may be negative.
+  // With `unwaited`, the loads are left in flight on f1 and counted there.
   void clear_border(const Act& xp, uint64_t N, uint64_t Hp, uint64_t Wp, uint64_t pt, uint64_t pb, uint64_t pl,
-                    uint64_t pr, bool lowest = false) {
+                    uint64_t pr, bool lowest = false, uint64_t* unwaited = nullptr) {
     uint64_t px = R_ * esz_, H = Hp - pt - pb;
     uint64_t src = zero_hbm_;
     if (lowest) {
@@ -537,7 +549,8 @@ class Codegen {
       std::string d = new_desc(rows > 1 ? fmt::format("bytes={} src_off={} dst_off={} dim=[{}, 0, {}]", bytes, src, dst, rows, dst_stride)
                                         : fmt::format("bytes={} src_off={} dst_off={}", bytes, src, dst));
       code(fmt::format("  dma.load desc={} src=r0 dst=r0 flag=f1", d));
-      code("  wait f1");
+      if (unwaited) ++*unwaited;
+      else code("  wait f1");
     };
     for (uint64_t b = 0; b < xp.blocks; ++b)
       for (uint64_t n = 0; n < N; ++n) {
@@ -673,7 +686,9 @@ class Codegen {
   }
 
   // Issues the blocks of one layer over the MXUs (see the file comment).
-  void run_blocks(std::vector<Block>& blocks) {
+  // `background`: independent vector instructions ("{flag}" for their flag, with their
+  // estimated issue cycles) slotted in where the epilogues leave the vector unit free.
+  void run_blocks(std::vector<Block>& blocks, std::vector<std::pair<std::string, uint64_t>> background = {}) {
     uint32_t nm = cfg_.core.mxu.count;
     struct Stream {
       std::vector<size_t> blocks;  // indices into `blocks`
@@ -693,30 +708,52 @@ class Codegen {
       }
       if (!s[m].tiles.empty()) code(fmt::format("  mxu.wload mxu={}", m));
     }
-    // Epilogues in flight: one vector operation per step each, so they overlap the
-    // matmuls of the next blocks. Flags: f(2+m) matmul done per block (waited in block
-    // order), f24 epilogue operations.
+    // Epilogues in flight, their vector operations slotted in between the matmuls of the
+    // next blocks where an estimate of the timing (docs/microarch.md) says they can issue
+    // without stalling the in-order sequencer: a step of short matmuls (one per output row
+    // of a convolution) keeps issue busy, and vector work issued only between steps would
+    // leave the MXUs idle meanwhile. Flags: f(2+m) matmul done per block (waited in block
+    // order per MXU), f24 epilogue operations.
     struct Pending {
       uint32_t mxu;
       uint64_t region;
       std::vector<std::string> phases;
       size_t next = 0;
       bool closed = false;
+      uint64_t ready = 0, occ = 0;  // estimates: when its next phase's input is there; one phase's issue cycles
+      bool free = false;  // background work: no MXU to wait for, no phase waits for another
+      std::vector<uint64_t> occs = {};  // background: each phase's issue cycles
     };
     std::deque<Pending> pending;
+    // The timing estimate: sequencer cycle, each MXU's data path and weight shift, the
+    // vector unit's issue stage and the done cycle of the epilogue operations in flight.
+    const auto& mxc = cfg_.core.mxu;
+    const auto& vc = cfg_.core.vector;
+    uint64_t now = 0, vfree = 0, vdone = 0;
+    std::vector<uint64_t> mxu_free(nm, 0), shifted(nm, 0);
+    uint64_t drain_lat = uint64_t(mxc.input_latency_cycles) + R_ + C_ - 2 + mxc.output_latency_cycles;
+    uint64_t vlat = std::max({vc.latency_cycles.alu, vc.latency_cycles.rescale, vc.latency_cycles.convert});
+    auto bundle = [&](uint64_t at) { now = std::max(now + 1, at + 1); };
     // The vector unit completes operations in order, so waiting for every epilogue
     // operation issued so far (f24 counts them) guarantees the previous phase is done.
     uint64_t outstanding = 0;
     auto drain_vector = [&] {
-      if (outstanding) code(fmt::format("  wait f24, {}", outstanding));
+      if (outstanding) code(fmt::format("  wait f24, {}", outstanding)), bundle(vdone);
       outstanding = 0;
     };
     auto advance = [&](Pending& p) {
-      if (p.next == 0) code(fmt::format("  wait f{}", 2 + p.mxu));
+      if (p.free) {
+      } else if (p.next == 0) code(fmt::format("  wait f{}", 2 + p.mxu)), bundle(p.ready);
       else drain_vector();
+      uint64_t occ = p.free ? p.occs[p.next] : p.occ;
       std::string text = p.phases[p.next++];
       for (size_t at = text.find("{flag}"); at != std::string::npos; at = text.find("{flag}")) text.replace(at, 6, "f24");
       code_ += text;
+      for (size_t at = text.find('\n'); at != std::string::npos && at + 1 < text.size(); at = text.find('\n', at + 1)) bundle(now);
+      uint64_t t = std::max(now, vfree);
+      bundle(t);
+      vfree = t + occ;
+      p.ready = vdone = std::max(vdone, vfree + vlat);
       ++outstanding;
     };
     auto finish = [&](Pending& p) {
@@ -725,8 +762,40 @@ class Codegen {
       drain_vector();  // its last operation has written the output
       p.closed = true;
     };
+    // When the next phase of p could issue: its matmuls or previous phase done, the vector
+    // unit free. A first phase waits on its MXU's flag, so blocks of one MXU go in order.
+    auto start_of = [&](size_t i) -> std::optional<uint64_t> {
+      Pending& p = pending[i];
+      if (p.closed || p.next >= p.phases.size()) return std::nullopt;
+      if (p.free) return std::max(now, vfree);
+      if (p.next == 0)
+        for (size_t j = 0; j < i; ++j)
+          if (pending[j].mxu == p.mxu && pending[j].next == 0) return std::nullopt;
+      return std::max({now, vfree, p.ready, p.next ? vdone : 0});
+    };
+    // Issues the epilogue operations that can start by `until` (the cycle the next matmul
+    // would issue anyway), oldest first.
+    auto slot_in = [&](uint64_t until) {
+      for (bool again = true; again;) {
+        again = false;
+        for (int bg = 0; bg < 2 && !again; ++bg)  // epilogues before background work
+          for (size_t i = 0; i < pending.size(); ++i)
+            if (auto t = start_of(i); pending[i].free == bool(bg) && t && *t <= until) {
+              advance(pending[i]);
+              again = true;
+              break;
+            }
+      }
+    };
+    if (!background.empty()) {
+      Pending bp{nm, 0, {}};
+      bp.free = true;
+      for (auto& [text, occ] : background) bp.phases.push_back(std::move(text)), bp.occs.push_back(occ);
+      pending.push_back(std::move(bp));
+    }
     std::vector<size_t> tile_pos(nm, 0), blocks_done(nm, 0);
     std::vector<std::pair<uint32_t, std::pair<size_t, uint64_t>>> finished;  // (mxu, (block, region))
+    std::vector<uint64_t> block_done(nm, 0);  // estimated done cycle of each MXU's current block
     bool work = true;
     while (work) {
       work = false;
@@ -749,6 +818,7 @@ class Codegen {
           for (Pending& p : pending) busy |= !p.closed && p.mxu == m && p.region == region;
           if (busy)
             for (Pending& p : pending) {
+              if (p.free) continue;
               bool target = p.mxu == m && p.region == region;
               finish(p);
               if (target) break;
@@ -763,7 +833,10 @@ class Codegen {
           auto [bi, gi] = s[m].tiles[tile_pos[m]];
           const MatmulStep& st = grp[m]->steps[k];
           bool last = gi + 1 == blocks[bi].groups.size() && k + 1 == grp[m]->steps.size();
+          uint64_t issue = std::max({now, mxu_free[m], k == 0 ? shifted[m] : 0});
+          slot_in(issue);
           std::string src = addr_ref(st.src, 10 + int(m));
+          if (st.src > 0xFFFFFF) bundle(now);
           std::string op = fmt::format("mxu.matmul mxu={} src={} dst=r0+{} rows={} dtype={}{}{}{}{}", m, src,
                                        base[m] + st.acc_row, st.rows, dt_, st.stride ? fmt::format(" stride={}", st.stride) : "",
                                        k == 0 ? " swap=1" : "", st.accumulate ? " acc=1" : "",
@@ -775,10 +848,16 @@ class Codegen {
               const TileRef& t = blocks[b2].groups[g2].tile;
               // The address goes into a register one bundle ahead (read before write).
               code(fmt::format("  li r{}, {}", 16 + m, t.addr));
+              bundle(now);
               op += fmt::format(" || dma.wfifo desc={} src=r{} mxu={}", t.desc, 16 + m, m);
             }
           }
           code("  " + op);
+          uint64_t t = std::max({now, mxu_free[m], k == 0 ? shifted[m] : 0});
+          bundle(t);
+          mxu_free[m] = t + st.rows;
+          if (k == 0) shifted[m] = t + mxc.input_latency_cycles + mxc.weight_shift_cycles;
+          if (last) block_done[m] = t + st.rows + drain_lat;
         }
       for (uint32_t m = 0; m < nm; ++m) {
         if (!grp[m]) continue;
@@ -786,10 +865,20 @@ class Codegen {
         if (gi + 1 == blocks[bi].groups.size()) finished.push_back({m, {bi, blocks_done[m] % 2}}), blocks_done[m]++;
         tile_pos[m]++;
       }
-      for (Pending& p : pending)
-        if (!p.closed && p.next < p.phases.size()) advance(p);
-      for (auto& [m, br] : finished) pending.push_back({m, br.second, blocks[br.first].epilogue(m, br.second * acc_region_)});
+      for (auto& [m, br] : finished) {
+        Pending p{m, br.second, blocks[br.first].epilogue(m, br.second * acc_region_)};
+        uint64_t rows = 0;
+        for (const TileGroup& g : blocks[br.first].groups)
+          for (const MatmulStep& st : g.steps) rows = std::max(rows, st.acc_row + st.rows);
+        p.ready = block_done[m];
+        p.occ = ceil_div(rows, std::max<uint32_t>(1, vc.sublanes)) * ceil_div(C_, std::max<uint32_t>(1, vc.lanes));
+        pending.push_back(std::move(p));
+      }
       while (!pending.empty() && pending.front().closed) pending.pop_front();
+      if (!pending.empty() && pending.front().free && pending.size() > 1) {  // keep it from holding up the pops
+        pending.push_back(std::move(pending.front()));
+        pending.pop_front();
+      }
     }
     for (Pending& p : pending) finish(p);
   }
@@ -804,6 +893,20 @@ class Codegen {
     for (uint64_t c = c0 + 1; c <= 4 * c0 && ceil_div(rows, c) >= R_; ++c)
       if (busiest(c) < busiest(best)) best = c;
     return ceil_div(rows, best);
+  }
+
+  // Output rows (of `width` pixels) per block of a convolution with `n_blocks` column
+  // blocks, by row_chunk's rule: at most an accumulator region, and split finer while that
+  // lowers the busiest MXU's rows (112 rows of 14 pixels in chunks of 36 leave one of four
+  // MXUs a 4-row remainder; chunks of 28 share them out), keeping a block's matmuls at
+  // least R rows long so they hide the next weight shift.
+  uint64_t conv_row_chunk(uint64_t out_rows, uint64_t width, uint64_t n_blocks) const {
+    uint64_t nm = cfg_.core.mxu.count, most = std::max<uint64_t>(1, acc_region_ / width);
+    uint64_t c0 = ceil_div(out_rows, most), best = c0;
+    auto busiest = [&](uint64_t c) { return ceil_div(n_blocks * c, nm) * ceil_div(out_rows, c); };
+    for (uint64_t c = c0 + 1; c <= 4 * c0 && ceil_div(out_rows, c) * width >= R_; ++c)
+      if (busiest(c) < busiest(best)) best = c;
+    return ceil_div(out_rows, best);
   }
 
   void add_bound(const std::string& layer, uint64_t macs, uint64_t hbm_bytes) {
@@ -947,17 +1050,22 @@ class Codegen {
     uint64_t pt = uint64_t(pad[0]), pb = uint64_t(pad[1]), pl = uint64_t(pad[2]), pr = uint64_t(pad[3]);
     uint64_t Hp = H + pt + pb, Wp = W + pl + pr, CIp = align_up(CI, std::max<uint64_t>(1, 4 / esz_));
     uint64_t pix = CIp * esz_;
-    // The packed, zero-padded image (+ one row of slack: a matmul reads R lanes per row).
-    uint64_t bytes = N * Hp * Wp * pix + R_ * esz_;
+    // Kernel rows stacked in one matmul row: as many as the array's R rows hold (see below).
+    uint64_t S = std::max<uint64_t>(1, std::min<uint64_t>(KH, R_ / (KW * CIp)));
+    // The packed, zero-padded image (+ one row of slack: a matmul reads R lanes per row):
+    // all images, or with stacking one at a time (each is copied into its stacked form
+    // before the next is loaded).
+    uint64_t bytes = (S > 1 ? 1 : N) * Hp * Wp * pix + R_ * esz_;
     uint64_t xq = ub_take(bytes, fmt::format("the packed input of '{}'", layer));
     clear(xq, bytes);
-    for (uint64_t n = 0; n < N; ++n) {
+    auto load_image = [&](uint64_t n, uint64_t at) {
       std::string d = new_desc(fmt::format("bytes={} src_off={} dst_off={} dim=[{}, {}, {}] dim=[{}, {}, {}]", CI * esz_,
-                                           hbm + n * H * W * CI * esz_, xq + ((n * Hp + pt) * Wp + pl) * pix, W, CI * esz_, pix,
-                                           H, W * CI * esz_, Wp * pix));
+                                           hbm + n * H * W * CI * esz_, at + (pt * Wp + pl) * pix, W, CI * esz_, pix, H,
+                                           W * CI * esz_, Wp * pix));
       code(fmt::format("  dma.load desc={} src=r0 dst=r0 flag=f1", d));
       code("  wait f1");
-    }
+    };
+    for (uint64_t n = 0; S == 1 && n < N; ++n) load_image(n, xq + n * Hp * Wp * pix);
     auto w = const_floats(op.getWeight(), layer), bias = const_floats(op.getBias(), layer);
     Act y = out_act(op.getOutput(), fmt::format("the output of '{}'", layer));
     std::vector<double> acc_scale;
@@ -969,42 +1077,162 @@ class Codegen {
     uint64_t bias_ub = bias_rows(bias, acc_scale);
     auto eps = epilogue_params(CO, acc_scale, q8_ ? scale(op.getOutput()) : 1.0, op.getClampMin().convertToDouble(),
                                op.getClampMax().convertToDouble());
-    uint64_t nbs = ceil_div(CO, C_), K = KW * CIp;
-    // One tile per kernel row dy: row k = dx * CIp + c holds w[dy][dx][c][:] (zero for c >= CI).
+    // Kernel rows stacked in one matmul row: as many as the array's R rows hold (KW x CIp
+    // each), so ResNet-50's conv1 on a 128-row array runs 2 matmuls per output row, not 7.
+    // Stacking reads a copy of the image whose pixel (j, x) holds the channels of padded
+    // rows j*rs + s*dh, s < S, side by side (one 4-byte-aligned copy per s, built in the
+    // unified buffer from the packed image); rs = the stride when the stack's height is a
+    // multiple of it, so only the rows output rows start on are kept.
+    uint64_t G = ceil_div(KH, S), zp = S * pix, nbs = ceil_div(CO, C_), K = KW * S * CIp;
+    uint64_t rs = S > 1 && (S * dh) % sh == 0 ? sh : 1;
+    uint64_t ZH = S > 1 ? ((OH - 1) * sh + (G - 1) * S * dh) / rs + 1 : 0, zbytes = ZH * Wp * zp + R_ * esz_;
+    uint64_t zb = S > 1 ? ub_take(zbytes, fmt::format("the row-stacked input of '{}'", layer)) : 0;
+    if (S > 1) clear(zb, zbytes);  // rows past the image stay zero for every image
+    // One tile per kernel-row group g: row k = (dx * S + s) * CIp + c holds
+    // w[g * S + s][dx][c][:] (zero for c >= CI and past the last kernel row).
     std::map<std::pair<uint64_t, uint64_t>, TileRef> tiles;
-    for (uint64_t dy = 0; dy < KH; ++dy) {
+    for (uint64_t g = 0; g < G; ++g) {
       std::vector<float> t(K * CO, 0.0f);
-      for (uint64_t dx = 0; dx < KW; ++dx)
-        for (uint64_t c = 0; c < CI; ++c)
-          for (uint64_t co = 0; co < CO; ++co) t[(dx * CIp + c) * CO + co] = w[((dy * KW + dx) * CI + c) * CO + co];
-      for (uint64_t nb = 0; nb < nbs; ++nb) tiles[{dy, nb}] = weight_tile(t, K, CO, 0, nb);
+      for (uint64_t s = 0; s < S && g * S + s < KH; ++s)
+        for (uint64_t dx = 0; dx < KW; ++dx)
+          for (uint64_t c = 0; c < CI; ++c)
+            for (uint64_t co = 0; co < CO; ++co)
+              t[((dx * S + s) * CIp + c) * CO + co] = w[(((g * S + s) * KW + dx) * CI + c) * CO + co];
+      for (uint64_t nb = 0; nb < nbs; ++nb) tiles[{g, nb}] = weight_tile(t, K, CO, 0, nb);
     }
-    uint64_t rows_per_chunk = std::max<uint64_t>(1, acc_region_ / OW);
-    std::vector<Block> blocks;
-    for (uint64_t nb = 0; nb < nbs; ++nb)
-      for (uint64_t r0 = 0; r0 < N * OH; r0 += rows_per_chunk) {
-        uint64_t r1 = std::min(N * OH, r0 + rows_per_chunk);
-        Block b;
-        for (uint64_t dy = 0; dy < KH; ++dy) {
-          TileGroup g{tiles[{dy, nb}], {}};
-          for (uint64_t r = r0; r < r1; ++r) {
-            uint64_t n = r / OH, oy = r % OH;
-            uint64_t src = xq + ((n * Hp + oy * sh + dy * dh) * Wp) * pix;
-            g.steps.push_back({src, OW, sw * pix, (r - r0) * OW, dy > 0});
+    uint64_t rows_per_chunk = conv_row_chunk(S > 1 ? OH : N * OH, OW, nbs);
+    // Output rows [q0, q1): without stacking all images at once from the packed image, with
+    // it one image at a time from its stacked copy.
+    auto run_rows = [&](uint64_t q0, uint64_t q1, std::vector<std::pair<std::string, uint64_t>> background) {
+      std::vector<Block> blocks;
+      for (uint64_t nb = 0; nb < nbs; ++nb)
+        for (uint64_t r0 = q0; r0 < q1; r0 += rows_per_chunk) {
+          uint64_t r1 = std::min(q1, r0 + rows_per_chunk);
+          Block b;
+          for (uint64_t g = 0; g < G; ++g) {
+            TileGroup tg{tiles[{g, nb}], {}};
+            for (uint64_t r = r0; r < r1; ++r) {
+              uint64_t n = r / OH, oy = r % OH;
+              uint64_t src = S > 1 ? zb + (oy * sh + g * S * dh) / rs * Wp * zp : xq + ((n * Hp + oy * sh + g * dh) * Wp) * pix;
+              tg.steps.push_back({src, OW, sw * zp, (r - r0) * OW, g > 0});
+            }
+            b.groups.push_back(std::move(tg));
           }
-          b.groups.push_back(std::move(g));
+          uint64_t rows = (r1 - r0) * OW;
+          uint64_t out = y.base + nb * y.block_bytes + r0 * OW * C_ * out_esz_, bias_row = bias_at(bias_ub, nb);
+          std::string ep = eps[nb];
+          b.epilogue = [this, rows, bias_row, ep, out](uint32_t m, uint64_t acc_row) { return epilogue(m, acc_row, rows, bias_row, ep, out); };
+          blocks.push_back(std::move(b));
         }
-        uint64_t rows = (r1 - r0) * OW;
-        uint64_t out = y.base + nb * y.block_bytes + r0 * OW * C_ * out_esz_, bias_row = bias_at(bias_ub, nb);
-        std::string ep = eps[nb];
-        b.epilogue = [this, rows, bias_row, ep, out](uint32_t m, uint64_t acc_row) { return epilogue(m, acc_row, rows, bias_row, ep, out); };
-        blocks.push_back(std::move(b));
+      run_blocks(blocks, std::move(background));
+    };
+    // A pool that is the output's only use (ResNet-50's max pool after conv1) runs image by
+    // image along the next image's matmuls, as run_blocks' background work on the vector
+    // unit the epilogues leave free: with stacking, where its output fits beside this one.
+    std::optional<tpu::PoolOp> pool;
+    Act py;
+    if (S > 1 && N > 1 && !int_out_ && op.getOutput().hasOneUse())
+      if (auto p = mlir::dyn_cast<tpu::PoolOp>(*op.getOutput().getUsers().begin())) {
+        auto ps = shape_of(p.getOutput());
+        uint64_t c = uint64_t(ps.back()), need = align_up(numel(ps) / c * R_ * esz_, 64) * ceil_div(c, R_);
+        if (need <= ub_.largest_free()) {
+          bool high = output_high_;
+          output_high_ = y.base + y.bytes() / 2 < ub_.capacity() / 2;  // where gen_pool would put it
+          py = new_act(ps, fmt::format("the output of '{}'", p.getLayer().str()));
+          output_high_ = high;
+          fused_pools_[p.getOperation()] = py;
+          pool = p;
+        }
       }
-    run_blocks(blocks);
+    if (S == 1) run_rows(0, N * OH, {});
+    for (uint64_t n = 0; S > 1 && n < N; ++n) {
+      // run_blocks has waited for every matmul of the previous image: its copy is free.
+      load_image(n, xq);
+      for (uint64_t s = 0; s < S && s * dh < Hp; ++s) {
+        uint64_t rows = std::min(ZH, ceil_div(Hp - s * dh, rs));
+        ub_copy(xq + s * dh * Wp * pix, zb + s * pix,
+                fmt::format("bytes={} dim=[{}, {}, {}] dim=[{}, {}, {}]", pix, Wp, pix, zp, rows, rs * Wp * pix, Wp * zp));
+      }
+      run_rows(n * OH, (n + 1) * OH, pool && n > 0 ? pool_ops(*pool, y, py, int64_t(n) - 1, int64_t(n))
+                                                   : std::vector<std::pair<std::string, uint64_t>>{});
+    }
+    if (pool)
+      for (auto& [text, occ] : pool_ops(*pool, y, py, int64_t(N) - 1, int64_t(N))) {
+        code_ += text.replace(text.find("{flag}"), 6, "f20");
+        code("  wait f20");
+      }
     ub_.release(bias_ub);
     ub_.release(xq);
+    if (S > 1) ub_.release(zb);
     add_bound(layer, N * OH * OW * KH * KW * CI * CO, KH * KW * CI * CO * esz_ + N * H * W * CI * esz_);
     define(op.getOutput(), y);
+  }
+
+  // A residual add fused into the epilogue of the convolution that produces one operand:
+  // when the convolution's output has no other user and the add's other operand is already
+  // in the unified buffer with the add as its last user, each output block's epilogue goes
+  // on to add it, in place in that operand, so the add's vector work overlaps the matmuls
+  // instead of running after them. The operations and roundings are gen_add's (INT8: both
+  // operands rescaled to the sum's scale, a saturating add, the clamp; bf16: the add and
+  // the clamp), in the same order up to commuting the add, so the results are the same.
+  struct FusedAdd {
+    Act other;
+    std::string conv_scale, other_scale, clamp;  // INT8: the two rescales
+  };
+  // Only where it pays: when the matmuls of an output block (`groups` tiles of rows) last at
+  // least as long as the epilogues the vector unit runs meanwhile (one per MXU, two
+  // operations each), so the add's work is not all queued behind them; and where the scratch
+  // slots take no more than the output would, or than half the free space.
+  std::optional<FusedAdd> fusable_add(tpu::Conv2DOp op, uint64_t groups, uint64_t scratch_bytes) {
+    Value out = op.getOutput();
+    if (int_out_ || !out.hasOneUse() || groups * cfg_.core.vector.sublanes < 2 * uint64_t(cfg_.core.mxu.count))
+      return std::nullopt;
+    auto ys = shape_of(out);
+    uint64_t out_bytes = numel(ys) / uint64_t(ys.back()) * ceil_div(uint64_t(ys.back()), R_) * R_ * esz_;
+    if (scratch_bytes > std::max(out_bytes, ub_.largest_free() / 2)) return std::nullopt;
+    auto add = mlir::dyn_cast<tpu::AddOp>(*out.getUsers().begin());
+    if (!add || add.getLhs() == add.getRhs()) return std::nullopt;
+    Value other = add.getLhs() == out ? add.getRhs() : add.getLhs();
+    if (!acts_.count(other.getAsOpaquePointer()) || !last_use(other) || shape_of(other) != shape_of(add.getOutput()) ||
+        shape_of(out) != shape_of(add.getOutput()))
+      return std::nullopt;
+    FusedAdd f{act(other), {}, {}, {}};
+    double lo = add.getClampMin().convertToDouble(), hi = add.getClampMax().convertToDouble();
+    if (q8_) {
+      double sy = scale(add.getOutput());
+      if (scale(out) > sy || scale(other) > sy) return std::nullopt;  // gen_add's fp32 case
+      f.conv_scale = new_param(fmt::format("scale=[{}]", double(scale(out)) / sy));
+      f.other_scale = new_param(fmt::format("scale=[{}]", double(scale(other)) / sy));
+      f.clamp = clamp_param(std::isinf(lo) ? lo : std::ceil(lo / sy), std::isinf(hi) ? hi : std::floor(hi / sy));
+    } else {
+      f.clamp = clamp_param(lo, hi);
+    }
+    fused_adds_[add.getOperation()] = f.other;
+    return f;
+  }
+  // The fused add's phases for `rows` rows of one lane block: the convolution's output at
+  // `conv`, the other operand (and the sum) at `other`. "{flag}" as in epilogue().
+  std::vector<std::string> fused_add_phases(const FusedAdd& f, uint64_t rows, uint64_t conv, uint64_t other) {
+    auto ref = [&](uint64_t addr, int reg, std::string& pre) {
+      if (addr <= 0xFFFFFF) return fmt::format("r0+{}", addr);
+      pre += fmt::format("  li r{}, {}\n", reg, addr);
+      return fmt::format("r{}+0", reg);
+    };
+    std::vector<std::string> ph;
+    auto op = [&](const std::string& fmt_, bool two) {
+      std::string pre, o = ref(other, 8, pre), c = two ? ref(conv, 9, pre) : "";
+      ph.push_back(pre + fmt::format(fmt::runtime(fmt_), fmt::arg("o", o), fmt::arg("c", c), fmt::arg("rows", rows),
+                                     fmt::arg("dt", dt_)) + "\n");
+    };
+    if (q8_) {
+      std::string pre, c = ref(conv, 9, pre);
+      ph.push_back(pre + fmt::format("  vec.affine dst=ub[{0}] a=ub[{0}] rows={1} dt=int8 param={2} flag={{flag}}\n", c, rows,
+                                     f.conv_scale));
+      op("  vec.affine dst=ub[{o}] a=ub[{o}] rows={rows} dt=int8 param=" + f.other_scale + " flag={{flag}}", false);
+    }
+    op("  vec.add dst=ub[{o}] a=ub[{o}] b=ub[{c}] rows={rows} dt={dt} flag={{flag}}", true);
+    if (!f.clamp.empty()) op("  vec.clamp dst=ub[{o}] a=ub[{o}] rows={rows} dt={dt} param=" + f.clamp + " flag={{flag}}", false);
+    return ph;
   }
 
   void gen_conv(tpu::Conv2DOp op) {
@@ -1024,7 +1252,15 @@ class Codegen {
     uint64_t sh = uint64_t(stride[0]), sw = uint64_t(stride[1]), dh = uint64_t(dil[0]), dw = uint64_t(dil[1]);
     uint64_t pt = uint64_t(pad[0]), pb = uint64_t(pad[1]), pl = uint64_t(pad[2]), pr = uint64_t(pad[3]);
     auto w = const_floats(op.getWeight(), layer), bias = const_floats(op.getBias(), layer);
-    Act y = out_act(op.getOutput(), fmt::format("the output of '{}'", layer));
+    // A fused residual add (fusable_add) writes the sum into its other operand; this
+    // convolution's output rows then only pass through a scratch slot per accumulator region.
+    const auto& ubc = cfg_.core.unified_buffer;
+    uint64_t period = ubc.banks > 1 ? uint64_t(ubc.banks) * ubc.row_bytes : 0;
+    uint64_t slot = align_up(conv_row_chunk(N * OH, OW, ceil_div(CO, C_)) * OW * C_ * esz_, 64) + period;
+    uint64_t slots = 2 * uint64_t(cfg_.core.mxu.count);
+    std::optional<FusedAdd> fused = fusable_add(op, KH * KW * ceil_div(CI, R_), slots * slot);
+    Act y = fused ? Act{} : out_act(op.getOutput(), fmt::format("the output of '{}'", layer));
+    uint64_t scratch = fused ? ub_take(slots * slot, fmt::format("the output rows of '{}'", layer)) : 0;
 
     // Zero-padded copy of the input when the conv pads, except for "same" convolutions
     // (stride 1, odd kernel, centred pads): their taps read the unpadded input, each clipped
@@ -1038,7 +1274,9 @@ class Codegen {
     if (padded) {
       xp = new_act({int64_t(N), int64_t(Hp), int64_t(Wp), int64_t(CI)}, fmt::format("the padded input of '{}'", layer),
                    /*temporary=*/true);
-      clear_border(xp, N, Hp, Wp, pt, pb, pl, pr);
+      // Border fills and interior copies touch disjoint rows: all in flight, one wait.
+      uint64_t inflight = 0;
+      clear_border(xp, N, Hp, Wp, pt, pb, pl, pr, false, &inflight);
       for (uint64_t b = 0; b < x.blocks; ++b)
         for (uint64_t n = 0; n < N; ++n) {
           uint64_t src = x.base + b * x.block_bytes + n * H * W * R_ * esz_;
@@ -1046,8 +1284,30 @@ class Codegen {
           std::string d = new_desc(fmt::format("bytes={} src_off={} dst_off={} dim=[{}, {}, {}]", W * R_ * esz_, src, dst, H,
                                                W * R_ * esz_, Wp * R_ * esz_));
           code(fmt::format("  dma.copy desc={} src=r0 dst=r0 flag=f1", d));
-          code("  wait f1");
+          ++inflight;
         }
+      for (; inflight; inflight -= std::min<uint64_t>(inflight, 65535))
+        code(fmt::format("  wait f1, {}", std::min<uint64_t>(inflight, 65535)));
+    }
+    // Tap pairs: a "same" convolution on at most R/2 channels leaves half of every matmul
+    // row's K empty. When it is its input's last user, one DMA copies each pixel's channels
+    // into lanes [CI, 2 CI) of the pixel above (zeros for an image's bottom row), so a
+    // matmul row covers kernel rows dy and dy + 1 (K = 2 CI); whatever other padding lanes
+    // hold is never read. Pairs start at the centre row (their row read is never above the
+    // image); rows above it stay single taps. ResNet-50's 64-channel 3x3 convs take 6
+    // matmuls per output row instead of 9.
+    bool pairs = same && G == 1 && KH > 1 && H > 1 && 2 * CI <= R_ &&
+                 (CI * esz_) % cfg_.core.unified_buffer.alignment_bytes == 0 && last_use(op.getInput());
+    if (pairs) {
+      uint64_t px = R_ * esz_, img = H * W * px;
+      std::string d = new_desc(fmt::format("bytes={} src_off={} dst_off={} dim=[{}, {}, {}] dim=[{}, {}, {}]", CI * esz_,
+                                           x.base + W * px, x.base + CI * esz_, (H - 1) * W, px, px, N, img, img));
+      code(fmt::format("  dma.copy desc={} src=r0 dst=r0 flag=f1", d));
+      code("  wait f1");  // the two transfers' spans interleave
+      d = new_desc(fmt::format("bytes={} src_off={} dst_off={} dim=[{}, 0, {}] dim=[{}, 0, {}]", CI * esz_, zero_hbm_,
+                               x.base + (H - 1) * W * px + CI * esz_, W, px, N, img));
+      code(fmt::format("  dma.load desc={} src=r0 dst=r0 flag=f1", d));
+      code("  wait f1");
     }
     std::vector<double> acc_scale;
     if (q8_) {
@@ -1083,8 +1343,29 @@ class Codegen {
         for (uint64_t nb = 0; nb < nbs; ++nb)
           if (group_overlap(cb, nb)) tiles[{t, cb, nb}] = weight_tile(tap, CI, CO, cb, nb);
     }
+    // The order taps go in ("same": the centre first, it reaches every output and
+    // initializes the accumulators) and, with pairs, which of them take kernel row dy + 1
+    // along (their tiles: rows [0, CI) tap (dy, dx), rows [CI, 2 CI) tap (dy + 1, dx)).
+    std::vector<std::pair<uint64_t, bool>> order;  // (tap, paired)
+    std::map<std::pair<uint64_t, uint64_t>, TileRef> pair_tiles;
+    uint64_t centre = (KH / 2) * KW + KW / 2;
+    for (uint64_t i = 0; i < KH * KW && !pairs; ++i) order.push_back({!same ? i : i == 0 ? centre : i <= centre ? i - 1 : i, false});
+    for (uint64_t dx = 0; pairs && dx < KW; ++dx) {
+      uint64_t c = (dx + pl) % KW;  // from the centre column on
+      for (uint64_t dy = pt; dy + 1 < KH; dy += 2) {
+        order.push_back({dy * KW + c, true});
+        // w holds tap t's CI x CO block at t * CI * CO.
+        std::vector<float> t(2 * CI * CO);
+        std::copy(w.begin() + long((dy * KW + c) * CI * CO), w.begin() + long((dy * KW + c + 1) * CI * CO), t.begin());
+        std::copy(w.begin() + long(((dy + 1) * KW + c) * CI * CO), w.begin() + long(((dy + 1) * KW + c + 1) * CI * CO),
+                  t.begin() + long(CI * CO));
+        for (uint64_t nb = 0; nb < nbs; ++nb) pair_tiles[{dy * KW + c, nb}] = weight_tile(t, 2 * CI, CO, 0, nb);
+      }
+      if ((KH - pt) % 2) order.push_back({(KH - 1) * KW + c, false});
+      for (uint64_t dy = 0; dy < pt; ++dy) order.push_back({dy * KW + c, false});
+    }
     // Output rows (n, oy) in chunks that fit an accumulator region.
-    uint64_t rows_per_chunk = std::max<uint64_t>(1, acc_region_ / OW);
+    uint64_t rows_per_chunk = conv_row_chunk(N * OH, OW, nbs);
     if (OW > acc_region_)
       throw CompileError(fmt::format("node '{}': an output row of {} pixels exceeds half the {} accumulator rows "
                                      "(core.accumulators.rows)",
@@ -1095,12 +1376,10 @@ class Codegen {
         uint64_t r1 = std::min(N * OH, r0 + rows_per_chunk);
         Block b;
         bool first = true;
-        uint64_t centre = (KH / 2) * KW + KW / 2;
-        for (uint64_t i = 0; i < KH * KW; ++i)
+        for (auto [t, paired] : order)
           for (uint64_t cb = 0; cb < cbs; ++cb) {
-            uint64_t t = !same ? i : i == 0 ? centre : i <= centre ? i - 1 : i;  // same: the centre tap first
             if (!group_overlap(cb, nb)) continue;
-            TileGroup g{tiles[{t, cb, nb}], {}};
+            TileGroup g{paired ? pair_tiles[{t, nb}] : tiles[{t, cb, nb}], {}};
             uint64_t dy = t / KW, dx = t % KW;
             for (uint64_t r = r0; r < r1; ++r) {
               uint64_t n = r / OH, oy = r % OH;
@@ -1122,14 +1401,28 @@ class Codegen {
         uint64_t rows = (r1 - r0) * OW;
         uint64_t out = y.base + nb * y.block_bytes + r0 * OW * C_ * out_esz_, bias_row = bias_at(bias_ub, nb);
         std::string ep = eps[nb];
-        b.epilogue = [this, rows, bias_row, ep, out](uint32_t m, uint64_t acc_row) { return epilogue(m, acc_row, rows, bias_row, ep, out); };
+        if (fused) {
+          // The slot of this accumulator region, started one unified-buffer bank after the
+          // other operand's rows so the add's two reads never share a bank.
+          uint64_t other = fused->other.base + nb * fused->other.block_bytes + r0 * OW * C_ * esz_;
+          b.epilogue = [this, rows, bias_row, ep, other, f = *fused, scratch, slot, period](uint32_t m, uint64_t acc_row) {
+            uint64_t at = scratch + (2 * uint64_t(m) + acc_row / acc_region_) * slot;
+            if (period) at += (other + cfg_.core.unified_buffer.row_bytes + period - at % period) % period;
+            auto ph = epilogue(m, acc_row, rows, bias_row, ep, at);
+            for (auto& extra : fused_add_phases(f, rows, at, other)) ph.push_back(std::move(extra));
+            return ph;
+          };
+        } else {
+          b.epilogue = [this, rows, bias_row, ep, out](uint32_t m, uint64_t acc_row) { return epilogue(m, acc_row, rows, bias_row, ep, out); };
+        }
         blocks.push_back(std::move(b));
       }
     run_blocks(blocks);
     ub_.release(bias_ub);
     if (padded) ub_.release(xp.base);
     add_bound(layer, N * OH * OW * KH * KW * CIg * CO, KH * KW * CIg * CO * esz_);
-    define(op.getOutput(), y);
+    if (fused) ub_.release(scratch);
+    else define(op.getOutput(), y);
   }
 
   // Pools read the unpadded input: each output pixel's window is clipped to the image (max
@@ -1137,16 +1430,17 @@ class Codegen {
   // with count_include_pad by the window clipped to the padded image). Runs of output pixels
   // with the same clipped window are one vec.maxpool/avgpool each: the interior of a row is
   // one run, border pixels their own.
-  void gen_pool(tpu::PoolOp op) {
+  // The vector instructions of a pool of x into y for images [n0, n1), each with its
+  // estimated issue cycles; "{flag}" stands for the completion flag.
+  std::vector<std::pair<std::string, uint64_t>> pool_ops(tpu::PoolOp op, const Act& x, const Act& y, int64_t n0, int64_t n1) {
     std::string layer = op.getLayer().str();
-    tag(layer);
-    const Act& x = act(op.getInput());
     auto ys = shape_of(op.getOutput());
-    int64_t N = x.shape[0], H = x.shape[1], W = x.shape[2], OH = ys[1], OW = ys[2];
+    int64_t N = n1 - n0, H = x.shape[1], W = x.shape[2], OH = ys[1], OW = ys[2];
     auto k = op.getKernel(), st = op.getStride(), pad = op.getPad();
     bool maxp = op.getKind() == "max", include_pad = op.getCountIncludePad();
-    Act y = new_act(ys, fmt::format("the output of '{}'", layer));
     uint64_t px = R_ * esz_;
+    std::vector<std::pair<std::string, uint64_t>> ops;
+    const auto& vc = cfg_.core.vector;
     // The part of a window (origin o, size kk) inside [0, size) and inside the padded extent.
     struct Span {
       int64_t lo, hi, padded;
@@ -1169,8 +1463,11 @@ class Codegen {
       else
         runs.push_back({ox, ox + 1, sx});
     }
+    // One output pixel per image (a global pool): one instruction per lane block covers
+    // every image, its rows an image apart.
+    bool per_image = OH == 1 && OW == 1 && runs.size() == 1;
     for (uint64_t b = 0; b < x.blocks; ++b)
-      for (int64_t n = 0; n < N; ++n)
+      for (int64_t n = n0; n < (per_image ? n0 + 1 : n1); ++n)
         for (int64_t oy = 0; oy < OH; ++oy) {
           int64_t y0 = oy * st[0] - pad[0];
           Span sy = span(y0, k[0], H, pad[0], pad[1]);
@@ -1182,20 +1479,41 @@ class Codegen {
             for (int64_t dy = sy.lo; dy < sy.hi; ++dy)
               for (int64_t dx = r.sx.lo; dx < r.sx.hi; ++dx)
                 window.push_back(((dy - sy.lo) * W + (dx - r.sx.lo)) * int64_t(px));
-            std::string body = fmt::format("window=[{}] pool_stride={}", fmt::join(window, ", "), uint64_t(st[1]) * px);
+            std::string body = fmt::format("window=[{}] pool_stride={}", fmt::join(window, ", "),
+                                           per_image ? uint64_t(H * W) * px : uint64_t(st[1]) * px);
             int64_t divisor = include_pad ? sy.padded * r.sx.padded : cnt;
             std::string p = new_param(maxp ? body : body + fmt::format(" scale=[{}]", 1.0 / double(divisor)));
             uint64_t src = x.base + b * x.block_bytes + uint64_t((n * H + y0 + sy.lo) * W + x0 + r.sx.lo) * px;
             uint64_t dst = y.base + b * y.block_bytes + uint64_t((n * OH + oy) * OW + r.ox0) * px;
-            code(fmt::format("  li r1, {} || li r2, {}", src, dst));
-            code(fmt::format("  vec.{}pool dst=ub[r2+0] a=ub[r1+0] rows={} dt={} param={} flag=f20", maxp ? "max" : "avg",
-                             r.ox1 - r.ox0, dt_, p));
-            code("  wait f20");
+            uint64_t rows = uint64_t(per_image ? N : r.ox1 - r.ox0);
+            ops.push_back({fmt::format("  li r1, {} || li r2, {}\n  vec.{}pool dst=ub[r2+0] a=ub[r1+0] rows={} dt={} param={} "
+                                       "flag={{flag}}\n",
+                                       src, dst, maxp ? "max" : "avg", rows, dt_, p),
+                           ceil_div(rows, std::max<uint32_t>(1, vc.sublanes)) * window.size() *
+                               ceil_div(C_, std::max<uint32_t>(1, vc.lanes))});
           }
         }
+    return ops;
+  }
+
+  void gen_pool(tpu::PoolOp op) {
+    std::string layer = op.getLayer().str();
+    tag(layer);
+    if (auto it = fused_pools_.find(op.getOperation()); it != fused_pools_.end()) {
+      add_bound(layer, 0, 0);  // done along the convolution that produces its input (gen_conv_packed)
+      define(op.getOutput(), it->second);
+      return;
+    }
+    const Act& x = act(op.getInput());
+    Act y = new_act(shape_of(op.getOutput()), fmt::format("the output of '{}'", layer));
+    for (auto& [text, occ] : pool_ops(op, x, y, 0, x.shape[0])) {
+      code_ += text.replace(text.find("{flag}"), 6, "f20");
+      code("  wait f20");
+    }
     add_bound(layer, 0, 0);
     define(op.getOutput(), y);
   }
+
 
   // INT8 y = a <kind> b through fp32 rows, each operand rescaled to the output's scale
   // (params pa, pb) and the result rounded once: for operands whose range exceeds the
@@ -1213,6 +1531,11 @@ class Codegen {
   void gen_add(tpu::AddOp op) {
     std::string layer = op.getLayer().str();
     tag(layer);
+    if (auto it = fused_adds_.find(op.getOperation()); it != fused_adds_.end()) {
+      add_bound(layer, 0, 0);  // done in the convolution's epilogue (fusable_add)
+      define(op.getOutput(), it->second);
+      return;
+    }
     const Act& a = act(op.getLhs());
     const Act& b = act(op.getRhs());
     Act y = out_in_place(op.getOutput(), {op.getLhs(), op.getRhs()}, layer);
@@ -1229,10 +1552,14 @@ class Codegen {
     bool wide = q8_ && (scale(op.getLhs()) > sy || scale(op.getRhs()) > sy);
     uint64_t row_tmp = wide ? C_ * 4 : R_ * esz_, cr = std::min<uint64_t>(y.rows, std::max<uint64_t>(1, (1u << 20) / row_tmp));
     uint64_t tmp = 0, tmp_bytes = align_up(cr * row_tmp, 64);
+    // vec.add reads y and the rescaled b together: the temporary starts one unified-buffer
+    // bank after y's rows (mod the banks' period), so the two reads never share a bank.
+    const auto& ubc = cfg_.core.unified_buffer;
+    uint64_t period = ubc.banks > 1 ? uint64_t(ubc.banks) * ubc.row_bytes : 0;
     if (q8_) {
       pa = new_param(fmt::format("scale=[{}]", double(scale(op.getLhs())) / sy));
       pb = new_param(fmt::format("scale=[{}]", double(scale(op.getRhs())) / sy));
-      tmp = ub_take((wide ? 2 : 1) * tmp_bytes, fmt::format("the rescaled operands of '{}'", layer));
+      tmp = ub_take((wide ? 2 : 1) * tmp_bytes + (wide ? 0 : period), fmt::format("the rescaled operands of '{}'", layer));
     }
     uint64_t rowb = R_ * esz_;
     for (uint64_t blk = 0; blk < y.blocks; ++blk)
@@ -1240,8 +1567,10 @@ class Codegen {
         uint64_t n = q8_ ? std::min(cr, y.rows - r0) : y.rows;
         uint64_t ya = y.base + blk * y.block_bytes + r0 * rowb, aa = a.base + blk * a.block_bytes + r0 * rowb,
                  ba = b.base + blk * b.block_bytes + r0 * rowb;
+        uint64_t tb = tmp;
+        if (q8_ && !wide && period) tb += (ya + ubc.row_bytes + period - tmp % period) % period;
         code(fmt::format("  li r1, {} || li r2, {}", aa, ba));
-        code(fmt::format("  li r3, {} || li r4, {}", ya, tmp));
+        code(fmt::format("  li r3, {} || li r4, {}", ya, tb));
         if (wide) {
           code(fmt::format("  li r5, {}", tmp + tmp_bytes));
           int8_in_fp32("add", n, pa, pb);
@@ -2390,6 +2719,8 @@ class Codegen {
   std::map<const void*, uint64_t> int_hbm_;    // integer model inputs (int32 in HBM)
   bool int_out_ = false;     // the op being generated has an int32 result
   uint64_t out_esz_ = 2;     // bytes per element of that op's output rows
+  std::map<mlir::Operation*, Act> fused_adds_;  // adds done in a convolution's epilogue, and their output
+  std::map<mlir::Operation*, Act> fused_pools_;  // pools done along the convolution before them, and their output
   uint64_t hbm_next_ = 0, zero_hbm_ = 0, const_bytes_ = 0;
   int ndesc_ = 0, nparam_ = 0;
   std::map<std::string, std::string> desc_names_, param_names_;

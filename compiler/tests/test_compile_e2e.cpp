@@ -69,6 +69,31 @@ Vec conv_grouped(const Vec& x, int64_t C, int64_t H, int64_t W, const Vec& w, co
 Vec conv(const Vec& x, int64_t C, int64_t H, int64_t W, const Vec& w, const Vec& b, int64_t CO, int64_t K, int64_t pad, int64_t& OH, int64_t& OW) {
   return conv_grouped(x, C, H, W, w, b, CO, K, 1, pad, 1, OH, OW);
 }
+// Convolution of a batch, x [N, C, H, W], w [CO, C, KH, KW]: strides, dilations and pads
+// (top, left, bottom, right) per axis, as ONNX's Conv defines them.
+struct ConvGeom {
+  int64_t kh, kw, sh, sw, dh, dw, pt, pl, pb, pr;
+};
+Vec conv_nchw(const Vec& x, int64_t N, int64_t C, int64_t H, int64_t W, const Vec& w, const Vec& b, int64_t CO, const ConvGeom& g,
+              int64_t& OH, int64_t& OW) {
+  OH = (H + g.pt + g.pb - (g.dh * (g.kh - 1) + 1)) / g.sh + 1, OW = (W + g.pl + g.pr - (g.dw * (g.kw - 1) + 1)) / g.sw + 1;
+  Vec y(size_t(N * CO * OH * OW));
+  for (int64_t n = 0; n < N; ++n)
+    for (int64_t o = 0; o < CO; ++o)
+      for (int64_t oy = 0; oy < OH; ++oy)
+        for (int64_t ox = 0; ox < OW; ++ox) {
+          double s = b[size_t(o)];
+          for (int64_t c = 0; c < C; ++c)
+            for (int64_t ky = 0; ky < g.kh; ++ky)
+              for (int64_t kx = 0; kx < g.kw; ++kx) {
+                int64_t iy = oy * g.sh + ky * g.dh - g.pt, ix = ox * g.sw + kx * g.dw - g.pl;
+                if (iy < 0 || ix < 0 || iy >= H || ix >= W) continue;
+                s += double(x[size_t(((n * C + c) * H + iy) * W + ix)]) * w[size_t(((o * C + c) * g.kh + ky) * g.kw + kx)];
+              }
+          y[size_t(((n * CO + o) * OH + oy) * OW + ox)] = float(s);
+        }
+  return y;
+}
 Vec maxpool2(const Vec& x, int64_t C, int64_t H, int64_t W) {
   Vec y(size_t(C * (H / 2) * (W / 2)));
   for (int64_t c = 0; c < C; ++c)
@@ -592,6 +617,131 @@ TEST_P(CompileE2E, SmallCnnWithBatchNormMatchesFp32Reference) {
   c2 = maxpool2(c2, 16, OH2, OW2);
   Vec want = gemm(c2, 1, 64, w3, 10, b3, true);
   expect_close(got, want, tolerance(0.04));
+}
+
+// First layers on few-channel images, which convolutions read packed from HBM with several
+// kernel rows stacked in one matmul row where the array has room (docs/compiler.md): a
+// ResNet-style 7x7 stride-2 convolution with ReLU (two kernel-row groups on tpu-v4-core,
+// none on the tiny arrays), and a 3x2 kernel with vertical stride 3 and dilation 2 and
+// uneven pads (two groups, the second half empty, on tiny-16x16; one on tpu-v4-core)
+// followed by a 3x3 stride-2 max pool. Batch 2: the stacked copy is rebuilt per image, and
+// where rows are stacked the pool of image 0 runs along image 1's matmuls.
+TEST_P(CompileE2E, PackedFirstLayersWithStackedKernelRowsMatchFp32Reference) {
+  OnnxBuilder m;
+  const int64_t N = 2, C = 3, H = 13, W = 14;
+  m.input("a", {N, C, H, W});
+  m.input("b", {N, C, H, W});
+  const ConvGeom ga{7, 7, 2, 2, 1, 1, 3, 3, 3, 3}, gb{3, 2, 3, 1, 2, 1, 2, 0, 1, 1};
+  auto& wa = m.init("wa", {12, C, 7, 7}, 0.2f);
+  auto& ba = m.init("ba", {12}, 0.1f);
+  auto& wb = m.init("wb", {10, C, 3, 2}, 0.3f);
+  auto& bb = m.init("bb", {10}, 0.1f);
+  auto* ca = m.node("Conv", "conv_a", {"a", "wa", "ba"}, {"ca"});
+  OnnxBuilder::attr(ca, "kernel_shape", std::vector<int64_t>{7, 7});
+  OnnxBuilder::attr(ca, "strides", std::vector<int64_t>{2, 2});
+  OnnxBuilder::attr(ca, "pads", std::vector<int64_t>{3, 3, 3, 3});
+  m.node("Relu", "relu_a", {"ca"}, {"ya"});
+  auto* cb = m.node("Conv", "conv_b", {"b", "wb", "bb"}, {"yb"});
+  auto* mp = m.node("MaxPool", "pool_b", {"yb"}, {"pb"});
+  OnnxBuilder::attr(mp, "kernel_shape", std::vector<int64_t>{3, 3});
+  OnnxBuilder::attr(mp, "strides", std::vector<int64_t>{2, 2});
+  OnnxBuilder::attr(mp, "pads", std::vector<int64_t>{1, 1, 1, 1});
+  OnnxBuilder::attr(cb, "kernel_shape", std::vector<int64_t>{3, 2});
+  OnnxBuilder::attr(cb, "strides", std::vector<int64_t>{3, 1});
+  OnnxBuilder::attr(cb, "dilations", std::vector<int64_t>{2, 1});
+  OnnxBuilder::attr(cb, "pads", std::vector<int64_t>{2, 0, 1, 1});
+  int64_t OHa, OWa, OHb, OWb;
+  Vec xa = uniform_values(size_t(N * C * H * W), 21, 1000.0f), xb = uniform_values(size_t(N * C * H * W), 22, 1000.0f);
+  Vec want_a = relu(conv_nchw(xa, N, C, H, W, wa, ba, 12, ga, OHa, OWa));
+  Vec yb = conv_nchw(xb, N, C, H, W, wb, bb, 10, gb, OHb, OWb);
+  int64_t PH = (OHb + 2 - 3) / 2 + 1, PW = (OWb + 2 - 3) / 2 + 1;
+  Vec want_b(size_t(N * 10 * PH * PW), -INFINITY);
+  for (int64_t nc = 0; nc < N * 10; ++nc)
+    for (int64_t py = 0; py < PH; ++py)
+      for (int64_t px = 0; px < PW; ++px)
+        for (int64_t dy = 0; dy < 3; ++dy)
+          for (int64_t dx = 0; dx < 3; ++dx) {
+            int64_t iy = py * 2 + dy - 1, ix = px * 2 + dx - 1;
+            if (iy < 0 || ix < 0 || iy >= OHb || ix >= OWb) continue;
+            float& o = want_b[size_t((nc * PH + py) * PW + px)];
+            o = std::max(o, yb[size_t((nc * OHb + iy) * OWb + ix)]);
+          }
+  m.output("ya", {N, 12, OHa, OWa});
+  m.output("pb", {N, 10, PH, PW});
+  auto path = m.save("vtpu_packed_" + id() + ".onnx");
+  std::map<std::string, Vec> in{{"a", xa}, {"b", xb}};
+  expect_close(compile_and_run(path, in, "ya", /*nchw=*/true), want_a, tolerance(0.02));
+  expect_close(compile_and_run(path, in, "pb", /*nchw=*/true), want_b, tolerance(0.02));
+}
+
+// "Same" convolutions on few channels, each its input's last user, pair kernel rows in one
+// matmul row (docs/compiler.md): a 3x3 on 4 channels (pairs on every preset) and a 5x5 with
+// ReLU on 8 channels (pairs on tiny-16x16 and tpu-v4-core: a pair, a single below it and
+// two single rows above it). Batch 2: each image's bottom row pairs with zeros.
+TEST_P(CompileE2E, SameConvolutionsOnFewChannelsPairKernelRowsMatchFp32Reference) {
+  OnnxBuilder m;
+  const int64_t N = 2, H = 6, W = 7;
+  m.input("a", {N, 4, H, W});
+  m.input("b", {N, 8, H, W});
+  m.node("Sigmoid", "sigmoid_a", {"a"}, {"ra"});  // may leave nonzero padding lanes: never read
+  m.node("Relu", "relu_b", {"b"}, {"rb"});
+  const ConvGeom ga{3, 3, 1, 1, 1, 1, 1, 1, 1, 1}, gb{5, 5, 1, 1, 1, 1, 2, 2, 2, 2};
+  auto& wa = m.init("wa", {7, 4, 3, 3}, 0.3f);
+  auto& ba = m.init("ba", {7}, 0.1f);
+  auto& wb = m.init("wb", {6, 8, 5, 5}, 0.15f);
+  auto& bb = m.init("bb", {6}, 0.1f);
+  auto* ca = m.node("Conv", "conv_a", {"ra", "wa", "ba"}, {"ya"});
+  OnnxBuilder::attr(ca, "kernel_shape", std::vector<int64_t>{3, 3});
+  OnnxBuilder::attr(ca, "pads", std::vector<int64_t>{1, 1, 1, 1});
+  auto* cb = m.node("Conv", "conv_b", {"rb", "wb", "bb"}, {"cb"});
+  OnnxBuilder::attr(cb, "kernel_shape", std::vector<int64_t>{5, 5});
+  OnnxBuilder::attr(cb, "pads", std::vector<int64_t>{2, 2, 2, 2});
+  m.node("Relu", "relu_cb", {"cb"}, {"yb"});
+  m.output("ya", {N, 7, H, W});
+  m.output("yb", {N, 6, H, W});
+  auto path = m.save("vtpu_pairs_" + id() + ".onnx");
+  Vec xa = uniform_values(size_t(N * 4 * H * W), 31, 1000.0f), xb = uniform_values(size_t(N * 8 * H * W), 32, 1000.0f);
+  int64_t OH, OW;
+  Vec sa = xa;
+  for (auto& v : sa) v = float(1.0 / (1.0 + std::exp(-double(v))));
+  Vec want_a = conv_nchw(sa, N, 4, H, W, wa, ba, 7, ga, OH, OW);
+  Vec want_b = relu(conv_nchw(relu(xb), N, 8, H, W, wb, bb, 6, gb, OH, OW));
+  std::map<std::string, Vec> in{{"a", xa}, {"b", xb}};
+  expect_close(compile_and_run(path, in, "ya", /*nchw=*/true), want_a, tolerance(0.02));
+  expect_close(compile_and_run(path, in, "yb", /*nchw=*/true), want_b, tolerance(0.02));
+}
+
+// A residual block (1x1 conv + ReLU, 3x3 conv, add of the block's input, ReLU), batch 2:
+// the add goes into the 3x3 convolution's epilogue, in place in the shortcut
+// (docs/compiler.md), and must give what the separate add gives; then a global average
+// pool over both images.
+TEST_P(CompileE2E, ResidualAddFusedIntoTheConvolutionMatchesFp32Reference) {
+  OnnxBuilder m;
+  const int64_t N = 2, C = 12, H = 5, W = 6;
+  m.input("x", {N, C, H, W});
+  m.node("Relu", "relu0", {"x"}, {"a"});
+  auto& w1 = m.init("w1", {6, C, 1, 1}, 0.3f);
+  auto& b1 = m.init("b1", {6}, 0.1f);
+  auto* c1 = m.node("Conv", "conv1", {"a", "w1", "b1"}, {"c1"});
+  OnnxBuilder::attr(c1, "kernel_shape", std::vector<int64_t>{1, 1});
+  m.node("Relu", "relu1", {"c1"}, {"r1"});
+  auto [w2, b2] = conv3x3(m, "conv2", "r1", "c2", 6, C, 0.2f, 0.1f, "w2", "b2");
+  m.node("Add", "add", {"c2", "a"}, {"s"});
+  m.node("Relu", "relu2", {"s"}, {"y"});
+  m.node("GlobalAveragePool", "gap", {"y"}, {"g"});  // one instruction per lane block for both images
+  m.output("y", {N, C, H, W});
+  m.output("g", {N, C, 1, 1});
+  auto path = m.save("vtpu_residual_" + id() + ".onnx");
+  Vec x = uniform_values(size_t(N * C * H * W), 41, 1000.0f);
+  int64_t OH, OW;
+  Vec a = relu(x);
+  Vec r1 = relu(conv_nchw(a, N, C, H, W, w1, b1, 6, {1, 1, 1, 1, 1, 1, 0, 0, 0, 0}, OH, OW));
+  Vec want = conv_nchw(r1, N, 6, H, W, w2, b2, C, {3, 3, 1, 1, 1, 1, 1, 1, 1, 1}, OH, OW);
+  for (size_t i = 0; i < want.size(); ++i) want[i] = std::max(0.0f, want[i] + a[i]);
+  Vec want_g(size_t(N * C), 0.0f);
+  for (size_t i = 0; i < want.size(); ++i) want_g[i / size_t(H * W)] += want[i] / float(H * W);
+  expect_close(compile_and_run(path, {{"x", x}}, "y", /*nchw=*/true), want, tolerance(0.02));
+  expect_close(compile_and_run(path, {{"x", x}}, "g", /*nchw=*/true), want_g, tolerance(0.02));
 }
 
 // MobileNet-style separable blocks: depthwise 3x3 + batch norm + ReLU6, a depthwise
