@@ -213,6 +213,11 @@ class Codegen {
         }
         continue;
       }
+      if (auto f = fused_.find(&op); f != fused_.end()) {  // already done in a matmul's epilogues
+        define(op.getResult(0), f->second);
+        for (Value operand : op.getOperands()) release(operand);
+        continue;
+      }
       current_op_ = op.getName().stripDialect().str();
       // Outputs go to the end of the unified buffer away from the op's main input, so a
       // chain of layers alternates ends and frees contiguous space behind it.
@@ -242,6 +247,7 @@ class Codegen {
       else if (auto af = mlir::dyn_cast<tpu::AffineOp>(op)) gen_affine(af);
       else if (auto un = mlir::dyn_cast<tpu::UnaryOp>(op)) gen_unary(un);
       else throw CompileError(fmt::format("code generation does not handle {}", op.getName().getStringRef().str()));
+      for (Value result : op.getResults()) store_rhs_early(result);
       for (Value operand : op.getOperands()) release(operand);
     }
     code("  halt");
@@ -352,6 +358,19 @@ class Codegen {
     code(fmt::format("  li r1, {} || li r2, {}", src, dst));
     code(fmt::format("  dma.copy desc={} src=r1 dst=r2 flag=f1", d));
     code("  wait f1");
+  }
+  // A unified-buffer copy that is not waited for: independent copies (a transpose's or a
+  // head split's runs) overlap in the DMA engine instead of paying its setup one by one.
+  // They count on f1 until copies_wait().
+  void ub_copy_async(uint64_t src, uint64_t dst, const std::string& shape) {
+    std::string d = new_desc(shape);
+    code(fmt::format("  li r1, {} || li r2, {}", src, dst));
+    code(fmt::format("  dma.copy desc={} src=r1 dst=r2 flag=f1", d));
+    if (++copies_in_flight_ == 1024) copies_wait();
+  }
+  void copies_wait() {
+    if (copies_in_flight_) code(fmt::format("  wait f1, {}", copies_in_flight_));
+    copies_in_flight_ = 0;
   }
   // One vector instruction, waited for.
   void vec_wait(const std::string& line) {
@@ -671,33 +690,49 @@ class Codegen {
     // Epilogues in flight: one vector operation per step each, so they overlap the
     // matmuls of the next blocks. Flags: f(2+m) matmul done per block (waited in block
     // order), f24 epilogue operations.
+    // An epilogue's first operation waits for its block's last matmul, which is done only
+    // after the array's fill and drain (in + R + C - 2 + out cycles behind its last row).
+    // Waiting at once would stall issue that long on every block; so an epilogue starts
+    // only once about that many rows of later matmuls have been issued (`clock` counts the
+    // rows of each step's longest group), and the accumulators are split into as many
+    // regions as the largest block leaves room for, so blocks keep streaming meanwhile.
     struct Pending {
       uint32_t mxu;
       uint64_t region;
       std::vector<std::string> phases;
+      uint64_t start_at = 0;  // `clock` from which its first operation may wait
+      uint64_t last = 0;  // the f24 count of its last operation issued
       size_t next = 0;
       bool closed = false;
     };
+    uint64_t span = 1;
+    for (const Block& b : blocks)
+      for (const TileGroup& g : b.groups)
+        for (const MatmulStep& st : g.steps) span = std::max(span, st.acc_row + st.rows);
+    uint64_t nreg = std::max<uint64_t>(2, cfg_.core.accumulators.rows / span), region_rows = cfg_.core.accumulators.rows / nreg;
+    const auto& mc = cfg_.core.mxu;
+    uint64_t lag = mc.input_latency_cycles + R_ + C_ + mc.output_latency_cycles, clock = 0;
     std::deque<Pending> pending;
-    // The vector unit completes operations in order, so waiting for every epilogue
-    // operation issued so far (f24 counts them) guarantees the previous phase is done.
-    uint64_t outstanding = 0;
-    auto drain_vector = [&] {
-      if (outstanding) code(fmt::format("  wait f24, {}", outstanding));
-      outstanding = 0;
+    // The vector unit completes operations in order and f24 counts the epilogue operations
+    // done, so an epilogue's next phase waits until f24 has counted up to its own previous
+    // operation: the other epilogues' operations issued after it keep the unit busy.
+    uint64_t issued = 0, consumed = 0;
+    auto wait_upto = [&](uint64_t j) {
+      if (consumed < j) code(fmt::format("  wait f24, {}", j - consumed));
+      consumed = std::max(consumed, j);
     };
     auto advance = [&](Pending& p) {
       if (p.next == 0) code(fmt::format("  wait f{}", 2 + p.mxu));
-      else drain_vector();
+      else wait_upto(p.last);
       std::string text = p.phases[p.next++];
       for (size_t at = text.find("{flag}"); at != std::string::npos; at = text.find("{flag}")) text.replace(at, 6, "f24");
       code_ += text;
-      ++outstanding;
+      p.last = ++issued;
     };
     auto finish = [&](Pending& p) {
       if (p.closed) return;
       while (p.next < p.phases.size()) advance(p);
-      drain_vector();  // its last operation has written the output
+      wait_upto(p.last);  // its last operation has written the output
       p.closed = true;
     };
     std::vector<size_t> tile_pos(nm, 0), blocks_done(nm, 0);
@@ -706,6 +741,7 @@ class Codegen {
     while (work) {
       work = false;
       finished.clear();
+      uint64_t step_rows = 0;
       // This step: each MXU's next tile group. Their matmuls are interleaved across the MXUs
       // so that in-order issue never leaves one MXU idle behind another's queue.
       std::vector<const TileGroup*> grp(nm, nullptr);
@@ -715,8 +751,8 @@ class Codegen {
         if (tile_pos[m] >= s[m].tiles.size()) continue;
         work = true;
         auto [bi, gi] = s[m].tiles[tile_pos[m]];
-        uint64_t region = blocks_done[m] % 2;
-        base[m] = region * acc_region_;
+        uint64_t region = blocks_done[m] % nreg;
+        base[m] = region * region_rows;
         // The accumulator region must be free: finish the epilogues (in order) up to the
         // one that still reads it.
         if (gi == 0) {
@@ -731,6 +767,9 @@ class Codegen {
         }
         grp[m] = &blocks[bi].groups[gi];
         longest = std::max(longest, grp[m]->steps.size());
+        uint64_t grows = 0;
+        for (const MatmulStep& st : grp[m]->steps) grows += st.rows;
+        step_rows = std::max(step_rows, grows);
       }
       for (size_t k = 0; k < longest; ++k)
         for (uint32_t m = 0; m < nm; ++m) {
@@ -758,15 +797,18 @@ class Codegen {
       for (uint32_t m = 0; m < nm; ++m) {
         if (!grp[m]) continue;
         auto [bi, gi] = s[m].tiles[tile_pos[m]];
-        if (gi + 1 == blocks[bi].groups.size()) finished.push_back({m, {bi, blocks_done[m] % 2}}), blocks_done[m]++;
+        if (gi + 1 == blocks[bi].groups.size()) finished.push_back({m, {bi, blocks_done[m] % nreg}}), blocks_done[m]++;
         tile_pos[m]++;
       }
+      clock += step_rows;
       for (Pending& p : pending)
-        if (!p.closed && p.next < p.phases.size()) advance(p);
-      for (auto& [m, br] : finished) pending.push_back({m, br.second, blocks[br.first].epilogue(m, br.second * acc_region_)});
+        if (!p.closed && p.next < p.phases.size() && (p.next > 0 || clock >= p.start_at)) advance(p);
+      for (auto& [m, br] : finished)
+        pending.push_back({m, br.second, blocks[br.first].epilogue(m, br.second * region_rows), clock + lag});
       while (!pending.empty() && pending.front().closed) pending.pop_front();
     }
     for (Pending& p : pending) finish(p);
+    wait_upto(issued);
   }
 
   // Rows per output block of a matmul with `n_blocks` column blocks (per row chunk): at most
@@ -796,6 +838,85 @@ class Codegen {
   }
 
   // ---- layers ----
+
+  // An elementwise op that is the only consumer of a matmul's output (through reshapes that
+  // keep the rows), in bf16: a table function (BERT's GELU), a per-channel affine step
+  // (attention's 1 / sqrt(d)) or an add of an activation already computed (a residual),
+  // with its clamp. It then runs in the matmul's epilogues, on each output block right
+  // after the block's conversion to bf16: the same vector operations on the same values as
+  // its own pass would run (so the same bits), but overlapping the next blocks' matmuls.
+  // Returns the extra epilogue phases of output block (n block, byte offset in the block,
+  // rows), or nothing when there is no such op.
+  using FusedPhases = std::function<std::vector<std::string>(uint64_t, uint64_t, uint64_t)>;
+  FusedPhases fuse_elementwise(Value out, const Act& y, const std::string& into_layer) {
+    if (q8_) return {};
+    Value v = out;
+    while (v.hasOneUse()) {
+      auto r = mlir::dyn_cast<tpu::ReshapeOp>(*v.getUsers().begin());
+      if (!r || shape_of(r.getOutput()).back() != int64_t(y.features)) break;
+      v = r.getOutput();
+    }
+    if (!v.hasOneUse()) return {};
+    mlir::Operation* u = *v.getUsers().begin();
+    if (u->getNumResults() != 1 || numel(shape_of(u->getResult(0))) != numel(y.shape) ||
+        shape_of(u->getResult(0)).back() != int64_t(y.features))
+      return {};
+    auto at = [this](uint64_t addr, int reg, std::string& pre) {
+      if (addr <= 0xFFFFFF) return fmt::format("r0+{}", addr);
+      pre += fmt::format("  li r{}, {}\n", reg, addr);
+      return fmt::format("r{}+0", reg);
+    };
+    FusedPhases f;
+    if (auto un = mlir::dyn_cast<tpu::UnaryOp>(u)) {
+      std::string fn = un.getFn().str();
+      f = [this, y, fn, at](uint64_t n, uint64_t off, uint64_t rows) {
+        std::string pre, o = at(y.base + n * y.block_bytes + off, 6, pre);
+        return std::vector<std::string>{pre + fmt::format("  vec.{} dst=ub[{}] a=ub[{}] rows={} dt=bf16 flag={{flag}}\n", fn, o, o, rows)};
+      };
+    } else if (auto af = mlir::dyn_cast<tpu::AffineOp>(u)) {
+      std::vector<std::string> params;
+      for (uint64_t blk = 0; blk < y.blocks; ++blk)
+        params.push_back(affine_param(const_floats(af.getScale(), af.getLayer().str()), const_floats(af.getBias(), af.getLayer().str()), blk, 1.0, 1.0));
+      f = [this, y, params, at](uint64_t n, uint64_t off, uint64_t rows) {
+        std::string pre, o = at(y.base + n * y.block_bytes + off, 6, pre);
+        return std::vector<std::string>{
+            pre + fmt::format("  vec.affine dst=ub[{}] a=ub[{}] rows={} dt=bf16 param={} flag={{flag}}\n", o, o, rows, params[n])};
+      };
+    } else if (auto ad = mlir::dyn_cast<tpu::AddOp>(u)) {
+      Value other = ad.getLhs() == v ? ad.getRhs() : ad.getLhs();
+      auto it = acts_.find(other.getAsOpaquePointer());
+      if (other == v || it == acts_.end() || it->second.rows != y.rows || it->second.blocks != y.blocks) return {};
+      Act b = it->second;
+      std::string cp = clamp_param(ad.getClampMin().convertToDouble(), ad.getClampMax().convertToDouble());
+      f = [this, y, b, cp, at](uint64_t n, uint64_t off, uint64_t rows) {
+        std::string pre, o = at(y.base + n * y.block_bytes + off, 6, pre), bo = at(b.base + n * b.block_bytes + off, 7, pre);
+        std::vector<std::string> ph{pre + fmt::format("  vec.add dst=ub[{0}] a=ub[{0}] b=ub[{1}] rows={2} dt=bf16 flag={{flag}}\n", o, bo, rows)};
+        if (!cp.empty()) {
+          std::string pre2, o2 = at(y.base + n * y.block_bytes + off, 6, pre2);
+          ph.push_back(pre2 + fmt::format("  vec.clamp dst=ub[{0}] a=ub[{0}] rows={1} dt=bf16 param={2} flag={{flag}}\n", o2, rows, cp));
+        }
+        return ph;
+      };
+    } else {
+      return {};
+    }
+    Act fy = y;
+    fy.shape = shape_of(u->getResult(0));
+    fused_[u] = fy;
+    fused_bounds_.push_back({into_layer, u->getName().stripDialect().str(), fy.shape});
+    return f;
+  }
+  // The bounds rows of the ops fused into `layer`'s epilogues (after the layer's own row).
+  void add_fused_bounds() {
+    for (auto& [layer, opname, shape] : fused_bounds_) {
+      LayerBound lb;
+      lb.layer = layer;
+      lb.op = opname;
+      lb.shape = shape;
+      bounds_.push_back(lb);
+    }
+    fused_bounds_.clear();
+  }
 
   void gen_matmul(tpu::MatmulOp op) {
     std::string layer = op.getLayer().str();
@@ -833,6 +954,7 @@ class Codegen {
     uint64_t kt = ceil_div(K, R_), nt = ceil_div(N, C_);
     uint64_t mc = row_chunk(x.rows, nt);
     const auto& tiles = shared.tiles;
+    FusedPhases fused = fuse_elementwise(op.getOutput(), y, layer);
     std::vector<Block> blocks;
     for (uint64_t n = 0; n < nt; ++n)
       for (uint64_t r0 = 0; r0 < x.rows; r0 += mc) {
@@ -842,12 +964,18 @@ class Codegen {
           b.groups.push_back({tiles[n][k], {{x.base + k * x.block_bytes + r0 * R_ * esz_, rows, 0, 0, k > 0}}});
         uint64_t out = y.base + n * y.block_bytes + r0 * C_ * esz_, bias_row = bias_at(bias_ub, n);
         std::string ep = eps[n];
-        b.epilogue = [this, rows, bias_row, ep, out](uint32_t m, uint64_t acc_row) { return epilogue(m, acc_row, rows, bias_row, ep, out); };
+        b.epilogue = [this, rows, bias_row, ep, out, fused, n, r0](uint32_t m, uint64_t acc_row) {
+          auto ph = epilogue(m, acc_row, rows, bias_row, ep, out);
+          if (fused)
+            for (auto& p : fused(n, r0 * C_ * esz_, rows)) ph.push_back(p);
+          return ph;
+        };
         blocks.push_back(std::move(b));
       }
     run_blocks(blocks);
     ub_.release(bias_ub);
     add_bound(layer, x.rows * K * N, K * N * esz_);  // the tiles are read again, whether shared or not
+    add_fused_bounds();
     define(op.getOutput(), y);
   }
 
@@ -863,19 +991,21 @@ class Codegen {
     auto as = shape_of(op.getLhs()), ws = shape_of(op.getRhs());
     uint64_t B = uint64_t(as[0]), M = uint64_t(as[1]), K = uint64_t(as[2]), N = uint64_t(ws[2]);
     Act y = new_act(shape_of(op.getOutput()), fmt::format("the output of '{}'", layer));
-    uint64_t scratch = hbm_alloc(w.bytes());
-    for (uint64_t nb = 0; nb < w.blocks; ++nb) {
-      std::string d = new_desc(fmt::format("bytes={}", w.rows * R_ * esz_));
-      code(fmt::format("  li r1, {} || li r2, {}", w.base + nb * w.block_bytes, scratch + nb * w.block_bytes));
-      code(fmt::format("  dma.store desc={} src=r1 dst=r2 flag=f1", d));
-      code("  wait f1");
+    RhsCopy rhs;
+    if (auto it = stored_rhs_.find(op.getRhs().getAsOpaquePointer()); it != stored_rhs_.end()) {
+      rhs = it->second;
+      stored_rhs_.erase(it);
+    } else {
+      rhs = store_rhs(w, 1);
     }
+    code(fmt::format("  wait f{}, {}", rhs.flag, w.blocks));
     std::vector<double> acc_scale;
     if (q8_) acc_scale.assign(N, double(scale(op.getLhs())) * scale(op.getRhs()));
     uint64_t bias_ub = bias_rows(std::vector<float>(N, 0.0f), acc_scale);
     auto eps = epilogue_params(N, acc_scale, q8_ ? scale(op.getOutput()) : 1.0, -std::numeric_limits<double>::infinity(),
                                std::numeric_limits<double>::infinity());
     uint64_t kt = ceil_div(K, R_), nt = ceil_div(N, C_), mc = row_chunk(M, nt * B);
+    FusedPhases fused = fuse_elementwise(op.getOutput(), y, layer);
     std::vector<Block> blocks;
     for (uint64_t b = 0; b < B; ++b)
       for (uint64_t n = 0; n < nt; ++n) {
@@ -883,8 +1013,9 @@ class Codegen {
         std::vector<TileRef> tiles;
         for (uint64_t k = 0; k < kt; ++k) {
           uint64_t kw = std::min<uint64_t>(R_, K - k * R_);
-          tiles.push_back({new_desc(fmt::format("bytes={} dtype={} dim=[{}, {}, 0]", nw * esz_, dt_, kw, R_ * esz_)),
-                           scratch + n * w.block_bytes + (b * K + k * R_) * R_ * esz_});
+          uint64_t rb = rhs_row_bytes(w, n);
+          tiles.push_back({new_desc(fmt::format("bytes={} dtype={} dim=[{}, {}, 0]", nw * esz_, dt_, kw, rb)),
+                           rhs.addr + n * w.rows * R_ * esz_ + (b * K + k * R_) * rb});
         }
         for (uint64_t r0 = 0; r0 < M; r0 += mc) {
           uint64_t rows = std::min(mc, M - r0), row = b * M + r0;
@@ -893,14 +1024,69 @@ class Codegen {
             blk.groups.push_back({tiles[k], {{a.base + k * a.block_bytes + row * R_ * esz_, rows, 0, 0, k > 0}}});
           uint64_t out = y.base + n * y.block_bytes + row * C_ * esz_, bias_row = bias_at(bias_ub, n);
           std::string ep = eps[n];
-          blk.epilogue = [this, rows, bias_row, ep, out](uint32_t m, uint64_t acc_row) { return epilogue(m, acc_row, rows, bias_row, ep, out); };
+          blk.epilogue = [this, rows, bias_row, ep, out, fused, n, row](uint32_t m, uint64_t acc_row) {
+            auto ph = epilogue(m, acc_row, rows, bias_row, ep, out);
+            if (fused)
+              for (auto& p : fused(n, row * C_ * esz_, rows)) ph.push_back(p);
+            return ph;
+          };
           blocks.push_back(std::move(blk));
         }
       }
     run_blocks(blocks);
     ub_.release(bias_ub);
     add_bound(layer, B * M * K * N, 0);
+    add_fused_bounds();
     define(op.getOutput(), y);
+  }
+
+  // The right-hand side of a batch matmul goes to HBM, where the weight FIFO reads it: lane
+  // block b's rows at addr + b * rows * R * size, holding only the block's valid lanes (a
+  // 64-wide attention head moves half the bytes of a whole block row).
+  struct RhsCopy {
+    uint64_t addr = 0;
+    int flag = 1;  // counts one per lane block when stored
+  };
+  uint64_t rhs_row_bytes(const Act& w, uint64_t nb) const {
+    uint64_t fw = std::min<uint64_t>(R_, w.features - nb * R_);
+    return std::min<uint64_t>(R_ * esz_, align_up(fw * esz_, cfg_.core.unified_buffer.alignment_bytes));
+  }
+  RhsCopy store_rhs(const Act& w, int flag) {
+    RhsCopy c{hbm_alloc(w.blocks * w.rows * R_ * esz_), flag};
+    for (uint64_t nb = 0; nb < w.blocks; ++nb) {
+      uint64_t rb = rhs_row_bytes(w, nb);
+      std::string d = new_desc(fmt::format("bytes={} dim=[{}, {}, {}]", rb, w.rows, R_ * esz_, rb));
+      code(fmt::format("  li r1, {} || li r2, {}", w.base + nb * w.block_bytes, c.addr + nb * w.rows * R_ * esz_));
+      code(fmt::format("  dma.store desc={} src=r1 dst=r2 flag=f{}", d, flag));
+    }
+    return c;
+  }
+  // Stores an activation to HBM as soon as it is computed when its only consumer (through
+  // reshapes that keep the rows) is a later batch matmul's right-hand side: the store then
+  // runs during the layers in between (attention's K^T and V during the scores and the
+  // softmax) instead of in front of the batch matmul. Flags f40..f47, one per store in
+  // flight; the batch matmul waits for it.
+  void store_rhs_early(Value v) {
+    const void* p = v.getAsOpaquePointer();
+    auto it = acts_.find(p);
+    if (it == acts_.end()) return;
+    while (v.hasOneUse()) {
+      mlir::Operation* u = *v.getUsers().begin();
+      if (auto bm = mlir::dyn_cast<tpu::BatchMatmulOp>(u)) {
+        if (bm.getRhs() != v || bm.getLhs() == v || stored_rhs_.count(v.getAsOpaquePointer())) return;
+        for (int f = 40; f < 48; ++f) {
+          bool busy = false;
+          for (auto& [k, c] : stored_rhs_) busy |= c.flag == f;
+          if (busy) continue;
+          stored_rhs_[v.getAsOpaquePointer()] = store_rhs(it->second, f);
+          return;
+        }
+        return;
+      }
+      auto r = mlir::dyn_cast<tpu::ReshapeOp>(u);
+      if (!r || shape_of(r.getOutput()).back() != v.getType().cast<mlir::RankedTensorType>().getShape().back()) return;
+      v = r.getOutput();
+    }
   }
 
   // A convolution whose input has few channels can read it packed: each matmul row then
@@ -1412,75 +1598,96 @@ class Codegen {
     size_t lane_src = size_t(perm[r - 1]);  // input dimension that becomes the lanes
     bool gather = lane_src != r - 1;
     uint64_t esz = gather ? 4 : esz_;
-    Act x = x0, y = y0;
-    if (gather) {
-      require_fp32_lane_moves(layer, "a transpose that moves the last dimension gathers");
-      x = fp32_twin(x0, layer, "transpose copies", true);
-      y = fp32_twin(y0, layer, "transpose copies", false);
+    // Gathers go through fp32 twins of input and output. When both would not fit the free
+    // unified buffer at once and the leading dimension stays in place (attention's K^T
+    // [B, H, S, d] -> [B, H, d, S]), they go a range of leading slices at a time.
+    uint64_t nl = uint64_t(ys[0]), per_chunk = nl;
+    if (gather && perm[0] == 0) {
+      auto twin_bytes = [&](uint64_t c) {
+        return x0.blocks * align_up(x0.rows / nl * c * R_ * 4, 64) + y0.blocks * align_up(y0.rows / nl * c * R_ * 4, 64);
+      };
+      while (per_chunk > 1 && twin_bytes(per_chunk) > ub_.largest_free()) per_chunk = (per_chunk + 1) / 2;
     }
-    uint64_t rowb = R_ * esz;
-    std::vector<uint64_t> o(r, 0);
-    // Output rows go in runs along the innermost row dimension (r - 2): one copy moves a
-    // run, its rows stepping through the input by a whole row stride, or (when that
-    // dimension was the input's last) by one lane within a lane block.
-    size_t inner = r - 2;
-    bool lane_steps = size_t(perm[inner]) == r - 1;
-    uint64_t inner_len = uint64_t(ys[inner]);
-    if (!gather && r >= 3) {
-      // Rows only move: a second dimension of runs, along the longest other row dimension,
-      // so a head split or merge ([B, S, H, d] <-> [B, H, S, d]) is one copy per batch.
-      size_t k2 = 0;
-      for (size_t k = 0; k < inner; ++k)
-        if (ys[k] > ys[k2]) k2 = k;
-      uint64_t dst_k2 = rowb;
-      for (size_t j = k2 + 1; j + 1 < r; ++j) dst_k2 *= uint64_t(ys[j]);
-      std::string shape_tail = fmt::format(" dim=[{}, {}, {}] dim=[{}, {}, {}]", inner_len, row_stride[size_t(perm[inner])] * rowb,
-                                           rowb, ys[k2], row_stride[size_t(perm[k2])] * rowb, dst_k2);
-      for (uint64_t row = 0; row < y.rows; row += inner_len) {
+    for (uint64_t l0 = 0; l0 < nl; l0 += per_chunk) {
+      uint64_t nc = std::min(per_chunk, nl - l0);
+      Act xv = x0, yv = y0;  // the chunk's leading slices (all of them unless chunked)
+      if (nc < nl) {
+        xv.rows = x0.rows / nl * nc, xv.base = x0.base + l0 * (x0.rows / nl) * R_ * esz_;
+        yv.rows = y0.rows / nl * nc, yv.base = y0.base + l0 * (y0.rows / nl) * R_ * esz_;
+      }
+      ys[0] = int64_t(nc);
+      Act x = xv, y = yv;
+      if (gather) {
+        require_fp32_lane_moves(layer, "a transpose that moves the last dimension gathers");
+        x = fp32_twin(xv, layer, "transpose copies", true);
+        y = fp32_twin(yv, layer, "transpose copies", false);
+      }
+      uint64_t rowb = R_ * esz;
+      std::vector<uint64_t> o(r, 0);
+      // Output rows go in runs along the innermost row dimension (r - 2): one copy moves a
+      // run, its rows stepping through the input by a whole row stride, or (when that
+      // dimension was the input's last) by one lane within a lane block.
+      size_t inner = r - 2;
+      bool lane_steps = size_t(perm[inner]) == r - 1;
+      uint64_t inner_len = uint64_t(ys[inner]);
+      if (!gather && r >= 3) {
+        // Rows only move: a second dimension of runs, along the longest other row dimension,
+        // so a head split or merge ([B, S, H, d] <-> [B, H, S, d]) is one copy per batch.
+        size_t k2 = 0;
+        for (size_t k = 0; k < inner; ++k)
+          if (ys[k] > ys[k2]) k2 = k;
+        uint64_t dst_k2 = rowb;
+        for (size_t j = k2 + 1; j + 1 < r; ++j) dst_k2 *= uint64_t(ys[j]);
+        std::string shape_tail = fmt::format(" dim=[{}, {}, {}] dim=[{}, {}, {}]", inner_len, row_stride[size_t(perm[inner])] * rowb,
+                                             rowb, ys[k2], row_stride[size_t(perm[k2])] * rowb, dst_k2);
+        for (uint64_t row = 0; row < y.rows; row += inner_len) {
+          uint64_t rem = row;
+          for (size_t k = r - 1; k-- > 0;) o[k] = rem % uint64_t(ys[k]), rem /= uint64_t(ys[k]);
+          if (o[k2] != 0) continue;
+          uint64_t in_row = 0;
+          for (size_t k = 0; k + 1 < r; ++k) in_row += o[k] * row_stride[size_t(perm[k])];
+          for (uint64_t blk = 0; blk < y.blocks; ++blk) {
+            uint64_t cnt = std::min<uint64_t>(R_, y.features - blk * R_);
+            ub_copy_async(x.base + blk * x.block_bytes + in_row * rowb, y.base + blk * y.block_bytes + row * rowb,
+                          fmt::format("bytes={}{}", cnt * esz, shape_tail));
+          }
+        }
+        copies_wait();
+        add_bound(layer, 0, 0);
+        define(op.getOutput(), y0);
+        return;
+      }
+      for (uint64_t row = 0; row < y.rows;) {
         uint64_t rem = row;
         for (size_t k = r - 1; k-- > 0;) o[k] = rem % uint64_t(ys[k]), rem /= uint64_t(ys[k]);
-        if (o[k2] != 0) continue;
-        uint64_t in_row = 0;
-        for (size_t k = 0; k + 1 < r; ++k) in_row += o[k] * row_stride[size_t(perm[k])];
+        // The input element at output lane 0: input index i[perm[k]] = o[k].
+        uint64_t in_row = 0, in_lane = 0;
+        for (size_t k = 0; k + 1 < r; ++k) {
+          if (size_t(perm[k]) == r - 1) in_lane = o[k];
+          else in_row += o[k] * row_stride[size_t(perm[k])];
+        }
+        uint64_t run = inner_len - o[inner];
+        if (lane_steps) run = std::min(run, R_ - in_lane % R_);
+        uint64_t step = lane_steps ? esz : row_stride[size_t(perm[inner])] * rowb;
         for (uint64_t blk = 0; blk < y.blocks; ++blk) {
-          uint64_t cnt = std::min<uint64_t>(R_, y.features - blk * R_);
-          ub_copy(x.base + blk * x.block_bytes + in_row * rowb, y.base + blk * y.block_bytes + row * rowb,
-                  fmt::format("bytes={}{}", cnt * esz, shape_tail));
+          uint64_t first = blk * R_, cnt = std::min<uint64_t>(R_, y.features - first);
+          uint64_t dst = y.base + blk * y.block_bytes + row * rowb;
+          std::string rows_dim = run > 1 ? fmt::format(" dim=[{}, {}, {}]", run, step, rowb) : "";
+          if (!gather) {
+            ub_copy_async(x.base + blk * x.block_bytes + in_row * rowb, dst, fmt::format("bytes={}{}", cnt * esz, rows_dim));
+          } else {
+            uint64_t src = x.base + (in_lane / R_) * x.block_bytes + (in_row + first * row_stride[lane_src]) * rowb +
+                           (in_lane % R_) * esz;
+            ub_copy_async(src, dst, fmt::format("bytes={} dim=[{}, {}, {}]{}", esz, cnt, row_stride[lane_src] * rowb, esz, rows_dim));
+          }
         }
+        row += run;
       }
-      add_bound(layer, 0, 0);
-      define(op.getOutput(), y0);
-      return;
-    }
-    for (uint64_t row = 0; row < y.rows;) {
-      uint64_t rem = row;
-      for (size_t k = r - 1; k-- > 0;) o[k] = rem % uint64_t(ys[k]), rem /= uint64_t(ys[k]);
-      // The input element at output lane 0: input index i[perm[k]] = o[k].
-      uint64_t in_row = 0, in_lane = 0;
-      for (size_t k = 0; k + 1 < r; ++k) {
-        if (size_t(perm[k]) == r - 1) in_lane = o[k];
-        else in_row += o[k] * row_stride[size_t(perm[k])];
+      copies_wait();
+      if (gather) {
+        ub_.release(x.base);
+        from_fp32_twin(y, yv);
       }
-      uint64_t run = inner_len - o[inner];
-      if (lane_steps) run = std::min(run, R_ - in_lane % R_);
-      uint64_t step = lane_steps ? esz : row_stride[size_t(perm[inner])] * rowb;
-      for (uint64_t blk = 0; blk < y.blocks; ++blk) {
-        uint64_t first = blk * R_, cnt = std::min<uint64_t>(R_, y.features - first);
-        uint64_t dst = y.base + blk * y.block_bytes + row * rowb;
-        std::string rows_dim = run > 1 ? fmt::format(" dim=[{}, {}, {}]", run, step, rowb) : "";
-        if (!gather) {
-          ub_copy(x.base + blk * x.block_bytes + in_row * rowb, dst, fmt::format("bytes={}{}", cnt * esz, rows_dim));
-        } else {
-          uint64_t src = x.base + (in_lane / R_) * x.block_bytes + (in_row + first * row_stride[lane_src]) * rowb +
-                         (in_lane % R_) * esz;
-          ub_copy(src, dst, fmt::format("bytes={} dim=[{}, {}, {}]{}", esz, cnt, row_stride[lane_src] * rowb, esz, rows_dim));
-        }
-      }
-      row += run;
-    }
-    if (gather) {
-      ub_.release(x.base);
-      from_fp32_twin(y, y0);
     }
     add_bound(layer, 0, 0);
     define(op.getOutput(), y0);
@@ -1572,6 +1779,17 @@ class Codegen {
     define(op.getOutput(), y);
   }
 
+  // The lane constants of lane block `blk` of a per-channel affine step.
+  std::string affine_param(const std::vector<float>& sc, const std::vector<float>& bi, uint64_t blk, double sx, double sy) {
+    std::vector<double> s2, b2;
+    for (uint64_t c = 0; c < C_; ++c) {
+      uint64_t ch = blk * C_ + c;
+      s2.push_back(ch < sc.size() ? sc[ch] * sx / sy : 0.0);
+      b2.push_back(ch < bi.size() ? bi[ch] / sy : 0.0);
+    }
+    return new_param(fmt::format("scale=[{}] bias=[{}]", fmt::join(s2, ", "), fmt::join(b2, ", ")));
+  }
+
   void gen_affine(tpu::AffineOp op) {
     std::string layer = op.getLayer().str();
     tag(layer);
@@ -1581,13 +1799,7 @@ class Codegen {
     // INT8: y_q = (x_q * s_x * scale + bias) / s_y, folded into the lane constants.
     double sx = q8_ ? scale(op.getInput()) : 1.0, sy = q8_ ? scale(op.getOutput()) : 1.0;
     for (uint64_t blk = 0; blk < y.blocks; ++blk) {
-      std::vector<double> s2, b2;
-      for (uint64_t c = 0; c < C_; ++c) {
-        uint64_t ch = blk * C_ + c;
-        s2.push_back(ch < sc.size() ? sc[ch] * sx / sy : 0.0);
-        b2.push_back(ch < bi.size() ? bi[ch] / sy : 0.0);
-      }
-      std::string p = new_param(fmt::format("scale=[{}] bias=[{}]", fmt::join(s2, ", "), fmt::join(b2, ", ")));
+      std::string p = affine_param(sc, bi, blk, sx, sy);
       code(fmt::format("  li r1, {} || li r2, {}", x.base + blk * x.block_bytes, y.base + blk * y.block_bytes));
       code(fmt::format("  vec.affine dst=ub[r2+0] a=ub[r1+0] rows={} dt={} param={} flag=f20", y.rows, dt_, p));
       code("  wait f20");
@@ -1928,7 +2140,8 @@ class Codegen {
   // x.features) output row (r, j) is x row r's lanes [j*b, j*b + b), and a merge is the
   // reverse. Unified-buffer copies of lane runs, one per run for all rows at once; nothing
   // when some run would not start on a unified-buffer word (then it goes through HBM).
-  std::optional<Act> split_or_merge_rows(const Act& x, const std::vector<int64_t>& ys, const std::string& layer) {
+  std::optional<Act> split_or_merge_rows(const Act& x, const std::vector<int64_t>& ys, const std::string& layer,
+                                         bool clear_padding = true) {
     uint64_t yf = uint64_t(ys.back()), align = cfg_.core.unified_buffer.alignment_bytes;
     bool split = yf < x.features && x.features % yf == 0, merge = yf > x.features && yf % x.features == 0;
     if (!split && !merge) return std::nullopt;
@@ -1945,7 +2158,7 @@ class Codegen {
         o += n;
       }
     Act y = new_act(ys, fmt::format("the output of '{}'", layer));
-    if (y.features % R_) clear(y.base + (y.blocks - 1) * y.block_bytes, y.block_bytes);
+    if (y.features % R_ && clear_padding) clear(y.base + (y.blocks - 1) * y.block_bytes, y.block_bytes);
     const Act& wide = split ? x : y;
     const Act& narrow = split ? y : x;
     uint64_t wide_stride = R_ * esz_, narrow_stride = a * R_ * esz_;
@@ -1955,9 +2168,10 @@ class Codegen {
           narrow.base + (r.narrow_lane / R_) * narrow.block_bytes + r.j * R_ * esz_ + (r.narrow_lane % R_) * esz_;
       std::string shape = fmt::format("bytes={} dim=[{}, {}, {}]", r.lanes * esz_, wide.rows, split ? wide_stride : narrow_stride,
                                       split ? narrow_stride : wide_stride);
-      if (split) ub_copy(wide_at, narrow_at, shape);
-      else ub_copy(narrow_at, wide_at, shape);
+      if (split) ub_copy_async(wide_at, narrow_at, shape);
+      else ub_copy_async(narrow_at, wide_at, shape);
     }
+    copies_wait();
     add_bound(layer, 0, 0);
     return y;
   }
@@ -1978,7 +2192,11 @@ class Codegen {
     bool image_flatten = x.shape.size() == 4 && ys.size() == 2 && uint64_t(ys[0]) == uint64_t(x.shape[0]) &&
                          x.features % lanes_per_word == 0;
     if (!image_flatten) {
-      if (auto y = split_or_merge_rows(x, ys, layer)) return define(op.getOutput(), *y);
+      // Transposes copy only the valid lanes of their input, so a head split feeding them
+      // need not clear its padding lanes (a load of zeros as large as the output block).
+      bool only_transposes = !op.getOutput().use_empty();
+      for (mlir::Operation* u : op.getOutput().getUsers()) only_transposes &= mlir::isa<tpu::TransposeOp>(u);
+      if (auto y = split_or_merge_rows(x, ys, layer, !only_transposes)) return define(op.getOutput(), *y);
       // Any other reshape: through HBM, stored row-major and reloaded in the new shape.
       uint64_t scratch = hbm_alloc(x.rows * x.features * esz_);
       store_act(x, scratch);
@@ -2043,6 +2261,10 @@ class Codegen {
   std::map<const void*, uint64_t> input_hbm_;  // model inputs left in HBM for packed convolutions
   uint64_t hbm_next_ = 0, zero_hbm_ = 0, const_bytes_ = 0;
   int ndesc_ = 0, nparam_ = 0;
+  uint64_t copies_in_flight_ = 0;  // ub_copy_async copies not yet waited for (on f1)
+  std::map<mlir::Operation*, Act> fused_;  // elementwise ops done in a matmul's epilogues, and their outputs
+  std::map<const void*, RhsCopy> stored_rhs_;  // batch-matmul right-hand sides stored early (store_rhs_early)
+  std::vector<std::tuple<std::string, std::string, std::vector<int64_t>>> fused_bounds_;
   std::map<std::string, std::string> desc_names_, param_names_;
   std::string decls_, code_;
   std::vector<isa::ConstSegment> segments_;
