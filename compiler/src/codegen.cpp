@@ -729,11 +729,23 @@ class Codegen {
       code_ += text;
       p.last = ++issued;
     };
-    auto finish = [&](Pending& p) {
-      if (p.closed) return;
-      while (p.next < p.phases.size()) advance(p);
-      wait_upto(p.last);  // its last operation has written the output
-      p.closed = true;
+    // Finishes the epilogues in flight up to `count` of them (in order), one phase of each
+    // in turn, so the vector unit works on several while each waits for its previous phase.
+    auto finish = [&](size_t count) {
+      for (bool open = true; open;) {
+        open = false;
+        for (size_t i = 0; i < count && i < pending.size(); ++i) {
+          Pending& p = pending[i];
+          if (p.closed) continue;
+          if (p.next < p.phases.size()) {
+            advance(p);
+            open = true;
+          } else {
+            wait_upto(p.last);  // its last operation has written the output
+            p.closed = true;
+          }
+        }
+      }
     };
     std::vector<size_t> tile_pos(nm, 0), blocks_done(nm, 0);
     std::vector<std::pair<uint32_t, std::pair<size_t, uint64_t>>> finished;  // (mxu, (block, region))
@@ -759,11 +771,11 @@ class Codegen {
           bool busy = false;
           for (Pending& p : pending) busy |= !p.closed && p.mxu == m && p.region == region;
           if (busy)
-            for (Pending& p : pending) {
-              bool target = p.mxu == m && p.region == region;
-              finish(p);
-              if (target) break;
-            }
+            for (size_t i = 0; i < pending.size(); ++i)
+              if (pending[i].mxu == m && pending[i].region == region && !pending[i].closed) {
+                finish(i + 1);
+                break;
+              }
         }
         grp[m] = &blocks[bi].groups[gi];
         longest = std::max(longest, grp[m]->steps.size());
@@ -807,7 +819,7 @@ class Codegen {
         pending.push_back({m, br.second, blocks[br.first].epilogue(m, br.second * region_rows), clock + lag});
       while (!pending.empty() && pending.front().closed) pending.pop_front();
     }
-    for (Pending& p : pending) finish(p);
+    finish(pending.size());
     wait_upto(issued);
   }
 
@@ -906,6 +918,104 @@ class Codegen {
     fused_bounds_.push_back({into_layer, u->getName().stripDialect().str(), fy.shape});
     return f;
   }
+  // Attention's softmax (optionally after a per-channel affine step, the 1 / sqrt(d) scale)
+  // as the only consumer of a bf16 batch matmul whose rows fit one lane block: each output
+  // block's epilogue takes the scores straight from the accumulators in fp32 (no rounding to
+  // bf16 and no conversion back): scale, mask (the model's, and -inf on padding lanes), row
+  // max, subtract, exp, row sum, reciprocal, multiply, convert, one vector operation each,
+  // overlapping the next blocks' matmuls. The row statistics go to an fp32 row per
+  // accumulator row. Returns the phases of a block (MXU, accumulator row, rows, output
+  // address, first row within the mask) and the unified-buffer space to free afterwards.
+  struct SoftmaxEpilogue {
+    std::function<std::vector<std::string>(uint32_t, uint64_t, uint64_t, uint64_t, uint64_t)> phases;
+    std::vector<uint64_t> buffers;
+  };
+  std::optional<SoftmaxEpilogue> fuse_softmax(Value out, const Act& y, const std::string& into_layer, uint64_t M) {
+    if (q8_ || y.blocks != 1) return std::nullopt;
+    auto follow = [&](Value v) {
+      while (v.hasOneUse()) {
+        auto r = mlir::dyn_cast<tpu::ReshapeOp>(*v.getUsers().begin());
+        if (!r || shape_of(r.getOutput()).back() != int64_t(y.features)) break;
+        v = r.getOutput();
+      }
+      return v;
+    };
+    Value v = follow(out);
+    if (!v.hasOneUse()) return std::nullopt;
+    tpu::AffineOp af = mlir::dyn_cast<tpu::AffineOp>(*v.getUsers().begin());
+    if (af) {
+      v = follow(af.getOutput());
+      if (!v.hasOneUse()) return std::nullopt;
+    }
+    auto sm = mlir::dyn_cast<tpu::SoftmaxOp>(*v.getUsers().begin());
+    if (!sm || sm.getInput() != v || numel(shape_of(sm.getOutput())) != numel(y.shape)) return std::nullopt;
+    uint64_t row32 = C_ * 4, N = y.features, acc_rows = cfg_.core.accumulators.rows;
+    std::vector<float> mk;
+    if (sm.getMask()) {
+      mk = const_floats(sm.getMask(), sm.getLayer().str());
+      if (mk.size() != M * N) return std::nullopt;
+    }
+    uint64_t stat_bytes = uint64_t(cfg_.core.mxu.count) * acc_rows * row32;
+    uint64_t mask_rows = !mk.empty() ? M : N < C_ ? 1 : 0;
+    if (ub_.largest_free() < stat_bytes + mask_rows * row32 + (1 << 16)) return std::nullopt;
+    SoftmaxEpilogue e;
+    uint64_t stats = ub_take(stat_bytes, fmt::format("the softmax statistics of '{}'", into_layer));
+    e.buffers.push_back(stats);
+    uint64_t masks = 0;
+    if (mask_rows) {
+      std::vector<uint8_t> bytes(mask_rows * row32);
+      for (uint64_t i = 0; i < mask_rows; ++i)
+        for (uint64_t j = 0; j < C_; ++j) {
+          float f = j >= N ? -std::numeric_limits<float>::infinity() : mk.empty() ? 0.0f : mk[i * N + j];
+          std::memcpy(&bytes[(i * C_ + j) * 4], &f, 4);
+        }
+      masks = ub_take(bytes.size(), fmt::format("the attention mask of '{}'", sm.getLayer().str()));
+      e.buffers.push_back(masks);
+      uint64_t n = bytes.size(), hbm = hbm_const(std::move(bytes));
+      code(fmt::format("  dma.load desc={} src=r0 dst=r0 flag=f1", new_desc(fmt::format("bytes={} src_off={} dst_off={}", n, hbm, masks))));
+      code("  wait f1");
+    }
+    std::string scale_p;
+    if (af) scale_p = affine_param(const_floats(af.getScale(), af.getLayer().str()), const_floats(af.getBias(), af.getLayer().str()), 0, 1.0, 1.0);
+    auto at = [](uint64_t addr, int reg, std::string& pre) {
+      if (addr <= 0xFFFFFF) return fmt::format("r0+{}", addr);
+      pre += fmt::format("  li r{}, {}\n", reg, addr);
+      return fmt::format("r{}+0", reg);
+    };
+    bool per_row_mask = !mk.empty();
+    e.phases = [=](uint32_t m, uint64_t acc_row, uint64_t rows, uint64_t out_ub, uint64_t row_in_m) {
+      uint64_t g = uint64_t(m) * acc_rows + acc_row;
+      std::string a = fmt::format("acc[r0+{}]", g);
+      auto op = [&](const std::string& text, uint64_t ub_addr = UINT64_MAX, uint64_t ub2 = UINT64_MAX) {
+        std::string pre, t = text;
+        if (ub_addr != UINT64_MAX) t = fmt::format(fmt::runtime(t), fmt::arg("S", at(ub_addr, 6, pre)), fmt::arg("B", ub2 == UINT64_MAX ? "" : at(ub2, 7, pre)));
+        return pre + "  " + t + " flag={flag}\n";
+      };
+      std::vector<std::string> ph;
+      if (!scale_p.empty()) ph.push_back(op(fmt::format("vec.affine dst={0} a={0} rows={1} dt=fp32 param={2}", a, rows, scale_p)));
+      uint64_t S = stats + g * row32;
+      if (mask_rows)
+        ph.push_back(op(fmt::format("vec.add dst={0} a={0} b=ub[{{B}}] rows={1} dt=fp32{2}", a, rows, per_row_mask ? "" : " bcast=1"), S,
+                        masks + (per_row_mask ? row_in_m * row32 : 0)));
+      ph.push_back(op(fmt::format("vec.rmax dst=ub[{{S}}] a={} rows={} dt=fp32", a, rows), S));
+      ph.push_back(op(fmt::format("vec.sub dst={0} a={0} b=ub[{{S}}] rows={1} dt=fp32", a, rows), S));
+      ph.push_back(op(fmt::format("vec.exp dst={0} a={0} rows={1} dt=fp32", a, rows)));
+      ph.push_back(op(fmt::format("vec.rsum dst=ub[{{S}}] a={} rows={} dt=fp32 odt=fp32", a, rows), S));
+      ph.push_back(op(fmt::format("vec.recip dst=ub[{{S}}] a=ub[{{S}}] rows={} dt=fp32", rows), S));
+      ph.push_back(op(fmt::format("vec.mul dst={0} a={0} b=ub[{{S}}] rows={1} dt=fp32", a, rows), S));
+      ph.push_back(op(fmt::format("vec.cvt dst=ub[{{S}}] a={} rows={} dt=fp32 odt=bf16", a, rows), out_ub));
+      return ph;
+    };
+    for (mlir::Operation* u : {af ? af.getOperation() : nullptr, sm.getOperation()}) {
+      if (!u) continue;
+      Act fy = y;
+      fy.shape = shape_of(u->getResult(0));
+      fused_[u] = fy;
+      fused_bounds_.push_back({into_layer, u->getName().stripDialect().str(), fy.shape});
+    }
+    return e;
+  }
+
   // The bounds rows of the ops fused into `layer`'s epilogues (after the layer's own row).
   void add_fused_bounds() {
     for (auto& [layer, opname, shape] : fused_bounds_) {
@@ -1005,7 +1115,8 @@ class Codegen {
     auto eps = epilogue_params(N, acc_scale, q8_ ? scale(op.getOutput()) : 1.0, -std::numeric_limits<double>::infinity(),
                                std::numeric_limits<double>::infinity());
     uint64_t kt = ceil_div(K, R_), nt = ceil_div(N, C_), mc = row_chunk(M, nt * B);
-    FusedPhases fused = fuse_elementwise(op.getOutput(), y, layer);
+    auto softmax = nt == 1 ? fuse_softmax(op.getOutput(), y, layer, M) : std::nullopt;
+    FusedPhases fused = softmax ? FusedPhases() : fuse_elementwise(op.getOutput(), y, layer);
     std::vector<Block> blocks;
     for (uint64_t b = 0; b < B; ++b)
       for (uint64_t n = 0; n < nt; ++n) {
@@ -1024,6 +1135,12 @@ class Codegen {
             blk.groups.push_back({tiles[k], {{a.base + k * a.block_bytes + row * R_ * esz_, rows, 0, 0, k > 0}}});
           uint64_t out = y.base + n * y.block_bytes + row * C_ * esz_, bias_row = bias_at(bias_ub, n);
           std::string ep = eps[n];
+          if (softmax) {
+            auto sp = softmax->phases;
+            blk.epilogue = [sp, rows, out, r0](uint32_t m, uint64_t acc_row) { return sp(m, acc_row, rows, out, r0); };
+            blocks.push_back(std::move(blk));
+            continue;
+          }
           blk.epilogue = [this, rows, bias_row, ep, out, fused, n, row](uint32_t m, uint64_t acc_row) {
             auto ph = epilogue(m, acc_row, rows, bias_row, ep, out);
             if (fused)
@@ -1035,6 +1152,8 @@ class Codegen {
       }
     run_blocks(blocks);
     ub_.release(bias_ub);
+    if (softmax)
+      for (uint64_t at : softmax->buffers) ub_.release(at);
     add_bound(layer, B * M * K * N, 0);
     add_fused_bounds();
     define(op.getOutput(), y);
