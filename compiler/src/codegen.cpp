@@ -2073,21 +2073,37 @@ class Codegen {
     define(op.getOutput(), a);
   }
 
-  // Layer normalization in fp32 rows: row sums over the lane blocks (vec.rsum fills every
-  // lane with its row's sum, so the mean and 1/std are whole rows that subtract and
-  // multiply lane by lane); padding lanes are masked back to zero after the mean is taken
-  // out so they do not count in the variance.
+  // Layer normalization in fp32 rows. The lane blocks are added up first and the sum takes
+  // one vec.rsum (which fills every lane with its row's sum), so the mean and 1/std are whole
+  // rows that subtract and multiply lane by lane; padding lanes are masked back to zero after
+  // the mean is taken out so they do not count in the variance. The fp32 rows and the
+  // statistics rows sit on unified-buffer rows whose banks differ, so a vector step that
+  // reads values and a statistic does not read one bank twice. Operations on different
+  // blocks are issued back to back; dependent ones wait.
   void gen_layernorm(tpu::LayerNormOp op) {
     std::string layer = op.getLayer().str();
     tag(layer);
     const Act& x = act(op.getInput());
     Act y = new_act(shape_of(op.getOutput()), fmt::format("the output of '{}'", layer));
-    std::optional<double> in_scale;
-    if (q8_) in_scale = scale(op.getInput());
-    Act t = fp32_twin(x, layer, "layer normalization rows", true, in_scale);
-    uint64_t row32 = C_ * 4, rows = x.rows, stat_bytes = align_up(rows * row32, 64);
-    std::optional<uint64_t> work = ub_take(3 * stat_bytes + row32, fmt::format("the statistics rows of '{}'", layer));
-    uint64_t sum = *work, part = sum + stat_bytes, sq = part + stat_bytes, mask = sq + stat_bytes;
+    const auto& ubc = cfg_.core.unified_buffer;
+    uint64_t row32 = C_ * 4, rows = x.rows, rb = ubc.row_bytes, banks = ubc.banks;
+    uint64_t tbb = align_up(rows * row32, rb), stat_bytes = tbb;
+    // Bank phase of each fp32 block; the statistics rows take phases none of them has.
+    std::vector<bool> taken(banks, false);
+    for (uint64_t b = 0; b < x.blocks; ++b) taken[(b * tbb / rb) % banks] = true;
+    uint64_t at = x.blocks * tbb;
+    std::vector<uint64_t> stat_off;
+    for (int i = 0; i < 3; ++i) {
+      for (uint64_t k = 0; k < banks && taken[(at / rb) % banks]; ++k) at += rb;
+      taken[(at / rb) % banks] = true;
+      stat_off.push_back(at);
+      at += stat_bytes;
+    }
+    uint64_t mask_off = at;
+    uint64_t work = ub_take(at + row32 + rb, fmt::format("the fp32 rows and statistics of '{}'", layer));
+    uint64_t base = align_up(work, rb);
+    uint64_t sum = base + stat_off[0], part = base + stat_off[1], sq = base + stat_off[2], mask = base + mask_off;
+    auto block = [&](uint64_t b) { return base + b * tbb; };
     uint64_t valid = x.features - (x.blocks - 1) * C_;
     if (valid < C_) {
       std::vector<uint8_t> m(row32, 0);
@@ -2099,53 +2115,61 @@ class Codegen {
       code(fmt::format("  dma.load desc={} src=r0 dst=r0 flag=f1", d));
       code("  wait f1");
     }
-    auto block = [&](uint64_t b) { return t.base + b * t.block_bytes; };
-    // sum over the blocks of rsum(src(b)) -> `sum`
-    auto row_sums = [&](const std::function<uint64_t(uint64_t)>& src) {
-      for (uint64_t b = 0; b < x.blocks; ++b) {
-        code(fmt::format("  li r1, {} || li r2, {}", src(b), b == 0 ? sum : part));
-        vec_wait(fmt::format("vec.rsum dst=ub[r2+0] a=ub[r1+0] rows={} dt=fp32 odt=fp32", rows));
-        if (b) {
-          code(fmt::format("  li r3, {}", sum));
-          vec_wait(fmt::format("vec.add dst=ub[r3+0] a=ub[r3+0] b=ub[r2+0] rows={} dt=fp32", rows));
-        }
-      }
+    // One vector operation on f20; `wait` waits for it and every one issued before.
+    uint64_t in_flight = 0;
+    auto vec = [&](const std::string& line, bool wait) {
+      code("  " + line + " flag=f20");
+      ++in_flight;
+      if (wait) code(fmt::format("  wait f20, {}", in_flight)), in_flight = 0;
     };
-    std::string inv_d = new_param(fmt::format("scale=[{}]", 1.0 / double(x.features)));
-    row_sums(block);
-    code(fmt::format("  li r3, {}", sum));
-    vec_wait(fmt::format("vec.affine dst=ub[r3+0] a=ub[r3+0] rows={} dt=fp32 param={}", rows, inv_d));
+    // Work rows relative to r11 (the work area's base), x's and y's blocks through r12.
+    code(fmt::format("  li r11, {}", base));
+    auto ub = [&](uint64_t addr) { return fmt::format("ub[r11+{}]", addr - base); };
+    auto io = [&](uint64_t addr) {
+      code(fmt::format("  li r12, {}", addr));
+      return std::string("ub[r12+0]");
+    };
+    std::string in_scale = q8_ ? new_param(fmt::format("scale=[{}]", double(scale(op.getInput())))) : "";
     for (uint64_t b = 0; b < x.blocks; ++b) {
-      code(fmt::format("  li r1, {} || li r3, {}", block(b), sum));
-      vec_wait(fmt::format("vec.sub dst=ub[r1+0] a=ub[r1+0] b=ub[r3+0] rows={} dt=fp32", rows));
-      if (b + 1 == x.blocks && valid < C_) {
-        code(fmt::format("  li r4, {}", mask));
-        vec_wait(fmt::format("vec.mul dst=ub[r1+0] a=ub[r1+0] b=ub[r4+0] rows={} dt=fp32 bcast=1", rows));
-      }
+      std::string src = io(x.base + b * x.block_bytes);
+      vec(fmt::format("vec.cvt dst={} a={} rows={} dt={} odt=fp32", ub(block(b)), src, rows, dt_), q8_);
+      if (q8_) vec(fmt::format("vec.affine dst={0} a={0} rows={1} dt=fp32 param={2}", ub(block(b)), rows, in_scale), true);
     }
-    // Squares block by block into `sq`, summed like the values.
+    if (in_flight) code(fmt::format("  wait f20, {}", in_flight)), in_flight = 0;
+    // The blocks added up by add_block (into `part`, or `single` when there is one block),
+    // then their row sums into `sum`.
+    auto row_sums = [&](const std::function<void(uint64_t)>& add_block, uint64_t single) {
+      for (uint64_t b = 0; b < x.blocks; ++b) add_block(b);
+      vec(fmt::format("vec.rsum dst={} a={} rows={} dt=fp32 odt=fp32", ub(sum), ub(x.blocks == 1 ? single : part), rows), true);
+    };
+    row_sums([&](uint64_t b) {
+      if (b == 1) vec(fmt::format("vec.add dst={} a={} b={} rows={} dt=fp32", ub(part), ub(block(0)), ub(block(1)), rows), true);
+      if (b > 1) vec(fmt::format("vec.add dst={0} a={0} b={1} rows={2} dt=fp32", ub(part), ub(block(b)), rows), true);
+    }, block(0));
+    vec(fmt::format("vec.affine dst={0} a={0} rows={1} dt=fp32 param={2}", ub(sum), rows,
+                    new_param(fmt::format("scale=[{}]", 1.0 / double(x.features)))), true);
     for (uint64_t b = 0; b < x.blocks; ++b) {
-      code(fmt::format("  li r1, {} || li r4, {}", block(b), sq));
-      vec_wait(fmt::format("vec.mul dst=ub[r4+0] a=ub[r1+0] b=ub[r1+0] rows={} dt=fp32", rows));
-      code(fmt::format("  li r2, {}", b == 0 ? sum : part));
-      vec_wait(fmt::format("vec.rsum dst=ub[r2+0] a=ub[r4+0] rows={} dt=fp32 odt=fp32", rows));
-      if (b) {
-        code(fmt::format("  li r3, {}", sum));
-        vec_wait(fmt::format("vec.add dst=ub[r3+0] a=ub[r3+0] b=ub[r2+0] rows={} dt=fp32", rows));
-      }
+      bool masked = b + 1 == x.blocks && valid < C_;
+      vec(fmt::format("vec.sub dst={0} a={0} b={1} rows={2} dt=fp32", ub(block(b)), ub(sum), rows), masked || b + 1 == x.blocks);
+      if (masked) vec(fmt::format("vec.mul dst={0} a={0} b={1} rows={2} dt=fp32 bcast=1", ub(block(b)), ub(mask), rows), true);
     }
+    // Squares block by block, summed like the values.
+    row_sums([&](uint64_t b) {
+      uint64_t dst = b == 0 ? part : sq;
+      vec(fmt::format("vec.mul dst={} a={} b={} rows={} dt=fp32", ub(dst), ub(block(b)), ub(block(b)), rows), true);
+      if (b > 0) vec(fmt::format("vec.add dst={0} a={0} b={1} rows={2} dt=fp32", ub(part), ub(sq), rows), true);
+    }, part);
     std::string var_eps = new_param(fmt::format("scale=[{}] bias=[{}]", 1.0 / double(x.features), op.getEpsilon().convertToDouble()));
-    code(fmt::format("  li r3, {}", sum));
-    vec_wait(fmt::format("vec.affine dst=ub[r3+0] a=ub[r3+0] rows={} dt=fp32 param={}", rows, var_eps));
-    vec_wait(fmt::format("vec.rsqrt dst=ub[r3+0] a=ub[r3+0] rows={} dt=fp32", rows));
+    vec(fmt::format("vec.affine dst={0} a={0} rows={1} dt=fp32 param={2}", ub(sum), rows, var_eps), true);
+    vec(fmt::format("vec.rsqrt dst={0} a={0} rows={1} dt=fp32", ub(sum), rows), true);
     std::string out_scale = q8_ ? new_param(fmt::format("scale=[{}]", 1.0 / double(scale(op.getOutput())))) : "";
     for (uint64_t b = 0; b < x.blocks; ++b) {
-      code(fmt::format("  li r1, {} || li r3, {}", block(b), sum));
-      vec_wait(fmt::format("vec.mul dst=ub[r1+0] a=ub[r1+0] b=ub[r3+0] rows={} dt=fp32", rows));
-      if (q8_) vec_wait(fmt::format("vec.affine dst=ub[r1+0] a=ub[r1+0] rows={} dt=fp32 param={}", rows, out_scale));
+      vec(fmt::format("vec.mul dst={0} a={0} b={1} rows={2} dt=fp32", ub(block(b)), ub(sum), rows), true);
+      if (q8_) vec(fmt::format("vec.affine dst={0} a={0} rows={1} dt=fp32 param={2}", ub(block(b)), rows, out_scale), true);
+      std::string dst = io(y.base + b * y.block_bytes);
+      vec(fmt::format("vec.cvt dst={} a={} rows={} dt=fp32 odt={}", dst, ub(block(b)), rows, dt_), b + 1 == x.blocks);
     }
-    ub_.release(*work);
-    from_fp32_twin(t, y);
+    ub_.release(work);
     add_bound(layer, 0, 0);
     define(op.getOutput(), y);
   }
