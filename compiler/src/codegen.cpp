@@ -20,6 +20,7 @@
 #include <limits>
 #include <map>
 #include <optional>
+#include <set>
 #include <sstream>
 
 #include "import.h"
@@ -212,6 +213,13 @@ class Codegen {
           store_act(act(v), addr);
         }
         continue;
+      }
+      if (done_.count(&op)) continue;  // generated with an earlier op (gen_matmul_group)
+      if (auto mm = mlir::dyn_cast<tpu::MatmulOp>(op)) {
+        current_op_ = "matmul";
+        current_shape_ = shape_of(mm.getOutput());
+        output_high_ = false;
+        if (gen_matmul_group(mm)) continue;
       }
       if (auto f = fused_.find(&op); f != fused_.end()) {  // already done in a matmul's epilogues
         define(op.getResult(0), f->second);
@@ -1029,8 +1037,83 @@ class Codegen {
   }
 
   void gen_matmul(tpu::MatmulOp op) {
+    tag(op.getLayer().str());
+    MatmulPlan plan;
+    std::vector<Block> blocks = plan_matmul(op, 0, plan);
+    run_blocks(blocks);
+    finish_matmul(plan, op.getLayer().str());
+    add_fused_bounds();
+  }
+
+  // What gen_matmul or gen_matmul_group does after the matmul's blocks have run.
+  struct MatmulPlan {
+    std::string layer;
+    Act y;
+    uint64_t bias_ub = 0, macs = 0, hbm_bytes = 0;
+    Value out;
+  };
+  void finish_matmul(const MatmulPlan& p, const std::string& report_as) {
+    ub_.release(p.bias_ub);
+    add_bound(report_as, p.macs, p.hbm_bytes);  // the tiles are read again, whether shared or not
+    define(p.out, p.y);
+  }
+
+  // Matmuls that read the same activation (attention's query, key and value projections)
+  // run as one stream of blocks: one weight prologue and one drain of the array instead of
+  // one each, and their blocks spread over the MXUs together. Returns false when `op` has
+  // no such siblings right after it (only constants and reshapes that keep the rows in
+  // between; those reshapes are done here). Reported under the first one's name.
+  bool gen_matmul_group(tpu::MatmulOp op) {
+    auto root = [](Value v) {
+      while (auto r = v.getDefiningOp<tpu::ReshapeOp>()) {
+        if (shape_of(r.getOutput()).back() != shape_of(r.getInput()).back()) break;
+        v = r.getInput();
+      }
+      return v;
+    };
+    Value x = root(op.getInput());
+    std::vector<tpu::MatmulOp> group{op};
+    std::vector<tpu::ReshapeOp> aliases;
+    for (mlir::Operation* n = op->getNextNode(); n; n = n->getNextNode()) {
+      if (mlir::isa<tosa::ConstOp>(n)) continue;
+      if (auto r = mlir::dyn_cast<tpu::ReshapeOp>(n); r && root(r.getOutput()) == x && r.getOutput() != x) {
+        aliases.push_back(r);
+        continue;
+      }
+      auto m = mlir::dyn_cast<tpu::MatmulOp>(n);
+      if (!m || root(m.getInput()) != x) break;
+      group.push_back(m);
+    }
+    if (group.size() < 2) return false;
+    for (tpu::ReshapeOp r : aliases) {  // aliases only: no code
+      gen_reshape(r);
+      for (Value operand : r->getOperands()) release(operand);
+      done_.insert(r.getOperation());
+    }
     std::string layer = op.getLayer().str();
     tag(layer);
+    uint64_t nt = 0;
+    for (tpu::MatmulOp m : group) nt += ceil_div(uint64_t(shape_of(m.getWeight())[1]), C_);
+    std::vector<MatmulPlan> plans(group.size());
+    std::vector<Block> blocks;
+    for (size_t i = 0; i < group.size(); ++i) {
+      auto b = plan_matmul(group[i], nt, plans[i]);
+      for (Block& blk : b) blocks.push_back(std::move(blk));
+    }
+    run_blocks(blocks);
+    for (size_t i = 0; i < group.size(); ++i) {
+      finish_matmul(plans[i], layer);
+      for (Value operand : group[i]->getOperands()) release(operand);
+      done_.insert(group[i].getOperation());
+    }
+    add_fused_bounds();
+    return true;
+  }
+
+  // The blocks of a matmul (its output allocated, its bias rows loaded), row chunks chosen
+  // for `nt_total` column blocks in the stream (0: its own).
+  std::vector<Block> plan_matmul(tpu::MatmulOp op, uint64_t nt_total, MatmulPlan& plan) {
+    std::string layer = op.getLayer().str();
     const Act& x = act(op.getInput());
     auto ws = shape_of(op.getWeight());
     uint64_t K = uint64_t(ws[0]), N = uint64_t(ws[1]);
@@ -1062,7 +1145,7 @@ class Codegen {
     auto eps = epilogue_params(N, acc_scale, q8_ ? scale(op.getOutput()) : 1.0, op.getClampMin().convertToDouble(),
                                op.getClampMax().convertToDouble());
     uint64_t kt = ceil_div(K, R_), nt = ceil_div(N, C_);
-    uint64_t mc = row_chunk(x.rows, nt);
+    uint64_t mc = row_chunk(x.rows, nt_total ? nt_total : nt);
     const auto& tiles = shared.tiles;
     FusedPhases fused = fuse_elementwise(op.getOutput(), y, layer);
     std::vector<Block> blocks;
@@ -1082,11 +1165,8 @@ class Codegen {
         };
         blocks.push_back(std::move(b));
       }
-    run_blocks(blocks);
-    ub_.release(bias_ub);
-    add_bound(layer, x.rows * K * N, K * N * esz_);  // the tiles are read again, whether shared or not
-    add_fused_bounds();
-    define(op.getOutput(), y);
+    plan = {layer, y, bias_ub, x.rows * K * N, K * N * esz_, op.getOutput()};
+    return blocks;
   }
 
   // Activation x activation, per batch b: lhs[b] [M, K] x rhs[b] [K, N]. The MXU's weights
@@ -2406,6 +2486,7 @@ class Codegen {
   int ndesc_ = 0, nparam_ = 0;
   uint64_t copies_in_flight_ = 0;  // ub_copy_async copies not yet waited for (on f1)
   std::map<mlir::Operation*, Act> fused_;  // elementwise ops done in a matmul's epilogues, and their outputs
+  std::set<mlir::Operation*> done_;  // ops generated ahead of their turn (gen_matmul_group)
   std::map<const void*, RhsCopy> stored_rhs_;  // batch-matmul right-hand sides stored early (store_rhs_early)
   std::vector<std::tuple<std::string, std::string, std::vector<int64_t>>> fused_bounds_;
   std::map<std::string, std::string> desc_names_, param_names_;
