@@ -215,6 +215,10 @@ class Codegen {
         continue;
       }
       if (done_.count(&op)) continue;  // generated with an earlier op (gen_matmul_group)
+      if (deferred_.count(&op)) {  // nothing to generate (a head view's transpose): operands released in turn
+        for (Value operand : op.getOperands()) release(operand);
+        continue;
+      }
       if (auto mm = mlir::dyn_cast<tpu::MatmulOp>(op)) {
         current_op_ = "matmul";
         current_shape_ = shape_of(mm.getOutput());
@@ -449,14 +453,14 @@ class Codegen {
                                    what, bytes, free, ub_.capacity(), pieces, bytes - std::min(bytes, largest)));
   }
 
-  Act new_act(const std::vector<int64_t>& shape, const std::string& what, bool temporary = false) {
+  Act new_act(const std::vector<int64_t>& shape, const std::string& what, bool temporary = false, uint64_t slack = 0) {
     Act a;
     a.shape = shape;
     a.features = uint64_t(shape.back());
     a.rows = numel(shape) / a.features;
     a.blocks = ceil_div(a.features, R_);
     a.block_bytes = align_up(a.rows * R_ * esz_, 64);
-    a.base = ub_take(a.bytes(), what, temporary || output_high_);
+    a.base = ub_take(a.bytes() + slack, what, temporary || output_high_);
     return a;
   }
 
@@ -1119,7 +1123,11 @@ class Codegen {
     uint64_t K = uint64_t(ws[0]), N = uint64_t(ws[1]);
     if (x.features != K) throw CompileError(fmt::format("node '{}': input has {} features, weights expect {}", layer, x.features, K));
     auto bias = const_floats(op.getBias(), layer);
-    Act y = new_act(shape_of(op.getOutput()), fmt::format("the output of '{}'", layer));
+    // A head view read as a batch matmul's left-hand side reads whole array rows from a
+    // head's first lane: the last row's read runs up to a row past the tensor.
+    bool slack = head_view_split(op.getOutput()).has_value();
+    Act y = new_act(shape_of(op.getOutput()), fmt::format("the output of '{}'", layer), false, slack ? R_ * esz_ : 0);
+    if (slack) slack_values_.insert(op.getOutput().getAsOpaquePointer());
     // Matmuls sharing a weight constant share its tiles in HBM (and its INT8 quantization).
     auto cached = weight_cache_.find(op.getWeight().getAsOpaquePointer());
     bool fresh = cached == weight_cache_.end();
@@ -1169,6 +1177,89 @@ class Codegen {
     return blocks;
   }
 
+  // Attention's head split and transpose, [B, S, H*d] -> [B, S, H, d] -> [B, H, S, d], when
+  // every consumer of the result (through reshapes that keep the rows) is a batch matmul:
+  // no copy then, the batch matmul reads head h of the unsplit tensor in place (its lanes
+  // [h*d, h*d + d) of every row): as the left-hand side, matmul rows that start at the
+  // head's first lane (the array ignores the lanes past its tile's rows); as the
+  // right-hand side, weight tiles that read the head's lanes of the rows stored in HBM.
+  // Needs heads that never straddle two lane blocks (d a multiple or a divisor of R).
+  struct HeadView {
+    Act x;  // the unsplit [B * S, H * d] activation
+    uint64_t S = 0, H = 0, d = 0;
+  };
+  // The head split reshape of `v` (v's only user) when the pattern applies, else nothing.
+  std::optional<tpu::ReshapeOp> head_view_split(Value v) {
+    if (!v.hasOneUse()) return std::nullopt;
+    auto split = mlir::dyn_cast<tpu::ReshapeOp>(*v.getUsers().begin());
+    if (!split) return std::nullopt;
+    auto xs = shape_of(split.getInput()), ys = shape_of(split.getOutput());
+    if (xs.size() != 3 || ys.size() != 4 || xs[0] != ys[0] || xs[1] != ys[1] || ys[2] * ys[3] != xs[2] || ys[2] < 2)
+      return std::nullopt;
+    uint64_t d = uint64_t(ys[3]);
+    if (d % R_ != 0 && R_ % d != 0) return std::nullopt;
+    if (!split.getOutput().hasOneUse()) return std::nullopt;
+    auto tp = mlir::dyn_cast<tpu::TransposeOp>(*split.getOutput().getUsers().begin());
+    if (!tp || tp.getPerm().size() != 4 || tp.getPerm()[0] != 0 || tp.getPerm()[1] != 2 || tp.getPerm()[2] != 1 ||
+        tp.getPerm()[3] != 3)
+      return std::nullopt;
+    // Every consumer, through row-keeping reshapes, is a batch matmul.
+    std::vector<Value> work{tp.getOutput()};
+    while (!work.empty()) {
+      Value u = work.back();
+      work.pop_back();
+      if (u.use_empty()) return std::nullopt;
+      for (mlir::Operation* user : u.getUsers()) {
+        if (mlir::isa<tpu::BatchMatmulOp>(user)) continue;
+        auto r = mlir::dyn_cast<tpu::ReshapeOp>(user);
+        if (!r || uint64_t(shape_of(r.getOutput()).back()) != d) return std::nullopt;
+        work.push_back(r.getOutput());
+      }
+    }
+    return split;
+  }
+  // gen_reshape's part: the split and its transpose become views of x.
+  bool make_head_view(tpu::ReshapeOp op, const Act& x) {
+    auto split = head_view_split(op.getInput());
+    if (!split || *split != op) return false;
+    auto tp = mlir::cast<tpu::TransposeOp>(*op.getOutput().getUsers().begin());
+    auto ys = shape_of(op.getOutput());
+    HeadView hv{x, uint64_t(ys[1]), uint64_t(ys[2]), uint64_t(ys[3])};
+    // As a left-hand side the last row's read runs past x: only when x has room for it.
+    bool lhs_ok = slack_values_.count(op.getInput().getAsOpaquePointer()) > 0;
+    std::vector<Value> work{tp.getOutput()};
+    while (!work.empty()) {
+      Value u = work.back();
+      work.pop_back();
+      for (mlir::Operation* user : u.getUsers()) {
+        if (auto bm = mlir::dyn_cast<tpu::BatchMatmulOp>(user)) {
+          if (bm.getLhs() == u && !lhs_ok) return false;
+          continue;
+        }
+        work.push_back(user->getResult(0));
+      }
+    }
+    auto alias = [&](Value v) {
+      Act a = x;  // shares x's buffer, so x lives while the view does
+      a.shape = shape_of(v);
+      a.features = uint64_t(a.shape.back());
+      a.rows = numel(a.shape) / a.features;
+      a.blocks = ceil_div(a.features, R_);
+      define(v, a);
+    };
+    alias(op.getOutput());
+    alias(tp.getOutput());
+    views_[tp.getOutput().getAsOpaquePointer()] = hv;
+    deferred_.insert(tp.getOperation());
+    add_bound(op.getLayer().str(), 0, 0);
+    store_rhs_early(tp.getOutput());
+    return true;
+  }
+  const HeadView* view_of(Value v) const {
+    auto it = views_.find(v.getAsOpaquePointer());
+    return it == views_.end() ? nullptr : &it->second;
+  }
+
   // Activation x activation, per batch b: lhs[b] [M, K] x rhs[b] [K, N]. The MXU's weights
   // only come from HBM, so rhs's lane blocks are stored there first (one DMA each); a
   // weight tile (b, k block, n block) is then kw rows of its block, read with the block's
@@ -1177,7 +1268,8 @@ class Codegen {
     std::string layer = op.getLayer().str();
     tag(layer);
     const Act& a = act(op.getLhs());
-    const Act& w = act(op.getRhs());
+    const HeadView *lv = view_of(op.getLhs()), *rv = view_of(op.getRhs());
+    const Act& w = rv ? rv->x : act(op.getRhs());  // a view's rhs: the unsplit tensor's rows in HBM
     auto as = shape_of(op.getLhs()), ws = shape_of(op.getRhs());
     uint64_t B = uint64_t(as[0]), M = uint64_t(as[1]), K = uint64_t(as[2]), N = uint64_t(ws[2]);
     Act y = new_act(shape_of(op.getOutput()), fmt::format("the output of '{}'", layer));
@@ -1188,7 +1280,7 @@ class Codegen {
     } else {
       rhs = store_rhs(w, 1);
     }
-    code(fmt::format("  wait f{}, {}", rhs.flag, w.blocks));
+    code(fmt::format("  wait f{}, {}", rhs.flag, rhs.count));
     std::vector<double> acc_scale;
     if (q8_) acc_scale.assign(N, double(scale(op.getLhs())) * scale(op.getRhs()));
     uint64_t bias_ub = bias_rows(std::vector<float>(N, 0.0f), acc_scale);
@@ -1204,15 +1296,25 @@ class Codegen {
         std::vector<TileRef> tiles;
         for (uint64_t k = 0; k < kt; ++k) {
           uint64_t kw = std::min<uint64_t>(R_, K - k * R_);
-          uint64_t rb = rhs_row_bytes(w, n);
+          // Row (b, k*R) of rhs and its lane block / first lane: a view's item b is head
+          // b % H of batch b / H, its lanes start at head * d.
+          uint64_t row = b * K + k * R_, lane = n * C_;
+          if (rv) row = (b / rv->H) * rv->S + k * R_, lane = (b % rv->H) * rv->d + n * C_;
+          uint64_t blk = lane / R_, rb = rhs_row_bytes(w, blk);
           tiles.push_back({new_desc(fmt::format("bytes={} dtype={} dim=[{}, {}, 0]", nw * esz_, dt_, kw, rb)),
-                           rhs.addr + n * w.rows * R_ * esz_ + (b * K + k * R_) * rb});
+                           rhs.addr + blk * w.rows * R_ * esz_ + row * rb + (lane % R_) * esz_});
         }
         for (uint64_t r0 = 0; r0 < M; r0 += mc) {
           uint64_t rows = std::min(mc, M - r0), row = b * M + r0;
           Block blk;
-          for (uint64_t k = 0; k < kt; ++k)
-            blk.groups.push_back({tiles[k], {{a.base + k * a.block_bytes + row * R_ * esz_, rows, 0, 0, k > 0}}});
+          for (uint64_t k = 0; k < kt; ++k) {
+            uint64_t src = a.base + k * a.block_bytes + row * R_ * esz_;
+            if (lv) {
+              uint64_t lane = (b % lv->H) * lv->d + k * R_;
+              src = lv->x.base + (lane / R_) * lv->x.block_bytes + ((b / lv->H) * lv->S + r0) * R_ * esz_ + (lane % R_) * esz_;
+            }
+            blk.groups.push_back({tiles[k], {{src, rows, 0, 0, k > 0}}});
+          }
           uint64_t out = y.base + n * y.block_bytes + row * C_ * esz_, bias_row = bias_at(bias_ub, n);
           std::string ep = eps[n];
           if (softmax) {
@@ -1245,13 +1347,14 @@ class Codegen {
   struct RhsCopy {
     uint64_t addr = 0;
     int flag = 1;  // counts one per lane block when stored
+    uint64_t count = 0;  // stores to wait for
   };
   uint64_t rhs_row_bytes(const Act& w, uint64_t nb) const {
     uint64_t fw = std::min<uint64_t>(R_, w.features - nb * R_);
     return std::min<uint64_t>(R_ * esz_, align_up(fw * esz_, cfg_.core.unified_buffer.alignment_bytes));
   }
   RhsCopy store_rhs(const Act& w, int flag) {
-    RhsCopy c{hbm_alloc(w.blocks * w.rows * R_ * esz_), flag};
+    RhsCopy c{hbm_alloc(w.blocks * w.rows * R_ * esz_), flag, w.blocks};
     for (uint64_t nb = 0; nb < w.blocks; ++nb) {
       uint64_t rb = rhs_row_bytes(w, nb);
       std::string d = new_desc(fmt::format("bytes={} dim=[{}, {}, {}]", rb, w.rows, R_ * esz_, rb));
@@ -1269,6 +1372,7 @@ class Codegen {
     const void* p = v.getAsOpaquePointer();
     auto it = acts_.find(p);
     if (it == acts_.end()) return;
+    const HeadView* hv = view_of(v);  // a view stores the unsplit tensor
     while (v.hasOneUse()) {
       mlir::Operation* u = *v.getUsers().begin();
       if (auto bm = mlir::dyn_cast<tpu::BatchMatmulOp>(u)) {
@@ -1277,7 +1381,7 @@ class Codegen {
           bool busy = false;
           for (auto& [k, c] : stored_rhs_) busy |= c.flag == f;
           if (busy) continue;
-          stored_rhs_[v.getAsOpaquePointer()] = store_rhs(it->second, f);
+          stored_rhs_[v.getAsOpaquePointer()] = store_rhs(hv ? hv->x : it->second, f);
           return;
         }
         return;
@@ -2406,10 +2510,13 @@ class Codegen {
     if (uint64_t(ys.back()) == x.features) {  // same rows x features: an alias
       Act y = x;
       y.shape = ys;
+      y.rows = numel(ys) / y.features;
       define(op.getOutput(), y);  // release() frees the shared base when neither is used
+      if (const HeadView* hv = view_of(op.getInput())) views_[op.getOutput().getAsOpaquePointer()] = *hv;
       return;
     }
     tag(layer);
+    if (make_head_view(op, x)) return;
     // The lowering only reshapes an image to 2-D for a matmul that expects NHWC order.
     uint64_t lanes_per_word = std::max<uint64_t>(1, cfg_.core.unified_buffer.alignment_bytes / esz_);
     bool image_flatten = x.shape.size() == 4 && ys.size() == 2 && uint64_t(ys[0]) == uint64_t(x.shape[0]) &&
@@ -2487,6 +2594,9 @@ class Codegen {
   uint64_t copies_in_flight_ = 0;  // ub_copy_async copies not yet waited for (on f1)
   std::map<mlir::Operation*, Act> fused_;  // elementwise ops done in a matmul's epilogues, and their outputs
   std::set<mlir::Operation*> done_;  // ops generated ahead of their turn (gen_matmul_group)
+  std::set<mlir::Operation*> deferred_;  // ops with nothing to generate whose operands are released in turn
+  std::map<const void*, HeadView> views_;  // head split + transpose results read in place (make_head_view)
+  std::set<const void*> slack_values_;  // activations allocated with a row of room after them
   std::map<const void*, RhsCopy> stored_rhs_;  // batch-matmul right-hand sides stored early (store_rhs_early)
   std::vector<std::tuple<std::string, std::string, std::vector<int64_t>>> fused_bounds_;
   std::map<std::string, std::string> desc_names_, param_names_;
