@@ -146,6 +146,7 @@ struct Block {
   std::vector<TileGroup> groups;
   std::function<std::vector<std::string>(uint32_t mxu, uint64_t acc_row)> epilogue;
   uint64_t acc_rows = 0;
+  int64_t after = -1;  // an earlier block whose epilogue must be done before this one's starts
 };
 
 class Codegen {
@@ -716,6 +717,7 @@ class Codegen {
       uint64_t last = 0;  // the f24 count of its last operation issued
       size_t next = 0;
       bool closed = false;
+      size_t block = 0;
     };
     uint64_t span = 1;
     for (const Block& b : blocks)
@@ -725,6 +727,7 @@ class Codegen {
     const auto& mc = cfg_.core.mxu;
     uint64_t lag = mc.input_latency_cycles + R_ + C_ + mc.output_latency_cycles, clock = 0;
     std::deque<Pending> pending;
+    std::vector<bool> started(blocks.size(), false);  // its epilogue was put in flight
     // The vector unit completes operations in order and f24 counts the epilogue operations
     // done, so an epilogue's next phase waits until f24 has counted up to its own previous
     // operation: the other epilogues' operations issued after it keep the unit busy.
@@ -733,7 +736,22 @@ class Codegen {
       if (consumed < j) code(fmt::format("  wait f24, {}", j - consumed));
       consumed = std::max(consumed, j);
     };
-    auto advance = [&](Pending& p) {
+    std::function<void(Pending&)> advance;
+    // A block's `after` epilogue, issued to its end and waited for (it is always in flight
+    // or done by then: it went to the MXUs in the same step or an earlier one).
+    auto close_block = [&](size_t bi) {
+      for (Pending& q : pending) {
+        if (q.block != bi) continue;
+        if (q.closed) return;
+        while (q.next < q.phases.size()) advance(q);
+        wait_upto(q.last);
+        q.closed = true;
+        return;
+      }
+      if (!started[bi]) throw InternalError("a split-K block's first half has not started");
+    };
+    advance = [&](Pending& p) {
+      if (p.next == 0 && blocks[p.block].after >= 0) close_block(size_t(blocks[p.block].after));
       if (p.next == 0) code(fmt::format("  wait f{}", 2 + p.mxu));
       else wait_upto(p.last);
       std::string text = p.phases[p.next++];
@@ -827,8 +845,11 @@ class Codegen {
       clock += step_rows;
       for (Pending& p : pending)
         if (!p.closed && p.next < p.phases.size() && (p.next > 0 || clock >= p.start_at)) advance(p);
-      for (auto& [m, br] : finished)
+      for (auto& [m, br] : finished) {
         pending.push_back({m, br.second, blocks[br.first].epilogue(m, br.second * region_rows), clock + lag});
+        pending.back().block = br.first;
+        started[br.first] = true;
+      }
       while (!pending.empty() && pending.front().closed) pending.pop_front();
     }
     finish(pending.size());
@@ -1055,9 +1076,11 @@ class Codegen {
     Act y;
     uint64_t bias_ub = 0, macs = 0, hbm_bytes = 0;
     Value out;
+    uint64_t parts = kNoBias;  // split K's partial sums
   };
   void finish_matmul(const MatmulPlan& p, const std::string& report_as) {
     ub_.release(p.bias_ub);
+    if (p.parts != kNoBias) ub_.release(p.parts);
     add_bound(report_as, p.macs, p.hbm_bytes);  // the tiles are read again, whether shared or not
     define(p.out, p.y);
   }
@@ -1156,24 +1179,57 @@ class Codegen {
     uint64_t mc = row_chunk(x.rows, nt_total ? nt_total : nt);
     const auto& tiles = shared.tiles;
     FusedPhases fused = fuse_elementwise(op.getOutput(), y, layer);
+    // Split K: when the output blocks do not spread evenly over the MXUs (BERT's 768-wide
+    // projections at batch 1: 6 blocks on 4 MXUs, two of them doing twice the work), each
+    // block's K tiles go in two halves on two MXUs, if that lowers the busiest MXU's tile
+    // count. The first half's epilogue copies its partial sums to unified-buffer rows, the
+    // second's adds them to its own before the usual epilogue.
+    uint64_t nm = cfg_.core.mxu.count, chunks = ceil_div(x.rows, mc), kh = ceil_div(kt, 2);
+    auto busiest = [&](uint64_t nblocks, uint64_t tiles_per) { return ceil_div(nblocks, nm) * tiles_per; };
+    uint64_t part_bytes = align_up(mc * C_ * 4, 64) * nt * chunks;
+    bool split = !nt_total && kt >= 2 && busiest(2 * nt * chunks, kh) < busiest(nt * chunks, kt) &&
+                 ub_.largest_free() >= part_bytes + (1 << 16);
+    uint64_t parts = split ? ub_take(part_bytes, fmt::format("the partial sums of '{}'", layer)) : kNoBias;
+    std::string acc_dt = q8_ ? "int32" : "fp32";
     std::vector<Block> blocks;
     for (uint64_t n = 0; n < nt; ++n)
       for (uint64_t r0 = 0; r0 < x.rows; r0 += mc) {
         uint64_t rows = std::min(mc, x.rows - r0);
+        uint64_t part = split ? parts + (n * chunks + r0 / mc) * align_up(mc * C_ * 4, 64) : 0;
+        if (split) {
+          Block a;
+          for (uint64_t k = 0; k < kh; ++k)
+            a.groups.push_back({tiles[n][k], {{x.base + k * x.block_bytes + r0 * R_ * esz_, rows, 0, 0, k > 0}}});
+          a.epilogue = [this, rows, part, acc_dt](uint32_t m, uint64_t acc_row) {
+            uint64_t g = uint64_t(m) * cfg_.core.accumulators.rows + acc_row;
+            std::string pre, at = part <= 0xFFFFFF ? fmt::format("r0+{}", part) : (pre = fmt::format("  li r8, {}\n", part), "r8+0");
+            return std::vector<std::string>{
+                pre + fmt::format("  vec.copy dst=ub[{}] a=acc[r0+{}] rows={} dt={} flag={{flag}}\n", at, g, rows, acc_dt)};
+          };
+          blocks.push_back(std::move(a));
+        }
         Block b;
-        for (uint64_t k = 0; k < kt; ++k)
-          b.groups.push_back({tiles[n][k], {{x.base + k * x.block_bytes + r0 * R_ * esz_, rows, 0, 0, k > 0}}});
+        for (uint64_t k = split ? kh : 0; k < kt; ++k)
+          b.groups.push_back({tiles[n][k], {{x.base + k * x.block_bytes + r0 * R_ * esz_, rows, 0, 0, k > (split ? kh : 0)}}});
+        if (split) b.after = int64_t(blocks.size()) - 1;
         uint64_t out = y.base + n * y.block_bytes + r0 * C_ * esz_, bias_row = bias_at(bias_ub, n);
         std::string ep = eps[n];
-        b.epilogue = [this, rows, bias_row, ep, out, fused, n, r0](uint32_t m, uint64_t acc_row) {
-          auto ph = epilogue(m, acc_row, rows, bias_row, ep, out);
+        b.epilogue = [this, rows, bias_row, ep, out, fused, n, r0, split, part, acc_dt](uint32_t m, uint64_t acc_row) {
+          std::vector<std::string> ph;
+          if (split) {
+            uint64_t g = uint64_t(m) * cfg_.core.accumulators.rows + acc_row;
+            std::string pre, at = part <= 0xFFFFFF ? fmt::format("r0+{}", part) : (pre = fmt::format("  li r8, {}\n", part), "r8+0");
+            ph.push_back(pre + fmt::format("  vec.add dst=acc[r0+{0}] a=acc[r0+{0}] b=ub[{1}] rows={2} dt={3} flag={{flag}}\n", g, at,
+                                           rows, acc_dt));
+          }
+          for (auto& p : epilogue(m, acc_row, rows, bias_row, ep, out)) ph.push_back(p);
           if (fused)
             for (auto& p : fused(n, r0 * C_ * esz_, rows)) ph.push_back(p);
           return ph;
         };
         blocks.push_back(std::move(b));
       }
-    plan = {layer, y, bias_ub, x.rows * K * N, K * N * esz_, op.getOutput()};
+    plan = {layer, y, bias_ub, x.rows * K * N, K * N * esz_, op.getOutput(), parts};
     return blocks;
   }
 

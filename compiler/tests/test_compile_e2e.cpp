@@ -237,6 +237,38 @@ TEST_P(CompileE2E, MlpMatchesFp32Reference) {
   expect_close(decode(r.program, "y", out.substr(2)), want, tolerance(0.03));
 }
 
+// Two output blocks, fewer than tpu-v4-core's four MXUs: the matmul splits its K tiles in
+// halves on two MXUs each (the first half's partial sums go to unified-buffer rows, the
+// second half adds them before the bias, ReLU and conversion). Single-MXU presets do not
+// split; the result is the same matmul either way.
+TEST_P(CompileE2E, SplitKMatmulMatchesFp32Reference) {
+  OnnxBuilder m;
+  const int64_t B = 6, K = 512, N = 200;
+  m.input("x", {B, K});
+  auto& w = m.init("w", {K, N}, 0.1f);
+  auto& b = m.init("b", {N}, 0.3f);
+  m.node("MatMul", "fc", {"x", "w"}, {"h"});
+  m.node("Add", "bias", {"h", "b"}, {"hb"});
+  m.node("Relu", "relu", {"hb"}, {"y"});
+  m.output("y", {B, N});
+  auto path = m.save("vtpu_splitk_" + id() + ".onnx");
+
+  config::Config cfg = config::load_preset(preset());
+  Vec x = uniform_values(size_t(B * K), 9, 1000.0f);
+  CompileOptions opt = options();
+  opt.calibration = {{{"x", x}}};
+  CompileResult r = compile_onnx(path, cfg, opt);
+  // The first halves' epilogues copy accumulator rows out: only when there are MXUs to spare.
+  bool copies_partial_sums = false;
+  for (size_t at = r.assembly.find("vec.copy dst=ub["); at != std::string::npos; at = r.assembly.find("vec.copy dst=ub[", at + 1))
+    copies_partial_sums |= r.assembly.substr(at, r.assembly.find('\n', at) - at).find("a=acc[") != std::string::npos;
+  EXPECT_EQ(copies_partial_sums, cfg.core.mxu.count > 1);
+  std::string out = simulate(cfg, r.program, {{"x", encode(r.program, "x", x)}}, "y");
+  ASSERT_EQ(out.substr(0, 2), "OK") << out;
+  Vec want = relu(gemm(x, B, K, w, N, b, false));
+  expect_close(decode(r.program, "y", out.substr(2)), want, tolerance(0.03));
+}
+
 TEST_P(CompileE2E, TableFunctionsMatchFp32Reference) {
   OnnxBuilder m;
   const int64_t B = 4, K = 24, H = 20;
