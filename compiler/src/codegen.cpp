@@ -1311,6 +1311,65 @@ class Codegen {
     store_rhs_early(tp.getOutput());
     return true;
   }
+  // Attention's K^T: a head split whose only consumer is the transpose [0, 2, 3, 1]
+  // ([B, S, H, d] -> [B, H, d, S]) is generated as that transpose straight from the unsplit
+  // [B * S, H * d] tensor, a range of batch elements at a time: lanes of its fp32 twin
+  // gathered into rows. That skips the split's copy and converts half the bytes (the split
+  // tensor's rows hold d of R lanes).
+  bool make_head_transpose(tpu::ReshapeOp op, const Act& x) {
+    auto xs = shape_of(op.getInput()), ys = shape_of(op.getOutput());
+    if (xs.size() != 3 || ys.size() != 4 || xs[0] != ys[0] || xs[1] != ys[1] || ys[2] * ys[3] != xs[2]) return false;
+    if (!op.getOutput().hasOneUse() || cfg_.core.unified_buffer.alignment_bytes > 4) return false;
+    auto tp = mlir::dyn_cast<tpu::TransposeOp>(*op.getOutput().getUsers().begin());
+    if (!tp || tp.getPerm().size() != 4 || tp.getPerm()[0] != 0 || tp.getPerm()[1] != 2 || tp.getPerm()[2] != 3 ||
+        tp.getPerm()[3] != 1)
+      return false;
+    std::string layer = tp.getLayer().str();
+    uint64_t B = uint64_t(xs[0]), S = uint64_t(xs[1]), H = uint64_t(ys[2]), d = uint64_t(ys[3]);
+    Act y0 = new_act(shape_of(tp.getOutput()), fmt::format("the output of '{}'", layer));
+    auto twin_bytes = [&](uint64_t n) {
+      return x.blocks * align_up(n * S * R_ * 4, 64) + y0.blocks * align_up(n * H * d * R_ * 4, 64);
+    };
+    uint64_t per = B;
+    while (per > 1 && twin_bytes(per) > ub_.largest_free()) per = (per + 1) / 2;
+    uint64_t row4 = R_ * 4;
+    for (uint64_t b0 = 0; b0 < B; b0 += per) {
+      uint64_t n = std::min(per, B - b0);
+      Act xv = x, yv = y0;  // batch elements [b0, b0 + n)
+      xv.rows = n * S, xv.base = x.base + b0 * S * R_ * esz_;
+      yv.rows = n * H * d, yv.base = y0.base + b0 * H * d * R_ * esz_;
+      Act xt = fp32_twin(xv, layer, "transpose copies", true), yt = yv;
+      if (S % R_) {
+        yt = fp32_twin(yv, layer, "transpose copies", false);  // zeros on the padding lanes
+      } else {  // the copies write every lane
+        yt.block_bytes = align_up(yv.rows * R_ * 4, 64);
+        yt.base = ub_take(yt.bytes(), fmt::format("the fp32 transpose copies of '{}'", layer));
+      }
+      // Output row (b, h, e) holds lanes s = x's rows (b, s), lane h * d + e: one copy per
+      // run of e within a lane block and output lane block.
+      for (uint64_t b = 0; b < n; ++b)
+        for (uint64_t h = 0; h < H; ++h)
+          for (uint64_t e0 = 0; e0 < d;) {
+            uint64_t lane = h * d + e0, run = std::min(d - e0, R_ - lane % R_);
+            for (uint64_t sb = 0; sb < yv.blocks; ++sb) {
+              uint64_t cnt = std::min<uint64_t>(R_, S - sb * R_);
+              uint64_t src = xt.base + (lane / R_) * xt.block_bytes + (b * S + sb * R_) * row4 + (lane % R_) * 4;
+              uint64_t dst = yt.base + sb * yt.block_bytes + ((b * H + h) * d + e0) * row4;
+              ub_copy_async(src, dst, fmt::format("bytes=4 dim=[{}, {}, 4] dim=[{}, 4, {}]", cnt, row4, run, row4));
+            }
+            e0 += run;
+          }
+      copies_wait();
+      ub_.release(xt.base);
+      from_fp32_twin(yt, yv);
+    }
+    define(tp.getOutput(), y0);
+    deferred_.insert(tp.getOperation());
+    add_bound(op.getLayer().str(), 0, 0);
+    store_rhs_early(tp.getOutput());
+    return true;
+  }
+
   const HeadView* view_of(Value v) const {
     auto it = views_.find(v.getAsOpaquePointer());
     return it == views_.end() ? nullptr : &it->second;
@@ -2572,7 +2631,7 @@ class Codegen {
       return;
     }
     tag(layer);
-    if (make_head_view(op, x)) return;
+    if (make_head_view(op, x) || make_head_transpose(op, x)) return;
     // The lowering only reshapes an image to 2-D for a matmul that expects NHWC order.
     uint64_t lanes_per_word = std::max<uint64_t>(1, cfg_.core.unified_buffer.alignment_bytes / esz_);
     bool image_flatten = x.shape.size() == 4 && ys.size() == 2 && uint64_t(ys[0]) == uint64_t(x.shape[0]) &&
