@@ -504,17 +504,22 @@ class Codegen {
     ub_.release(base);
   }
 
-  // Blocked-layout DMA between HBM row-major [rows, features] and UB.
+  // Blocked-layout DMA between HBM row-major [rows, features] and UB. The blocks' transfers
+  // are independent: all are issued, then waited for together, so they share the HBM
+  // channels instead of each paying the memory's latency alone.
   void load_act(const Act& a, uint64_t hbm) {
+    for (uint64_t b = 0; b < a.blocks; ++b) {
+      uint64_t fw = std::min<uint64_t>(R_, a.features - b * R_);
+      // Clear the padding lanes of a partial block first so no stale value is read as data.
+      if (fw < R_) clear(a.base + b * a.block_bytes, a.block_bytes);
+    }
     for (uint64_t b = 0; b < a.blocks; ++b) {
       uint64_t fw = std::min<uint64_t>(R_, a.features - b * R_);
       std::string d = new_desc(fmt::format("bytes={} src_off={} dst_off={} dim=[{}, {}, {}]", fw * esz_, hbm + b * R_ * esz_,
                                            a.base + b * a.block_bytes, a.rows, a.features * esz_, R_ * esz_));
-      // Clear the padding lanes of a partial block first so no stale value is read as data.
-      if (fw < R_) clear(a.base + b * a.block_bytes, a.block_bytes);
       code(fmt::format("  dma.load desc={} src=r0 dst=r0 flag=f1", d));
-      code("  wait f1");
     }
+    if (a.blocks) code(fmt::format("  wait f1, {}", a.blocks));
   }
   void store_act(const Act& a, uint64_t hbm) {
     for (uint64_t b = 0; b < a.blocks; ++b) {
@@ -522,8 +527,8 @@ class Codegen {
       std::string d = new_desc(fmt::format("bytes={} src_off={} dst_off={} dim=[{}, {}, {}]", fw * esz_,
                                            a.base + b * a.block_bytes, hbm + b * R_ * esz_, a.rows, R_ * esz_, a.features * esz_));
       code(fmt::format("  dma.store desc={} src=r0 dst=r0 flag=f1", d));
-      code("  wait f1");
     }
+    if (a.blocks) code(fmt::format("  wait f1, {}", a.blocks));
   }
   // Zero the padding border of a padded image buffer [N, Hp, Wp] x blocks (the interior is
   // about to be overwritten): top and bottom rows whole, left and right columns as strided
