@@ -172,6 +172,7 @@ class Codegen {
     decl(fmt::format(".config {}", cfg_.name));
     // Zero region in HBM (never written) for clearing UB buffers.
     zero_hbm_ = hbm_alloc(1 << 20);
+    hoist_at_ = 0;  // the first stream's weights may load while the inputs do
 
     // Inputs: HBM -> UB blocked layout.
     for (unsigned i = 0; i < fn.getNumArguments(); ++i) {
@@ -685,7 +686,12 @@ class Codegen {
   }
 
   // Issues the blocks of one layer over the MXUs (see the file comment).
-  void run_blocks(std::vector<Block>& blocks) {
+  // With `constant_tiles` (weights, not a batch matmul's operand stored by the program),
+  // the prologue's transfers go right after the previous stream's last matmul (hoist_at_):
+  // every FIFO is empty and every shadow swapped in by then, and the tiles are in HBM from
+  // the start, so the loads overlap the previous stream's last epilogues and the layers in
+  // between instead of delaying this stream's first matmuls.
+  void run_blocks(std::vector<Block>& blocks, bool constant_tiles = false) {
     uint32_t nm = cfg_.core.mxu.count;
     struct Stream {
       std::vector<size_t> blocks;  // indices into `blocks`
@@ -697,14 +703,18 @@ class Codegen {
       for (size_t g = 0; g < blocks[b].groups.size(); ++g) s[b % nm].tiles.push_back({b, g});
     }
     // Prologue: two tiles into each FIFO, one into each shadow.
+    std::string prologue;
     for (uint32_t m = 0; m < nm; ++m) {
       for (size_t i = 0; i < std::min<size_t>(2, s[m].tiles.size()); ++i) {
         const TileRef& t = blocks[s[m].tiles[i].first].groups[s[m].tiles[i].second].tile;
-        code(fmt::format("  li r{}, {}", 16 + m, t.addr));
-        code(fmt::format("  dma.wfifo desc={} src=r{} mxu={}", t.desc, 16 + m, m));
+        prologue += fmt::format("  li r{}, {}\n", 16 + m, t.addr);
+        prologue += fmt::format("  dma.wfifo desc={} src=r{} mxu={}\n", t.desc, 16 + m, m);
       }
-      if (!s[m].tiles.empty()) code(fmt::format("  mxu.wload mxu={}", m));
+      if (!s[m].tiles.empty()) prologue += fmt::format("  mxu.wload mxu={}\n", m);
     }
+    if (constant_tiles && hoist_at_) code_.insert(*hoist_at_, prologue);
+    else code_ += prologue;
+    hoist_at_.reset();
     // Epilogues in flight: one vector operation per step each, so they overlap the
     // matmuls of the next blocks. Flags: f(2+m) matmul done per block (waited in block
     // order), f24 epilogue operations.
@@ -857,6 +867,7 @@ class Codegen {
       }
       while (!pending.empty() && pending.front().closed) pending.pop_front();
     }
+    hoist_at_ = code_.size();  // the next stream's prologue may go here
     finish(pending.size());
     wait_upto(issued);
   }
@@ -1070,7 +1081,7 @@ class Codegen {
     tag(op.getLayer().str());
     MatmulPlan plan;
     std::vector<Block> blocks = plan_matmul(op, 0, plan);
-    run_blocks(blocks);
+    run_blocks(blocks, true);
     finish_matmul(plan, op.getLayer().str());
     add_fused_bounds();
   }
@@ -1132,7 +1143,7 @@ class Codegen {
       auto b = plan_matmul(group[i], nt, plans[i]);
       for (Block& blk : b) blocks.push_back(std::move(blk));
     }
-    run_blocks(blocks);
+    run_blocks(blocks, true);
     for (size_t i = 0; i < group.size(); ++i) {
       finish_matmul(plans[i], layer);
       for (Value operand : group[i]->getOperands()) release(operand);
@@ -2712,6 +2723,7 @@ class Codegen {
   uint64_t hbm_next_ = 0, zero_hbm_ = 0, const_bytes_ = 0;
   int ndesc_ = 0, nparam_ = 0;
   uint64_t copies_in_flight_ = 0;  // ub_copy_async copies not yet waited for (on f1)
+  std::optional<size_t> hoist_at_;  // where in code_ the last stream issued its last matmul (run_blocks)
   std::map<mlir::Operation*, Act> fused_;  // elementwise ops done in a matmul's epilogues, and their outputs
   std::set<mlir::Operation*> done_;  // ops generated ahead of their turn (gen_matmul_group)
   std::set<mlir::Operation*> deferred_;  // ops with nothing to generate whose operands are released in turn
