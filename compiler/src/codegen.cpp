@@ -934,7 +934,7 @@ class Codegen {
         std::string pre, o = at(y.base + n * y.block_bytes + off, 6, pre);
         return std::vector<std::string>{pre + fmt::format("  vec.{} dst=ub[{}] a=ub[{}] rows={} dt=bf16 flag={{flag}}\n", fn, o, o, rows)};
       };
-    } else if (auto af = mlir::dyn_cast<tpu::AffineOp>(u)) {
+    } else if (auto af = mlir::dyn_cast<tpu::AffineOp>(u); af && !folded_scales_.count(u)) {
       std::vector<std::string> params;
       for (uint64_t blk = 0; blk < y.blocks; ++blk)
         params.push_back(affine_param(const_floats(af.getScale(), af.getLayer().str()), const_floats(af.getBias(), af.getLayer().str()), blk, 1.0, 1.0));
@@ -1025,7 +1025,7 @@ class Codegen {
       code("  wait f1");
     }
     std::string scale_p;
-    if (af) scale_p = affine_param(const_floats(af.getScale(), af.getLayer().str()), const_floats(af.getBias(), af.getLayer().str()), 0, 1.0, 1.0);
+    if (af && !folded_scales_.count(af.getOperation())) scale_p = affine_param(const_floats(af.getScale(), af.getLayer().str()), const_floats(af.getBias(), af.getLayer().str()), 0, 1.0, 1.0);
     auto at = [](uint64_t addr, int reg, std::string& pre) {
       if (addr <= 0xFFFFFF) return fmt::format("r0+{}", addr);
       pre += fmt::format("  li r{}, {}\n", reg, addr);
@@ -1153,6 +1153,43 @@ class Codegen {
     return true;
   }
 
+  // Attention's 1 / sqrt(d) when it is a power of two (d = 64: 1/8): the queries' matmul
+  // multiplies its bf16 output by it in its epilogues (exact for a power of two, so
+  // (c Q) K^T is c (Q K^T) bit for bit) and the scores' epilogue skips its scaling pass,
+  // which on a vector-bound softmax is a pass over every score. Applies when `q` (a
+  // matmul's output) is read through a head view only as the left-hand side of one batch
+  // matmul whose output feeds, through reshapes, a per-channel affine step with one scale
+  // and no bias, then a softmax fused into that batch matmul (rows within one lane block).
+  std::optional<std::pair<double, mlir::Operation*>> attention_scale(Value q) {
+    if (q8_) return std::nullopt;
+    auto split = head_view_split(q);
+    if (!split) return std::nullopt;
+    auto single_user = [](Value v) -> mlir::Operation* { return v.hasOneUse() ? *v.getUsers().begin() : nullptr; };
+    auto follow = [&](Value v) {
+      while (auto r = mlir::dyn_cast_or_null<tpu::ReshapeOp>(single_user(v))) {
+        if (shape_of(r.getOutput()).back() != shape_of(v).back()) break;
+        v = r.getOutput();
+      }
+      return v;
+    };
+    Value v = follow(mlir::cast<tpu::TransposeOp>(single_user(split->getOutput())).getOutput());
+    auto bm = mlir::dyn_cast_or_null<tpu::BatchMatmulOp>(single_user(v));
+    if (!bm || bm.getLhs() != v || bm.getRhs() == v || uint64_t(shape_of(bm.getRhs())[2]) > C_) return std::nullopt;
+    Value s = follow(bm.getOutput());
+    auto af = mlir::dyn_cast_or_null<tpu::AffineOp>(single_user(s));
+    if (!af) return std::nullopt;
+    auto sc = const_floats(af.getScale(), af.getLayer().str()), bi = const_floats(af.getBias(), af.getLayer().str());
+    uint64_t N = uint64_t(shape_of(bm.getRhs())[2]);
+    if (sc.size() < N || bi.size() < N) return std::nullopt;
+    int e = 0;
+    if (!(sc[0] > 0) || std::frexp(double(sc[0]), &e) != 0.5) return std::nullopt;
+    for (uint64_t i = 0; i < N; ++i)
+      if (sc[i] != sc[0] || bi[i] != 0.0f) return std::nullopt;
+    auto sm = mlir::dyn_cast_or_null<tpu::SoftmaxOp>(single_user(follow(af.getOutput())));
+    if (!sm || sm.getInput() != follow(af.getOutput())) return std::nullopt;
+    return std::make_pair(double(sc[0]), af.getOperation());
+  }
+
   // The blocks of a matmul (its output allocated, its bias rows loaded), row chunks chosen
   // for `nt_total` column blocks in the stream (0: its own).
   std::vector<Block> plan_matmul(tpu::MatmulOp op, uint64_t nt_total, MatmulPlan& plan) {
@@ -1195,6 +1232,15 @@ class Codegen {
     uint64_t mc = row_chunk(x.rows, nt_total ? nt_total : nt);
     const auto& tiles = shared.tiles;
     FusedPhases fused = fuse_elementwise(op.getOutput(), y, layer);
+    if (auto qs = attention_scale(op.getOutput()); qs && !fused) {
+      folded_scales_.insert(qs->second);
+      std::string p = new_param(fmt::format("scale=[{}]", qs->first));
+      fused = [this, y, p](uint64_t n, uint64_t off, uint64_t rows) {
+        uint64_t o = y.base + n * y.block_bytes + off;
+        std::string pre, at = o <= 0xFFFFFF ? fmt::format("r0+{}", o) : (pre = fmt::format("  li r6, {}\n", o), "r6+0");
+        return std::vector<std::string>{pre + fmt::format("  vec.affine dst=ub[{0}] a=ub[{0}] rows={1} dt=bf16 param={2} flag={{flag}}\n", at, rows, p)};
+      };
+    }
     // Split K: when the output blocks do not spread evenly over the MXUs (BERT's 768-wide
     // projections at batch 1: 6 blocks on 4 MXUs, two of them doing twice the work), each
     // block's K tiles go in two halves on two MXUs, if that lowers the busiest MXU's tile
@@ -2226,6 +2272,12 @@ class Codegen {
 
   void gen_affine(tpu::AffineOp op) {
     std::string layer = op.getLayer().str();
+    if (folded_scales_.count(op.getOperation())) {  // applied to the queries (attention_scale)
+      Act y = act(op.getInput());
+      y.shape = shape_of(op.getOutput());
+      define(op.getOutput(), y);
+      return;
+    }
     tag(layer);
     const Act& x = act(op.getInput());
     Act y = out_in_place(op.getOutput(), {op.getInput()}, layer);
@@ -2726,6 +2778,7 @@ class Codegen {
   std::optional<size_t> hoist_at_;  // where in code_ the last stream issued its last matmul (run_blocks)
   std::map<mlir::Operation*, Act> fused_;  // elementwise ops done in a matmul's epilogues, and their outputs
   std::set<mlir::Operation*> done_;  // ops generated ahead of their turn (gen_matmul_group)
+  std::set<mlir::Operation*> folded_scales_;  // attention scales applied to the queries (attention_scale)
   std::set<mlir::Operation*> deferred_;  // ops with nothing to generate whose operands are released in turn
   std::map<const void*, HeadView> views_;  // head split + transpose results read in place (make_head_view)
   std::set<const void*> slack_values_;  // activations allocated with a row of room after them
