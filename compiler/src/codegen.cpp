@@ -1395,6 +1395,12 @@ class Codegen {
     uint64_t per = B;
     while (per > 1 && twin_bytes(per) > ub_.largest_free()) per = (per + 1) / 2;
     uint64_t row4 = R_ * 4;
+    // When a batch matmul takes the result as its right-hand side, it goes to HBM group by
+    // group of output rows as they are converted, overlapping the next group's copies.
+    std::optional<Value> target = rhs_target(tp.getOutput());
+    int flag = target ? free_rhs_flag() : 0;
+    RhsCopy store;
+    if (flag) store = {hbm_alloc(y0.blocks * y0.rows * R_ * esz_), flag, 0};
     for (uint64_t b0 = 0; b0 < B; b0 += per) {
       uint64_t n = std::min(per, B - b0);
       Act xv = x, yv = y0;  // batch elements [b0, b0 + n)
@@ -1408,9 +1414,26 @@ class Codegen {
         yt.base = ub_take(yt.bytes(), fmt::format("the fp32 transpose copies of '{}'", layer));
       }
       // Output row (b, h, e) holds lanes s = x's rows (b, s), lane h * d + e: one copy per
-      // run of e within a lane block and output lane block.
-      for (uint64_t b = 0; b < n; ++b)
-        for (uint64_t h = 0; h < H; ++h)
+      // run of e within a lane block and output lane block. The (b, h) pairs go in up to 4
+      // groups: a group's conversion back (and store) overlaps the next group's copies.
+      uint64_t pairs = n * H, per_group = ceil_div(pairs, std::min<uint64_t>(pairs, 4));
+      std::optional<std::pair<uint64_t, uint64_t>> converted;  // rows whose conversion is in flight
+      auto store_rows = [&](std::pair<uint64_t, uint64_t> r) {
+        code(fmt::format("  wait f20, {}", yv.blocks));  // their conversions (the oldest in flight)
+        if (!flag) return;
+        for (uint64_t nb = 0; nb < y0.blocks; ++nb) {
+          uint64_t rb = rhs_row_bytes(y0, nb), r0 = b0 * H * d + r.first;
+          std::string dsc = new_desc(fmt::format("bytes={} dim=[{}, {}, {}]", rb, r.second - r.first, R_ * esz_, rb));
+          code(fmt::format("  li r1, {} || li r2, {}", y0.base + nb * y0.block_bytes + r0 * R_ * esz_,
+                           store.addr + nb * y0.rows * R_ * esz_ + r0 * rb));
+          code(fmt::format("  dma.store desc={} src=r1 dst=r2 flag=f{}", dsc, flag));
+          ++store.count;
+        }
+      };
+      for (uint64_t p0 = 0; p0 < pairs; p0 += per_group) {
+        uint64_t p1 = std::min(pairs, p0 + per_group);
+        for (uint64_t pr = p0; pr < p1; ++pr) {
+          uint64_t b = pr / H, h = pr % H;
           for (uint64_t e0 = 0; e0 < d;) {
             uint64_t lane = h * d + e0, run = std::min(d - e0, R_ - lane % R_);
             for (uint64_t sb = 0; sb < yv.blocks; ++sb) {
@@ -1421,14 +1444,23 @@ class Codegen {
             }
             e0 += run;
           }
-      copies_wait();
+        }
+        copies_wait();
+        for (uint64_t sb = 0; sb < yv.blocks; ++sb)
+          code(fmt::format("  li r1, {} || li r2, {}\n  vec.cvt dst=ub[r2+0] a=ub[r1+0] rows={} dt=fp32 odt={} flag=f20",
+                           yt.base + sb * yt.block_bytes + p0 * d * row4, yv.base + sb * yv.block_bytes + p0 * d * R_ * esz_,
+                           (p1 - p0) * d, dt_));
+        if (converted) store_rows(*converted);
+        converted = std::make_pair(p0 * d, p1 * d);
+      }
+      store_rows(*converted);
       ub_.release(xt.base);
-      from_fp32_twin(yt, yv);
+      ub_.release(yt.base);
     }
     define(tp.getOutput(), y0);
     deferred_.insert(tp.getOperation());
     add_bound(op.getLayer().str(), 0, 0);
-    store_rhs_early(tp.getOutput());
+    if (flag) stored_rhs_[target->getAsOpaquePointer()] = store;
     return true;
   }
 
@@ -1546,27 +1578,36 @@ class Codegen {
   // softmax) instead of in front of the batch matmul. Flags f40..f47, one per store in
   // flight; the batch matmul waits for it.
   void store_rhs_early(Value v) {
-    const void* p = v.getAsOpaquePointer();
-    auto it = acts_.find(p);
+    auto it = acts_.find(v.getAsOpaquePointer());
     if (it == acts_.end()) return;
     const HeadView* hv = view_of(v);  // a view stores the unsplit tensor
+    std::optional<Value> target = rhs_target(v);
+    if (!target) return;
+    if (int f = free_rhs_flag()) stored_rhs_[target->getAsOpaquePointer()] = store_rhs(hv ? hv->x : it->second, f);
+  }
+  // The batch-matmul right-hand side `v` becomes through reshapes that keep the rows (its
+  // only use chain), when not stored yet.
+  std::optional<Value> rhs_target(Value v) {
     while (v.hasOneUse()) {
       mlir::Operation* u = *v.getUsers().begin();
       if (auto bm = mlir::dyn_cast<tpu::BatchMatmulOp>(u)) {
-        if (bm.getRhs() != v || bm.getLhs() == v || stored_rhs_.count(v.getAsOpaquePointer())) return;
-        for (int f = 40; f < 48; ++f) {
-          bool busy = false;
-          for (auto& [k, c] : stored_rhs_) busy |= c.flag == f;
-          if (busy) continue;
-          stored_rhs_[v.getAsOpaquePointer()] = store_rhs(hv ? hv->x : it->second, f);
-          return;
-        }
-        return;
+        if (bm.getRhs() != v || bm.getLhs() == v || stored_rhs_.count(v.getAsOpaquePointer())) return std::nullopt;
+        return v;
       }
       auto r = mlir::dyn_cast<tpu::ReshapeOp>(u);
-      if (!r || shape_of(r.getOutput()).back() != v.getType().cast<mlir::RankedTensorType>().getShape().back()) return;
+      if (!r || shape_of(r.getOutput()).back() != shape_of(v).back()) return std::nullopt;
       v = r.getOutput();
     }
+    return std::nullopt;
+  }
+  // A flag of f40..f47 no early store in flight uses, or 0.
+  int free_rhs_flag() const {
+    for (int f = 40; f < 48; ++f) {
+      bool busy = false;
+      for (auto& [k, c] : stored_rhs_) busy |= c.flag == f;
+      if (!busy) return f;
+    }
+    return 0;
   }
 
   // A convolution whose input has few channels can read it packed: each matmul row then
