@@ -1232,6 +1232,15 @@ class Codegen {
     uint64_t mc = row_chunk(x.rows, nt_total ? nt_total : nt);
     const auto& tiles = shared.tiles;
     FusedPhases fused = fuse_elementwise(op.getOutput(), y, layer);
+    if (fused)
+      if (FusedPhases cvt = prepare_layernorm(op.getOutput(), y)) {
+        FusedPhases add = fused;
+        fused = [add, cvt](uint64_t n, uint64_t off, uint64_t rows) {
+          auto ph = add(n, off, rows);
+          for (auto& p : cvt(n, off, rows)) ph.push_back(p);
+          return ph;
+        };
+      }
     if (auto qs = attention_scale(op.getOutput()); qs && !fused) {
       folded_scales_.insert(qs->second);
       std::string p = new_param(fmt::format("scale=[{}]", qs->first));
@@ -2488,29 +2497,84 @@ class Codegen {
   // statistics rows sit on unified-buffer rows whose banks differ, so a vector step that
   // reads values and a statistic does not read one bank twice. Operations on different
   // blocks are issued back to back; dependent ones wait.
+  // Where gen_layernorm keeps its fp32 rows (one block of rows per lane block) and its
+  // statistics rows: on unified-buffer rows whose banks none of the blocks use.
+  struct LnLayout {
+    uint64_t block_bytes = 0, stat_off[3] = {0, 0, 0}, mask_off = 0, total = 0;
+  };
+  LnLayout ln_layout(uint64_t rows, uint64_t blocks) const {
+    const auto& ubc = cfg_.core.unified_buffer;
+    uint64_t rb = ubc.row_bytes, banks = ubc.banks, row32 = C_ * 4;
+    LnLayout l;
+    l.block_bytes = align_up(rows * row32, rb);
+    std::vector<bool> taken(banks, false);
+    for (uint64_t b = 0; b < blocks; ++b) taken[(b * l.block_bytes / rb) % banks] = true;
+    uint64_t at = blocks * l.block_bytes;
+    for (int i = 0; i < 3; ++i) {
+      for (uint64_t k = 0; k < banks && taken[(at / rb) % banks]; ++k) at += rb;
+      taken[(at / rb) % banks] = true;
+      l.stat_off[i] = at;
+      at += l.block_bytes;
+    }
+    l.mask_off = at;
+    l.total = at + row32 + rb;  // a row of room to align the start to a bank row
+    return l;
+  }
+  // A bf16 layer norm of `out` (a matmul's output) plus a residual added in the matmul's
+  // epilogues: its work rows are allocated now and each output block's epilogue converts
+  // the block's rows to fp32 into them (the conversion the layer norm starts with), which
+  // overlaps the matmuls instead of running after them. Returns the extra phase, or nothing.
+  FusedPhases prepare_layernorm(Value out, const Act& y) {
+    if (q8_ || !out.hasOneUse()) return {};
+    mlir::Operation* add = *out.getUsers().begin();
+    if (!fused_.count(add) || !mlir::isa<tpu::AddOp>(add)) return {};
+    Value v = add->getResult(0);
+    while (v.hasOneUse()) {
+      auto r = mlir::dyn_cast<tpu::ReshapeOp>(*v.getUsers().begin());
+      if (!r || shape_of(r.getOutput()).back() != shape_of(v).back()) break;
+      v = r.getOutput();
+    }
+    if (!v.hasOneUse()) return {};
+    auto ln = mlir::dyn_cast<tpu::LayerNormOp>(*v.getUsers().begin());
+    if (!ln || ln.getInput() != v) return {};
+    LnLayout lay = ln_layout(y.rows, y.blocks);
+    if (ub_.largest_free() < lay.total) return {};
+    uint64_t work = ub_take(lay.total, fmt::format("the fp32 rows and statistics of '{}'", ln.getLayer().str()));
+    ln_prepared_[ln.getOperation()] = work;
+    uint64_t base = align_up(work, cfg_.core.unified_buffer.row_bytes), row32 = C_ * 4;
+    return [this, y, base, lay, row32](uint64_t n, uint64_t off, uint64_t rows) {
+      uint64_t src = y.base + n * y.block_bytes + off, dst = base + n * lay.block_bytes + off / (C_ * esz_) * row32;
+      std::string pre;
+      auto at = [&](uint64_t a, int reg) {
+        if (a <= 0xFFFFFF) return fmt::format("r0+{}", a);
+        pre += fmt::format("  li r{}, {}\n", reg, a);
+        return fmt::format("r{}+0", reg);
+      };
+      std::string d = at(dst, 6), a = at(src, 7);
+      return std::vector<std::string>{pre + fmt::format("  vec.cvt dst=ub[{}] a=ub[{}] rows={} dt=bf16 odt=fp32 flag={{flag}}\n", d, a, rows)};
+    };
+  }
+
   void gen_layernorm(tpu::LayerNormOp op) {
     std::string layer = op.getLayer().str();
     tag(layer);
     const Act& x = act(op.getInput());
     Act y = new_act(shape_of(op.getOutput()), fmt::format("the output of '{}'", layer));
-    const auto& ubc = cfg_.core.unified_buffer;
-    uint64_t row32 = C_ * 4, rows = x.rows, rb = ubc.row_bytes, banks = ubc.banks;
-    uint64_t tbb = align_up(rows * row32, rb), stat_bytes = tbb;
-    // Bank phase of each fp32 block; the statistics rows take phases none of them has.
-    std::vector<bool> taken(banks, false);
-    for (uint64_t b = 0; b < x.blocks; ++b) taken[(b * tbb / rb) % banks] = true;
-    uint64_t at = x.blocks * tbb;
-    std::vector<uint64_t> stat_off;
-    for (int i = 0; i < 3; ++i) {
-      for (uint64_t k = 0; k < banks && taken[(at / rb) % banks]; ++k) at += rb;
-      taken[(at / rb) % banks] = true;
-      stat_off.push_back(at);
-      at += stat_bytes;
+    uint64_t row32 = C_ * 4, rows = x.rows;
+    LnLayout lay = ln_layout(rows, x.blocks);
+    uint64_t tbb = lay.block_bytes;
+    // The fp32 rows may already be there: converted in the epilogues of the matmul whose
+    // output (with a residual added) this normalizes (prepare_layernorm).
+    bool converted = false;
+    uint64_t work = 0;
+    if (auto it = ln_prepared_.find(op.getOperation()); it != ln_prepared_.end()) {
+      work = it->second, converted = true;
+      ln_prepared_.erase(it);
+    } else {
+      work = ub_take(lay.total, fmt::format("the fp32 rows and statistics of '{}'", layer));
     }
-    uint64_t mask_off = at;
-    uint64_t work = ub_take(at + row32 + rb, fmt::format("the fp32 rows and statistics of '{}'", layer));
-    uint64_t base = align_up(work, rb);
-    uint64_t sum = base + stat_off[0], part = base + stat_off[1], sq = base + stat_off[2], mask = base + mask_off;
+    uint64_t base = align_up(work, cfg_.core.unified_buffer.row_bytes);
+    uint64_t sum = base + lay.stat_off[0], part = base + lay.stat_off[1], sq = base + lay.stat_off[2], mask = base + lay.mask_off;
     auto block = [&](uint64_t b) { return base + b * tbb; };
     uint64_t valid = x.features - (x.blocks - 1) * C_;
     if (valid < C_) {
@@ -2538,7 +2602,7 @@ class Codegen {
       return std::string("ub[r12+0]");
     };
     std::string in_scale = q8_ ? new_param(fmt::format("scale=[{}]", double(scale(op.getInput())))) : "";
-    for (uint64_t b = 0; b < x.blocks; ++b) {
+    for (uint64_t b = 0; b < x.blocks && !converted; ++b) {
       std::string src = io(x.base + b * x.block_bytes);
       vec(fmt::format("vec.cvt dst={} a={} rows={} dt={} odt=fp32", ub(block(b)), src, rows, dt_), q8_);
       if (q8_) vec(fmt::format("vec.affine dst={0} a={0} rows={1} dt=fp32 param={2}", ub(block(b)), rows, in_scale), true);
@@ -2819,7 +2883,8 @@ class Codegen {
   std::optional<size_t> hoist_at_;  // where in code_ the last stream issued its last matmul (run_blocks)
   std::map<mlir::Operation*, Act> fused_;  // elementwise ops done in a matmul's epilogues, and their outputs
   std::set<mlir::Operation*> done_;  // ops generated ahead of their turn (gen_matmul_group)
-  std::set<mlir::Operation*> folded_scales_;  // attention scales applied to the queries (attention_scale)
+  std::set<mlir::Operation*> folded_scales_;
+  std::map<mlir::Operation*, uint64_t> ln_prepared_;  // layer norms whose fp32 rows a matmul's epilogues fill (prepare_layernorm)  // attention scales applied to the queries (attention_scale)
   std::set<mlir::Operation*> deferred_;  // ops with nothing to generate whose operands are released in turn
   std::map<const void*, HeadView> views_;  // head split + transpose results read in place (make_head_view)
   std::set<const void*> slack_values_;  // activations allocated with a row of room after them
