@@ -2115,7 +2115,48 @@ class Codegen {
   // stay the lanes, one contiguous copy; otherwise the lanes gather one input lane from
   // rows a fixed stride apart. DMA rows must start on unified-buffer words, so a gather
   // moves fp32 copies (4-byte elements), converted exactly from and back to int8/bf16.
+  // Attention's head merge, [B, H, S, d] -> [B, S, H, d] (this transpose) -> [B, S, H * d]
+  // (its only consumer, a reshape): one pass of copies straight into the merged layout, a
+  // copy per head moving its d lanes of every row of every batch element, instead of a
+  // transpose's copies and then the reshape's. Needs heads that start on unified-buffer
+  // words and never straddle lane blocks.
+  bool merge_heads(tpu::TransposeOp op) {
+    auto perm = op.getPerm();
+    auto xs = shape_of(op.getInput());
+    if (xs.size() != 4 || perm.size() != 4 || perm[0] != 0 || perm[1] != 2 || perm[2] != 1 || perm[3] != 3) return false;
+    if (!op.getOutput().hasOneUse()) return false;
+    auto r = mlir::dyn_cast<tpu::ReshapeOp>(*op.getOutput().getUsers().begin());
+    if (!r) return false;
+    auto ms = shape_of(r.getOutput());
+    uint64_t B = uint64_t(xs[0]), H = uint64_t(xs[1]), S = uint64_t(xs[2]), d = uint64_t(xs[3]);
+    if (ms.size() != 3 || uint64_t(ms[0]) != B || uint64_t(ms[1]) != S || uint64_t(ms[2]) != H * d) return false;
+    uint64_t align = cfg_.core.unified_buffer.alignment_bytes;
+    if (d % R_ != 0 && R_ % d != 0) return false;  // a head would straddle lane blocks
+    for (uint64_t h = 0; h < H; ++h)
+      if ((h * d % R_) * esz_ % align) return false;
+    const Act& x = act(op.getInput());
+    std::string layer = r.getLayer().str();
+    tag(layer);
+    Act y = new_act(ms, fmt::format("the output of '{}'", layer));
+    if (y.features % R_) clear(y.base + (y.blocks - 1) * y.block_bytes, y.block_bytes);
+    uint64_t row = R_ * esz_;
+    for (uint64_t h = 0; h < H; ++h)
+      for (uint64_t e0 = 0; e0 < d; e0 += std::min<uint64_t>(d, R_)) {
+        uint64_t lane = h * d + e0, n = std::min<uint64_t>(d - e0, R_);
+        // x row (b, h, s), lanes [e0, e0 + n) of block e0 / R -> y row (b, s), lanes from `lane`.
+        uint64_t src = x.base + (e0 / R_) * x.block_bytes + h * S * row;
+        uint64_t dst = y.base + (lane / R_) * y.block_bytes + (lane % R_) * esz_;
+        ub_copy_async(src, dst, fmt::format("bytes={} dim=[{}, {}, {}] dim=[{}, {}, {}]", n * esz_, S, row, row, B, H * S * row, S * row));
+      }
+    copies_wait();
+    define(r.getOutput(), y);
+    deferred_.insert(r.getOperation());
+    add_bound(layer, 0, 0);
+    return true;
+  }
+
   void gen_transpose(tpu::TransposeOp op) {
+    if (merge_heads(op)) return;
     std::string layer = op.getLayer().str();
     tag(layer);
     const Act& x0 = act(op.getInput());
