@@ -691,7 +691,10 @@ class Codegen {
   // every FIFO is empty and every shadow swapped in by then, and the tiles are in HBM from
   // the start, so the loads overlap the previous stream's last epilogues and the layers in
   // between instead of delaying this stream's first matmuls.
-  void run_blocks(std::vector<Block>& blocks, bool constant_tiles = false) {
+  // A batch matmul's tiles hoist too when their store to HBM was issued before that point:
+  // `ready` is the wait for it, which then goes in front of the prologue.
+  void run_blocks(std::vector<Block>& blocks, bool constant_tiles = false,
+                  std::optional<std::pair<std::string, size_t>> ready = std::nullopt) {
     uint32_t nm = cfg_.core.mxu.count;
     struct Stream {
       std::vector<size_t> blocks;  // indices into `blocks`
@@ -712,7 +715,9 @@ class Codegen {
       }
       if (!s[m].tiles.empty()) prologue += fmt::format("  mxu.wload mxu={}\n", m);
     }
-    if (constant_tiles && hoist_at_) code_.insert(*hoist_at_, prologue);
+    if (ready && hoist_at_ && ready->second <= *hoist_at_) code_.insert(*hoist_at_, ready->first + prologue);
+    else if (ready) code_ += ready->first + prologue;
+    else if (constant_tiles && hoist_at_) code_.insert(*hoist_at_, prologue);
     else code_ += prologue;
     hoist_at_.reset();
     // Epilogues in flight: one vector operation per step each, so they overlap the
@@ -1469,6 +1474,7 @@ class Codegen {
     define(tp.getOutput(), y0);
     deferred_.insert(tp.getOperation());
     add_bound(op.getLayer().str(), 0, 0);
+    store.issued_at = code_.size();
     if (flag) stored_rhs_[target->getAsOpaquePointer()] = store;
     return true;
   }
@@ -1492,13 +1498,15 @@ class Codegen {
     uint64_t B = uint64_t(as[0]), M = uint64_t(as[1]), K = uint64_t(as[2]), N = uint64_t(ws[2]);
     Act y = new_act(shape_of(op.getOutput()), fmt::format("the output of '{}'", layer));
     RhsCopy rhs;
+    bool early = false;
     if (auto it = stored_rhs_.find(op.getRhs().getAsOpaquePointer()); it != stored_rhs_.end()) {
-      rhs = it->second;
+      rhs = it->second, early = true;
       stored_rhs_.erase(it);
     } else {
       rhs = store_rhs(w, 1);
     }
-    code(fmt::format("  wait f{}, {}", rhs.flag, rhs.count));
+    std::string ready = fmt::format("  wait f{}, {}\n", rhs.flag, rhs.count);
+    if (!early) code_ += ready;
     std::vector<double> acc_scale;
     if (q8_) acc_scale.assign(N, double(scale(op.getLhs())) * scale(op.getRhs()));
     uint64_t bias_ub = bias_rows(std::vector<float>(N, 0.0f), acc_scale);
@@ -1550,7 +1558,8 @@ class Codegen {
           blocks.push_back(std::move(blk));
         }
       }
-    run_blocks(blocks);
+    if (early) run_blocks(blocks, false, std::make_pair(ready, rhs.issued_at));
+    else run_blocks(blocks);
     ub_.release(bias_ub);
     if (softmax)
       for (uint64_t at : softmax->buffers) ub_.release(at);
@@ -1566,6 +1575,7 @@ class Codegen {
     uint64_t addr = 0;
     int flag = 1;  // counts one per lane block when stored
     uint64_t count = 0;  // stores to wait for
+    size_t issued_at = 0;  // code_'s size once the stores were issued
   };
   uint64_t rhs_row_bytes(const Act& w, uint64_t nb) const {
     uint64_t fw = std::min<uint64_t>(R_, w.features - nb * R_);
@@ -1579,6 +1589,7 @@ class Codegen {
       code(fmt::format("  li r1, {} || li r2, {}", w.base + nb * w.block_bytes, c.addr + nb * w.rows * R_ * esz_));
       code(fmt::format("  dma.store desc={} src=r1 dst=r2 flag=f{}", d, flag));
     }
+    c.issued_at = code_.size();
     return c;
   }
   // Stores an activation to HBM as soon as it is computed when its only consumer (through
