@@ -1146,7 +1146,11 @@ class Codegen {
     std::vector<Block> blocks;
     for (size_t i = 0; i < group.size(); ++i) {
       auto b = plan_matmul(group[i], nt, plans[i]);
-      for (Block& blk : b) blocks.push_back(std::move(blk));
+      int64_t offset = int64_t(blocks.size());  // `after` indexes the matmul's own blocks
+      for (Block& blk : b) {
+        if (blk.after >= 0) blk.after += offset;
+        blocks.push_back(std::move(blk));
+      }
     }
     run_blocks(blocks, true);
     for (size_t i = 0; i < group.size(); ++i) {
@@ -1263,7 +1267,8 @@ class Codegen {
     uint64_t nm = cfg_.core.mxu.count, chunks = ceil_div(x.rows, mc), kh = ceil_div(kt, 2);
     auto busiest = [&](uint64_t nblocks, uint64_t tiles_per) { return ceil_div(nblocks, nm) * tiles_per; };
     uint64_t part_bytes = align_up(mc * C_ * 4, 64) * nt * chunks;
-    bool split = !nt_total && kt >= 2 && busiest(2 * nt * chunks, kh) < busiest(nt * chunks, kt) &&
+    uint64_t stream_blocks = (nt_total ? nt_total : nt) * chunks;  // a group's blocks spread together
+    bool split = kt >= 2 && busiest(2 * stream_blocks, kh) < busiest(stream_blocks, kt) &&
                  ub_.largest_free() >= part_bytes + (1 << 16);
     uint64_t parts = split ? ub_take(part_bytes, fmt::format("the partial sums of '{}'", layer)) : kNoBias;
     std::string acc_dt = q8_ ? "int32" : "fp32";

@@ -269,6 +269,28 @@ TEST_P(CompileE2E, SplitKMatmulMatchesFp32Reference) {
   expect_close(decode(r.program, "y", out.substr(2)), want, tolerance(0.03));
 }
 
+// Two matmuls reading the same input run as one stream (like attention's projections);
+// with one output block each they would leave two of tpu-v4-core's MXUs idle, so each
+// splits its K tiles too. The sum of the two checks both against the fp32 pass.
+TEST_P(CompileE2E, GroupedSplitKMatmulsMatchFp32Reference) {
+  OnnxBuilder m;
+  const int64_t B = 5, K = 384, N = 100;
+  m.input("x", {B, K});
+  auto& w1 = m.init("w1", {K, N}, 0.1f);
+  auto& w2 = m.init("w2", {K, N}, 0.1f);
+  m.node("MatMul", "fc1", {"x", "w1"}, {"a"});
+  m.node("MatMul", "fc2", {"x", "w2"}, {"b"});
+  m.node("Add", "sum", {"a", "b"}, {"y"});
+  m.output("y", {B, N});
+  auto path = m.save("vtpu_group_splitk_" + id() + ".onnx");
+
+  Vec x = uniform_values(size_t(B * K), 13, 1000.0f);
+  Vec got = compile_and_run(path, {{"x", x}});
+  Vec a = gemm(x, B, K, w1, N, {}, false), b = gemm(x, B, K, w2, N, {}, false);
+  for (size_t i = 0; i < a.size(); ++i) a[i] += b[i];
+  expect_close(got, a, tolerance(0.03));
+}
+
 TEST_P(CompileE2E, TableFunctionsMatchFp32Reference) {
   OnnxBuilder m;
   const int64_t B = 4, K = 24, H = 20;
