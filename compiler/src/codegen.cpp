@@ -726,8 +726,8 @@ class Codegen {
     // An epilogue's first operation waits for its block's last matmul, which is done only
     // after the array's fill and drain (in + R + C - 2 + out cycles behind its last row).
     // Waiting at once would stall issue that long on every block; so an epilogue starts
-    // only once about that many rows of later matmuls have been issued (`clock` counts the
-    // rows of each step's longest group), and the accumulators are split into as many
+    // only once about that many cycles of later matmuls have been issued (`clock` estimates
+    // each step's cycles), and the accumulators are split into as many
     // regions as the largest block leaves room for, so blocks keep streaming meanwhile.
     struct Pending {
       uint32_t mxu;
@@ -862,7 +862,13 @@ class Codegen {
         if (gi + 1 == blocks[bi].groups.size()) finished.push_back({m, {bi, blocks_done[m] % nreg}}), blocks_done[m]++;
         tile_pos[m]++;
       }
-      clock += step_rows;
+      // A step lasts at least its longest group's rows, but also a weight shift and the
+      // load of this step's tiles from memory (a slow memory stretches every step).
+      uint64_t active = 0;
+      for (uint32_t m = 0; m < nm; ++m) active += grp[m] != nullptr;
+      double bytes_per_cycle = cfg_.memory.bandwidth_gbytes_per_s * 1e3 / cfg_.clock_mhz;
+      uint64_t load = uint64_t(std::ceil(double(active * R_ * C_ * esz_) / bytes_per_cycle));
+      clock += std::max<uint64_t>({step_rows, cfg_.core.mxu.weight_shift_cycles, load});
       for (Pending& p : pending)
         if (!p.closed && p.next < p.phases.size() && (p.next > 0 || clock >= p.start_at)) advance(p);
       for (auto& [m, br] : finished) {
