@@ -1147,11 +1147,15 @@ class Codegen {
     std::string layer = op.getLayer().str();
     tag(layer);
     uint64_t nt = 0;
-    for (tpu::MatmulOp m : group) nt += ceil_div(uint64_t(shape_of(m.getWeight())[1]), C_);
+    bool same_k = true;  // split K only when every matmul splits alike (pairs stay side by side)
+    for (tpu::MatmulOp m : group) {
+      nt += ceil_div(uint64_t(shape_of(m.getWeight())[1]), C_);
+      same_k &= shape_of(m.getWeight())[0] == shape_of(group[0].getWeight())[0];
+    }
     std::vector<MatmulPlan> plans(group.size());
     std::vector<Block> blocks;
     for (size_t i = 0; i < group.size(); ++i) {
-      auto b = plan_matmul(group[i], nt, plans[i]);
+      auto b = plan_matmul(group[i], nt, plans[i], same_k);
       int64_t offset = int64_t(blocks.size());  // `after` indexes the matmul's own blocks
       for (Block& blk : b) {
         if (blk.after >= 0) blk.after += offset;
@@ -1207,7 +1211,7 @@ class Codegen {
 
   // The blocks of a matmul (its output allocated, its bias rows loaded), row chunks chosen
   // for `nt_total` column blocks in the stream (0: its own).
-  std::vector<Block> plan_matmul(tpu::MatmulOp op, uint64_t nt_total, MatmulPlan& plan) {
+  std::vector<Block> plan_matmul(tpu::MatmulOp op, uint64_t nt_total, MatmulPlan& plan, bool allow_split = true) {
     std::string layer = op.getLayer().str();
     const Act& x = act(op.getInput());
     auto ws = shape_of(op.getWeight());
@@ -1270,11 +1274,13 @@ class Codegen {
     // block's K tiles go in two halves on two MXUs, if that lowers the busiest MXU's tile
     // count. The first half's epilogue copies its partial sums to unified-buffer rows, the
     // second's adds them to its own before the usual epilogue.
-    uint64_t nm = cfg_.core.mxu.count, chunks = ceil_div(x.rows, mc), kh = ceil_div(kt, 2);
+    // The first half takes the smaller share of tiles, so it never finishes after the
+    // second (they go to the MXUs side by side), whose epilogue waits for it.
+    uint64_t nm = cfg_.core.mxu.count, chunks = ceil_div(x.rows, mc), kh = kt / 2;
     auto busiest = [&](uint64_t nblocks, uint64_t tiles_per) { return ceil_div(nblocks, nm) * tiles_per; };
     uint64_t part_bytes = align_up(mc * C_ * 4, 64) * nt * chunks;
     uint64_t stream_blocks = (nt_total ? nt_total : nt) * chunks;  // a group's blocks spread together
-    bool split = kt >= 2 && busiest(2 * stream_blocks, kh) < busiest(stream_blocks, kt) &&
+    bool split = allow_split && kt >= 2 && busiest(2 * stream_blocks, kt - kh) < busiest(stream_blocks, kt) &&
                  ub_.largest_free() >= part_bytes + (1 << 16);
     uint64_t parts = split ? ub_take(part_bytes, fmt::format("the partial sums of '{}'", layer)) : kNoBias;
     std::string acc_dt = q8_ ? "int32" : "fp32";
