@@ -86,6 +86,8 @@ CASE(gpt2_block_v4_bf16, "gpt2-block", "tpu-v4-core", Precision::Bf16, 1);
 CASE(mobilenetv2_v4_int8, "mobilenetv2", "tpu-v4-core", Precision::Int8, 1);
 CASE(lstm0_tpu_v1_int8, "lstm0", "tpu-v1", Precision::Int8, 0);
 CASE(mlp0_tpu_v1_int8, "mlp0", "tpu-v1", Precision::Int8, 0);
+// Token ids in: BERT's word-embedding lookup (30522 x 768, one-hot x table on the MXUs) + one layer.
+CASE(bert_ids_layer_v4_bf16, "bert-base-ids-layer", "tpu-v4-core", Precision::Bf16, 1);
 
 }  // namespace
 

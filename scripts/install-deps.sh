@@ -27,8 +27,30 @@ for p in "${PACKAGES[@]}"; do
   fi
 done
 
+# Node.js runs onnxruntime, the fp32 reference the zoo models are checked against (tests/ort).
+# Any Node.js >= 16 with npm will do (some machines carry NodeSource's, which bundles npm).
+if ! command -v node >/dev/null 2>&1 || ! command -v npm >/dev/null 2>&1; then
+  missing+=(nodejs npm)
+fi
+
+# onnxruntime-node from the npm registry, outside the build tree so rebuilds keep it;
+# ONNXRUNTIME_NODE_INSTALL=skip stops its install script fetching GPU binaries (the CPU
+# library ships in the package). The tests look in the same place.
+install_onnxruntime() {
+  local dir="${VTPU_NODE_DIR:-${HOME:-/root}/.cache/vtpu/node}"
+  if [ -f "$dir/node_modules/onnxruntime-node/package.json" ]; then
+    echo "install-deps: onnxruntime-node present in $dir"
+    return
+  fi
+  mkdir -p "$dir"
+  ONNXRUNTIME_NODE_INSTALL=skip npm install --prefix "$dir" --no-audit --no-fund --loglevel=error \
+    onnxruntime-node@1.30.0
+  echo "install-deps: installed onnxruntime-node in $dir"
+}
+
 if [ ${#missing[@]} -eq 0 ]; then
   echo "install-deps: all ${#PACKAGES[@]} packages present"
+  install_onnxruntime
   exit 0
 fi
 
@@ -54,3 +76,4 @@ export DEBIAN_FRONTEND=noninteractive
 $SUDO apt-get update -q
 $SUDO apt-get install -y -q --no-install-recommends "${missing[@]}"
 echo "install-deps: installed ${#missing[@]} packages"
+install_onnxruntime

@@ -200,3 +200,29 @@ def Tpu_UnaryOp : Tpu_Op<"unary", [Pure]> {
   let assemblyFormat = "operands attr-dict `:` functional-type(operands, results)";
   let hasVerifier = 1;
 }
+
+def Tpu_CastOp : Tpu_Op<"cast", [Pure]> {
+  let summary = "an integer program tensor (i32) to the activation domain (f32), or back";
+  let description = [{
+    Integer model inputs and outputs (token ids, MatMulInteger's uint8 activations and
+    int32 results) live in HBM as int32. i32 -> f32 loads them and converts them on chip
+    (vec.cvt) to the activation dtype; f32 -> i32 rounds an activation to int32 rows for an
+    integer model output.
+  }];
+  let arguments = (ins AnyRankedTensor:$input, StrAttr:$layer);
+  let results = (outs AnyRankedTensor:$output);
+  let assemblyFormat = "operands attr-dict `:` functional-type(operands, results)";
+}
+
+def Tpu_EmbeddingOp : Tpu_Op<"embedding", [Pure]> {
+  let summary = "y[i, :] = table[ids[i], :]: rows of a constant [V, D] table picked by run-time ids (i32)";
+  let description = [{
+    ONNX Gather(table, ids) along axis 0 with indices known only at run time. The chip has
+    no data-dependent addressing, so the ids become one-hot rows (built exactly with vector
+    operations) that multiply the table on the MXUs. Negative ids count from the end
+    (id + V); ids outside [-V, V) select nothing and give zero rows.
+  }];
+  let arguments = (ins AnyRankedTensor:$ids, AnyRankedTensor:$table, StrAttr:$layer);
+  let results = (outs AnyRankedTensor:$output);
+  let assemblyFormat = "operands attr-dict `:` functional-type(operands, results)";
+}

@@ -179,6 +179,15 @@ class Codegen {
       Value arg = fn.getArgument(i);
       std::string name = fn.getArgAttrOfType<mlir::StringAttr>(i, "vtpu.name").str();
       auto shape = shape_of(arg);
+      if (is_int32(arg)) {
+        // An integer input stays in HBM as int32; its readers load what they need (tpu.cast
+        // converts it, tpu.embedding reads the ids).
+        uint64_t addr = hbm_alloc(numel(shape) * 4);
+        decl(fmt::format(".tensor {} role=input dtype=int32 shape=[{}] addr={}{}", quote(name), fmt::join(shape, ", "), addr,
+                         fn.getArgAttr(i, "vtpu.nhwc") ? " layout=nhwc" : ""));
+        int_hbm_[arg.getAsOpaquePointer()] = addr;
+        continue;
+      }
       uint64_t bytes = numel(shape) * esz_;
       uint64_t addr = hbm_alloc(bytes);
       decl(fmt::format(".tensor {} role=input dtype={} shape=[{}] addr={}{}", quote(name), dt_, fmt::join(shape, ", "), addr,
@@ -208,6 +217,16 @@ class Codegen {
           Value v = ret.getOperand(i);
           std::string name = fn.getResultAttrOfType<mlir::StringAttr>(i, "vtpu.name").str();
           auto shape = shape_of(v);
+          if (is_int32(v)) {  // an integer output: int32 rows, stored as they are
+            if (int_hbm_.count(v.getAsOpaquePointer()))
+              throw CompileError(fmt::format("output '{}' is a model input; nothing computes it", name));
+            uint64_t addr = hbm_alloc(numel(shape) * 4);
+            decl(fmt::format(".tensor {} role=output dtype=int32 shape=[{}] addr={}{}", quote(name), fmt::join(shape, ", "),
+                             addr, fn.getResultAttr(i, "vtpu.nhwc") ? " layout=nhwc" : ""));
+            tag("output " + name);
+            store_rows(act(v), addr, 4);
+            continue;
+          }
           uint64_t addr = hbm_alloc(numel(shape) * esz_);
           decl(fmt::format(".tensor {} role=output dtype={} shape=[{}] addr={}{}", quote(name), dt_, fmt::join(shape, ", "),
                            addr, quant_attrs(v, bool(fn.getResultAttr(i, "vtpu.nhwc")))));
@@ -221,10 +240,11 @@ class Codegen {
         for (Value operand : op.getOperands()) release(operand);
         continue;
       }
-      if (auto mm = mlir::dyn_cast<tpu::MatmulOp>(op)) {
+      if (auto mm = mlir::dyn_cast<tpu::MatmulOp>(op); mm && !is_int32(mm.getOutput())) {
         current_op_ = "matmul";
         current_shape_ = shape_of(mm.getOutput());
         output_high_ = false;
+        int_out_ = false, out_esz_ = esz_;
         if (gen_matmul_group(mm)) continue;
       }
       if (auto f = fused_.find(&op); f != fused_.end()) {  // already done in a matmul's epilogues
@@ -240,7 +260,12 @@ class Codegen {
         if (auto it = acts_.find(op.getOperand(0).getAsOpaquePointer()); it != acts_.end())
           output_high_ = it->second.base + it->second.bytes() / 2 < ub_.capacity() / 2;
       current_shape_ = op.getNumResults() ? shape_of(op.getResult(0)) : std::vector<int64_t>{};
+      // A matmul or convolution with an int32 result (an integer model output) writes int32 rows.
+      int_out_ = op.getNumResults() && is_int32(op.getResult(0));
+      out_esz_ = int_out_ ? 4 : esz_;
       if (auto m = mlir::dyn_cast<tpu::MatmulOp>(op)) gen_matmul(m);
+      else if (auto ca = mlir::dyn_cast<tpu::CastOp>(op)) gen_cast(ca);
+      else if (auto em = mlir::dyn_cast<tpu::EmbeddingOp>(op)) gen_embedding(em);
       else if (auto bm = mlir::dyn_cast<tpu::BatchMatmulOp>(op)) gen_batch_matmul(bm);
       else if (auto c = mlir::dyn_cast<tpu::Conv2DOp>(op)) gen_conv(c);
       else if (auto p = mlir::dyn_cast<tpu::PoolOp>(op)) gen_pool(p);
@@ -450,7 +475,7 @@ class Codegen {
     uint64_t free = ub_.capacity() - ub_.in_use(), largest = ub_.largest_free();
     std::string pieces = free >= bytes ? fmt::format(", in pieces of at most {} bytes", largest) : "";
     throw CompileError(fmt::format("{} needs {} bytes of the unified buffer but only {} of its {} bytes are free{} "
-                                   "(core.unified_buffer.bytes is {} too small); use a config with a larger unified "
+                                   "(core.unified_buffer.bytes is at least {} bytes too small); use a config with a larger unified "
                                    "buffer or a smaller batch",
                                    what, bytes, free, ub_.capacity(), pieces, bytes - std::min(bytes, largest)));
   }
@@ -641,8 +666,8 @@ class Codegen {
     if (q8_) {
       pre.clear();
       std::string out = ref(out_ub, 9, pre);
-      ph.push_back(pre + fmt::format("  vec.rescale dst=ub[{}] a=acc[r0+{}] rows={} param={} flag={{flag}}\n", out, g, rows,
-                                     clamp_param));
+      ph.push_back(pre + fmt::format("  vec.rescale dst=ub[{}] a=acc[r0+{}] rows={} param={}{} flag={{flag}}\n", out, g, rows,
+                                     clamp_param, int_out_ ? " odt=int32" : ""));
       return ph;
     }
     if (!clamp_param.empty())
@@ -650,7 +675,8 @@ class Codegen {
                                clamp_param));
     pre.clear();
     std::string out = ref(out_ub, 9, pre);
-    ph.push_back(pre + fmt::format("  vec.cvt dst=ub[{}] a=acc[r0+{}] rows={} dt=fp32 odt=bf16 flag={{flag}}\n", out, g, rows));
+    ph.push_back(pre + fmt::format("  vec.cvt dst=ub[{}] a=acc[r0+{}] rows={} dt=fp32 odt={} flag={{flag}}\n", out, g, rows,
+                                   int_out_ ? "int32" : "bf16"));
     return ph;
   }
 
@@ -921,7 +947,7 @@ class Codegen {
   // rows), or nothing when there is no such op.
   using FusedPhases = std::function<std::vector<std::string>(uint64_t, uint64_t, uint64_t)>;
   FusedPhases fuse_elementwise(Value out, const Act& y, const std::string& into_layer) {
-    if (q8_) return {};
+    if (q8_ || is_int32(out)) return {};
     Value v = out;
     while (v.hasOneUse()) {
       auto r = mlir::dyn_cast<tpu::ReshapeOp>(*v.getUsers().begin());
@@ -991,7 +1017,7 @@ class Codegen {
     std::vector<uint64_t> buffers;
   };
   std::optional<SoftmaxEpilogue> fuse_softmax(Value out, const Act& y, const std::string& into_layer, uint64_t M) {
-    if (q8_ || y.blocks != 1) return std::nullopt;
+    if (q8_ || is_int32(out) || y.blocks != 1) return std::nullopt;
     auto follow = [&](Value v) {
       while (v.hasOneUse()) {
         auto r = mlir::dyn_cast<tpu::ReshapeOp>(*v.getUsers().begin());
@@ -1135,7 +1161,7 @@ class Codegen {
         continue;
       }
       auto m = mlir::dyn_cast<tpu::MatmulOp>(n);
-      if (!m || root(m.getInput()) != x) break;
+      if (!m || root(m.getInput()) != x || is_int32(m.getOutput())) break;
       group.push_back(m);
     }
     if (group.size() < 2) return false;
@@ -1180,7 +1206,7 @@ class Codegen {
   // matmul whose output feeds, through reshapes, a per-channel affine step with one scale
   // and no bias, then a softmax fused into that batch matmul (rows within one lane block).
   std::optional<std::pair<double, mlir::Operation*>> attention_scale(Value q) {
-    if (q8_) return std::nullopt;
+    if (q8_ || is_int32(q)) return std::nullopt;
     auto split = head_view_split(q);
     if (!split) return std::nullopt;
     auto single_user = [](Value v) -> mlir::Operation* { return v.hasOneUse() ? *v.getUsers().begin() : nullptr; };
@@ -1220,8 +1246,9 @@ class Codegen {
     auto bias = const_floats(op.getBias(), layer);
     // A head view read as a batch matmul's left-hand side reads whole array rows from a
     // head's first lane: the last row's read runs up to a row past the tensor.
-    bool slack = head_view_split(op.getOutput()).has_value();
-    Act y = new_act(shape_of(op.getOutput()), fmt::format("the output of '{}'", layer), false, slack ? R_ * esz_ : 0);
+    bool slack = !is_int32(op.getOutput()) && head_view_split(op.getOutput()).has_value();
+    Act y = slack ? new_act(shape_of(op.getOutput()), fmt::format("the output of '{}'", layer), false, R_ * esz_)
+                  : out_act(op.getOutput(), fmt::format("the output of '{}'", layer));
     if (slack) slack_values_.insert(op.getOutput().getAsOpaquePointer());
     // Matmuls sharing a weight constant share its tiles in HBM (and its INT8 quantization).
     auto cached = weight_cache_.find(op.getWeight().getAsOpaquePointer());
@@ -1280,7 +1307,7 @@ class Codegen {
     auto busiest = [&](uint64_t nblocks, uint64_t tiles_per) { return ceil_div(nblocks, nm) * tiles_per; };
     uint64_t part_bytes = align_up(mc * C_ * 4, 64) * nt * chunks;
     uint64_t stream_blocks = (nt_total ? nt_total : nt) * chunks;  // a group's blocks spread together
-    bool split = allow_split && kt >= 2 && busiest(2 * stream_blocks, kt - kh) < busiest(stream_blocks, kt) &&
+    bool split = allow_split && !is_int32(op.getOutput()) && kt >= 2 && busiest(2 * stream_blocks, kt - kh) < busiest(stream_blocks, kt) &&
                  ub_.largest_free() >= part_bytes + (1 << 16);
     uint64_t parts = split ? ub_take(part_bytes, fmt::format("the partial sums of '{}'", layer)) : kNoBias;
     std::string acc_dt = q8_ ? "int32" : "fp32";
@@ -1305,7 +1332,7 @@ class Codegen {
         for (uint64_t k = split ? kh : 0; k < kt; ++k)
           b.groups.push_back({tiles[n][k], {{x.base + k * x.block_bytes + r0 * R_ * esz_, rows, 0, 0, k > (split ? kh : 0)}}});
         if (split) b.after = int64_t(blocks.size()) - 1;
-        uint64_t out = y.base + n * y.block_bytes + r0 * C_ * esz_, bias_row = bias_at(bias_ub, n);
+        uint64_t out = y.base + n * y.block_bytes + r0 * C_ * out_esz_, bias_row = bias_at(bias_ub, n);
         std::string ep = eps[n];
         b.epilogue = [this, rows, bias_row, ep, out, fused, n, r0, split, part, acc_dt](uint32_t m, uint64_t acc_row) {
           std::vector<std::string> ph;
@@ -1449,7 +1476,7 @@ class Codegen {
       // groups: a group's conversion back (and store) overlaps the next group's copies.
       uint64_t pairs = n * H, per_group = ceil_div(pairs, std::min<uint64_t>(pairs, 4));
       std::optional<std::pair<uint64_t, uint64_t>> converted;  // rows whose conversion is in flight
-      auto store_rows = [&](std::pair<uint64_t, uint64_t> r) {
+      auto store_group = [&](std::pair<uint64_t, uint64_t> r) {
         code(fmt::format("  wait f20, {}", yv.blocks));  // their conversions (the oldest in flight)
         if (!flag) return;
         for (uint64_t nb = 0; nb < y0.blocks; ++nb) {
@@ -1481,10 +1508,10 @@ class Codegen {
           code(fmt::format("  li r1, {} || li r2, {}\n  vec.cvt dst=ub[r2+0] a=ub[r1+0] rows={} dt=fp32 odt={} flag=f20",
                            yt.base + sb * yt.block_bytes + p0 * d * row4, yv.base + sb * yv.block_bytes + p0 * d * R_ * esz_,
                            (p1 - p0) * d, dt_));
-        if (converted) store_rows(*converted);
+        if (converted) store_group(*converted);
         converted = std::make_pair(p0 * d, p1 * d);
       }
-      store_rows(*converted);
+      store_group(*converted);
       ub_.release(xt.base);
       ub_.release(yt.base);
     }
@@ -1678,7 +1705,7 @@ class Codegen {
       code("  wait f1");
     }
     auto w = const_floats(op.getWeight(), layer), bias = const_floats(op.getBias(), layer);
-    Act y = new_act(ys, fmt::format("the output of '{}'", layer));
+    Act y = out_act(op.getOutput(), fmt::format("the output of '{}'", layer));
     std::vector<double> acc_scale;
     if (q8_) {
       QWeights qw = quantize(w, KH * KW * CI, CO);
@@ -1714,7 +1741,7 @@ class Codegen {
           b.groups.push_back(std::move(g));
         }
         uint64_t rows = (r1 - r0) * OW;
-        uint64_t out = y.base + nb * y.block_bytes + r0 * OW * C_ * esz_, bias_row = bias_at(bias_ub, nb);
+        uint64_t out = y.base + nb * y.block_bytes + r0 * OW * C_ * out_esz_, bias_row = bias_at(bias_ub, nb);
         std::string ep = eps[nb];
         b.epilogue = [this, rows, bias_row, ep, out](uint32_t m, uint64_t acc_row) { return epilogue(m, acc_row, rows, bias_row, ep, out); };
         blocks.push_back(std::move(b));
@@ -1743,7 +1770,7 @@ class Codegen {
     uint64_t sh = uint64_t(stride[0]), sw = uint64_t(stride[1]), dh = uint64_t(dil[0]), dw = uint64_t(dil[1]);
     uint64_t pt = uint64_t(pad[0]), pb = uint64_t(pad[1]), pl = uint64_t(pad[2]), pr = uint64_t(pad[3]);
     auto w = const_floats(op.getWeight(), layer), bias = const_floats(op.getBias(), layer);
-    Act y = new_act(ys, fmt::format("the output of '{}'", layer));
+    Act y = out_act(op.getOutput(), fmt::format("the output of '{}'", layer));
 
     // Zero-padded copy of the input when the conv pads, except for "same" convolutions
     // (stride 1, odd kernel, centred pads): their taps read the unpadded input, each clipped
@@ -1839,7 +1866,7 @@ class Codegen {
             if (!g.steps.empty()) b.groups.push_back(std::move(g));
           }
         uint64_t rows = (r1 - r0) * OW;
-        uint64_t out = y.base + nb * y.block_bytes + r0 * OW * C_ * esz_, bias_row = bias_at(bias_ub, nb);
+        uint64_t out = y.base + nb * y.block_bytes + r0 * OW * C_ * out_esz_, bias_row = bias_at(bias_ub, nb);
         std::string ep = eps[nb];
         b.epilogue = [this, rows, bias_row, ep, out](uint32_t m, uint64_t acc_row) { return epilogue(m, acc_row, rows, bias_row, ep, out); };
         blocks.push_back(std::move(b));
@@ -2594,7 +2621,7 @@ class Codegen {
   // the block's rows to fp32 into them (the conversion the layer norm starts with), which
   // overlaps the matmuls instead of running after them. Returns the extra phase, or nothing.
   FusedPhases prepare_layernorm(Value out, const Act& y) {
-    if (q8_ || !out.hasOneUse()) return {};
+    if (q8_ || is_int32(out) || !out.hasOneUse()) return {};
     mlir::Operation* add = *out.getUsers().begin();
     if (!fused_.count(add) || !mlir::isa<tpu::AddOp>(add)) return {};
     Value v = add->getResult(0);
@@ -2929,6 +2956,328 @@ class Codegen {
     code("  wait f1");
   }
 
+  // ---- integer tensors (docs/compiler.md, "Integer inputs and outputs") ----
+
+  static bool is_int32(Value v) { return mlir::cast<mlir::RankedTensorType>(v.getType()).getElementType().isInteger(32); }
+
+  // An activation of int32 rows (4-byte lanes, blocked like any other).
+  Act int32_act(const std::vector<int64_t>& shape, const std::string& what, bool temporary = false) {
+    Act a;
+    a.shape = shape;
+    a.features = uint64_t(shape.back());
+    a.rows = numel(shape) / a.features;
+    a.blocks = ceil_div(a.features, R_);
+    a.block_bytes = align_up(a.rows * R_ * 4, 64);
+    a.base = ub_take(a.bytes(), what, temporary || output_high_);
+    return a;
+  }
+  // The output of a layer: int32 rows for an i32 result, else the activation dtype's.
+  Act out_act(Value v, const std::string& what) { return is_int32(v) ? int32_act(shape_of(v), what) : new_act(shape_of(v), what); }
+
+  // Blocked-layout DMA of rows of `esz`-byte elements between HBM (row-major) and UB.
+  void load_rows(const Act& a, uint64_t hbm, uint64_t esz) {
+    for (uint64_t b = 0; b < a.blocks; ++b) {
+      uint64_t fw = std::min<uint64_t>(R_, a.features - b * R_);
+      std::string d = new_desc(fmt::format("bytes={} src_off={} dst_off={} dim=[{}, {}, {}]", fw * esz, hbm + b * R_ * esz,
+                                           a.base + b * a.block_bytes, a.rows, a.features * esz, R_ * esz));
+      if (fw < R_) clear(a.base + b * a.block_bytes, a.block_bytes);
+      code(fmt::format("  dma.load desc={} src=r0 dst=r0 flag=f1", d));
+      code("  wait f1");
+    }
+  }
+  void store_rows(const Act& a, uint64_t hbm, uint64_t esz) {
+    for (uint64_t b = 0; b < a.blocks; ++b) {
+      uint64_t fw = std::min<uint64_t>(R_, a.features - b * R_);
+      std::string d = new_desc(fmt::format("bytes={} src_off={} dst_off={} dim=[{}, {}, {}]", fw * esz, a.base + b * a.block_bytes,
+                                           hbm + b * R_ * esz, a.rows, R_ * esz, a.features * esz));
+      code(fmt::format("  dma.store desc={} src=r0 dst=r0 flag=f1", d));
+      code("  wait f1");
+    }
+  }
+
+  // int32 -> activation (an integer model input: loaded from HBM, then vec.cvt; INT8
+  // through fp32 rows scaled to the calibrated scale), or activation -> int32 (rounded
+  // half to even) for an integer model output.
+  void gen_cast(tpu::CastOp op) {
+    std::string layer = op.getLayer().str();
+    tag(layer);
+    Value in = op.getInput(), out = op.getOutput();
+    if (is_int32(in) == is_int32(out)) {
+      define(out, act(in));
+      uses_[in.getAsOpaquePointer()]++;  // the alias keeps the buffer
+      return;
+    }
+    if (is_int32(in)) {
+      Act src;
+      bool loaded = false;
+      if (auto it = int_hbm_.find(in.getAsOpaquePointer()); it != int_hbm_.end()) {
+        src = int32_act(shape_of(in), fmt::format("the int32 rows of '{}'", layer), true);
+        load_rows(src, it->second, 4);
+        loaded = true;
+      } else {
+        src = act(in);
+      }
+      Act y = new_act(shape_of(out), fmt::format("the output of '{}'", layer));
+      std::string p = q8_ ? new_param(fmt::format("scale=[{}] bias=[0]", 1.0 / double(scale(out)))) : "";
+      for (uint64_t b = 0; b < y.blocks; ++b) {
+        code(fmt::format("  li r1, {} || li r2, {}", src.base + b * src.block_bytes, y.base + b * y.block_bytes));
+        if (!q8_) {
+          vec_wait(fmt::format("vec.cvt dst=ub[r2+0] a=ub[r1+0] rows={} dt=int32 odt=bf16", y.rows));
+          continue;
+        }
+        if (!loaded) throw InternalError("an int32 activation converted in place");
+        vec_wait(fmt::format("vec.cvt dst=ub[r1+0] a=ub[r1+0] rows={} dt=int32 odt=fp32", y.rows));
+        vec_wait(fmt::format("vec.affine dst=ub[r1+0] a=ub[r1+0] rows={} dt=fp32 param={}", y.rows, p));
+        vec_wait(fmt::format("vec.cvt dst=ub[r2+0] a=ub[r1+0] rows={} dt=fp32 odt=int8", y.rows));
+      }
+      if (loaded) ub_.release(src.base);
+      add_bound(layer, 0, numel(shape_of(in)) * 4);
+      define(out, y);
+      return;
+    }
+    const Act& x = act(in);
+    Act y = int32_act(shape_of(out), fmt::format("the output of '{}'", layer));
+    std::string p = q8_ ? new_param(fmt::format("scale=[{}] bias=[0]", double(scale(in)))) : "";
+    for (uint64_t b = 0; b < y.blocks; ++b) {
+      code(fmt::format("  li r1, {} || li r2, {}", x.base + b * x.block_bytes, y.base + b * y.block_bytes));
+      if (!q8_) {
+        vec_wait(fmt::format("vec.cvt dst=ub[r2+0] a=ub[r1+0] rows={} dt=bf16 odt=int32", y.rows));
+        continue;
+      }
+      vec_wait(fmt::format("vec.cvt dst=ub[r2+0] a=ub[r1+0] rows={} dt=int8 odt=fp32", y.rows));
+      vec_wait(fmt::format("vec.affine dst=ub[r2+0] a=ub[r2+0] rows={} dt=fp32 param={}", y.rows, p));
+      vec_wait(fmt::format("vec.cvt dst=ub[r2+0] a=ub[r2+0] rows={} dt=fp32 odt=int32", y.rows));
+    }
+    add_bound(layer, 0, 0);
+    define(out, y);
+  }
+
+  // Embedding lookup by run-time ids: the chip cannot address memory by a loaded value, so
+  // each id becomes a one-hot row over the table's V rows and the lookup is one-hot x table
+  // on the MXUs (the table as weights, per-channel int8 or bf16). Per chunk of ids:
+  //  - the ids (int32 in HBM) land one per UB row in lane 0; vec.rsum spreads each over
+  //    its row as fp32 (exact below 2^24); a negative id gets V added (min(max(-V id, 0), V));
+  //  - e = id - lane; per block k of R table rows: one-hot = 1 - min(e_k^2, 1), exactly 1
+  //    where e_k = id - kR - lane = 0 and 0 elsewhere, converted to the MXU dtype;
+  //  - matmuls of the one-hot blocks with the table's tiles; each output is one table row
+  //    times 1 plus zeros, so the selection is exact (INT8: the row's codes, then the
+  //    per-channel RESCALE to the output's scale). Ids outside [-V, V) match no row: zeros.
+  // Schedule: every output block (column block n, table-row range s) keeps its accumulator
+  // rows for the whole lookup; the MXUs walk the table's row blocks in step, one matmul per
+  // block and step, and between those rounds the vector unit builds the one-hot blocks the
+  // next steps need, so building them overlaps the matmuls. The row ranges (ks of them)
+  // spread the blocks evenly over the MXUs; their partial results are added at the end
+  // (exact: one row plus zeros).
+  void gen_embedding(tpu::EmbeddingOp op) {
+    std::string layer = op.getLayer().str();
+    tag(layer);
+    auto it = int_hbm_.find(op.getIds().getAsOpaquePointer());
+    if (it == int_hbm_.end())
+      throw CompileError(fmt::format("node '{}': embedding ids must be an integer model input", layer));
+    require_fp32_lane_moves(layer, "loading one token id per row copies");
+    uint64_t ids_hbm = it->second, S = numel(shape_of(op.getIds()));
+    auto ts = shape_of(op.getTable());
+    uint64_t V = uint64_t(ts[0]), D = uint64_t(ts[1]);
+    auto w = const_floats(op.getTable(), layer);
+    Act y = new_act(shape_of(op.getOutput()), fmt::format("the output of '{}'", layer));
+    std::vector<double> acc_scale;
+    if (q8_) {
+      QWeights qw = quantize(w, V, D);
+      w = std::move(qw.q);
+      acc_scale = qw.s;  // the one-hot's scale is 1
+    }
+    uint64_t kt = ceil_div(V, R_), nt = ceil_div(D, C_), nm = cfg_.core.mxu.count;
+    // The one-hot rows of a single id must fit before the table is tiled (a large table on a
+    // small config fails here, quickly, with the unified buffer's error).
+    if (uint64_t one = kt * align_up(R_ * esz_, 64) + (nm + 2) * align_up(C_ * 4, 64); ub_.largest_free() < one)
+      ub_take(one, fmt::format("the one-hot rows of '{}' (1 id x {} table rows)", layer, V));
+    // The table's tiles packed back to back in one HBM segment (a vocabulary makes many
+    // small tiles; one page each would multiply the table's HBM footprint on small arrays).
+    std::vector<std::vector<TileRef>> tiles(nt, std::vector<TileRef>(kt));
+    {
+      std::vector<uint8_t> blob;
+      blob.reserve(V * D * esz_);
+      std::vector<std::vector<uint64_t>> at(nt, std::vector<uint64_t>(kt));
+      for (uint64_t n = 0; n < nt; ++n)
+        for (uint64_t k = 0; k < kt; ++k) {
+          uint64_t kw = std::min<uint64_t>(R_, V - k * R_), nw = std::min<uint64_t>(C_, D - n * C_);
+          at[n][k] = blob.size();
+          for (uint64_t r = 0; r < kw; ++r)
+            for (uint64_t c = 0; c < nw; ++c) {
+              float v = w[(k * R_ + r) * D + n * C_ + c];
+              if (q8_) {
+                blob.push_back(uint8_t(int8_t(v)));
+              } else {
+                uint16_t h = bf16_of(v);
+                blob.push_back(uint8_t(h & 0xFF)), blob.push_back(uint8_t(h >> 8));
+              }
+            }
+          tiles[n][k].desc = new_desc(fmt::format("bytes={} dtype={} dim=[{}, {}, 0]", nw * esz_, dt_, kw, nw * esz_));
+        }
+      uint64_t base = hbm_const(std::move(blob));
+      for (uint64_t n = 0; n < nt; ++n)
+        for (uint64_t k = 0; k < kt; ++k) tiles[n][k].addr = base + at[n][k];
+    }
+    auto eps = epilogue_params(D, acc_scale, q8_ ? scale(op.getOutput()) : 1.0, -std::numeric_limits<double>::infinity(),
+                               std::numeric_limits<double>::infinity());
+    // Row ranges: the fewest that minimize the busiest MXU's matmuls.
+    uint64_t ks = 1;
+    for (uint64_t k2 = 2; k2 <= std::min<uint64_t>(nm, kt); ++k2)
+      if (ceil_div(nt * k2, nm) * ceil_div(kt, k2) < ceil_div(nt * ks, nm) * ceil_div(kt, ks)) ks = k2;
+    std::vector<uint64_t> k_start(ks + 1);
+    for (uint64_t s = 0; s <= ks; ++s) k_start[s] = s * kt / ks;
+    uint64_t items = nt * ks, per_mxu = ceil_div(items, nm), steps = ceil_div(kt, ks);
+    // The lane numbers 0..R-1 as one fp32 row, and the parameters of the one-hot steps.
+    std::vector<uint8_t> lanes(C_ * 4);
+    for (uint64_t i = 0; i < C_; ++i) {
+      float f = float(i);
+      std::memcpy(&lanes[i * 4], &f, 4);
+    }
+    uint64_t row32 = C_ * 4, acc_rows = cfg_.core.accumulators.rows;
+    uint64_t iota = ub_take(row32, fmt::format("the lane numbers of '{}'", layer));
+    {
+      std::string d = new_desc(fmt::format("bytes={} src_off={} dst_off={}", row32, hbm_const(std::move(lanes)), iota));
+      code(fmt::format("  dma.load desc={} src=r0 dst=r0 flag=f1", d));
+      code("  wait f1");
+    }
+    std::string neg_scale = new_param(fmt::format("scale=[{}] bias=[0]", -double(V)));
+    std::string neg_clamp = new_param(fmt::format("min=0 max={}", V));
+    std::string at_most_1 = new_param("max=1");
+    std::string one_minus = new_param("scale=[-1] bias=[1]");
+    std::string next_block = new_param(fmt::format("scale=[1] bias=[{}]", -double(R_)));
+    // Ids per chunk: as many as half the free unified buffer holds (one-hot rows, the id
+    // rows, a work row and one e row per range each) and one MXU's accumulators hold.
+    uint64_t per_row = kt * R_ * esz_ + (ks + 2) * row32;
+    uint64_t chunk = std::min<uint64_t>({S, 8192, acc_rows, std::max<uint64_t>(1, ub_.largest_free() / 2 / per_row)});
+    uint64_t pb = align_up(chunk * R_ * esz_, 64);  // one lane block of a partial result
+    uint64_t parts = ks > 1 ? ub_take((ks - 1) * nt * pb, fmt::format("the partial results of '{}'", layer)) : 0;
+    uint64_t chunks = 0;
+    for (uint64_t t0 = 0; t0 < S; t0 += chunk, ++chunks) {
+      uint64_t T = std::min(chunk, S - t0);
+      uint64_t bb = align_up(T * R_ * esz_, 64), fb = align_up(T * row32, 64);
+      uint64_t hot = ub_take(kt * bb + (ks + 2) * fb, fmt::format("the one-hot rows of '{}' ({} ids x {} table rows)", layer, T, V));
+      uint64_t idr = hot + kt * bb, tmp = idr + fb, e0 = tmp + fb;  // e rows of range s at e0 + s * fb
+      clear(idr, fb);
+      std::string d = new_desc(fmt::format("bytes=4 src_off={} dst_off={} dim=[{}, 4, {}]", ids_hbm + t0 * 4, idr, T, row32));
+      code(fmt::format("  dma.load desc={} src=r0 dst=r0 flag=f1", d));
+      code("  wait f1");
+      code(fmt::format("  li r1, {} || li r2, {}", idr, e0));
+      code(fmt::format("  li r3, {} || li r4, {}", tmp, iota));
+      vec_wait(fmt::format("vec.rsum dst=ub[r2+0] a=ub[r1+0] rows={} dt=int32 odt=fp32", T));
+      vec_wait(fmt::format("vec.affine dst=ub[r3+0] a=ub[r2+0] rows={} dt=fp32 param={}", T, neg_scale));
+      vec_wait(fmt::format("vec.clamp dst=ub[r3+0] a=ub[r3+0] rows={} dt=fp32 param={}", T, neg_clamp));
+      vec_wait(fmt::format("vec.add dst=ub[r2+0] a=ub[r2+0] b=ub[r3+0] rows={} dt=fp32", T));
+      vec_wait(fmt::format("vec.sub dst=ub[r2+0] a=ub[r2+0] b=ub[r4+0] rows={} dt=fp32 bcast=1", T));
+      for (uint64_t s = 1; s < ks; ++s) {  // e of range s starts at its first row block
+        code(fmt::format("  li r1, {}", e0 + s * fb));
+        vec_wait(fmt::format("vec.affine dst=ub[r1+0] a=ub[r2+0] rows={} dt=fp32 param={}", T,
+                             new_param(fmt::format("scale=[1] bias=[{}]", -double(k_start[s] * R_)))));
+      }
+      // One-hot block k_start[s] + j, and e of range s moved on to the next block.
+      std::vector<std::pair<uint64_t, uint64_t>> gens;  // (range, step) in the order the steps need them
+      for (uint64_t j = 0; j < steps; ++j)
+        for (uint64_t s = 0; s < ks; ++s)
+          if (k_start[s] + j < k_start[s + 1]) gens.push_back({s, j});
+      size_t next_gen = 0;
+      auto gen_one = [&] {
+        auto [s, j] = gens[next_gen++];
+        uint64_t k = k_start[s] + j;
+        code(fmt::format("  li r2, {} || li r3, {}", e0 + s * fb, tmp));
+        code(fmt::format("  li r5, {}", hot + k * bb));
+        vec_wait(fmt::format("vec.mul dst=ub[r3+0] a=ub[r2+0] b=ub[r2+0] rows={} dt=fp32", T));
+        vec_wait(fmt::format("vec.clamp dst=ub[r3+0] a=ub[r3+0] rows={} dt=fp32 param={}", T, at_most_1));
+        vec_wait(fmt::format("vec.cvt dst=ub[r5+0] a=ub[r3+0] rows={} dt=fp32 odt={}", T, dt_));
+        vec_wait(fmt::format("vec.affine dst=ub[r5+0] a=ub[r5+0] rows={} dt={} param={}", T, dt_, one_minus));
+        if (k + 1 < k_start[s + 1]) vec_wait(fmt::format("vec.affine dst=ub[r2+0] a=ub[r2+0] rows={} dt=fp32 param={}", T, next_block));
+      };
+      auto gens_through = [&](uint64_t j) {  // gens for steps <= j
+        size_t c = 0;
+        while (c < gens.size() && gens[c].second <= j) ++c;
+        return c;
+      };
+      // Items (column block n, range s), item i on MXU i % nm in slot i / nm; slots of one
+      // MXU that fit its accumulators at once form a pass.
+      uint64_t slots = std::max<uint64_t>(1, acc_rows / T);
+      for (uint64_t p0 = 0; p0 < per_mxu; p0 += slots) {
+        uint64_t p1 = std::min(per_mxu, p0 + slots);
+        struct Mm {
+          uint64_t item, k;
+        };
+        std::vector<std::vector<std::vector<Mm>>> rounds;  // [round][mxu] -> at most one matmul
+        for (uint64_t j = 0; j < steps; ++j)
+          for (uint64_t q = p0; q < p1; ++q) {
+            std::vector<std::vector<Mm>> r(nm);
+            for (uint64_t m = 0; m < nm; ++m) {
+              uint64_t i = q * nm + m;
+              if (i >= items) continue;
+              uint64_t s = i / nt;
+              if (k_start[s] + j < k_start[s + 1]) r[m].push_back({i, k_start[s] + j});
+            }
+            rounds.push_back(std::move(r));
+          }
+        std::vector<std::vector<const Mm*>> stream(nm);  // each MXU's matmuls in order
+        for (const auto& r : rounds)
+          for (uint64_t m = 0; m < nm; ++m)
+            for (const Mm& mm : r[m]) stream[m].push_back(&mm);
+        auto tile_of = [&](const Mm& mm) -> const TileRef& { return tiles[mm.item % nt][mm.k]; };
+        hoist_at_.reset();  // MXU work outside run_blocks: no later prologue may move before it
+        for (uint64_t m = 0; m < nm; ++m) {  // two tiles into each FIFO, one into each shadow
+          for (size_t t = 0; t < std::min<size_t>(2, stream[m].size()); ++t) {
+            code(fmt::format("  li r{}, {}", 16 + m, tile_of(*stream[m][t]).addr));
+            code(fmt::format("  dma.wfifo desc={} src=r{} mxu={}", tile_of(*stream[m][t]).desc, 16 + m, m));
+          }
+          if (!stream[m].empty()) code(fmt::format("  mxu.wload mxu={}", m));
+        }
+        std::vector<size_t> pos(nm, 0);
+        for (size_t ri = 0; ri < rounds.size(); ++ri) {
+          uint64_t j = ri / (p1 - p0);
+          if (p0 == 0)
+            for (size_t need = gens_through(j); next_gen < need;) gen_one();  // this step's one-hot blocks first
+          for (uint64_t m = 0; m < nm; ++m)
+            for (const Mm& mm : rounds[ri][m]) {
+              size_t t = pos[m]++;
+              uint64_t s = mm.item / nt, slot = mm.item / nm - p0;
+              std::string op = fmt::format("mxu.matmul mxu={} src={} dst=r0+{} rows={} dtype={} swap=1{}{}", m,
+                                           addr_ref(hot + mm.k * bb, 10 + int(m)), slot * T, T, dt_,
+                                           mm.k > k_start[s] ? " acc=1" : "", t + 1 == stream[m].size() ? fmt::format(" flag=f{}", 2 + m) : "");
+              if (t + 1 < stream[m].size()) op += fmt::format(" || mxu.wload mxu={}", m);
+              if (t + 2 < stream[m].size()) {
+                code(fmt::format("  li r{}, {}", 16 + m, tile_of(*stream[m][t + 2]).addr));
+                op += fmt::format(" || dma.wfifo desc={} src=r{} mxu={}", tile_of(*stream[m][t + 2]).desc, 16 + m, m);
+              }
+              code("  " + op);
+            }
+          if (p0 == 0 && next_gen < gens.size()) gen_one();  // builds ahead while the MXUs stream
+        }
+        // Epilogues: accumulators -> output rows (a range's partial results aside).
+        for (uint64_t m = 0; m < nm; ++m)
+          if (!stream[m].empty()) code(fmt::format("  wait f{}", 2 + m));
+        for (uint64_t q = p0; q < p1; ++q)
+          for (uint64_t m = 0; m < nm; ++m) {
+            uint64_t i = q * nm + m;
+            if (i >= items) continue;
+            uint64_t s = i / nt, n = i % nt;
+            uint64_t out = s == 0 ? y.base + n * y.block_bytes + t0 * C_ * esz_ : parts + ((s - 1) * nt + n) * pb;
+            for (std::string ph : epilogue(uint32_t(m), (q - p0) * T, T, kNoBias, eps[n], out)) {
+              for (size_t at = ph.find("{flag}"); at != std::string::npos; at = ph.find("{flag}")) ph.replace(at, 6, "f20");
+              code_ += ph;
+              code("  wait f20");
+            }
+          }
+      }
+      for (uint64_t s = 1; s < ks; ++s)
+        for (uint64_t n = 0; n < nt; ++n) {
+          code(fmt::format("  li r1, {} || li r2, {}", y.base + n * y.block_bytes + t0 * C_ * esz_, parts + ((s - 1) * nt + n) * pb));
+          vec_wait(fmt::format("vec.add dst=ub[r1+0] a=ub[r1+0] b=ub[r2+0] rows={} dt={}", T, dt_));
+        }
+      ub_.release(hot);
+    }
+    if (ks > 1) ub_.release(parts);
+    ub_.release(iota);
+    add_bound(layer, S * V * D, chunks * V * D * esz_ + S * 4);
+    define(op.getOutput(), y);
+  }
+
   const config::Config& cfg_;
   CompileOptions opt_;
   UbAllocator ub_;
@@ -2946,6 +3295,9 @@ class Codegen {
   bool output_high_ = false;  // its output goes to the top of the unified buffer
   std::vector<int64_t> current_shape_;
   std::map<const void*, uint64_t> input_hbm_;  // model inputs left in HBM for packed convolutions
+  std::map<const void*, uint64_t> int_hbm_;    // integer model inputs (int32 in HBM)
+  bool int_out_ = false;     // the op being generated has an int32 result
+  uint64_t out_esz_ = 2;     // bytes per element of that op's output rows
   uint64_t hbm_next_ = 0, zero_hbm_ = 0, const_bytes_ = 0;
   int ndesc_ = 0, nparam_ = 0;
   uint64_t copies_in_flight_ = 0;  // ub_copy_async copies not yet waited for (on f1)

@@ -2,6 +2,7 @@
 #include <fmt/format.h>
 
 #include <cmath>
+#include <functional>
 #include <random>
 
 #include "import.h"
@@ -72,7 +73,14 @@ std::map<const void*, float> calibrate(mlir::ModuleOp module, const CompileOptio
     for (unsigned i = 0; i < fn.getNumArguments(); ++i) {
       auto t = mlir::cast<mlir::RankedTensorType>(fn.getArgument(i).getType());
       RefTensor r{{t.getShape().begin(), t.getShape().end()}, std::vector<float>(size_t(t.getNumElements()))};
-      for (auto& x : r.data) x = u(rng);
+      if (auto lo = fn.getArgAttrOfType<mlir::IntegerAttr>(i, "vtpu.int_lo")) {
+        // Integer inputs: integers of their range (token ids: rows of the table they index).
+        auto hi = fn.getArgAttrOfType<mlir::IntegerAttr>(i, "vtpu.int_hi");
+        std::uniform_int_distribution<int64_t> ui(lo.getInt(), hi ? hi.getInt() : lo.getInt());
+        for (auto& x : r.data) x = float(ui(rng));
+      } else {
+        for (auto& x : r.data) x = u(rng);
+      }
       in.push_back(std::move(r));
     }
     samples.push_back(std::move(in));
@@ -86,18 +94,54 @@ std::map<const void*, float> calibrate(mlir::ModuleOp module, const CompileOptio
       for (float x : t.data) m = std::max(m, std::fabs(x));
     }
   }
-  std::map<const void*, float> scales;
-  for (const auto& [v, m] : maxabs) scales[v] = m > 0 ? m / 127.0f : 1.0f;
-  // Pools, reshapes, broadcasts, transposes and slices pass int8 values through without rescaling: their output keeps the
-  // input's scale (an average pool's smaller range would otherwise be misread).
+  // Activations that must share one scale, as classes of a union-find:
+  // - pools, reshapes, broadcasts, transposes, slices (...) pass int8 values through without
+  //   rescaling, so their output keeps the input's scale (an average pool's smaller range
+  //   would otherwise be misread);
+  // - matmuls of one weight constant (an unrolled LSTM's or GRU's recurrent matmuls, one per
+  //   time step) take inputs of one scale and give outputs of one scale, as a quantized
+  //   recurrent layer has one scale for its state: their requantization parameters are then
+  //   the same at every step instead of one set per step (4096 at most per program).
+  std::map<const void*, const void*> parent;
+  std::function<const void*(const void*)> find = [&](const void* v) -> const void* {
+    auto it = parent.find(v);
+    if (it == parent.end() || it->second == v) return v;
+    return it->second = find(it->second);
+  };
+  auto unite = [&](mlir::Value a, mlir::Value b) {
+    const void *ra = find(a.getAsOpaquePointer()), *rb = find(b.getAsOpaquePointer());
+    if (ra != rb) parent[rb] = ra;
+  };
+  std::map<const void*, tpu::MatmulOp> first_of_weight;
+  std::map<const void*, float> fixed;  // a quantized model's own scales
   for (mlir::Operation& op : fn.getBody().front()) {
     // A quantized model's own scale, where its integer range fits int8 (int8, or uint8
     // with zero point 128): the program then holds exactly the model's integers.
     if (auto fq = mlir::dyn_cast<tpu::FakeQuantOp>(op); fq && fq.getLo().convertToDouble() >= -128 &&
                                                       fq.getHi().convertToDouble() <= 127)
-      scales[fq.getOutput().getAsOpaquePointer()] = float(fq.getScale().convertToDouble());
+      fixed[fq.getOutput().getAsOpaquePointer()] = float(fq.getScale().convertToDouble());
+    // An int32 result (an integer model output) holds the integers themselves.
+    if (op.getNumResults() && mlir::cast<mlir::RankedTensorType>(op.getResult(0).getType()).getElementType().isInteger(32))
+      fixed[op.getResult(0).getAsOpaquePointer()] = 1.0f;
     if (mlir::isa<tpu::PoolOp, tpu::ReshapeOp, tpu::BroadcastOp, tpu::TransposeOp, tpu::SliceOp, tpu::ResizeNearestOp, tpu::ZeroInsertOp>(op))
-      scales[op.getResult(0).getAsOpaquePointer()] = scales[op.getOperand(0).getAsOpaquePointer()];
+      unite(op.getOperand(0), op.getResult(0));
+    if (auto mm = mlir::dyn_cast<tpu::MatmulOp>(op)) {
+      auto [it, first] = first_of_weight.emplace(mm.getWeight().getAsOpaquePointer(), mm);
+      if (!first) unite(it->second.getInput(), mm.getInput()), unite(it->second.getOutput(), mm.getOutput());
+    }
+  }
+  std::map<const void*, float> class_max, class_fixed;
+  for (const auto& [v, m] : maxabs) {
+    float& c = class_max[find(v)];
+    c = std::max(c, m);
+  }
+  for (const auto& [v, s] : fixed) class_fixed.emplace(find(v), s);
+  std::map<const void*, float> scales;
+  for (const auto& [v, m] : maxabs) {
+    const void* root = find(v);
+    auto f = class_fixed.find(root);
+    float cm = class_max[root];
+    scales[v] = f != class_fixed.end() ? f->second : cm > 0 ? cm / 127.0f : 1.0f;
   }
   return scales;
 }
@@ -136,6 +180,24 @@ CompileResult compile_onnx(const std::filesystem::path& model, const config::Con
   if (options.precision == Precision::Int8) scales = calibrate(*module, options);
   CompileResult r = generate_program(*module, cfg, options, scales);
   r.mlir = std::move(mlir_text);
+  return r;
+}
+
+std::vector<ModelInput> model_inputs(const std::filesystem::path& model, const CompileOptions& options) {
+  // What the importer makes of the graph's inputs is the authority (batch, layout, types).
+  mlir::MLIRContext ctx;
+  ctx.disableMultithreading();
+  load_dialects(ctx);
+  auto module = import_onnx(ctx, model, options);
+  auto fn = module->lookupSymbol<mlir::func::FuncOp>("main");
+  std::vector<ModelInput> r;
+  for (unsigned i = 0; i < fn.getNumArguments(); ++i) {
+    auto t = mlir::cast<mlir::RankedTensorType>(fn.getArgument(i).getType());
+    r.push_back({fn.getArgAttrOfType<mlir::StringAttr>(i, "vtpu.name").str(),
+                 {t.getShape().begin(), t.getShape().end()},
+                 bool(fn.getArgAttr(i, "vtpu.nhwc")),
+                 bool(fn.getArgAttr(i, "vtpu.int_lo"))});
+  }
   return r;
 }
 

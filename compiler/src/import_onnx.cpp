@@ -13,8 +13,10 @@
 #include <functional>
 #include <map>
 #include <onnx/onnx_pb.h>
+#include <set>
 
 #include "import.h"
+#include "vtpu/numerics/float.h"
 #include "tpu_dialect.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Tosa/IR/TosaOps.h"
@@ -66,7 +68,11 @@ class Importer {
       auto shape = input_shape(in);
       in_names.push_back(in.name());
       in_shapes.push_back(shape);
-      in_types.push_back(tensor_type(shape.size() == 4 ? to_nhwc(shape) : shape));
+      // Integer inputs (token ids, quantized activations) enter as int32 program tensors.
+      bool integer = is_integer_type(in.type().tensor_type().elem_type());
+      if (integer) in_elem_[in.name()] = in.type().tensor_type().elem_type();
+      auto stored = shape.size() == 4 ? to_nhwc(shape) : shape;
+      in_types.push_back(integer ? mlir::RankedTensorType::get(stored, b_.getI32Type()) : tensor_type(stored));
     }
     if (in_names.empty()) fail("the model has no inputs", g.name());
 
@@ -75,7 +81,22 @@ class Importer {
     mlir::Block* entry = fn.addEntryBlock();
     b_.setInsertionPointToStart(entry);
     for (size_t i = 0; i < in_names.size(); ++i) {
-      values_[in_names[i]] = {entry->getArgument(unsigned(i)), in_shapes[i], in_shapes[i].size() == 4};
+      Tensor t{entry->getArgument(unsigned(i)), in_shapes[i], in_shapes[i].size() == 4};
+      if (mlir::cast<mlir::RankedTensorType>(t.value.getType()).getElementType().isInteger(32)) {
+        int_args_[in_names[i]] = t;  // converted to the activation domain on first use (input())
+        fn_ = fn;
+        arg_index_[in_names[i]] = unsigned(i);
+        // The range INT8 calibration draws samples from: the element type's (ids: the
+        // table's rows, set by the Gather that reads them).
+        int et = in_elem_[in_names[i]];
+        int64_t lo = et == onnx::TensorProto::INT8 ? -128 : et == onnx::TensorProto::INT16 ? -32768 : 0;
+        int64_t hi = et == onnx::TensorProto::INT8 ? 127 : et == onnx::TensorProto::INT16 ? 32767
+                     : et == onnx::TensorProto::UINT16 ? 65535 : 255;
+        fn.setArgAttr(unsigned(i), "vtpu.int_lo", b_.getI64IntegerAttr(lo));
+        fn.setArgAttr(unsigned(i), "vtpu.int_hi", b_.getI64IntegerAttr(hi));
+      } else {
+        values_[in_names[i]] = t;
+      }
       fn.setArgAttr(unsigned(i), "vtpu.name", b_.getStringAttr(in_names[i]));
       if (in_shapes[i].size() == 4) fn.setArgAttr(unsigned(i), "vtpu.nhwc", b_.getUnitAttr());
     }
@@ -87,9 +108,27 @@ class Importer {
     std::vector<bool> out_nhwc;
     for (const auto& out : g.output()) {
       auto it = values_.find(out.name());
+      if (it == values_.end() && int_args_.count(out.name()))
+        fail(fmt::format("graph output '{}' is a graph input; the compiler needs at least one operator between them",
+                         out.name()),
+             out.name());
       if (it == values_.end()) fail(fmt::format("graph output '{}' is never produced", out.name()), out.name());
       // Images leave in the chip's NHWC layout, like they enter (the runtime transposes).
       Value v = it->second.value;
+      int out_et = out.type().has_tensor_type() ? out.type().tensor_type().elem_type() : 0;
+      if (!is_float_type(out_et) && out_et != onnx::TensorProto::UNDEFINED) {
+        int et = out.type().tensor_type().elem_type();
+        if (!is_integer_type(et))
+          fail(fmt::format("graph output '{}' has element type {}; outputs must be float32, float16, bfloat16, double or "
+                           "an integer type (int64, int32, int16, uint16, int8, uint8)",
+                           out.name(), onnx::TensorProto::DataType_Name(onnx::TensorProto::DataType(et))),
+               out.name());
+        // An integer output leaves as an int32 program tensor.
+        auto vt = mlir::cast<mlir::RankedTensorType>(v.getType());
+        v = b_.create<tpu::CastOp>(mlir::NameLoc::get(b_.getStringAttr(out.name())),
+                                   mlir::RankedTensorType::get(vt.getShape(), b_.getI32Type()), v,
+                                   b_.getStringAttr("output " + out.name()));
+      }
       outs.push_back(v);
       out_types.push_back(v.getType());
       out_names.push_back(out.name());
@@ -131,10 +170,10 @@ class Importer {
     if (!in.type().has_tensor_type())
       fail("only tensor inputs are supported", in.name());
     const auto& t = in.type().tensor_type();
-    if (t.elem_type() != onnx::TensorProto::FLOAT)
-      fail(fmt::format("input element type {} is not supported: model inputs must be float32 (integer inputs such as "
-                       "token ids for an embedding lookup are not supported; feed the embeddings instead)",
-                       onnx::TensorProto::DataType_Name(onnx::TensorProto::DataType(t.elem_type()))),
+    if (!is_float_type(t.elem_type()) && !is_integer_type(t.elem_type()))
+      fail(fmt::format("input '{}' has element type {}, which is not supported: model inputs must be float32, float16, "
+                       "bfloat16, double or an integer type (int64, int32, int16, uint16, int8, uint8; carried as int32)",
+                       in.name(), onnx::TensorProto::DataType_Name(onnx::TensorProto::DataType(t.elem_type()))),
            in.name());
     std::vector<int64_t> shape;
     for (int i = 0; i < t.shape().dim_size(); ++i) {
@@ -187,6 +226,31 @@ class Importer {
         else if (t.float_data_size() == n) for (int64_t i = 0; i < n; ++i) c.data[size_t(i)] = t.float_data(int(i));
         else fail("float initializer has the wrong number of values", t.name());
         break;
+      // Models exported in half or double precision: the values as fp32 (the program's
+      // precision, bf16 or int8, is chosen by --dtype as for fp32 models).
+      case onnx::TensorProto::FLOAT16:
+      case onnx::TensorProto::BFLOAT16: {
+        bool half = t.data_type() == onnx::TensorProto::FLOAT16;
+        std::vector<uint16_t> bits(static_cast<size_t>(n));
+        if (!raw.empty()) {
+          if (raw.size() != size_t(n) * 2)
+            fail(fmt::format("initializer holds {} bytes, its shape needs {}", raw.size(), size_t(n) * 2), t.name());
+          std::memcpy(bits.data(), raw.data(), raw.size());
+        } else if (t.int32_data_size() == n) {  // one 16-bit pattern per int32
+          for (int64_t i = 0; i < n; ++i) bits[size_t(i)] = uint16_t(t.int32_data(int(i)));
+        } else {
+          fail("float16 initializer has the wrong number of values", t.name());
+        }
+        for (int64_t i = 0; i < n; ++i)
+          c.data[size_t(i)] = numerics::f32_from_bits(half ? numerics::f16_to_f32_bits(bits[size_t(i)])
+                                                           : numerics::bf16_to_f32_bits(bits[size_t(i)]));
+        break;
+      }
+      case onnx::TensorProto::DOUBLE:
+        if (!raw.empty()) from_raw(double{});
+        else if (t.double_data_size() == n) for (int64_t i = 0; i < n; ++i) c.data[size_t(i)] = float(t.double_data(int(i)));
+        else fail("double initializer has the wrong number of values", t.name());
+        break;
       case onnx::TensorProto::INT64:
         if (!raw.empty()) from_raw(int64_t{});
         else for (int64_t i = 0; i < n && i < t.int64_data_size(); ++i) c.data[size_t(i)] = float(t.int64_data(int(i)));
@@ -204,9 +268,25 @@ class Importer {
         else for (int64_t i = 0; i < n && i < t.int32_data_size(); ++i) c.data[size_t(i)] = float(uint8_t(t.int32_data(int(i))));
         break;
       default:
-        fail(fmt::format("initializer element type {} is not supported (float, int64, int32, int8, uint8)", t.data_type()), t.name());
+        fail(fmt::format("initializer element type {} is not supported (float, float16, bfloat16, double, int64, int32, int8, uint8)",
+                         onnx::TensorProto::DataType_Name(onnx::TensorProto::DataType(t.data_type()))),
+             t.name());
     }
     return c;
+  }
+
+  // Floating element types a model's inputs and outputs may have: given and returned as
+  // float32, computed in the program's precision.
+  static bool is_float_type(int t) {
+    return t == onnx::TensorProto::FLOAT || t == onnx::TensorProto::FLOAT16 || t == onnx::TensorProto::BFLOAT16 ||
+           t == onnx::TensorProto::DOUBLE;
+  }
+
+  // ONNX integer element types whose values int32 holds exactly (int64 token ids are
+  // assumed to fit; the runtime checks the values it places).
+  static bool is_integer_type(int t) {
+    return t == onnx::TensorProto::INT64 || t == onnx::TensorProto::INT32 || t == onnx::TensorProto::INT16 ||
+           t == onnx::TensorProto::UINT16 || t == onnx::TensorProto::INT8 || t == onnx::TensorProto::UINT8;
   }
 
   mlir::RankedTensorType tensor_type(const std::vector<int64_t>& shape) {
@@ -272,6 +352,15 @@ class Importer {
     if (i >= n.input_size() || n.input(i).empty()) fail(fmt::format("{} needs input {}", n.op_type(), i), node_name(n));
     auto it = values_.find(n.input(i));
     if (it != values_.end()) return it->second;
+    if (auto ia = int_args_.find(n.input(i)); ia != int_args_.end()) {
+      // An integer graph input used as an activation: converted on chip from its int32 tensor.
+      Tensor t = ia->second;
+      auto it32 = mlir::cast<mlir::RankedTensorType>(t.value.getType());
+      mlir::Location l = mlir::NameLoc::get(b_.getStringAttr("input " + n.input(i)));
+      t.value = b_.create<tpu::CastOp>(l, tensor_type(it32.getShape().vec()), t.value, b_.getStringAttr("input " + n.input(i)));
+      values_[n.input(i)] = t;
+      return values_[n.input(i)];
+    }
     auto c = constants_.find(n.input(i));
     if (c == constants_.end()) fail(fmt::format("input '{}' is not produced by any node", n.input(i)), node_name(n));
     mlir::Location loc = mlir::NameLoc::get(b_.getStringAttr(n.input(i)));
@@ -288,10 +377,55 @@ class Importer {
 
   // ---- operators ----
 
+  // A 1-D Conv, ConvTranspose, MaxPool or AveragePool ([N, C, L] input) is the 2-D operator
+  // over a height-1 image: the node is rewritten with a leading 1 in its spatial attributes
+  // (pads [b, e] -> [0, b, 0, e]), a [N, C, 1, L] input and a [.., 1, K] kernel, imported,
+  // and its [N, C', 1, L'] output reshaped back.
+  bool lift_1d(const onnx::NodeProto& n) {
+    const std::string& op = n.op_type();
+    if (op != "Conv" && op != "ConvTranspose" && op != "MaxPool" && op != "AveragePool") return false;
+    if (n.input_size() < 1 || !values_.count(n.input(0)) || values_.at(n.input(0)).shape.size() != 3) return false;
+    if (n.output_size() > 1 && !n.output(1).empty()) return false;  // MaxPool's Indices: refused as usual
+    mlir::Location loc = mlir::NameLoc::get(b_.getStringAttr(node_name(n)));
+    const std::string tag = "#as_2d";
+    onnx::NodeProto m = n;
+    if (m.name().empty()) m.set_name(node_name(n));
+    Tensor x = values_.at(n.input(0));
+    std::vector<int64_t> x4{x.shape[0], x.shape[1], 1, x.shape[2]};
+    values_[n.input(0) + tag] = {reshape(x.value, x4, loc), x4, false};
+    m.set_input(0, n.input(0) + tag);
+    if (op == "Conv" || op == "ConvTranspose") {
+      const Constant& w = const_input(n, 1, op == "Conv" ? "Conv weight" : "ConvTranspose weight");
+      if (w.shape.size() != 3) fail(fmt::format("the 1-D {} weight must be 3-D, not {}-D", op, w.shape.size()), node_name(n));
+      constants_[n.input(1) + tag] = {{w.shape[0], w.shape[1], 1, w.shape[2]}, w.data};
+      m.set_input(1, n.input(1) + tag);
+    }
+    for (auto& a : *m.mutable_attribute()) {
+      auto* v = a.mutable_ints();
+      if (a.name() == "kernel_shape" || a.name() == "strides" || a.name() == "dilations" || a.name() == "output_shape")
+        v->Add(1), std::rotate(v->begin(), v->end() - 1, v->end());
+      else if (a.name() == "output_padding")
+        v->Add(0), std::rotate(v->begin(), v->end() - 1, v->end());
+      else if (a.name() == "pads" && v->size() == 2) {
+        int64_t begin = v->Get(0), end = v->Get(1);
+        v->Clear();
+        for (int64_t p : {int64_t(0), begin, int64_t(0), end}) v->Add(p);
+      }
+    }
+    m.set_output(0, n.output(0) + tag);
+    while (m.output_size() > 1) m.mutable_output()->RemoveLast();
+    import_node(m);
+    const Tensor& y = values_.at(m.output(0));
+    std::vector<int64_t> y3{y.shape[0], y.shape[1], y.shape[3]};
+    define(n, {reshape(y.nhwc ? to_nchw_value(y, loc) : y.value, y3, loc), y3, false});
+    return true;
+  }
+
   void import_node(const onnx::NodeProto& n) {
     const std::string& op = n.op_type();
     if (!n.domain().empty() && n.domain() != "ai.onnx")
       fail(fmt::format("operator domain '{}' is not supported", n.domain()), node_name(n));
+    if (lift_1d(n)) return;
     mlir::Location loc = mlir::NameLoc::get(b_.getStringAttr(node_name(n)));
     if (op == "Gemm") return gemm(n, loc);
     if (op == "MatMul") return matmul(n, loc);
@@ -314,6 +448,8 @@ class Importer {
     if (op == "Resize" || op == "Upsample") return resize(n, loc);
     if (op == "ConvTranspose") return conv_transpose(n, loc);
     if (op == "Gather") return gather(n, loc);
+    if (op == "MatMulInteger" || op == "ConvInteger") return integer_op(n, loc);
+    if (op == "Cast") return cast(n, loc);
     if (op == "Sigmoid" || op == "Tanh" || op == "Erf" || op == "Exp" || op == "Reciprocal" || op == "Sqrt") {
       const Tensor& x = input(n, 0);
       auto t = x.value.getType();
@@ -637,6 +773,8 @@ class Importer {
     only_attrs(n, {});  // opset < 7 had `broadcast` and `axis`
     Tensor out;
     Tensor rhs = input(n, 1);
+    if (n.op_type() == "Div" && (is_integral(n.input(0)) || is_integral(n.input(1))))
+      fail("Div of integers (ONNX truncates the quotient) is not supported; Cast the operands to float first", node_name(n));
     if (n.op_type() == "Div") {
       auto c = constants_.find(n.input(1));
       if (c != constants_.end()) {
@@ -1278,10 +1416,7 @@ class Importer {
   void gather(const onnx::NodeProto& n, mlir::Location loc) {
     only_attrs(n, {"axis"});
     auto ic = constants_.find(n.input(1));
-    if (ic == constants_.end())
-      fail("Gather indices computed at run time (an embedding lookup of token ids) are not supported; give the model "
-           "the embeddings as its input, or make the indices constant",
-           node_name(n));
+    if (ic == constants_.end()) return gather_runtime(n, loc);
     const Constant& ind = ic->second;
     bool data_const = constants_.count(n.input(0)) > 0;
     Tensor x = data_const ? Tensor{Value(), constants_.at(n.input(0)).shape, false} : input(n, 0);
@@ -1318,6 +1453,145 @@ class Importer {
     }
     Value v = j.nhwc ? to_nchw_value(j, loc) : j.value;
     define(n, {reshape(v, out, loc), out, false});
+  }
+
+  // Gather of a constant table by indices known only at run time (an embedding lookup of
+  // token ids): a tpu.embedding (one-hot rows times the table on the MXUs) of the table seen
+  // as [V, outer x inner] (V the gathered axis), then the gathered axis moved back into
+  // place when it was not the first.
+  void gather_runtime(const onnx::NodeProto& n, mlir::Location loc) {
+    auto ia = int_args_.find(n.input(1));
+    if (ia == int_args_.end())
+      fail(fmt::format("Gather indices '{}' are computed at run time from float values; run-time indices must come "
+                       "straight from an integer model input (int64/int32 token ids) or be constant",
+                       n.input(1)),
+           node_name(n));
+    auto dc = constants_.find(n.input(0));
+    if (dc == constants_.end())
+      fail("Gather with run-time indices needs a constant table (an initializer) as its data input: the chip has no "
+           "data-dependent addressing, so the lookup is a one-hot matrix times the table on the MXUs",
+           node_name(n));
+    const Constant& data = dc->second;
+    const Tensor& ids = ia->second;
+    if (ids.shape.size() == 4)
+      fail("Gather with 4-D run-time indices is not supported (reshape them to fewer dimensions)", node_name(n));
+    int64_t r = int64_t(data.shape.size()), axis = attr_i(n, "axis", 0);
+    if (axis < 0) axis += r;
+    if (axis < 0 || axis >= r) fail(fmt::format("Gather axis {} is out of range for {} dimensions", axis, r), node_name(n));
+    int64_t V = data.shape[size_t(axis)], outer = 1, inner = 1;
+    for (int64_t d = 0; d < axis; ++d) outer *= data.shape[size_t(d)];
+    for (int64_t d = axis + 1; d < r; ++d) inner *= data.shape[size_t(d)];
+    // The one-hot rows compare fp32 integers: exact below 2^24.
+    if (V >= (int64_t(1) << 24)) fail(fmt::format("Gather table of {} rows: run-time indices need fewer than 2^24", V), node_name(n));
+    int64_t D = outer * inner, S = numel(ids.shape);
+    if (S == 0 || D == 0) fail("Gather with an empty table or no indices is not supported", node_name(n));
+    std::vector<float> table(size_t(V * D));
+    for (int64_t o = 0; o < outer; ++o)
+      for (int64_t v = 0; v < V; ++v)
+        for (int64_t i = 0; i < inner; ++i) table[size_t(v * D + o * inner + i)] = data.data[size_t((o * V + v) * inner + i)];
+    // Calibration (INT8) then draws ids that pick rows of this table.
+    if (auto ai = arg_index_.find(n.input(1)); ai != arg_index_.end()) {
+      fn_.setArgAttr(ai->second, "vtpu.int_lo", b_.getI64IntegerAttr(0));
+      fn_.setArgAttr(ai->second, "vtpu.int_hi", b_.getI64IntegerAttr(V - 1));
+    }
+    Value y = b_.create<tpu::EmbeddingOp>(loc, tensor_type({S, D}), ids.value, constant({V, D}, table, loc),
+                                          b_.getStringAttr(node_name(n)));
+    std::vector<int64_t> out(data.shape.begin(), data.shape.begin() + axis);
+    out.insert(out.end(), ids.shape.begin(), ids.shape.end());
+    out.insert(out.end(), data.shape.begin() + axis + 1, data.shape.end());
+    if (outer > 1) {  // [S, outer, inner] -> [outer, S, inner]
+      y = reshape(y, {S, outer, inner}, loc);
+      y = transpose(y, {1, 0, 2}, loc);
+    }
+    define(n, {out == shape_of_value(y) ? y : reshape(y, out, loc), out, false});
+  }
+  static std::vector<int64_t> shape_of_value(Value v) {
+    auto t = mlir::cast<mlir::RankedTensorType>(v.getType());
+    return {t.getShape().begin(), t.getShape().end()};
+  }
+
+  // True for values of an integer type (integer inputs, MatMulInteger's results, ...), which
+  // the compiler carries as float activations holding integers.
+  bool is_integral(const std::string& name) const { return int_args_.count(name) || integer_valued_.count(name); }
+
+  // MatMulInteger / ConvInteger: (A - a_zero_point) x (B - b_zero_point) as a float matmul
+  // or convolution. With bf16 activations this is exact: |a - zp| <= 255 has 8 significant
+  // bits and the MXU's fp32 sums of such products are exact below 2^24; an int32 model
+  // output then leaves the accumulators as int32 (docs/compiler.md).
+  void integer_op(const onnx::NodeProto& n, mlir::Location loc) {
+    bool conv = n.op_type() == "ConvInteger";
+    if (conv) only_attrs(n, {"auto_pad", "dilations", "group", "kernel_shape", "pads", "strides"});
+    else only_attrs(n, {});
+    Tensor a = input(n, 0);
+    auto zero = [&](int i, const char* what) -> std::vector<float> {
+      if (n.input_size() <= i || n.input(i).empty()) return {0.0f};
+      return const_input(n, i, what).data;
+    };
+    std::vector<float> a_zp = zero(2, conv ? "ConvInteger x_zero_point" : "MatMulInteger a_zero_point");
+    std::vector<float> b_zp = zero(3, conv ? "ConvInteger w_zero_point" : "MatMulInteger b_zero_point");
+    Constant w = const_input(n, 1, conv ? "ConvInteger weight w" : "MatMulInteger input B");
+    // The weights minus their zero point: per tensor, or per output channel (ConvInteger:
+    // the first axis of w; MatMulInteger: B's columns).
+    int64_t channels = conv ? w.shape[0] : w.shape.back();
+    if (b_zp.size() != 1 && int64_t(b_zp.size()) != channels)
+      fail(fmt::format("{} weight zero point has {} values; it must be a scalar or one per output channel ({})", n.op_type(),
+                       b_zp.size(), channels),
+           node_name(n));
+    int64_t per = numel(w.shape) / channels;
+    for (size_t i = 0; i < w.data.size(); ++i) {
+      size_t ch = b_zp.size() == 1 ? 0 : conv ? i / size_t(per) : i % size_t(channels);
+      w.data[i] -= b_zp[ch];
+    }
+    // The activation minus its zero point: per tensor, or (MatMulInteger) per row of A.
+    std::vector<int64_t> zs(a.shape.size(), 1);
+    if (a_zp.size() != 1) {
+      if (conv || a.shape.size() < 2 || int64_t(a_zp.size()) != a.shape[a.shape.size() - 2])
+        fail(fmt::format("{} activation zero point has {} values; it must be a scalar{}", n.op_type(), a_zp.size(),
+                         conv ? "" : " or one per row of A"),
+             node_name(n));
+      zs[zs.size() - 2] = int64_t(a_zp.size());
+    }
+    if (std::any_of(a_zp.begin(), a_zp.end(), [](float z) { return z != 0.0f; })) {
+      auto t = a.value.getType();
+      a.value = b_.create<mlir::tosa::SubOp>(loc, t, a.value, constant(zs, a_zp, loc));
+    }
+    Tensor y = conv ? conv_of(n, a, w, {}, loc) : (w.shape.size() == 2 ? matmul_const(n, a, w, loc) : Tensor{});
+    if (!y.value) fail("MatMulInteger needs a 2-D constant B", node_name(n));
+    integer_valued_.insert(n.output(0));
+    define(n, y);
+  }
+
+  // Cast: integers are carried as float values (int32 in HBM at the model's edges), so a
+  // cast between integer types, or from integers to float, is the identity. A cast of
+  // float values to an integer type would round them, which is not supported.
+  void cast(const onnx::NodeProto& n, mlir::Location loc) {
+    only_attrs(n, {"to", "saturate"});
+    (void)loc;
+    int to = int(attr_i(n, "to", 0));
+    bool to_int = is_integer_type(to);
+    if (!to_int && to != onnx::TensorProto::FLOAT)
+      fail(fmt::format("Cast to {} is not supported (float32 or an integer type)",
+                       onnx::TensorProto::DataType_Name(onnx::TensorProto::DataType(to))),
+           node_name(n));
+    if (auto ia = int_args_.find(n.input(0)); ia != int_args_.end() && to_int) {
+      int_args_[n.output(0)] = ia->second;  // still the integer input (e.g. int64 ids cast to int32 for a Gather)
+      if (auto ai = arg_index_.find(n.input(0)); ai != arg_index_.end()) arg_index_[n.output(0)] = ai->second;
+      return;
+    }
+    if (auto c = constants_.find(n.input(0)); c != constants_.end()) {
+      Constant k = c->second;
+      if (to_int)
+        for (float& v : k.data) v = std::trunc(v);
+      constants_[n.output(0)] = k;
+      return;
+    }
+    bool integral = is_integral(n.input(0));
+    if (to_int && !integral)
+      fail(fmt::format("Cast of float values '{}' to {} is not supported (only values that are integers already)", n.input(0),
+                       onnx::TensorProto::DataType_Name(onnx::TensorProto::DataType(to))),
+           node_name(n));
+    values_[n.output(0)] = input(n, 0);
+    if (integral && to_int) integer_valued_.insert(n.output(0));
   }
 
   // ConvTranspose as a convolution: the input spread out by the stride (zeros between its
@@ -1649,6 +1923,11 @@ class Importer {
   int64_t opset_ = 0;  // of the default domain; 0 if the model does not say
   std::map<std::string, Constant> constants_;
   std::map<std::string, Tensor> values_;
+  std::map<std::string, Tensor> int_args_;  // integer graph inputs (i32 arguments)
+  std::map<std::string, unsigned> arg_index_;
+  std::map<std::string, int> in_elem_;  // ONNX element type of each integer input
+  std::set<std::string> integer_valued_;  // float activations that hold integers (MatMulInteger's results, ...)
+  mlir::func::FuncOp fn_;
 };
 
 }  // namespace

@@ -760,6 +760,24 @@ struct LowerTosaToTpu : mlir::PassWrapper<LowerTosaToTpu, mlir::OperationPass<ml
       if (op->getDialect() && op->getDialect()->getNamespace() == "tosa" && !mlir::isa<tosa::ConstOp>(op))
         fail(op, fmt::format("{} is left after lowering", op->getName().getStringRef().str()));
     });
+    fold_integer_outputs(fn);
+  }
+
+  // An integer model output made by a matmul or convolution (MatMulInteger, ConvInteger)
+  // leaves the accumulators as int32 directly: the layer takes the cast's i32 type, so its
+  // exact fp32 (or int32) sums are never rounded to the activation dtype on the way.
+  static void fold_integer_outputs(mlir::func::FuncOp fn) {
+    std::vector<CastOp> casts;
+    fn.walk([&](CastOp c) { casts.push_back(c); });
+    for (CastOp c : casts) {
+      auto to = mlir::cast<mlir::RankedTensorType>(c.getOutput().getType());
+      mlir::Operation* src = c.getInput().getDefiningOp();
+      if (!to.getElementType().isInteger(32) || !src || !mlir::isa<MatmulOp, Conv2DOp>(src) || !c.getInput().hasOneUse())
+        continue;
+      src->getResult(0).setType(to);
+      c.getOutput().replaceAllUsesWith(src->getResult(0));
+      c.erase();
+    }
   }
 };
 

@@ -68,6 +68,22 @@ std::vector<RefTensor> evaluate_reference(mlir::func::FuncOp fn, const std::vect
         }
         for (int64_t j = 0; j < N; ++j) y.data[size_t(i * N + j)] = clampf(acc[size_t(j)], lo, hi);
       }
+    } else if (auto ca = mlir::dyn_cast<tpu::CastOp>(op)) {
+      // Integers are carried as floats; to an integer tensor they round (half to even).
+      const RefTensor& x = get(ca.getInput());
+      bool to_int = mlir::cast<mlir::RankedTensorType>(ca.getOutput().getType()).getElementType().isInteger(32);
+      for (size_t i = 0; i < n; ++i) y.data[i] = to_int ? std::nearbyint(x.data[i]) : x.data[i];
+    } else if (auto em = mlir::dyn_cast<tpu::EmbeddingOp>(op)) {
+      // Row ids[i] of the table; negative ids count from the end, others outside give zeros.
+      const RefTensor& ids = get(em.getIds());
+      auto table = consts(em.getTable());
+      int64_t V = shape_of(em.getTable())[0], D = shape_of(em.getTable())[1];
+      for (size_t i = 0; i < ids.data.size(); ++i) {
+        int64_t id = int64_t(ids.data[i]);
+        if (id < 0) id += V;
+        if (id < 0 || id >= V) continue;
+        std::copy(table.begin() + id * D, table.begin() + (id + 1) * D, y.data.begin() + int64_t(i) * D);
+      }
     } else if (auto zi = mlir::dyn_cast<tpu::ZeroInsertOp>(op)) {
       const RefTensor& x = get(zi.getInput());
       int64_t N = x.shape[0], H = x.shape[1], W = x.shape[2], C = x.shape[3], OH = y.shape[1], OW = y.shape[2];

@@ -130,6 +130,14 @@ const isa::TensorInfo& tensor(const isa::Program& p, const std::string& name) {
 std::vector<uint8_t> encode(const isa::Program& p, const std::string& name, const Vec& v) {
   const auto& t = tensor(p, name);
   if (t.dtype == isa::Dtype::Bf16) return to_bf16(v);
+  if (t.dtype == isa::Dtype::Int32) {  // integer inputs (token ids, uint8 codes)
+    std::vector<uint8_t> b(v.size() * 4);
+    for (size_t i = 0; i < v.size(); ++i) {
+      int32_t x = int32_t(v[i]);
+      std::memcpy(&b[i * 4], &x, 4);
+    }
+    return b;
+  }
   std::vector<uint8_t> b(v.size());
   for (size_t i = 0; i < v.size(); ++i)
     b[i] = uint8_t(int8_t(std::clamp<double>(std::nearbyint(v[i] / t.quant_scale) + t.zero_point, -128, 127)));
@@ -138,6 +146,15 @@ std::vector<uint8_t> encode(const isa::Program& p, const std::string& name, cons
 Vec decode(const isa::Program& p, const std::string& name, const std::string& bytes) {
   const auto& t = tensor(p, name);
   if (t.dtype == isa::Dtype::Bf16) return from_bf16(bytes);
+  if (t.dtype == isa::Dtype::Int32) {
+    Vec v(bytes.size() / 4);
+    for (size_t i = 0; i < v.size(); ++i) {
+      int32_t x;
+      std::memcpy(&x, bytes.data() + i * 4, 4);
+      v[i] = float(x);
+    }
+    return v;
+  }
   Vec v(bytes.size());
   for (size_t i = 0; i < v.size(); ++i) v[i] = float((int8_t(bytes[i]) - t.zero_point) * t.quant_scale);
   return v;
@@ -1063,6 +1080,50 @@ TEST_P(CompileE2E, ConvTransposeMatchesItsScatterDefinition) {
   expect_close(got, want, tolerance(0.03));
 }
 
+// An audio front end on [N, C, L] signals: Conv1d (stride 2, dilation 2, padding), ReLU,
+// MaxPool1d, run as 2-D operators over a height-1 image.
+TEST_P(CompileE2E, OneDimensionalConvAndPoolMatchFp32Reference) {
+  const int64_t N = 2, CI = 3, L = 40, CO = 8, K = 5, S = 2, D = 2, P = 3, PK = 3, PS = 2;
+  const int64_t LC = (L + 2 * P - D * (K - 1) - 1) / S + 1, LP = (LC - PK) / PS + 1;
+  OnnxBuilder m;
+  m.input("x", {N, CI, L});
+  auto& w = m.init("w", {CO, CI, K}, 0.4f);
+  auto& b = m.init("b", {CO}, 0.2f);
+  auto* c = m.node("Conv", "conv1d", {"x", "w", "b"}, {"c"});
+  OnnxBuilder::attr(c, "strides", std::vector<int64_t>{S});
+  OnnxBuilder::attr(c, "dilations", std::vector<int64_t>{D});
+  OnnxBuilder::attr(c, "pads", std::vector<int64_t>{P, P});
+  m.node("Relu", "relu", {"c"}, {"r"});
+  auto* mp = m.node("MaxPool", "pool1d", {"r"}, {"y"});
+  OnnxBuilder::attr(mp, "kernel_shape", std::vector<int64_t>{PK});
+  OnnxBuilder::attr(mp, "strides", std::vector<int64_t>{PS});
+  m.output("y", {N, CO, LP});
+  auto path = m.save("vtpu_conv1d_" + id() + ".onnx");
+  Vec x = uniform_values(size_t(N * CI * L), 67, 700.0f);
+  Vec got = compile_and_run(path, {{"x", x}}, "y", /*nchw=*/true);
+  Vec conv_out(size_t(N * CO * LC));
+  for (int64_t n = 0; n < N; ++n)
+    for (int64_t o = 0; o < CO; ++o)
+      for (int64_t t = 0; t < LC; ++t) {
+        float acc = b[size_t(o)];
+        for (int64_t ci = 0; ci < CI; ++ci)
+          for (int64_t k = 0; k < K; ++k) {
+            int64_t at = t * S - P + k * D;
+            if (at >= 0 && at < L) acc += x[size_t((n * CI + ci) * L + at)] * w[size_t((o * CI + ci) * K + k)];
+          }
+        conv_out[size_t((n * CO + o) * LC + t)] = std::max(acc, 0.0f);
+      }
+  Vec want(size_t(N * CO * LP));
+  for (int64_t r = 0; r < N * CO; ++r)
+    for (int64_t t = 0; t < LP; ++t) {
+      float mx = conv_out[size_t(r * LC + t * PS)];
+      for (int64_t k = 1; k < PK; ++k) mx = std::max(mx, conv_out[size_t(r * LC + t * PS + k)]);
+      want[size_t(r * LP + t)] = mx;
+    }
+  ASSERT_EQ(got.size(), want.size());
+  expect_close(got, want, tolerance(0.03));
+}
+
 // A transformer's feed-forward half as torch exports it (opset 17): LayerNormalization,
 // MatMul + bias, GELU as x * 0.5 * (1 + erf(x / sqrt(2))), MatMul + bias, residual Add.
 TEST_P(CompileE2E, LayerNormAndGeluFeedForwardMatchesFp32Reference) {
@@ -1152,6 +1213,143 @@ TEST_P(CompileE2E, ResidualLayerNormAfterMatmulMatchesFp32Reference) {
   expect_close(got, want, tolerance(0.03));
 }
 
+// An embedding lookup: Gather(table, ids) with int64 ids given at run time, among them
+// negative ids (counting from the end) and ids outside [-V, V) (zero rows). bf16 must select
+// the table's rows exactly; INT8 its per-channel codes (within the quantization).
+TEST_P(CompileE2E, EmbeddingLookupOfRuntimeIdsSelectsTableRows) {
+  OnnxBuilder m;
+  const int64_t V = 300, D = 20;
+  m.input("ids", {2, 6}, onnx::TensorProto::INT64);
+  const Vec& table = m.init("table", {V, D}, 1.0f);
+  m.node("Gather", "embed", {"table", "ids"}, {"e"});
+  m.node("Relu", "relu", {"e"}, {"y"});  // an ordinary layer reads the embeddings
+  m.output("y", {2, 6, D});
+  auto path = m.save("vtpu_embedding_" + id() + ".onnx");
+  Vec ids{0, 1, 299, 137, -1, -300, 300, -301, 42, 255, 256, 7};
+  Vec got = compile_and_run(path, {{"ids", ids}});
+  ASSERT_EQ(got.size(), ids.size() * D);
+  double mx = 0;
+  for (float t : table) mx = std::max(mx, double(std::fabs(t)));
+  for (size_t i = 0; i < ids.size(); ++i) {
+    int64_t id = int64_t(ids[i]) < 0 ? int64_t(ids[i]) + V : int64_t(ids[i]);
+    for (int64_t d = 0; d < D; ++d) {
+      float want = id >= 0 && id < V ? std::max(0.0f, table[size_t(id * D + d)]) : 0.0f;
+      float g = got[i * D + size_t(d)];
+      if (int8()) EXPECT_NEAR(g, want, 0.02 * mx) << "id " << ids[i] << " column " << d;
+      else EXPECT_EQ(g, numerics::f32_from_bits(uint32_t(numerics::f32_to_bf16(numerics::f32_bits(want))) << 16))
+          << "id " << ids[i] << " column " << d;
+    }
+  }
+}
+
+// Many ids and a wider table: on the tiny presets the ids go in several chunks (the one-hot
+// rows fill the unified buffer) and the output blocks in several passes (they do not all fit
+// the accumulators at once). Selection must stay exact (bf16).
+TEST_P(CompileE2E, EmbeddingLookupOfManyIdsInChunksAndPasses) {
+  OnnxBuilder m;
+  const int64_t V = 300, D = 80, S = 200;
+  m.input("ids", {S}, onnx::TensorProto::INT32);
+  const Vec& table = m.init("table", {V, D}, 1.0f);
+  m.node("Gather", "embed", {"table", "ids"}, {"y"});
+  m.output("y", {S, D});
+  auto path = m.save("vtpu_embedding_many_" + id() + ".onnx");
+  std::mt19937 rng(3);
+  Vec ids(static_cast<size_t>(S));
+  for (auto& x : ids) x = float(int(rng() % (2 * V + 10)) - V - 5);
+  Vec got = compile_and_run(path, {{"ids", ids}});
+  ASSERT_EQ(got.size(), size_t(S * D));
+  double mx = 0;
+  for (float t : table) mx = std::max(mx, double(std::fabs(t)));
+  for (size_t i = 0; i < ids.size(); ++i) {
+    int64_t id = int64_t(ids[i]) < 0 ? int64_t(ids[i]) + V : int64_t(ids[i]);
+    for (int64_t d = 0; d < D; ++d) {
+      float want = id >= 0 && id < V ? table[size_t(id * D + d)] : 0.0f;
+      float g = got[i * D + size_t(d)];
+      if (int8()) EXPECT_NEAR(g, want, 0.01 * mx) << "id " << ids[i] << " column " << d;
+      else EXPECT_EQ(g, numerics::f32_from_bits(uint32_t(numerics::f32_to_bf16(numerics::f32_bits(want))) << 16))
+          << "id " << ids[i] << " column " << d;
+    }
+  }
+}
+
+// MatMulInteger with uint8 activations (a run-time input) and zero points, and an int32
+// output: exact in bf16 (|a - zp| <= 255, fp32 sums below 2^24), checked against the
+// integer definition. INT8 quantizes (a - zp) with a calibrated scale: close, not exact.
+TEST_P(CompileE2E, MatMulIntegerOfUint8InputGivesExactInt32) {
+  OnnxBuilder m(13);
+  const int64_t M = 5, K = 40, N = 19;
+  m.input("a", {M, K}, onnx::TensorProto::UINT8);
+  std::vector<int> b(size_t(K * N));
+  std::mt19937 rng(11);
+  for (auto& x : b) x = int(rng() % 256);
+  m.init_q("b", {K, N}, b, true);
+  m.init_q("a_zp", {}, {131}, true);
+  m.init_q("b_zp", {}, {120}, true);
+  m.node("MatMulInteger", "mmi", {"a", "b", "a_zp", "b_zp"}, {"y"});
+  m.output("y", {M, N}, onnx::TensorProto::INT32);
+  auto path = m.save("vtpu_matmulinteger_" + id() + ".onnx");
+  Vec a(size_t(M * K));
+  for (auto& x : a) x = float(rng() % 256);
+  Vec got = compile_and_run(path, {{"a", a}});
+  ASSERT_EQ(got.size(), size_t(M * N));
+  double mx = 0;
+  Vec want(size_t(M * N));
+  for (int64_t i = 0; i < M; ++i)
+    for (int64_t j = 0; j < N; ++j) {
+      int64_t s = 0;
+      for (int64_t k = 0; k < K; ++k) s += (int64_t(a[size_t(i * K + k)]) - 131) * (b[size_t(k * N + j)] - 120);
+      want[size_t(i * N + j)] = float(s);
+      mx = std::max(mx, std::fabs(double(s)));
+    }
+  for (size_t i = 0; i < want.size(); ++i) {
+    if (int8()) EXPECT_NEAR(got[i], want[i], 0.03 * mx) << "element " << i;
+    else EXPECT_EQ(got[i], want[i]) << "element " << i;
+  }
+}
+
+// ConvInteger with a uint8 image input, int8 weights with one zero point per output channel,
+// padding (zeros of x - x_zp) and an int32 NCHW output: exact in bf16 against the integer
+// definition; INT8 close.
+TEST_P(CompileE2E, ConvIntegerWithPerChannelZeroPointsGivesExactInt32) {
+  OnnxBuilder m(13);
+  const int64_t C = 3, H = 6, W = 5, CO = 4, K = 3;
+  m.input("x", {1, C, H, W}, onnx::TensorProto::UINT8);
+  std::mt19937 rng(17);
+  std::vector<int> w(size_t(CO * C * K * K)), wzp{3, -5, 0, 17};
+  for (auto& v : w) v = int(rng() % 256) - 128;
+  m.init_q("w", {CO, C, K, K}, w, false);
+  m.init_q("x_zp", {}, {7}, true);
+  m.init_q("w_zp", {CO}, wzp, false);
+  auto* n = m.node("ConvInteger", "convi", {"x", "w", "x_zp", "w_zp"}, {"y"});
+  OnnxBuilder::attr(n, "pads", std::vector<int64_t>{1, 1, 1, 1});
+  m.output("y", {1, CO, H, W}, onnx::TensorProto::INT32);
+  auto path = m.save("vtpu_convinteger_" + id() + ".onnx");
+  Vec x(static_cast<size_t>(C * H * W));
+  for (auto& v : x) v = float(rng() % 256);
+  Vec got = compile_and_run(path, {{"x", x}}, "y", /*nchw=*/true);
+  ASSERT_EQ(got.size(), size_t(CO * H * W));
+  Vec want(size_t(CO * H * W));
+  double mx = 0;
+  for (int64_t o = 0; o < CO; ++o)
+    for (int64_t oy = 0; oy < H; ++oy)
+      for (int64_t ox = 0; ox < W; ++ox) {
+        int64_t acc = 0;
+        for (int64_t c = 0; c < C; ++c)
+          for (int64_t ky = 0; ky < K; ++ky)
+            for (int64_t kx = 0; kx < K; ++kx) {
+              int64_t iy = oy + ky - 1, ix = ox + kx - 1;
+              if (iy < 0 || ix < 0 || iy >= H || ix >= W) continue;
+              acc += (int64_t(x[size_t((c * H + iy) * W + ix)]) - 7) * (w[size_t(((o * C + c) * K + ky) * K + kx)] - wzp[size_t(o)]);
+            }
+        want[size_t((o * H + oy) * W + ox)] = float(acc);
+        mx = std::max(mx, std::fabs(double(acc)));
+      }
+  for (size_t i = 0; i < want.size(); ++i) {
+    if (int8()) EXPECT_NEAR(got[i], want[i], 0.03 * mx) << "element " << i;
+    else EXPECT_EQ(got[i], want[i]) << "element " << i;
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(Presets, CompileE2E,
                          ::testing::Values(E2EParam{"tiny-8x8", Precision::Bf16}, E2EParam{"tiny-16x16", Precision::Bf16},
                                            E2EParam{"tpu-v4-core", Precision::Bf16}, E2EParam{"tiny-8x8", Precision::Int8},
@@ -1237,6 +1435,33 @@ TEST(CompileErrors, UnsupportedModesAndRunTimeIndicesNameTheNode) {
     } catch (const CompileError& e) {
       EXPECT_NE(std::string(e.what()).find("node 'embed'"), std::string::npos) << e.what();
       EXPECT_NE(std::string(e.what()).find("run time"), std::string::npos) << e.what();
+    }
+  }
+  {  // integer ids into a table that is not a constant: no one-hot matmul possible
+    OnnxBuilder m;
+    m.input("table", {10, 4});
+    m.input("ids", {3}, onnx::TensorProto::INT64);
+    m.node("Gather", "embed", {"table", "ids"}, {"y"});
+    m.output("y", {3, 4});
+    try {
+      compile_onnx(m.save("vtpu_gather_runtime_table.onnx"), config::load_preset("tiny-8x8"));
+      FAIL();
+    } catch (const CompileError& e) {
+      EXPECT_NE(std::string(e.what()).find("node 'embed'"), std::string::npos) << e.what();
+      EXPECT_NE(std::string(e.what()).find("constant table"), std::string::npos) << e.what();
+    }
+  }
+  {  // an input of a type int32 cannot carry names the input and the type
+    OnnxBuilder m;
+    m.input("x", {3}, onnx::TensorProto::UINT64);
+    m.node("Relu", "relu", {"x"}, {"y"});
+    m.output("y", {3});
+    try {
+      compile_onnx(m.save("vtpu_uint64_input.onnx"), config::load_preset("tiny-8x8"));
+      FAIL();
+    } catch (const CompileError& e) {
+      EXPECT_NE(std::string(e.what()).find("input 'x'"), std::string::npos) << e.what();
+      EXPECT_NE(std::string(e.what()).find("UINT64"), std::string::npos) << e.what();
     }
   }
 }

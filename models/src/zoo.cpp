@@ -271,12 +271,8 @@ struct Transformer {
   }
 };
 
-void bert_base(OnnxBuilder& m, int layers) {
-  // BERT-base (Devlin et al. 2019): hidden 768, 12 heads, feed-forward 3072, post-layer-norm
-  // encoder layers on a sequence of 128 token embeddings (the embedding lookup is the host's).
-  Transformer t{m, 128, 768, 12, 3072};
-  m.input("hidden_states", {1, t.S, t.D});
-  std::string x = "hidden_states";
+// BERT's post-layer-norm encoder layers on x (the same for both BERT entries).
+std::string bert_encoder(Transformer& t, std::string x, int layers) {
   for (int l = 0; l < layers; ++l) {
     std::string n = fmt::format("encoder.layer.{}", l);
     std::string a = t.attention(n + ".attention", x);
@@ -284,6 +280,41 @@ void bert_base(OnnxBuilder& m, int layers) {
     std::string h = t.gelu(n + ".intermediate.gelu", t.linear(n + ".intermediate", x, t.D, t.F), false);
     x = t.layernorm(n + ".output.norm", t.add(n + ".output.residual", t.linear(n + ".output", h, t.F, t.D), x));
   }
+  return x;
+}
+
+void bert_base(OnnxBuilder& m, int layers) {
+  // BERT-base (Devlin et al. 2019): hidden 768, 12 heads, feed-forward 3072, post-layer-norm
+  // encoder layers on a sequence of 128 token embeddings (the embedding lookup is the host's).
+  Transformer t{m, 128, 768, 12, 3072};
+  m.input("hidden_states", {1, t.S, t.D});
+  std::string x = "hidden_states";
+  x = bert_encoder(t, x, layers);
+  m.output(x, {1, t.S, t.D});
+}
+
+// BERT-base from token ids (Hugging Face's BertModel as exported): int64 input_ids and
+// token_type_ids through the word (30522 x 768) and token-type (2 x 768) embedding Gathers,
+// plus the position embeddings of positions 0..127 (a constant Gather), layer norm, then the
+// encoder layers. The lookups by run-time ids run on the chip (tpu.embedding).
+void bert_base_ids(OnnxBuilder& m, int layers) {
+  Transformer t{m, 128, 768, 12, 3072};
+  m.input("input_ids", {1, t.S}, onnx::TensorProto::INT64);
+  m.input("token_type_ids", {1, t.S}, onnx::TensorProto::INT64);
+  m.init("embeddings.word_embeddings.weight", {30522, t.D}, 0.05f);
+  m.init("embeddings.token_type_embeddings.weight", {2, t.D}, 0.05f);
+  m.init("embeddings.position_embeddings.weight", {512, t.D}, 0.05f);
+  std::vector<int64_t> positions(static_cast<size_t>(t.S));
+  for (size_t i = 0; i < positions.size(); ++i) positions[i] = int64_t(i);
+  m.init_i64("embeddings.position_ids", positions);
+  m.node("Gather", "embeddings.word_embeddings", {"embeddings.word_embeddings.weight", "input_ids"}, {"words"});
+  m.node("Gather", "embeddings.token_type_embeddings", {"embeddings.token_type_embeddings.weight", "token_type_ids"}, {"types"});
+  m.node("Gather", "embeddings.position_embeddings", {"embeddings.position_embeddings.weight", "embeddings.position_ids"},
+         {"positions"});
+  std::string x = t.add("embeddings.add_types", "words", "types");
+  x = t.add("embeddings.add_positions", x, "positions");
+  x = t.layernorm("embeddings.LayerNorm", x);
+  x = bert_encoder(t, x, layers);
   m.output(x, {1, t.S, t.D});
 }
 
@@ -359,6 +390,10 @@ const std::vector<ZooEntry>& zoo() {
        "Devlin et al. 2019 (Hugging Face's bert-base-uncased encoder, without the embedding lookup)", "tpu-v4-core", "bf16"},
       {"bert-base-layer", "one BERT-base encoder layer (sequence 128), the unit the compiler's transformer figures are measured on",
        "Devlin et al. 2019", "tpu-v4-core", "bf16"},
+      {"bert-base-ids", "BERT-base from token ids: int64 input_ids and token_type_ids through the word (30522 x 768), token-type and position embeddings and layer norm, then the 12 encoder layers; 109M weights, seeded",
+       "Devlin et al. 2019 (Hugging Face's bert-base-uncased BertModel, without the pooler)", "tpu-v4-core", "bf16"},
+      {"bert-base-ids-layer", "the embeddings of bert-base-ids (token ids in) and one encoder layer",
+       "Devlin et al. 2019", "tpu-v4-core", "bf16"},
       {"gpt2-block", "one GPT-2 small decoder block: causal self-attention (768, 12 heads), tanh-GELU MLP 3072, pre-layer-norm, 128 tokens, 7M weights, seeded",
        "Radford et al. 2019 (Hugging Face's gpt2, one of its 12 blocks)", "tpu-v4-core", "bf16"},
       {"gemm2048", "one 2048 x 2048 x 2048 matrix multiply (activation x constant weights), seeded weights",
@@ -405,6 +440,8 @@ std::filesystem::path materialize(const std::string& name, const std::filesystem
   else if (name == "mobilenetv2") mobilenetv2(m);
   else if (name == "bert-base") bert_base(m, 12);
   else if (name == "bert-base-layer") bert_base(m, 1);
+  else if (name == "bert-base-ids") bert_base_ids(m, 12);
+  else if (name == "bert-base-ids-layer") bert_base_ids(m, 1);
   else if (name == "gpt2-block") gpt2_block(m);
   else if (name == "lstm0") lstm0(m);
   // Write under a name of this process first, then rename (atomic): concurrent runs never

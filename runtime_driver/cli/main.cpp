@@ -20,6 +20,7 @@
 #include "vtpu/sim/report.h"
 #include "vtpu/sim/simulator.h"
 #include "vtpu/support/error.h"
+#include "vtpu/support/layout.h"
 
 namespace {
 
@@ -70,9 +71,22 @@ int cmd_config_list() {
 }
 
 struct CompileArgs {
-  std::string model, config = "tpu-v4-core", dtype = "bf16", output, emit_asm, emit_mlir;
+  std::string model, config = "tpu-v4-core", dtype = "bf16", output, emit_asm, emit_mlir, image_norm = "unit";
+  std::vector<std::string> calibrate;
   int64_t batch = 0;
 };
+
+// --calibrate NAME=FILE.npy or NAME=IMAGE[,IMAGE...], repeatable.
+std::map<std::string, std::string> calibration_specs(const std::vector<std::string>& specs) {
+  std::map<std::string, std::string> r;
+  for (const std::string& spec : specs) {
+    size_t eq = spec.find('=');
+    if (eq == std::string::npos || eq == 0 || eq + 1 == spec.size())
+      throw UserError(fmt::format("--calibrate '{}': expected NAME=FILE.npy or NAME=IMAGE[,IMAGE...]", spec));
+    r[spec.substr(0, eq)] = spec.substr(eq + 1);
+  }
+  return r;
+}
 
 int cmd_compile(const CompileArgs& a) {
   config::Config cfg = config::resolve(a.config);
@@ -85,6 +99,12 @@ int cmd_compile(const CompileArgs& a) {
   // A zoo name instead of a file: the zoo's model (generated once); the program goes to NAME.vtpu here.
   std::filesystem::path model = a.model;
   if (!std::filesystem::exists(model) && models::find(a.model)) model = models::materialize(a.model, models::default_dir());
+  if (!a.calibrate.empty()) {
+    if (opt.precision != compiler::Precision::Int8)
+      throw UserError("--calibrate applies to --dtype int8 (bf16 needs no calibration)");
+    opt.calibration = runtime::calibration_from_files(model, calibration_specs(a.calibrate), a.batch,
+                                                      runtime::image_norm_from_name(a.image_norm));
+  }
   compiler::CompileResult r = compiler::compile_onnx(model, cfg, opt);
   std::string out = a.output.empty() ? (model == a.model ? default_output(a.model).string() : a.model + ".vtpu") : a.output;
   isa::write_program(r.program, out);
@@ -101,7 +121,7 @@ int cmd_compile(const CompileArgs& a) {
 
 struct RunArgs {
   std::string model, config = "tpu-v4-core", dtype = "bf16", output_dir, report, trace, csv, html, image_norm;
-  std::vector<std::string> inputs;
+  std::vector<std::string> inputs, calibrate;
   int64_t batch = 0;
   uint64_t seed = 1;
   bool check = false, quiet = false, config_given = false, dtype_given = false;
@@ -188,6 +208,7 @@ int cmd_run(RunArgs a) {
       throw UserError(fmt::format("--input '{}': expected NAME=FILE.npy or NAME=IMAGE[,IMAGE...]", spec));
     opt.input_files[spec.substr(0, eq)] = spec.substr(eq + 1);
   }
+  opt.calibration_files = calibration_specs(a.calibrate);
   // Image scaling: --image-norm, else the zoo model's own, else pixel / 255.
   if (!a.image_norm.empty()) opt.image_norm = runtime::image_norm_from_name(a.image_norm);
   else if (!zoo_norm.empty()) opt.image_norm = runtime::image_norm_from_name(zoo_norm);
@@ -210,6 +231,16 @@ int cmd_run(RunArgs a) {
     for (const auto& [name, v] : run.outputs) {
       runtime::NpyArray arr{"<f4", run.output_shapes.at(name), std::vector<uint8_t>(v.size() * 4)};
       std::memcpy(arr.data.data(), v.data(), arr.data.size());
+      for (const auto& t : run.program.tensors)
+        if (t.name == name && t.role == isa::TensorRole::Output && t.dtype == isa::Dtype::Int32) {
+          // Integer outputs are written as int32, bit for bit (images back in NCHW order).
+          const auto& b = run.sim.outputs.at(name);
+          std::vector<float> pos(b.size() / 4);
+          for (size_t i = 0; i < pos.size(); ++i) pos[i] = float(i);
+          if (t.nhwc) pos = nhwc_to_nchw(pos, t.shape);
+          arr.descr = "<i4";
+          for (size_t i = 0; i < pos.size(); ++i) std::memcpy(&arr.data[i * 4], &b[size_t(pos[i]) * 4], 4);
+        }
       runtime::write_npy(std::filesystem::path(a.output_dir) / (name + ".npy"), arr);
     }
   }
@@ -341,6 +372,11 @@ int main(int argc, char** argv) {
   compile_cmd->add_option("--batch", compile_args.batch, "batch size (default: the model's)");
   compile_cmd->add_option("--emit-asm", compile_args.emit_asm, "also write the program as assembly");
   compile_cmd->add_option("--emit-mlir", compile_args.emit_mlir, "print the IR after a stage: tosa or tpu");
+  compile_cmd->add_option("--calibrate", compile_args.calibrate,
+                          "NAME=FILE.npy (any whole number of batches of the input, the model's layout) or "
+                          "NAME=IMAGE[,IMAGE...]: INT8 calibration data for every input (repeatable); default: seeded random");
+  compile_cmd->add_option("--image-norm", compile_args.image_norm, "how calibration image pixels become inputs: unit or imagenet")
+      ->capture_default_str();
 
   RunArgs run_args;
   auto* run_cmd = app.add_subcommand("run", "compile (if needed) and run a model, and show where time and energy go");
@@ -354,6 +390,9 @@ int main(int argc, char** argv) {
   run_cmd->add_option("--image-norm", run_args.image_norm,
                       "how image pixels become inputs: unit (pixel / 255) or imagenet (ImageNet mean/std); default: the zoo "
                       "model's, else unit");
+  run_cmd->add_option("--calibrate", run_args.calibrate,
+                      "NAME=FILE.npy or NAME=IMAGE[,IMAGE...]: INT8 calibration data for every input (repeatable; as for "
+                      "compile); default: seeded random");
   run_cmd->add_option("--seed", run_args.seed, "seed for generated inputs")->capture_default_str();
   run_cmd->add_option("--output-dir", run_args.output_dir, "write every output as NAME.npy (float32) here");
   run_cmd->add_option("--report", run_args.report, "write the JSON report here");

@@ -2,12 +2,15 @@
 #include <gtest/gtest.h>
 
 #include <array>
+#include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <sys/wait.h>
 
 #include "vtpu/isa/assembler.h"
+#include "vtpu/isa/program.h"
 #include "vtpu/runtime/npy.h"
 
 namespace {
@@ -57,11 +60,14 @@ TEST(Cli, AssembleDisassembleExample) {
 }
 
 TEST(Cli, AssemblyErrorsExitOneWithLocation) {
-  CliResult r = vtpu("asm " + (kRoot / "isa/tests/bad/rows_zero.s").string() + " -o " + tmp("x.vtpu").string());
+  // A name of its own: /tmp is shared with whatever else runs on the machine.
+  fs::path out = tmp("cli_rows_zero_" + std::to_string(::getpid()) + ".vtpu");
+  fs::remove(out);
+  CliResult r = vtpu("asm " + (kRoot / "isa/tests/bad/rows_zero.s").string() + " -o " + out.string());
   EXPECT_EQ(r.code, 1);
   EXPECT_NE(r.err.find("rows_zero.s:2:61: error:"), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("out of range [1, 65535]"), std::string::npos) << r.err;
-  EXPECT_FALSE(fs::exists(tmp("x.vtpu")));
+  EXPECT_FALSE(fs::exists(out));
 }
 
 TEST(Cli, MissingInputIsAUserError) {
@@ -264,6 +270,158 @@ TEST(Cli, RunShowsLayersTotalsAndChecksAgainstFp32) {
     EXPECT_EQ(header.rfind("layer,first_cycle", 0), 0u) << header;
   }
   fs::remove_all(dir);
+}
+
+// Integer inputs from integer .npy files (uint8 activations of a MatMulInteger, int64 ids
+// of an embedding lookup) and an int32 output written bit for bit.
+TEST(Cli, RunTakesIntegerNpyInputsAndWritesInt32Outputs) {
+  vtpu::testing::OnnxBuilder m;
+  const int64_t M = 3, K = 5, N = 4;
+  m.input("a", {M, K}, onnx::TensorProto::UINT8);
+  std::vector<int> b(size_t(K * N));
+  for (size_t i = 0; i < b.size(); ++i) b[i] = int(i * 37 % 256);
+  m.init_q("b", {K, N}, b, true);
+  m.init_q("a_zp", {}, {100}, true);
+  m.node("MatMulInteger", "mmi", {"a", "b", "a_zp"}, {"y"});
+  m.output("y", {M, N}, onnx::TensorProto::INT32);
+  fs::path model = m.save("cli_matmulinteger.onnx"), dir = tmp("cli_int_out"), a_file = tmp("cli_a_u8.npy");
+  fs::remove_all(dir);
+  std::vector<uint8_t> a(size_t(M * K));
+  for (size_t i = 0; i < a.size(); ++i) a[i] = uint8_t(i * 53 % 256);
+  vtpu::runtime::write_npy(a_file, {"|u1", {M, K}, a});
+  CliResult r = vtpu("run " + model.string() + " -c tiny-8x8 --input a=" + a_file.string() + " --output-dir " + dir.string());
+  ASSERT_EQ(r.code, 0) << r.err;
+  vtpu::runtime::NpyArray y = vtpu::runtime::read_npy(dir / "y.npy");
+  EXPECT_EQ(y.descr, "<i4");
+  ASSERT_EQ(y.data.size(), size_t(M * N * 4));
+  for (int64_t i = 0; i < M; ++i)
+    for (int64_t j = 0; j < N; ++j) {
+      int32_t want = 0, got;
+      for (int64_t k = 0; k < K; ++k) want += (int32_t(a[size_t(i * K + k)]) - 100) * b[size_t(k * N + j)];
+      std::memcpy(&got, &y.data[size_t(i * N + j) * 4], 4);
+      EXPECT_EQ(got, want) << i << ", " << j;
+    }
+  // A value int32 cannot hold is refused, naming the input.
+  std::vector<uint8_t> big(size_t(M * K) * 8, 0);
+  big[7] = 0x7f;  // element 0 = 2^63 - ...
+  vtpu::runtime::write_npy(a_file, {"<i8", {M, K}, big});
+  r = vtpu("run " + model.string() + " -c tiny-8x8 --input a=" + a_file.string());
+  EXPECT_EQ(r.code, 1);
+  EXPECT_NE(r.err.find("input 'a'"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("int32 cannot hold"), std::string::npos) << r.err;
+  fs::remove_all(dir);
+  fs::remove(a_file);
+}
+
+// INT8 calibration from the user's data: the program's scales are the calibration data's
+// ranges (input: max |x| / 127; output: max |x W| / 127 over every sample), not the seeded
+// random defaults'; bad calibration files are refused with what to fix.
+TEST(Cli, CompileCalibratesInt8OnGivenData) {
+  const int64_t K = 16, N = 8, S = 3;
+  vtpu::testing::OnnxBuilder m;
+  m.input("x", {1, K});
+  auto& w = m.init("w", {K, N}, 0.5f);
+  m.node("MatMul", "mm", {"x", "w"}, {"y"});
+  m.output("y", {1, N});
+  fs::path model = m.save("cli_calibrate.onnx"), calib = tmp("cli_calib.npy"), prog = tmp("cli_calib.vtpu");
+  std::vector<float> x(size_t(S * K));
+  for (size_t i = 0; i < x.size(); ++i) x[i] = float(int(i * 7 % 23) - 11) * 0.25f;  // |x| <= 2.75
+  std::vector<uint8_t> bytes(x.size() * 4);
+  std::memcpy(bytes.data(), x.data(), bytes.size());
+  vtpu::runtime::write_npy(calib, {"<f4", {S, K}, bytes});
+  CliResult r = vtpu("compile " + model.string() + " -c tiny-8x8 --dtype int8 --calibrate x=" + calib.string() + " -o " +
+                     prog.string());
+  ASSERT_EQ(r.code, 0) << r.err;
+  double max_x = 0, max_y = 0;
+  for (int64_t s = 0; s < S; ++s)
+    for (int64_t k = 0; k < K; ++k) max_x = std::max(max_x, double(std::fabs(x[size_t(s * K + k)])));
+  for (int64_t s = 0; s < S; ++s)
+    for (int64_t n = 0; n < N; ++n) {
+      double y = 0;
+      for (int64_t k = 0; k < K; ++k) y += double(x[size_t(s * K + k)]) * w[size_t(k * N + n)];
+      max_y = std::max(max_y, std::fabs(y));
+    }
+  auto p = vtpu::isa::read_program(prog);
+  int checked = 0;
+  for (const auto& t : p.tensors) {
+    if (t.name == "x") {
+      EXPECT_NEAR(t.quant_scale, max_x / 127, 1e-6 * max_x);
+      ++checked;
+    }
+    if (t.name == "y") {
+      EXPECT_NEAR(t.quant_scale, max_y / 127, 1e-5 * max_y);
+      ++checked;
+    }
+  }
+  EXPECT_EQ(checked, 2);
+  // vtpu run calibrates the same way before it simulates.
+  r = vtpu("run " + model.string() + " -c tiny-8x8 --dtype int8 -q --calibrate x=" + calib.string());
+  EXPECT_EQ(r.code, 0) << r.err;
+  // 35 values are not whole batches of [1, 16]; bf16 needs no calibration; names must exist.
+  vtpu::runtime::write_npy(calib, {"<f4", {5, 7}, std::vector<uint8_t>(5 * 7 * 4)});
+  r = vtpu("compile " + model.string() + " -c tiny-8x8 --dtype int8 --calibrate x=" + calib.string() + " -o " + prog.string());
+  EXPECT_EQ(r.code, 1);
+  EXPECT_NE(r.err.find("holds 35 values, not a whole number of batches of shape [1, 16]"), std::string::npos) << r.err;
+  r = vtpu("compile " + model.string() + " -c tiny-8x8 --dtype bf16 --calibrate x=" + calib.string() + " -o " + prog.string());
+  EXPECT_EQ(r.code, 1);
+  EXPECT_NE(r.err.find("--calibrate applies to --dtype int8"), std::string::npos) << r.err;
+  r = vtpu("compile " + model.string() + " -c tiny-8x8 --dtype int8 --calibrate z=" + calib.string() + " -o " + prog.string());
+  EXPECT_EQ(r.code, 1);
+  EXPECT_NE(r.err.find("the model has no input 'z'; its inputs are: x"), std::string::npos) << r.err;
+  fs::remove(calib);
+  fs::remove(prog);
+}
+
+// A model exported in half precision: float16 weights, input and output. The compiler reads
+// the weights exactly, the runtime takes a float16 .npy and the program runs in bf16.
+TEST(Cli, RunsAFloat16Model) {
+  const int64_t M = 2, K = 8, N = 4;
+  vtpu::testing::OnnxBuilder m;
+  m.input("x", {M, K}, onnx::TensorProto::FLOAT16);
+  std::vector<float> w = m.init("w", {K, N}, 0.5f);
+  m.node("MatMul", "mm", {"x", "w"}, {"y"});
+  m.output("y", {M, N}, onnx::TensorProto::FLOAT16);
+  fs::path model = m.save("cli_fp16.onnx"), x_file = tmp("cli_x_f16.npy"), dir = tmp("cli_fp16_out");
+  {  // the weights as float16, the way a half-precision export stores them
+    onnx::ModelProto mp;
+    std::ifstream in(model, std::ios::binary);
+    ASSERT_TRUE(mp.ParseFromIstream(&in));
+    auto* t = mp.mutable_graph()->mutable_initializer(0);
+    std::string raw(w.size() * 2, '\0');
+    for (size_t i = 0; i < w.size(); ++i) {
+      _Float16 h = _Float16(w[i]);
+      w[i] = float(h);  // what the model holds
+      std::memcpy(&raw[i * 2], &h, 2);
+    }
+    t->set_data_type(onnx::TensorProto::FLOAT16);
+    t->set_raw_data(raw);
+    std::ofstream out(model, std::ios::binary);
+    mp.SerializeToOstream(&out);
+  }
+  std::vector<float> x(size_t(M * K));
+  std::vector<uint8_t> xb(x.size() * 2);
+  for (size_t i = 0; i < x.size(); ++i) {
+    _Float16 h = _Float16(float(int(i * 5 % 17) - 8) / 8.0f);
+    x[i] = float(h);
+    std::memcpy(&xb[i * 2], &h, 2);
+  }
+  vtpu::runtime::write_npy(x_file, {"<f2", {M, K}, xb});
+  fs::remove_all(dir);
+  CliResult r = vtpu("run " + model.string() + " -c tiny-8x8 -q --input x=" + x_file.string() + " --output-dir " + dir.string());
+  ASSERT_EQ(r.code, 0) << r.err;
+  vtpu::runtime::NpyArray y = vtpu::runtime::read_npy(dir / "y.npy");
+  ASSERT_EQ(y.descr, "<f4");
+  ASSERT_EQ(y.data.size(), size_t(M * N * 4));
+  for (int64_t i = 0; i < M; ++i)
+    for (int64_t j = 0; j < N; ++j) {
+      double want = 0;
+      for (int64_t k = 0; k < K; ++k) want += double(x[size_t(i * K + k)]) * w[size_t(k * N + j)];
+      float got;
+      std::memcpy(&got, &y.data[size_t(i * N + j) * 4], 4);
+      EXPECT_NEAR(got, want, 0.02 * 2.0 + 0.01) << i << ", " << j;  // bf16 inputs, weights and output
+    }
+  fs::remove_all(dir);
+  fs::remove(x_file);
 }
 
 TEST(Cli, RunRejectsBadInputs) {

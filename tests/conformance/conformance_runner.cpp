@@ -33,17 +33,51 @@ const std::set<std::string> kOperators = {"Gemm", "MatMul", "Conv", "Relu", "Cli
                                           "GlobalAveragePool", "Flatten", "Reshape", "BatchNormalization", "Softmax",
                                           "Sigmoid", "Tanh", "Erf", "Exp", "Reciprocal", "Sqrt",
                                           "HardSigmoid", "Neg", "Sub", "Mul", "Max", "Min", "LeakyRelu", "PRelu", "Squeeze", "Unsqueeze",
-                                          "Transpose", "Concat", "Slice", "Split", "Div", "LayerNormalization", "LSTM", "GRU", "Resize", "Upsample", "ConvTranspose", "Gather", "ConvTranspose", "Gather"};
+                                          "Transpose", "Concat", "Slice", "Split", "Div", "LayerNormalization", "LSTM", "GRU", "Resize", "Upsample", "ConvTranspose", "Gather", "ConvTranspose", "Gather",
+                                          "MatMulInteger", "ConvInteger"};
 // Operators whose inputs after the first are weights (constants for the compiler).
 // MatMul's B stays a runtime input: the node tests then check activation x activation
 // matmuls (constant weights are what Gemm's tests check).
 const std::set<std::string> kWeightInputs = {"Gemm", "Conv", "LayerNormalization", "LSTM", "GRU", "Resize", "Upsample", "ConvTranspose", "Gather", "Clip", "Reshape", "BatchNormalization", "PRelu",
-                                            "Squeeze", "Unsqueeze", "Slice", "Split"};
+                                            "Squeeze", "Unsqueeze", "Slice", "Split", "MatMulInteger", "ConvInteger"};
 
 std::vector<float> floats_of(const onnx::TensorProto& t) {
   size_t n = 1;
   for (auto d : t.dims()) n *= size_t(d);
   std::vector<float> v(n);
+  auto dt = t.data_type();
+  if (dt == onnx::TensorProto::INT32 || dt == onnx::TensorProto::INT8 || dt == onnx::TensorProto::UINT8) {
+    // raw little-endian data, or int32_data holding each value
+    size_t esz = dt == onnx::TensorProto::INT32 ? 4 : 1;
+    for (size_t i = 0; i < n; ++i) {
+      int32_t x = 0;
+      if (t.has_raw_data()) {
+        const char* p = t.raw_data().data() + i * esz;
+        if (esz == 4) std::memcpy(&x, p, 4);
+        else x = dt == onnx::TensorProto::INT8 ? int32_t(int8_t(*p)) : int32_t(uint8_t(*p));
+      } else {
+        x = t.int32_data(int(i));
+      }
+      v[i] = float(x);
+    }
+    return v;
+  }
+  if (dt == onnx::TensorProto::FLOAT16 || dt == onnx::TensorProto::DOUBLE) {
+    for (size_t i = 0; i < n; ++i) {
+      if (dt == onnx::TensorProto::DOUBLE) {
+        double d;
+        if (t.has_raw_data()) std::memcpy(&d, t.raw_data().data() + i * 8, 8);
+        else d = t.double_data(int(i));
+        v[i] = float(d);
+      } else {
+        uint16_t h;
+        if (t.has_raw_data()) std::memcpy(&h, t.raw_data().data() + i * 2, 2);
+        else h = uint16_t(t.int32_data(int(i)));
+        v[i] = numerics::f32_from_bits(numerics::f16_to_f32_bits(h));
+      }
+    }
+    return v;
+  }
   if (t.data_type() != onnx::TensorProto::FLOAT && t.data_type() != onnx::TensorProto::INT64)
     throw UserError(fmt::format("tensor '{}' has element type {}", t.name(), t.data_type()));
   if (t.data_type() == onnx::TensorProto::INT64) {
@@ -73,8 +107,10 @@ std::string in_child(const std::function<std::string()>& fn) {
   return run_in_child(fn, [](const std::exception& e) { return std::string("ERR") + e.what(); }, "ERRchild crashed");
 }
 
-// Runs one node test; returns "" on success or why it failed.
-std::string run_test(const fs::path& dir, const config::Config& cfg, std::string& op_out) {
+// Runs one node test; returns "" on success or why it failed. With `runtime_indices` (Gather)
+// the data is baked into an initializer and the indices stay a run-time (integer) input:
+// the embedding-lookup path.
+std::string run_test(const fs::path& dir, const config::Config& cfg, std::string& op_out, bool runtime_indices = false) {
   onnx::ModelProto model;
   {
     std::ifstream f(dir / "model.onnx", std::ios::binary);
@@ -102,7 +138,7 @@ std::string run_test(const fs::path& dir, const config::Config& cfg, std::string
   std::vector<std::string> runtime_inputs;
   for (int i = 0; i < model.graph().input_size(); ++i) {
     const auto& in = model.graph().input(i);
-    bool weight = kWeightInputs.count(node.op_type()) && i > 0;
+    bool weight = runtime_indices ? i == 0 : kWeightInputs.count(node.op_type()) && i > 0;
     if (weight) *g->add_initializer() = inputs[in.name()];
     else *g->add_input() = in, runtime_inputs.push_back(in.name());
   }
@@ -130,15 +166,29 @@ std::string run_test(const fs::path& dir, const config::Config& cfg, std::string
       if (t.name == name) return t.nhwc;
     return false;
   };
+  // Each tensor in its program dtype: bf16 activations, int32 integer inputs and outputs.
+  auto dtype_of = [&](const std::string& name) {
+    for (const auto& t : r.program.tensors)
+      if (t.name == name) return t.dtype;
+    return isa::Dtype::Bf16;
+  };
   std::map<std::string, std::vector<uint8_t>> in_bytes;
   for (const auto& name : runtime_inputs) {
     const auto& t = inputs[name];
     auto v = floats_of(t);
     if (stored_nhwc(name)) v = nchw_to_nhwc(v, dims(t));
-    std::vector<uint8_t> b(v.size() * 2);
+    isa::Dtype dt = dtype_of(name);
+    std::vector<uint8_t> b(v.size() * isa::dtype_bytes(dt));
     for (size_t i = 0; i < v.size(); ++i) {
-      uint16_t h = numerics::f32_to_bf16(numerics::f32_bits(v[i]));
-      std::memcpy(&b[i * 2], &h, 2);
+      if (dt == isa::Dtype::Int32) {
+        int32_t x = int32_t(v[i]);
+        std::memcpy(&b[i * 4], &x, 4);
+      } else if (dt == isa::Dtype::Bf16) {
+        uint16_t h = numerics::f32_to_bf16(numerics::f32_bits(v[i]));
+        std::memcpy(&b[i * 2], &h, 2);
+      } else {
+        return fmt::format("input '{}' has program dtype {}, which the runner does not feed", name, isa::dtype_name(dt));
+      }
     }
     in_bytes[name] = b;
   }
@@ -152,7 +202,17 @@ std::string run_test(const fs::path& dir, const config::Config& cfg, std::string
   auto want_t = read_pb(data / "output_0.pb");
   auto want = floats_of(want_t);
   if (stored_nhwc(out_name)) want = nchw_to_nhwc(want, dims(want_t));
-  if ((got.size() - 2) / 2 != want.size()) return fmt::format("output has {} values, expected {}", (got.size() - 2) / 2, want.size());
+  isa::Dtype out_dt = dtype_of(out_name);
+  size_t esz = isa::dtype_bytes(out_dt);
+  if ((got.size() - 2) / esz != want.size()) return fmt::format("output has {} values, expected {}", (got.size() - 2) / esz, want.size());
+  if (out_dt == isa::Dtype::Int32) {  // integer outputs must be exact
+    for (size_t i = 0; i < want.size(); ++i) {
+      int32_t x;
+      std::memcpy(&x, got.data() + 2 + i * 4, 4);
+      if (double(x) != double(want[i])) return fmt::format("element {}: got {}, expected {} (exactly)", i, x, want[i]);
+    }
+    return "";
+  }
   double mx = 0;
   for (float w : want) mx = std::max(mx, double(std::fabs(w)));
   for (size_t i = 0; i < want.size(); ++i) {
@@ -193,18 +253,27 @@ int main(int argc, char** argv) {
   std::sort(dirs.begin(), dirs.end());
   std::map<std::string, std::pair<int, int>> per_op;
   std::vector<std::string> passing, regressions;
+  // Gather's tests also run with the indices as a run-time input (name suffix
+  // "+runtime_indices", counted as "Gather (run-time ids)").
+  std::vector<std::pair<fs::path, bool>> runs;
   for (const auto& d : dirs) {
+    runs.push_back({d, false});
+    if (d.filename().string().rfind("test_gather_", 0) == 0 && d.filename().string().find("elements") == std::string::npos &&
+        d.filename().string().find("gathernd") == std::string::npos)
+      runs.push_back({d, true});
+  }
+  for (const auto& [d, runtime_indices] : runs) {
     std::string op;
     std::string why;
     try {
-      why = run_test(d, cfg, op);
+      why = run_test(d, cfg, op, runtime_indices);
     } catch (const std::exception& e) {
       why = e.what();
     }
     if (why == "skip" || op.empty() || !kOperators.count(op)) continue;
-    auto& [pass, total] = per_op[op];
+    auto& [pass, total] = per_op[runtime_indices ? op + " (run-time ids)" : op];
     ++total;
-    std::string name = d.filename().string();
+    std::string name = d.filename().string() + (runtime_indices ? "+runtime_indices" : "");
     if (why.empty()) {
       ++pass;
       passing.push_back(name);

@@ -133,3 +133,21 @@ TEST(Convert, IntBounds) {
 
 }  // namespace
 }  // namespace vtpu::numerics
+
+namespace {
+
+// fp16 model data -> fp32: every one of the 65536 fp16 patterns against the host compiler's
+// _Float16 conversion (NaNs: any NaN).
+TEST(Convert, Fp16ToFp32MatchesHostForEveryValue) {
+  for (uint32_t h = 0; h < 65536; ++h) {
+    uint16_t bits = uint16_t(h);
+    _Float16 x;
+    std::memcpy(&x, &bits, 2);
+    float want = float(x);
+    uint32_t got = vtpu::numerics::f16_to_f32_bits(bits);
+    if (std::isnan(want)) EXPECT_TRUE(vtpu::numerics::f32_is_nan(got)) << std::hex << h;
+    else EXPECT_EQ(got, vtpu::numerics::f32_bits(want)) << std::hex << h;
+  }
+}
+
+}  // namespace

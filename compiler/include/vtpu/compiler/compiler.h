@@ -56,6 +56,17 @@ class CompileError : public UserError {
 CompileResult compile_onnx(const std::filesystem::path& model, const config::Config& cfg,
                            const CompileOptions& options = {});
 
+// A run-time input of the model as the program takes it: the batch applied, images NHWC
+// (`nhwc`: `shape` is the stored NHWC shape of an NCHW model input), integer inputs
+// (token ids) carried as int32.
+struct ModelInput {
+  std::string name;
+  std::vector<int64_t> shape;
+  bool nhwc = false;
+  bool integer = false;
+};
+std::vector<ModelInput> model_inputs(const std::filesystem::path& model, const CompileOptions& options = {});
+
 // The model's outputs computed in fp32 (the compiler's reference interpreter) for inputs
 // given by name in the program's layout (images NHWC); outputs in the program's layout.
 std::map<std::string, std::vector<float>> reference_outputs(const std::filesystem::path& model,

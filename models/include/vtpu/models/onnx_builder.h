@@ -23,6 +23,13 @@ class OnnxBuilder {
 
   void input(const std::string& name, const std::vector<int64_t>& shape) { value_info(model_.mutable_graph()->add_input(), name, shape); }
   void output(const std::string& name, const std::vector<int64_t>& shape) { value_info(model_.mutable_graph()->add_output(), name, shape); }
+  // Inputs and outputs of another element type (onnx::TensorProto::INT64 token ids, ...).
+  void input(const std::string& name, const std::vector<int64_t>& shape, int elem_type) {
+    value_info(model_.mutable_graph()->add_input(), name, shape, elem_type);
+  }
+  void output(const std::string& name, const std::vector<int64_t>& shape, int elem_type) {
+    value_info(model_.mutable_graph()->add_output(), name, shape, elem_type);
+  }
 
   // A float initializer with seeded values uniform in [-scale, scale], or given data.
   std::vector<float>& init(const std::string& name, const std::vector<int64_t>& shape, float scale, std::vector<float> data = {}) {
@@ -106,10 +113,11 @@ class OnnxBuilder {
   }
 
  private:
-  static void value_info(onnx::ValueInfoProto* v, const std::string& name, const std::vector<int64_t>& shape) {
+  static void value_info(onnx::ValueInfoProto* v, const std::string& name, const std::vector<int64_t>& shape,
+                         int elem_type = onnx::TensorProto::FLOAT) {
     v->set_name(name);
     auto* t = v->mutable_type()->mutable_tensor_type();
-    t->set_elem_type(onnx::TensorProto::FLOAT);
+    t->set_elem_type(elem_type);
     for (int64_t d : shape) t->mutable_shape()->add_dim()->set_dim_value(d);
   }
   onnx::ModelProto model_;

@@ -15,6 +15,14 @@
 
 namespace vtpu::runtime {
 
+// INT8 calibration samples (compiler::CompileOptions::calibration) from files, for the model
+// compiled at `batch` (0: its own): `specs` maps every input name to "FILE.npy" (float32 or,
+// for integer inputs, an integer type; element count a whole multiple of the input's at this
+// batch) or "IMG[,IMG...]" (image files, a multiple of the batch size, scaled as `norm` says).
+// Each batch-sized piece is one sample. Errors name the input, the file and what differs.
+std::vector<std::map<std::string, std::vector<float>>> calibration_from_files(
+    const std::filesystem::path& model, const std::map<std::string, std::string>& specs, int64_t batch, ImageNorm norm);
+
 struct RunOptions {
   compiler::Precision precision = compiler::Precision::Bf16;
   int64_t batch = 0;
@@ -22,6 +30,10 @@ struct RunOptions {
   // batch element) for an [N, 1 or 3, H, W] input, scaled as `image_norm` says.
   std::map<std::string, std::filesystem::path> input_files;
   ImageNorm image_norm = ImageNorm::kUnit;
+  // INT8 calibration data: input name -> a .npy file holding any whole number of batches of
+  // that input (model layout), or image files (a multiple of the batch size); see
+  // calibration_from_files. Empty: seeded random calibration samples.
+  std::map<std::string, std::string> calibration_files;
   uint64_t seed = 1;          // generated inputs
   bool check = false;         // compare with the fp32 reference
   bool record_trace = false;

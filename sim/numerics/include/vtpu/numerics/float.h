@@ -43,6 +43,18 @@ constexpr uint32_t bf16_to_f32_bits(uint16_t h) { return uint32_t{h} << 16; }
 // NaN -> canonical NaN.
 constexpr uint32_t bf16_to_f32(uint16_t h) { return f32_canonical(uint32_t{h} << 16); }
 
+// IEEE binary16 (fp16) -> fp32 bit pattern, exactly (fp16 denormals are fp32 normals; inf and
+// NaN keep their class). For models and files that carry fp16 data; the chip has no fp16.
+constexpr uint32_t f16_to_f32_bits(uint16_t h) {
+  uint32_t sign = uint32_t(h & 0x8000u) << 16, exp = (h >> 10) & 0x1Fu, man = h & 0x3FFu;
+  if (exp == 0x1F) return sign | 0x7F800000u | (man << 13);
+  if (exp != 0) return sign | ((exp + 112) << 23) | (man << 13);
+  if (man == 0) return sign;
+  int e = 113;  // normalize the denormal: value = man x 2^-24
+  while (!(man & 0x400u)) man <<= 1, --e;
+  return sign | (uint32_t(e) << 23) | ((man & 0x3FFu) << 13);
+}
+
 // fp32 -> bf16, round to nearest even. Denormal inputs give signed zero; NaN gives 0x7FC0;
 // values that round past the largest bf16 become infinity. Since bf16 has fp32's exponent
 // range, a normal input never rounds to a bf16 denormal.

@@ -1,0 +1,207 @@
+// Zoo models against onnxruntime, an fp32 reference that shares no code with vtpu: the
+// compiler's own fp32 interpreter (what `vtpu run --check` and INT8 calibration trust) must
+// agree with it to fp32 rounding, and the chip's bf16 results must agree with it as closely as
+// they agree with the interpreter. An importer or lowering that misreads an operator fails here
+// even where the chip and the interpreter agree with each other.
+#include <gtest/gtest.h>
+#include <fmt/format.h>
+#include <onnx/onnx_pb.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <random>
+#include <set>
+#include <sstream>
+#include <unistd.h>
+
+#include "vtpu/compiler/compiler.h"
+#include "vtpu/models/zoo.h"
+#include "vtpu/runtime/npy.h"
+#include "vtpu/runtime/runtime.h"
+#include "vtpu/support/child_process.h"
+#include "vtpu/support/layout.h"
+
+namespace {
+
+namespace fs = std::filesystem;
+using namespace vtpu;
+using Values = std::map<std::string, std::vector<float>>;
+
+struct Input {
+  std::string name;
+  std::vector<int64_t> shape;
+  int64_t ids = 0;  // > 0: int64 ids of a Gather into a table of this many rows
+};
+
+// The model's run-time inputs: float32, or int64 ids that index a constant table (embedding
+// lookups), which must be drawn inside the table (onnxruntime refuses others).
+std::vector<Input> model_inputs(const fs::path& model) {
+  onnx::ModelProto m;
+  std::ifstream f(model, std::ios::binary);
+  if (!m.ParseFromIstream(&f)) throw std::runtime_error(model.string() + " does not parse");
+  std::map<std::string, int64_t> rows;
+  for (const auto& t : m.graph().initializer())
+    rows[t.name()] = t.dims_size() ? t.dims(0) : 0;
+  std::vector<Input> out;
+  for (const auto& in : m.graph().input()) {
+    if (rows.count(in.name())) continue;
+    Input i{in.name(), {}};
+    for (const auto& d : in.type().tensor_type().shape().dim()) i.shape.push_back(d.dim_value());
+    if (in.type().tensor_type().elem_type() == onnx::TensorProto::INT64) {
+      for (const auto& n : m.graph().node())
+        if (n.op_type() == "Gather" && n.input_size() > 1 && n.input(1) == in.name() && rows.count(n.input(0)))
+          i.ids = rows[n.input(0)];
+      if (i.ids <= 0) throw std::runtime_error("int64 input '" + in.name() + "' does not index a constant table");
+    } else if (in.type().tensor_type().elem_type() != onnx::TensorProto::FLOAT) {
+      throw std::runtime_error("input '" + in.name() + "' is neither float32 nor int64 ids");
+    }
+    out.push_back(i);
+  }
+  return out;
+}
+
+fs::path node_modules() {
+  if (const char* d = std::getenv("VTPU_NODE_DIR")) return fs::path(d) / "node_modules";
+  const char* home = std::getenv("HOME");
+  return fs::path(home ? home : "/root") / ".cache/vtpu/node/node_modules";
+}
+
+std::vector<float> floats_of(const runtime::NpyArray& a) {
+  if (a.descr != "<f4") throw std::runtime_error("onnxruntime output is " + a.descr + ", not float32");
+  std::vector<float> v(a.data.size() / 4);
+  std::memcpy(v.data(), a.data.data(), a.data.size());
+  return v;
+}
+
+struct Compared {
+  double max_abs_error = 0, max_reference = 0;
+  double relative() const { return max_abs_error / std::max(max_reference, 1e-30); }
+};
+Compared compare(const std::vector<float>& got, const std::vector<float>& want) {
+  Compared c;
+  EXPECT_EQ(got.size(), want.size());
+  for (size_t i = 0; i < got.size() && i < want.size(); ++i) {
+    c.max_abs_error = std::max(c.max_abs_error, std::fabs(double(got[i]) - want[i]));
+    c.max_reference = std::max(c.max_reference, std::fabs(double(want[i])));
+  }
+  return c;
+}
+
+struct Case {
+  std::string model;
+  double chip_tolerance;  // > 0: also compare the chip's bf16 results (a simulation) with onnxruntime
+};
+void PrintTo(const Case& c, std::ostream* os) { *os << c.model; }
+
+class OrtReference : public ::testing::TestWithParam<Case> {};
+
+TEST_P(OrtReference, InterpreterAndChipAgreeWithOnnxRuntime) {
+  const Case& c = GetParam();
+  fs::path model = models::materialize(c.model, models::default_dir());
+  fs::path dir = fs::temp_directory_path() / fmt::format("vtpu_ort_{}_{}", c.model, ::getpid());
+  fs::create_directories(dir);
+
+  // Seeded inputs in the model's layout, as .npy files for onnxruntime and the runtime.
+  Values inputs;
+  std::map<std::string, fs::path> files;
+  std::string args;
+  std::mt19937_64 rng(7);
+  std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+  for (const auto& in : model_inputs(model)) {
+    int64_t n = 1;
+    for (int64_t d : in.shape) n *= d;
+    std::vector<float> v(static_cast<size_t>(n));
+    runtime::NpyArray a{in.ids ? "<i8" : "<f4", in.shape, std::vector<uint8_t>(v.size() * (in.ids ? 8 : 4))};
+    if (in.ids) {
+      std::uniform_int_distribution<int64_t> id(0, in.ids - 1);
+      for (size_t i = 0; i < v.size(); ++i) {
+        int64_t x = id(rng);
+        v[i] = float(x);
+        std::memcpy(&a.data[i * 8], &x, 8);
+      }
+    } else {
+      for (auto& x : v) x = u(rng);
+      std::memcpy(a.data.data(), v.data(), a.data.size());
+    }
+    fs::path f = dir / (in.name + ".npy");
+    runtime::write_npy(f, a);
+    files[in.name] = f;
+    args += fmt::format(" '{}={}'", in.name, f.string());
+    inputs[in.name] = std::move(v);
+  }
+
+  fs::path out_dir = dir / "ort", log = dir / "ort.log";
+  std::string cmd = fmt::format("NODE_PATH='{}' node '{}/tests/ort/ort_run.js' '{}' '{}'{} > '{}' 2>&1", node_modules().string(),
+                                VTPU_SOURCE_DIR, model.string(), out_dir.string(), args, log.string());
+  int rc = std::system(cmd.c_str());
+  std::stringstream why;
+  why << std::ifstream(log).rdbuf();
+  ASSERT_EQ(rc, 0) << "onnxruntime failed (scripts/install-deps.sh installs node and onnxruntime-node): " << why.str();
+
+  // The interpreter takes and gives tensors in the program's layout (images NHWC).
+  Values program_inputs = inputs;
+  for (const auto& in : model_inputs(model))
+    if (in.shape.size() == 4) program_inputs[in.name] = nchw_to_nhwc(inputs[in.name], in.shape);
+  Values ref = compiler::reference_outputs(model, program_inputs);
+  ASSERT_FALSE(ref.empty());
+  Values ort;
+  for (const auto& [name, v] : ref) {
+    runtime::NpyArray a = runtime::read_npy(out_dir / (name + ".npy"));
+    ASSERT_NE(a.shape.size(), 4u) << "image outputs would need the program's layout here";
+    ort[name] = floats_of(a);
+    Compared cmp = compare(v, ort[name]);
+    std::printf("%s %s: interpreter vs onnxruntime %.3g relative\n", c.model.c_str(), name.c_str(), cmp.relative());
+    // Both fp32; the sums run in different orders (and batch norm is folded into weights).
+    EXPECT_LT(cmp.relative(), 2e-4) << c.model << " output " << name << ": interpreter vs onnxruntime, max |error| "
+                                     << cmp.max_abs_error << " of " << cmp.max_reference;
+  }
+
+  if (c.chip_tolerance > 0) {
+    std::string got = run_in_child(
+        [&] {
+          runtime::RunOptions o;
+          o.precision = compiler::Precision::Bf16;
+          o.input_files = files;
+          auto run = runtime::run_model(model, config::load_preset("tpu-v4-core"), o);
+          std::string r;
+          for (const auto& [name, v] : run.outputs) {
+            Compared cmp = compare(v, ort.at(name));
+            r += fmt::format("{} {} {} ", name, cmp.max_abs_error, cmp.max_reference);
+          }
+          return r;
+        },
+        [](const std::exception& e) { return std::string("ERR ") + e.what(); }, "ERR child crashed");
+    ASSERT_EQ(got.rfind("ERR", 0), std::string::npos) << got;
+    std::istringstream is(got);
+    std::string name;
+    double err, mx;
+    int outputs = 0;
+    while (is >> name >> err >> mx) {
+      ++outputs;
+      std::printf("%s %s: chip (bf16) vs onnxruntime %.3g relative\n", c.model.c_str(), name.c_str(), err / mx);
+      // bf16 weights and activations with fp32 accumulation: the zoo tests' thresholds.
+      EXPECT_LT(err / mx, c.chip_tolerance) << c.model << " output " << name << ": chip (bf16) vs onnxruntime, max |error| " << err
+                                << " of " << mx;
+    }
+    EXPECT_EQ(outputs, int(ort.size()));
+  }
+  fs::remove_all(dir);
+}
+
+INSTANTIATE_TEST_SUITE_P(Zoo, OrtReference,
+                         // lstm0 is not here: onnxruntime's CPU LSTM refuses its batch-first layout (layout=1); the
+                         // ONNX node tests' shipped outputs check LSTM and GRU, batch-first included.
+                         ::testing::Values(Case{"mlp0", 0}, Case{"lenet5", 0.02}, Case{"resnet50", 0},
+                                           Case{"mobilenetv2", 0.03}, Case{"bert-base-layer", 0.02},
+                                           Case{"gpt2-block", 0.02}, Case{"bert-base-ids-layer", 0.02}),
+                         [](const auto& info) {
+                           std::string n = info.param.model;
+                           for (char& ch : n)
+                             if (!std::isalnum(static_cast<unsigned char>(ch))) ch = '_';
+                           return n;
+                         });
+
+}  // namespace
