@@ -20,6 +20,7 @@
 #include <limits>
 #include <map>
 #include <optional>
+#include <set>
 #include <sstream>
 
 #include "import.h"
@@ -145,6 +146,7 @@ struct Block {
   std::vector<TileGroup> groups;
   std::function<std::vector<std::string>(uint32_t mxu, uint64_t acc_row)> epilogue;
   uint64_t acc_rows = 0;
+  int64_t after = -1;  // an earlier block whose epilogue must be done before this one's starts
 };
 
 class Codegen {
@@ -170,6 +172,7 @@ class Codegen {
     decl(fmt::format(".config {}", cfg_.name));
     // Zero region in HBM (never written) for clearing UB buffers.
     zero_hbm_ = hbm_alloc(1 << 20);
+    hoist_at_ = 0;  // the first stream's weights may load while the inputs do
 
     // Inputs: HBM -> UB blocked layout.
     for (unsigned i = 0; i < fn.getNumArguments(); ++i) {
@@ -232,6 +235,23 @@ class Codegen {
         }
         continue;
       }
+      if (done_.count(&op)) continue;  // generated with an earlier op (gen_matmul_group)
+      if (deferred_.count(&op)) {  // nothing to generate (a head view's transpose): operands released in turn
+        for (Value operand : op.getOperands()) release(operand);
+        continue;
+      }
+      if (auto mm = mlir::dyn_cast<tpu::MatmulOp>(op); mm && !is_int32(mm.getOutput())) {
+        current_op_ = "matmul";
+        current_shape_ = shape_of(mm.getOutput());
+        output_high_ = false;
+        int_out_ = false, out_esz_ = esz_;
+        if (gen_matmul_group(mm)) continue;
+      }
+      if (auto f = fused_.find(&op); f != fused_.end()) {  // already done in a matmul's epilogues
+        define(op.getResult(0), f->second);
+        for (Value operand : op.getOperands()) release(operand);
+        continue;
+      }
       current_op_ = op.getName().stripDialect().str();
       // Outputs go to the end of the unified buffer away from the op's main input, so a
       // chain of layers alternates ends and frees contiguous space behind it.
@@ -266,6 +286,7 @@ class Codegen {
       else if (auto af = mlir::dyn_cast<tpu::AffineOp>(op)) gen_affine(af);
       else if (auto un = mlir::dyn_cast<tpu::UnaryOp>(op)) gen_unary(un);
       else throw CompileError(fmt::format("code generation does not handle {}", op.getName().getStringRef().str()));
+      for (Value result : op.getResults()) store_rhs_early(result);
       for (Value operand : op.getOperands()) release(operand);
     }
     code("  halt");
@@ -377,6 +398,19 @@ class Codegen {
     code(fmt::format("  dma.copy desc={} src=r1 dst=r2 flag=f1", d));
     code("  wait f1");
   }
+  // A unified-buffer copy that is not waited for: independent copies (a transpose's or a
+  // head split's runs) overlap in the DMA engine instead of paying its setup one by one.
+  // They count on f1 until copies_wait().
+  void ub_copy_async(uint64_t src, uint64_t dst, const std::string& shape) {
+    std::string d = new_desc(shape);
+    code(fmt::format("  li r1, {} || li r2, {}", src, dst));
+    code(fmt::format("  dma.copy desc={} src=r1 dst=r2 flag=f1", d));
+    if (++copies_in_flight_ == 1024) copies_wait();
+  }
+  void copies_wait() {
+    if (copies_in_flight_) code(fmt::format("  wait f1, {}", copies_in_flight_));
+    copies_in_flight_ = 0;
+  }
   // One vector instruction, waited for.
   void vec_wait(const std::string& line) {
     code("  " + line + " flag=f20");
@@ -446,14 +480,14 @@ class Codegen {
                                    what, bytes, free, ub_.capacity(), pieces, bytes - std::min(bytes, largest)));
   }
 
-  Act new_act(const std::vector<int64_t>& shape, const std::string& what, bool temporary = false) {
+  Act new_act(const std::vector<int64_t>& shape, const std::string& what, bool temporary = false, uint64_t slack = 0) {
     Act a;
     a.shape = shape;
     a.features = uint64_t(shape.back());
     a.rows = numel(shape) / a.features;
     a.blocks = ceil_div(a.features, R_);
     a.block_bytes = align_up(a.rows * R_ * esz_, 64);
-    a.base = ub_take(a.bytes(), what, temporary || output_high_);
+    a.base = ub_take(a.bytes() + slack, what, temporary || output_high_);
     return a;
   }
 
@@ -507,17 +541,22 @@ class Codegen {
     ub_.release(base);
   }
 
-  // Blocked-layout DMA between HBM row-major [rows, features] and UB.
+  // Blocked-layout DMA between HBM row-major [rows, features] and UB. The blocks' transfers
+  // are independent: all are issued, then waited for together, so they share the HBM
+  // channels instead of each paying the memory's latency alone.
   void load_act(const Act& a, uint64_t hbm) {
+    for (uint64_t b = 0; b < a.blocks; ++b) {
+      uint64_t fw = std::min<uint64_t>(R_, a.features - b * R_);
+      // Clear the padding lanes of a partial block first so no stale value is read as data.
+      if (fw < R_) clear(a.base + b * a.block_bytes, a.block_bytes);
+    }
     for (uint64_t b = 0; b < a.blocks; ++b) {
       uint64_t fw = std::min<uint64_t>(R_, a.features - b * R_);
       std::string d = new_desc(fmt::format("bytes={} src_off={} dst_off={} dim=[{}, {}, {}]", fw * esz_, hbm + b * R_ * esz_,
                                            a.base + b * a.block_bytes, a.rows, a.features * esz_, R_ * esz_));
-      // Clear the padding lanes of a partial block first so no stale value is read as data.
-      if (fw < R_) clear(a.base + b * a.block_bytes, a.block_bytes);
       code(fmt::format("  dma.load desc={} src=r0 dst=r0 flag=f1", d));
-      code("  wait f1");
     }
+    if (a.blocks) code(fmt::format("  wait f1, {}", a.blocks));
   }
   void store_act(const Act& a, uint64_t hbm) {
     for (uint64_t b = 0; b < a.blocks; ++b) {
@@ -525,8 +564,8 @@ class Codegen {
       std::string d = new_desc(fmt::format("bytes={} src_off={} dst_off={} dim=[{}, {}, {}]", fw * esz_,
                                            a.base + b * a.block_bytes, hbm + b * R_ * esz_, a.rows, R_ * esz_, a.features * esz_));
       code(fmt::format("  dma.store desc={} src=r0 dst=r0 flag=f1", d));
-      code("  wait f1");
     }
+    if (a.blocks) code(fmt::format("  wait f1, {}", a.blocks));
   }
   // Zero the padding border of a padded image buffer [N, Hp, Wp] x blocks (the interior is
   // about to be overwritten): top and bottom rows whole, left and right columns as strided
@@ -686,9 +725,18 @@ class Codegen {
   }
 
   // Issues the blocks of one layer over the MXUs (see the file comment).
+  // With `constant_tiles` (weights, not a batch matmul's operand stored by the program),
+  // the prologue's transfers go right after the previous stream's last matmul (hoist_at_):
+  // every FIFO is empty and every shadow swapped in by then, and the tiles are in HBM from
+  // the start, so the loads overlap the previous stream's last epilogues and the layers in
+  // between instead of delaying this stream's first matmuls.
+  // A batch matmul's tiles hoist too when their store to HBM was issued before that point:
+  // `ready` is the wait for it, which then goes in front of the prologue.
   // `background`: independent vector instructions ("{flag}" for their flag, with their
   // estimated issue cycles) slotted in where the epilogues leave the vector unit free.
-  void run_blocks(std::vector<Block>& blocks, std::vector<std::pair<std::string, uint64_t>> background = {}) {
+  void run_blocks(std::vector<Block>& blocks, bool constant_tiles = false,
+                  std::optional<std::pair<std::string, size_t>> ready = std::nullopt,
+                  std::vector<std::pair<std::string, uint64_t>> background = {}) {
     uint32_t nm = cfg_.core.mxu.count;
     struct Stream {
       std::vector<size_t> blocks;  // indices into `blocks`
@@ -700,31 +748,60 @@ class Codegen {
       for (size_t g = 0; g < blocks[b].groups.size(); ++g) s[b % nm].tiles.push_back({b, g});
     }
     // Prologue: two tiles into each FIFO, one into each shadow.
+    std::string prologue;
     for (uint32_t m = 0; m < nm; ++m) {
       for (size_t i = 0; i < std::min<size_t>(2, s[m].tiles.size()); ++i) {
         const TileRef& t = blocks[s[m].tiles[i].first].groups[s[m].tiles[i].second].tile;
-        code(fmt::format("  li r{}, {}", 16 + m, t.addr));
-        code(fmt::format("  dma.wfifo desc={} src=r{} mxu={}", t.desc, 16 + m, m));
+        prologue += fmt::format("  li r{}, {}\n", 16 + m, t.addr);
+        prologue += fmt::format("  dma.wfifo desc={} src=r{} mxu={}\n", t.desc, 16 + m, m);
       }
-      if (!s[m].tiles.empty()) code(fmt::format("  mxu.wload mxu={}", m));
+      if (!s[m].tiles.empty()) prologue += fmt::format("  mxu.wload mxu={}\n", m);
     }
+    if (ready && hoist_at_ && ready->second <= *hoist_at_) code_.insert(*hoist_at_, ready->first + prologue);
+    else if (ready) code_ += ready->first + prologue;
+    else if (constant_tiles && hoist_at_) code_.insert(*hoist_at_, prologue);
+    else code_ += prologue;
+    hoist_at_.reset();
     // Epilogues in flight, their vector operations slotted in between the matmuls of the
     // next blocks where an estimate of the timing (docs/microarch.md) says they can issue
-    // without stalling the in-order sequencer: a step of short matmuls (one per output row
-    // of a convolution) keeps issue busy, and vector work issued only between steps would
-    // leave the MXUs idle meanwhile. Flags: f(2+m) matmul done per block (waited in block
-    // order per MXU), f24 epilogue operations.
+    // without stalling the in-order sequencer: an epilogue's first operation waits for its
+    // block's last matmul, done only after the array's fill and drain, and a step of short
+    // matmuls (one per output row of a convolution) keeps issue busy, so vector work issued
+    // only between steps would leave the MXUs idle meanwhile. The accumulators are split
+    // into as many regions as the largest block leaves room for (acc_regions), so blocks
+    // keep streaming while earlier epilogues wait. Flags: f(2+m) matmul done per block
+    // (waited in block order per MXU), f24 epilogue operations.
     struct Pending {
       uint32_t mxu;
       uint64_t region;
       std::vector<std::string> phases;
+      uint64_t last = 0;  // the f24 count of its last operation issued
+      uint64_t start_at = 0;  // not slotted: the `clock` from which its first operation may wait
       size_t next = 0;
       bool closed = false;
+      size_t block = 0;
       uint64_t ready = 0, occ = 0;  // estimates: when its next phase's input is there; one phase's issue cycles
       bool free = false;  // background work: no MXU to wait for, no phase waits for another
       std::vector<uint64_t> occs = {};  // background: each phase's issue cycles
     };
+    uint64_t span = 1;
+    for (const Block& b : blocks)
+      for (const TileGroup& g : b.groups)
+        for (const MatmulStep& st : g.steps) span = std::max(span, st.acc_row + st.rows);
+    uint64_t nreg = acc_regions(span), region_rows = cfg_.core.accumulators.rows / nreg;
     std::deque<Pending> pending;
+    // Two ways to place the epilogues' operations, by the stream's shape:
+    // - steps of several short matmuls (a convolution's one per output row), or background
+    //   work to fit in: each operation goes in before the next matmul the timing estimate
+    //   says it can issue by without stalling (slot_in);
+    // - steps of one long matmul per MXU (a matmul's blocks): an epilogue starts once about
+    //   `lag` cycles of later matmuls have been issued (`clock` estimates each step's cycles),
+    //   then takes one phase per step. There the per-matmul slotting measured slower (BERT-base
+    //   layer, bf16, batch 1: 23676 cycles against 23090).
+    bool slotted = !background.empty();
+    for (const Block& b : blocks)
+      for (const TileGroup& g : b.groups) slotted |= g.steps.size() > 1;
+    std::vector<bool> started(blocks.size(), false);  // its epilogue was put in flight
     // The timing estimate: sequencer cycle, each MXU's data path and weight shift, the
     // vector unit's issue stage and the done cycle of the epilogue operations in flight.
     const auto& mxc = cfg_.core.mxu;
@@ -734,17 +811,43 @@ class Codegen {
     uint64_t drain_lat = uint64_t(mxc.input_latency_cycles) + R_ + C_ - 2 + mxc.output_latency_cycles;
     uint64_t vlat = std::max({vc.latency_cycles.alu, vc.latency_cycles.rescale, vc.latency_cycles.convert});
     auto bundle = [&](uint64_t at) { now = std::max(now + 1, at + 1); };
-    // The vector unit completes operations in order, so waiting for every epilogue
-    // operation issued so far (f24 counts them) guarantees the previous phase is done.
-    uint64_t outstanding = 0;
-    auto drain_vector = [&] {
-      if (outstanding) code(fmt::format("  wait f24, {}", outstanding)), bundle(vdone);
-      outstanding = 0;
+    double bytes_per_cycle = cfg_.memory.bandwidth_gbytes_per_s * 1e3 / cfg_.clock_mhz;
+    uint64_t lag = uint64_t(mxc.input_latency_cycles) + R_ + C_ + mxc.output_latency_cycles, clock = 0;
+    // The vector unit completes operations in order and f24 counts the epilogue operations
+    // done, so an epilogue's next phase waits until f24 has counted up to its own previous
+    // operation: the other epilogues' operations issued after it keep the unit busy.
+    uint64_t issued = 0, consumed = 0;
+    auto wait_upto = [&](uint64_t j, uint64_t done_at) {
+      if (consumed < j) code(fmt::format("  wait f24, {}", j - consumed)), bundle(done_at);
+      consumed = std::max(consumed, j);
     };
-    auto advance = [&](Pending& p) {
+    std::function<void(Pending&)> advance;
+    auto find_block = [&](size_t bi) -> Pending* {
+      for (Pending& q : pending)
+        if (!q.free && q.block == bi) return &q;
+      return nullptr;
+    };
+    // A block's `after` epilogue (split K's first half), issued to its end and waited for
+    // (it is always in flight or done by then: it went to the MXUs in the same step or an
+    // earlier one).
+    auto close_block = [&](size_t bi) {
+      if (Pending* q = find_block(bi)) {
+        if (q->closed) return;
+        while (q->next < q->phases.size()) advance(*q);
+        wait_upto(q->last, q->ready);
+        q->closed = true;
+        return;
+      }
+      if (!started[bi]) throw InternalError("a split-K block's first half has not started");
+    };
+    advance = [&](Pending& p) {
       if (p.free) {
-      } else if (p.next == 0) code(fmt::format("  wait f{}", 2 + p.mxu)), bundle(p.ready);
-      else drain_vector();
+      } else if (p.next == 0) {
+        if (blocks[p.block].after >= 0) close_block(size_t(blocks[p.block].after));
+        code(fmt::format("  wait f{}", 2 + p.mxu)), bundle(p.ready);
+      } else {
+        wait_upto(p.last, p.ready);
+      }
       uint64_t occ = p.free ? p.occs[p.next] : p.occ;
       std::string text = p.phases[p.next++];
       for (size_t at = text.find("{flag}"); at != std::string::npos; at = text.find("{flag}")) text.replace(at, 6, "f24");
@@ -754,24 +857,45 @@ class Codegen {
       bundle(t);
       vfree = t + occ;
       p.ready = vdone = std::max(vdone, vfree + vlat);
-      ++outstanding;
+      p.last = ++issued;
     };
-    auto finish = [&](Pending& p) {
-      if (p.closed) return;
-      while (p.next < p.phases.size()) advance(p);
-      drain_vector();  // its last operation has written the output
-      p.closed = true;
+    // Finishes the epilogues in flight up to `count` of them (in order), one phase of each
+    // in turn, so the vector unit works on several while each waits for its previous phase.
+    // Background work is left to slot in later unless `all`.
+    auto finish = [&](size_t count, bool all) {
+      for (bool open = true; open;) {
+        open = false;
+        for (size_t i = 0; i < count && i < pending.size(); ++i) {
+          Pending& p = pending[i];
+          if (p.closed || (p.free && !all)) continue;
+          if (p.next < p.phases.size()) {
+            advance(p);
+            open = true;
+          } else {
+            wait_upto(p.last, p.ready);  // its last operation has written the output
+            p.closed = true;
+          }
+        }
+      }
     };
-    // When the next phase of p could issue: its matmuls or previous phase done, the vector
-    // unit free. A first phase waits on its MXU's flag, so blocks of one MXU go in order.
+    // When the next phase of p could issue: its matmuls or own previous phase done (and a
+    // split-K first half's epilogue), the vector unit free. A first phase waits on its
+    // MXU's flag, so blocks of one MXU go in order.
     auto start_of = [&](size_t i) -> std::optional<uint64_t> {
       Pending& p = pending[i];
       if (p.closed || p.next >= p.phases.size()) return std::nullopt;
       if (p.free) return std::max(now, vfree);
-      if (p.next == 0)
+      uint64_t t = std::max({now, vfree, p.ready});
+      if (p.next == 0) {
         for (size_t j = 0; j < i; ++j)
-          if (pending[j].mxu == p.mxu && pending[j].next == 0) return std::nullopt;
-      return std::max({now, vfree, p.ready, p.next ? vdone : 0});
+          if (!pending[j].free && pending[j].mxu == p.mxu && pending[j].next == 0) return std::nullopt;
+        if (blocks[p.block].after >= 0)
+          if (Pending* q = find_block(size_t(blocks[p.block].after)); q && !q->closed) {
+            if (q->next < q->phases.size()) return std::nullopt;  // it goes first (older)
+            t = std::max(t, q->ready);
+          }
+      }
+      return t;
     };
     // Issues the epilogue operations that can start by `until` (the cycle the next matmul
     // would issue anyway), oldest first.
@@ -809,21 +933,16 @@ class Codegen {
         if (tile_pos[m] >= s[m].tiles.size()) continue;
         work = true;
         auto [bi, gi] = s[m].tiles[tile_pos[m]];
-        uint64_t region = blocks_done[m] % 2;
-        base[m] = region * acc_region_;
+        uint64_t region = blocks_done[m] % nreg;
+        base[m] = region * region_rows;
         // The accumulator region must be free: finish the epilogues (in order) up to the
-        // one that still reads it.
-        if (gi == 0) {
-          bool busy = false;
-          for (Pending& p : pending) busy |= !p.closed && p.mxu == m && p.region == region;
-          if (busy)
-            for (Pending& p : pending) {
-              if (p.free) continue;
-              bool target = p.mxu == m && p.region == region;
-              finish(p);
-              if (target) break;
+        // one that still reads it, interleaved.
+        if (gi == 0)
+          for (size_t i = 0; i < pending.size(); ++i)
+            if (!pending[i].free && pending[i].mxu == m && pending[i].region == region && !pending[i].closed) {
+              finish(i + 1, false);
+              break;
             }
-        }
         grp[m] = &blocks[bi].groups[gi];
         longest = std::max(longest, grp[m]->steps.size());
       }
@@ -834,7 +953,7 @@ class Codegen {
           const MatmulStep& st = grp[m]->steps[k];
           bool last = gi + 1 == blocks[bi].groups.size() && k + 1 == grp[m]->steps.size();
           uint64_t issue = std::max({now, mxu_free[m], k == 0 ? shifted[m] : 0});
-          slot_in(issue);
+          if (slotted) slot_in(issue);
           std::string src = addr_ref(st.src, 10 + int(m));
           if (st.src > 0xFFFFFF) bundle(now);
           std::string op = fmt::format("mxu.matmul mxu={} src={} dst=r0+{} rows={} dtype={}{}{}{}{}", m, src,
@@ -859,20 +978,39 @@ class Codegen {
           if (k == 0) shifted[m] = t + mxc.input_latency_cycles + mxc.weight_shift_cycles;
           if (last) block_done[m] = t + st.rows + drain_lat;
         }
+      if (!slotted) {
+        // A step lasts at least its longest group's rows, but also a weight shift and the
+        // load of this step's tiles from memory (a slow memory stretches every step).
+        uint64_t step_rows = 0, active = 0;
+        for (uint32_t m = 0; m < nm; ++m) {
+          if (!grp[m]) continue;
+          uint64_t grows = 0;
+          for (const MatmulStep& st : grp[m]->steps) grows += st.rows;
+          step_rows = std::max(step_rows, grows);
+          ++active;
+        }
+        uint64_t load = uint64_t(std::ceil(double(active * R_ * C_ * esz_) / bytes_per_cycle));
+        clock += std::max<uint64_t>({step_rows, mxc.weight_shift_cycles, load});
+        for (Pending& p : pending)
+          if (!p.closed && p.next < p.phases.size() && (p.next > 0 || clock >= p.start_at)) advance(p);
+      }
       for (uint32_t m = 0; m < nm; ++m) {
         if (!grp[m]) continue;
         auto [bi, gi] = s[m].tiles[tile_pos[m]];
-        if (gi + 1 == blocks[bi].groups.size()) finished.push_back({m, {bi, blocks_done[m] % 2}}), blocks_done[m]++;
+        if (gi + 1 == blocks[bi].groups.size()) finished.push_back({m, {bi, blocks_done[m] % nreg}}), blocks_done[m]++;
         tile_pos[m]++;
       }
       for (auto& [m, br] : finished) {
-        Pending p{m, br.second, blocks[br.first].epilogue(m, br.second * acc_region_)};
+        Pending p{m, br.second, blocks[br.first].epilogue(m, br.second * region_rows)};
         uint64_t rows = 0;
         for (const TileGroup& g : blocks[br.first].groups)
           for (const MatmulStep& st : g.steps) rows = std::max(rows, st.acc_row + st.rows);
+        p.block = br.first;
+        p.start_at = clock + lag;
         p.ready = block_done[m];
         p.occ = ceil_div(rows, std::max<uint32_t>(1, vc.sublanes)) * ceil_div(C_, std::max<uint32_t>(1, vc.lanes));
         pending.push_back(std::move(p));
+        started[br.first] = true;
       }
       while (!pending.empty() && pending.front().closed) pending.pop_front();
       if (!pending.empty() && pending.front().free && pending.size() > 1) {  // keep it from holding up the pops
@@ -880,7 +1018,15 @@ class Codegen {
         pending.pop_front();
       }
     }
-    for (Pending& p : pending) finish(p);
+    hoist_at_ = code_.size();  // the next stream's prologue may go here
+    finish(pending.size(), true);
+    wait_upto(issued, vdone);
+  }
+
+  // Accumulator regions per MXU that run_blocks uses for blocks of up to `span` rows: as
+  // many as fit, at least two.
+  uint64_t acc_regions(uint64_t span) const {
+    return std::max<uint64_t>(2, cfg_.core.accumulators.rows / std::max<uint64_t>(1, span));
   }
 
   // Rows per output block of a matmul with `n_blocks` column blocks (per row chunk): at most
@@ -925,15 +1071,319 @@ class Codegen {
 
   // ---- layers ----
 
+  // An elementwise op that is the only consumer of a matmul's output (through reshapes that
+  // keep the rows), in bf16: a table function (BERT's GELU), a per-channel affine step
+  // (attention's 1 / sqrt(d)) or an add of an activation already computed (a residual),
+  // with its clamp. It then runs in the matmul's epilogues, on each output block right
+  // after the block's conversion to bf16: the same vector operations on the same values as
+  // its own pass would run (so the same bits), but overlapping the next blocks' matmuls.
+  // Returns the extra epilogue phases of output block (n block, byte offset in the block,
+  // rows), or nothing when there is no such op.
+  using FusedPhases = std::function<std::vector<std::string>(uint64_t, uint64_t, uint64_t)>;
+  FusedPhases fuse_elementwise(Value out, const Act& y, const std::string& into_layer) {
+    if (q8_ || is_int32(out)) return {};
+    Value v = out;
+    while (v.hasOneUse()) {
+      auto r = mlir::dyn_cast<tpu::ReshapeOp>(*v.getUsers().begin());
+      if (!r || shape_of(r.getOutput()).back() != int64_t(y.features)) break;
+      v = r.getOutput();
+    }
+    if (!v.hasOneUse()) return {};
+    mlir::Operation* u = *v.getUsers().begin();
+    if (u->getNumResults() != 1 || numel(shape_of(u->getResult(0))) != numel(y.shape) ||
+        shape_of(u->getResult(0)).back() != int64_t(y.features))
+      return {};
+    auto at = [this](uint64_t addr, int reg, std::string& pre) {
+      if (addr <= 0xFFFFFF) return fmt::format("r0+{}", addr);
+      pre += fmt::format("  li r{}, {}\n", reg, addr);
+      return fmt::format("r{}+0", reg);
+    };
+    FusedPhases f;
+    if (auto un = mlir::dyn_cast<tpu::UnaryOp>(u)) {
+      std::string fn = un.getFn().str();
+      f = [this, y, fn, at](uint64_t n, uint64_t off, uint64_t rows) {
+        std::string pre, o = at(y.base + n * y.block_bytes + off, 6, pre);
+        return std::vector<std::string>{pre + fmt::format("  vec.{} dst=ub[{}] a=ub[{}] rows={} dt=bf16 flag={{flag}}\n", fn, o, o, rows)};
+      };
+    } else if (auto af = mlir::dyn_cast<tpu::AffineOp>(u); af && !folded_scales_.count(u)) {
+      std::vector<std::string> params;
+      for (uint64_t blk = 0; blk < y.blocks; ++blk)
+        params.push_back(affine_param(const_floats(af.getScale(), af.getLayer().str()), const_floats(af.getBias(), af.getLayer().str()), blk, 1.0, 1.0));
+      f = [this, y, params, at](uint64_t n, uint64_t off, uint64_t rows) {
+        std::string pre, o = at(y.base + n * y.block_bytes + off, 6, pre);
+        return std::vector<std::string>{
+            pre + fmt::format("  vec.affine dst=ub[{}] a=ub[{}] rows={} dt=bf16 param={} flag={{flag}}\n", o, o, rows, params[n])};
+      };
+    } else if (auto ad = mlir::dyn_cast<tpu::AddOp>(u)) {
+      Value other = ad.getLhs() == v ? ad.getRhs() : ad.getLhs();
+      auto it = acts_.find(other.getAsOpaquePointer());
+      if (other == v || it == acts_.end() || it->second.rows != y.rows || it->second.blocks != y.blocks) return {};
+      Act b = it->second;
+      std::string cp = clamp_param(ad.getClampMin().convertToDouble(), ad.getClampMax().convertToDouble());
+      f = [this, y, b, cp, at](uint64_t n, uint64_t off, uint64_t rows) {
+        std::string pre, o = at(y.base + n * y.block_bytes + off, 6, pre), bo = at(b.base + n * b.block_bytes + off, 7, pre);
+        std::vector<std::string> ph{pre + fmt::format("  vec.add dst=ub[{0}] a=ub[{0}] b=ub[{1}] rows={2} dt=bf16 flag={{flag}}\n", o, bo, rows)};
+        if (!cp.empty()) {
+          std::string pre2, o2 = at(y.base + n * y.block_bytes + off, 6, pre2);
+          ph.push_back(pre2 + fmt::format("  vec.clamp dst=ub[{0}] a=ub[{0}] rows={1} dt=bf16 param={2} flag={{flag}}\n", o2, rows, cp));
+        }
+        return ph;
+      };
+    } else {
+      return {};
+    }
+    Act fy = y;
+    fy.shape = shape_of(u->getResult(0));
+    fused_[u] = fy;
+    fused_bounds_.push_back({into_layer, u->getName().stripDialect().str(), fy.shape});
+    return f;
+  }
+  // Attention's softmax (optionally after a per-channel affine step, the 1 / sqrt(d) scale)
+  // as the only consumer of a bf16 batch matmul whose rows fit one lane block: each output
+  // block's epilogue takes the scores straight from the accumulators in fp32 (no rounding to
+  // bf16 and no conversion back): scale, mask (the model's, and -inf on padding lanes), row
+  // max, subtract, exp, row sum, reciprocal, multiply, convert, one vector operation each,
+  // overlapping the next blocks' matmuls. The row statistics go to an fp32 row per
+  // accumulator row. Returns the phases of a block (MXU, accumulator row, rows, output
+  // address, first row within the mask) and the unified-buffer space to free afterwards.
+  struct SoftmaxEpilogue {
+    std::function<std::vector<std::string>(uint32_t, uint64_t, uint64_t, uint64_t, uint64_t)> phases;
+    std::vector<uint64_t> buffers;
+  };
+  std::optional<SoftmaxEpilogue> fuse_softmax(Value out, const Act& y, const std::string& into_layer, uint64_t M) {
+    if (q8_ || is_int32(out) || y.blocks != 1) return std::nullopt;
+    auto follow = [&](Value v) {
+      while (v.hasOneUse()) {
+        auto r = mlir::dyn_cast<tpu::ReshapeOp>(*v.getUsers().begin());
+        if (!r || shape_of(r.getOutput()).back() != int64_t(y.features)) break;
+        v = r.getOutput();
+      }
+      return v;
+    };
+    Value v = follow(out);
+    if (!v.hasOneUse()) return std::nullopt;
+    tpu::AffineOp af = mlir::dyn_cast<tpu::AffineOp>(*v.getUsers().begin());
+    if (af) {
+      v = follow(af.getOutput());
+      if (!v.hasOneUse()) return std::nullopt;
+    }
+    auto sm = mlir::dyn_cast<tpu::SoftmaxOp>(*v.getUsers().begin());
+    if (!sm || sm.getInput() != v || numel(shape_of(sm.getOutput())) != numel(y.shape)) return std::nullopt;
+    uint64_t row32 = C_ * 4, N = y.features, acc_rows = cfg_.core.accumulators.rows;
+    std::vector<float> mk;
+    if (sm.getMask()) {
+      mk = const_floats(sm.getMask(), sm.getLayer().str());
+      if (mk.size() != M * N) return std::nullopt;
+    }
+    uint64_t stat_bytes = uint64_t(cfg_.core.mxu.count) * acc_rows * row32;
+    uint64_t mask_rows = !mk.empty() ? M : N < C_ ? 1 : 0;
+    if (ub_.largest_free() < stat_bytes + mask_rows * row32 + (1 << 16)) return std::nullopt;
+    SoftmaxEpilogue e;
+    uint64_t stats = ub_take(stat_bytes, fmt::format("the softmax statistics of '{}'", into_layer));
+    e.buffers.push_back(stats);
+    uint64_t masks = 0;
+    if (mask_rows) {
+      std::vector<uint8_t> bytes(mask_rows * row32);
+      for (uint64_t i = 0; i < mask_rows; ++i)
+        for (uint64_t j = 0; j < C_; ++j) {
+          float f = j >= N ? -std::numeric_limits<float>::infinity() : mk.empty() ? 0.0f : mk[i * N + j];
+          std::memcpy(&bytes[(i * C_ + j) * 4], &f, 4);
+        }
+      masks = ub_take(bytes.size(), fmt::format("the attention mask of '{}'", sm.getLayer().str()));
+      e.buffers.push_back(masks);
+      uint64_t n = bytes.size(), hbm = hbm_const(std::move(bytes));
+      code(fmt::format("  dma.load desc={} src=r0 dst=r0 flag=f1", new_desc(fmt::format("bytes={} src_off={} dst_off={}", n, hbm, masks))));
+      code("  wait f1");
+    }
+    std::string scale_p;
+    if (af && !folded_scales_.count(af.getOperation())) scale_p = affine_param(const_floats(af.getScale(), af.getLayer().str()), const_floats(af.getBias(), af.getLayer().str()), 0, 1.0, 1.0);
+    auto at = [](uint64_t addr, int reg, std::string& pre) {
+      if (addr <= 0xFFFFFF) return fmt::format("r0+{}", addr);
+      pre += fmt::format("  li r{}, {}\n", reg, addr);
+      return fmt::format("r{}+0", reg);
+    };
+    bool per_row_mask = !mk.empty();
+    e.phases = [=](uint32_t m, uint64_t acc_row, uint64_t rows, uint64_t out_ub, uint64_t row_in_m) {
+      uint64_t g = uint64_t(m) * acc_rows + acc_row;
+      std::string a = fmt::format("acc[r0+{}]", g);
+      auto op = [&](const std::string& text, uint64_t ub_addr = UINT64_MAX, uint64_t ub2 = UINT64_MAX) {
+        std::string pre, t = text;
+        if (ub_addr != UINT64_MAX) t = fmt::format(fmt::runtime(t), fmt::arg("S", at(ub_addr, 6, pre)), fmt::arg("B", ub2 == UINT64_MAX ? "" : at(ub2, 7, pre)));
+        return pre + "  " + t + " flag={flag}\n";
+      };
+      std::vector<std::string> ph;
+      if (!scale_p.empty()) ph.push_back(op(fmt::format("vec.affine dst={0} a={0} rows={1} dt=fp32 param={2}", a, rows, scale_p)));
+      uint64_t S = stats + g * row32;
+      if (mask_rows)
+        ph.push_back(op(fmt::format("vec.add dst={0} a={0} b=ub[{{B}}] rows={1} dt=fp32{2}", a, rows, per_row_mask ? "" : " bcast=1"), S,
+                        masks + (per_row_mask ? row_in_m * row32 : 0)));
+      ph.push_back(op(fmt::format("vec.rmax dst=ub[{{S}}] a={} rows={} dt=fp32", a, rows), S));
+      ph.push_back(op(fmt::format("vec.sub dst={0} a={0} b=ub[{{S}}] rows={1} dt=fp32", a, rows), S));
+      ph.push_back(op(fmt::format("vec.exp dst={0} a={0} rows={1} dt=fp32", a, rows)));
+      ph.push_back(op(fmt::format("vec.rsum dst=ub[{{S}}] a={} rows={} dt=fp32 odt=fp32", a, rows), S));
+      ph.push_back(op(fmt::format("vec.recip dst=ub[{{S}}] a=ub[{{S}}] rows={} dt=fp32", rows), S));
+      ph.push_back(op(fmt::format("vec.mul dst={0} a={0} b=ub[{{S}}] rows={1} dt=fp32", a, rows), S));
+      ph.push_back(op(fmt::format("vec.cvt dst=ub[{{S}}] a={} rows={} dt=fp32 odt=bf16", a, rows), out_ub));
+      return ph;
+    };
+    for (mlir::Operation* u : {af ? af.getOperation() : nullptr, sm.getOperation()}) {
+      if (!u) continue;
+      Act fy = y;
+      fy.shape = shape_of(u->getResult(0));
+      fused_[u] = fy;
+      fused_bounds_.push_back({into_layer, u->getName().stripDialect().str(), fy.shape});
+    }
+    return e;
+  }
+
+  // The bounds rows of the ops fused into `layer`'s epilogues (after the layer's own row).
+  void add_fused_bounds() {
+    for (auto& [layer, opname, shape] : fused_bounds_) {
+      LayerBound lb;
+      lb.layer = layer;
+      lb.op = opname;
+      lb.shape = shape;
+      bounds_.push_back(lb);
+    }
+    fused_bounds_.clear();
+  }
+
   void gen_matmul(tpu::MatmulOp op) {
+    tag(op.getLayer().str());
+    MatmulPlan plan;
+    std::vector<Block> blocks = plan_matmul(op, 0, plan);
+    run_blocks(blocks, true);
+    finish_matmul(plan, op.getLayer().str());
+    add_fused_bounds();
+  }
+
+  // What gen_matmul or gen_matmul_group does after the matmul's blocks have run.
+  struct MatmulPlan {
+    std::string layer;
+    Act y;
+    uint64_t bias_ub = 0, macs = 0, hbm_bytes = 0;
+    Value out;
+    uint64_t parts = kNoBias;  // split K's partial sums
+  };
+  void finish_matmul(const MatmulPlan& p, const std::string& report_as) {
+    ub_.release(p.bias_ub);
+    if (p.parts != kNoBias) ub_.release(p.parts);
+    add_bound(report_as, p.macs, p.hbm_bytes);  // the tiles are read again, whether shared or not
+    define(p.out, p.y);
+  }
+
+  // Matmuls that read the same activation (attention's query, key and value projections)
+  // run as one stream of blocks: one weight prologue and one drain of the array instead of
+  // one each, and their blocks spread over the MXUs together. Returns false when `op` has
+  // no such siblings right after it (only constants and reshapes that keep the rows in
+  // between; those reshapes are done here). Reported under the first one's name.
+  bool gen_matmul_group(tpu::MatmulOp op) {
+    auto root = [](Value v) {
+      while (auto r = v.getDefiningOp<tpu::ReshapeOp>()) {
+        if (shape_of(r.getOutput()).back() != shape_of(r.getInput()).back()) break;
+        v = r.getInput();
+      }
+      return v;
+    };
+    Value x = root(op.getInput());
+    std::vector<tpu::MatmulOp> group{op};
+    std::vector<tpu::ReshapeOp> aliases;
+    for (mlir::Operation* n = op->getNextNode(); n; n = n->getNextNode()) {
+      if (mlir::isa<tosa::ConstOp>(n)) continue;
+      if (auto r = mlir::dyn_cast<tpu::ReshapeOp>(n); r && root(r.getOutput()) == x && r.getOutput() != x) {
+        aliases.push_back(r);
+        continue;
+      }
+      auto m = mlir::dyn_cast<tpu::MatmulOp>(n);
+      if (!m || root(m.getInput()) != x || is_int32(m.getOutput())) break;
+      group.push_back(m);
+    }
+    if (group.size() < 2) return false;
+    for (tpu::ReshapeOp r : aliases) {  // aliases only: no code
+      gen_reshape(r);
+      for (Value operand : r->getOperands()) release(operand);
+      done_.insert(r.getOperation());
+    }
     std::string layer = op.getLayer().str();
     tag(layer);
+    uint64_t nt = 0;
+    bool same_k = true;  // split K only when every matmul splits alike (pairs stay side by side)
+    for (tpu::MatmulOp m : group) {
+      nt += ceil_div(uint64_t(shape_of(m.getWeight())[1]), C_);
+      same_k &= shape_of(m.getWeight())[0] == shape_of(group[0].getWeight())[0];
+    }
+    std::vector<MatmulPlan> plans(group.size());
+    std::vector<Block> blocks;
+    for (size_t i = 0; i < group.size(); ++i) {
+      auto b = plan_matmul(group[i], nt, plans[i], same_k);
+      int64_t offset = int64_t(blocks.size());  // `after` indexes the matmul's own blocks
+      for (Block& blk : b) {
+        if (blk.after >= 0) blk.after += offset;
+        blocks.push_back(std::move(blk));
+      }
+    }
+    run_blocks(blocks, true);
+    for (size_t i = 0; i < group.size(); ++i) {
+      finish_matmul(plans[i], layer);
+      for (Value operand : group[i]->getOperands()) release(operand);
+      done_.insert(group[i].getOperation());
+    }
+    add_fused_bounds();
+    return true;
+  }
+
+  // Attention's 1 / sqrt(d) when it is a power of two (d = 64: 1/8): the queries' matmul
+  // multiplies its bf16 output by it in its epilogues (exact for a power of two, so
+  // (c Q) K^T is c (Q K^T) bit for bit) and the scores' epilogue skips its scaling pass,
+  // which on a vector-bound softmax is a pass over every score. Applies when `q` (a
+  // matmul's output) is read through a head view only as the left-hand side of one batch
+  // matmul whose output feeds, through reshapes, a per-channel affine step with one scale
+  // and no bias, then a softmax fused into that batch matmul (rows within one lane block).
+  std::optional<std::pair<double, mlir::Operation*>> attention_scale(Value q) {
+    if (q8_ || is_int32(q)) return std::nullopt;
+    auto split = head_view_split(q);
+    if (!split) return std::nullopt;
+    auto single_user = [](Value v) -> mlir::Operation* { return v.hasOneUse() ? *v.getUsers().begin() : nullptr; };
+    auto follow = [&](Value v) {
+      while (auto r = mlir::dyn_cast_or_null<tpu::ReshapeOp>(single_user(v))) {
+        if (shape_of(r.getOutput()).back() != shape_of(v).back()) break;
+        v = r.getOutput();
+      }
+      return v;
+    };
+    Value v = follow(mlir::cast<tpu::TransposeOp>(single_user(split->getOutput())).getOutput());
+    auto bm = mlir::dyn_cast_or_null<tpu::BatchMatmulOp>(single_user(v));
+    if (!bm || bm.getLhs() != v || bm.getRhs() == v || uint64_t(shape_of(bm.getRhs())[2]) > C_) return std::nullopt;
+    Value s = follow(bm.getOutput());
+    auto af = mlir::dyn_cast_or_null<tpu::AffineOp>(single_user(s));
+    if (!af) return std::nullopt;
+    auto sc = const_floats(af.getScale(), af.getLayer().str()), bi = const_floats(af.getBias(), af.getLayer().str());
+    uint64_t N = uint64_t(shape_of(bm.getRhs())[2]);
+    if (sc.size() < N || bi.size() < N) return std::nullopt;
+    int e = 0;
+    if (!(sc[0] > 0) || std::frexp(double(sc[0]), &e) != 0.5) return std::nullopt;
+    for (uint64_t i = 0; i < N; ++i)
+      if (sc[i] != sc[0] || bi[i] != 0.0f) return std::nullopt;
+    auto sm = mlir::dyn_cast_or_null<tpu::SoftmaxOp>(single_user(follow(af.getOutput())));
+    if (!sm || sm.getInput() != follow(af.getOutput())) return std::nullopt;
+    return std::make_pair(double(sc[0]), af.getOperation());
+  }
+
+  // The blocks of a matmul (its output allocated, its bias rows loaded), row chunks chosen
+  // for `nt_total` column blocks in the stream (0: its own).
+  std::vector<Block> plan_matmul(tpu::MatmulOp op, uint64_t nt_total, MatmulPlan& plan, bool allow_split = true) {
+    std::string layer = op.getLayer().str();
     const Act& x = act(op.getInput());
     auto ws = shape_of(op.getWeight());
     uint64_t K = uint64_t(ws[0]), N = uint64_t(ws[1]);
     if (x.features != K) throw CompileError(fmt::format("node '{}': input has {} features, weights expect {}", layer, x.features, K));
     auto bias = const_floats(op.getBias(), layer);
-    Act y = out_act(op.getOutput(), fmt::format("the output of '{}'", layer));
+    // A head view read as a batch matmul's left-hand side reads whole array rows from a
+    // head's first lane: the last row's read runs up to a row past the tensor.
+    bool slack = !is_int32(op.getOutput()) && head_view_split(op.getOutput()).has_value();
+    Act y = slack ? new_act(shape_of(op.getOutput()), fmt::format("the output of '{}'", layer), false, R_ * esz_)
+                  : out_act(op.getOutput(), fmt::format("the output of '{}'", layer));
+    if (slack) slack_values_.insert(op.getOutput().getAsOpaquePointer());
     // Matmuls sharing a weight constant share its tiles in HBM (and its INT8 quantization).
     auto cached = weight_cache_.find(op.getWeight().getAsOpaquePointer());
     bool fresh = cached == weight_cache_.end();
@@ -959,24 +1409,257 @@ class Codegen {
     auto eps = epilogue_params(N, acc_scale, q8_ ? scale(op.getOutput()) : 1.0, op.getClampMin().convertToDouble(),
                                op.getClampMax().convertToDouble());
     uint64_t kt = ceil_div(K, R_), nt = ceil_div(N, C_);
-    uint64_t mc = row_chunk(x.rows, nt);
+    uint64_t mc = row_chunk(x.rows, nt_total ? nt_total : nt);
     const auto& tiles = shared.tiles;
+    FusedPhases fused = fuse_elementwise(op.getOutput(), y, layer);
+    if (fused)
+      if (FusedPhases cvt = prepare_layernorm(op.getOutput(), y)) {
+        FusedPhases add = fused;
+        fused = [add, cvt](uint64_t n, uint64_t off, uint64_t rows) {
+          auto ph = add(n, off, rows);
+          for (auto& p : cvt(n, off, rows)) ph.push_back(p);
+          return ph;
+        };
+      }
+    if (auto qs = attention_scale(op.getOutput()); qs && !fused) {
+      folded_scales_.insert(qs->second);
+      std::string p = new_param(fmt::format("scale=[{}]", qs->first));
+      fused = [this, y, p](uint64_t n, uint64_t off, uint64_t rows) {
+        uint64_t o = y.base + n * y.block_bytes + off;
+        std::string pre, at = o <= 0xFFFFFF ? fmt::format("r0+{}", o) : (pre = fmt::format("  li r6, {}\n", o), "r6+0");
+        return std::vector<std::string>{pre + fmt::format("  vec.affine dst=ub[{0}] a=ub[{0}] rows={1} dt=bf16 param={2} flag={{flag}}\n", at, rows, p)};
+      };
+    }
+    // Split K: when the output blocks do not spread evenly over the MXUs (BERT's 768-wide
+    // projections at batch 1: 6 blocks on 4 MXUs, two of them doing twice the work), each
+    // block's K tiles go in two halves on two MXUs, if that lowers the busiest MXU's tile
+    // count. The first half's epilogue copies its partial sums to unified-buffer rows, the
+    // second's adds them to its own before the usual epilogue.
+    // The first half takes the smaller share of tiles, so it never finishes after the
+    // second (they go to the MXUs side by side), whose epilogue waits for it.
+    uint64_t nm = cfg_.core.mxu.count, chunks = ceil_div(x.rows, mc), kh = kt / 2;
+    auto busiest = [&](uint64_t nblocks, uint64_t tiles_per) { return ceil_div(nblocks, nm) * tiles_per; };
+    uint64_t part_bytes = align_up(mc * C_ * 4, 64) * nt * chunks;
+    uint64_t stream_blocks = (nt_total ? nt_total : nt) * chunks;  // a group's blocks spread together
+    bool split = allow_split && !is_int32(op.getOutput()) && kt >= 2 && busiest(2 * stream_blocks, kt - kh) < busiest(stream_blocks, kt) &&
+                 ub_.largest_free() >= part_bytes + (1 << 16);
+    uint64_t parts = split ? ub_take(part_bytes, fmt::format("the partial sums of '{}'", layer)) : kNoBias;
+    std::string acc_dt = q8_ ? "int32" : "fp32";
     std::vector<Block> blocks;
     for (uint64_t n = 0; n < nt; ++n)
       for (uint64_t r0 = 0; r0 < x.rows; r0 += mc) {
         uint64_t rows = std::min(mc, x.rows - r0);
+        uint64_t part = split ? parts + (n * chunks + r0 / mc) * align_up(mc * C_ * 4, 64) : 0;
+        if (split) {
+          Block a;
+          for (uint64_t k = 0; k < kh; ++k)
+            a.groups.push_back({tiles[n][k], {{x.base + k * x.block_bytes + r0 * R_ * esz_, rows, 0, 0, k > 0}}});
+          a.epilogue = [this, rows, part, acc_dt](uint32_t m, uint64_t acc_row) {
+            uint64_t g = uint64_t(m) * cfg_.core.accumulators.rows + acc_row;
+            std::string pre, at = part <= 0xFFFFFF ? fmt::format("r0+{}", part) : (pre = fmt::format("  li r8, {}\n", part), "r8+0");
+            return std::vector<std::string>{
+                pre + fmt::format("  vec.copy dst=ub[{}] a=acc[r0+{}] rows={} dt={} flag={{flag}}\n", at, g, rows, acc_dt)};
+          };
+          blocks.push_back(std::move(a));
+        }
         Block b;
-        for (uint64_t k = 0; k < kt; ++k)
-          b.groups.push_back({tiles[n][k], {{x.base + k * x.block_bytes + r0 * R_ * esz_, rows, 0, 0, k > 0}}});
+        for (uint64_t k = split ? kh : 0; k < kt; ++k)
+          b.groups.push_back({tiles[n][k], {{x.base + k * x.block_bytes + r0 * R_ * esz_, rows, 0, 0, k > (split ? kh : 0)}}});
+        if (split) b.after = int64_t(blocks.size()) - 1;
         uint64_t out = y.base + n * y.block_bytes + r0 * C_ * out_esz_, bias_row = bias_at(bias_ub, n);
         std::string ep = eps[n];
-        b.epilogue = [this, rows, bias_row, ep, out](uint32_t m, uint64_t acc_row) { return epilogue(m, acc_row, rows, bias_row, ep, out); };
+        b.epilogue = [this, rows, bias_row, ep, out, fused, n, r0, split, part, acc_dt](uint32_t m, uint64_t acc_row) {
+          std::vector<std::string> ph;
+          if (split) {
+            uint64_t g = uint64_t(m) * cfg_.core.accumulators.rows + acc_row;
+            std::string pre, at = part <= 0xFFFFFF ? fmt::format("r0+{}", part) : (pre = fmt::format("  li r8, {}\n", part), "r8+0");
+            ph.push_back(pre + fmt::format("  vec.add dst=acc[r0+{0}] a=acc[r0+{0}] b=ub[{1}] rows={2} dt={3} flag={{flag}}\n", g, at,
+                                           rows, acc_dt));
+          }
+          for (auto& p : epilogue(m, acc_row, rows, bias_row, ep, out)) ph.push_back(p);
+          if (fused)
+            for (auto& p : fused(n, r0 * C_ * esz_, rows)) ph.push_back(p);
+          return ph;
+        };
         blocks.push_back(std::move(b));
       }
-    run_blocks(blocks);
-    ub_.release(bias_ub);
-    add_bound(layer, x.rows * K * N, K * N * esz_);  // the tiles are read again, whether shared or not
-    define(op.getOutput(), y);
+    plan = {layer, y, bias_ub, x.rows * K * N, K * N * esz_, op.getOutput(), parts};
+    return blocks;
+  }
+
+  // Attention's head split and transpose, [B, S, H*d] -> [B, S, H, d] -> [B, H, S, d], when
+  // every consumer of the result (through reshapes that keep the rows) is a batch matmul:
+  // no copy then, the batch matmul reads head h of the unsplit tensor in place (its lanes
+  // [h*d, h*d + d) of every row): as the left-hand side, matmul rows that start at the
+  // head's first lane (the array ignores the lanes past its tile's rows); as the
+  // right-hand side, weight tiles that read the head's lanes of the rows stored in HBM.
+  // Needs heads that never straddle two lane blocks (d a multiple or a divisor of R).
+  struct HeadView {
+    Act x;  // the unsplit [B * S, H * d] activation
+    uint64_t S = 0, H = 0, d = 0;
+  };
+  // The head split reshape of `v` (v's only user) when the pattern applies, else nothing.
+  std::optional<tpu::ReshapeOp> head_view_split(Value v) {
+    if (!v.hasOneUse()) return std::nullopt;
+    auto split = mlir::dyn_cast<tpu::ReshapeOp>(*v.getUsers().begin());
+    if (!split) return std::nullopt;
+    auto xs = shape_of(split.getInput()), ys = shape_of(split.getOutput());
+    if (xs.size() != 3 || ys.size() != 4 || xs[0] != ys[0] || xs[1] != ys[1] || ys[2] * ys[3] != xs[2] || ys[2] < 2)
+      return std::nullopt;
+    uint64_t d = uint64_t(ys[3]);
+    if (d % R_ != 0 && R_ % d != 0) return std::nullopt;
+    if (!split.getOutput().hasOneUse()) return std::nullopt;
+    auto tp = mlir::dyn_cast<tpu::TransposeOp>(*split.getOutput().getUsers().begin());
+    if (!tp || tp.getPerm().size() != 4 || tp.getPerm()[0] != 0 || tp.getPerm()[1] != 2 || tp.getPerm()[2] != 1 ||
+        tp.getPerm()[3] != 3)
+      return std::nullopt;
+    // Every consumer, through row-keeping reshapes, is a batch matmul.
+    std::vector<Value> work{tp.getOutput()};
+    while (!work.empty()) {
+      Value u = work.back();
+      work.pop_back();
+      if (u.use_empty()) return std::nullopt;
+      for (mlir::Operation* user : u.getUsers()) {
+        if (mlir::isa<tpu::BatchMatmulOp>(user)) continue;
+        auto r = mlir::dyn_cast<tpu::ReshapeOp>(user);
+        if (!r || uint64_t(shape_of(r.getOutput()).back()) != d) return std::nullopt;
+        work.push_back(r.getOutput());
+      }
+    }
+    return split;
+  }
+  // gen_reshape's part: the split and its transpose become views of x.
+  bool make_head_view(tpu::ReshapeOp op, const Act& x) {
+    auto split = head_view_split(op.getInput());
+    if (!split || *split != op) return false;
+    auto tp = mlir::cast<tpu::TransposeOp>(*op.getOutput().getUsers().begin());
+    auto ys = shape_of(op.getOutput());
+    HeadView hv{x, uint64_t(ys[1]), uint64_t(ys[2]), uint64_t(ys[3])};
+    // As a left-hand side the last row's read runs past x: only when x has room for it.
+    bool lhs_ok = slack_values_.count(op.getInput().getAsOpaquePointer()) > 0;
+    std::vector<Value> work{tp.getOutput()};
+    while (!work.empty()) {
+      Value u = work.back();
+      work.pop_back();
+      for (mlir::Operation* user : u.getUsers()) {
+        if (auto bm = mlir::dyn_cast<tpu::BatchMatmulOp>(user)) {
+          if (bm.getLhs() == u && !lhs_ok) return false;
+          continue;
+        }
+        work.push_back(user->getResult(0));
+      }
+    }
+    auto alias = [&](Value v) {
+      Act a = x;  // shares x's buffer, so x lives while the view does
+      a.shape = shape_of(v);
+      a.features = uint64_t(a.shape.back());
+      a.rows = numel(a.shape) / a.features;
+      a.blocks = ceil_div(a.features, R_);
+      define(v, a);
+    };
+    alias(op.getOutput());
+    alias(tp.getOutput());
+    views_[tp.getOutput().getAsOpaquePointer()] = hv;
+    deferred_.insert(tp.getOperation());
+    add_bound(op.getLayer().str(), 0, 0);
+    store_rhs_early(tp.getOutput());
+    return true;
+  }
+  // Attention's K^T: a head split whose only consumer is the transpose [0, 2, 3, 1]
+  // ([B, S, H, d] -> [B, H, d, S]) is generated as that transpose straight from the unsplit
+  // [B * S, H * d] tensor, a range of batch elements at a time: lanes of its fp32 twin
+  // gathered into rows. That skips the split's copy and converts half the bytes (the split
+  // tensor's rows hold d of R lanes).
+  bool make_head_transpose(tpu::ReshapeOp op, const Act& x) {
+    auto xs = shape_of(op.getInput()), ys = shape_of(op.getOutput());
+    if (xs.size() != 3 || ys.size() != 4 || xs[0] != ys[0] || xs[1] != ys[1] || ys[2] * ys[3] != xs[2]) return false;
+    if (!op.getOutput().hasOneUse() || cfg_.core.unified_buffer.alignment_bytes > 4) return false;
+    auto tp = mlir::dyn_cast<tpu::TransposeOp>(*op.getOutput().getUsers().begin());
+    if (!tp || tp.getPerm().size() != 4 || tp.getPerm()[0] != 0 || tp.getPerm()[1] != 2 || tp.getPerm()[2] != 3 ||
+        tp.getPerm()[3] != 1)
+      return false;
+    std::string layer = tp.getLayer().str();
+    uint64_t B = uint64_t(xs[0]), S = uint64_t(xs[1]), H = uint64_t(ys[2]), d = uint64_t(ys[3]);
+    Act y0 = new_act(shape_of(tp.getOutput()), fmt::format("the output of '{}'", layer));
+    auto twin_bytes = [&](uint64_t n) {
+      return x.blocks * align_up(n * S * R_ * 4, 64) + y0.blocks * align_up(n * H * d * R_ * 4, 64);
+    };
+    uint64_t per = B;
+    while (per > 1 && twin_bytes(per) > ub_.largest_free()) per = (per + 1) / 2;
+    uint64_t row4 = R_ * 4;
+    // When a batch matmul takes the result as its right-hand side, it goes to HBM group by
+    // group of output rows as they are converted, overlapping the next group's copies.
+    std::optional<Value> target = rhs_target(tp.getOutput());
+    int flag = target ? free_rhs_flag() : 0;
+    RhsCopy store;
+    if (flag) store = {hbm_alloc(y0.blocks * y0.rows * R_ * esz_), flag, 0};
+    for (uint64_t b0 = 0; b0 < B; b0 += per) {
+      uint64_t n = std::min(per, B - b0);
+      Act xv = x, yv = y0;  // batch elements [b0, b0 + n)
+      xv.rows = n * S, xv.base = x.base + b0 * S * R_ * esz_;
+      yv.rows = n * H * d, yv.base = y0.base + b0 * H * d * R_ * esz_;
+      Act xt = fp32_twin(xv, layer, "transpose copies", true), yt = yv;
+      if (S % R_) {
+        yt = fp32_twin(yv, layer, "transpose copies", false);  // zeros on the padding lanes
+      } else {  // the copies write every lane
+        yt.block_bytes = align_up(yv.rows * R_ * 4, 64);
+        yt.base = ub_take(yt.bytes(), fmt::format("the fp32 transpose copies of '{}'", layer));
+      }
+      // Output row (b, h, e) holds lanes s = x's rows (b, s), lane h * d + e: one copy per
+      // run of e within a lane block and output lane block. The (b, h) pairs go in up to 4
+      // groups: a group's conversion back (and store) overlaps the next group's copies.
+      uint64_t pairs = n * H, per_group = ceil_div(pairs, std::min<uint64_t>(pairs, 4));
+      std::optional<std::pair<uint64_t, uint64_t>> converted;  // rows whose conversion is in flight
+      auto store_group = [&](std::pair<uint64_t, uint64_t> r) {
+        code(fmt::format("  wait f20, {}", yv.blocks));  // their conversions (the oldest in flight)
+        if (!flag) return;
+        for (uint64_t nb = 0; nb < y0.blocks; ++nb) {
+          uint64_t rb = rhs_row_bytes(y0, nb), r0 = b0 * H * d + r.first;
+          std::string dsc = new_desc(fmt::format("bytes={} dim=[{}, {}, {}]", rb, r.second - r.first, R_ * esz_, rb));
+          code(fmt::format("  li r1, {} || li r2, {}", y0.base + nb * y0.block_bytes + r0 * R_ * esz_,
+                           store.addr + nb * y0.rows * R_ * esz_ + r0 * rb));
+          code(fmt::format("  dma.store desc={} src=r1 dst=r2 flag=f{}", dsc, flag));
+          ++store.count;
+        }
+      };
+      for (uint64_t p0 = 0; p0 < pairs; p0 += per_group) {
+        uint64_t p1 = std::min(pairs, p0 + per_group);
+        for (uint64_t pr = p0; pr < p1; ++pr) {
+          uint64_t b = pr / H, h = pr % H;
+          for (uint64_t e0 = 0; e0 < d;) {
+            uint64_t lane = h * d + e0, run = std::min(d - e0, R_ - lane % R_);
+            for (uint64_t sb = 0; sb < yv.blocks; ++sb) {
+              uint64_t cnt = std::min<uint64_t>(R_, S - sb * R_);
+              uint64_t src = xt.base + (lane / R_) * xt.block_bytes + (b * S + sb * R_) * row4 + (lane % R_) * 4;
+              uint64_t dst = yt.base + sb * yt.block_bytes + ((b * H + h) * d + e0) * row4;
+              ub_copy_async(src, dst, fmt::format("bytes=4 dim=[{}, {}, 4] dim=[{}, 4, {}]", cnt, row4, run, row4));
+            }
+            e0 += run;
+          }
+        }
+        copies_wait();
+        for (uint64_t sb = 0; sb < yv.blocks; ++sb)
+          code(fmt::format("  li r1, {} || li r2, {}\n  vec.cvt dst=ub[r2+0] a=ub[r1+0] rows={} dt=fp32 odt={} flag=f20",
+                           yt.base + sb * yt.block_bytes + p0 * d * row4, yv.base + sb * yv.block_bytes + p0 * d * R_ * esz_,
+                           (p1 - p0) * d, dt_));
+        if (converted) store_group(*converted);
+        converted = std::make_pair(p0 * d, p1 * d);
+      }
+      store_group(*converted);
+      ub_.release(xt.base);
+      ub_.release(yt.base);
+    }
+    define(tp.getOutput(), y0);
+    deferred_.insert(tp.getOperation());
+    add_bound(op.getLayer().str(), 0, 0);
+    store.issued_at = code_.size();
+    if (flag) stored_rhs_[target->getAsOpaquePointer()] = store;
+    return true;
+  }
+
+  const HeadView* view_of(Value v) const {
+    auto it = views_.find(v.getAsOpaquePointer());
+    return it == views_.end() ? nullptr : &it->second;
   }
 
   // Activation x activation, per batch b: lhs[b] [M, K] x rhs[b] [K, N]. The MXU's weights
@@ -987,23 +1670,29 @@ class Codegen {
     std::string layer = op.getLayer().str();
     tag(layer);
     const Act& a = act(op.getLhs());
-    const Act& w = act(op.getRhs());
+    const HeadView *lv = view_of(op.getLhs()), *rv = view_of(op.getRhs());
+    const Act& w = rv ? rv->x : act(op.getRhs());  // a view's rhs: the unsplit tensor's rows in HBM
     auto as = shape_of(op.getLhs()), ws = shape_of(op.getRhs());
     uint64_t B = uint64_t(as[0]), M = uint64_t(as[1]), K = uint64_t(as[2]), N = uint64_t(ws[2]);
     Act y = new_act(shape_of(op.getOutput()), fmt::format("the output of '{}'", layer));
-    uint64_t scratch = hbm_alloc(w.bytes());
-    for (uint64_t nb = 0; nb < w.blocks; ++nb) {
-      std::string d = new_desc(fmt::format("bytes={}", w.rows * R_ * esz_));
-      code(fmt::format("  li r1, {} || li r2, {}", w.base + nb * w.block_bytes, scratch + nb * w.block_bytes));
-      code(fmt::format("  dma.store desc={} src=r1 dst=r2 flag=f1", d));
-      code("  wait f1");
+    RhsCopy rhs;
+    bool early = false;
+    if (auto it = stored_rhs_.find(op.getRhs().getAsOpaquePointer()); it != stored_rhs_.end()) {
+      rhs = it->second, early = true;
+      stored_rhs_.erase(it);
+    } else {
+      rhs = store_rhs(w, 1);
     }
+    std::string ready = fmt::format("  wait f{}, {}\n", rhs.flag, rhs.count);
+    if (!early) code_ += ready;
     std::vector<double> acc_scale;
     if (q8_) acc_scale.assign(N, double(scale(op.getLhs())) * scale(op.getRhs()));
     uint64_t bias_ub = bias_rows(std::vector<float>(N, 0.0f), acc_scale);
     auto eps = epilogue_params(N, acc_scale, q8_ ? scale(op.getOutput()) : 1.0, -std::numeric_limits<double>::infinity(),
                                std::numeric_limits<double>::infinity());
     uint64_t kt = ceil_div(K, R_), nt = ceil_div(N, C_), mc = row_chunk(M, nt * B);
+    auto softmax = nt == 1 ? fuse_softmax(op.getOutput(), y, layer, M) : std::nullopt;
+    FusedPhases fused = softmax ? FusedPhases() : fuse_elementwise(op.getOutput(), y, layer);
     std::vector<Block> blocks;
     for (uint64_t b = 0; b < B; ++b)
       for (uint64_t n = 0; n < nt; ++n) {
@@ -1011,24 +1700,112 @@ class Codegen {
         std::vector<TileRef> tiles;
         for (uint64_t k = 0; k < kt; ++k) {
           uint64_t kw = std::min<uint64_t>(R_, K - k * R_);
-          tiles.push_back({new_desc(fmt::format("bytes={} dtype={} dim=[{}, {}, 0]", nw * esz_, dt_, kw, R_ * esz_)),
-                           scratch + n * w.block_bytes + (b * K + k * R_) * R_ * esz_});
+          // Row (b, k*R) of rhs and its lane block / first lane: a view's item b is head
+          // b % H of batch b / H, its lanes start at head * d.
+          uint64_t row = b * K + k * R_, lane = n * C_;
+          if (rv) row = (b / rv->H) * rv->S + k * R_, lane = (b % rv->H) * rv->d + n * C_;
+          uint64_t blk = lane / R_, rb = rhs_row_bytes(w, blk);
+          tiles.push_back({new_desc(fmt::format("bytes={} dtype={} dim=[{}, {}, 0]", nw * esz_, dt_, kw, rb)),
+                           rhs.addr + blk * w.rows * R_ * esz_ + row * rb + (lane % R_) * esz_});
         }
         for (uint64_t r0 = 0; r0 < M; r0 += mc) {
           uint64_t rows = std::min(mc, M - r0), row = b * M + r0;
           Block blk;
-          for (uint64_t k = 0; k < kt; ++k)
-            blk.groups.push_back({tiles[k], {{a.base + k * a.block_bytes + row * R_ * esz_, rows, 0, 0, k > 0}}});
+          for (uint64_t k = 0; k < kt; ++k) {
+            uint64_t src = a.base + k * a.block_bytes + row * R_ * esz_;
+            if (lv) {
+              uint64_t lane = (b % lv->H) * lv->d + k * R_;
+              src = lv->x.base + (lane / R_) * lv->x.block_bytes + ((b / lv->H) * lv->S + r0) * R_ * esz_ + (lane % R_) * esz_;
+            }
+            blk.groups.push_back({tiles[k], {{src, rows, 0, 0, k > 0}}});
+          }
           uint64_t out = y.base + n * y.block_bytes + row * C_ * esz_, bias_row = bias_at(bias_ub, n);
           std::string ep = eps[n];
-          blk.epilogue = [this, rows, bias_row, ep, out](uint32_t m, uint64_t acc_row) { return epilogue(m, acc_row, rows, bias_row, ep, out); };
+          if (softmax) {
+            auto sp = softmax->phases;
+            blk.epilogue = [sp, rows, out, r0](uint32_t m, uint64_t acc_row) { return sp(m, acc_row, rows, out, r0); };
+            blocks.push_back(std::move(blk));
+            continue;
+          }
+          blk.epilogue = [this, rows, bias_row, ep, out, fused, n, row](uint32_t m, uint64_t acc_row) {
+            auto ph = epilogue(m, acc_row, rows, bias_row, ep, out);
+            if (fused)
+              for (auto& p : fused(n, row * C_ * esz_, rows)) ph.push_back(p);
+            return ph;
+          };
           blocks.push_back(std::move(blk));
         }
       }
-    run_blocks(blocks);
+    if (early) run_blocks(blocks, false, std::make_pair(ready, rhs.issued_at));
+    else run_blocks(blocks);
     ub_.release(bias_ub);
+    if (softmax)
+      for (uint64_t at : softmax->buffers) ub_.release(at);
     add_bound(layer, B * M * K * N, 0);
+    add_fused_bounds();
     define(op.getOutput(), y);
+  }
+
+  // The right-hand side of a batch matmul goes to HBM, where the weight FIFO reads it: lane
+  // block b's rows at addr + b * rows * R * size, holding only the block's valid lanes (a
+  // 64-wide attention head moves half the bytes of a whole block row).
+  struct RhsCopy {
+    uint64_t addr = 0;
+    int flag = 1;  // counts one per lane block when stored
+    uint64_t count = 0;  // stores to wait for
+    size_t issued_at = 0;  // code_'s size once the stores were issued
+  };
+  uint64_t rhs_row_bytes(const Act& w, uint64_t nb) const {
+    uint64_t fw = std::min<uint64_t>(R_, w.features - nb * R_);
+    return std::min<uint64_t>(R_ * esz_, align_up(fw * esz_, cfg_.core.unified_buffer.alignment_bytes));
+  }
+  RhsCopy store_rhs(const Act& w, int flag) {
+    RhsCopy c{hbm_alloc(w.blocks * w.rows * R_ * esz_), flag, w.blocks};
+    for (uint64_t nb = 0; nb < w.blocks; ++nb) {
+      uint64_t rb = rhs_row_bytes(w, nb);
+      std::string d = new_desc(fmt::format("bytes={} dim=[{}, {}, {}]", rb, w.rows, R_ * esz_, rb));
+      code(fmt::format("  li r1, {} || li r2, {}", w.base + nb * w.block_bytes, c.addr + nb * w.rows * R_ * esz_));
+      code(fmt::format("  dma.store desc={} src=r1 dst=r2 flag=f{}", d, flag));
+    }
+    c.issued_at = code_.size();
+    return c;
+  }
+  // Stores an activation to HBM as soon as it is computed when its only consumer (through
+  // reshapes that keep the rows) is a later batch matmul's right-hand side: the store then
+  // runs during the layers in between (attention's K^T and V during the scores and the
+  // softmax) instead of in front of the batch matmul. Flags f40..f47, one per store in
+  // flight; the batch matmul waits for it.
+  void store_rhs_early(Value v) {
+    auto it = acts_.find(v.getAsOpaquePointer());
+    if (it == acts_.end()) return;
+    const HeadView* hv = view_of(v);  // a view stores the unsplit tensor
+    std::optional<Value> target = rhs_target(v);
+    if (!target) return;
+    if (int f = free_rhs_flag()) stored_rhs_[target->getAsOpaquePointer()] = store_rhs(hv ? hv->x : it->second, f);
+  }
+  // The batch-matmul right-hand side `v` becomes through reshapes that keep the rows (its
+  // only use chain), when not stored yet.
+  std::optional<Value> rhs_target(Value v) {
+    while (v.hasOneUse()) {
+      mlir::Operation* u = *v.getUsers().begin();
+      if (auto bm = mlir::dyn_cast<tpu::BatchMatmulOp>(u)) {
+        if (bm.getRhs() != v || bm.getLhs() == v || stored_rhs_.count(v.getAsOpaquePointer())) return std::nullopt;
+        return v;
+      }
+      auto r = mlir::dyn_cast<tpu::ReshapeOp>(u);
+      if (!r || shape_of(r.getOutput()).back() != shape_of(v).back()) return std::nullopt;
+      v = r.getOutput();
+    }
+    return std::nullopt;
+  }
+  // A flag of f40..f47 no early store in flight uses, or 0.
+  int free_rhs_flag() const {
+    for (int f = 40; f < 48; ++f) {
+      bool busy = false;
+      for (auto& [k, c] : stored_rhs_) busy |= c.flag == f;
+      if (!busy) return f;
+    }
+    return 0;
   }
 
   // A convolution whose input has few channels can read it packed: each matmul row then
@@ -1124,7 +1901,7 @@ class Codegen {
           b.epilogue = [this, rows, bias_row, ep, out](uint32_t m, uint64_t acc_row) { return epilogue(m, acc_row, rows, bias_row, ep, out); };
           blocks.push_back(std::move(b));
         }
-      run_blocks(blocks, std::move(background));
+      run_blocks(blocks, false, std::nullopt, std::move(background));
     };
     // A pool that is the output's only use (ResNet-50's max pool after conv1) runs image by
     // image along the next image's matmuls, as run_blocks' background work on the vector
@@ -1256,8 +2033,12 @@ class Codegen {
     // convolution's output rows then only pass through a scratch slot per accumulator region.
     const auto& ubc = cfg_.core.unified_buffer;
     uint64_t period = ubc.banks > 1 ? uint64_t(ubc.banks) * ubc.row_bytes : 0;
-    uint64_t slot = align_up(conv_row_chunk(N * OH, OW, ceil_div(CO, C_)) * OW * C_ * esz_, 64) + period;
-    uint64_t slots = 2 * uint64_t(cfg_.core.mxu.count);
+    // One slot per MXU and accumulator region: run_blocks splits the accumulators by the
+    // largest block, here a full row chunk (the centre tap covers all its rows).
+    uint64_t chunk_px = conv_row_chunk(N * OH, OW, ceil_div(CO, C_)) * OW;
+    uint64_t nreg = acc_regions(chunk_px), region_rows = cfg_.core.accumulators.rows / nreg;
+    uint64_t slot = align_up(chunk_px * C_ * esz_, 64) + period;
+    uint64_t slots = nreg * uint64_t(cfg_.core.mxu.count);
     std::optional<FusedAdd> fused = fusable_add(op, KH * KW * ceil_div(CI, R_), slots * slot);
     Act y = fused ? Act{} : out_act(op.getOutput(), fmt::format("the output of '{}'", layer));
     uint64_t scratch = fused ? ub_take(slots * slot, fmt::format("the output rows of '{}'", layer)) : 0;
@@ -1405,8 +2186,10 @@ class Codegen {
           // The slot of this accumulator region, started one unified-buffer bank after the
           // other operand's rows so the add's two reads never share a bank.
           uint64_t other = fused->other.base + nb * fused->other.block_bytes + r0 * OW * C_ * esz_;
-          b.epilogue = [this, rows, bias_row, ep, other, f = *fused, scratch, slot, period](uint32_t m, uint64_t acc_row) {
-            uint64_t at = scratch + (2 * uint64_t(m) + acc_row / acc_region_) * slot;
+          b.epilogue = [this, rows, bias_row, ep, other, f = *fused, scratch, slot, period, nreg, region_rows](uint32_t m,
+                                                                                                          uint64_t acc_row) {
+            if (acc_row % region_rows || acc_row / region_rows >= nreg) throw InternalError("fused add: unexpected accumulator region");
+            uint64_t at = scratch + (nreg * uint64_t(m) + acc_row / region_rows) * slot;
             if (period) at += (other + cfg_.core.unified_buffer.row_bytes + period - at % period) % period;
             auto ph = epilogue(m, acc_row, rows, bias_row, ep, at);
             for (auto& extra : fused_add_phases(f, rows, at, other)) ph.push_back(std::move(extra));
@@ -1753,7 +2536,48 @@ class Codegen {
   // stay the lanes, one contiguous copy; otherwise the lanes gather one input lane from
   // rows a fixed stride apart. DMA rows must start on unified-buffer words, so a gather
   // moves fp32 copies (4-byte elements), converted exactly from and back to int8/bf16.
+  // Attention's head merge, [B, H, S, d] -> [B, S, H, d] (this transpose) -> [B, S, H * d]
+  // (its only consumer, a reshape): one pass of copies straight into the merged layout, a
+  // copy per head moving its d lanes of every row of every batch element, instead of a
+  // transpose's copies and then the reshape's. Needs heads that start on unified-buffer
+  // words and never straddle lane blocks.
+  bool merge_heads(tpu::TransposeOp op) {
+    auto perm = op.getPerm();
+    auto xs = shape_of(op.getInput());
+    if (xs.size() != 4 || perm.size() != 4 || perm[0] != 0 || perm[1] != 2 || perm[2] != 1 || perm[3] != 3) return false;
+    if (!op.getOutput().hasOneUse()) return false;
+    auto r = mlir::dyn_cast<tpu::ReshapeOp>(*op.getOutput().getUsers().begin());
+    if (!r) return false;
+    auto ms = shape_of(r.getOutput());
+    uint64_t B = uint64_t(xs[0]), H = uint64_t(xs[1]), S = uint64_t(xs[2]), d = uint64_t(xs[3]);
+    if (ms.size() != 3 || uint64_t(ms[0]) != B || uint64_t(ms[1]) != S || uint64_t(ms[2]) != H * d) return false;
+    uint64_t align = cfg_.core.unified_buffer.alignment_bytes;
+    if (d % R_ != 0 && R_ % d != 0) return false;  // a head would straddle lane blocks
+    for (uint64_t h = 0; h < H; ++h)
+      if ((h * d % R_) * esz_ % align) return false;
+    const Act& x = act(op.getInput());
+    std::string layer = r.getLayer().str();
+    tag(layer);
+    Act y = new_act(ms, fmt::format("the output of '{}'", layer));
+    if (y.features % R_) clear(y.base + (y.blocks - 1) * y.block_bytes, y.block_bytes);
+    uint64_t row = R_ * esz_;
+    for (uint64_t h = 0; h < H; ++h)
+      for (uint64_t e0 = 0; e0 < d; e0 += std::min<uint64_t>(d, R_)) {
+        uint64_t lane = h * d + e0, n = std::min<uint64_t>(d - e0, R_);
+        // x row (b, h, s), lanes [e0, e0 + n) of block e0 / R -> y row (b, s), lanes from `lane`.
+        uint64_t src = x.base + (e0 / R_) * x.block_bytes + h * S * row;
+        uint64_t dst = y.base + (lane / R_) * y.block_bytes + (lane % R_) * esz_;
+        ub_copy_async(src, dst, fmt::format("bytes={} dim=[{}, {}, {}] dim=[{}, {}, {}]", n * esz_, S, row, row, B, H * S * row, S * row));
+      }
+    copies_wait();
+    define(r.getOutput(), y);
+    deferred_.insert(r.getOperation());
+    add_bound(layer, 0, 0);
+    return true;
+  }
+
   void gen_transpose(tpu::TransposeOp op) {
+    if (merge_heads(op)) return;
     std::string layer = op.getLayer().str();
     tag(layer);
     const Act& x0 = act(op.getInput());
@@ -1766,75 +2590,96 @@ class Codegen {
     size_t lane_src = size_t(perm[r - 1]);  // input dimension that becomes the lanes
     bool gather = lane_src != r - 1;
     uint64_t esz = gather ? 4 : esz_;
-    Act x = x0, y = y0;
-    if (gather) {
-      require_fp32_lane_moves(layer, "a transpose that moves the last dimension gathers");
-      x = fp32_twin(x0, layer, "transpose copies", true);
-      y = fp32_twin(y0, layer, "transpose copies", false);
+    // Gathers go through fp32 twins of input and output. When both would not fit the free
+    // unified buffer at once and the leading dimension stays in place (attention's K^T
+    // [B, H, S, d] -> [B, H, d, S]), they go a range of leading slices at a time.
+    uint64_t nl = uint64_t(ys[0]), per_chunk = nl;
+    if (gather && perm[0] == 0) {
+      auto twin_bytes = [&](uint64_t c) {
+        return x0.blocks * align_up(x0.rows / nl * c * R_ * 4, 64) + y0.blocks * align_up(y0.rows / nl * c * R_ * 4, 64);
+      };
+      while (per_chunk > 1 && twin_bytes(per_chunk) > ub_.largest_free()) per_chunk = (per_chunk + 1) / 2;
     }
-    uint64_t rowb = R_ * esz;
-    std::vector<uint64_t> o(r, 0);
-    // Output rows go in runs along the innermost row dimension (r - 2): one copy moves a
-    // run, its rows stepping through the input by a whole row stride, or (when that
-    // dimension was the input's last) by one lane within a lane block.
-    size_t inner = r - 2;
-    bool lane_steps = size_t(perm[inner]) == r - 1;
-    uint64_t inner_len = uint64_t(ys[inner]);
-    if (!gather && r >= 3) {
-      // Rows only move: a second dimension of runs, along the longest other row dimension,
-      // so a head split or merge ([B, S, H, d] <-> [B, H, S, d]) is one copy per batch.
-      size_t k2 = 0;
-      for (size_t k = 0; k < inner; ++k)
-        if (ys[k] > ys[k2]) k2 = k;
-      uint64_t dst_k2 = rowb;
-      for (size_t j = k2 + 1; j + 1 < r; ++j) dst_k2 *= uint64_t(ys[j]);
-      std::string shape_tail = fmt::format(" dim=[{}, {}, {}] dim=[{}, {}, {}]", inner_len, row_stride[size_t(perm[inner])] * rowb,
-                                           rowb, ys[k2], row_stride[size_t(perm[k2])] * rowb, dst_k2);
-      for (uint64_t row = 0; row < y.rows; row += inner_len) {
+    for (uint64_t l0 = 0; l0 < nl; l0 += per_chunk) {
+      uint64_t nc = std::min(per_chunk, nl - l0);
+      Act xv = x0, yv = y0;  // the chunk's leading slices (all of them unless chunked)
+      if (nc < nl) {
+        xv.rows = x0.rows / nl * nc, xv.base = x0.base + l0 * (x0.rows / nl) * R_ * esz_;
+        yv.rows = y0.rows / nl * nc, yv.base = y0.base + l0 * (y0.rows / nl) * R_ * esz_;
+      }
+      ys[0] = int64_t(nc);
+      Act x = xv, y = yv;
+      if (gather) {
+        require_fp32_lane_moves(layer, "a transpose that moves the last dimension gathers");
+        x = fp32_twin(xv, layer, "transpose copies", true);
+        y = fp32_twin(yv, layer, "transpose copies", false);
+      }
+      uint64_t rowb = R_ * esz;
+      std::vector<uint64_t> o(r, 0);
+      // Output rows go in runs along the innermost row dimension (r - 2): one copy moves a
+      // run, its rows stepping through the input by a whole row stride, or (when that
+      // dimension was the input's last) by one lane within a lane block.
+      size_t inner = r - 2;
+      bool lane_steps = size_t(perm[inner]) == r - 1;
+      uint64_t inner_len = uint64_t(ys[inner]);
+      if (!gather && r >= 3) {
+        // Rows only move: a second dimension of runs, along the longest other row dimension,
+        // so a head split or merge ([B, S, H, d] <-> [B, H, S, d]) is one copy per batch.
+        size_t k2 = 0;
+        for (size_t k = 0; k < inner; ++k)
+          if (ys[k] > ys[k2]) k2 = k;
+        uint64_t dst_k2 = rowb;
+        for (size_t j = k2 + 1; j + 1 < r; ++j) dst_k2 *= uint64_t(ys[j]);
+        std::string shape_tail = fmt::format(" dim=[{}, {}, {}] dim=[{}, {}, {}]", inner_len, row_stride[size_t(perm[inner])] * rowb,
+                                             rowb, ys[k2], row_stride[size_t(perm[k2])] * rowb, dst_k2);
+        for (uint64_t row = 0; row < y.rows; row += inner_len) {
+          uint64_t rem = row;
+          for (size_t k = r - 1; k-- > 0;) o[k] = rem % uint64_t(ys[k]), rem /= uint64_t(ys[k]);
+          if (o[k2] != 0) continue;
+          uint64_t in_row = 0;
+          for (size_t k = 0; k + 1 < r; ++k) in_row += o[k] * row_stride[size_t(perm[k])];
+          for (uint64_t blk = 0; blk < y.blocks; ++blk) {
+            uint64_t cnt = std::min<uint64_t>(R_, y.features - blk * R_);
+            ub_copy_async(x.base + blk * x.block_bytes + in_row * rowb, y.base + blk * y.block_bytes + row * rowb,
+                          fmt::format("bytes={}{}", cnt * esz, shape_tail));
+          }
+        }
+        copies_wait();
+        add_bound(layer, 0, 0);
+        define(op.getOutput(), y0);
+        return;
+      }
+      for (uint64_t row = 0; row < y.rows;) {
         uint64_t rem = row;
         for (size_t k = r - 1; k-- > 0;) o[k] = rem % uint64_t(ys[k]), rem /= uint64_t(ys[k]);
-        if (o[k2] != 0) continue;
-        uint64_t in_row = 0;
-        for (size_t k = 0; k + 1 < r; ++k) in_row += o[k] * row_stride[size_t(perm[k])];
+        // The input element at output lane 0: input index i[perm[k]] = o[k].
+        uint64_t in_row = 0, in_lane = 0;
+        for (size_t k = 0; k + 1 < r; ++k) {
+          if (size_t(perm[k]) == r - 1) in_lane = o[k];
+          else in_row += o[k] * row_stride[size_t(perm[k])];
+        }
+        uint64_t run = inner_len - o[inner];
+        if (lane_steps) run = std::min(run, R_ - in_lane % R_);
+        uint64_t step = lane_steps ? esz : row_stride[size_t(perm[inner])] * rowb;
         for (uint64_t blk = 0; blk < y.blocks; ++blk) {
-          uint64_t cnt = std::min<uint64_t>(R_, y.features - blk * R_);
-          ub_copy(x.base + blk * x.block_bytes + in_row * rowb, y.base + blk * y.block_bytes + row * rowb,
-                  fmt::format("bytes={}{}", cnt * esz, shape_tail));
+          uint64_t first = blk * R_, cnt = std::min<uint64_t>(R_, y.features - first);
+          uint64_t dst = y.base + blk * y.block_bytes + row * rowb;
+          std::string rows_dim = run > 1 ? fmt::format(" dim=[{}, {}, {}]", run, step, rowb) : "";
+          if (!gather) {
+            ub_copy_async(x.base + blk * x.block_bytes + in_row * rowb, dst, fmt::format("bytes={}{}", cnt * esz, rows_dim));
+          } else {
+            uint64_t src = x.base + (in_lane / R_) * x.block_bytes + (in_row + first * row_stride[lane_src]) * rowb +
+                           (in_lane % R_) * esz;
+            ub_copy_async(src, dst, fmt::format("bytes={} dim=[{}, {}, {}]{}", esz, cnt, row_stride[lane_src] * rowb, esz, rows_dim));
+          }
         }
+        row += run;
       }
-      add_bound(layer, 0, 0);
-      define(op.getOutput(), y0);
-      return;
-    }
-    for (uint64_t row = 0; row < y.rows;) {
-      uint64_t rem = row;
-      for (size_t k = r - 1; k-- > 0;) o[k] = rem % uint64_t(ys[k]), rem /= uint64_t(ys[k]);
-      // The input element at output lane 0: input index i[perm[k]] = o[k].
-      uint64_t in_row = 0, in_lane = 0;
-      for (size_t k = 0; k + 1 < r; ++k) {
-        if (size_t(perm[k]) == r - 1) in_lane = o[k];
-        else in_row += o[k] * row_stride[size_t(perm[k])];
+      copies_wait();
+      if (gather) {
+        ub_.release(x.base);
+        from_fp32_twin(y, yv);
       }
-      uint64_t run = inner_len - o[inner];
-      if (lane_steps) run = std::min(run, R_ - in_lane % R_);
-      uint64_t step = lane_steps ? esz : row_stride[size_t(perm[inner])] * rowb;
-      for (uint64_t blk = 0; blk < y.blocks; ++blk) {
-        uint64_t first = blk * R_, cnt = std::min<uint64_t>(R_, y.features - first);
-        uint64_t dst = y.base + blk * y.block_bytes + row * rowb;
-        std::string rows_dim = run > 1 ? fmt::format(" dim=[{}, {}, {}]", run, step, rowb) : "";
-        if (!gather) {
-          ub_copy(x.base + blk * x.block_bytes + in_row * rowb, dst, fmt::format("bytes={}{}", cnt * esz, rows_dim));
-        } else {
-          uint64_t src = x.base + (in_lane / R_) * x.block_bytes + (in_row + first * row_stride[lane_src]) * rowb +
-                         (in_lane % R_) * esz;
-          ub_copy(src, dst, fmt::format("bytes={} dim=[{}, {}, {}]{}", esz, cnt, row_stride[lane_src] * rowb, esz, rows_dim));
-        }
-      }
-      row += run;
-    }
-    if (gather) {
-      ub_.release(x.base);
-      from_fp32_twin(y, y0);
     }
     add_bound(layer, 0, 0);
     define(op.getOutput(), y0);
@@ -1926,8 +2771,25 @@ class Codegen {
     define(op.getOutput(), y);
   }
 
+  // The lane constants of lane block `blk` of a per-channel affine step.
+  std::string affine_param(const std::vector<float>& sc, const std::vector<float>& bi, uint64_t blk, double sx, double sy) {
+    std::vector<double> s2, b2;
+    for (uint64_t c = 0; c < C_; ++c) {
+      uint64_t ch = blk * C_ + c;
+      s2.push_back(ch < sc.size() ? sc[ch] * sx / sy : 0.0);
+      b2.push_back(ch < bi.size() ? bi[ch] / sy : 0.0);
+    }
+    return new_param(fmt::format("scale=[{}] bias=[{}]", fmt::join(s2, ", "), fmt::join(b2, ", ")));
+  }
+
   void gen_affine(tpu::AffineOp op) {
     std::string layer = op.getLayer().str();
+    if (folded_scales_.count(op.getOperation())) {  // applied to the queries (attention_scale)
+      Act y = act(op.getInput());
+      y.shape = shape_of(op.getOutput());
+      define(op.getOutput(), y);
+      return;
+    }
     tag(layer);
     const Act& x = act(op.getInput());
     Act y = out_in_place(op.getOutput(), {op.getInput()}, layer);
@@ -1935,13 +2797,7 @@ class Codegen {
     // INT8: y_q = (x_q * s_x * scale + bias) / s_y, folded into the lane constants.
     double sx = q8_ ? scale(op.getInput()) : 1.0, sy = q8_ ? scale(op.getOutput()) : 1.0;
     for (uint64_t blk = 0; blk < y.blocks; ++blk) {
-      std::vector<double> s2, b2;
-      for (uint64_t c = 0; c < C_; ++c) {
-        uint64_t ch = blk * C_ + c;
-        s2.push_back(ch < sc.size() ? sc[ch] * sx / sy : 0.0);
-        b2.push_back(ch < bi.size() ? bi[ch] / sy : 0.0);
-      }
-      std::string p = new_param(fmt::format("scale=[{}] bias=[{}]", fmt::join(s2, ", "), fmt::join(b2, ", ")));
+      std::string p = affine_param(sc, bi, blk, sx, sy);
       code(fmt::format("  li r1, {} || li r2, {}", x.base + blk * x.block_bytes, y.base + blk * y.block_bytes));
       code(fmt::format("  vec.affine dst=ub[r2+0] a=ub[r1+0] rows={} dt={} param={} flag=f20", y.rows, dt_, p));
       code("  wait f20");
@@ -2096,21 +2952,92 @@ class Codegen {
     define(op.getOutput(), a);
   }
 
-  // Layer normalization in fp32 rows: row sums over the lane blocks (vec.rsum fills every
-  // lane with its row's sum, so the mean and 1/std are whole rows that subtract and
-  // multiply lane by lane); padding lanes are masked back to zero after the mean is taken
-  // out so they do not count in the variance.
+  // Layer normalization in fp32 rows. The lane blocks are added up first and the sum takes
+  // one vec.rsum (which fills every lane with its row's sum), so the mean and 1/std are whole
+  // rows that subtract and multiply lane by lane; padding lanes are masked back to zero after
+  // the mean is taken out so they do not count in the variance. The fp32 rows and the
+  // statistics rows sit on unified-buffer rows whose banks differ, so a vector step that
+  // reads values and a statistic does not read one bank twice. Operations on different
+  // blocks are issued back to back; dependent ones wait.
+  // Where gen_layernorm keeps its fp32 rows (one block of rows per lane block) and its
+  // statistics rows: on unified-buffer rows whose banks none of the blocks use.
+  struct LnLayout {
+    uint64_t block_bytes = 0, stat_off[3] = {0, 0, 0}, mask_off = 0, total = 0;
+  };
+  LnLayout ln_layout(uint64_t rows, uint64_t blocks) const {
+    const auto& ubc = cfg_.core.unified_buffer;
+    uint64_t rb = ubc.row_bytes, banks = ubc.banks, row32 = C_ * 4;
+    LnLayout l;
+    l.block_bytes = align_up(rows * row32, rb);
+    std::vector<bool> taken(banks, false);
+    for (uint64_t b = 0; b < blocks; ++b) taken[(b * l.block_bytes / rb) % banks] = true;
+    uint64_t at = blocks * l.block_bytes;
+    for (int i = 0; i < 3; ++i) {
+      for (uint64_t k = 0; k < banks && taken[(at / rb) % banks]; ++k) at += rb;
+      taken[(at / rb) % banks] = true;
+      l.stat_off[i] = at;
+      at += l.block_bytes;
+    }
+    l.mask_off = at;
+    l.total = at + row32 + rb;  // a row of room to align the start to a bank row
+    return l;
+  }
+  // A bf16 layer norm of `out` (a matmul's output) plus a residual added in the matmul's
+  // epilogues: its work rows are allocated now and each output block's epilogue converts
+  // the block's rows to fp32 into them (the conversion the layer norm starts with), which
+  // overlaps the matmuls instead of running after them. Returns the extra phase, or nothing.
+  FusedPhases prepare_layernorm(Value out, const Act& y) {
+    if (q8_ || is_int32(out) || !out.hasOneUse()) return {};
+    mlir::Operation* add = *out.getUsers().begin();
+    if (!fused_.count(add) || !mlir::isa<tpu::AddOp>(add)) return {};
+    Value v = add->getResult(0);
+    while (v.hasOneUse()) {
+      auto r = mlir::dyn_cast<tpu::ReshapeOp>(*v.getUsers().begin());
+      if (!r || shape_of(r.getOutput()).back() != shape_of(v).back()) break;
+      v = r.getOutput();
+    }
+    if (!v.hasOneUse()) return {};
+    auto ln = mlir::dyn_cast<tpu::LayerNormOp>(*v.getUsers().begin());
+    if (!ln || ln.getInput() != v) return {};
+    LnLayout lay = ln_layout(y.rows, y.blocks);
+    if (ub_.largest_free() < lay.total) return {};
+    uint64_t work = ub_take(lay.total, fmt::format("the fp32 rows and statistics of '{}'", ln.getLayer().str()));
+    ln_prepared_[ln.getOperation()] = work;
+    uint64_t base = align_up(work, cfg_.core.unified_buffer.row_bytes), row32 = C_ * 4;
+    return [this, y, base, lay, row32](uint64_t n, uint64_t off, uint64_t rows) {
+      uint64_t src = y.base + n * y.block_bytes + off, dst = base + n * lay.block_bytes + off / (C_ * esz_) * row32;
+      std::string pre;
+      auto at = [&](uint64_t a, int reg) {
+        if (a <= 0xFFFFFF) return fmt::format("r0+{}", a);
+        pre += fmt::format("  li r{}, {}\n", reg, a);
+        return fmt::format("r{}+0", reg);
+      };
+      std::string d = at(dst, 6), a = at(src, 7);
+      return std::vector<std::string>{pre + fmt::format("  vec.cvt dst=ub[{}] a=ub[{}] rows={} dt=bf16 odt=fp32 flag={{flag}}\n", d, a, rows)};
+    };
+  }
+
   void gen_layernorm(tpu::LayerNormOp op) {
     std::string layer = op.getLayer().str();
     tag(layer);
     const Act& x = act(op.getInput());
     Act y = new_act(shape_of(op.getOutput()), fmt::format("the output of '{}'", layer));
-    std::optional<double> in_scale;
-    if (q8_) in_scale = scale(op.getInput());
-    Act t = fp32_twin(x, layer, "layer normalization rows", true, in_scale);
-    uint64_t row32 = C_ * 4, rows = x.rows, stat_bytes = align_up(rows * row32, 64);
-    std::optional<uint64_t> work = ub_take(3 * stat_bytes + row32, fmt::format("the statistics rows of '{}'", layer));
-    uint64_t sum = *work, part = sum + stat_bytes, sq = part + stat_bytes, mask = sq + stat_bytes;
+    uint64_t row32 = C_ * 4, rows = x.rows;
+    LnLayout lay = ln_layout(rows, x.blocks);
+    uint64_t tbb = lay.block_bytes;
+    // The fp32 rows may already be there: converted in the epilogues of the matmul whose
+    // output (with a residual added) this normalizes (prepare_layernorm).
+    bool converted = false;
+    uint64_t work = 0;
+    if (auto it = ln_prepared_.find(op.getOperation()); it != ln_prepared_.end()) {
+      work = it->second, converted = true;
+      ln_prepared_.erase(it);
+    } else {
+      work = ub_take(lay.total, fmt::format("the fp32 rows and statistics of '{}'", layer));
+    }
+    uint64_t base = align_up(work, cfg_.core.unified_buffer.row_bytes);
+    uint64_t sum = base + lay.stat_off[0], part = base + lay.stat_off[1], sq = base + lay.stat_off[2], mask = base + lay.mask_off;
+    auto block = [&](uint64_t b) { return base + b * tbb; };
     uint64_t valid = x.features - (x.blocks - 1) * C_;
     if (valid < C_) {
       std::vector<uint8_t> m(row32, 0);
@@ -2122,53 +3049,61 @@ class Codegen {
       code(fmt::format("  dma.load desc={} src=r0 dst=r0 flag=f1", d));
       code("  wait f1");
     }
-    auto block = [&](uint64_t b) { return t.base + b * t.block_bytes; };
-    // sum over the blocks of rsum(src(b)) -> `sum`
-    auto row_sums = [&](const std::function<uint64_t(uint64_t)>& src) {
-      for (uint64_t b = 0; b < x.blocks; ++b) {
-        code(fmt::format("  li r1, {} || li r2, {}", src(b), b == 0 ? sum : part));
-        vec_wait(fmt::format("vec.rsum dst=ub[r2+0] a=ub[r1+0] rows={} dt=fp32 odt=fp32", rows));
-        if (b) {
-          code(fmt::format("  li r3, {}", sum));
-          vec_wait(fmt::format("vec.add dst=ub[r3+0] a=ub[r3+0] b=ub[r2+0] rows={} dt=fp32", rows));
-        }
-      }
+    // One vector operation on f20; `wait` waits for it and every one issued before.
+    uint64_t in_flight = 0;
+    auto vec = [&](const std::string& line, bool wait) {
+      code("  " + line + " flag=f20");
+      ++in_flight;
+      if (wait) code(fmt::format("  wait f20, {}", in_flight)), in_flight = 0;
     };
-    std::string inv_d = new_param(fmt::format("scale=[{}]", 1.0 / double(x.features)));
-    row_sums(block);
-    code(fmt::format("  li r3, {}", sum));
-    vec_wait(fmt::format("vec.affine dst=ub[r3+0] a=ub[r3+0] rows={} dt=fp32 param={}", rows, inv_d));
-    for (uint64_t b = 0; b < x.blocks; ++b) {
-      code(fmt::format("  li r1, {} || li r3, {}", block(b), sum));
-      vec_wait(fmt::format("vec.sub dst=ub[r1+0] a=ub[r1+0] b=ub[r3+0] rows={} dt=fp32", rows));
-      if (b + 1 == x.blocks && valid < C_) {
-        code(fmt::format("  li r4, {}", mask));
-        vec_wait(fmt::format("vec.mul dst=ub[r1+0] a=ub[r1+0] b=ub[r4+0] rows={} dt=fp32 bcast=1", rows));
-      }
+    // Work rows relative to r11 (the work area's base), x's and y's blocks through r12.
+    code(fmt::format("  li r11, {}", base));
+    auto ub = [&](uint64_t addr) { return fmt::format("ub[r11+{}]", addr - base); };
+    auto io = [&](uint64_t addr) {
+      code(fmt::format("  li r12, {}", addr));
+      return std::string("ub[r12+0]");
+    };
+    std::string in_scale = q8_ ? new_param(fmt::format("scale=[{}]", double(scale(op.getInput())))) : "";
+    for (uint64_t b = 0; b < x.blocks && !converted; ++b) {
+      std::string src = io(x.base + b * x.block_bytes);
+      vec(fmt::format("vec.cvt dst={} a={} rows={} dt={} odt=fp32", ub(block(b)), src, rows, dt_), q8_);
+      if (q8_) vec(fmt::format("vec.affine dst={0} a={0} rows={1} dt=fp32 param={2}", ub(block(b)), rows, in_scale), true);
     }
-    // Squares block by block into `sq`, summed like the values.
+    if (in_flight) code(fmt::format("  wait f20, {}", in_flight)), in_flight = 0;
+    // The blocks added up by add_block (into `part`, or `single` when there is one block),
+    // then their row sums into `sum`.
+    auto row_sums = [&](const std::function<void(uint64_t)>& add_block, uint64_t single) {
+      for (uint64_t b = 0; b < x.blocks; ++b) add_block(b);
+      vec(fmt::format("vec.rsum dst={} a={} rows={} dt=fp32 odt=fp32", ub(sum), ub(x.blocks == 1 ? single : part), rows), true);
+    };
+    row_sums([&](uint64_t b) {
+      if (b == 1) vec(fmt::format("vec.add dst={} a={} b={} rows={} dt=fp32", ub(part), ub(block(0)), ub(block(1)), rows), true);
+      if (b > 1) vec(fmt::format("vec.add dst={0} a={0} b={1} rows={2} dt=fp32", ub(part), ub(block(b)), rows), true);
+    }, block(0));
+    vec(fmt::format("vec.affine dst={0} a={0} rows={1} dt=fp32 param={2}", ub(sum), rows,
+                    new_param(fmt::format("scale=[{}]", 1.0 / double(x.features)))), true);
     for (uint64_t b = 0; b < x.blocks; ++b) {
-      code(fmt::format("  li r1, {} || li r4, {}", block(b), sq));
-      vec_wait(fmt::format("vec.mul dst=ub[r4+0] a=ub[r1+0] b=ub[r1+0] rows={} dt=fp32", rows));
-      code(fmt::format("  li r2, {}", b == 0 ? sum : part));
-      vec_wait(fmt::format("vec.rsum dst=ub[r2+0] a=ub[r4+0] rows={} dt=fp32 odt=fp32", rows));
-      if (b) {
-        code(fmt::format("  li r3, {}", sum));
-        vec_wait(fmt::format("vec.add dst=ub[r3+0] a=ub[r3+0] b=ub[r2+0] rows={} dt=fp32", rows));
-      }
+      bool masked = b + 1 == x.blocks && valid < C_;
+      vec(fmt::format("vec.sub dst={0} a={0} b={1} rows={2} dt=fp32", ub(block(b)), ub(sum), rows), masked || b + 1 == x.blocks);
+      if (masked) vec(fmt::format("vec.mul dst={0} a={0} b={1} rows={2} dt=fp32 bcast=1", ub(block(b)), ub(mask), rows), true);
     }
+    // Squares block by block, summed like the values.
+    row_sums([&](uint64_t b) {
+      uint64_t dst = b == 0 ? part : sq;
+      vec(fmt::format("vec.mul dst={} a={} b={} rows={} dt=fp32", ub(dst), ub(block(b)), ub(block(b)), rows), true);
+      if (b > 0) vec(fmt::format("vec.add dst={0} a={0} b={1} rows={2} dt=fp32", ub(part), ub(sq), rows), true);
+    }, part);
     std::string var_eps = new_param(fmt::format("scale=[{}] bias=[{}]", 1.0 / double(x.features), op.getEpsilon().convertToDouble()));
-    code(fmt::format("  li r3, {}", sum));
-    vec_wait(fmt::format("vec.affine dst=ub[r3+0] a=ub[r3+0] rows={} dt=fp32 param={}", rows, var_eps));
-    vec_wait(fmt::format("vec.rsqrt dst=ub[r3+0] a=ub[r3+0] rows={} dt=fp32", rows));
+    vec(fmt::format("vec.affine dst={0} a={0} rows={1} dt=fp32 param={2}", ub(sum), rows, var_eps), true);
+    vec(fmt::format("vec.rsqrt dst={0} a={0} rows={1} dt=fp32", ub(sum), rows), true);
     std::string out_scale = q8_ ? new_param(fmt::format("scale=[{}]", 1.0 / double(scale(op.getOutput())))) : "";
     for (uint64_t b = 0; b < x.blocks; ++b) {
-      code(fmt::format("  li r1, {} || li r3, {}", block(b), sum));
-      vec_wait(fmt::format("vec.mul dst=ub[r1+0] a=ub[r1+0] b=ub[r3+0] rows={} dt=fp32", rows));
-      if (q8_) vec_wait(fmt::format("vec.affine dst=ub[r1+0] a=ub[r1+0] rows={} dt=fp32 param={}", rows, out_scale));
+      vec(fmt::format("vec.mul dst={0} a={0} b={1} rows={2} dt=fp32", ub(block(b)), ub(sum), rows), true);
+      if (q8_) vec(fmt::format("vec.affine dst={0} a={0} rows={1} dt=fp32 param={2}", ub(block(b)), rows, out_scale), true);
+      std::string dst = io(y.base + b * y.block_bytes);
+      vec(fmt::format("vec.cvt dst={} a={} rows={} dt=fp32 odt={}", dst, ub(block(b)), rows, dt_), b + 1 == x.blocks);
     }
-    ub_.release(*work);
-    from_fp32_twin(t, y);
+    ub_.release(work);
     add_bound(layer, 0, 0);
     define(op.getOutput(), y);
   }
@@ -2282,7 +3217,8 @@ class Codegen {
   // x.features) output row (r, j) is x row r's lanes [j*b, j*b + b), and a merge is the
   // reverse. Unified-buffer copies of lane runs, one per run for all rows at once; nothing
   // when some run would not start on a unified-buffer word (then it goes through HBM).
-  std::optional<Act> split_or_merge_rows(const Act& x, const std::vector<int64_t>& ys, const std::string& layer) {
+  std::optional<Act> split_or_merge_rows(const Act& x, const std::vector<int64_t>& ys, const std::string& layer,
+                                         bool clear_padding = true) {
     uint64_t yf = uint64_t(ys.back()), align = cfg_.core.unified_buffer.alignment_bytes;
     bool split = yf < x.features && x.features % yf == 0, merge = yf > x.features && yf % x.features == 0;
     if (!split && !merge) return std::nullopt;
@@ -2299,7 +3235,7 @@ class Codegen {
         o += n;
       }
     Act y = new_act(ys, fmt::format("the output of '{}'", layer));
-    if (y.features % R_) clear(y.base + (y.blocks - 1) * y.block_bytes, y.block_bytes);
+    if (y.features % R_ && clear_padding) clear(y.base + (y.blocks - 1) * y.block_bytes, y.block_bytes);
     const Act& wide = split ? x : y;
     const Act& narrow = split ? y : x;
     uint64_t wide_stride = R_ * esz_, narrow_stride = a * R_ * esz_;
@@ -2309,9 +3245,10 @@ class Codegen {
           narrow.base + (r.narrow_lane / R_) * narrow.block_bytes + r.j * R_ * esz_ + (r.narrow_lane % R_) * esz_;
       std::string shape = fmt::format("bytes={} dim=[{}, {}, {}]", r.lanes * esz_, wide.rows, split ? wide_stride : narrow_stride,
                                       split ? narrow_stride : wide_stride);
-      if (split) ub_copy(wide_at, narrow_at, shape);
-      else ub_copy(narrow_at, wide_at, shape);
+      if (split) ub_copy_async(wide_at, narrow_at, shape);
+      else ub_copy_async(narrow_at, wide_at, shape);
     }
+    copies_wait();
     add_bound(layer, 0, 0);
     return y;
   }
@@ -2323,16 +3260,23 @@ class Codegen {
     if (uint64_t(ys.back()) == x.features) {  // same rows x features: an alias
       Act y = x;
       y.shape = ys;
+      y.rows = numel(ys) / y.features;
       define(op.getOutput(), y);  // release() frees the shared base when neither is used
+      if (const HeadView* hv = view_of(op.getInput())) views_[op.getOutput().getAsOpaquePointer()] = *hv;
       return;
     }
     tag(layer);
+    if (make_head_view(op, x) || make_head_transpose(op, x)) return;
     // The lowering only reshapes an image to 2-D for a matmul that expects NHWC order.
     uint64_t lanes_per_word = std::max<uint64_t>(1, cfg_.core.unified_buffer.alignment_bytes / esz_);
     bool image_flatten = x.shape.size() == 4 && ys.size() == 2 && uint64_t(ys[0]) == uint64_t(x.shape[0]) &&
                          x.features % lanes_per_word == 0;
     if (!image_flatten) {
-      if (auto y = split_or_merge_rows(x, ys, layer)) return define(op.getOutput(), *y);
+      // Transposes copy only the valid lanes of their input, so a head split feeding them
+      // need not clear its padding lanes (a load of zeros as large as the output block).
+      bool only_transposes = !op.getOutput().use_empty();
+      for (mlir::Operation* u : op.getOutput().getUsers()) only_transposes &= mlir::isa<tpu::TransposeOp>(u);
+      if (auto y = split_or_merge_rows(x, ys, layer, !only_transposes)) return define(op.getOutput(), *y);
       // Any other reshape: through HBM, stored row-major and reloaded in the new shape.
       uint64_t scratch = hbm_alloc(x.rows * x.features * esz_);
       store_act(x, scratch);
@@ -2642,6 +3586,7 @@ class Codegen {
           for (uint64_t m = 0; m < nm; ++m)
             for (const Mm& mm : r[m]) stream[m].push_back(&mm);
         auto tile_of = [&](const Mm& mm) -> const TileRef& { return tiles[mm.item % nt][mm.k]; };
+        hoist_at_.reset();  // MXU work outside run_blocks: no later prologue may move before it
         for (uint64_t m = 0; m < nm; ++m) {  // two tiles into each FIFO, one into each shadow
           for (size_t t = 0; t < std::min<size_t>(2, stream[m].size()); ++t) {
             code(fmt::format("  li r{}, {}", 16 + m, tile_of(*stream[m][t]).addr));
@@ -2723,6 +3668,17 @@ class Codegen {
   std::map<mlir::Operation*, Act> fused_pools_;  // pools done along the convolution before them, and their output
   uint64_t hbm_next_ = 0, zero_hbm_ = 0, const_bytes_ = 0;
   int ndesc_ = 0, nparam_ = 0;
+  uint64_t copies_in_flight_ = 0;  // ub_copy_async copies not yet waited for (on f1)
+  std::optional<size_t> hoist_at_;  // where in code_ the last stream issued its last matmul (run_blocks)
+  std::map<mlir::Operation*, Act> fused_;  // elementwise ops done in a matmul's epilogues, and their outputs
+  std::set<mlir::Operation*> done_;  // ops generated ahead of their turn (gen_matmul_group)
+  std::set<mlir::Operation*> folded_scales_;
+  std::map<mlir::Operation*, uint64_t> ln_prepared_;  // layer norms whose fp32 rows a matmul's epilogues fill (prepare_layernorm)  // attention scales applied to the queries (attention_scale)
+  std::set<mlir::Operation*> deferred_;  // ops with nothing to generate whose operands are released in turn
+  std::map<const void*, HeadView> views_;  // head split + transpose results read in place (make_head_view)
+  std::set<const void*> slack_values_;  // activations allocated with a row of room after them
+  std::map<const void*, RhsCopy> stored_rhs_;  // batch-matmul right-hand sides stored early (store_rhs_early)
+  std::vector<std::tuple<std::string, std::string, std::vector<int64_t>>> fused_bounds_;
   std::map<std::string, std::string> desc_names_, param_names_;
   std::string decls_, code_;
   std::vector<isa::ConstSegment> segments_;

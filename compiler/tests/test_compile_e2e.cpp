@@ -279,6 +279,60 @@ TEST_P(CompileE2E, MlpMatchesFp32Reference) {
   expect_close(decode(r.program, "y", out.substr(2)), want, tolerance(0.03));
 }
 
+// Two output blocks, fewer than tpu-v4-core's four MXUs: the matmul splits its K tiles in
+// halves on two MXUs each (the first half's partial sums go to unified-buffer rows, the
+// second half adds them before the bias, ReLU and conversion). Single-MXU presets do not
+// split; the result is the same matmul either way.
+TEST_P(CompileE2E, SplitKMatmulMatchesFp32Reference) {
+  OnnxBuilder m;
+  const int64_t B = 6, K = 512, N = 200;
+  m.input("x", {B, K});
+  auto& w = m.init("w", {K, N}, 0.1f);
+  auto& b = m.init("b", {N}, 0.3f);
+  m.node("MatMul", "fc", {"x", "w"}, {"h"});
+  m.node("Add", "bias", {"h", "b"}, {"hb"});
+  m.node("Relu", "relu", {"hb"}, {"y"});
+  m.output("y", {B, N});
+  auto path = m.save("vtpu_splitk_" + id() + ".onnx");
+
+  config::Config cfg = config::load_preset(preset());
+  Vec x = uniform_values(size_t(B * K), 9, 1000.0f);
+  CompileOptions opt = options();
+  opt.calibration = {{{"x", x}}};
+  CompileResult r = compile_onnx(path, cfg, opt);
+  // The first halves' epilogues copy accumulator rows out: only when there are MXUs to spare.
+  bool copies_partial_sums = false;
+  for (size_t at = r.assembly.find("vec.copy dst=ub["); at != std::string::npos; at = r.assembly.find("vec.copy dst=ub[", at + 1))
+    copies_partial_sums |= r.assembly.substr(at, r.assembly.find('\n', at) - at).find("a=acc[") != std::string::npos;
+  EXPECT_EQ(copies_partial_sums, cfg.core.mxu.count > 1);
+  std::string out = simulate(cfg, r.program, {{"x", encode(r.program, "x", x)}}, "y");
+  ASSERT_EQ(out.substr(0, 2), "OK") << out;
+  Vec want = relu(gemm(x, B, K, w, N, b, false));
+  expect_close(decode(r.program, "y", out.substr(2)), want, tolerance(0.03));
+}
+
+// Two matmuls reading the same input run as one stream (like attention's projections);
+// with one output block each they would leave two of tpu-v4-core's MXUs idle, so each
+// splits its K tiles too. The sum of the two checks both against the fp32 pass.
+TEST_P(CompileE2E, GroupedSplitKMatmulsMatchFp32Reference) {
+  OnnxBuilder m;
+  const int64_t B = 5, K = 384, N = 100;
+  m.input("x", {B, K});
+  auto& w1 = m.init("w1", {K, N}, 0.1f);
+  auto& w2 = m.init("w2", {K, N}, 0.1f);
+  m.node("MatMul", "fc1", {"x", "w1"}, {"a"});
+  m.node("MatMul", "fc2", {"x", "w2"}, {"b"});
+  m.node("Add", "sum", {"a", "b"}, {"y"});
+  m.output("y", {B, N});
+  auto path = m.save("vtpu_group_splitk_" + id() + ".onnx");
+
+  Vec x = uniform_values(size_t(B * K), 13, 1000.0f);
+  Vec got = compile_and_run(path, {{"x", x}});
+  Vec a = gemm(x, B, K, w1, N, {}, false), b = gemm(x, B, K, w2, N, {}, false);
+  for (size_t i = 0; i < a.size(); ++i) a[i] += b[i];
+  expect_close(got, a, tolerance(0.03));
+}
+
 TEST_P(CompileE2E, TableFunctionsMatchFp32Reference) {
   OnnxBuilder m;
   const int64_t B = 4, K = 24, H = 20;
@@ -802,25 +856,30 @@ TEST_P(CompileE2E, DepthwiseAndGroupedConvolutionsMatchFp32Reference) {
 
 // Multi-head self-attention as torch exports it: Q, K, V projections, heads split by
 // Reshape + Transpose, scores Q K^T / sqrt(d) (activation x activation MatMul, Div by a
-// constant), Softmax, P V, heads merged, output projection and a residual Add.
-// S = 12 and D = 20 (2 heads of 10) straddle the lane blocks of every preset.
-TEST_P(CompileE2E, MultiHeadAttentionMatchesFp32Reference) {
-  const int64_t S = 12, D = 20, Hh = 2, d = D / Hh;
+// constant), Softmax, P V, heads merged, output projection and a residual Add; `B` batch
+// elements of S tokens, D features in H heads. Saved as `file` in the temporary
+// directory, with an input and the output of the fp32 forward pass written out here.
+struct AttentionCase {
+  std::string path;
+  Vec x, want;
+};
+AttentionCase attention_case(int64_t B, int64_t S, int64_t D, int64_t Hh, const std::string& file) {
+  const int64_t d = D / Hh;
   OnnxBuilder m;
-  m.input("x", {1, S, D});
+  m.input("x", {B, S, D});
   auto& wq = m.init("wq", {D, D}, 0.4f);
   auto& wk = m.init("wk", {D, D}, 0.4f);
   auto& wv = m.init("wv", {D, D}, 0.4f);
   auto& wo = m.init("wo", {D, D}, 0.4f);
   auto& bq = m.init("bq", {D}, 0.1f);
-  m.init_i64("heads", {1, S, Hh, d});
-  m.init_i64("merged", {1, S, D});
+  m.init_i64("heads", {B, S, Hh, d});
+  m.init_i64("merged", {B, S, D});
   auto& scale = m.init("sqrt_d", {}, 0, {std::sqrt(float(d))});
   m.node("MatMul", "q_proj", {"x", "wq"}, {"q0"});
   m.node("Add", "q_bias", {"q0", "bq"}, {"q"});
   m.node("MatMul", "k_proj", {"x", "wk"}, {"k"});
   m.node("MatMul", "v_proj", {"x", "wv"}, {"v"});
-  for (const char* t : {"q", "k", "v"}) m.node("Reshape", std::string(t) + "_split", {t, "heads"}, {std::string(t) + "h"});
+  for (const char* n : {"q", "k", "v"}) m.node("Reshape", std::string(n) + "_split", {n, "heads"}, {std::string(n) + "h"});
   OnnxBuilder::attr(m.node("Transpose", "q_t", {"qh"}, {"qt"}), "perm", std::vector<int64_t>{0, 2, 1, 3});
   OnnxBuilder::attr(m.node("Transpose", "k_t", {"kh"}, {"kt"}), "perm", std::vector<int64_t>{0, 2, 3, 1});
   OnnxBuilder::attr(m.node("Transpose", "v_t", {"vh"}, {"vt"}), "perm", std::vector<int64_t>{0, 2, 1, 3});
@@ -832,33 +891,49 @@ TEST_P(CompileE2E, MultiHeadAttentionMatchesFp32Reference) {
   m.node("Reshape", "merge", {"ct", "merged"}, {"cm"});
   m.node("MatMul", "o_proj", {"cm", "wo"}, {"o"});
   m.node("Add", "residual", {"o", "x"}, {"y"});
-  m.output("y", {1, S, D});
-  auto path = m.save("vtpu_attention_" + id() + ".onnx");
+  m.output("y", {B, S, D});
+  std::string path = m.save(file).string();
 
-  Vec x = uniform_values(size_t(S * D), 23, 500.0f);
-  Vec got = compile_and_run(path, {{"x", x}});
+  Vec x = uniform_values(size_t(B * S * D), 23, 500.0f);
 
-  Vec q = gemm(x, S, D, wq, D, bq, false), k = gemm(x, S, D, wk, D, {}, false), v = gemm(x, S, D, wv, D, {}, false);
-  Vec ctx(size_t(S * D));
-  for (int64_t h = 0; h < Hh; ++h) {
-    Vec sc(size_t(S * S));
-    for (int64_t i = 0; i < S; ++i)
-      for (int64_t j = 0; j < S; ++j) {
-        double acc = 0;
-        for (int64_t e = 0; e < d; ++e) acc += double(q[size_t(i * D + h * d + e)]) * k[size_t(j * D + h * d + e)];
-        sc[size_t(i * S + j)] = float(acc / scale[0]);
-      }
-    Vec p = softmax_rows(sc, S, S);
-    for (int64_t i = 0; i < S; ++i)
-      for (int64_t e = 0; e < d; ++e) {
-        double acc = 0;
-        for (int64_t j = 0; j < S; ++j) acc += double(p[size_t(i * S + j)]) * v[size_t(j * D + h * d + e)];
-        ctx[size_t(i * D + h * d + e)] = float(acc);
-      }
-  }
-  Vec want = gemm(ctx, S, D, wo, D, {}, false);
+  const int64_t rows = B * S;
+  Vec q = gemm(x, rows, D, wq, D, bq, false), k = gemm(x, rows, D, wk, D, {}, false), v = gemm(x, rows, D, wv, D, {}, false);
+  Vec ctx(size_t(rows * D));
+  for (int64_t b = 0; b < B; ++b)
+    for (int64_t h = 0; h < Hh; ++h) {
+      Vec sc(size_t(S * S));
+      for (int64_t i = 0; i < S; ++i)
+        for (int64_t j = 0; j < S; ++j) {
+          double acc = 0;
+          for (int64_t e = 0; e < d; ++e) acc += double(q[size_t((b * S + i) * D + h * d + e)]) * k[size_t((b * S + j) * D + h * d + e)];
+          sc[size_t(i * S + j)] = float(acc / scale[0]);
+        }
+      Vec p = softmax_rows(sc, S, S);
+      for (int64_t i = 0; i < S; ++i)
+        for (int64_t e = 0; e < d; ++e) {
+          double acc = 0;
+          for (int64_t j = 0; j < S; ++j) acc += double(p[size_t(i * S + j)]) * v[size_t((b * S + j) * D + h * d + e)];
+          ctx[size_t((b * S + i) * D + h * d + e)] = float(acc);
+        }
+    }
+  Vec want = gemm(ctx, rows, D, wo, D, {}, false);
   for (size_t i = 0; i < want.size(); ++i) want[i] += x[i];
-  expect_close(got, want, tolerance(0.03));
+  return {path, x, want};
+}
+
+// S = 12 and D = 20 (2 heads of 10) straddle the lane blocks of every preset: the heads
+// are split and merged by copies.
+TEST_P(CompileE2E, MultiHeadAttentionMatchesFp32Reference) {
+  AttentionCase c = attention_case(1, 12, 20, 2, "vtpu_attention_" + id() + ".onnx");
+  expect_close(compile_and_run(c.path, {{"x", c.x}}), c.want, tolerance(0.03));
+}
+
+// Heads of 16 lanes, a multiple or a divisor of every preset's array size: the batch
+// matmuls read each head in place (query rows from the head's first lane, value tiles from
+// its lanes in HBM), for two batch elements.
+TEST_P(CompileE2E, MultiHeadAttentionReadsHeadsInPlace) {
+  AttentionCase c = attention_case(2, 12, 64, 4, "vtpu_attention_heads_" + id() + ".onnx");
+  expect_close(compile_and_run(c.path, {{"x", c.x}}), c.want, tolerance(0.03));
 }
 
 // Causal self-attention (one head): the mask constant [1, S, S] (0 on and below the
@@ -1248,6 +1323,43 @@ TEST_P(CompileE2E, LayerNormAndGeluFeedForwardMatchesFp32Reference) {
   for (auto& v : h) v = float(0.5 * v * (1.0 + std::erf(v / std::sqrt(2.0))));
   Vec want = gemm(h, S, F, w2, D, b2, false);
   for (size_t i = 0; i < want.size(); ++i) want[i] += x[i];
+  expect_close(got, want, tolerance(0.03));
+}
+
+// BERT's post-norm residual: MatMul + bias, Add of the block's input, LayerNormalization.
+// In bf16 the add and the layer norm's conversion of its rows to fp32 run in the matmul's
+// epilogues; D = 20 leaves padding lanes in the last lane block of every preset.
+TEST_P(CompileE2E, ResidualLayerNormAfterMatmulMatchesFp32Reference) {
+  const int64_t S = 10, D = 20;
+  OnnxBuilder m(17);
+  m.input("x", {1, S, D});
+  Vec g(static_cast<size_t>(D));
+  for (int64_t j = 0; j < D; ++j) g[size_t(j)] = 1.2f - 0.02f * float(j);
+  auto& w = m.init("w", {D, D}, 0.4f);
+  auto& b = m.init("b", {D}, 0.3f);
+  auto& gamma = m.init("ln.gamma", {D}, 0, g);
+  auto& beta = m.init("ln.beta", {D}, 0.2f);
+  m.node("MatMul", "proj", {"x", "w"}, {"p0"});
+  m.node("Add", "proj.bias", {"p0", "b"}, {"p"});
+  m.node("Add", "residual", {"p", "x"}, {"r"});
+  OnnxBuilder::attr_f(m.node("LayerNormalization", "ln", {"r", "ln.gamma", "ln.beta"}, {"y"}), "epsilon", 1e-5f);
+  m.output("y", {1, S, D});
+  auto path = m.save("vtpu_post_ln_" + id() + ".onnx");
+
+  Vec x = uniform_values(size_t(S * D), 31, 400.0f);
+  Vec got = compile_and_run(path, {{"x", x}});
+
+  Vec r = gemm(x, S, D, w, D, b, false), want(r.size());
+  for (size_t i = 0; i < r.size(); ++i) r[i] += x[i];
+  for (int64_t i = 0; i < S; ++i) {
+    double mean = 0, var = 0;
+    for (int64_t j = 0; j < D; ++j) mean += r[size_t(i * D + j)];
+    mean /= double(D);
+    for (int64_t j = 0; j < D; ++j) var += std::pow(r[size_t(i * D + j)] - mean, 2);
+    double inv = 1.0 / std::sqrt(var / double(D) + 1e-5);
+    for (int64_t j = 0; j < D; ++j)
+      want[size_t(i * D + j)] = float((r[size_t(i * D + j)] - mean) * inv * gamma[size_t(j)] + beta[size_t(j)]);
+  }
   expect_close(got, want, tolerance(0.03));
 }
 
