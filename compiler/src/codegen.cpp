@@ -1901,7 +1901,7 @@ class Codegen {
           b.epilogue = [this, rows, bias_row, ep, out](uint32_t m, uint64_t acc_row) { return epilogue(m, acc_row, rows, bias_row, ep, out); };
           blocks.push_back(std::move(b));
         }
-      run_blocks(blocks, false, std::nullopt, std::move(background));
+      run_blocks(blocks, true, std::nullopt, std::move(background));  // constant weights: the prologue hoists
     };
     // A pool that is the output's only use (ResNet-50's max pool after conv1) runs image by
     // image along the next image's matmuls, as run_blocks' background work on the vector
@@ -2200,7 +2200,7 @@ class Codegen {
         }
         blocks.push_back(std::move(b));
       }
-    run_blocks(blocks);
+    run_blocks(blocks, true);  // constant weights: the prologue hoists into the previous stream
     ub_.release(bias_ub);
     if (padded) ub_.release(xp.base);
     add_bound(layer, N * OH * OW * KH * KW * CIg * CO, KH * KW * CIg * CO * esz_);
