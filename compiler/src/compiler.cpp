@@ -21,10 +21,12 @@ void load_dialects(mlir::MLIRContext& ctx) {
 }
 
 namespace {
+// The IR for people to read: weight constants (more than 16 values) are elided, or
+// ResNet-50's IR would be 100 MB of hex.
 std::string print(mlir::ModuleOp m) {
   std::string s;
   llvm::raw_string_ostream os(s);
-  m.print(os);
+  m.print(os, mlir::OpPrintingFlags().elideLargeElementsAttrs(16));
   return s;
 }
 // Post-training calibration: run the fp32 reference on the samples and give every

@@ -210,6 +210,9 @@ TEST(Cli, CompileThenSimulateAModel) {
   ASSERT_EQ(c.code, 0) << c.err;
   EXPECT_NE(c.out.find("tpu.matmul"), std::string::npos) << c.out;
   EXPECT_NE(c.out.find("clamp_min = 0.000000e+00"), std::string::npos) << c.out;  // the Relu fused
+  // The 16 x 8 weight constant is elided, not printed value by value.
+  EXPECT_NE(c.out.find("__elided__"), std::string::npos) << c.out;
+  EXPECT_LT(c.out.size(), 4000u) << c.out;
   EXPECT_TRUE(fs::exists(s));
   CliResult r = vtpu("sim " + prog.string() + " --report " + tmp("cli_model.json").string());
   ASSERT_EQ(r.code, 0) << r.err;
