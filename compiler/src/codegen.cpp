@@ -166,6 +166,30 @@ class Codegen {
     acc_region_ = cfg.core.accumulators.rows / 2;
   }
 
+  // An image with few channels that only convolutions read stays in HBM: those
+  // convolutions load it packed (see gen_conv_packed) instead of R lanes per pixel.
+  bool read_packed(Value arg) const {
+    bool packed = !arg.use_empty();
+    for (mlir::Operation* u : arg.getUsers()) {
+      auto c = mlir::dyn_cast<tpu::Conv2DOp>(u);
+      packed &= c && packable(c);
+    }
+    return packed;
+  }
+
+  // The unified-buffer rows the model's inputs take, allocated as run() does, so a model
+  // whose inputs alone do not fit fails with the same error before INT8 calibration (which
+  // runs the model in fp32, seconds for big models) instead of after it.
+  void check_inputs_fit(mlir::ModuleOp module) {
+    auto fn = module.lookupSymbol<mlir::func::FuncOp>("main");
+    if (!fn) throw InternalError("no func @main");
+    for (unsigned i = 0; i < fn.getNumArguments(); ++i) {
+      Value arg = fn.getArgument(i);
+      if (is_int32(arg) || read_packed(arg)) continue;
+      new_act(shape_of(arg), "input '" + fn.getArgAttrOfType<mlir::StringAttr>(i, "vtpu.name").str() + "'");
+    }
+  }
+
   CompileResult run(mlir::ModuleOp module) {
     auto fn = module.lookupSymbol<mlir::func::FuncOp>("main");
     if (!fn) throw InternalError("no func @main");
@@ -192,14 +216,7 @@ class Codegen {
       uint64_t addr = hbm_alloc(bytes);
       decl(fmt::format(".tensor {} role=input dtype={} shape=[{}] addr={}{}", quote(name), dt_, fmt::join(shape, ", "), addr,
                        quant_attrs(arg, bool(fn.getArgAttr(i, "vtpu.nhwc")))));
-      // An image with few channels that only convolutions read stays in HBM: those
-      // convolutions load it packed (see gen_conv_packed) instead of R lanes per pixel.
-      bool packed = !arg.use_empty();
-      for (mlir::Operation* u : arg.getUsers()) {
-        auto c = mlir::dyn_cast<tpu::Conv2DOp>(u);
-        packed &= c && packable(c);
-      }
-      if (packed) {
+      if (read_packed(arg)) {
         input_hbm_[arg.getAsOpaquePointer()] = addr;
         continue;
       }
@@ -3692,6 +3709,10 @@ class Codegen {
 CompileResult generate_program(mlir::ModuleOp module, const config::Config& cfg, const CompileOptions& options,
                                const std::map<const void*, float>& scales) {
   return Codegen(cfg, options, scales).run(module);
+}
+
+void check_inputs_fit(mlir::ModuleOp module, const config::Config& cfg, const CompileOptions& options) {
+  Codegen(cfg, options, {}).check_inputs_fit(module);
 }
 
 }  // namespace vtpu::compiler

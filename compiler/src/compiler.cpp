@@ -179,7 +179,10 @@ CompileResult compile_onnx(const std::filesystem::path& model, const config::Con
   if (options.emit_mlir_stage == "tpu") mlir_text = print(*module);
 
   std::map<const void*, float> scales;
-  if (options.precision == Precision::Int8) scales = calibrate(*module, options);
+  if (options.precision == Precision::Int8) {
+    check_inputs_fit(*module, cfg, options);
+    scales = calibrate(*module, options);
+  }
   CompileResult r = generate_program(*module, cfg, options, scales);
   r.mlir = std::move(mlir_text);
   return r;

@@ -22,6 +22,10 @@ mlir::OwningOpRef<mlir::ModuleOp> import_onnx(mlir::MLIRContext& ctx, const std:
 CompileResult generate_program(mlir::ModuleOp module, const config::Config& cfg, const CompileOptions& options,
                                const std::map<const void*, float>& scales = {});
 
+// Throws the unified-buffer error generate_program would give when the model's inputs
+// alone do not fit (checked before INT8 calibration, which is slow for big models).
+void check_inputs_fit(mlir::ModuleOp module, const config::Config& cfg, const CompileOptions& options);
+
 // fp32 interpreter of func @main at the tpu level (reference.cpp). Images are NHWC.
 struct RefTensor {
   std::vector<int64_t> shape;
