@@ -172,7 +172,7 @@ class Importer {
     const auto& t = in.type().tensor_type();
     if (!is_float_type(t.elem_type()) && !is_integer_type(t.elem_type()))
       fail(fmt::format("input '{}' has element type {}, which is not supported: model inputs must be float32, float16, "
-                       "bfloat16, double or an integer type (int64, int32, int16, uint16, int8, uint8; carried as int32)",
+                       "bfloat16, double or an integer type (int64, int32, int16, int8 and their unsigned forms; carried as int32)",
                        in.name(), onnx::TensorProto::DataType_Name(onnx::TensorProto::DataType(t.elem_type()))),
            in.name());
     std::vector<int64_t> shape;
@@ -282,11 +282,13 @@ class Importer {
            t == onnx::TensorProto::DOUBLE;
   }
 
-  // ONNX integer element types whose values int32 holds exactly (int64 token ids are
-  // assumed to fit; the runtime checks the values it places).
+  // ONNX integer element types carried as int32: exact for the narrow ones; for int64,
+  // uint32 and uint64 (token ids, small counts) the runtime checks every value it places
+  // and refuses one int32 cannot hold.
   static bool is_integer_type(int t) {
     return t == onnx::TensorProto::INT64 || t == onnx::TensorProto::INT32 || t == onnx::TensorProto::INT16 ||
-           t == onnx::TensorProto::UINT16 || t == onnx::TensorProto::INT8 || t == onnx::TensorProto::UINT8;
+           t == onnx::TensorProto::UINT16 || t == onnx::TensorProto::INT8 || t == onnx::TensorProto::UINT8 ||
+           t == onnx::TensorProto::UINT32 || t == onnx::TensorProto::UINT64;
   }
 
   mlir::RankedTensorType tensor_type(const std::vector<int64_t>& shape) {

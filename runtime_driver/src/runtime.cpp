@@ -87,6 +87,7 @@ std::vector<int32_t> int32_values(const NpyArray& a, const std::string& tensor, 
     else if (k == "i4") { int32_t y; std::memcpy(&y, p, 4); x = y; }
     else if (k == "u4") { uint32_t y; std::memcpy(&y, p, 4); x = y; }
     else if (k == "i8") { int64_t y; std::memcpy(&y, p, 8); x = double(y); }
+    else if (k == "u8") { uint64_t y; std::memcpy(&y, p, 8); x = double(y); }
     else if (k == "f4") { float y; std::memcpy(&y, p, 4); x = y; }
     else
       throw UserError(fmt::format("{}: input '{}' is an integer tensor; the file holds numpy '{}' (use int64, int32, int16, "

@@ -46,17 +46,28 @@ std::vector<float> floats_of(const onnx::TensorProto& t) {
   for (auto d : t.dims()) n *= size_t(d);
   std::vector<float> v(n);
   auto dt = t.data_type();
-  if (dt == onnx::TensorProto::INT32 || dt == onnx::TensorProto::INT8 || dt == onnx::TensorProto::UINT8) {
-    // raw little-endian data, or int32_data holding each value
-    size_t esz = dt == onnx::TensorProto::INT32 ? 4 : 1;
+  // Integer tensors: raw little-endian data, or the typed field ONNX keeps them in
+  // (int32_data up to 32 bits, int64_data, uint64_data for uint32/uint64).
+  static const std::map<int, std::pair<size_t, bool>> kInts = {  // element bytes, signed
+      {onnx::TensorProto::INT8, {1, true}},   {onnx::TensorProto::UINT8, {1, false}},
+      {onnx::TensorProto::INT16, {2, true}},  {onnx::TensorProto::UINT16, {2, false}},
+      {onnx::TensorProto::INT32, {4, true}},  {onnx::TensorProto::UINT32, {4, false}},
+      {onnx::TensorProto::INT64, {8, true}},  {onnx::TensorProto::UINT64, {8, false}}};
+  if (auto k = kInts.find(dt); k != kInts.end()) {
+    auto [esz, is_signed] = k->second;
     for (size_t i = 0; i < n; ++i) {
-      int32_t x = 0;
+      double x;
       if (t.has_raw_data()) {
-        const char* p = t.raw_data().data() + i * esz;
-        if (esz == 4) std::memcpy(&x, p, 4);
-        else x = dt == onnx::TensorProto::INT8 ? int32_t(int8_t(*p)) : int32_t(uint8_t(*p));
+        uint64_t u = 0;
+        std::memcpy(&u, t.raw_data().data() + i * esz, esz);
+        int shift = int(64 - 8 * esz);
+        x = is_signed ? double(int64_t(u << shift) >> shift) : double(u);
+      } else if (dt == onnx::TensorProto::INT64) {
+        x = double(t.int64_data(int(i)));
+      } else if (dt == onnx::TensorProto::UINT32 || dt == onnx::TensorProto::UINT64) {
+        x = double(t.uint64_data(int(i)));
       } else {
-        x = t.int32_data(int(i));
+        x = double(t.int32_data(int(i)));
       }
       v[i] = float(x);
     }
@@ -78,17 +89,8 @@ std::vector<float> floats_of(const onnx::TensorProto& t) {
     }
     return v;
   }
-  if (t.data_type() != onnx::TensorProto::FLOAT && t.data_type() != onnx::TensorProto::INT64)
+  if (t.data_type() != onnx::TensorProto::FLOAT)
     throw UserError(fmt::format("tensor '{}' has element type {}", t.name(), t.data_type()));
-  if (t.data_type() == onnx::TensorProto::INT64) {
-    for (size_t i = 0; i < n; ++i) {
-      int64_t x;
-      if (t.has_raw_data()) std::memcpy(&x, t.raw_data().data() + i * 8, 8);
-      else x = t.int64_data(int(i));
-      v[i] = float(x);
-    }
-    return v;
-  }
   if (t.has_raw_data()) std::memcpy(v.data(), t.raw_data().data(), n * 4);
   else for (size_t i = 0; i < n; ++i) v[i] = t.float_data(int(i));
   return v;
