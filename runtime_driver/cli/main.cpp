@@ -76,13 +76,13 @@ struct CompileArgs {
   int64_t batch = 0;
 };
 
-// --calibrate NAME=FILE.npy or NAME=IMAGE[,IMAGE...], repeatable.
-std::map<std::string, std::string> calibration_specs(const std::vector<std::string>& specs) {
+// --input and --calibrate: NAME=FILE.npy or NAME=IMAGE[,IMAGE...], repeatable.
+std::map<std::string, std::string> file_specs(const char* flag, const std::vector<std::string>& specs) {
   std::map<std::string, std::string> r;
   for (const std::string& spec : specs) {
     size_t eq = spec.find('=');
     if (eq == std::string::npos || eq == 0 || eq + 1 == spec.size())
-      throw UserError(fmt::format("--calibrate '{}': expected NAME=FILE.npy or NAME=IMAGE[,IMAGE...]", spec));
+      throw UserError(fmt::format("{} '{}': expected NAME=FILE.npy or NAME=IMAGE[,IMAGE...]", flag, spec));
     r[spec.substr(0, eq)] = spec.substr(eq + 1);
   }
   return r;
@@ -99,12 +99,9 @@ int cmd_compile(const CompileArgs& a) {
   // A zoo name instead of a file: the zoo's model (generated once); the program goes to NAME.vtpu here.
   std::filesystem::path model = a.model;
   if (!std::filesystem::exists(model) && models::find(a.model)) model = models::materialize(a.model, models::default_dir());
-  if (!a.calibrate.empty()) {
-    if (opt.precision != compiler::Precision::Int8)
-      throw UserError("--calibrate applies to --dtype int8 (bf16 needs no calibration)");
-    opt.calibration = runtime::calibration_from_files(model, calibration_specs(a.calibrate), a.batch,
-                                                      runtime::image_norm_from_name(a.image_norm));
-  }
+  if (!a.calibrate.empty())
+    opt.calibration = runtime::calibration_from_files(model, file_specs("--calibrate", a.calibrate), a.batch,
+                                                      runtime::image_norm_from_name(a.image_norm), opt.precision);
   compiler::CompileResult r = compiler::compile_onnx(model, cfg, opt);
   std::string out = a.output.empty() ? (model == a.model ? default_output(a.model).string() : a.model + ".vtpu") : a.output;
   isa::write_program(r.program, out);
@@ -202,13 +199,8 @@ int cmd_run(RunArgs a) {
   opt.seed = a.seed;
   opt.check = a.check;
   opt.record_trace = !a.trace.empty();
-  for (const std::string& spec : a.inputs) {
-    size_t eq = spec.find('=');
-    if (eq == std::string::npos || eq == 0)
-      throw UserError(fmt::format("--input '{}': expected NAME=FILE.npy or NAME=IMAGE[,IMAGE...]", spec));
-    opt.input_files[spec.substr(0, eq)] = spec.substr(eq + 1);
-  }
-  opt.calibration_files = calibration_specs(a.calibrate);
+  for (const auto& [name, file] : file_specs("--input", a.inputs)) opt.input_files[name] = file;
+  opt.calibration_files = file_specs("--calibrate", a.calibrate);
   // Image scaling: --image-norm, else the zoo model's own, else pixel / 255.
   if (!a.image_norm.empty()) opt.image_norm = runtime::image_norm_from_name(a.image_norm);
   else if (!zoo_norm.empty()) opt.image_norm = runtime::image_norm_from_name(zoo_norm);

@@ -131,6 +131,18 @@ std::vector<float> float_values(const NpyArray& a, const std::string& tensor, co
   return v;
 }
 
+// "a.png,b.png" -> its comma-separated files (one entry for a single .npy).
+std::vector<std::filesystem::path> comma_list(const std::string& spec) {
+  std::vector<std::filesystem::path> files;
+  for (size_t at = 0; at <= spec.size();) {
+    size_t comma = spec.find(',', at);
+    if (comma == std::string::npos) comma = spec.size();
+    files.push_back(spec.substr(at, comma - at));
+    at = comma + 1;
+  }
+  return files;
+}
+
 std::vector<int32_t> nchw_to_nhwc_ints(const std::vector<int32_t>& x, const std::vector<int64_t>& nchw) {
   std::vector<float> idx(x.size());
   for (size_t i = 0; i < x.size(); ++i) idx[i] = float(i);  // positions, exact below 2^24
@@ -143,7 +155,10 @@ std::vector<int32_t> nchw_to_nhwc_ints(const std::vector<int32_t>& x, const std:
 }  // namespace
 
 std::vector<std::map<std::string, std::vector<float>>> calibration_from_files(
-    const std::filesystem::path& model, const std::map<std::string, std::string>& specs, int64_t batch, ImageNorm norm) {
+    const std::filesystem::path& model, const std::map<std::string, std::string>& specs, int64_t batch, ImageNorm norm,
+    compiler::Precision precision) {
+  if (precision != compiler::Precision::Int8)
+    throw UserError("--calibrate applies to --dtype int8 (bf16 needs no calibration)");
   compiler::CompileOptions o;
   o.batch = batch;
   std::vector<compiler::ModelInput> inputs = compiler::model_inputs(model, o);
@@ -161,13 +176,7 @@ std::vector<std::map<std::string, std::vector<float>>> calibration_from_files(
     std::vector<int64_t> model_shape = in.nhwc ? nchw_shape_of(in.shape) : in.shape;
     int64_t per = 1;
     for (int64_t d : model_shape) per *= d;
-    std::vector<std::filesystem::path> files;
-    for (size_t at = 0; at <= it->second.size();) {
-      size_t comma = it->second.find(',', at);
-      if (comma == std::string::npos) comma = it->second.size();
-      files.push_back(it->second.substr(at, comma - at));
-      at = comma + 1;
-    }
+    std::vector<std::filesystem::path> files = comma_list(it->second);
     std::vector<std::vector<float>> pieces;  // model layout
     if (std::all_of(files.begin(), files.end(), [](const auto& f) { return is_image_file(f); })) {
       int64_t n = model_shape.empty() ? 1 : model_shape[0];
@@ -213,9 +222,7 @@ ModelRun run_model(const std::filesystem::path& model, const config::Config& cfg
   copt.seed = opt.seed;
   if (!opt.calibration_files.empty()) {
     if (!onnx) throw UserError("--calibrate needs the ONNX model (calibration happens when it compiles), not a .vtpu program");
-    if (opt.precision != compiler::Precision::Int8)
-      throw UserError("--calibrate applies to --dtype int8 (bf16 needs no calibration)");
-    copt.calibration = calibration_from_files(model, opt.calibration_files, opt.batch, opt.image_norm);
+    copt.calibration = calibration_from_files(model, opt.calibration_files, opt.batch, opt.image_norm, opt.precision);
   }
   auto t0 = Clock::now();
   if (onnx) {
@@ -250,13 +257,7 @@ ModelRun run_model(const std::filesystem::path& model, const config::Config& cfg
     auto it = opt.input_files.find(t.name);
     std::vector<std::filesystem::path> images;
     if (it != opt.input_files.end()) {
-      std::string spec = it->second.string();
-      for (size_t at = 0; at <= spec.size();) {
-        size_t comma = spec.find(',', at);
-        if (comma == std::string::npos) comma = spec.size();
-        images.push_back(spec.substr(at, comma - at));
-        at = comma + 1;
-      }
+      images = comma_list(it->second.string());
       if (!std::all_of(images.begin(), images.end(), [](const auto& f) { return is_image_file(f); })) images.clear();
     }
     if (!images.empty()) {

@@ -141,10 +141,11 @@ TEST_P(OrtReference, InterpreterAndChipAgreeWithOnnxRuntime) {
   why << std::ifstream(log).rdbuf();
   ASSERT_EQ(rc, 0) << "onnxruntime failed (scripts/install-deps.sh installs node and onnxruntime-node): " << why.str();
 
-  // The interpreter takes and gives tensors in the program's layout (images NHWC).
+  // The interpreter takes and gives tensors in the program's layout (images NHWC, as the
+  // compiler says).
   Values program_inputs = inputs;
-  for (const auto& in : model_inputs(model))
-    if (in.shape.size() == 4) program_inputs[in.name] = nchw_to_nhwc(inputs[in.name], in.shape);
+  for (const auto& in : compiler::model_inputs(model))
+    if (in.nhwc) program_inputs[in.name] = nchw_to_nhwc(inputs[in.name], nchw_shape_of(in.shape));
   Values ref = compiler::reference_outputs(model, program_inputs);
   ASSERT_FALSE(ref.empty());
   Values ort;

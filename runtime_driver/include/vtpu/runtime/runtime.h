@@ -19,9 +19,11 @@ namespace vtpu::runtime {
 // compiled at `batch` (0: its own): `specs` maps every input name to "FILE.npy" (float32 or,
 // for integer inputs, an integer type; element count a whole multiple of the input's at this
 // batch) or "IMG[,IMG...]" (image files, a multiple of the batch size, scaled as `norm` says).
-// Each batch-sized piece is one sample. Errors name the input, the file and what differs.
+// Each batch-sized piece is one sample. Errors name the input, the file and what differs;
+// `precision` other than int8 is an error (bf16 needs no calibration).
 std::vector<std::map<std::string, std::vector<float>>> calibration_from_files(
-    const std::filesystem::path& model, const std::map<std::string, std::string>& specs, int64_t batch, ImageNorm norm);
+    const std::filesystem::path& model, const std::map<std::string, std::string>& specs, int64_t batch, ImageNorm norm,
+    compiler::Precision precision);
 
 struct RunOptions {
   compiler::Precision precision = compiler::Precision::Bf16;
