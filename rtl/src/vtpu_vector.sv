@@ -178,7 +178,8 @@ module vtpu_vector import vtpu_isa_pkg::*, vtpu_num_pkg::*, vtpu_vec_table_pkg::
       l = (int'(e_a) + row_bytes - 1) / UB_ROW_BYTES;
       for (int j = 0; j < MAXBLK; j++) if (f + j <= l) rd_hits[(f + j) % UB_BANKS]++;
     end
-    if (binary && !e_bacc && (b_every_row || e_row == 16'd0)) begin
+    // b reading the very bytes a reads (x * x) is the same access
+    if (binary && !e_bacc && (b_every_row || e_row == 16'd0) && !(b_every_row && !e_aacc && e_b == e_a)) begin
       f = int'(e_b) / UB_ROW_BYTES;
       l = (int'(e_b) + row_bytes - 1) / UB_ROW_BYTES;
       for (int j = 0; j < MAXBLK; j++) if (f + j <= l) rd_hits[(f + j) % UB_BANKS]++;

@@ -665,6 +665,8 @@ void Machine::exec_vector(const Operation& op, uint64_t T, const OpRef& ref) {
   uint64_t occ = steps_n * lane_passes * window;
   if (!pool) {
     bool b_ub = binary && b.space == Space::Ub, b_every_row = b_ub && !V("bcast");
+    // b reading the very bytes a reads (x * x) is one access, not two.
+    if (b_every_row && a.space == Space::Ub && a.lo == b.lo && a.v.row_bytes == b.v.row_bytes) b_ub = b_every_row = false;
     std::vector<uint64_t> strides;
     if (a.space == Space::Ub) strides.push_back(S * a.v.row_bytes);
     if (b_every_row) strides.push_back(S * b.v.row_bytes);

@@ -221,6 +221,31 @@ TEST(Timing, VectorBroadcastReadsBInRowZeroOnly) {
   EXPECT_EQ(v["v1_end"] - v["v1_begin"], occ2);
 }
 
+// A square (b at a's address, read every row) takes one read for both operands; the same
+// values at an address one bank period away are a second read of the same bank each row.
+TEST(Timing, VectorSquareReadsItsOperandOnce) {
+  config::Config cfg = config::load_preset("tiny-8x8");
+  const auto& vc = cfg.core.vector;
+  const auto& u = cfg.core.unified_buffer;
+  uint64_t W = cfg.core.mxu.cols, rows = 6, rb = 4 * W, period = uint64_t(u.row_bytes) * u.banks;
+  uint64_t x = 1024, twin = x + 16 * period;
+  std::string text = fmt::format(R"(
+      vec.mul dst=ub[r0+0] a=ub[r0+{x}] b=ub[r0+{x}] rows={rows} dt=fp32 flag=f1
+      vec.mul dst=ub[r0+{y}] a=ub[r0+{x}] b=ub[r0+{twin}] rows={rows} dt=fp32 flag=f1
+      wait f1, 2
+      halt
+  )", fmt::arg("x", x), fmt::arg("twin", twin), fmt::arg("y", 4096), fmt::arg("rows", rows));
+  auto v = parse(run_asm("tiny-8x8", text, vector_events, {}, traced()));
+  uint64_t passes = (W + vc.lanes - 1) / vc.lanes, once = 0, twice = 0;
+  for (uint64_t i = 0; i < rows; ++i) {
+    once += std::max(passes, testing::expected_bank_cycles(cfg, {{x + i * rb, rb}}, {{i * rb, rb}}));
+    twice += std::max(passes, testing::expected_bank_cycles(cfg, {{x + i * rb, rb}, {twin + i * rb, rb}}, {{4096 + i * rb, rb}}));
+  }
+  ASSERT_GT(twice, once);
+  EXPECT_EQ(v["v0_end"] - v["v0_begin"], once);
+  EXPECT_EQ(v["v1_end"] - v["v1_begin"], twice);
+}
+
 TEST(Timing, BranchPenaltyAndLoopCount) {
   config::Config cfg = config::load_preset("tiny-4x4");
   uint64_t pen = cfg.core.scalar.branch_penalty_cycles;
