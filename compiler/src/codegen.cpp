@@ -29,6 +29,7 @@
 #include "mlir/IR/BuiltinAttributes.h"
 #include "tpu_dialect.h"
 #include "vtpu/isa/assembler.h"
+#include "vtpu/isa/isa.h"
 #include "vtpu/numerics/float.h"
 
 namespace vtpu::compiler {
@@ -97,9 +98,14 @@ class UbAllocator {
     high_ = std::max(high_, at + bytes);
     return at;
   }
+  // Frees the allocation that holds `at` (an activation may start past its allocation's
+  // first byte, see Codegen::new_act).
   void release(uint64_t at) {
-    auto u = used_.find(at);
-    if (u == used_.end()) return;
+    auto u = used_.upper_bound(at);
+    if (u == used_.begin()) return;
+    --u;
+    if (at >= u->first + u->second) return;
+    at = u->first;
     uint64_t n = u->second;
     used_.erase(u);
     auto [it, ok] = free_.emplace(at, n);
@@ -147,6 +153,22 @@ struct Block {
   std::function<std::vector<std::string>(uint32_t mxu, uint64_t acc_row)> epilogue;
   uint64_t acc_rows = 0;
   int64_t after = -1;  // an earlier block whose epilogue must be done before this one's starts
+  int64_t needs = -1;  // an earlier block whose epilogue writes this one's input: done before its first matmul
+};
+
+// One vector operation of a dependent sequence: its text ("{flag}" for its flag), its
+// estimated issue cycles, and whether it waits for the operations before it (else it only
+// issues after them).
+struct VecStep {
+  std::string text;
+  uint64_t occ = 0;
+  bool waits = false;
+};
+// Vector work beside a stream of blocks: `steps` in order, the first once the epilogues of
+// blocks `deps` are done (a layer norm of the rows those blocks complete).
+struct SideWork {
+  std::vector<size_t> deps;
+  std::vector<VecStep> steps;
 };
 
 class Codegen {
@@ -497,15 +519,41 @@ class Codegen {
                                    what, bytes, free, ub_.capacity(), pieces, bytes - std::min(bytes, largest)));
   }
 
-  Act new_act(const std::vector<int64_t>& shape, const std::string& what, bool temporary = false, uint64_t slack = 0) {
+  // With `apart_from` (another activation's base), the activation starts one bank after it
+  // (modulo the banks), so an elementwise op on the two reads row i of each from different
+  // banks instead of paying a conflict on every step.
+  Act new_act(const std::vector<int64_t>& shape, const std::string& what, bool temporary = false, uint64_t slack = 0,
+              std::optional<uint64_t> apart_from = std::nullopt) {
     Act a;
     a.shape = shape;
     a.features = uint64_t(shape.back());
     a.rows = numel(shape) / a.features;
     a.blocks = ceil_div(a.features, R_);
     a.block_bytes = align_up(a.rows * R_ * esz_, 64);
+    uint64_t rb = cfg_.core.unified_buffer.row_bytes, period = rb * cfg_.core.unified_buffer.banks;
+    if (apart_from && ub_.largest_free() >= a.bytes() + slack + period) {
+      uint64_t at = ub_take(a.bytes() + slack + period, what, temporary || output_high_);
+      a.base = at + (*apart_from + rb + period - at % period) % period;
+      return a;
+    }
     a.base = ub_take(a.bytes() + slack, what, temporary || output_high_);
     return a;
+  }
+  // The other operand of the add that is out's only user (through reshapes that keep the
+  // rows), when it is in the unified buffer: a residual the op producing `out` may be fused with.
+  std::optional<uint64_t> residual_base(Value out) {
+    Value v = out;
+    while (v.hasOneUse()) {
+      auto r = mlir::dyn_cast<tpu::ReshapeOp>(*v.getUsers().begin());
+      if (!r || shape_of(r.getOutput()).back() != shape_of(v).back()) break;
+      v = r.getOutput();
+    }
+    if (!v.hasOneUse()) return std::nullopt;
+    auto ad = mlir::dyn_cast<tpu::AddOp>(*v.getUsers().begin());
+    if (!ad) return std::nullopt;
+    auto it = acts_.find((ad.getLhs() == v ? ad.getRhs() : ad.getLhs()).getAsOpaquePointer());
+    if (it == acts_.end()) return std::nullopt;
+    return it->second.base;
   }
 
   // The output of an elementwise op: the buffer of an operand this op is the last user of
@@ -751,9 +799,10 @@ class Codegen {
   // `ready` is the wait for it, which then goes in front of the prologue.
   // `background`: independent vector instructions ("{flag}" for their flag, with their
   // estimated issue cycles) slotted in where the epilogues leave the vector unit free.
+  // `side`: dependent vector work slotted in the same way once the blocks it needs are done.
   void run_blocks(std::vector<Block>& blocks, bool constant_tiles = false,
                   std::optional<std::pair<std::string, size_t>> ready = std::nullopt,
-                  std::vector<std::pair<std::string, uint64_t>> background = {}) {
+                  std::vector<std::pair<std::string, uint64_t>> background = {}, std::vector<SideWork> side = {}) {
     uint32_t nm = cfg_.core.mxu.count;
     struct Stream {
       std::vector<size_t> blocks;  // indices into `blocks`
@@ -798,8 +847,10 @@ class Codegen {
       bool closed = false;
       size_t block = 0;
       uint64_t ready = 0, occ = 0;  // estimates: when its next phase's input is there; one phase's issue cycles
-      bool free = false;  // background work: no MXU to wait for, no phase waits for another
-      std::vector<uint64_t> occs = {};  // background: each phase's issue cycles
+      bool free = false;  // background or side work: no MXU to wait for
+      std::vector<uint64_t> occs = {};  // free: each phase's issue cycles
+      std::vector<bool> waits = {};  // free: whether the phase waits for the one before
+      std::vector<size_t> deps = {};  // side work: the blocks whose epilogues its first phase waits for
     };
     uint64_t span = 1;
     for (const Block& b : blocks)
@@ -830,13 +881,20 @@ class Codegen {
     auto bundle = [&](uint64_t at) { now = std::max(now + 1, at + 1); };
     double bytes_per_cycle = cfg_.memory.bandwidth_gbytes_per_s * 1e3 / cfg_.clock_mhz;
     uint64_t lag = uint64_t(mxc.input_latency_cycles) + R_ + C_ + mxc.output_latency_cycles, clock = 0;
-    // The vector unit completes operations in order and f24 counts the epilogue operations
-    // done, so an epilogue's next phase waits until f24 has counted up to its own previous
-    // operation: the other epilogues' operations issued after it keep the unit busy.
+    // f24 counts the epilogue operations done, so an epilogue's next phase waits until f24
+    // has counted up to its own previous operation j: the other epilogues' operations issued
+    // after it keep the unit busy. Operations issue in order but finish after their class's
+    // latency, so one issued after j with a shorter latency may finish first and count in its
+    // place: those that can (docs/microarch.md: k after j finishes first only if the issue
+    // cycles from j's end to k's end plus k's latency are below j's latency) are waited for too.
     uint64_t issued = 0, consumed = 0;
+    std::vector<uint64_t> op_lat{0}, op_occ{0};  // per f24 operation, from 1
     auto wait_upto = [&](uint64_t j, uint64_t done_at) {
-      if (consumed < j) code(fmt::format("  wait f24, {}", j - consumed)), bundle(done_at);
-      consumed = std::max(consumed, j);
+      uint64_t need = j;
+      for (uint64_t k = j + 1, between = 0; k <= issued && between < op_lat[j]; between += op_occ[k], ++k)
+        if (between + op_occ[k] + op_lat[k] < op_lat[j]) ++need;
+      if (consumed < need) code(fmt::format("  wait f24, {}", need - consumed)), bundle(done_at);
+      consumed = std::max(consumed, need);
     };
     std::function<void(Pending&)> advance;
     auto find_block = [&](size_t bi) -> Pending* {
@@ -859,6 +917,10 @@ class Codegen {
     };
     advance = [&](Pending& p) {
       if (p.free) {
+        if (p.next == 0)
+          for (size_t d : p.deps) close_block(d);
+        else if (p.waits[p.next])
+          wait_upto(p.last, p.ready);
       } else if (p.next == 0) {
         if (blocks[p.block].after >= 0) close_block(size_t(blocks[p.block].after));
         code(fmt::format("  wait f{}", 2 + p.mxu)), bundle(p.ready);
@@ -875,6 +937,8 @@ class Codegen {
       vfree = t + occ;
       p.ready = vdone = std::max(vdone, vfree + vlat);
       p.last = ++issued;
+      op_lat.push_back(vec_latency(text));
+      op_occ.push_back(occ);
     };
     // Finishes the epilogues in flight up to `count` of them (in order), one phase of each
     // in turn, so the vector unit works on several while each waits for its previous phase.
@@ -901,7 +965,19 @@ class Codegen {
     auto start_of = [&](size_t i) -> std::optional<uint64_t> {
       Pending& p = pending[i];
       if (p.closed || p.next >= p.phases.size()) return std::nullopt;
-      if (p.free) return std::max(now, vfree);
+      if (p.free) {
+        uint64_t t = std::max(now, vfree);
+        if (p.next > 0 && p.waits[p.next]) t = std::max(t, p.ready);
+        if (p.next == 0)
+          for (size_t d : p.deps) {
+            if (!started[d]) return std::nullopt;
+            if (Pending* q = find_block(d); q && !q->closed) {
+              if (q->next < q->phases.size()) return std::nullopt;
+              t = std::max(t, q->ready);
+            }
+          }
+        return t;
+      }
       uint64_t t = std::max({now, vfree, p.ready});
       if (p.next == 0) {
         for (size_t j = 0; j < i; ++j)
@@ -916,10 +992,10 @@ class Codegen {
     };
     // Issues the epilogue operations that can start by `until` (the cycle the next matmul
     // would issue anyway), oldest first.
-    auto slot_in = [&](uint64_t until) {
+    auto slot_in = [&](uint64_t until, bool only_free) {
       for (bool again = true; again;) {
         again = false;
-        for (int bg = 0; bg < 2 && !again; ++bg)  // epilogues before background work
+        for (int bg = only_free ? 1 : 0; bg < 2 && !again; ++bg)  // epilogues before background work
           for (size_t i = 0; i < pending.size(); ++i)
             if (auto t = start_of(i); pending[i].free == bool(bg) && t && *t <= until) {
               advance(pending[i]);
@@ -931,8 +1007,15 @@ class Codegen {
     if (!background.empty()) {
       Pending bp{nm, 0, {}};
       bp.free = true;
-      for (auto& [text, occ] : background) bp.phases.push_back(std::move(text)), bp.occs.push_back(occ);
+      for (auto& [text, occ] : background) bp.phases.push_back(std::move(text)), bp.occs.push_back(occ), bp.waits.push_back(false);
       pending.push_back(std::move(bp));
+    }
+    for (SideWork& w : side) {
+      Pending sp{nm, 0, {}};
+      sp.free = true;
+      sp.deps = std::move(w.deps);
+      for (VecStep& st : w.steps) sp.phases.push_back(std::move(st.text)), sp.occs.push_back(st.occ), sp.waits.push_back(st.waits);
+      pending.push_back(std::move(sp));
     }
     std::vector<size_t> tile_pos(nm, 0), blocks_done(nm, 0);
     std::vector<std::pair<uint32_t, std::pair<size_t, uint64_t>>> finished;  // (mxu, (block, region))
@@ -950,6 +1033,14 @@ class Codegen {
         if (tile_pos[m] >= s[m].tiles.size()) continue;
         work = true;
         auto [bi, gi] = s[m].tiles[tile_pos[m]];
+        // A block whose input an earlier block's epilogue writes: its matmuls wait until that
+        // epilogue has issued its last operation (the MXU sits out this step meanwhile).
+        if (gi == 0 && blocks[bi].needs >= 0) {
+          size_t nb = size_t(blocks[bi].needs);
+          Pending* q = find_block(nb);
+          if (!started[nb] || (q && !q->closed && q->next < q->phases.size())) continue;
+          if (q && !q->closed) wait_upto(q->last, q->ready), q->closed = true;
+        }
         uint64_t region = blocks_done[m] % nreg;
         base[m] = region * region_rows;
         // The accumulator region must be free: finish the epilogues (in order) up to the
@@ -970,7 +1061,7 @@ class Codegen {
           const MatmulStep& st = grp[m]->steps[k];
           bool last = gi + 1 == blocks[bi].groups.size() && k + 1 == grp[m]->steps.size();
           uint64_t issue = std::max({now, mxu_free[m], k == 0 ? shifted[m] : 0});
-          if (slotted) slot_in(issue);
+          if (slotted || !side.empty()) slot_in(issue, !slotted);
           std::string src = addr_ref(st.src, 10 + int(m));
           if (st.src > 0xFFFFFF) bundle(now);
           std::string op = fmt::format("mxu.matmul mxu={} src={} dst=r0+{} rows={} dtype={}{}{}{}{}", m, src,
@@ -1009,7 +1100,7 @@ class Codegen {
         uint64_t load = uint64_t(std::ceil(double(active * R_ * C_ * esz_) / bytes_per_cycle));
         clock += std::max<uint64_t>({step_rows, mxc.weight_shift_cycles, load});
         for (Pending& p : pending)
-          if (!p.closed && p.next < p.phases.size() && (p.next > 0 || clock >= p.start_at)) advance(p);
+          if (!p.free && !p.closed && p.next < p.phases.size() && (p.next > 0 || clock >= p.start_at)) advance(p);
       }
       for (uint32_t m = 0; m < nm; ++m) {
         if (!grp[m]) continue;
@@ -1029,11 +1120,7 @@ class Codegen {
         pending.push_back(std::move(p));
         started[br.first] = true;
       }
-      while (!pending.empty() && pending.front().closed) pending.pop_front();
-      if (!pending.empty() && pending.front().free && pending.size() > 1) {  // keep it from holding up the pops
-        pending.push_back(std::move(pending.front()));
-        pending.pop_front();
-      }
+      std::erase_if(pending, [](const Pending& p) { return p.closed || (p.free && p.next >= p.phases.size()); });
     }
     hoist_at_ = code_.size();  // the next stream's prologue may go here
     finish(pending.size(), true);
@@ -1269,7 +1356,7 @@ class Codegen {
     tag(op.getLayer().str());
     MatmulPlan plan;
     std::vector<Block> blocks = plan_matmul(op, 0, plan);
-    run_blocks(blocks, true);
+    run_blocks(blocks, true, std::nullopt, {}, std::move(plan.side));
     finish_matmul(plan, op.getLayer().str());
     add_fused_bounds();
   }
@@ -1281,10 +1368,13 @@ class Codegen {
     uint64_t bias_ub = 0, macs = 0, hbm_bytes = 0;
     Value out;
     uint64_t parts = kNoBias;  // split K's partial sums
+    std::vector<SideWork> side;  // a layer norm of the output, row chunk by row chunk
+    uint64_t ln_work = kNoBias;  // its fp32 rows and statistics
   };
   void finish_matmul(const MatmulPlan& p, const std::string& report_as) {
     ub_.release(p.bias_ub);
     if (p.parts != kNoBias) ub_.release(p.parts);
+    if (p.ln_work != kNoBias) ub_.release(p.ln_work);
     add_bound(report_as, p.macs, p.hbm_bytes);  // the tiles are read again, whether shared or not
     define(p.out, p.y);
   }
@@ -1331,15 +1421,20 @@ class Codegen {
     }
     std::vector<MatmulPlan> plans(group.size());
     std::vector<Block> blocks;
+    std::vector<SideWork> side;
     for (size_t i = 0; i < group.size(); ++i) {
       auto b = plan_matmul(group[i], nt, plans[i], same_k);
-      int64_t offset = int64_t(blocks.size());  // `after` indexes the matmul's own blocks
+      int64_t offset = int64_t(blocks.size());  // `after` and `deps` index the matmul's own blocks
       for (Block& blk : b) {
         if (blk.after >= 0) blk.after += offset;
         blocks.push_back(std::move(blk));
       }
+      for (SideWork& w : plans[i].side) {
+        for (size_t& d : w.deps) d += size_t(offset);
+        side.push_back(std::move(w));
+      }
     }
-    run_blocks(blocks, true);
+    run_blocks(blocks, true, std::nullopt, {}, std::move(side));
     for (size_t i = 0; i < group.size(); ++i) {
       finish_matmul(plans[i], layer);
       for (Value operand : group[i]->getOperands()) release(operand);
@@ -1398,8 +1493,10 @@ class Codegen {
     // A head view read as a batch matmul's left-hand side reads whole array rows from a
     // head's first lane: the last row's read runs up to a row past the tensor.
     bool slack = !is_int32(op.getOutput()) && head_view_split(op.getOutput()).has_value();
-    Act y = slack ? new_act(shape_of(op.getOutput()), fmt::format("the output of '{}'", layer), false, R_ * esz_)
-                  : out_act(op.getOutput(), fmt::format("the output of '{}'", layer));
+    Act y = is_int32(op.getOutput())
+                ? out_act(op.getOutput(), fmt::format("the output of '{}'", layer))
+                : new_act(shape_of(op.getOutput()), fmt::format("the output of '{}'", layer), false, slack ? R_ * esz_ : 0,
+                          residual_base(op.getOutput()));
     if (slack) slack_values_.insert(op.getOutput().getAsOpaquePointer());
     // Matmuls sharing a weight constant share its tiles in HBM (and its INT8 quantization).
     auto cached = weight_cache_.find(op.getWeight().getAsOpaquePointer());
@@ -1429,8 +1526,9 @@ class Codegen {
     uint64_t mc = row_chunk(x.rows, nt_total ? nt_total : nt);
     const auto& tiles = shared.tiles;
     FusedPhases fused = fuse_elementwise(op.getOutput(), y, layer);
+    tpu::LayerNormOp ln;
     if (fused)
-      if (FusedPhases cvt = prepare_layernorm(op.getOutput(), y)) {
+      if (FusedPhases cvt = prepare_layernorm(op.getOutput(), y, &ln)) {
         FusedPhases add = fused;
         fused = [add, cvt](uint64_t n, uint64_t off, uint64_t rows) {
           auto ph = add(n, off, rows);
@@ -1454,6 +1552,9 @@ class Codegen {
     // second's adds them to its own before the usual epilogue.
     // The first half takes the smaller share of tiles, so it never finishes after the
     // second (they go to the MXUs side by side), whose epilogue waits for it.
+    // With a layer norm beside the stream (below), its rows wait for their chunk's last block:
+    // up to 8 chunks leave little of it after the stream's last matmul.
+    if (ln && x.rows > R_) mc = std::min(mc, std::max<uint64_t>(R_, align_up(ceil_div(x.rows, 8), cfg_.core.vector.sublanes)));
     uint64_t nm = cfg_.core.mxu.count, chunks = ceil_div(x.rows, mc), kh = kt / 2;
     auto busiest = [&](uint64_t nblocks, uint64_t tiles_per) { return ceil_div(nblocks, nm) * tiles_per; };
     uint64_t part_bytes = align_up(mc * C_ * 4, 64) * nt * chunks;
@@ -1463,44 +1564,70 @@ class Codegen {
     uint64_t parts = split ? ub_take(part_bytes, fmt::format("the partial sums of '{}'", layer)) : kNoBias;
     std::string acc_dt = q8_ ? "int32" : "fp32";
     std::vector<Block> blocks;
-    for (uint64_t n = 0; n < nt; ++n)
-      for (uint64_t r0 = 0; r0 < x.rows; r0 += mc) {
-        uint64_t rows = std::min(mc, x.rows - r0);
-        uint64_t part = split ? parts + (n * chunks + r0 / mc) * align_up(mc * C_ * 4, 64) : 0;
-        if (split) {
-          Block a;
-          for (uint64_t k = 0; k < kh; ++k)
-            a.groups.push_back({tiles[n][k], {{x.base + k * x.block_bytes + r0 * R_ * esz_, rows, 0, 0, k > 0}}});
-          a.epilogue = [this, rows, part, acc_dt](uint32_t m, uint64_t acc_row) {
-            uint64_t g = uint64_t(m) * cfg_.core.accumulators.rows + acc_row;
-            std::string pre, at = part <= 0xFFFFFF ? fmt::format("r0+{}", part) : (pre = fmt::format("  li r8, {}\n", part), "r8+0");
-            return std::vector<std::string>{
-                pre + fmt::format("  vec.copy dst=ub[{}] a=acc[r0+{}] rows={} dt={} flag={{flag}}\n", at, g, rows, acc_dt)};
-          };
-          blocks.push_back(std::move(a));
-        }
-        Block b;
-        for (uint64_t k = split ? kh : 0; k < kt; ++k)
-          b.groups.push_back({tiles[n][k], {{x.base + k * x.block_bytes + r0 * R_ * esz_, rows, 0, 0, k > (split ? kh : 0)}}});
-        if (split) b.after = int64_t(blocks.size()) - 1;
-        uint64_t out = y.base + n * y.block_bytes + r0 * C_ * out_esz_, bias_row = bias_at(bias_ub, n);
-        std::string ep = eps[n];
-        b.epilogue = [this, rows, bias_row, ep, out, fused, n, r0, split, part, acc_dt](uint32_t m, uint64_t acc_row) {
-          std::vector<std::string> ph;
-          if (split) {
-            uint64_t g = uint64_t(m) * cfg_.core.accumulators.rows + acc_row;
-            std::string pre, at = part <= 0xFFFFFF ? fmt::format("r0+{}", part) : (pre = fmt::format("  li r8, {}\n", part), "r8+0");
-            ph.push_back(pre + fmt::format("  vec.add dst=acc[r0+{0}] a=acc[r0+{0}] b=ub[{1}] rows={2} dt={3} flag={{flag}}\n", g, at,
-                                           rows, acc_dt));
-          }
-          for (auto& p : epilogue(m, acc_row, rows, bias_row, ep, out)) ph.push_back(p);
-          if (fused)
-            for (auto& p : fused(n, r0 * C_ * esz_, rows)) ph.push_back(p);
-          return ph;
+    std::vector<std::vector<size_t>> chunk_blocks(ceil_div(x.rows, mc));  // the blocks of each row chunk
+    auto add_blocks = [&](uint64_t n, uint64_t r0) {
+      uint64_t rows = std::min(mc, x.rows - r0);
+      uint64_t part = split ? parts + (n * chunks + r0 / mc) * align_up(mc * C_ * 4, 64) : 0;
+      if (split) {
+        Block a;
+        for (uint64_t k = 0; k < kh; ++k)
+          a.groups.push_back({tiles[n][k], {{x.base + k * x.block_bytes + r0 * R_ * esz_, rows, 0, 0, k > 0}}});
+        a.epilogue = [this, rows, part, acc_dt](uint32_t m, uint64_t acc_row) {
+          uint64_t g = uint64_t(m) * cfg_.core.accumulators.rows + acc_row;
+          std::string pre, at = part <= 0xFFFFFF ? fmt::format("r0+{}", part) : (pre = fmt::format("  li r8, {}\n", part), "r8+0");
+          return std::vector<std::string>{
+              pre + fmt::format("  vec.copy dst=ub[{}] a=acc[r0+{}] rows={} dt={} flag={{flag}}\n", at, g, rows, acc_dt)};
         };
-        blocks.push_back(std::move(b));
+        chunk_blocks[r0 / mc].push_back(blocks.size());
+        blocks.push_back(std::move(a));
       }
+      Block b;
+      for (uint64_t k = split ? kh : 0; k < kt; ++k)
+        b.groups.push_back({tiles[n][k], {{x.base + k * x.block_bytes + r0 * R_ * esz_, rows, 0, 0, k > (split ? kh : 0)}}});
+      if (split) b.after = int64_t(blocks.size()) - 1;
+      uint64_t out = y.base + n * y.block_bytes + r0 * C_ * out_esz_, bias_row = bias_at(bias_ub, n);
+      std::string ep = eps[n];
+      b.epilogue = [this, rows, bias_row, ep, out, fused, n, r0, split, part, acc_dt](uint32_t m, uint64_t acc_row) {
+        std::vector<std::string> ph;
+        if (split) {
+          uint64_t g = uint64_t(m) * cfg_.core.accumulators.rows + acc_row;
+          std::string pre, at = part <= 0xFFFFFF ? fmt::format("r0+{}", part) : (pre = fmt::format("  li r8, {}\n", part), "r8+0");
+          ph.push_back(pre + fmt::format("  vec.add dst=acc[r0+{0}] a=acc[r0+{0}] b=ub[{1}] rows={2} dt={3} flag={{flag}}\n", g, at,
+                                         rows, acc_dt));
+        }
+        for (auto& p : epilogue(m, acc_row, rows, bias_row, ep, out)) ph.push_back(p);
+        if (fused)
+          for (auto& p : fused(n, r0 * C_ * esz_, rows)) ph.push_back(p);
+        return ph;
+      };
+      chunk_blocks[r0 / mc].push_back(blocks.size());
+      blocks.push_back(std::move(b));
+    };
+    // A layer norm of the output runs beside the stream, row chunk by row chunk, once the
+    // chunk's blocks are done: the blocks then go chunk by chunk.
+    bool side_ln = ln && x.rows > mc;
+    for (uint64_t i = 0; i < nt * chunk_blocks.size(); ++i) {
+      uint64_t n = side_ln ? i % nt : i / chunk_blocks.size(), c = side_ln ? i / nt : i % chunk_blocks.size();
+      add_blocks(n, c * mc);
+    }
     plan = {layer, y, bias_ub, x.rows * K * N, K * N * esz_, op.getOutput(), parts};
+    if (side_ln) {
+      auto it = ln_prepared_.find(ln.getOperation());
+      plan.ln_work = it->second;
+      ln_prepared_.erase(it);
+      uint64_t base = align_up(plan.ln_work, cfg_.core.unified_buffer.row_bytes);
+      LnLayout lay = ln_layout(y.rows, y.blocks);
+      ln_load_mask(y, base, lay);
+      Act yl = new_act(shape_of(ln.getOutput()), fmt::format("the output of '{}'", ln.getLayer().str()));
+      tpu::AffineOp af = ln_affine(ln);
+      // Chains of R rows at most, so that one chunk's operations interleave.
+      for (uint64_t c = 0; c < chunk_blocks.size(); ++c)
+        for (uint64_t r0 = c * mc; r0 < std::min(x.rows, c * mc + mc); r0 += R_)
+          plan.side.push_back({chunk_blocks[c], ln_steps(ln, y, yl, base, lay, r0, std::min<uint64_t>({R_, x.rows - r0, c * mc + mc - r0}), true, af)});
+      fused_[ln.getOperation()] = yl;
+      fused_bounds_.push_back({layer, "layernorm", yl.shape});
+      if (af) fuse_ln_affine(af, yl, layer);
+    }
     return blocks;
   }
 
@@ -1683,34 +1810,42 @@ class Codegen {
   // only come from HBM, so rhs's lane blocks are stored there first (one DMA each); a
   // weight tile (b, k block, n block) is then kw rows of its block, read with the block's
   // row stride. INT8: rhs's codes are the weights, with its per-tensor scale.
-  void gen_batch_matmul(tpu::BatchMatmulOp op) {
+  struct BatchPlan {
+    std::vector<Block> blocks;
+    Act y;
+    uint64_t bias_ub = 0, macs = 0;
+    std::optional<SoftmaxEpilogue> softmax;
+    std::string ready;  // the wait for rhs's stores
+    bool early = false;  // stored before this layer (store_rhs_early)
+    size_t issued_at = 0;
+  };
+  // The blocks of batch matmul `op` reading its left-hand side from `a`.
+  BatchPlan plan_batch_matmul(tpu::BatchMatmulOp op, const Act& a) {
     std::string layer = op.getLayer().str();
-    tag(layer);
-    const Act& a = act(op.getLhs());
     const HeadView *lv = view_of(op.getLhs()), *rv = view_of(op.getRhs());
     const Act& w = rv ? rv->x : act(op.getRhs());  // a view's rhs: the unsplit tensor's rows in HBM
     auto as = shape_of(op.getLhs()), ws = shape_of(op.getRhs());
     uint64_t B = uint64_t(as[0]), M = uint64_t(as[1]), K = uint64_t(as[2]), N = uint64_t(ws[2]);
-    Act y = new_act(shape_of(op.getOutput()), fmt::format("the output of '{}'", layer));
+    BatchPlan p;
+    p.y = new_act(shape_of(op.getOutput()), fmt::format("the output of '{}'", layer));
+    const Act& y = p.y;
     RhsCopy rhs;
-    bool early = false;
     if (auto it = stored_rhs_.find(op.getRhs().getAsOpaquePointer()); it != stored_rhs_.end()) {
-      rhs = it->second, early = true;
+      rhs = it->second, p.early = true;
       stored_rhs_.erase(it);
     } else {
       rhs = store_rhs(w, 1);
     }
-    std::string ready = fmt::format("  wait f{}, {}\n", rhs.flag, rhs.count);
-    if (!early) code_ += ready;
+    p.ready = fmt::format("  wait f{}, {}\n", rhs.flag, rhs.count);
+    p.issued_at = rhs.issued_at;
     std::vector<double> acc_scale;
     if (q8_) acc_scale.assign(N, double(scale(op.getLhs())) * scale(op.getRhs()));
-    uint64_t bias_ub = bias_rows(std::vector<float>(N, 0.0f), acc_scale);
+    p.bias_ub = bias_rows(std::vector<float>(N, 0.0f), acc_scale);
     auto eps = epilogue_params(N, acc_scale, q8_ ? scale(op.getOutput()) : 1.0, -std::numeric_limits<double>::infinity(),
                                std::numeric_limits<double>::infinity());
     uint64_t kt = ceil_div(K, R_), nt = ceil_div(N, C_), mc = row_chunk(M, nt * B);
-    auto softmax = nt == 1 ? fuse_softmax(op.getOutput(), y, layer, M) : std::nullopt;
-    FusedPhases fused = softmax ? FusedPhases() : fuse_elementwise(op.getOutput(), y, layer);
-    std::vector<Block> blocks;
+    p.softmax = nt == 1 ? fuse_softmax(op.getOutput(), y, layer, M) : std::nullopt;
+    FusedPhases fused = p.softmax ? FusedPhases() : fuse_elementwise(op.getOutput(), y, layer);
     for (uint64_t b = 0; b < B; ++b)
       for (uint64_t n = 0; n < nt; ++n) {
         uint64_t nw = std::min<uint64_t>(C_, N - n * C_);
@@ -1736,31 +1871,141 @@ class Codegen {
             }
             blk.groups.push_back({tiles[k], {{src, rows, 0, 0, k > 0}}});
           }
-          uint64_t out = y.base + n * y.block_bytes + row * C_ * esz_, bias_row = bias_at(bias_ub, n);
+          uint64_t out = y.base + n * y.block_bytes + row * C_ * esz_, bias_row = bias_at(p.bias_ub, n);
           std::string ep = eps[n];
-          if (softmax) {
-            auto sp = softmax->phases;
+          if (p.softmax) {
+            auto sp = p.softmax->phases;
             blk.epilogue = [sp, rows, out, r0](uint32_t m, uint64_t acc_row) { return sp(m, acc_row, rows, out, r0); };
-            blocks.push_back(std::move(blk));
+            p.blocks.push_back(std::move(blk));
             continue;
           }
           blk.epilogue = [this, rows, bias_row, ep, out, fused, n, row](uint32_t m, uint64_t acc_row) {
             auto ph = epilogue(m, acc_row, rows, bias_row, ep, out);
             if (fused)
-              for (auto& p : fused(n, row * C_ * esz_, rows)) ph.push_back(p);
+              for (auto& f : fused(n, row * C_ * esz_, rows)) ph.push_back(f);
             return ph;
           };
-          blocks.push_back(std::move(blk));
+          p.blocks.push_back(std::move(blk));
         }
       }
-    if (early) run_blocks(blocks, false, std::make_pair(ready, rhs.issued_at));
-    else run_blocks(blocks);
-    ub_.release(bias_ub);
-    if (softmax)
-      for (uint64_t at : softmax->buffers) ub_.release(at);
-    add_bound(layer, B * M * K * N, 0);
+    p.macs = B * M * K * N;
+    return p;
+  }
+  void finish_batch_matmul(const BatchPlan& p) {
+    ub_.release(p.bias_ub);
+    if (p.softmax)
+      for (uint64_t at : p.softmax->buffers) ub_.release(at);
+  }
+  // The batch matmul that reads `scores`' softmax (fused into its epilogues, through reshapes
+  // that keep the rows) as its left-hand side: attention's context, P x V.
+  std::optional<tpu::BatchMatmulOp> context_of(tpu::BatchMatmulOp scores) {
+    auto rows_kept = [](Value v) {
+      while (v.hasOneUse()) {
+        auto r = mlir::dyn_cast<tpu::ReshapeOp>(*v.getUsers().begin());
+        if (!r || shape_of(r.getOutput()).back() != shape_of(v).back()) break;
+        v = r.getOutput();
+      }
+      return v;
+    };
+    Value v = rows_kept(scores.getOutput());
+    if (!v.hasOneUse()) return std::nullopt;
+    mlir::Operation* u = *v.getUsers().begin();
+    if (mlir::isa<tpu::AffineOp>(u)) {
+      v = rows_kept(u->getResult(0));
+      if (!v.hasOneUse()) return std::nullopt;
+      u = *v.getUsers().begin();
+    }
+    if (!mlir::isa<tpu::SoftmaxOp>(u)) return std::nullopt;
+    v = rows_kept(u->getResult(0));
+    if (!v.hasOneUse()) return std::nullopt;
+    auto ctx = mlir::dyn_cast<tpu::BatchMatmulOp>(*v.getUsers().begin());
+    if (!ctx || ctx.getLhs() != v || view_of(ctx.getLhs())) return std::nullopt;
+    // Its right-hand side must be there, but for reshapes that keep the rows (done now).
+    for (Value r = ctx.getRhs(); !view_of(r) && !acts_.count(r.getAsOpaquePointer());) {
+      auto rs = r.getDefiningOp<tpu::ReshapeOp>();
+      if (!rs || !r.hasOneUse() || shape_of(rs.getOutput()).back() != shape_of(rs.getInput()).back()) return std::nullopt;
+      r = rs.getInput();
+    }
+    auto as = shape_of(ctx.getLhs()), ss = shape_of(scores.getOutput());
+    // Blocks pair up (context block i reads the rows of scores block i) when both have one
+    // column block: the same batch, rows and row chunks.
+    if (as.size() != 3 || numel(as) != numel(ss) || as.back() != ss.back() || shape_of(ctx.getOutput()).back() > int64_t(C_))
+      return std::nullopt;
+    return ctx;
+  }
+
+  void gen_batch_matmul(tpu::BatchMatmulOp op) {
+    std::string layer = op.getLayer().str();
+    tag(layer);
+    BatchPlan p = plan_batch_matmul(op, act(op.getLhs()));
+    std::optional<tpu::BatchMatmulOp> ctx = p.softmax ? context_of(op) : std::nullopt;
+    if (!ctx) {
+      if (p.early) run_blocks(p.blocks, false, std::make_pair(p.ready, p.issued_at));
+      else code_ += p.ready, run_blocks(p.blocks);
+      finish_batch_matmul(p);
+      add_bound(layer, p.macs, 0);
+      add_fused_bounds();
+      define(op.getOutput(), p.y);
+      return;
+    }
+    // Attention: the context's matmuls join the stream, each (batch, head) block a few rounds
+    // of the MXUs after the scores block whose softmax it reads, on the same MXU (blocks go to
+    // the MXUs in turn), so they fill the MXUs while the vector unit runs later softmaxes
+    // instead of waiting for all of them.
+    std::vector<tpu::ReshapeOp> reshapes;
+    for (Value r = ctx->getRhs(); !view_of(r) && !acts_.count(r.getAsOpaquePointer()); r = reshapes.back().getInput())
+      reshapes.push_back(r.getDefiningOp<tpu::ReshapeOp>());
+    for (auto it = reshapes.rbegin(); it != reshapes.rend(); ++it) {
+      gen_reshape(*it);
+      release(it->getInput());
+      done_.insert(it->getOperation());
+    }
+    Act probs = p.y;
+    probs.shape = shape_of(ctx->getLhs());
+    BatchPlan c = plan_batch_matmul(*ctx, probs);
+    std::vector<Block> blocks;
+    // The lag: half the accumulator regions' worth of rounds, so a softmax (seven vector
+    // passes, one per round) is mostly done when its context block comes, and its region is
+    // not yet needed again (measured on BERT-base, batch 1 to 8: 2 rounds stall, 4 to 8 do not).
+    uint64_t span = 1;
+    for (const Block& b : p.blocks)
+      for (const TileGroup& g : b.groups)
+        for (const MatmulStep& st : g.steps) span = std::max(span, st.acc_row + st.rows);
+    size_t nm = cfg_.core.mxu.count, ns = p.blocks.size(), lag = nm * std::max<size_t>(2, acc_regions(span) / 2);
+    if (c.blocks.size() != ns) throw InternalError("attention's context blocks do not pair with its scores blocks");
+    for (size_t i = 0, j = 0; i < ns || j < c.blocks.size();) {
+      for (size_t r = 0; r < nm && i < ns; ++r) blocks.push_back(std::move(p.blocks[i++]));
+      if (i < std::min(ns, lag) && i < ns) continue;
+      for (size_t r = 0; r < nm && j < c.blocks.size(); ++r) {
+        Block& b = c.blocks[j];
+        b.needs = int64_t(j);  // the scores block of the same rows
+        ++j;
+        blocks.push_back(std::move(b));
+      }
+    }
+    // Block indices: `needs` counted scores blocks, which now sit among context blocks.
+    std::vector<size_t> where(ns);
+    for (size_t i = 0, k = 0; i < blocks.size(); ++i)
+      if (blocks[i].needs < 0) where[k++] = i;
+    for (Block& b : blocks)
+      if (b.needs >= 0) b.needs = int64_t(where[size_t(b.needs)]);
+    std::string ready = p.ready + c.ready;
+    if (p.early && c.early) run_blocks(blocks, false, std::make_pair(ready, std::max(p.issued_at, c.issued_at)));
+    else code_ += ready, run_blocks(blocks);
+    finish_batch_matmul(p);
+    finish_batch_matmul(c);
+    add_bound(layer, p.macs, 0);
     add_fused_bounds();
-    define(op.getOutput(), y);
+    LayerBound lb;
+    lb.layer = layer;
+    lb.op = "batch_matmul";
+    lb.shape = shape_of(ctx->getOutput());
+    lb.macs = c.macs;
+    lb.compute_cycles = ceil_div(c.macs, uint64_t(nm) * R_ * C_);
+    bounds_.push_back(lb);
+    define(op.getOutput(), p.y);
+    define(ctx->getOutput(), c.y);
+    deferred_.insert(ctx->getOperation());
   }
 
   // The right-hand side of a batch matmul goes to HBM, where the weight FIFO reads it: lane
@@ -3003,7 +3248,7 @@ class Codegen {
   // epilogues: its work rows are allocated now and each output block's epilogue converts
   // the block's rows to fp32 into them (the conversion the layer norm starts with), which
   // overlaps the matmuls instead of running after them. Returns the extra phase, or nothing.
-  FusedPhases prepare_layernorm(Value out, const Act& y) {
+  FusedPhases prepare_layernorm(Value out, const Act& y, tpu::LayerNormOp* prepared = nullptr) {
     if (q8_ || is_int32(out) || !out.hasOneUse()) return {};
     mlir::Operation* add = *out.getUsers().begin();
     if (!fused_.count(add) || !mlir::isa<tpu::AddOp>(add)) return {};
@@ -3020,6 +3265,7 @@ class Codegen {
     if (ub_.largest_free() < lay.total) return {};
     uint64_t work = ub_take(lay.total, fmt::format("the fp32 rows and statistics of '{}'", ln.getLayer().str()));
     ln_prepared_[ln.getOperation()] = work;
+    if (prepared) *prepared = ln;
     uint64_t base = align_up(work, cfg_.core.unified_buffer.row_bytes), row32 = C_ * 4;
     return [this, y, base, lay, row32](uint64_t n, uint64_t off, uint64_t rows) {
       uint64_t src = y.base + n * y.block_bytes + off, dst = base + n * lay.block_bytes + off / (C_ * esz_) * row32;
@@ -3034,14 +3280,145 @@ class Codegen {
     };
   }
 
+  // Issues `steps` in order on f20 and waits for the last.
+  void emit_steps(const std::vector<VecStep>& steps) {
+    uint64_t in_flight = 0;
+    for (const VecStep& st : steps) {
+      if (st.waits && in_flight) code(fmt::format("  wait f20, {}", in_flight)), in_flight = 0;
+      std::string text = st.text;
+      for (size_t at = text.find("{flag}"); at != std::string::npos; at = text.find("{flag}")) text.replace(at, 6, "f20");
+      code_ += text;
+      ++in_flight;
+    }
+    if (in_flight) code(fmt::format("  wait f20, {}", in_flight));
+  }
+  // The latency of the vector operation in `text` (by its class, docs/isa.md).
+  uint64_t vec_latency(const std::string& text) const {
+    size_t at = text.find("vec.");
+    if (at == std::string::npos) throw InternalError("not a vector operation: " + text);
+    const isa::OpDef* def = isa::find_op(text.substr(at, text.find(' ', at) - at));
+    if (!def) throw InternalError("unknown vector operation: " + text);
+    const auto& l = cfg_.core.vector.latency_cycles;
+    switch (def->op_class) {
+      case isa::OpClass::VecMul: return l.multiply;
+      case isa::OpClass::VecTranscendental: return l.transcendental;
+      case isa::OpClass::VecReduce: return l.reduce;
+      case isa::OpClass::VecRescale: return l.rescale;
+      case isa::OpClass::VecConvert: return l.convert;
+      case isa::OpClass::VecPool: return l.pool;
+      default: return l.alu;
+    }
+  }
+  // Issue cycles of a vector operation over `rows` rows (docs/microarch.md, banks aside).
+  uint64_t vec_occ(uint64_t rows) const {
+    const auto& vc = cfg_.core.vector;
+    return ceil_div(rows, std::max<uint32_t>(1, vc.sublanes)) * ceil_div(C_, std::max<uint32_t>(1, vc.lanes));
+  }
+
+  // The per-channel scale and shift after a bf16 layer norm (its only user), which the
+  // layer norm then applies to its fp32 rows before their one rounding to bf16.
+  tpu::AffineOp ln_affine(tpu::LayerNormOp ln) {
+    if (q8_ || !ln.getOutput().hasOneUse()) return {};
+    auto af = mlir::dyn_cast<tpu::AffineOp>(*ln.getOutput().getUsers().begin());
+    if (!af || folded_scales_.count(af.getOperation()) || shape_of(af.getOutput()) != shape_of(ln.getOutput())) return {};
+    return af;
+  }
+  // The row of ones (valid lanes) the layer norm masks its last lane block with, when that
+  // block is partial.
+  void ln_load_mask(const Act& x, uint64_t base, const LnLayout& lay) {
+    uint64_t valid = x.features - (x.blocks - 1) * C_, row32 = C_ * 4;
+    if (valid == C_) return;
+    std::vector<uint8_t> m(row32, 0);
+    for (uint64_t i = 0; i < valid; ++i) {
+      float one = 1.0f;
+      std::memcpy(&m[i * 4], &one, 4);
+    }
+    std::string d = new_desc(fmt::format("bytes={} src_off={} dst_off={}", row32, hbm_const(m), base + lay.mask_off));
+    code(fmt::format("  dma.load desc={} src=r0 dst=r0 flag=f1", d));
+    code("  wait f1");
+  }
+  // The vector operations of a layer norm of rows [r0, r0 + rows) of x into y, with its fp32
+  // rows and statistics at `base` (ln_layout); `converted`: the fp32 rows are there already;
+  // `af`: the gamma/beta step applied too (ln_affine).
+  std::vector<VecStep> ln_steps(tpu::LayerNormOp op, const Act& x, const Act& y, uint64_t base, const LnLayout& lay,
+                                uint64_t r0, uint64_t rows, bool converted, tpu::AffineOp af) {
+    uint64_t row32 = C_ * 4, off = r0 * row32;
+    uint64_t sum = base + lay.stat_off[0] + off, part = base + lay.stat_off[1] + off, sq = base + lay.stat_off[2] + off;
+    uint64_t mask = base + lay.mask_off, valid = x.features - (x.blocks - 1) * C_, occ = vec_occ(rows);
+    auto block = [&](uint64_t b) { return base + b * lay.block_bytes + off; };
+    auto io = [&](const Act& a, uint64_t b) { return a.base + b * a.block_bytes + r0 * C_ * esz_; };
+    std::vector<VecStep> steps;
+    std::string pre;
+    int reg = 6;
+    auto U = [&](uint64_t a) {
+      if (a <= 0xFFFFFF) return fmt::format("ub[r0+{}]", a);
+      pre += fmt::format("  li r{}, {}\n", reg, a);
+      return fmt::format("ub[r{}+0]", reg++);
+    };
+    bool wait_next = false;
+    // `wait`: the next operation waits for this one (and every one before it).
+    auto vec = [&](const std::string& line, bool wait) {
+      steps.push_back({pre + "  " + line + " flag={flag}\n", occ, wait_next});
+      pre.clear(), reg = 6, wait_next = wait;
+    };
+    std::string in_scale = q8_ ? new_param(fmt::format("scale=[{}]", double(scale(op.getInput())))) : "";
+    for (uint64_t b = 0; b < x.blocks && !converted; ++b) {
+      vec(fmt::format("vec.cvt dst={} a={} rows={} dt={} odt=fp32", U(block(b)), U(io(x, b)), rows, dt_), q8_);
+      if (q8_) vec(fmt::format("vec.affine dst={0} a={0} rows={1} dt=fp32 param={2}", U(block(b)), rows, in_scale), true);
+    }
+    if (!converted) wait_next = true;
+    // The blocks added up by add_block (into `part`, or `single` when there is one block),
+    // then their row sums into `sum`.
+    auto row_sums = [&](const std::function<void(uint64_t)>& add_block, uint64_t single) {
+      for (uint64_t b = 0; b < x.blocks; ++b) add_block(b);
+      vec(fmt::format("vec.rsum dst={} a={} rows={} dt=fp32 odt=fp32", U(sum), U(x.blocks == 1 ? single : part), rows), true);
+    };
+    row_sums([&](uint64_t b) {
+      if (b == 1) vec(fmt::format("vec.add dst={} a={} b={} rows={} dt=fp32", U(part), U(block(0)), U(block(1)), rows), true);
+      if (b > 1) vec(fmt::format("vec.add dst={0} a={0} b={1} rows={2} dt=fp32", U(part), U(block(b)), rows), true);
+    }, block(0));
+    vec(fmt::format("vec.affine dst={0} a={0} rows={1} dt=fp32 param={2}", U(sum), rows,
+                    new_param(fmt::format("scale=[{}]", 1.0 / double(x.features)))), true);
+    for (uint64_t b = 0; b < x.blocks; ++b) {
+      bool masked = b + 1 == x.blocks && valid < C_;
+      vec(fmt::format("vec.sub dst={0} a={0} b={1} rows={2} dt=fp32", U(block(b)), U(sum), rows), masked || b + 1 == x.blocks);
+      if (masked) vec(fmt::format("vec.mul dst={0} a={0} b={1} rows={2} dt=fp32 bcast=1", U(block(b)), U(mask), rows), true);
+    }
+    // Squares block by block, summed like the values.
+    row_sums([&](uint64_t b) {
+      uint64_t dst = b == 0 ? part : sq;
+      vec(fmt::format("vec.mul dst={} a={} b={} rows={} dt=fp32", U(dst), U(block(b)), U(block(b)), rows), true);
+      if (b > 0) vec(fmt::format("vec.add dst={0} a={0} b={1} rows={2} dt=fp32", U(part), U(sq), rows), true);
+    }, part);
+    std::string var_eps = new_param(fmt::format("scale=[{}] bias=[{}]", 1.0 / double(x.features), op.getEpsilon().convertToDouble()));
+    vec(fmt::format("vec.affine dst={0} a={0} rows={1} dt=fp32 param={2}", U(sum), rows, var_eps), true);
+    vec(fmt::format("vec.rsqrt dst={0} a={0} rows={1} dt=fp32", U(sum), rows), true);
+    std::string out_scale = q8_ ? new_param(fmt::format("scale=[{}]", 1.0 / double(scale(op.getOutput())))) : "";
+    for (uint64_t b = 0; b < x.blocks; ++b) {
+      vec(fmt::format("vec.mul dst={0} a={0} b={1} rows={2} dt=fp32", U(block(b)), U(sum), rows), true);
+      if (q8_) vec(fmt::format("vec.affine dst={0} a={0} rows={1} dt=fp32 param={2}", U(block(b)), rows, out_scale), true);
+      if (af)
+        vec(fmt::format("vec.affine dst={0} a={0} rows={1} dt=fp32 param={2}", U(block(b)), rows,
+                        affine_param(const_floats(af.getScale(), af.getLayer().str()), const_floats(af.getBias(), af.getLayer().str()), b, 1.0, 1.0)),
+            true);
+      vec(fmt::format("vec.cvt dst={} a={} rows={} dt=fp32 odt={}", U(io(y, b)), U(block(b)), rows, dt_), false);
+    }
+    return steps;
+  }
+  // The gamma/beta step `af` as done by the layer norm that produced y.
+  void fuse_ln_affine(tpu::AffineOp af, const Act& y, const std::string& into_layer) {
+    Act fy = y;
+    fy.shape = shape_of(af.getOutput());
+    fused_[af.getOperation()] = fy;
+    fused_bounds_.push_back({into_layer, "affine", fy.shape});
+  }
+
   void gen_layernorm(tpu::LayerNormOp op) {
     std::string layer = op.getLayer().str();
     tag(layer);
     const Act& x = act(op.getInput());
     Act y = new_act(shape_of(op.getOutput()), fmt::format("the output of '{}'", layer));
-    uint64_t row32 = C_ * 4, rows = x.rows;
-    LnLayout lay = ln_layout(rows, x.blocks);
-    uint64_t tbb = lay.block_bytes;
+    LnLayout lay = ln_layout(x.rows, x.blocks);
     // The fp32 rows may already be there: converted in the epilogues of the matmul whose
     // output (with a residual added) this normalizes (prepare_layernorm).
     bool converted = false;
@@ -3053,75 +3430,13 @@ class Codegen {
       work = ub_take(lay.total, fmt::format("the fp32 rows and statistics of '{}'", layer));
     }
     uint64_t base = align_up(work, cfg_.core.unified_buffer.row_bytes);
-    uint64_t sum = base + lay.stat_off[0], part = base + lay.stat_off[1], sq = base + lay.stat_off[2], mask = base + lay.mask_off;
-    auto block = [&](uint64_t b) { return base + b * tbb; };
-    uint64_t valid = x.features - (x.blocks - 1) * C_;
-    if (valid < C_) {
-      std::vector<uint8_t> m(row32, 0);
-      for (uint64_t i = 0; i < valid; ++i) {
-        float one = 1.0f;
-        std::memcpy(&m[i * 4], &one, 4);
-      }
-      std::string d = new_desc(fmt::format("bytes={} src_off={} dst_off={}", row32, hbm_const(m), mask));
-      code(fmt::format("  dma.load desc={} src=r0 dst=r0 flag=f1", d));
-      code("  wait f1");
-    }
-    // One vector operation on f20; `wait` waits for it and every one issued before.
-    uint64_t in_flight = 0;
-    auto vec = [&](const std::string& line, bool wait) {
-      code("  " + line + " flag=f20");
-      ++in_flight;
-      if (wait) code(fmt::format("  wait f20, {}", in_flight)), in_flight = 0;
-    };
-    // Work rows relative to r11 (the work area's base), x's and y's blocks through r12.
-    code(fmt::format("  li r11, {}", base));
-    auto ub = [&](uint64_t addr) { return fmt::format("ub[r11+{}]", addr - base); };
-    auto io = [&](uint64_t addr) {
-      code(fmt::format("  li r12, {}", addr));
-      return std::string("ub[r12+0]");
-    };
-    std::string in_scale = q8_ ? new_param(fmt::format("scale=[{}]", double(scale(op.getInput())))) : "";
-    for (uint64_t b = 0; b < x.blocks && !converted; ++b) {
-      std::string src = io(x.base + b * x.block_bytes);
-      vec(fmt::format("vec.cvt dst={} a={} rows={} dt={} odt=fp32", ub(block(b)), src, rows, dt_), q8_);
-      if (q8_) vec(fmt::format("vec.affine dst={0} a={0} rows={1} dt=fp32 param={2}", ub(block(b)), rows, in_scale), true);
-    }
-    if (in_flight) code(fmt::format("  wait f20, {}", in_flight)), in_flight = 0;
-    // The blocks added up by add_block (into `part`, or `single` when there is one block),
-    // then their row sums into `sum`.
-    auto row_sums = [&](const std::function<void(uint64_t)>& add_block, uint64_t single) {
-      for (uint64_t b = 0; b < x.blocks; ++b) add_block(b);
-      vec(fmt::format("vec.rsum dst={} a={} rows={} dt=fp32 odt=fp32", ub(sum), ub(x.blocks == 1 ? single : part), rows), true);
-    };
-    row_sums([&](uint64_t b) {
-      if (b == 1) vec(fmt::format("vec.add dst={} a={} b={} rows={} dt=fp32", ub(part), ub(block(0)), ub(block(1)), rows), true);
-      if (b > 1) vec(fmt::format("vec.add dst={0} a={0} b={1} rows={2} dt=fp32", ub(part), ub(block(b)), rows), true);
-    }, block(0));
-    vec(fmt::format("vec.affine dst={0} a={0} rows={1} dt=fp32 param={2}", ub(sum), rows,
-                    new_param(fmt::format("scale=[{}]", 1.0 / double(x.features)))), true);
-    for (uint64_t b = 0; b < x.blocks; ++b) {
-      bool masked = b + 1 == x.blocks && valid < C_;
-      vec(fmt::format("vec.sub dst={0} a={0} b={1} rows={2} dt=fp32", ub(block(b)), ub(sum), rows), masked || b + 1 == x.blocks);
-      if (masked) vec(fmt::format("vec.mul dst={0} a={0} b={1} rows={2} dt=fp32 bcast=1", ub(block(b)), ub(mask), rows), true);
-    }
-    // Squares block by block, summed like the values.
-    row_sums([&](uint64_t b) {
-      uint64_t dst = b == 0 ? part : sq;
-      vec(fmt::format("vec.mul dst={} a={} b={} rows={} dt=fp32", ub(dst), ub(block(b)), ub(block(b)), rows), true);
-      if (b > 0) vec(fmt::format("vec.add dst={0} a={0} b={1} rows={2} dt=fp32", ub(part), ub(sq), rows), true);
-    }, part);
-    std::string var_eps = new_param(fmt::format("scale=[{}] bias=[{}]", 1.0 / double(x.features), op.getEpsilon().convertToDouble()));
-    vec(fmt::format("vec.affine dst={0} a={0} rows={1} dt=fp32 param={2}", ub(sum), rows, var_eps), true);
-    vec(fmt::format("vec.rsqrt dst={0} a={0} rows={1} dt=fp32", ub(sum), rows), true);
-    std::string out_scale = q8_ ? new_param(fmt::format("scale=[{}]", 1.0 / double(scale(op.getOutput())))) : "";
-    for (uint64_t b = 0; b < x.blocks; ++b) {
-      vec(fmt::format("vec.mul dst={0} a={0} b={1} rows={2} dt=fp32", ub(block(b)), ub(sum), rows), true);
-      if (q8_) vec(fmt::format("vec.affine dst={0} a={0} rows={1} dt=fp32 param={2}", ub(block(b)), rows, out_scale), true);
-      std::string dst = io(y.base + b * y.block_bytes);
-      vec(fmt::format("vec.cvt dst={} a={} rows={} dt=fp32 odt={}", dst, ub(block(b)), rows, dt_), b + 1 == x.blocks);
-    }
+    ln_load_mask(x, base, lay);
+    tpu::AffineOp af = ln_affine(op);
+    emit_steps(ln_steps(op, x, y, base, lay, 0, x.rows, converted, af));
     ub_.release(work);
     add_bound(layer, 0, 0);
+    if (af) fuse_ln_affine(af, y, layer);
+    add_fused_bounds();
     define(op.getOutput(), y);
   }
 
@@ -3689,8 +4004,8 @@ class Codegen {
   std::optional<size_t> hoist_at_;  // where in code_ the last stream issued its last matmul (run_blocks)
   std::map<mlir::Operation*, Act> fused_;  // elementwise ops done in a matmul's epilogues, and their outputs
   std::set<mlir::Operation*> done_;  // ops generated ahead of their turn (gen_matmul_group)
-  std::set<mlir::Operation*> folded_scales_;
-  std::map<mlir::Operation*, uint64_t> ln_prepared_;  // layer norms whose fp32 rows a matmul's epilogues fill (prepare_layernorm)  // attention scales applied to the queries (attention_scale)
+  std::set<mlir::Operation*> folded_scales_;  // attention scales applied to the queries (attention_scale)
+  std::map<mlir::Operation*, uint64_t> ln_prepared_;  // layer norms whose fp32 rows a matmul's epilogues fill (prepare_layernorm)
   std::set<mlir::Operation*> deferred_;  // ops with nothing to generate whose operands are released in turn
   std::map<const void*, HeadView> views_;  // head split + transpose results read in place (make_head_view)
   std::set<const void*> slack_values_;  // activations allocated with a row of room after them
