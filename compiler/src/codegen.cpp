@@ -800,9 +800,12 @@ class Codegen {
   // `background`: independent vector instructions ("{flag}" for their flag, with their
   // estimated issue cycles) slotted in where the epilogues leave the vector unit free.
   // `side`: dependent vector work slotted in the same way once the blocks it needs are done.
+  // `transfers`: independent DMA instructions (their own flags), one issued per step, so a
+  // long transfer goes in pieces that the weight loads' requests need not queue behind.
   void run_blocks(std::vector<Block>& blocks, bool constant_tiles = false,
                   std::optional<std::pair<std::string, size_t>> ready = std::nullopt,
-                  std::vector<std::pair<std::string, uint64_t>> background = {}, std::vector<SideWork> side = {}) {
+                  std::vector<std::pair<std::string, uint64_t>> background = {}, std::vector<SideWork> side = {},
+                  std::vector<std::string> transfers = {}) {
     uint32_t nm = cfg_.core.mxu.count;
     struct Stream {
       std::vector<size_t> blocks;  // indices into `blocks`
@@ -1021,9 +1024,11 @@ class Codegen {
     std::vector<std::pair<uint32_t, std::pair<size_t, uint64_t>>> finished;  // (mxu, (block, region))
     std::vector<uint64_t> block_done(nm, 0);  // estimated done cycle of each MXU's current block
     bool work = true;
+    size_t next_transfer = 0;
     while (work) {
       work = false;
       finished.clear();
+      if (next_transfer < transfers.size()) code_ += transfers[next_transfer++], bundle(now);
       // This step: each MXU's next tile group. Their matmuls are interleaved across the MXUs
       // so that in-order issue never leaves one MXU idle behind another's queue.
       std::vector<const TileGroup*> grp(nm, nullptr);
@@ -1122,6 +1127,7 @@ class Codegen {
       }
       std::erase_if(pending, [](const Pending& p) { return p.closed || (p.free && p.next >= p.phases.size()); });
     }
+    while (next_transfer < transfers.size()) code_ += transfers[next_transfer++];
     hoist_at_ = code_.size();  // the next stream's prologue may go here
     finish(pending.size(), true);
     wait_upto(issued, vdone);
@@ -2097,16 +2103,45 @@ class Codegen {
     uint64_t bytes = (S > 1 ? 1 : N) * Hp * Wp * pix + R_ * esz_;
     uint64_t xq = ub_take(bytes, fmt::format("the packed input of '{}'", layer));
     clear(xq, bytes);
-    auto load_image = [&](uint64_t n, uint64_t at) {
+    // Image rows [h0, h1) of image n into the packed image at `at`: the instruction.
+    auto load_rows = [&](uint64_t n, uint64_t at, uint64_t h0, uint64_t h1, int flag) {
       std::string d = new_desc(fmt::format("bytes={} src_off={} dst_off={} dim=[{}, {}, {}] dim=[{}, {}, {}]", CI * esz_,
-                                           hbm + n * H * W * CI * esz_, at + (pt * Wp + pl) * pix, W, CI * esz_, pix, H,
-                                           W * CI * esz_, Wp * pix));
-      code(fmt::format("  dma.load desc={} src=r0 dst=r0 flag=f1", d));
+                                           hbm + (n * H + h0) * W * CI * esz_, at + ((pt + h0) * Wp + pl) * pix, W, CI * esz_,
+                                           pix, h1 - h0, W * CI * esz_, Wp * pix));
+      return fmt::format("  dma.load desc={} src=r0 dst=r0 flag=f{}\n", d, flag);
+    };
+    auto load_image = [&](uint64_t n, uint64_t at) {
+      code_ += load_rows(n, at, 0, H, 1);
       code("  wait f1");
     };
     for (uint64_t n = 0; S == 1 && n < N; ++n) load_image(n, xq + n * Hp * Wp * pix);
     auto w = const_floats(op.getWeight(), layer), bias = const_floats(op.getBias(), layer);
-    Act y = out_act(op.getOutput(), fmt::format("the output of '{}'", layer));
+    // A pool that is the output's only use (ResNet-50's max pool after conv1) runs image by
+    // image along the next image's matmuls, as run_blocks' background work on the vector
+    // unit the epilogues leave free (with stacking, where its output fits beside this one).
+    // The output then only needs two images' rows: image n goes to slot n % 2 while the pool
+    // reads image n - 1 from the other (ResNet-50 at batch 8: 3.2 MB instead of 12.8 MB).
+    std::optional<tpu::PoolOp> pool;
+    Act py, y;
+    if (S > 1 && N > 1 && !int_out_ && op.getOutput().hasOneUse())
+      if (auto p = mlir::dyn_cast<tpu::PoolOp>(*op.getOutput().getUsers().begin())) {
+        auto ps = shape_of(p.getOutput());
+        uint64_t c = uint64_t(ps.back()), need = align_up(numel(ps) / c * R_ * esz_, 64) * ceil_div(c, R_);
+        y = new_act({2, int64_t(OH), int64_t(OW), int64_t(CO)}, fmt::format("the output of '{}'", layer));
+        if (need <= ub_.largest_free()) {
+          bool high = output_high_;
+          output_high_ = y.base + y.bytes() / 2 < ub_.capacity() / 2;  // where gen_pool would put it
+          py = new_act(ps, fmt::format("the output of '{}'", p.getLayer().str()));
+          output_high_ = high;
+          fused_pools_[p.getOperation()] = py;
+          pool = p;
+        } else {
+          ub_.release(y.base);
+        }
+      }
+    if (!pool) y = out_act(op.getOutput(), fmt::format("the output of '{}'", layer));
+    // The output row (image n's row oy is row n * OH + oy) that y's first row holds.
+    auto first_row = [&](uint64_t n) { return pool ? (n - n % 2) * OH : 0; };
     std::vector<double> acc_scale;
     if (q8_) {
       QWeights qw = quantize(w, KH * KW * CI, CO);
@@ -2142,7 +2177,8 @@ class Codegen {
     uint64_t rows_per_chunk = conv_row_chunk(S > 1 ? OH : N * OH, OW, nbs);
     // Output rows [q0, q1): without stacking all images at once from the packed image, with
     // it one image at a time from its stacked copy.
-    auto run_rows = [&](uint64_t q0, uint64_t q1, std::vector<std::pair<std::string, uint64_t>> background) {
+    auto run_rows = [&](uint64_t q0, uint64_t q1, uint64_t zb, uint64_t row0, std::vector<std::string> transfers,
+                        std::vector<std::pair<std::string, uint64_t>> background) {
       std::vector<Block> blocks;
       for (uint64_t nb = 0; nb < nbs; ++nb)
         for (uint64_t r0 = q0; r0 < q1; r0 += rows_per_chunk) {
@@ -2158,51 +2194,61 @@ class Codegen {
             b.groups.push_back(std::move(tg));
           }
           uint64_t rows = (r1 - r0) * OW;
-          uint64_t out = y.base + nb * y.block_bytes + r0 * OW * C_ * out_esz_, bias_row = bias_at(bias_ub, nb);
+          uint64_t out = y.base + nb * y.block_bytes + (r0 - row0) * OW * C_ * out_esz_, bias_row = bias_at(bias_ub, nb);
           std::string ep = eps[nb];
           b.epilogue = [this, rows, bias_row, ep, out](uint32_t m, uint64_t acc_row) { return epilogue(m, acc_row, rows, bias_row, ep, out); };
           blocks.push_back(std::move(b));
         }
-      run_blocks(blocks, true, std::nullopt, std::move(background));  // constant weights: the prologue hoists
+      run_blocks(blocks, true, std::nullopt, std::move(background), {}, std::move(transfers));  // constant weights: the prologue hoists
     };
-    // A pool that is the output's only use (ResNet-50's max pool after conv1) runs image by
-    // image along the next image's matmuls, as run_blocks' background work on the vector
-    // unit the epilogues leave free: with stacking, where its output fits beside this one.
-    std::optional<tpu::PoolOp> pool;
-    Act py;
-    if (S > 1 && N > 1 && !int_out_ && op.getOutput().hasOneUse())
-      if (auto p = mlir::dyn_cast<tpu::PoolOp>(*op.getOutput().getUsers().begin())) {
-        auto ps = shape_of(p.getOutput());
-        uint64_t c = uint64_t(ps.back()), need = align_up(numel(ps) / c * R_ * esz_, 64) * ceil_div(c, R_);
-        if (need <= ub_.largest_free()) {
-          bool high = output_high_;
-          output_high_ = y.base + y.bytes() / 2 < ub_.capacity() / 2;  // where gen_pool would put it
-          py = new_act(ps, fmt::format("the output of '{}'", p.getLayer().str()));
-          output_high_ = high;
-          fused_pools_[p.getOperation()] = py;
-          pool = p;
-        }
-      }
-    if (S == 1) run_rows(0, N * OH, {});
-    for (uint64_t n = 0; S > 1 && n < N; ++n) {
-      // run_blocks has waited for every matmul of the previous image: its copy is free.
-      load_image(n, xq);
-      for (uint64_t s = 0; s < S && s * dh < Hp; ++s) {
+    // With room (after the pool's output) for a second packed image, image n + 1 loads from
+    // HBM while image n's matmuls run (one request per pixel: about 3,000 cycles for a
+    // 224 x 224 image on tpu-v4-core) and only its stacking copies wait between images.
+    uint64_t xq2 = 0;
+    if (S > 1 && N > 1 && ub_.largest_free() >= bytes + (1 << 16)) {
+      xq2 = ub_take(bytes, fmt::format("the packed input of '{}'", layer));
+      clear(xq2, bytes);
+    }
+    // The stacked copy of a packed image; `flag` 0: waited for, else in flight on it.
+    auto stack = [&](uint64_t from, uint64_t to, int flag) {
+      uint64_t copies = 0;
+      for (uint64_t s = 0; s < S && s * dh < Hp; ++s, ++copies) {
         uint64_t rows = std::min(ZH, ceil_div(Hp - s * dh, rs));
-        ub_copy(xq + s * dh * Wp * pix, zb + s * pix,
-                fmt::format("bytes={} dim=[{}, {}, {}] dim=[{}, {}, {}]", pix, Wp, pix, zp, rows, rs * Wp * pix, Wp * zp));
+        std::string d = new_desc(fmt::format("bytes={} dim=[{}, {}, {}] dim=[{}, {}, {}]", pix, Wp, pix, zp, rows, rs * Wp * pix, Wp * zp));
+        code(fmt::format("  li r1, {} || li r2, {}", from + s * dh * Wp * pix, to + s * pix));
+        code(fmt::format("  dma.copy desc={} src=r1 dst=r2 flag=f{}", d, flag ? flag : 1));
       }
-      run_rows(n * OH, (n + 1) * OH, pool && n > 0 ? pool_ops(*pool, y, py, int64_t(n) - 1, int64_t(n))
-                                                   : std::vector<std::pair<std::string, uint64_t>>{});
+      if (!flag) code(fmt::format("  wait f1, {}", copies));
+      return copies;
+    };
+    if (S == 1) run_rows(0, N * OH, zb, 0, {}, {});
+    // The next image's load goes in pieces of a few rows, one per step of the matmuls (each
+    // pixel is a request of its own: one long transfer would hold up the weight loads).
+    const int kLoaded = 48;
+    uint64_t pieces = std::min<uint64_t>(H, 16);
+    if (xq2) load_image(0, xq);
+    for (uint64_t n = 0; S > 1 && n < N; ++n) {
+      // run_blocks has waited for every matmul of the previous image: the stacked copy is free.
+      if (!xq2) load_image(n, xq);
+      else if (n > 0) code(fmt::format("  wait f{}, {}", kLoaded, pieces));
+      uint64_t packed = xq2 && n % 2 ? xq2 : xq;
+      stack(packed, zb, 0);
+      std::vector<std::string> next;
+      for (uint64_t i = 0; xq2 && n + 1 < N && i < pieces; ++i)  // into the other packed image, free now
+        next.push_back(load_rows(n + 1, packed == xq ? xq2 : xq, i * H / pieces, (i + 1) * H / pieces, kLoaded));
+      run_rows(n * OH, (n + 1) * OH, zb, first_row(n), std::move(next),
+               pool && n > 0 ? pool_ops(*pool, y, py, int64_t(n) - 1, int64_t(n), first_row(n - 1) / OH)
+                             : std::vector<std::pair<std::string, uint64_t>>{});
     }
     if (pool)
-      for (auto& [text, occ] : pool_ops(*pool, y, py, int64_t(N) - 1, int64_t(N))) {
+      for (auto& [text, occ] : pool_ops(*pool, y, py, int64_t(N) - 1, int64_t(N), first_row(N - 1) / OH)) {
         code_ += text.replace(text.find("{flag}"), 6, "f20");
         code("  wait f20");
       }
     ub_.release(bias_ub);
     ub_.release(xq);
     if (S > 1) ub_.release(zb);
+    if (xq2) ub_.release(xq2);
     add_bound(layer, N * OH * OW * KH * KW * CI * CO, KH * KW * CI * CO * esz_ + N * H * W * CI * esz_);
     define(op.getOutput(), y);
   }
@@ -2217,6 +2263,11 @@ class Codegen {
   struct FusedAdd {
     Act other;
     std::string conv_scale, other_scale, clamp;  // INT8: the two rescales
+    // INT8 through the accumulators (see gen_conv): the other operand rescaled to each
+    // output block's accumulator scale, and the sum's rescale from it (with the add's clamp).
+    double s_other = 0, s_sum = 0, lo = 0, hi = 0;
+    bool in_acc = false;
+    std::vector<std::string> to_acc, to_sum;  // per output block
   };
   // Only where it pays: when the matmuls of an output block (`groups` tiles of rows) last at
   // least as long as the epilogues the vector unit runs meanwhile (one per MXU, two
@@ -2240,6 +2291,7 @@ class Codegen {
     if (q8_) {
       double sy = scale(add.getOutput());
       if (scale(out) > sy || scale(other) > sy) return std::nullopt;  // gen_add's fp32 case
+      f.s_other = scale(other), f.s_sum = sy, f.lo = lo, f.hi = hi;
       f.conv_scale = new_param(fmt::format("scale=[{}]", double(scale(out)) / sy));
       f.other_scale = new_param(fmt::format("scale=[{}]", double(scale(other)) / sy));
       f.clamp = clamp_param(std::isinf(lo) ? lo : std::ceil(lo / sy), std::isinf(hi) ? hi : std::floor(hi / sy));
@@ -2248,6 +2300,35 @@ class Codegen {
     }
     fused_adds_[add.getOperation()] = f.other;
     return f;
+  }
+  // The INT8 fused add through the accumulators (gen_conv) for `rows` rows of output block
+  // nb: bias, the other operand (at `other`) to int32 in the accumulator scale (at `tmp`),
+  // added to the sums, which one RESCALE writes over the other operand as the sum.
+  std::vector<std::string> acc_add_phases(const FusedAdd& f, uint32_t mxu, uint64_t acc_row, uint64_t rows, uint64_t bias_ub,
+                                          uint64_t nb, uint64_t tmp, uint64_t other) {
+    uint64_t g = uint64_t(mxu) * cfg_.core.accumulators.rows + acc_row;
+    auto ref = [&](uint64_t addr, int reg, std::string& pre) {
+      if (addr <= 0xFFFFFF) return fmt::format("r0+{}", addr);
+      pre += fmt::format("  li r{}, {}\n", reg, addr);
+      return fmt::format("r{}+0", reg);
+    };
+    std::vector<std::string> ph;
+    std::string pre;
+    if (bias_ub != kNoBias) {
+      std::string b = ref(bias_ub, 8, pre);
+      ph.push_back(pre + fmt::format("  vec.add dst=acc[r0+{0}] a=acc[r0+{0}] b=ub[{1}] rows={2} dt=int32 bcast=1 flag={{flag}}\n", g, b, rows));
+    }
+    pre.clear();
+    std::string t = ref(tmp, 8, pre), o = ref(other, 9, pre);
+    ph.push_back(pre + fmt::format("  vec.rescale dst=ub[{}] a=ub[{}] rows={} param={} dt=int8 odt=int32 flag={{flag}}\n", t, o, rows,
+                                   f.to_acc[nb]));
+    pre.clear();
+    t = ref(tmp, 8, pre);
+    ph.push_back(pre + fmt::format("  vec.add dst=acc[r0+{0}] a=acc[r0+{0}] b=ub[{1}] rows={2} dt=int32 flag={{flag}}\n", g, t, rows));
+    pre.clear();
+    o = ref(other, 9, pre);
+    ph.push_back(pre + fmt::format("  vec.rescale dst=ub[{}] a=acc[r0+{}] rows={} param={} flag={{flag}}\n", o, g, rows, f.to_sum[nb]));
+    return ph;
   }
   // The fused add's phases for `rows` rows of one lane block: the convolution's output at
   // `conv`, the other operand (and the sum) at `other`. "{flag}" as in epilogue().
@@ -2299,7 +2380,9 @@ class Codegen {
     // largest block, here a full row chunk (the centre tap covers all its rows).
     uint64_t chunk_px = conv_row_chunk(N * OH, OW, ceil_div(CO, C_)) * OW;
     uint64_t nreg = acc_regions(chunk_px), region_rows = cfg_.core.accumulators.rows / nreg;
-    uint64_t slot = align_up(chunk_px * C_ * esz_, 64) + period;
+    // INT8 adds through the accumulators need int32 slots (see below).
+    bool int32_slots = q8_ && std::isinf(op.getClampMin().convertToDouble()) && std::isinf(op.getClampMax().convertToDouble());
+    uint64_t slot = align_up(chunk_px * C_ * (int32_slots ? 4 : esz_), 64) + period;
     uint64_t slots = nreg * uint64_t(cfg_.core.mxu.count);
     std::optional<FusedAdd> fused = fusable_add(op, KH * KW * ceil_div(CI, R_), slots * slot);
     Act y = fused ? Act{} : out_act(op.getOutput(), fmt::format("the output of '{}'", layer));
@@ -2363,6 +2446,31 @@ class Codegen {
     auto eps = epilogue_params(CO, acc_scale, q8_ ? scale(op.getOutput()) : 1.0, op.getClampMin().convertToDouble(),
                                op.getClampMax().convertToDouble());
     uint64_t cbs = ceil_div(CI, R_), nbs = ceil_div(CO, C_);
+    // An INT8 residual add with the convolution's output unclamped goes through the
+    // accumulators: the other operand, rescaled to each channel's accumulator scale (int32,
+    // in the slot), is added to the sums, and one RESCALE takes them to the sum's scale with
+    // the add's clamp. Three vector passes after the bias instead of five (the convolution's
+    // own rescale, both operands' rescales to the sum's scale, the add, the clamp), and one
+    // rounding instead of three. Needs every ratio well inside RESCALE's range and int32.
+    if (fused && int32_slots) {
+      bool fits = true;
+      for (double a : acc_scale) fits &= a > 0 && fused->s_other / a < double(1 << 20) && fused->s_other / a > 1.0 / double(1 << 20);
+      if (fits) {
+        fused->in_acc = true;
+        std::vector<double> inv;
+        for (double a : acc_scale) inv.push_back(fused->s_other / a);
+        for (uint64_t nb = 0; nb < nbs; ++nb) {
+          std::vector<int64_t> mult, shift;
+          for (uint64_t c = 0; c < C_; ++c) {
+            uint64_t ch = nb * C_ + c;
+            auto [m, sh2] = ch < CO ? fixed_point(inv[ch]) : std::pair<int64_t, int64_t>{0, 31};
+            mult.push_back(m), shift.push_back(sh2);
+          }
+          fused->to_acc.push_back(new_param(fmt::format("mult=[{}] shift=[{}]", fmt::join(mult, ", "), fmt::join(shift, ", "))));
+        }
+        fused->to_sum = epilogue_params(CO, acc_scale, fused->s_sum, fused->lo, fused->hi);
+      }
+    }
     // Weight tiles per (tap, ci block, co block): rows = input channels, cols = output
     // channels. Grouped weights [KH, KW, CI/G, CO] spread into the tap's CI x CO matrix,
     // zero across groups (a depthwise tap is diagonal); a tile with no channel pair of one
@@ -2448,11 +2556,12 @@ class Codegen {
           // The slot of this accumulator region, started one unified-buffer bank after the
           // other operand's rows so the add's two reads never share a bank.
           uint64_t other = fused->other.base + nb * fused->other.block_bytes + r0 * OW * C_ * esz_;
-          b.epilogue = [this, rows, bias_row, ep, other, f = *fused, scratch, slot, period, nreg, region_rows](uint32_t m,
+          b.epilogue = [this, rows, bias_row, ep, other, f = *fused, scratch, slot, period, nreg, region_rows, nb](uint32_t m,
                                                                                                           uint64_t acc_row) {
             if (acc_row % region_rows || acc_row / region_rows >= nreg) throw InternalError("fused add: unexpected accumulator region");
             uint64_t at = scratch + (nreg * uint64_t(m) + acc_row / region_rows) * slot;
             if (period) at += (other + cfg_.core.unified_buffer.row_bytes + period - at % period) % period;
+            if (f.in_acc) return acc_add_phases(f, m, acc_row, rows, bias_row, nb, at, other);
             auto ph = epilogue(m, acc_row, rows, bias_row, ep, at);
             for (auto& extra : fused_add_phases(f, rows, at, other)) ph.push_back(std::move(extra));
             return ph;
@@ -2477,7 +2586,9 @@ class Codegen {
   // one run, border pixels their own.
   // The vector instructions of a pool of x into y for images [n0, n1), each with its
   // estimated issue cycles; "{flag}" stands for the completion flag.
-  std::vector<std::pair<std::string, uint64_t>> pool_ops(tpu::PoolOp op, const Act& x, const Act& y, int64_t n0, int64_t n1) {
+  // x's first row is image x_first's (a convolution's two-image ring, gen_conv_packed).
+  std::vector<std::pair<std::string, uint64_t>> pool_ops(tpu::PoolOp op, const Act& x, const Act& y, int64_t n0, int64_t n1,
+                                                         int64_t x_first = 0) {
     std::string layer = op.getLayer().str();
     auto ys = shape_of(op.getOutput());
     int64_t N = n1 - n0, H = x.shape[1], W = x.shape[2], OH = ys[1], OW = ys[2];
@@ -2528,7 +2639,7 @@ class Codegen {
                                            per_image ? uint64_t(H * W) * px : uint64_t(st[1]) * px);
             int64_t divisor = include_pad ? sy.padded * r.sx.padded : cnt;
             std::string p = new_param(maxp ? body : body + fmt::format(" scale=[{}]", 1.0 / double(divisor)));
-            uint64_t src = x.base + b * x.block_bytes + uint64_t((n * H + y0 + sy.lo) * W + x0 + r.sx.lo) * px;
+            uint64_t src = x.base + b * x.block_bytes + uint64_t(((n - x_first) * H + y0 + sy.lo) * W + x0 + r.sx.lo) * px;
             uint64_t dst = y.base + b * y.block_bytes + uint64_t((n * OH + oy) * OW + r.ox0) * px;
             uint64_t rows = uint64_t(per_image ? N : r.ox1 - r.ox0);
             ops.push_back({fmt::format("  li r1, {} || li r2, {}\n  vec.{}pool dst=ub[r2+0] a=ub[r1+0] rows={} dt={} param={} "
