@@ -800,12 +800,13 @@ class Codegen {
   // `background`: independent vector instructions ("{flag}" for their flag, with their
   // estimated issue cycles) slotted in where the epilogues leave the vector unit free.
   // `side`: dependent vector work slotted in the same way once the blocks it needs are done.
-  // `transfers`: independent DMA instructions (their own flags), one issued per step, so a
-  // long transfer goes in pieces that the weight loads' requests need not queue behind.
+  // `transfers`: DMA instructions on their own flags, each issued at the step its fraction
+  // of the stream's steps says, so a long transfer goes in pieces that the weight loads'
+  // requests need not queue behind.
   void run_blocks(std::vector<Block>& blocks, bool constant_tiles = false,
                   std::optional<std::pair<std::string, size_t>> ready = std::nullopt,
                   std::vector<std::pair<std::string, uint64_t>> background = {}, std::vector<SideWork> side = {},
-                  std::vector<std::string> transfers = {}) {
+                  std::vector<std::pair<std::string, double>> transfers = {}) {
     uint32_t nm = cfg_.core.mxu.count;
     struct Stream {
       std::vector<size_t> blocks;  // indices into `blocks`
@@ -1024,11 +1025,14 @@ class Codegen {
     std::vector<std::pair<uint32_t, std::pair<size_t, uint64_t>>> finished;  // (mxu, (block, region))
     std::vector<uint64_t> block_done(nm, 0);  // estimated done cycle of each MXU's current block
     bool work = true;
-    size_t next_transfer = 0;
+    // Steps: the longest stream's tile groups.
+    size_t next_transfer = 0, step = 0, steps = 1;
+    for (const Stream& st : s) steps = std::max(steps, st.tiles.size());
     while (work) {
       work = false;
       finished.clear();
-      if (next_transfer < transfers.size()) code_ += transfers[next_transfer++], bundle(now);
+      for (++step; next_transfer < transfers.size() && transfers[next_transfer].second * double(steps) < double(step);)
+        code_ += transfers[next_transfer++].first, bundle(now);
       // This step: each MXU's next tile group. Their matmuls are interleaved across the MXUs
       // so that in-order issue never leaves one MXU idle behind another's queue.
       std::vector<const TileGroup*> grp(nm, nullptr);
@@ -1127,7 +1131,7 @@ class Codegen {
       }
       std::erase_if(pending, [](const Pending& p) { return p.closed || (p.free && p.next >= p.phases.size()); });
     }
-    while (next_transfer < transfers.size()) code_ += transfers[next_transfer++];
+    while (next_transfer < transfers.size()) code_ += transfers[next_transfer++].first;
     hoist_at_ = code_.size();  // the next stream's prologue may go here
     finish(pending.size(), true);
     wait_upto(issued, vdone);
@@ -2095,8 +2099,17 @@ class Codegen {
     uint64_t pt = uint64_t(pad[0]), pb = uint64_t(pad[1]), pl = uint64_t(pad[2]), pr = uint64_t(pad[3]);
     uint64_t Hp = H + pt + pb, Wp = W + pl + pr, CIp = align_up(CI, std::max<uint64_t>(1, 4 / esz_));
     uint64_t pix = CIp * esz_;
+    // Two output pixels per matmul row (as in gen_conv_wide): with the output channels in at
+    // most half the columns, a matmul row covering the KW + sw taps of pixels x and x + 1
+    // computes both (columns [0, C/2) and [C/2, C)); its rows then spread into the output
+    // (their padding lanes holding the other pixel: only for convolutions, or a pool whose
+    // readers are all convolutions, which never read past their input's channels).
+    uint64_t span = KW;
+    bool two_px = R_ == C_ && CO * 2 <= C_ && OW % 2 == 0 && !int_out_ && N > 1 && (KW + sw) * CIp * 2 <= R_ &&
+                  padding_lanes_unread(op.getOutput());
+    if (two_px) span = KW + sw;
     // Kernel rows stacked in one matmul row: as many as the array's R rows hold (see below).
-    uint64_t S = std::max<uint64_t>(1, std::min<uint64_t>(KH, R_ / (KW * CIp)));
+    uint64_t S = std::max<uint64_t>(1, std::min<uint64_t>(KH, R_ / (span * CIp)));
     // The packed, zero-padded image (+ one row of slack: a matmul reads R lanes per row):
     // all images, or with stacking one at a time (each is copied into its stacked form
     // before the next is loaded).
@@ -2148,36 +2161,63 @@ class Codegen {
       w = std::move(qw.q);
       for (double s2 : qw.s) acc_scale.push_back(s2 * scale(op.getInput()));
     }
-    uint64_t bias_ub = bias_rows(bias, acc_scale);
-    auto eps = epilogue_params(CO, acc_scale, q8_ ? scale(op.getOutput()) : 1.0, op.getClampMin().convertToDouble(),
-                               op.getClampMax().convertToDouble());
+    uint64_t bias_ub = kNoBias;
+    std::vector<std::string> eps;
+    if (two_px) {
+      auto [b2, ep2] = two_pixel_params(bias, acc_scale, CO, op);
+      bias_ub = b2, eps = {ep2};
+    } else {
+      bias_ub = bias_rows(bias, acc_scale);
+      eps = epilogue_params(CO, acc_scale, q8_ ? scale(op.getOutput()) : 1.0, op.getClampMin().convertToDouble(),
+                           op.getClampMax().convertToDouble());
+    }
     // Kernel rows stacked in one matmul row: as many as the array's R rows hold (KW x CIp
     // each), so ResNet-50's conv1 on a 128-row array runs 2 matmuls per output row, not 7.
     // Stacking reads a copy of the image whose pixel (j, x) holds the channels of padded
     // rows j*rs + s*dh, s < S, side by side (one 4-byte-aligned copy per s, built in the
     // unified buffer from the packed image); rs = the stride when the stack's height is a
     // multiple of it, so only the rows output rows start on are kept.
-    uint64_t G = ceil_div(KH, S), zp = S * pix, nbs = ceil_div(CO, C_), K = KW * S * CIp;
+    uint64_t G = ceil_div(KH, S), zp = S * pix, nbs = ceil_div(CO, C_), K = span * S * CIp, per_row = two_px ? OW / 2 : OW;
     uint64_t rs = S > 1 && (S * dh) % sh == 0 ? sh : 1;
     uint64_t ZH = S > 1 ? ((OH - 1) * sh + (G - 1) * S * dh) / rs + 1 : 0, zbytes = ZH * Wp * zp + R_ * esz_;
     uint64_t zb = S > 1 ? ub_take(zbytes, fmt::format("the row-stacked input of '{}'", layer)) : 0;
     if (S > 1) clear(zb, zbytes);  // rows past the image stay zero for every image
     // One tile per kernel-row group g: row k = (dx * S + s) * CIp + c holds
     // w[g * S + s][dx][c][:] (zero for c >= CI and past the last kernel row).
+    // Two pixels: row k = (dx' * S + s) * CIp + c (dx' < KW + sw) holds tap dx' of pixel x in
+    // column co and tap dx' - sw of pixel x + 1 in column C/2 + co.
     std::map<std::pair<uint64_t, uint64_t>, TileRef> tiles;
+    uint64_t cols = two_px ? C_ : CO;
     for (uint64_t g = 0; g < G; ++g) {
-      std::vector<float> t(K * CO, 0.0f);
+      std::vector<float> t(K * cols, 0.0f);
       for (uint64_t s = 0; s < S && g * S + s < KH; ++s)
-        for (uint64_t dx = 0; dx < KW; ++dx)
-          for (uint64_t c = 0; c < CI; ++c)
-            for (uint64_t co = 0; co < CO; ++co)
-              t[((dx * S + s) * CIp + c) * CO + co] = w[(((g * S + s) * KW + dx) * CI + c) * CO + co];
-      for (uint64_t nb = 0; nb < nbs; ++nb) tiles[{g, nb}] = weight_tile(t, K, CO, 0, nb);
+        for (uint64_t o = 0; o < (two_px ? 2 : 1); ++o)
+          for (uint64_t dx = 0; dx < KW; ++dx)
+            for (uint64_t c = 0; c < CI; ++c)
+              for (uint64_t co = 0; co < CO; ++co)
+                t[(((dx + o * sw) * S + s) * CIp + c) * cols + o * (C_ / 2) + co] = w[(((g * S + s) * KW + dx) * CI + c) * CO + co];
+      for (uint64_t nb = 0; nb < nbs; ++nb) tiles[{g, nb}] = weight_tile(t, K, cols, 0, nb);
     }
-    uint64_t rows_per_chunk = conv_row_chunk(S > 1 ? OH : N * OH, OW, nbs);
+    uint64_t rows_per_chunk = conv_row_chunk(S > 1 ? OH : N * OH, per_row, nbs);
+    // Two pixels: an image's two-pixel rows, spread into the output after its matmuls (+ a
+    // row of slack: the second spreading copy reads half a row past the last).
+    uint64_t qbytes = two_px ? OH * per_row * C_ * esz_ + R_ * esz_ : 0;
+    uint64_t q2 = two_px ? ub_take(qbytes, fmt::format("the two-pixel output of '{}'", layer)) : 0;
+    if (two_px) clear(q2, qbytes);
+    // In flight on kSpread until the next image's matmuls (whose epilogues reuse the
+    // two-pixel rows, and whose background pool reads this image) start.
+    const int kSpread = 50;
+    auto spread = [&](uint64_t n) {
+      uint64_t row = C_ * esz_, at = y.base + (n * OH - first_row(n)) * OW * row;
+      for (uint64_t h = 0; h < 2; ++h)
+        code(fmt::format("  dma.copy desc={} src=r0 dst=r0 flag=f{}",
+                         new_desc(fmt::format("bytes={} src_off={} dst_off={} dim=[{}, {}, {}]", row, q2 + h * (C_ / 2) * esz_,
+                                              at + h * row, OH * per_row, row, 2 * row)),
+                         kSpread));
+    };
     // Output rows [q0, q1): without stacking all images at once from the packed image, with
     // it one image at a time from its stacked copy.
-    auto run_rows = [&](uint64_t q0, uint64_t q1, uint64_t zb, uint64_t row0, std::vector<std::string> transfers,
+    auto run_rows = [&](uint64_t q0, uint64_t q1, uint64_t zb, uint64_t row0, std::vector<std::pair<std::string, double>> transfers,
                         std::vector<std::pair<std::string, uint64_t>> background) {
       std::vector<Block> blocks;
       for (uint64_t nb = 0; nb < nbs; ++nb)
@@ -2189,12 +2229,13 @@ class Codegen {
             for (uint64_t r = r0; r < r1; ++r) {
               uint64_t n = r / OH, oy = r % OH;
               uint64_t src = S > 1 ? zb + (oy * sh + g * S * dh) / rs * Wp * zp : xq + ((n * Hp + oy * sh + g * dh) * Wp) * pix;
-              tg.steps.push_back({src, OW, sw * zp, (r - r0) * OW, g > 0});
+              tg.steps.push_back({src, per_row, (two_px ? 2 : 1) * sw * zp, (r - r0) * per_row, g > 0});
             }
             b.groups.push_back(std::move(tg));
           }
-          uint64_t rows = (r1 - r0) * OW;
-          uint64_t out = y.base + nb * y.block_bytes + (r0 - row0) * OW * C_ * out_esz_, bias_row = bias_at(bias_ub, nb);
+          uint64_t rows = (r1 - r0) * per_row;
+          uint64_t out = two_px ? q2 + (r0 - q0) * per_row * C_ * esz_ : y.base + nb * y.block_bytes + (r0 - row0) * OW * C_ * out_esz_;
+          uint64_t bias_row = bias_at(bias_ub, nb);
           std::string ep = eps[nb];
           b.epilogue = [this, rows, bias_row, ep, out](uint32_t m, uint64_t acc_row) { return epilogue(m, acc_row, rows, bias_row, ep, out); };
           blocks.push_back(std::move(b));
@@ -2209,36 +2250,66 @@ class Codegen {
       xq2 = ub_take(bytes, fmt::format("the packed input of '{}'", layer));
       clear(xq2, bytes);
     }
-    // The stacked copy of a packed image; `flag` 0: waited for, else in flight on it.
-    auto stack = [&](uint64_t from, uint64_t to, int flag) {
+    // The copies that stack a packed image, on `flag`, and their count.
+    auto stack_copies = [&](uint64_t from, uint64_t to, int flag) {
+      std::string text;
       uint64_t copies = 0;
       for (uint64_t s = 0; s < S && s * dh < Hp; ++s, ++copies) {
         uint64_t rows = std::min(ZH, ceil_div(Hp - s * dh, rs));
         std::string d = new_desc(fmt::format("bytes={} dim=[{}, {}, {}] dim=[{}, {}, {}]", pix, Wp, pix, zp, rows, rs * Wp * pix, Wp * zp));
-        code(fmt::format("  li r1, {} || li r2, {}", from + s * dh * Wp * pix, to + s * pix));
-        code(fmt::format("  dma.copy desc={} src=r1 dst=r2 flag=f{}", d, flag ? flag : 1));
+        text += fmt::format("  li r1, {} || li r2, {}\n", from + s * dh * Wp * pix, to + s * pix);
+        text += fmt::format("  dma.copy desc={} src=r1 dst=r2 flag=f{}\n", d, flag);
       }
-      if (!flag) code(fmt::format("  wait f1, {}", copies));
-      return copies;
+      return std::make_pair(text, copies);
     };
+    auto stack = [&](uint64_t from, uint64_t to) {
+      auto [text, copies] = stack_copies(from, to, 1);
+      code_ += text;
+      code(fmt::format("  wait f1, {}", copies));
+    };
+    // With room for a second stacked copy too, image n + 1 is also stacked during image n's
+    // matmuls (once its load is done): the next image's matmuls then start at once.
+    uint64_t zb2 = 0;
+    if (xq2 && ub_.largest_free() >= zbytes + (1 << 16)) {
+      zb2 = ub_take(zbytes, fmt::format("the row-stacked input of '{}'", layer));
+      clear(zb2, zbytes);
+    }
     if (S == 1) run_rows(0, N * OH, zb, 0, {}, {});
-    // The next image's load goes in pieces of a few rows, one per step of the matmuls (each
-    // pixel is a request of its own: one long transfer would hold up the weight loads).
-    const int kLoaded = 48;
-    uint64_t pieces = std::min<uint64_t>(H, 16);
+    // The next image's load goes in pieces of a few rows spread over the steps of this one's
+    // matmuls (each pixel is a request of its own: one long transfer would hold up the weight
+    // loads queued behind it; 24 pieces measured best for ResNet-50 at batch 8), its stacking
+    // after the last matmul is issued (waiting for the load then stalls no matmul).
+    const int kLoaded = 48, kStacked = 49;
+    uint64_t pieces = std::min<uint64_t>(H, 24), stacked = 0;
     if (xq2) load_image(0, xq);
+    if (zb2) stack(xq, zb);
     for (uint64_t n = 0; S > 1 && n < N; ++n) {
-      // run_blocks has waited for every matmul of the previous image: the stacked copy is free.
-      if (!xq2) load_image(n, xq);
-      else if (n > 0) code(fmt::format("  wait f{}, {}", kLoaded, pieces));
-      uint64_t packed = xq2 && n % 2 ? xq2 : xq;
-      stack(packed, zb, 0);
-      std::vector<std::string> next;
+      uint64_t packed = xq2 && n % 2 ? xq2 : xq, other = packed == xq ? xq2 : xq;
+      uint64_t z = zb2 && n % 2 ? zb2 : zb;
+      // run_blocks has waited for every matmul of the previous image: its stacked copy is free.
+      if (!xq2) {
+        load_image(n, xq);
+        stack(xq, zb);
+      } else if (!zb2) {
+        if (n > 0) code(fmt::format("  wait f{}, {}", kLoaded, pieces));
+        stack(packed, zb);
+      } else if (n > 0) {
+        code(fmt::format("  wait f{}, {}", kStacked, stacked));
+      }
+      if (two_px && n > 0) code(fmt::format("  wait f{}, 2", kSpread));
+      std::vector<std::pair<std::string, double>> next;
       for (uint64_t i = 0; xq2 && n + 1 < N && i < pieces; ++i)  // into the other packed image, free now
-        next.push_back(load_rows(n + 1, packed == xq ? xq2 : xq, i * H / pieces, (i + 1) * H / pieces, kLoaded));
-      run_rows(n * OH, (n + 1) * OH, zb, first_row(n), std::move(next),
+        next.push_back({load_rows(n + 1, other, i * H / pieces, (i + 1) * H / pieces, kLoaded), double(i + 1) / double(pieces)});
+      if (zb2 && n + 1 < N) {
+        auto [text, copies] = stack_copies(other, z == zb ? zb2 : zb, kStacked);
+        next.push_back({fmt::format("  wait f{}, {}\n", kLoaded, pieces) + text, 1.0});
+        stacked = copies;
+      }
+      run_rows(n * OH, (n + 1) * OH, z, first_row(n), std::move(next),
                pool && n > 0 ? pool_ops(*pool, y, py, int64_t(n) - 1, int64_t(n), first_row(n - 1) / OH)
                              : std::vector<std::pair<std::string, uint64_t>>{});
+      if (two_px) spread(n);
+      if (two_px && n + 1 == N) code(fmt::format("  wait f{}, 2", kSpread));
     }
     if (pool)
       for (auto& [text, occ] : pool_ops(*pool, y, py, int64_t(N) - 1, int64_t(N), first_row(N - 1) / OH)) {
@@ -2249,6 +2320,8 @@ class Codegen {
     ub_.release(xq);
     if (S > 1) ub_.release(zb);
     if (xq2) ub_.release(xq2);
+    if (zb2) ub_.release(zb2);
+    if (two_px) ub_.release(q2);
     add_bound(layer, N * OH * OW * KH * KW * CI * CO, KH * KW * CI * CO * esz_ + N * H * W * CI * esz_);
     define(op.getOutput(), y);
   }
@@ -2355,11 +2428,182 @@ class Codegen {
     return ph;
   }
 
+  // A 3x3 "same" convolution on exactly R/2 input channels to at most C/2 output channels
+  // (ResNet-50's 64-channel layers on a 128x128 array) computes two output pixels per
+  // matmul row: a copy of the input holds, in entry e of each image row, pixel e - 1 in
+  // lanes [0, R/2) and pixel e in lanes [R/2, R) (zeros past the row's ends), so the row
+  // read at entry 2i + t covers input pixels 2i + t - 1 and 2i + t; a tile per (kernel row,
+  // t in {0, 2}) has output pixel 2i's weights in columns [0, C/2) and pixel 2i + 1's in
+  // [C/2, C). Each kernel row then takes 2 matmuls of W/2 rows instead of 3 of W (or the
+  // tap pairs' 2 of W): K and N are both full. The epilogue writes these two-pixel rows,
+  // and two copies spread them into the output's rows (their padding lanes hold the other
+  // pixel, which the consumers, convolutions reading R/2 channels, never read).
+  // INT8 activations whose padding lanes [at, at + kBiasLanes] hold constants (kBiasBig in
+  // the first kBiasLanes, then 1): a 1x1 convolution reading at most `at` channels then adds
+  // its bias on the MXU, from weight rows at those lanes whose sum over the constants is the
+  // bias in the accumulator's scale, instead of a vector pass over every output row.
+  static constexpr uint64_t kBiasLanes = 16;
+  static constexpr int kBiasBig = 127;
+  std::map<const void*, uint64_t> bias_lanes_;
+  // A unified-buffer row of C int8 lanes with the constants from lane `at` (loaded once).
+  uint64_t bias_lanes_row(uint64_t at) {
+    if (auto it = bias_lanes_rows_.find(at); it != bias_lanes_rows_.end()) return it->second;
+    std::vector<uint8_t> row(C_, 0);
+    for (uint64_t k = 0; k < kBiasLanes; ++k) row[at + k] = uint8_t(kBiasBig);
+    row[at + kBiasLanes] = 1;
+    uint64_t ub = ub_take(C_, "the bias lanes' constants", false);
+    std::string d = new_desc(fmt::format("bytes={} src_off={} dst_off={}", C_, hbm_const(row), ub));
+    code(fmt::format("  dma.load desc={} src=r0 dst=r0 flag=f1", d));
+    code("  wait f1");
+    return bias_lanes_rows_[at] = ub;
+  }
+  std::map<uint64_t, uint64_t> bias_lanes_rows_;
+  // Weight rows (kBiasLanes + 1 int8 values) whose dot product with the constants is q, or
+  // nothing when |q| is too large.
+  static std::optional<std::vector<int>> bias_weights(int64_t q) {
+    int64_t big = (q >= 0 ? q + kBiasBig / 2 : q - kBiasBig / 2) / kBiasBig, rest = q - big * kBiasBig;
+    if (std::abs(big) > int64_t(kBiasLanes) * 127 || std::abs(rest) > 127) return std::nullopt;
+    std::vector<int> w(kBiasLanes + 1, 0);
+    for (uint64_t k = 0; k < kBiasLanes && big; ++k) {
+      int64_t v = std::clamp<int64_t>(big, -127, 127);
+      w[k] = int(v), big -= v;
+    }
+    w[kBiasLanes] = int(rest);
+    return w;
+  }
+  // Whether every reader of v (through a pool) reads at most its channels' lanes: a
+  // convolution, whose weight tiles have no rows past its input channels.
+  bool padding_lanes_unread(Value v) {
+    if (v.use_empty()) return false;
+    for (mlir::Operation* u : v.getUsers()) {
+      if (auto p = mlir::dyn_cast<tpu::PoolOp>(u); p && v.hasOneUse()) return padding_lanes_unread(p.getOutput());
+      auto c = mlir::dyn_cast<tpu::Conv2DOp>(u);
+      if (!c || c.getInput() != v) return false;
+    }
+    return true;
+  }
+  // Bias rows and epilogue parameters of two-pixel rows: channel c of the first pixel in
+  // lane c, of the second in lane C/2 + c.
+  std::pair<uint64_t, std::string> two_pixel_params(const std::vector<float>& bias, const std::vector<double>& acc_scale,
+                                                    uint64_t CO, tpu::Conv2DOp op) {
+    uint64_t C2 = C_ / 2;
+    std::vector<float> bias2(C_, 0.0f);
+    std::vector<double> acc2(q8_ ? C_ : 0, 0.0);
+    for (uint64_t c = 0; c < C2; ++c) {
+      uint64_t ch = std::min(c, CO - 1);  // unused lanes: any valid scale
+      if (c < CO) bias2[c] = bias2[C2 + c] = bias[c];
+      if (q8_) acc2[c] = acc2[C2 + c] = acc_scale[ch];
+    }
+    return {bias_rows(bias2, acc2), epilogue_params(C_, acc2, q8_ ? scale(op.getOutput()) : 1.0, op.getClampMin().convertToDouble(),
+                                                    op.getClampMax().convertToDouble())[0]};
+  }
+  bool wide_conv(tpu::Conv2DOp op) {
+    auto xs = shape_of(op.getInput()), ws = shape_of(op.getWeight());
+    if (R_ != C_ || R_ % 2 || int_out_ || op.getGroups() != 1 || ws[0] != 3 || ws[1] != 3 || uint64_t(xs[3]) * 2 != R_ ||
+        uint64_t(ws[3]) * 2 > C_ || xs[2] % 2 || xs[1] < 2 || (xs[3] * esz_) % cfg_.core.unified_buffer.alignment_bytes)
+      return false;
+    auto st = op.getStride(), pad = op.getPad(), dil = op.getDilation();
+    if (st[0] != 1 || st[1] != 1 || dil[0] != 1 || dil[1] != 1 || pad[0] != 1 || pad[1] != 1 || pad[2] != 1 || pad[3] != 1)
+      return false;
+    return padding_lanes_unread(op.getOutput());
+  }
+  void gen_conv_wide(tpu::Conv2DOp op) {
+    std::string layer = op.getLayer().str();
+    const Act& x = act(op.getInput());
+    auto xs = x.shape, ys = shape_of(op.getOutput());
+    uint64_t N = uint64_t(xs[0]), H = uint64_t(xs[1]), W = uint64_t(xs[2]), CI = uint64_t(xs[3]), CO = uint64_t(ys[3]);
+    uint64_t R2 = R_ / 2, C2 = C_ / 2, px = R_ * esz_, E = W + 1, half = W / 2;
+    // The two-pixel copy: N * H rows of E entries. Lower halves: pixel e - 1 (zero at e = 0);
+    // upper halves: pixel e (zero at e = W). All four transfers write disjoint bytes.
+    uint64_t P = ub_take(N * H * E * px, fmt::format("the two-pixel input of '{}'", layer));
+    auto copy = [&](uint64_t src, uint64_t dst) {
+      code(fmt::format("  dma.copy desc={} src=r0 dst=r0 flag=f1",
+                       new_desc(fmt::format("bytes={} src_off={} dst_off={} dim=[{}, {}, {}] dim=[{}, {}, {}]", CI * esz_, src,
+                                            dst, W, px, px, N * H, W * px, E * px))));
+    };
+    copy(x.base, P + px);
+    copy(x.base, P + R2 * esz_);
+    for (uint64_t at : {P, P + W * px + R2 * esz_})
+      code(fmt::format("  dma.load desc={} src=r0 dst=r0 flag=f1",
+                       new_desc(fmt::format("bytes={} src_off={} dst_off={} dim=[{}, 0, {}]", CI * esz_, zero_hbm_, at, N * H, E * px))));
+    code("  wait f1, 4");
+    auto w = const_floats(op.getWeight(), layer), bias = const_floats(op.getBias(), layer);
+    std::vector<double> acc_scale;
+    if (q8_) {
+      QWeights qw = quantize(w, 9 * CI, CO);
+      w = std::move(qw.q);
+      for (double s : qw.s) acc_scale.push_back(s * scale(op.getInput()));
+    }
+    auto [bias_ub, ep] = two_pixel_params(bias, acc_scale, CO, op);
+    auto tap = [&](uint64_t dy, uint64_t dx, uint64_t ci, uint64_t co) { return w[((dy * 3 + dx) * CI + ci) * CO + co]; };
+    std::map<std::pair<uint64_t, uint64_t>, TileRef> tiles;  // (kernel row, t)
+    for (uint64_t dy = 0; dy < 3; ++dy)
+      for (uint64_t t : {0, 2}) {
+        // Lower half: input pixel 2i + t - 1, upper half: 2i + t; output pixel 2i = taps
+        // dx = pixel - 2i + 1, output pixel 2i + 1 = taps dx = pixel - 2i.
+        std::vector<float> m(R_ * C_, 0.0f);
+        for (uint64_t h = 0; h < 2; ++h) {
+          int64_t p = int64_t(t) - 1 + int64_t(h);  // input pixel - 2i
+          for (int64_t o = 0; o < 2; ++o) {
+            int64_t dx = p - o + 1;
+            if (dx < 0 || dx > 2) continue;
+            for (uint64_t ci = 0; ci < CI; ++ci)
+              for (uint64_t co = 0; co < CO; ++co) m[(h * R2 + ci) * C_ + uint64_t(o) * C2 + co] = tap(dy, uint64_t(dx), ci, co);
+          }
+        }
+        tiles[{dy, t}] = weight_tile(m, R_, C_, 0, 0);
+      }
+    uint64_t rows_out = N * H;  // output rows (of W pixels, W / 2 matmul rows)
+    Act q = new_act({int64_t(rows_out * half), int64_t(C_)}, fmt::format("the two-pixel output of '{}'", layer), true);
+    uint64_t chunk = conv_row_chunk(rows_out, half, 1);
+    std::vector<Block> blocks;
+    for (uint64_t r0 = 0; r0 < rows_out; r0 += chunk) {
+      uint64_t r1 = std::min(rows_out, r0 + chunk);
+      Block b;
+      bool first = true;
+      for (uint64_t dy : {1, 0, 2})  // the centre row reaches every output row: it initializes them
+        for (uint64_t t : {0, 2}) {
+          TileGroup g{tiles[{dy, t}], {}};
+          for (uint64_t r = r0; r < r1; ++r) {
+            int64_t iy = int64_t(r % H) + int64_t(dy) - 1;
+            if (iy < 0 || iy >= int64_t(H)) continue;
+            g.steps.push_back({P + ((r / H * H + uint64_t(iy)) * E + t) * px, half, 2 * px, (r - r0) * half, !first});
+          }
+          first = false;
+          if (!g.steps.empty()) b.groups.push_back(std::move(g));
+        }
+      uint64_t rows = (r1 - r0) * half, out = q.base + r0 * half * C_ * esz_, bias_row = bias_at(bias_ub, 0);
+      b.epilogue = [this, rows, bias_row, ep, out](uint32_t m, uint64_t acc_row) { return epilogue(m, acc_row, rows, bias_row, ep, out); };
+      blocks.push_back(std::move(b));
+    }
+    run_blocks(blocks, true);
+    ub_.release(P);
+    ub_.release(bias_ub);
+    // Pixel 2i's row takes the two-pixel row's lanes [0, C/2), pixel 2i + 1's its lanes
+    // [C/2, C). INT8: the output's padding lanes get the bias lanes (bias_lanes_row).
+    Act y = out_act(op.getOutput(), fmt::format("the output of '{}'", layer));
+    uint64_t n = rows_out * half, row = C_ * esz_, pattern = q8_ ? bias_lanes_row(C2) : 0;
+    for (uint64_t h = 0; h < 2; ++h)
+      code(fmt::format("  dma.copy desc={} src=r0 dst=r0 flag=f1",
+                       new_desc(fmt::format("bytes={} src_off={} dst_off={} dim=[{}, {}, {}]", C2 * esz_, q.base + h * C2 * esz_,
+                                            y.base + h * row, n, row, 2 * row))));
+    if (q8_) {
+      code(fmt::format("  dma.copy desc={} src=r0 dst=r0 flag=f1",
+                       new_desc(fmt::format("bytes={} src_off={} dst_off={} dim=[{}, 0, {}]", C2, pattern + C2, y.base + C2, 2 * n, row))));
+      bias_lanes_[op.getOutput().getAsOpaquePointer()] = C2;
+    }
+    code(fmt::format("  wait f1, {}", q8_ ? 3 : 2));
+    ub_.release(q.base);
+    add_bound(layer, N * H * W * 9 * CI * CO, 9 * R_ * C_ * 2 * esz_);
+    define(op.getOutput(), y);
+  }
+
   void gen_conv(tpu::Conv2DOp op) {
     std::string layer = op.getLayer().str();
     tag(layer);
     if (auto it = input_hbm_.find(op.getInput().getAsOpaquePointer()); it != input_hbm_.end())
       return gen_conv_packed(op, it->second);
+    if (wide_conv(op)) return gen_conv_wide(op);
     const Act& x = act(op.getInput());
     auto xs = x.shape;  // N, H, W, CI
     auto ws = shape_of(op.getWeight());  // KH, KW, CI, CO
@@ -2442,7 +2686,23 @@ class Codegen {
       w = std::move(qw.q);
       for (double sw : qw.s) acc_scale.push_back(sw * scale(op.getInput()));
     }
-    uint64_t bias_ub = bias_rows(bias, acc_scale);
+    // The bias on the MXU (bias_lanes_): a 1x1 convolution of an input with bias lanes.
+    uint64_t lanes = 0;
+    bool bias_rows_at = false;
+    std::vector<float> folded;
+    if (auto it = bias_lanes_.find(op.getInput().getAsOpaquePointer());
+        it != bias_lanes_.end() && q8_ && KH == 1 && KW == 1 && sh == 1 && sw == 1 && G == 1 && !padded && CI <= it->second) {
+      lanes = it->second;
+      folded.assign((lanes + kBiasLanes + 1) * CO, 0.0f);
+      bias_rows_at = true;
+      for (uint64_t co = 0; co < CO && bias_rows_at; ++co) {
+        for (uint64_t ci = 0; ci < CI; ++ci) folded[ci * CO + co] = w[ci * CO + co];
+        auto bw = bias_weights(int64_t(std::nearbyint(double(bias[co]) / acc_scale[co])));
+        if (!bw) bias_rows_at = false;
+        for (uint64_t k = 0; bw && k <= kBiasLanes; ++k) folded[(lanes + k) * CO + co] = float((*bw)[k]);
+      }
+    }
+    uint64_t bias_ub = bias_rows_at ? kNoBias : bias_rows(bias, acc_scale);
     auto eps = epilogue_params(CO, acc_scale, q8_ ? scale(op.getOutput()) : 1.0, op.getClampMin().convertToDouble(),
                                op.getClampMax().convertToDouble());
     uint64_t cbs = ceil_div(CI, R_), nbs = ceil_div(CO, C_);
@@ -2492,7 +2752,8 @@ class Codegen {
       }
       for (uint64_t cb = 0; cb < cbs; ++cb)
         for (uint64_t nb = 0; nb < nbs; ++nb)
-          if (group_overlap(cb, nb)) tiles[{t, cb, nb}] = weight_tile(tap, CI, CO, cb, nb);
+          if (group_overlap(cb, nb)) tiles[{t, cb, nb}] = bias_rows_at ? weight_tile(folded, lanes + kBiasLanes + 1, CO, 0, nb)
+                                                                       : weight_tile(tap, CI, CO, cb, nb);
     }
     // The order taps go in ("same": the centre first, it reaches every output and
     // initializes the accumulators) and, with pairs, which of them take kernel row dy + 1
