@@ -123,7 +123,7 @@ def Tpu_AddOp : Tpu_Op<"add", [Pure]> {
 }
 
 def Tpu_BinaryOp : Tpu_Op<"binary", [Pure]> {
-  let summary = "y = a - b, a * b, max(a, b) or min(a, b), elementwise on two activations of the same shape";
+  let summary = "y = a - b, a * b, max(a, b), min(a, b) or trunc(a / b) (integer Div), elementwise on two activations of the same shape";
   let arguments = (ins AnyRankedTensor:$lhs, AnyRankedTensor:$rhs, StrAttr:$kind, StrAttr:$layer);
   let results = (outs AnyRankedTensor:$output);
   let assemblyFormat = "operands attr-dict `:` functional-type(operands, results)";

@@ -3323,8 +3323,49 @@ class Codegen {
   // (both operands rescaled to the output's scale first; rounding is monotonic, so max and
   // min commute with it) and multiplies in fp32 rows, since the product of two int8 codes
   // needs the combined scale s_a * s_b / s_y applied before requantizing.
+  // ONNX integer Div, trunc(a / b), in fp32 rows: q = round(|a| * (1 / |b|)) (vec.recip is
+  // correctly rounded, so q is within one of the quotient while the integers stay below
+  // 2^22), corrected by one either way from the exact remainder |a| - q |b|, times the sign
+  // of a * b. Division by zero is left to the arithmetic (ONNX leaves it undefined).
+  void gen_int_div(tpu::BinaryOp op) {
+    std::string layer = op.getLayer().str();
+    tag(layer);
+    const Act& a = act(op.getLhs());
+    const Act& b = act(op.getRhs());
+    Act y = new_act(shape_of(op.getOutput()), fmt::format("the output of '{}'", layer));
+    auto sc = [&](Value v) { return q8_ ? std::optional<double>(scale(v)) : std::nullopt; };
+    Act A = fp32_twin(a, layer, "dividend", true, sc(op.getLhs())), B = fp32_twin(b, layer, "divisor", true, sc(op.getRhs()));
+    Act S = fp32_twin(a, layer, "sign", false), T = fp32_twin(a, layer, "quotient", false), U = fp32_twin(a, layer, "remainder", false);
+    std::string neg = new_param("scale=[-1]"), unit = clamp_param(-1.0, 1.0), bit = clamp_param(0.0, 1.0),
+                plus1 = new_param("scale=[1] bias=[1]");
+    for (uint64_t blk = 0; blk < y.blocks; ++blk) {
+      uint64_t o = blk * A.block_bytes;
+      auto u = [&](const Act& t) { return fmt::format("ub[r0+{}]", t.base + o); };
+      auto v = [&](const std::string& op_, const Act& d, const Act& x, const Act* z, const std::string& tail = "") {
+        vec_wait(fmt::format("vec.{} dst={} a={}{} rows={} dt=fp32{}", op_, u(d), u(x), z ? " b=" + u(*z) : "", y.rows, tail));
+      };
+      v("mul", S, A, &B), v("clamp", S, S, nullptr, " param=" + unit);  // the sign of a * b
+      v("affine", U, A, nullptr, " param=" + neg), v("max", A, A, &U);  // |a|
+      v("affine", U, B, nullptr, " param=" + neg), v("max", B, B, &U);  // |b|
+      v("recip", T, B, nullptr), v("mul", T, T, &A);
+      vec_wait(fmt::format("vec.cvt dst={0} a={0} rows={1} dt=fp32 odt=int32", u(T), y.rows));  // round half to even
+      vec_wait(fmt::format("vec.cvt dst={0} a={0} rows={1} dt=int32 odt=fp32", u(T), y.rows));
+      v("mul", U, T, &B), v("sub", U, A, &U);  // the remainder |a| - q |b|
+      v("affine", A, U, nullptr, " param=" + neg), v("clamp", A, A, nullptr, " param=" + bit), v("sub", T, T, &A);  // q -= (r < 0)
+      v("sub", U, U, &B), v("affine", U, U, nullptr, " param=" + plus1), v("clamp", U, U, nullptr, " param=" + bit);
+      v("add", T, T, &U);  // q += (r >= |b|)
+      v("mul", T, T, &S);
+      if (q8_) v("affine", T, T, nullptr, " param=" + new_param(fmt::format("scale=[{}]", 1.0 / double(scale(op.getOutput())))));
+    }
+    from_fp32_twin(T, y);
+    for (const Act* t : {&A, &B, &S, &U}) ub_.release(t->base);
+    add_bound(layer, 0, 0);
+    define(op.getOutput(), y);
+  }
+
   void gen_binary(tpu::BinaryOp op) {
     std::string layer = op.getLayer().str();
+    if (op.getKind() == "div") return gen_int_div(op);
     tag(layer);
     const Act& a = act(op.getLhs());
     const Act& b = act(op.getRhs());

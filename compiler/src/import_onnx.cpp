@@ -775,8 +775,18 @@ class Importer {
     only_attrs(n, {});  // opset < 7 had `broadcast` and `axis`
     Tensor out;
     Tensor rhs = input(n, 1);
-    if (n.op_type() == "Div" && (is_integral(n.input(0)) || is_integral(n.input(1))))
-      fail("Div of integers (ONNX truncates the quotient) is not supported; Cast the operands to float first", node_name(n));
+    if (n.op_type() == "Div" && (is_integral(n.input(0)) || is_integral(n.input(1)))) {
+      // ONNX truncates an integer quotient: tpu.binary "div" (exact for integers below 2^24).
+      if (constants_.count(n.input(0)) || constants_.count(n.input(1)))
+        fail("Div of integers with a constant operand is not supported; Cast the operands to float first", node_name(n));
+      const Tensor& a = input(n, 0);
+      if (a.shape != rhs.shape || a.nhwc != rhs.nhwc)
+        fail("Div of integers needs operands of one shape (no broadcasting)", node_name(n));
+      Value y = b_.create<tpu::BinaryOp>(loc, a.value.getType(), a.value, rhs.value, b_.getStringAttr("div"),
+                                         b_.getStringAttr(node_name(n)));
+      define(n, {y, a.shape, a.nhwc});
+      return;
+    }
     if (n.op_type() == "Div") {
       auto c = constants_.find(n.input(1));
       if (c != constants_.end()) {
@@ -817,11 +827,12 @@ class Importer {
     only_attrs(n, {"auto_pad", "ceil_mode", "count_include_pad", "dilations", "kernel_shape", "pads", "storage_order", "strides"});
     const Tensor& x = input(n, 0);
     if (x.shape.size() != 4) fail("only 2-D pooling is supported", node_name(n));
-    for (int64_t d : attr_ints(n, "dilations", {1, 1}))
-      if (d != 1) fail("pooling attribute dilations other than 1 is not supported", node_name(n));
     auto k = attr_ints(n, "kernel_shape", {});
     if (k.size() != 2) fail("kernel_shape must have 2 values", node_name(n));
     auto stride = attr_ints(n, "strides", {1, 1});
+    auto dil = attr_ints(n, "dilations", {1, 1});
+    if (dil.size() != 2 || dil[0] < 1 || dil[1] < 1) fail("dilations must be 2 positive values", node_name(n));
+    if (dil[0] != 1 || dil[1] != 1) return dilated_max_pool(n, x, k, stride, dil, loc);
     auto pad = pads_of(n, {x.shape[2], x.shape[3]}, k, stride, {1, 1});
     bool avg = n.op_type() == "AveragePool";
     if (attr_i(n, "ceil_mode", 0)) {
@@ -860,6 +871,32 @@ class Importer {
     else
       y = b_.create<mlir::tosa::MaxPool2dOp>(loc, tensor_type(to_nhwc(out)), in, b_.getDenseI64ArrayAttr(k),
                                              b_.getDenseI64ArrayAttr(stride), b_.getDenseI64ArrayAttr(pad));
+    define(n, {y, out, true});
+  }
+
+  // A dilated max pool as the elementwise maximum of its taps: tap (i, j) is the input
+  // from (i * dh, j * dw) on, every stride-th pixel (a 1x1 max pool with the stride).
+  void dilated_max_pool(const onnx::NodeProto& n, const Tensor& x, const std::vector<int64_t>& k,
+                        const std::vector<int64_t>& stride, const std::vector<int64_t>& dil, mlir::Location loc) {
+    if (n.op_type() != "MaxPool") fail("pooling attribute dilations is only supported on MaxPool", node_name(n));
+    if (attr_i(n, "ceil_mode", 0) || attr_s(n, "auto_pad", "NOTSET") != "NOTSET" || attr_ints(n, "pads", {0, 0, 0, 0}) != std::vector<int64_t>{0, 0, 0, 0})
+      fail("MaxPool with dilations is supported without padding and ceil_mode only", node_name(n));
+    int64_t H = x.shape[2], W = x.shape[3], OH = (H - dil[0] * (k[0] - 1) - 1) / stride[0] + 1,
+            OW = (W - dil[1] * (k[1] - 1) - 1) / stride[1] + 1;
+    if (OH < 1 || OW < 1) fail("the dilated pooling window is larger than the input", node_name(n));
+    std::vector<int64_t> out{x.shape[0], x.shape[1], OH, OW};
+    Value in = x.nhwc ? x.value : transpose(x.value, {0, 2, 3, 1}, loc);
+    Value y;
+    for (int64_t i = 0; i < k[0]; ++i)
+      for (int64_t j = 0; j < k[1]; ++j) {
+        std::vector<int64_t> size{x.shape[0], (OH - 1) * stride[0] + 1, (OW - 1) * stride[1] + 1, x.shape[1]};
+        Value t = b_.create<mlir::tosa::SliceOp>(loc, tensor_type(size), in, b_.getDenseI64ArrayAttr({0, i * dil[0], j * dil[1], 0}),
+                                                 b_.getDenseI64ArrayAttr(size));
+        if (stride[0] != 1 || stride[1] != 1)
+          t = b_.create<mlir::tosa::MaxPool2dOp>(loc, tensor_type(to_nhwc(out)), t, b_.getDenseI64ArrayAttr({1, 1}),
+                                                 b_.getDenseI64ArrayAttr(stride), b_.getDenseI64ArrayAttr({0, 0, 0, 0}));
+        y = y ? Value(b_.create<mlir::tosa::MaximumOp>(loc, tensor_type(to_nhwc(out)), y, t)) : t;
+      }
     define(n, {y, out, true});
   }
 

@@ -253,7 +253,11 @@ std::vector<RefTensor> evaluate_reference(mlir::func::FuncOp fn, const std::vect
       std::string k = bo.getKind().str();
       for (size_t i = 0; i < n; ++i) {
         double a = l.data[i], c = r.data[i];
-        y.data[i] = float(k == "sub" ? a - c : k == "mul" ? a * c : k == "max" ? std::max(a, c) : std::min(a, c));
+        y.data[i] = float(k == "sub"   ? a - c
+                          : k == "mul" ? a * c
+                          : k == "div" ? (c == 0 ? 0.0 : std::trunc(a / c))
+                          : k == "max" ? std::max(a, c)
+                                       : std::min(a, c));
       }
     } else if (auto cl = mlir::dyn_cast<tpu::ClampOp>(op)) {
       const RefTensor& x = get(cl.getInput());

@@ -27,8 +27,8 @@ mlir::LogicalResult UnaryOp::verify() {
 }
 
 mlir::LogicalResult BinaryOp::verify() {
-  if (getKind() != "sub" && getKind() != "mul" && getKind() != "max" && getKind() != "min")
-    return emitOpError("kind '") << getKind() << "' is not sub, mul, max or min";
+  if (getKind() != "sub" && getKind() != "mul" && getKind() != "max" && getKind() != "min" && getKind() != "div")
+    return emitOpError("kind '") << getKind() << "' is not sub, mul, max, min or div";
   if (getLhs().getType() != getRhs().getType()) return emitOpError("operands must have the same type (no broadcasting)");
   return mlir::success();
 }

@@ -1232,6 +1232,34 @@ TEST_P(CompileE2E, ConvTransposeMatchesItsScatterDefinition) {
 
 // An audio front end on [N, C, L] signals: Conv1d (stride 2, dilation 2, padding), ReLU,
 // MaxPool1d, run as 2-D operators over a height-1 image.
+// A dilated max pool (strides 2, dilations 2 on a 3x3 window) is the maximum of its taps,
+// each every second pixel from (i * 2, j * 2) on.
+TEST_P(CompileE2E, DilatedMaxPoolMatchesDefinition) {
+  const int64_t N = 2, C = 3, H = 11, W = 12, K = 3, S = 2, D = 2;
+  const int64_t OH = (H - D * (K - 1) - 1) / S + 1, OW = (W - D * (K - 1) - 1) / S + 1;
+  OnnxBuilder m;
+  m.input("x", {N, C, H, W});
+  auto* mp = m.node("MaxPool", "pool", {"x"}, {"y"});
+  OnnxBuilder::attr(mp, "kernel_shape", std::vector<int64_t>{K, K});
+  OnnxBuilder::attr(mp, "strides", std::vector<int64_t>{S, S});
+  OnnxBuilder::attr(mp, "dilations", std::vector<int64_t>{D, D});
+  m.output("y", {N, C, OH, OW});
+  auto path = m.save("vtpu_dilated_pool_" + id() + ".onnx");
+  Vec x = uniform_values(size_t(N * C * H * W), 71, 5.0f);
+  Vec got = compile_and_run(path, {{"x", x}}, "y", /*nchw=*/true);
+  Vec want(size_t(N * C * OH * OW));
+  for (int64_t r = 0; r < N * C; ++r)
+    for (int64_t oy = 0; oy < OH; ++oy)
+      for (int64_t ox = 0; ox < OW; ++ox) {
+        float mx = -std::numeric_limits<float>::infinity();
+        for (int64_t i = 0; i < K; ++i)
+          for (int64_t j = 0; j < K; ++j) mx = std::max(mx, x[size_t((r * H + oy * S + i * D) * W + ox * S + j * D)]);
+        want[size_t((r * OH + oy) * OW + ox)] = mx;
+      }
+  ASSERT_EQ(got.size(), want.size());
+  expect_close(got, want, tolerance(0.03));
+}
+
 TEST_P(CompileE2E, OneDimensionalConvAndPoolMatchFp32Reference) {
   const int64_t N = 2, CI = 3, L = 40, CO = 8, K = 5, S = 2, D = 2, P = 3, PK = 3, PS = 2;
   const int64_t LC = (L + 2 * P - D * (K - 1) - 1) / S + 1, LP = (LC - PK) / PS + 1;
@@ -1457,6 +1485,34 @@ TEST_P(CompileE2E, MatMulIntegerOfUint8InputGivesExactInt32) {
   }
 }
 
+// Integer Div truncates toward zero (ONNX): signed int8 operands with exact multiples,
+// negative quotients and |a| < |b|, exact in bf16 (the integers travel exactly); INT8 close.
+TEST_P(CompileE2E, IntegerDivTruncatesTowardZero) {
+  OnnxBuilder m(13);
+  const int64_t N = 7, C = 33;
+  m.input("a", {N, C}, onnx::TensorProto::INT8);
+  m.input("b", {N, C}, onnx::TensorProto::INT8);
+  m.node("Div", "div", {"a", "b"}, {"q"});
+  m.output("q", {N, C}, onnx::TensorProto::INT8);
+  auto path = m.save("vtpu_int_div_" + id() + ".onnx");
+  std::mt19937 rng(23);
+  Vec a(size_t(N * C)), b(a.size());
+  for (size_t i = 0; i < a.size(); ++i) {
+    int d = int(rng() % 25) - 12;
+    if (d == 0) d = 7;
+    int q = int(rng() % 21) - 10, r = i % 3 == 0 ? 0 : int(rng() % 7) - 3;  // every third an exact multiple
+    b[i] = float(d);
+    a[i] = float(std::clamp(q * d + r, -128, 127));
+  }
+  Vec got = compile_and_run(path, {{"a", a}, {"b", b}}, "q");
+  ASSERT_EQ(got.size(), a.size());
+  for (size_t i = 0; i < a.size(); ++i) {
+    float want = std::trunc(a[i] / b[i]);
+    if (int8()) EXPECT_NEAR(got[i], want, 1.0f) << a[i] << " / " << b[i];
+    else EXPECT_EQ(got[i], want) << a[i] << " / " << b[i];
+  }
+}
+
 // ConvInteger with a uint8 image input, int8 weights with one zero point per output channel,
 // padding (zeros of x - x_zp) and an int32 NCHW output: exact in bf16 against the integer
 // definition; INT8 close.
@@ -1531,7 +1587,8 @@ TEST(CompileErrors, UnsupportedAttributeNamesIt) {
   auto* p = m.node("MaxPool", "dilated_pool", {"x"}, {"y"});
   OnnxBuilder::attr(p, "kernel_shape", std::vector<int64_t>{2, 2});
   OnnxBuilder::attr(p, "dilations", std::vector<int64_t>{2, 2});
-  m.output("y", {1, 4, 4, 4});
+  OnnxBuilder::attr(p, "pads", std::vector<int64_t>{1, 1, 1, 1});  // dilated pools are supported unpadded only
+  m.output("y", {1, 4, 6, 6});
   try {
     compile_onnx(m.save("vtpu_dilated_pool.onnx"), config::load_preset("tiny-8x8"));
     FAIL();
