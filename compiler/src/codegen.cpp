@@ -497,6 +497,14 @@ class Codegen {
     param_names_[body] = name;
     return name;
   }
+  // An operand address for a vector operation's text: "r0+addr" when it fits the 24-bit
+  // offset fields, else "rN+0" with the `li` that loads it appended to `pre` (emitted in
+  // front of the operation, in bundles of their own).
+  static std::string reg_ref(uint64_t addr, int reg, std::string& pre) {
+    if (addr <= 0xFFFFFF) return fmt::format("r0+{}", addr);
+    pre += fmt::format("  li r{}, {}\n", reg, addr);
+    return fmt::format("r{}+0", reg);
+  }
   // "r0+addr" when the address fits the 24-bit offset fields, else loads it into `reg`
   // (in a bundle of its own: registers are read before a bundle writes them).
   std::string addr_ref(uint64_t addr, int reg) {
@@ -722,6 +730,12 @@ class Codegen {
   }
 
   // The epilogue of an output block: acc (fp32) + bias, clamp, -> bf16 rows of `out` block.
+  // Accumulator rows [g, g + rows) plus the bias row at bias_ub (fp32, or int32 for INT8).
+  std::string bias_phase(uint64_t g, uint64_t bias_ub, uint64_t rows) const {
+    std::string pre, bias = reg_ref(bias_ub, 8, pre);
+    return pre + fmt::format("  vec.add dst=acc[r0+{0}] a=acc[r0+{0}] b=ub[{1}] rows={2} dt={3} bcast=1 flag={{flag}}\n", g, bias, rows,
+                             q8_ ? "int32" : "fp32");
+  }
   // The epilogue of an output block as phases, one vector operation each (run_blocks
   // spaces them out over the next steps): bf16: acc (fp32) + bias, clamp, -> bf16 rows;
   // INT8: acc (int32) + bias, RESCALE per output channel -> int8 (clamp in its bounds).
@@ -729,21 +743,12 @@ class Codegen {
   std::vector<std::string> epilogue(uint32_t mxu, uint64_t acc_row, uint64_t rows, uint64_t bias_ub,
                                     const std::string& clamp_param, uint64_t out_ub) {
     uint64_t g = uint64_t(mxu) * cfg_.core.accumulators.rows + acc_row;
-    auto ref = [&](uint64_t addr, int reg, std::string& pre) {
-      if (addr <= 0xFFFFFF) return fmt::format("r0+{}", addr);
-      pre += fmt::format("  li r{}, {}\n", reg, addr);
-      return fmt::format("r{}+0", reg);
-    };
     std::vector<std::string> ph;
     std::string pre;
-    if (bias_ub != kNoBias) {
-      std::string bias = ref(bias_ub, 8, pre);
-      ph.push_back(pre + fmt::format("  vec.add dst=acc[r0+{0}] a=acc[r0+{0}] b=ub[{1}] rows={2} dt={3} bcast=1 flag={{flag}}\n",
-                                     g, bias, rows, q8_ ? "int32" : "fp32"));
-    }
+    if (bias_ub != kNoBias) ph.push_back(bias_phase(g, bias_ub, rows));
     if (q8_) {
       pre.clear();
-      std::string out = ref(out_ub, 9, pre);
+      std::string out = reg_ref(out_ub, 9, pre);
       ph.push_back(pre + fmt::format("  vec.rescale dst=ub[{}] a=acc[r0+{}] rows={} param={}{} flag={{flag}}\n", out, g, rows,
                                      clamp_param, int_out_ ? " odt=int32" : ""));
       return ph;
@@ -752,7 +757,7 @@ class Codegen {
       ph.push_back(fmt::format("  vec.clamp dst=acc[r0+{0}] a=acc[r0+{0}] rows={1} dt=fp32 param={2} flag={{flag}}\n", g, rows,
                                clamp_param));
     pre.clear();
-    std::string out = ref(out_ub, 9, pre);
+    std::string out = reg_ref(out_ub, 9, pre);
     ph.push_back(pre + fmt::format("  vec.cvt dst=ub[{}] a=acc[r0+{}] rows={} dt=fp32 odt={} flag={{flag}}\n", out, g, rows,
                                    int_out_ ? "int32" : "bf16"));
     return ph;
@@ -1207,24 +1212,19 @@ class Codegen {
     if (u->getNumResults() != 1 || numel(shape_of(u->getResult(0))) != numel(y.shape) ||
         shape_of(u->getResult(0)).back() != int64_t(y.features))
       return {};
-    auto at = [this](uint64_t addr, int reg, std::string& pre) {
-      if (addr <= 0xFFFFFF) return fmt::format("r0+{}", addr);
-      pre += fmt::format("  li r{}, {}\n", reg, addr);
-      return fmt::format("r{}+0", reg);
-    };
     FusedPhases f;
     if (auto un = mlir::dyn_cast<tpu::UnaryOp>(u)) {
       std::string fn = un.getFn().str();
-      f = [this, y, fn, at](uint64_t n, uint64_t off, uint64_t rows) {
-        std::string pre, o = at(y.base + n * y.block_bytes + off, 6, pre);
+      f = [this, y, fn](uint64_t n, uint64_t off, uint64_t rows) {
+        std::string pre, o = reg_ref(y.base + n * y.block_bytes + off, 6, pre);
         return std::vector<std::string>{pre + fmt::format("  vec.{} dst=ub[{}] a=ub[{}] rows={} dt=bf16 flag={{flag}}\n", fn, o, o, rows)};
       };
     } else if (auto af = mlir::dyn_cast<tpu::AffineOp>(u); af && !folded_scales_.count(u)) {
       std::vector<std::string> params;
       for (uint64_t blk = 0; blk < y.blocks; ++blk)
         params.push_back(affine_param(const_floats(af.getScale(), af.getLayer().str()), const_floats(af.getBias(), af.getLayer().str()), blk, 1.0, 1.0));
-      f = [this, y, params, at](uint64_t n, uint64_t off, uint64_t rows) {
-        std::string pre, o = at(y.base + n * y.block_bytes + off, 6, pre);
+      f = [this, y, params](uint64_t n, uint64_t off, uint64_t rows) {
+        std::string pre, o = reg_ref(y.base + n * y.block_bytes + off, 6, pre);
         return std::vector<std::string>{
             pre + fmt::format("  vec.affine dst=ub[{}] a=ub[{}] rows={} dt=bf16 param={} flag={{flag}}\n", o, o, rows, params[n])};
       };
@@ -1234,11 +1234,11 @@ class Codegen {
       if (other == v || it == acts_.end() || it->second.rows != y.rows || it->second.blocks != y.blocks) return {};
       Act b = it->second;
       std::string cp = clamp_param(ad.getClampMin().convertToDouble(), ad.getClampMax().convertToDouble());
-      f = [this, y, b, cp, at](uint64_t n, uint64_t off, uint64_t rows) {
-        std::string pre, o = at(y.base + n * y.block_bytes + off, 6, pre), bo = at(b.base + n * b.block_bytes + off, 7, pre);
+      f = [this, y, b, cp](uint64_t n, uint64_t off, uint64_t rows) {
+        std::string pre, o = reg_ref(y.base + n * y.block_bytes + off, 6, pre), bo = reg_ref(b.base + n * b.block_bytes + off, 7, pre);
         std::vector<std::string> ph{pre + fmt::format("  vec.add dst=ub[{0}] a=ub[{0}] b=ub[{1}] rows={2} dt=bf16 flag={{flag}}\n", o, bo, rows)};
         if (!cp.empty()) {
-          std::string pre2, o2 = at(y.base + n * y.block_bytes + off, 6, pre2);
+          std::string pre2, o2 = reg_ref(y.base + n * y.block_bytes + off, 6, pre2);
           ph.push_back(pre2 + fmt::format("  vec.clamp dst=ub[{0}] a=ub[{0}] rows={1} dt=bf16 param={2} flag={{flag}}\n", o2, rows, cp));
         }
         return ph;
@@ -1311,18 +1311,13 @@ class Codegen {
     }
     std::string scale_p;
     if (af && !folded_scales_.count(af.getOperation())) scale_p = affine_param(const_floats(af.getScale(), af.getLayer().str()), const_floats(af.getBias(), af.getLayer().str()), 0, 1.0, 1.0);
-    auto at = [](uint64_t addr, int reg, std::string& pre) {
-      if (addr <= 0xFFFFFF) return fmt::format("r0+{}", addr);
-      pre += fmt::format("  li r{}, {}\n", reg, addr);
-      return fmt::format("r{}+0", reg);
-    };
     bool per_row_mask = !mk.empty();
     e.phases = [=](uint32_t m, uint64_t acc_row, uint64_t rows, uint64_t out_ub, uint64_t row_in_m) {
       uint64_t g = uint64_t(m) * acc_rows + acc_row;
       std::string a = fmt::format("acc[r0+{}]", g);
       auto op = [&](const std::string& text, uint64_t ub_addr = UINT64_MAX, uint64_t ub2 = UINT64_MAX) {
         std::string pre, t = text;
-        if (ub_addr != UINT64_MAX) t = fmt::format(fmt::runtime(t), fmt::arg("S", at(ub_addr, 6, pre)), fmt::arg("B", ub2 == UINT64_MAX ? "" : at(ub2, 7, pre)));
+        if (ub_addr != UINT64_MAX) t = fmt::format(fmt::runtime(t), fmt::arg("S", reg_ref(ub_addr, 6, pre)), fmt::arg("B", ub2 == UINT64_MAX ? "" : reg_ref(ub2, 7, pre)));
         return pre + "  " + t + " flag={flag}\n";
       };
       std::vector<std::string> ph;
@@ -2380,45 +2375,31 @@ class Codegen {
   std::vector<std::string> acc_add_phases(const FusedAdd& f, uint32_t mxu, uint64_t acc_row, uint64_t rows, uint64_t bias_ub,
                                           uint64_t nb, uint64_t tmp, uint64_t other) {
     uint64_t g = uint64_t(mxu) * cfg_.core.accumulators.rows + acc_row;
-    auto ref = [&](uint64_t addr, int reg, std::string& pre) {
-      if (addr <= 0xFFFFFF) return fmt::format("r0+{}", addr);
-      pre += fmt::format("  li r{}, {}\n", reg, addr);
-      return fmt::format("r{}+0", reg);
-    };
     std::vector<std::string> ph;
     std::string pre;
-    if (bias_ub != kNoBias) {
-      std::string b = ref(bias_ub, 8, pre);
-      ph.push_back(pre + fmt::format("  vec.add dst=acc[r0+{0}] a=acc[r0+{0}] b=ub[{1}] rows={2} dt=int32 bcast=1 flag={{flag}}\n", g, b, rows));
-    }
-    pre.clear();
-    std::string t = ref(tmp, 8, pre), o = ref(other, 9, pre);
+    if (bias_ub != kNoBias) ph.push_back(bias_phase(g, bias_ub, rows));
+    std::string t = reg_ref(tmp, 8, pre), o = reg_ref(other, 9, pre);
     ph.push_back(pre + fmt::format("  vec.rescale dst=ub[{}] a=ub[{}] rows={} param={} dt=int8 odt=int32 flag={{flag}}\n", t, o, rows,
                                    f.to_acc[nb]));
     pre.clear();
-    t = ref(tmp, 8, pre);
+    t = reg_ref(tmp, 8, pre);
     ph.push_back(pre + fmt::format("  vec.add dst=acc[r0+{0}] a=acc[r0+{0}] b=ub[{1}] rows={2} dt=int32 flag={{flag}}\n", g, t, rows));
     pre.clear();
-    o = ref(other, 9, pre);
+    o = reg_ref(other, 9, pre);
     ph.push_back(pre + fmt::format("  vec.rescale dst=ub[{}] a=acc[r0+{}] rows={} param={} flag={{flag}}\n", o, g, rows, f.to_sum[nb]));
     return ph;
   }
   // The fused add's phases for `rows` rows of one lane block: the convolution's output at
   // `conv`, the other operand (and the sum) at `other`. "{flag}" as in epilogue().
   std::vector<std::string> fused_add_phases(const FusedAdd& f, uint64_t rows, uint64_t conv, uint64_t other) {
-    auto ref = [&](uint64_t addr, int reg, std::string& pre) {
-      if (addr <= 0xFFFFFF) return fmt::format("r0+{}", addr);
-      pre += fmt::format("  li r{}, {}\n", reg, addr);
-      return fmt::format("r{}+0", reg);
-    };
     std::vector<std::string> ph;
     auto op = [&](const std::string& fmt_, bool two) {
-      std::string pre, o = ref(other, 8, pre), c = two ? ref(conv, 9, pre) : "";
+      std::string pre, o = reg_ref(other, 8, pre), c = two ? reg_ref(conv, 9, pre) : "";
       ph.push_back(pre + fmt::format(fmt::runtime(fmt_), fmt::arg("o", o), fmt::arg("c", c), fmt::arg("rows", rows),
                                      fmt::arg("dt", dt_)) + "\n");
     };
     if (q8_) {
-      std::string pre, c = ref(conv, 9, pre);
+      std::string pre, c = reg_ref(conv, 9, pre);
       ph.push_back(pre + fmt::format("  vec.affine dst=ub[{0}] a=ub[{0}] rows={1} dt=int8 param={2} flag={{flag}}\n", c, rows,
                                      f.conv_scale));
       op("  vec.affine dst=ub[{o}] a=ub[{o}] rows={rows} dt=int8 param=" + f.other_scale + " flag={{flag}}", false);
@@ -3682,13 +3663,7 @@ class Codegen {
     uint64_t base = align_up(work, cfg_.core.unified_buffer.row_bytes), row32 = C_ * 4;
     return [this, y, base, lay, row32](uint64_t n, uint64_t off, uint64_t rows) {
       uint64_t src = y.base + n * y.block_bytes + off, dst = base + n * lay.block_bytes + off / (C_ * esz_) * row32;
-      std::string pre;
-      auto at = [&](uint64_t a, int reg) {
-        if (a <= 0xFFFFFF) return fmt::format("r0+{}", a);
-        pre += fmt::format("  li r{}, {}\n", reg, a);
-        return fmt::format("r{}+0", reg);
-      };
-      std::string d = at(dst, 6), a = at(src, 7);
+      std::string pre, d = reg_ref(dst, 6, pre), a = reg_ref(src, 7, pre);
       return std::vector<std::string>{pre + fmt::format("  vec.cvt dst=ub[{}] a=ub[{}] rows={} dt=bf16 odt=fp32 flag={{flag}}\n", d, a, rows)};
     };
   }
