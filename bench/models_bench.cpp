@@ -82,6 +82,7 @@ CASE(gemm2048_v4_bf16, "gemm2048", "tpu-v4-core", Precision::Bf16, 0);
 CASE(gemm2048_v4_int8, "gemm2048", "tpu-v4-core", Precision::Int8, 0);
 CASE(bert_layer_v4_bf16_b1, "bert-base-layer", "tpu-v4-core", Precision::Bf16, 1);
 CASE(bert_layer_v4_bf16_b4, "bert-base-layer", "tpu-v4-core", Precision::Bf16, 4);
+CASE(bert_layer_v4_bf16_b8, "bert-base-layer", "tpu-v4-core", Precision::Bf16, 8);
 CASE(gpt2_block_v4_bf16, "gpt2-block", "tpu-v4-core", Precision::Bf16, 1);
 CASE(mobilenetv2_v4_int8, "mobilenetv2", "tpu-v4-core", Precision::Int8, 1);
 CASE(lstm0_tpu_v1_int8, "lstm0", "tpu-v1", Precision::Int8, 0);
