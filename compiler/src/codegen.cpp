@@ -1199,6 +1199,118 @@ class Codegen {
   // Returns the extra epilogue phases of output block (n block, byte offset in the block,
   // rows), or nothing when there is no such op.
   using FusedPhases = std::function<std::vector<std::string>(uint64_t, uint64_t, uint64_t)>;
+  // A chain of bf16 elementwise ops after a matmul (GPT-2's tanh-form GELU: x*x*x, scales, an
+  // add, tanh, a product with x) whose every operand is the matmul's output or an earlier
+  // link, and whose every link but the last is read only inside the chain: it runs in the
+  // matmul's epilogues, one vector operation per link on each output block's rows (the same
+  // operations in the same order as the separate layers, so the same bits). Links live in
+  // the output's buffer and one scratch buffer, reused once a value is dead. Returns the
+  // extra phases of output block (n block, byte offset in the block, rows), or nothing.
+  FusedPhases fuse_chain(Value out, const Act& y, const std::string& into_layer) {
+    if (q8_ || is_int32(out) || out.use_empty()) return {};
+    mlir::Operation* start = out.getDefiningOp();
+    if (!start) return {};
+    std::vector<mlir::Operation*> chain;
+    std::set<const void*> in_chain{out.getAsOpaquePointer()};
+    auto shape = shape_of(out);
+    for (mlir::Operation* n = start->getNextNode(); n; n = n->getNextNode()) {
+      if (mlir::isa<tosa::ConstOp>(n)) continue;
+      bool link = mlir::isa<tpu::BinaryOp, tpu::AddOp, tpu::UnaryOp, tpu::AffineOp>(n) && n->getNumResults() == 1 &&
+                  shape_of(n->getResult(0)) == shape;
+      if (auto b = mlir::dyn_cast<tpu::BinaryOp>(n); b && b.getKind() == "div") link = false;
+      if (auto a = mlir::dyn_cast<tpu::AffineOp>(n); a && folded_scales_.count(n)) link = false;
+      Value first = link ? (mlir::isa<tpu::AffineOp>(n) ? mlir::cast<tpu::AffineOp>(n).getInput() : n->getOperand(0)) : Value();
+      if (link)
+        for (Value v : mlir::isa<tpu::AffineOp>(n) ? std::vector<Value>{first} : std::vector<Value>(n->getOperands().begin(), n->getOperands().end()))
+          link &= in_chain.count(v.getAsOpaquePointer()) > 0;
+      if (!link) break;
+      chain.push_back(n);
+      in_chain.insert(n->getResult(0).getAsOpaquePointer());
+    }
+    if (chain.size() < 2) return {};
+    // Every value but the last is read only by later links.
+    std::set<mlir::Operation*> ops(chain.begin(), chain.end());
+    std::vector<Value> values{out};
+    for (mlir::Operation* op : chain) values.push_back(op->getResult(0));
+    for (size_t i = 0; i + 1 < values.size(); ++i)
+      for (mlir::Operation* u : values[i].getUsers())
+        if (!ops.count(u)) return {};
+    // Slots: 0 = y's buffer (the output's), 1 = scratch. A link writes the slot of an operand
+    // it reads for the last time, else a free slot.
+    std::map<const void*, size_t> last;  // value -> index of the last link reading it
+    for (size_t i = 0; i < chain.size(); ++i)
+      for (Value v : chain[i]->getOperands()) last[v.getAsOpaquePointer()] = i;
+    std::map<const void*, int> slot{{out.getAsOpaquePointer(), 0}};
+    std::vector<int> dst(chain.size());
+    for (size_t i = 0; i < chain.size(); ++i) {
+      std::set<int> busy;
+      for (auto& [v, s] : slot)
+        if (last.count(v) && last[v] > i) busy.insert(s);
+      int d = !busy.count(0) ? 0 : !busy.count(1) ? 1 : -1;
+      if (d < 0) return {};  // a third live value: not handled
+      dst[i] = d;
+      slot[chain[i]->getResult(0).getAsOpaquePointer()] = d;
+    }
+    if (dst.back() != 0) return {};  // the result must end in the output's buffer
+    // The scratch buffer is freed with the last link living there (release() frees a buffer
+    // once no value shares it).
+    Act t = y;
+    if (std::count(dst.begin(), dst.end(), 1)) {
+      if (ub_.largest_free() < y.bytes() + (1 << 16)) return {};
+      t.base = ub_take(y.bytes(), fmt::format("the scratch rows of the ops fused into '{}'", into_layer));
+    }
+    auto at = [y, t](int s) { return s == 0 ? y : t; };
+    struct Link {
+      std::string op, param;  // op "add" / "mul" / ..., or "affine" / a unary fn
+      std::vector<int> srcs;
+      int dst;
+      std::vector<std::string> params;  // affine: per lane block
+      std::string clamp;
+    };
+    std::vector<Link> links;
+    for (size_t i = 0; i < chain.size(); ++i) {
+      mlir::Operation* n = chain[i];
+      Link l;
+      l.dst = dst[i];
+      if (auto b = mlir::dyn_cast<tpu::BinaryOp>(n)) l.op = b.getKind().str();
+      if (auto a = mlir::dyn_cast<tpu::AddOp>(n)) {
+        l.op = "add";
+        l.clamp = clamp_param(a.getClampMin().convertToDouble(), a.getClampMax().convertToDouble());
+      }
+      if (auto u = mlir::dyn_cast<tpu::UnaryOp>(n)) l.op = u.getFn().str();
+      std::vector<Value> srcs(n->getOperands().begin(), n->getOperands().end());
+      if (auto a = mlir::dyn_cast<tpu::AffineOp>(n)) {
+        l.op = "affine";
+        srcs = {a.getInput()};
+        for (uint64_t blk = 0; blk < y.blocks; ++blk)
+          l.params.push_back(affine_param(const_floats(a.getScale(), a.getLayer().str()), const_floats(a.getBias(), a.getLayer().str()), blk, 1.0, 1.0));
+      }
+      for (Value v : srcs) l.srcs.push_back(slot.at(v.getAsOpaquePointer()));
+      links.push_back(std::move(l));
+      Act fy = at(dst[i]);
+      fused_[n] = fy;
+      fused_bounds_.push_back({into_layer, n->getName().stripDialect().str(), shape});
+    }
+    return [this, links, at](uint64_t n, uint64_t off, uint64_t rows) {
+      std::vector<std::string> ph;
+      for (const Link& l : links) {
+        std::string pre;
+        auto u = [&](int s, int reg) { return "ub[" + reg_ref(at(s).base + n * at(s).block_bytes + off, reg, pre) + "]"; };
+        std::string d = u(l.dst, 6), a = u(l.srcs[0], 7), text;
+        if (l.op == "affine") text = fmt::format("vec.affine dst={} a={} rows={} dt=bf16 param={}", d, a, rows, l.params[n]);
+        else if (l.srcs.size() == 2) text = fmt::format("vec.{} dst={} a={} b={} rows={} dt=bf16", l.op, d, a, u(l.srcs[1], 8), rows);
+        else text = fmt::format("vec.{} dst={} a={} rows={} dt=bf16", l.op, d, a, rows);
+        ph.push_back(pre + "  " + text + " flag={flag}\n");
+        if (!l.clamp.empty()) {
+          pre.clear();
+          std::string c = u(l.dst, 6);
+          ph.push_back(pre + fmt::format("  vec.clamp dst={0} a={0} rows={1} dt=bf16 param={2} flag={{flag}}\n", c, rows, l.clamp));
+        }
+      }
+      return ph;
+    };
+  }
+
   FusedPhases fuse_elementwise(Value out, const Act& y, const std::string& into_layer) {
     if (q8_ || is_int32(out)) return {};
     Value v = out;
@@ -1531,6 +1643,7 @@ class Codegen {
     uint64_t mc = row_chunk(x.rows, nt_total ? nt_total : nt);
     const auto& tiles = shared.tiles;
     FusedPhases fused = fuse_elementwise(op.getOutput(), y, layer);
+    if (!fused) fused = fuse_chain(op.getOutput(), y, layer);
     tpu::LayerNormOp ln;
     if (fused)
       if (FusedPhases cvt = prepare_layernorm(op.getOutput(), y, &ln)) {

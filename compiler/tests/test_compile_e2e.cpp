@@ -1232,6 +1232,30 @@ TEST_P(CompileE2E, ConvTransposeMatchesItsScatterDefinition) {
 
 // An audio front end on [N, C, L] signals: Conv1d (stride 2, dilation 2, padding), ReLU,
 // MaxPool1d, run as 2-D operators over a height-1 image.
+// A chain of elementwise ops on a matmul's output that reads it several times (the shape of
+// GPT-2's tanh GELU: y * tanh(y + y * y * y)) runs in the matmul's epilogues (bf16) and
+// matches the fp32 definition.
+TEST_P(CompileE2E, ElementwiseChainAfterMatmulMatchesFp32Reference) {
+  const int64_t M = 40, K = 24, N = 150;
+  OnnxBuilder m;
+  m.input("x", {M, K});
+  auto& w = m.init("w", {K, N}, 0.3f);
+  m.node("MatMul", "proj", {"x", "w"}, {"y"});
+  m.node("Mul", "sq", {"y", "y"}, {"y2"});
+  m.node("Mul", "cube", {"y2", "y"}, {"y3"});
+  m.node("Add", "poly", {"y", "y3"}, {"p"});
+  m.node("Tanh", "th", {"p"}, {"t"});
+  m.node("Mul", "gate", {"y", "t"}, {"z"});
+  m.output("z", {M, N});
+  auto path = m.save("vtpu_chain_" + id() + ".onnx");
+  Vec x = uniform_values(size_t(M * K), 73, 1.0f);
+  Vec got = compile_and_run(path, {{"x", x}}, "z");
+  Vec y = gemm(x, M, K, w, N, Vec(size_t(N), 0.0f), false), want(y.size());
+  for (size_t i = 0; i < y.size(); ++i) want[i] = y[i] * std::tanh(y[i] + y[i] * y[i] * y[i]);
+  ASSERT_EQ(got.size(), want.size());
+  expect_close(got, want, tolerance(0.05));
+}
+
 // A dilated max pool (strides 2, dilations 2 on a 3x3 window) is the maximum of its taps,
 // each every second pixel from (i * 2, j * 2) on.
 TEST_P(CompileE2E, DilatedMaxPoolMatchesDefinition) {
