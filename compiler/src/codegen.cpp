@@ -547,15 +547,20 @@ class Codegen {
     a.base = ub_take(a.bytes() + slack, what, temporary || output_high_);
     return a;
   }
-  // The other operand of the add that is out's only user (through reshapes that keep the
-  // rows), when it is in the unified buffer: a residual the op producing `out` may be fused with.
-  std::optional<uint64_t> residual_base(Value out) {
-    Value v = out;
+  // v, or what it becomes through reshapes that are each its only user and keep the last
+  // dimension (so the blocked layout's rows stay the same: aliases, no data moves).
+  static Value through_row_reshapes(Value v) {
     while (v.hasOneUse()) {
       auto r = mlir::dyn_cast<tpu::ReshapeOp>(*v.getUsers().begin());
       if (!r || shape_of(r.getOutput()).back() != shape_of(v).back()) break;
       v = r.getOutput();
     }
+    return v;
+  }
+  // The other operand of the add that is out's only user (through reshapes that keep the
+  // rows), when it is in the unified buffer: a residual the op producing `out` may be fused with.
+  std::optional<uint64_t> residual_base(Value out) {
+    Value v = through_row_reshapes(out);
     if (!v.hasOneUse()) return std::nullopt;
     auto ad = mlir::dyn_cast<tpu::AddOp>(*v.getUsers().begin());
     if (!ad) return std::nullopt;
@@ -911,6 +916,12 @@ class Codegen {
         if (!q.free && q.block == bi) return &q;
       return nullptr;
     };
+    // Whether block bi's epilogue has issued every operation (side work and blocks that
+    // need it may then go, after a wait for its last one).
+    auto epilogue_issued = [&](size_t bi) {
+      Pending* q = find_block(bi);
+      return started[bi] && !(q && !q->closed && q->next < q->phases.size());
+    };
     // A block's `after` epilogue (split K's first half), issued to its end and waited for
     // (it is always in flight or done by then: it went to the MXUs in the same step or an
     // earlier one).
@@ -979,11 +990,8 @@ class Codegen {
         if (p.next > 0 && p.waits[p.next]) t = std::max(t, p.ready);
         if (p.next == 0)
           for (size_t d : p.deps) {
-            if (!started[d]) return std::nullopt;
-            if (Pending* q = find_block(d); q && !q->closed) {
-              if (q->next < q->phases.size()) return std::nullopt;
-              t = std::max(t, q->ready);
-            }
+            if (!epilogue_issued(d)) return std::nullopt;
+            if (Pending* q = find_block(d); q && !q->closed) t = std::max(t, q->ready);
           }
         return t;
       }
@@ -1051,9 +1059,8 @@ class Codegen {
         // epilogue has issued its last operation (the MXU sits out this step meanwhile).
         if (gi == 0 && blocks[bi].needs >= 0) {
           size_t nb = size_t(blocks[bi].needs);
-          Pending* q = find_block(nb);
-          if (!started[nb] || (q && !q->closed && q->next < q->phases.size())) continue;
-          if (q && !q->closed) wait_upto(q->last, q->ready), q->closed = true;
+          if (!epilogue_issued(nb)) continue;
+          if (Pending* q = find_block(nb); q && !q->closed) wait_upto(q->last, q->ready), q->closed = true;
         }
         uint64_t region = blocks_done[m] % nreg;
         base[m] = region * region_rows;
@@ -1130,7 +1137,7 @@ class Codegen {
         p.block = br.first;
         p.start_at = clock + lag;
         p.ready = block_done[m];
-        p.occ = ceil_div(rows, std::max<uint32_t>(1, vc.sublanes)) * ceil_div(C_, std::max<uint32_t>(1, vc.lanes));
+        p.occ = vec_occ(rows);
         pending.push_back(std::move(p));
         started[br.first] = true;
       }
@@ -1174,11 +1181,13 @@ class Codegen {
     return ceil_div(out_rows, best);
   }
 
-  void add_bound(const std::string& layer, uint64_t macs, uint64_t hbm_bytes) {
+  // The op being generated's bound row; `shape` for another op generated along with it.
+  void add_bound(const std::string& layer, uint64_t macs, uint64_t hbm_bytes,
+                 std::optional<std::vector<int64_t>> shape = std::nullopt) {
     LayerBound lb;
     lb.layer = layer;
     lb.op = current_op_;
-    lb.shape = current_shape_;
+    lb.shape = shape ? *shape : current_shape_;
     lb.macs = macs;
     lb.hbm_bytes = hbm_bytes;
     uint64_t per_cycle = uint64_t(cfg_.core.mxu.count) * R_ * C_;
@@ -1213,16 +1222,18 @@ class Codegen {
     std::vector<mlir::Operation*> chain;
     std::set<const void*> in_chain{out.getAsOpaquePointer()};
     auto shape = shape_of(out);
+    // A link's activation operands (an affine step's scale and shift are constants).
+    auto activations = [](mlir::Operation* n) {
+      if (auto a = mlir::dyn_cast<tpu::AffineOp>(n)) return std::vector<Value>{a.getInput()};
+      return std::vector<Value>(n->getOperands().begin(), n->getOperands().end());
+    };
     for (mlir::Operation* n = start->getNextNode(); n; n = n->getNextNode()) {
       if (mlir::isa<tosa::ConstOp>(n)) continue;
       bool link = mlir::isa<tpu::BinaryOp, tpu::AddOp, tpu::UnaryOp, tpu::AffineOp>(n) && n->getNumResults() == 1 &&
                   shape_of(n->getResult(0)) == shape;
       if (auto b = mlir::dyn_cast<tpu::BinaryOp>(n); b && b.getKind() == "div") link = false;
-      if (auto a = mlir::dyn_cast<tpu::AffineOp>(n); a && folded_scales_.count(n)) link = false;
-      Value first = link ? (mlir::isa<tpu::AffineOp>(n) ? mlir::cast<tpu::AffineOp>(n).getInput() : n->getOperand(0)) : Value();
-      if (link)
-        for (Value v : mlir::isa<tpu::AffineOp>(n) ? std::vector<Value>{first} : std::vector<Value>(n->getOperands().begin(), n->getOperands().end()))
-          link &= in_chain.count(v.getAsOpaquePointer()) > 0;
+      if (mlir::isa<tpu::AffineOp>(n) && folded_scales_.count(n)) link = false;
+      for (Value v : link ? activations(n) : std::vector<Value>{}) link &= in_chain.count(v.getAsOpaquePointer()) > 0;
       if (!link) break;
       chain.push_back(n);
       in_chain.insert(n->getResult(0).getAsOpaquePointer());
@@ -1239,7 +1250,7 @@ class Codegen {
     // it reads for the last time, else a free slot.
     std::map<const void*, size_t> last;  // value -> index of the last link reading it
     for (size_t i = 0; i < chain.size(); ++i)
-      for (Value v : chain[i]->getOperands()) last[v.getAsOpaquePointer()] = i;
+      for (Value v : activations(chain[i])) last[v.getAsOpaquePointer()] = i;
     std::map<const void*, int> slot{{out.getAsOpaquePointer(), 0}};
     std::vector<int> dst(chain.size());
     for (size_t i = 0; i < chain.size(); ++i) {
@@ -1261,7 +1272,7 @@ class Codegen {
     }
     auto at = [y, t](int s) { return s == 0 ? y : t; };
     struct Link {
-      std::string op, param;  // op "add" / "mul" / ..., or "affine" / a unary fn
+      std::string op;  // "add" / "mul" / ..., "affine", or a table function
       std::vector<int> srcs;
       int dst;
       std::vector<std::string> params;  // affine: per lane block
@@ -1278,14 +1289,12 @@ class Codegen {
         l.clamp = clamp_param(a.getClampMin().convertToDouble(), a.getClampMax().convertToDouble());
       }
       if (auto u = mlir::dyn_cast<tpu::UnaryOp>(n)) l.op = u.getFn().str();
-      std::vector<Value> srcs(n->getOperands().begin(), n->getOperands().end());
       if (auto a = mlir::dyn_cast<tpu::AffineOp>(n)) {
         l.op = "affine";
-        srcs = {a.getInput()};
         for (uint64_t blk = 0; blk < y.blocks; ++blk)
           l.params.push_back(affine_param(const_floats(a.getScale(), a.getLayer().str()), const_floats(a.getBias(), a.getLayer().str()), blk, 1.0, 1.0));
       }
-      for (Value v : srcs) l.srcs.push_back(slot.at(v.getAsOpaquePointer()));
+      for (Value v : activations(n)) l.srcs.push_back(slot.at(v.getAsOpaquePointer()));
       links.push_back(std::move(l));
       Act fy = at(dst[i]);
       fused_[n] = fy;
@@ -1313,12 +1322,7 @@ class Codegen {
 
   FusedPhases fuse_elementwise(Value out, const Act& y, const std::string& into_layer) {
     if (q8_ || is_int32(out)) return {};
-    Value v = out;
-    while (v.hasOneUse()) {
-      auto r = mlir::dyn_cast<tpu::ReshapeOp>(*v.getUsers().begin());
-      if (!r || shape_of(r.getOutput()).back() != int64_t(y.features)) break;
-      v = r.getOutput();
-    }
+    Value v = through_row_reshapes(out);
     if (!v.hasOneUse()) return {};
     mlir::Operation* u = *v.getUsers().begin();
     if (u->getNumResults() != 1 || numel(shape_of(u->getResult(0))) != numel(y.shape) ||
@@ -1378,19 +1382,11 @@ class Codegen {
   };
   std::optional<SoftmaxEpilogue> fuse_softmax(Value out, const Act& y, const std::string& into_layer, uint64_t M) {
     if (q8_ || is_int32(out) || y.blocks != 1) return std::nullopt;
-    auto follow = [&](Value v) {
-      while (v.hasOneUse()) {
-        auto r = mlir::dyn_cast<tpu::ReshapeOp>(*v.getUsers().begin());
-        if (!r || shape_of(r.getOutput()).back() != int64_t(y.features)) break;
-        v = r.getOutput();
-      }
-      return v;
-    };
-    Value v = follow(out);
+    Value v = through_row_reshapes(out);
     if (!v.hasOneUse()) return std::nullopt;
     tpu::AffineOp af = mlir::dyn_cast<tpu::AffineOp>(*v.getUsers().begin());
     if (af) {
-      v = follow(af.getOutput());
+      v = through_row_reshapes(af.getOutput());
       if (!v.hasOneUse()) return std::nullopt;
     }
     auto sm = mlir::dyn_cast<tpu::SoftmaxOp>(*v.getUsers().begin());
@@ -1573,17 +1569,10 @@ class Codegen {
     auto split = head_view_split(q);
     if (!split) return std::nullopt;
     auto single_user = [](Value v) -> mlir::Operation* { return v.hasOneUse() ? *v.getUsers().begin() : nullptr; };
-    auto follow = [&](Value v) {
-      while (auto r = mlir::dyn_cast_or_null<tpu::ReshapeOp>(single_user(v))) {
-        if (shape_of(r.getOutput()).back() != shape_of(v).back()) break;
-        v = r.getOutput();
-      }
-      return v;
-    };
-    Value v = follow(mlir::cast<tpu::TransposeOp>(single_user(split->getOutput())).getOutput());
+    Value v = through_row_reshapes(mlir::cast<tpu::TransposeOp>(single_user(split->getOutput())).getOutput());
     auto bm = mlir::dyn_cast_or_null<tpu::BatchMatmulOp>(single_user(v));
     if (!bm || bm.getLhs() != v || bm.getRhs() == v || uint64_t(shape_of(bm.getRhs())[2]) > C_) return std::nullopt;
-    Value s = follow(bm.getOutput());
+    Value s = through_row_reshapes(bm.getOutput());
     auto af = mlir::dyn_cast_or_null<tpu::AffineOp>(single_user(s));
     if (!af) return std::nullopt;
     auto sc = const_floats(af.getScale(), af.getLayer().str()), bi = const_floats(af.getBias(), af.getLayer().str());
@@ -1593,8 +1582,8 @@ class Codegen {
     if (!(sc[0] > 0) || std::frexp(double(sc[0]), &e) != 0.5) return std::nullopt;
     for (uint64_t i = 0; i < N; ++i)
       if (sc[i] != sc[0] || bi[i] != 0.0f) return std::nullopt;
-    auto sm = mlir::dyn_cast_or_null<tpu::SoftmaxOp>(single_user(follow(af.getOutput())));
-    if (!sm || sm.getInput() != follow(af.getOutput())) return std::nullopt;
+    auto sm = mlir::dyn_cast_or_null<tpu::SoftmaxOp>(single_user(through_row_reshapes(af.getOutput())));
+    if (!sm || sm.getInput() != through_row_reshapes(af.getOutput())) return std::nullopt;
     return std::make_pair(double(sc[0]), af.getOperation());
   }
 
@@ -1728,7 +1717,7 @@ class Codegen {
       uint64_t n = side_ln ? i % nt : i / chunk_blocks.size(), c = side_ln ? i / nt : i % chunk_blocks.size();
       add_blocks(n, c * mc);
     }
-    plan = {layer, y, bias_ub, x.rows * K * N, K * N * esz_, op.getOutput(), parts};
+    plan = {layer, y, bias_ub, x.rows * K * N, K * N * esz_, op.getOutput(), parts, {}, kNoBias};
     if (side_ln) {
       auto it = ln_prepared_.find(ln.getOperation());
       plan.ln_work = it->second;
@@ -2017,24 +2006,16 @@ class Codegen {
   // The batch matmul that reads `scores`' softmax (fused into its epilogues, through reshapes
   // that keep the rows) as its left-hand side: attention's context, P x V.
   std::optional<tpu::BatchMatmulOp> context_of(tpu::BatchMatmulOp scores) {
-    auto rows_kept = [](Value v) {
-      while (v.hasOneUse()) {
-        auto r = mlir::dyn_cast<tpu::ReshapeOp>(*v.getUsers().begin());
-        if (!r || shape_of(r.getOutput()).back() != shape_of(v).back()) break;
-        v = r.getOutput();
-      }
-      return v;
-    };
-    Value v = rows_kept(scores.getOutput());
+    Value v = through_row_reshapes(scores.getOutput());
     if (!v.hasOneUse()) return std::nullopt;
     mlir::Operation* u = *v.getUsers().begin();
     if (mlir::isa<tpu::AffineOp>(u)) {
-      v = rows_kept(u->getResult(0));
+      v = through_row_reshapes(u->getResult(0));
       if (!v.hasOneUse()) return std::nullopt;
       u = *v.getUsers().begin();
     }
     if (!mlir::isa<tpu::SoftmaxOp>(u)) return std::nullopt;
-    v = rows_kept(u->getResult(0));
+    v = through_row_reshapes(u->getResult(0));
     if (!v.hasOneUse()) return std::nullopt;
     auto ctx = mlir::dyn_cast<tpu::BatchMatmulOp>(*v.getUsers().begin());
     if (!ctx || ctx.getLhs() != v || view_of(ctx.getLhs())) return std::nullopt;
@@ -2114,13 +2095,7 @@ class Codegen {
     finish_batch_matmul(c);
     add_bound(layer, p.macs, 0);
     add_fused_bounds();
-    LayerBound lb;
-    lb.layer = layer;
-    lb.op = "batch_matmul";
-    lb.shape = shape_of(ctx->getOutput());
-    lb.macs = c.macs;
-    lb.compute_cycles = ceil_div(c.macs, uint64_t(nm) * R_ * C_);
-    bounds_.push_back(lb);
+    add_bound(layer, c.macs, 0, shape_of(ctx->getOutput()));  // the context's row
     define(op.getOutput(), p.y);
     define(ctx->getOutput(), c.y);
     deferred_.insert(ctx->getOperation());
@@ -2467,7 +2442,8 @@ class Codegen {
     if (!acts_.count(other.getAsOpaquePointer()) || !last_use(other) || shape_of(other) != shape_of(add.getOutput()) ||
         shape_of(out) != shape_of(add.getOutput()))
       return std::nullopt;
-    FusedAdd f{act(other), {}, {}, {}};
+    FusedAdd f;
+    f.other = act(other);
     double lo = add.getClampMin().convertToDouble(), hi = add.getClampMax().convertToDouble();
     if (q8_) {
       double sy = scale(add.getOutput());
@@ -2538,7 +2514,6 @@ class Codegen {
   // bias in the accumulator's scale, instead of a vector pass over every output row.
   static constexpr uint64_t kBiasLanes = 16;
   static constexpr int kBiasBig = 127;
-  std::map<const void*, uint64_t> bias_lanes_;
   // A unified-buffer row of C int8 lanes with the constants from lane `at` (loaded once).
   uint64_t bias_lanes_row(uint64_t at) {
     if (auto it = bias_lanes_rows_.find(at); it != bias_lanes_rows_.end()) return it->second;
@@ -2551,7 +2526,6 @@ class Codegen {
     code("  wait f1");
     return bias_lanes_rows_[at] = ub;
   }
-  std::map<uint64_t, uint64_t> bias_lanes_rows_;
   // Weight rows (kBiasLanes + 1 int8 values) whose dot product with the constants is q, or
   // nothing when |q| is too large.
   static std::optional<std::vector<int>> bias_weights(int64_t q) {
@@ -2782,21 +2756,21 @@ class Codegen {
     }
     // The bias on the MXU (bias_lanes_): a 1x1 convolution of an input with bias lanes.
     uint64_t lanes = 0;
-    bool bias_rows_at = false;
+    bool bias_on_mxu = false;
     std::vector<float> folded;
     if (auto it = bias_lanes_.find(op.getInput().getAsOpaquePointer());
         it != bias_lanes_.end() && q8_ && KH == 1 && KW == 1 && sh == 1 && sw == 1 && G == 1 && !padded && CI <= it->second) {
       lanes = it->second;
       folded.assign((lanes + kBiasLanes + 1) * CO, 0.0f);
-      bias_rows_at = true;
-      for (uint64_t co = 0; co < CO && bias_rows_at; ++co) {
+      bias_on_mxu = true;
+      for (uint64_t co = 0; co < CO && bias_on_mxu; ++co) {
         for (uint64_t ci = 0; ci < CI; ++ci) folded[ci * CO + co] = w[ci * CO + co];
         auto bw = bias_weights(int64_t(std::nearbyint(double(bias[co]) / acc_scale[co])));
-        if (!bw) bias_rows_at = false;
+        if (!bw) bias_on_mxu = false;
         for (uint64_t k = 0; bw && k <= kBiasLanes; ++k) folded[(lanes + k) * CO + co] = float((*bw)[k]);
       }
     }
-    uint64_t bias_ub = bias_rows_at ? kNoBias : bias_rows(bias, acc_scale);
+    uint64_t bias_ub = bias_on_mxu ? kNoBias : bias_rows(bias, acc_scale);
     auto eps = epilogue_params(CO, acc_scale, q8_ ? scale(op.getOutput()) : 1.0, op.getClampMin().convertToDouble(),
                                op.getClampMax().convertToDouble());
     uint64_t cbs = ceil_div(CI, R_), nbs = ceil_div(CO, C_);
@@ -2846,7 +2820,7 @@ class Codegen {
       }
       for (uint64_t cb = 0; cb < cbs; ++cb)
         for (uint64_t nb = 0; nb < nbs; ++nb)
-          if (group_overlap(cb, nb)) tiles[{t, cb, nb}] = bias_rows_at ? weight_tile(folded, lanes + kBiasLanes + 1, CO, 0, nb)
+          if (group_overlap(cb, nb)) tiles[{t, cb, nb}] = bias_on_mxu ? weight_tile(folded, lanes + kBiasLanes + 1, CO, 0, nb)
                                                                        : weight_tile(tap, CI, CO, cb, nb);
     }
     // The order taps go in ("same": the centre first, it reaches every output and
@@ -3759,12 +3733,7 @@ class Codegen {
     if (q8_ || is_int32(out) || !out.hasOneUse()) return {};
     mlir::Operation* add = *out.getUsers().begin();
     if (!fused_.count(add) || !mlir::isa<tpu::AddOp>(add)) return {};
-    Value v = add->getResult(0);
-    while (v.hasOneUse()) {
-      auto r = mlir::dyn_cast<tpu::ReshapeOp>(*v.getUsers().begin());
-      if (!r || shape_of(r.getOutput()).back() != shape_of(v).back()) break;
-      v = r.getOutput();
-    }
+    Value v = through_row_reshapes(add->getResult(0));
     if (!v.hasOneUse()) return {};
     auto ln = mlir::dyn_cast<tpu::LayerNormOp>(*v.getUsers().begin());
     if (!ln || ln.getInput() != v) return {};
@@ -3895,12 +3864,13 @@ class Codegen {
     vec(fmt::format("vec.affine dst={0} a={0} rows={1} dt=fp32 param={2}", U(sum), rows, var_eps), true);
     vec(fmt::format("vec.rsqrt dst={0} a={0} rows={1} dt=fp32", U(sum), rows), true);
     std::string out_scale = q8_ ? new_param(fmt::format("scale=[{}]", 1.0 / double(scale(op.getOutput())))) : "";
+    std::vector<float> gamma, beta;
+    if (af) gamma = const_floats(af.getScale(), af.getLayer().str()), beta = const_floats(af.getBias(), af.getLayer().str());
     for (uint64_t b = 0; b < x.blocks; ++b) {
       vec(fmt::format("vec.mul dst={0} a={0} b={1} rows={2} dt=fp32", U(block(b)), U(sum), rows), true);
       if (q8_) vec(fmt::format("vec.affine dst={0} a={0} rows={1} dt=fp32 param={2}", U(block(b)), rows, out_scale), true);
       if (af)
-        vec(fmt::format("vec.affine dst={0} a={0} rows={1} dt=fp32 param={2}", U(block(b)), rows,
-                        affine_param(const_floats(af.getScale(), af.getLayer().str()), const_floats(af.getBias(), af.getLayer().str()), b, 1.0, 1.0)),
+        vec(fmt::format("vec.affine dst={0} a={0} rows={1} dt=fp32 param={2}", U(block(b)), rows, affine_param(gamma, beta, b, 1.0, 1.0)),
             true);
       vec(fmt::format("vec.cvt dst={} a={} rows={} dt=fp32 odt={}", U(io(y, b)), U(block(b)), rows, dt_), false);
     }
@@ -4505,6 +4475,8 @@ class Codegen {
   std::optional<size_t> hoist_at_;  // where in code_ the last stream issued its last matmul (run_blocks)
   std::map<mlir::Operation*, Act> fused_;  // elementwise ops done in a matmul's epilogues, and their outputs
   std::set<mlir::Operation*> done_;  // ops generated ahead of their turn (gen_matmul_group)
+  std::map<const void*, uint64_t> bias_lanes_;  // activations with bias lanes from this lane on
+  std::map<uint64_t, uint64_t> bias_lanes_rows_;  // the constants' row in the unified buffer, by first lane
   std::set<mlir::Operation*> folded_scales_;  // attention scales applied to the queries (attention_scale)
   std::map<mlir::Operation*, uint64_t> ln_prepared_;  // layer norms whose fp32 rows a matmul's epilogues fill (prepare_layernorm)
   std::set<mlir::Operation*> deferred_;  // ops with nothing to generate whose operands are released in turn
