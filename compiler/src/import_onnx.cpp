@@ -826,7 +826,8 @@ class Importer {
   void pool(const onnx::NodeProto& n, mlir::Location loc) {
     only_attrs(n, {"auto_pad", "ceil_mode", "count_include_pad", "dilations", "kernel_shape", "pads", "storage_order", "strides"});
     const Tensor& x = input(n, 0);
-    if (x.shape.size() != 4) fail("only 2-D pooling is supported", node_name(n));
+    if (x.shape.size() == 5) return pool_3d(n, x, loc);
+    if (x.shape.size() != 4) fail("only 1-D, 2-D and 3-D pooling is supported", node_name(n));
     auto k = attr_ints(n, "kernel_shape", {});
     if (k.size() != 2) fail("kernel_shape must have 2 values", node_name(n));
     auto stride = attr_ints(n, "strides", {1, 1});
@@ -872,6 +873,116 @@ class Importer {
       y = b_.create<mlir::tosa::MaxPool2dOp>(loc, tensor_type(to_nhwc(out)), in, b_.getDenseI64ArrayAttr(k),
                                              b_.getDenseI64ArrayAttr(stride), b_.getDenseI64ArrayAttr(pad));
     define(n, {y, out, true});
+  }
+
+  // Imports `m`, a node built to express another one (its names carry a '#' tag), and
+  // returns its first output.
+  const Tensor& sub_node(const onnx::NodeProto& m) {
+    import_node(m);
+    return values_.at(m.output(0));
+  }
+  static void set_ints(onnx::NodeProto& m, const std::string& name, const std::vector<int64_t>& v) {
+    auto* a = m.add_attribute();
+    a->set_name(name);
+    a->set_type(onnx::AttributeProto::INTS);
+    for (int64_t x : v) a->add_ints(x);
+  }
+  // A node like n, named after it with `tag`, with n's attributes except those in `drop`.
+  onnx::NodeProto derived_node(const onnx::NodeProto& n, const std::string& tag, std::initializer_list<const char*> drop) {
+    onnx::NodeProto m;
+    m.set_op_type(n.op_type());
+    m.set_name(node_name(n) + tag);
+    for (const auto& a : n.attribute())
+      if (std::none_of(drop.begin(), drop.end(), [&](const char* d) { return a.name() == d; })) *m.add_attribute() = a;
+    m.add_output(n.output(0) + tag);
+    return m;
+  }
+  // Explicit [begin..., end...] pads of a pooling node over `in`, from auto_pad or pads.
+  std::vector<int64_t> explicit_pads(const onnx::NodeProto& n, const std::vector<int64_t>& in, const std::vector<int64_t>& k,
+                                     const std::vector<int64_t>& stride, const std::vector<int64_t>& dil) {
+    size_t r = in.size();
+    std::string ap = attr_s(n, "auto_pad", "NOTSET");
+    std::vector<int64_t> p = attr_ints(n, "pads", std::vector<int64_t>(2 * r, 0));
+    if (p.size() != 2 * r) fail(fmt::format("pads must have {} values", 2 * r), node_name(n));
+    if (ap == "VALID") p.assign(2 * r, 0);
+    else if (ap == "SAME_UPPER" || ap == "SAME_LOWER")
+      for (size_t i = 0; i < r; ++i) {
+        int64_t out = (in[i] + stride[i] - 1) / stride[i];
+        int64_t total = std::max<int64_t>(0, (out - 1) * stride[i] + (k[i] - 1) * dil[i] + 1 - in[i]);
+        int64_t small = total / 2;
+        p[i] = ap == "SAME_UPPER" ? small : total - small;
+        p[i + r] = total - p[i];
+      }
+    else if (ap != "NOTSET") fail(fmt::format("auto_pad '{}' is not supported", ap), node_name(n));
+    return p;
+  }
+
+  // A 3-D pool is separable. H and W are pooled with the depth folded into the channels
+  // ([N, C*D, H, W], channel c*D + d), then the depth across channels: output channel
+  // (c, od) is the maximum (or the weighted sum) of input channels (c, od*sd + kd*dd - pd),
+  // picked by 1x1 convolutions with 0/1 weights (exact: one nonzero term each). The image
+  // stays C*D channels wide (pooling the depth as a height would leave C in the lanes).
+  void pool_3d(const onnx::NodeProto& n, const Tensor& x, mlir::Location loc) {
+    if (n.output_size() > 1 && !n.output(1).empty()) fail("MaxPool's Indices output is supported for 2-D pools only", node_name(n));
+    auto k = attr_ints(n, "kernel_shape", {});
+    if (k.size() != 3) fail("kernel_shape of a 3-D pool must have 3 values", node_name(n));
+    auto stride = attr_ints(n, "strides", {1, 1, 1}), dil = attr_ints(n, "dilations", {1, 1, 1});
+    if (stride.size() != 3 || dil.size() != 3) fail("strides and dilations of a 3-D pool must have 3 values", node_name(n));
+    int64_t N = x.shape[0], C = x.shape[1], D = x.shape[2], H = x.shape[3], W = x.shape[4];
+    auto p = explicit_pads(n, {D, H, W}, k, stride, dil);
+    onnx::NodeProto hw = derived_node(n, "#hw", {"auto_pad", "kernel_shape", "strides", "dilations", "pads", "storage_order"});
+    values_[n.input(0) + "#hw"] = {reshape(x.value, {N, C * D, H, W}, loc), {N, C * D, H, W}, false};
+    hw.add_input(n.input(0) + "#hw");
+    set_ints(hw, "kernel_shape", {k[1], k[2]});
+    set_ints(hw, "strides", {stride[1], stride[2]});
+    set_ints(hw, "dilations", {dil[1], dil[2]});
+    set_ints(hw, "pads", {p[1], p[2], p[4], p[5]});
+    Tensor y1 = sub_node(hw);
+    // The depth's windows, with ceil_mode's rule (no window starts in the end padding).
+    bool avg = n.op_type() == "AveragePool", ceil = attr_i(n, "ceil_mode", 0) != 0;
+    int64_t span = D + p[0] + p[3] - (k[0] - 1) * dil[0] - 1;
+    int64_t OD = (ceil ? (span + stride[0] - 1) / stride[0] : span / stride[0]) + 1;
+    if (ceil && (OD - 1) * stride[0] >= D + p[0]) --OD;
+    if (span < 0 || OD < 1) fail("the pooling window is deeper than the padded input", node_name(n));
+    bool count_pad = avg && attr_i(n, "count_include_pad", 0) != 0;
+    // taps[od]: the source depth of each tap inside the input; counted: taps inside the declared padding too.
+    auto taps = std::vector<std::vector<int64_t>>(size_t(OD));
+    std::vector<int64_t> counted(size_t(OD), 0);
+    for (int64_t od = 0; od < OD; ++od)
+      for (int64_t kd = 0; kd < k[0]; ++kd) {
+        int64_t d = od * stride[0] + kd * dil[0] - p[0];
+        if (d >= 0 && d < D) taps[size_t(od)].push_back(d);
+        if (d >= -p[0] && d < D + p[3]) ++counted[size_t(od)];
+      }
+    for (const auto& t : taps)
+      if (t.empty()) fail("a pooling window lies entirely in the depth padding", node_name(n));
+    ConvGeometry one{{1, 1}, {1, 1}, {0, 0, 0, 0}};
+    auto pick = [&](const std::function<float(int64_t od, int64_t d)>& weight) {
+      Constant w{{C * OD, C * D, 1, 1}, std::vector<float>(size_t(C * OD * C * D), 0.0f)};
+      for (int64_t c = 0; c < C; ++c)
+        for (int64_t od = 0; od < OD; ++od)
+          for (int64_t d = 0; d < D; ++d) w.data[size_t((c * OD + od) * C * D + c * D + d)] = weight(od, d);
+      return conv_of(n, y1, w, {}, loc, &one);
+    };
+    Tensor y;
+    if (avg) {
+      y = pick([&](int64_t od, int64_t d) {
+        const auto& t = taps[size_t(od)];
+        float cnt = float(count_pad ? counted[size_t(od)] : int64_t(t.size()));
+        return float(std::count(t.begin(), t.end(), d)) / cnt;
+      });
+    } else {
+      // One pick per tap; a tap in the padding repeats the window's first tap (max is idempotent).
+      for (int64_t kd = 0; kd < k[0]; ++kd) {
+        Tensor t = pick([&](int64_t od, int64_t d) {
+          const auto& ts = taps[size_t(od)];
+          return float(d == (size_t(kd) < ts.size() ? ts[size_t(kd)] : ts[0]));
+        });
+        y = kd == 0 ? t : Tensor{b_.create<mlir::tosa::MaximumOp>(loc, y.value.getType(), y.value, t.value), t.shape, true};
+      }
+    }
+    std::vector<int64_t> out{N, C, OD, y1.shape[2], y1.shape[3]};
+    define(n, {reshape(to_nchw_value(y, loc), out, loc), out, false});
   }
 
   // A dilated max pool as the elementwise maximum of its taps: tap (i, j) is the input
@@ -1130,8 +1241,6 @@ class Importer {
     only_attrs(n, {"epsilon", "momentum", "spatial", "training_mode"});
     if (attr_i(n, "spatial", 1) == 0)
       fail("BatchNormalization with spatial=0 (per-element statistics) is not supported", node_name(n));
-    if (attr_i(n, "training_mode", 0) != 0)
-      fail("BatchNormalization in training mode is not supported (export the model for inference)", node_name(n));
     const Tensor& x = input(n, 0);
     float eps = attr_f(n, "epsilon", 1e-5f);
     const auto& gamma = const_input(n, 1, "BatchNormalization scale").data;
@@ -1143,6 +1252,7 @@ class Importer {
     for (const auto* v : {&beta, &mean, &var})
       if (v->size() != C || int64_t(C) != channels)
         fail(fmt::format("BatchNormalization parameters must have one value per channel ({})", channels), node_name(n));
+    if (attr_i(n, "training_mode", 0) != 0) return batchnorm_training(n, x, gamma, beta, mean, var, eps, loc);
     std::vector<float> s(C), t(C);
     for (size_t c = 0; c < C; ++c) {
       if (!(var[c] + eps > 0))
@@ -1157,6 +1267,47 @@ class Importer {
     Value m = b_.create<mlir::tosa::MulOp>(loc, x.value.getType(), x.value, constant(cs, s, loc), b_.getI8IntegerAttr(0));
     Value a = b_.create<mlir::tosa::AddOp>(loc, x.value.getType(), m, constant(cs, t, loc));
     define(n, {a, x.shape, x.nhwc});
+  }
+
+  // Training mode normalizes with the batch's own statistics: the mean and population
+  // variance of each channel over every other dimension, and also returns the running
+  // statistics moved toward them by `momentum`. A channel's sum over the P = numel / C
+  // positions is a matmul of the channel-major [C, P] activation with a column of ones
+  // (fp32 accumulation); the variance is taken of the centred values, not E[x^2] - mean^2.
+  void batchnorm_training(const onnx::NodeProto& n, const Tensor& x, const std::vector<float>& gamma, const std::vector<float>& beta,
+                          const std::vector<float>& mean_in, const std::vector<float>& var_in, float eps, mlir::Location loc) {
+    if (!x.nhwc && x.shape.size() != 2) fail("BatchNormalization needs an image or a 2-D input", node_name(n));
+    int64_t C = int64_t(gamma.size()), P = numel(x.shape) / C;
+    float momentum = attr_f(n, "momentum", 0.9f);
+    std::vector<int64_t> row{1, C}, bshape = x.nhwc ? std::vector<int64_t>{1, 1, 1, C} : row;
+    auto xtype = x.value.getType();
+    auto scalar = [&](float v) { return constant({1, 1}, {v}, loc); };
+    // The per-channel mean over positions of v (the stored shape of x) as a [1, C] row.
+    auto channel_mean = [&](Value v) {
+      Value cp = transpose(reshape(v, {P, C}, loc), {1, 0}, loc);
+      Value sum = b_.create<mlir::tosa::FullyConnectedOp>(loc, tensor_type({C, 1}), cp, constant({1, P}, std::vector<float>(size_t(P), 1.0f), loc),
+                                                          constant({1}, {0.0f}, loc), nullptr);
+      Value m = b_.create<mlir::tosa::MulOp>(loc, tensor_type({C, 1}), sum, scalar(1.0f / float(P)), b_.getI8IntegerAttr(0));
+      return transpose(m, {1, 0}, loc);
+    };
+    Value mean = channel_mean(x.value);
+    Value centred = b_.create<mlir::tosa::SubOp>(loc, xtype, x.value, reshape(mean, bshape, loc));
+    Value sq = b_.create<mlir::tosa::MulOp>(loc, xtype, centred, centred, b_.getI8IntegerAttr(0));
+    Value var = channel_mean(sq);
+    Value rstd = b_.create<mlir::tosa::RsqrtOp>(loc, tensor_type(row), b_.create<mlir::tosa::AddOp>(loc, tensor_type(row), var, scalar(eps)));
+    Value y = b_.create<mlir::tosa::MulOp>(loc, xtype, centred, reshape(rstd, bshape, loc), b_.getI8IntegerAttr(0));
+    y = b_.create<mlir::tosa::MulOp>(loc, xtype, y, constant(bshape, gamma, loc), b_.getI8IntegerAttr(0));
+    y = b_.create<mlir::tosa::AddOp>(loc, xtype, y, constant(bshape, beta, loc));
+    define(n, {y, x.shape, x.nhwc});
+    // running = given * momentum + batch * (1 - momentum)
+    auto running = [&](Value batch, const std::vector<float>& given) {
+      std::vector<float> g(given);
+      for (float& v : g) v *= momentum;
+      Value r = b_.create<mlir::tosa::MulOp>(loc, tensor_type(row), batch, scalar(1.0f - momentum), b_.getI8IntegerAttr(0));
+      return reshape(b_.create<mlir::tosa::AddOp>(loc, tensor_type(row), r, constant(row, g, loc)), {C}, loc);
+    };
+    if (n.output_size() > 1 && !n.output(1).empty()) values_[n.output(1)] = {running(mean, mean_in), {C}, false};
+    if (n.output_size() > 2 && !n.output(2).empty()) values_[n.output(2)] = {running(var, var_in), {C}, false};
   }
 
   // Softmax over the last dimension of v, as TOSA (the lowering matches it back).
@@ -1640,7 +1791,8 @@ class Importer {
   void conv_transpose(const onnx::NodeProto& n, mlir::Location loc) {
     only_attrs(n, {"auto_pad", "dilations", "group", "kernel_shape", "output_padding", "output_shape", "pads", "strides"});
     const Tensor& x = input(n, 0);
-    if (x.shape.size() != 4) fail("only 2-D ConvTranspose (4-D inputs) is supported", node_name(n));
+    if (x.shape.size() == 5) return conv_transpose_3d(n, x, loc);
+    if (x.shape.size() != 4) fail("only 1-D, 2-D and 3-D ConvTranspose is supported", node_name(n));
     const Constant& w = const_input(n, 1, "ConvTranspose weight");
     if (w.shape.size() != 4) fail("the ConvTranspose weight must be 4-D [CI, CO/group, KH, KW]", node_name(n));
     int64_t G = attr_i(n, "group", 1), CI = w.shape[0], COg = w.shape[1], KH = w.shape[2], KW = w.shape[3];
@@ -1698,6 +1850,77 @@ class Importer {
     if (n.input_size() > 2 && !n.input(2).empty()) bias = const_input(n, 2, "ConvTranspose bias").data;
     ConvGeometry geo{{1, 1}, dil, {0, 0, 0, 0}};
     define(n, conv_of(n, {spread, {x.shape[0], CI, SH, SW}, true}, wc, bias, loc, &geo));
+  }
+
+  // A 3-D ConvTranspose as a 2-D one with the depth folded into the channels: input channel
+  // (ci, id) of [N, CI*D, H, W] feeds output channel (co, od) of [N, CO*OD, H', W'] through
+  // the kernel's depth tap kd where od = id*sd - pad + kd*dd (zero weights elsewhere).
+  void conv_transpose_3d(const onnx::NodeProto& n, const Tensor& x, mlir::Location loc) {
+    const Constant& w = const_input(n, 1, "ConvTranspose weight");
+    if (w.shape.size() != 5) fail("the 3-D ConvTranspose weight must be 5-D [CI, CO/group, KD, KH, KW]", node_name(n));
+    int64_t G = attr_i(n, "group", 1), CI = w.shape[0], COg = w.shape[1], KD = w.shape[2], KH = w.shape[3], KW = w.shape[4];
+    int64_t N = x.shape[0], D = x.shape[2], H = x.shape[3], W = x.shape[4];
+    if (G < 1 || CI != x.shape[1] || CI % G)
+      fail(fmt::format("ConvTranspose weight [{}] does not fit {} input channels in {} groups", fmt::join(w.shape, ", "), x.shape[1], G),
+           node_name(n));
+    auto three = [&](const char* name, int64_t dflt) {
+      auto v = attr_ints(n, name, {dflt, dflt, dflt});
+      if (v.size() != 3) fail(fmt::format("ConvTranspose {} must have 3 values for a 3-D input", name), node_name(n));
+      return v;
+    };
+    auto stride = three("strides", 1), dil = three("dilations", 1), opad = three("output_padding", 0);
+    auto p = attr_ints(n, "pads", {0, 0, 0, 0, 0, 0});
+    if (p.size() != 6) fail("ConvTranspose pads must have 6 values for a 3-D input", node_name(n));
+    std::string ap = attr_s(n, "auto_pad", "NOTSET");
+    auto out_shape = attr_ints(n, "output_shape", {});
+    // The depth's pads (the 2-D node works out H and W's itself from the same attributes).
+    int64_t pd0 = p[0], pd1 = p[3];
+    if (!out_shape.empty() || ap == "SAME_UPPER" || ap == "SAME_LOWER") {
+      int64_t want = !out_shape.empty() ? out_shape[out_shape.size() - 3] : D * stride[0];
+      int64_t total = stride[0] * (D - 1) + opad[0] + (KD - 1) * dil[0] + 1 - want;
+      int64_t half = total >= 0 ? total / 2 : -((-total + 1) / 2);
+      pd0 = ap == "SAME_UPPER" ? half : total - half;
+      pd1 = total - pd0;
+    } else if (ap == "VALID") {
+      pd0 = pd1 = 0;
+    }
+    int64_t OD = (D - 1) * stride[0] - pd0 - pd1 + (KD - 1) * dil[0] + 1 + opad[0];
+    if (OD < 1) fail("the ConvTranspose output depth would be empty", node_name(n));
+    int64_t CI2 = CI * D, COg2 = COg * OD;
+    Constant w2;
+    w2.shape = {CI2, COg2, KH, KW};
+    w2.data.assign(size_t(CI2 * COg2 * KH * KW), 0.0f);
+    for (int64_t ci = 0; ci < CI; ++ci)
+      for (int64_t id = 0; id < D; ++id)
+        for (int64_t kd = 0; kd < KD; ++kd) {
+          int64_t od = id * stride[0] - pd0 + kd * dil[0];
+          if (od < 0 || od >= OD) continue;
+          for (int64_t o = 0; o < COg; ++o)
+            for (int64_t hw = 0; hw < KH * KW; ++hw)
+              w2.data[size_t(((ci * D + id) * COg2 + o * OD + od) * KH * KW + hw)] = w.data[size_t(((ci * COg + o) * KD + kd) * KH * KW + hw)];
+        }
+    onnx::NodeProto m = derived_node(n, "#2d", {"kernel_shape", "strides", "dilations", "output_padding", "output_shape", "pads"});
+    values_[n.input(0) + "#2d"] = {reshape(x.value, {N, CI2, H, W}, loc), {N, CI2, H, W}, false};
+    m.add_input(n.input(0) + "#2d");
+    constants_[n.input(1) + "#2d"] = w2;
+    m.add_input(n.input(1) + "#2d");
+    if (n.input_size() > 2 && !n.input(2).empty()) {
+      const auto& bias = const_input(n, 2, "ConvTranspose bias").data;
+      if (int64_t(bias.size()) != COg * G) fail(fmt::format("ConvTranspose bias has {} values for {} output channels", bias.size(), COg * G), node_name(n));
+      Constant b2{{COg * G * OD}, {}};
+      for (float b : bias) b2.data.insert(b2.data.end(), size_t(OD), b);
+      constants_[n.input(2) + "#2d"] = b2;
+      m.add_input(n.input(2) + "#2d");
+    }
+    set_ints(m, "kernel_shape", {KH, KW});
+    set_ints(m, "strides", {stride[1], stride[2]});
+    set_ints(m, "dilations", {dil[1], dil[2]});
+    set_ints(m, "output_padding", {opad[1], opad[2]});
+    if (!out_shape.empty()) set_ints(m, "output_shape", {out_shape[out_shape.size() - 2], out_shape.back()});
+    if (ap == "NOTSET") set_ints(m, "pads", {p[1], p[2], p[4], p[5]});
+    Tensor y = sub_node(m);
+    std::vector<int64_t> out{N, COg * G, OD, y.shape[2], y.shape[3]};
+    define(n, {reshape(y.nhwc ? to_nchw_value(y, loc) : y.value, out, loc), out, false});
   }
 
   // Resize / Upsample, mode nearest, of the H and W of an image: each output coordinate's

@@ -1284,6 +1284,160 @@ TEST_P(CompileE2E, DilatedMaxPoolMatchesDefinition) {
   expect_close(got, want, tolerance(0.03));
 }
 
+// 3-D pools with padding, strides and ceil_mode on the depth: MaxPool, and AveragePool
+// both leaving padding out of the divisor and counting it, against ONNX's definition.
+TEST_P(CompileE2E, Pool3dMatchesDefinition) {
+  const int64_t N = 2, C = 3, D = 5, H = 6, W = 7;
+  const std::vector<int64_t> k{3, 2, 3}, s{2, 1, 2}, pb{1, 0, 1}, pe{1, 1, 0};
+  auto out_dim = [&](int64_t in, int i, bool ceil) {
+    int64_t span = in + pb[size_t(i)] + pe[size_t(i)] - k[size_t(i)];
+    int64_t o = (ceil ? (span + s[size_t(i)] - 1) / s[size_t(i)] : span / s[size_t(i)]) + 1;
+    if (ceil && (o - 1) * s[size_t(i)] >= in + pb[size_t(i)]) --o;
+    return o;
+  };
+  Vec x = uniform_values(size_t(N * C * D * H * W), 91, 300.0f);
+  struct Case {
+    const char* op;
+    bool count_pad, ceil;
+  };
+  for (Case cs : {Case{"MaxPool", false, true}, Case{"AveragePool", false, true}, Case{"AveragePool", true, false}}) {
+    SCOPED_TRACE(std::string(cs.op) + (cs.count_pad ? " count_include_pad" : "") + (cs.ceil ? " ceil_mode" : ""));
+    const int64_t OD = out_dim(D, 0, cs.ceil), OH = out_dim(H, 1, cs.ceil), OW = out_dim(W, 2, cs.ceil);
+    OnnxBuilder m;
+    m.input("x", {N, C, D, H, W});
+    auto* pn = m.node(cs.op, "pool3d", {"x"}, {"y"});
+    OnnxBuilder::attr(pn, "kernel_shape", k);
+    OnnxBuilder::attr(pn, "strides", s);
+    OnnxBuilder::attr(pn, "pads", std::vector<int64_t>{pb[0], pb[1], pb[2], pe[0], pe[1], pe[2]});
+    if (cs.ceil) OnnxBuilder::attr(pn, "ceil_mode", int64_t(1));
+    if (cs.count_pad) OnnxBuilder::attr(pn, "count_include_pad", int64_t(1));
+    m.output("y", {N, C, OD, OH, OW});
+    auto path = m.save("vtpu_pool3d_" + id() + ".onnx");
+    Vec got = compile_and_run(path, {{"x", x}}, "y");
+    Vec want(size_t(N * C * OD * OH * OW));
+    bool avg = std::string(cs.op) == "AveragePool";
+    for (int64_t r = 0; r < N * C; ++r)
+      for (int64_t od = 0; od < OD; ++od)
+        for (int64_t oh = 0; oh < OH; ++oh)
+          for (int64_t ow = 0; ow < OW; ++ow) {
+            double acc = avg ? 0.0 : -INFINITY;
+            int64_t cnt = 0;
+            for (int64_t i = 0; i < k[0]; ++i)
+              for (int64_t j = 0; j < k[1]; ++j)
+                for (int64_t l = 0; l < k[2]; ++l) {
+                  int64_t d = od * s[0] + i - pb[0], h = oh * s[1] + j - pb[1], w = ow * s[2] + l - pb[2];
+                  bool inside = d >= 0 && d < D && h >= 0 && h < H && w >= 0 && w < W;
+                  // count_include_pad counts the declared padding, not ceil_mode's extra end.
+                  if (inside || (cs.count_pad && d < D + pe[0] && h < H + pe[1] && w < W + pe[2])) ++cnt;
+                  if (!inside) continue;
+                  double v = x[size_t(((r * D + d) * H + h) * W + w)];
+                  acc = avg ? acc + v : std::max(acc, v);
+                }
+            want[size_t(((r * OD + od) * OH + oh) * OW + ow)] = float(avg ? acc / double(cnt) : acc);
+          }
+    ASSERT_EQ(got.size(), want.size());
+    expect_close(got, want, tolerance(0.03));
+  }
+}
+
+// A 3-D ConvTranspose (2 groups, bias, strides, pads and output_padding that differ per
+// axis) against ONNX's definition: each input voxel scatters its kernel into the output.
+TEST_P(CompileE2E, ConvTranspose3dMatchesDefinition) {
+  const int64_t N = 2, CI = 4, G = 2, COg = 3, D = 3, H = 4, W = 5;
+  const std::vector<int64_t> k{3, 2, 3}, s{2, 1, 2}, pb{1, 0, 1}, pe{0, 1, 1}, op{1, 0, 0};
+  std::vector<int64_t> out(3);
+  const std::vector<int64_t> in{D, H, W};
+  for (size_t i = 0; i < 3; ++i) out[i] = (in[i] - 1) * s[i] - pb[i] - pe[i] + k[i] + op[i];
+  OnnxBuilder m;
+  m.input("x", {N, CI, D, H, W});
+  auto& w = m.init("w", {CI, COg, k[0], k[1], k[2]}, 0.3f);
+  auto& b = m.init("b", {G * COg}, 0.2f);
+  auto* c = m.node("ConvTranspose", "deconv3d", {"x", "w", "b"}, {"y"});
+  OnnxBuilder::attr(c, "group", G);
+  OnnxBuilder::attr(c, "kernel_shape", k);
+  OnnxBuilder::attr(c, "strides", s);
+  OnnxBuilder::attr(c, "output_padding", op);
+  OnnxBuilder::attr(c, "pads", std::vector<int64_t>{pb[0], pb[1], pb[2], pe[0], pe[1], pe[2]});
+  m.output("y", {N, G * COg, out[0], out[1], out[2]});
+  auto path = m.save("vtpu_deconv3d_" + id() + ".onnx");
+  Vec x = uniform_values(size_t(N * CI * D * H * W), 93, 700.0f);
+  Vec got = compile_and_run(path, {{"x", x}}, "y");
+  const int64_t CO = G * COg, OD = out[0], OH = out[1], OW = out[2];
+  std::vector<double> acc(size_t(N * CO * OD * OH * OW));
+  for (int64_t n = 0; n < N; ++n)
+    for (int64_t o = 0; o < CO; ++o)
+      for (int64_t v = 0; v < OD * OH * OW; ++v) acc[size_t((n * CO + o) * OD * OH * OW + v)] = b[size_t(o)];
+  const int64_t CIg = CI / G;
+  for (int64_t n = 0; n < N; ++n)
+    for (int64_t ci = 0; ci < CI; ++ci)
+      for (int64_t id = 0; id < D; ++id)
+        for (int64_t ih = 0; ih < H; ++ih)
+          for (int64_t iw = 0; iw < W; ++iw)
+            for (int64_t og = 0; og < COg; ++og)
+              for (int64_t a = 0; a < k[0]; ++a)
+                for (int64_t bb = 0; bb < k[1]; ++bb)
+                  for (int64_t cc = 0; cc < k[2]; ++cc) {
+                    int64_t od = id * s[0] - pb[0] + a, oh = ih * s[1] - pb[1] + bb, ow = iw * s[2] - pb[2] + cc;
+                    if (od < 0 || oh < 0 || ow < 0 || od >= OD || oh >= OH || ow >= OW) continue;
+                    int64_t o = ci / CIg * COg + og;
+                    acc[size_t((((n * CO + o) * OD + od) * OH + oh) * OW + ow)] +=
+                        double(x[size_t((((n * CI + ci) * D + id) * H + ih) * W + iw)]) *
+                        w[size_t((((ci * COg + og) * k[0] + a) * k[1] + bb) * k[2] + cc)];
+                  }
+  Vec want(acc.begin(), acc.end());
+  ASSERT_EQ(got.size(), want.size());
+  expect_close(got, want, tolerance(0.03));
+}
+
+// BatchNormalization in training mode normalizes with the batch's own mean and population
+// variance per channel and returns the running statistics moved toward them by momentum.
+TEST_P(CompileE2E, BatchNormTrainingModeMatchesDefinition) {
+  const int64_t N = 3, C = 5, H = 6, W = 7;
+  const float eps = 1e-3f, momentum = 0.8f;
+  OnnxBuilder m;
+  m.input("x", {N, C, H, W});
+  auto& gamma = m.init("gamma", {C}, 1.0f);
+  auto& beta = m.init("beta", {C}, 0.5f);
+  auto& mean = m.init("mean", {C}, 0.5f);
+  Vec var(static_cast<size_t>(C));
+  for (int64_t c = 0; c < C; ++c) var[size_t(c)] = 0.5f + 0.25f * float(c);
+  m.init("var", {C}, 0.0f, var);
+  auto* bn = m.node("BatchNormalization", "bn", {"x", "gamma", "beta", "mean", "var"}, {"y", "running_mean", "running_var"});
+  OnnxBuilder::attr(bn, "training_mode", int64_t(1));
+  OnnxBuilder::attr_f(bn, "epsilon", eps);
+  OnnxBuilder::attr_f(bn, "momentum", momentum);
+  m.output("y", {N, C, H, W});
+  m.output("running_mean", {C});
+  m.output("running_var", {C});
+  auto path = m.save("vtpu_bn_training_" + id() + ".onnx");
+  // Channels with different offsets and spreads, so a wrong axis shows.
+  Vec x = uniform_values(size_t(N * C * H * W), 97, 400.0f);
+  for (int64_t i = 0; i < N * C * H * W; ++i) x[size_t(i)] = x[size_t(i)] * float(1 + i / (H * W) % C) + float(i / (H * W) % C) - 2.0f;
+  Vec bm(size_t(C), 0.0f), bv(size_t(C), 0.0f);
+  const int64_t P = N * H * W;
+  for (int64_t n = 0; n < N; ++n)
+    for (int64_t c = 0; c < C; ++c)
+      for (int64_t p = 0; p < H * W; ++p) bm[size_t(c)] += x[size_t((n * C + c) * H * W + p)] / float(P);
+  for (int64_t n = 0; n < N; ++n)
+    for (int64_t c = 0; c < C; ++c)
+      for (int64_t p = 0; p < H * W; ++p) {
+        float d = x[size_t((n * C + c) * H * W + p)] - bm[size_t(c)];
+        bv[size_t(c)] += d * d / float(P);
+      }
+  Vec want_y(x.size()), want_mean(static_cast<size_t>(C)), want_var(static_cast<size_t>(C));
+  for (int64_t i = 0; i < N * C * H * W; ++i) {
+    size_t c = size_t(i / (H * W) % C);
+    want_y[size_t(i)] = (x[size_t(i)] - bm[c]) / std::sqrt(bv[c] + eps) * gamma[c] + beta[c];
+  }
+  for (size_t c = 0; c < size_t(C); ++c) {
+    want_mean[c] = mean[c] * momentum + bm[c] * (1 - momentum);
+    want_var[c] = var[c] * momentum + bv[c] * (1 - momentum);
+  }
+  expect_close(compile_and_run(path, {{"x", x}}, "y", /*nchw=*/true), want_y, tolerance(0.03));
+  expect_close(compile_and_run(path, {{"x", x}}, "running_mean", /*nchw=*/true), want_mean, tolerance(0.02));
+  expect_close(compile_and_run(path, {{"x", x}}, "running_var", /*nchw=*/true), want_var, tolerance(0.02));
+}
+
 TEST_P(CompileE2E, OneDimensionalConvAndPoolMatchFp32Reference) {
   const int64_t N = 2, CI = 3, L = 40, CO = 8, K = 5, S = 2, D = 2, P = 3, PK = 3, PS = 2;
   const int64_t LC = (L + 2 * P - D * (K - 1) - 1) / S + 1, LP = (LC - PK) / PS + 1;
