@@ -247,6 +247,7 @@ class Codegen {
       load_act(a, addr);
       acts_[arg.getAsOpaquePointer()] = a;
     }
+    declare_empty_tensors(fn);
     uses_left(fn);
 
     for (mlir::Operation& op : fn.getBody().front()) {
@@ -372,6 +373,20 @@ class Codegen {
     auto it = scales_.find(v.getAsOpaquePointer());
     if (it == scales_.end()) throw InternalError("no calibration scale for an activation");
     return it->second;
+  }
+  // Empty model inputs and outputs (a 0 in the shape; the importer left them out of @main):
+  // program tensors of no bytes, so callers see every name the model has.
+  void declare_empty_tensors(mlir::func::FuncOp fn) {
+    auto list = fn->getAttrOfType<mlir::ArrayAttr>("vtpu.empty_tensors");
+    if (!list) return;
+    for (mlir::Attribute e : list) {
+      auto f = mlir::cast<mlir::ArrayAttr>(e);
+      bool integer = mlir::cast<mlir::BoolAttr>(f[3]).getValue();
+      decl(fmt::format(".tensor {} role={} dtype={} shape=[{}] addr=0{}", quote(mlir::cast<mlir::StringAttr>(f[1]).str()),
+                       mlir::cast<mlir::StringAttr>(f[0]).str(), integer ? "int32" : dt_,
+                       fmt::join(mlir::cast<mlir::DenseI64ArrayAttr>(f[2]).asArrayRef(), ", "),
+                       q8_ && !integer ? " scale=1 zp=0" : ""));
+    }
   }
   std::string quant_attrs(Value v, bool nhwc) const {
     std::string s = q8_ ? fmt::format(" scale={} zp=0", double(scale(v))) : "";

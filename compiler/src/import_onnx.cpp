@@ -31,9 +31,10 @@ namespace {
 using mlir::Value;
 
 struct Tensor {
-  Value value;
+  Value value;                 // none for an empty tensor (a 0 in its shape): no data, no code
   std::vector<int64_t> shape;  // logical ONNX shape (NCHW for images)
   bool nhwc = false;           // the MLIR value is the NHWC transpose of `shape`
+  bool empty() const { return std::find(shape.begin(), shape.end(), 0) != shape.end(); }
 };
 
 // An initializer: float data and its shape.
@@ -66,6 +67,11 @@ class Importer {
     for (const auto& in : g.input()) {
       if (constants_.count(in.name())) continue;
       auto shape = input_shape(in);
+      if (Tensor{Value(), shape}.empty()) {  // no data: a program tensor of 0 bytes, no argument
+        values_[in.name()] = {Value(), shape, false};
+        empty_io_.push_back({"input", in.name(), shape, is_integer_type(in.type().tensor_type().elem_type())});
+        continue;
+      }
       in_names.push_back(in.name());
       in_shapes.push_back(shape);
       // Integer inputs (token ids, quantized activations) enter as int32 program tensors.
@@ -74,7 +80,7 @@ class Importer {
       auto stored = shape.size() == 4 ? to_nhwc(shape) : shape;
       in_types.push_back(integer ? mlir::RankedTensorType::get(stored, b_.getI32Type()) : tensor_type(stored));
     }
-    if (in_names.empty()) fail("the model has no inputs", g.name());
+    if (in_names.empty() && empty_io_.empty()) fail("the model has no inputs", g.name());
 
     b_.setInsertionPointToEnd(module.getBody());
     auto fn = b_.create<mlir::func::FuncOp>(b_.getUnknownLoc(), "main", b_.getFunctionType(in_types, {}));
@@ -113,6 +119,11 @@ class Importer {
                          out.name()),
              out.name());
       if (it == values_.end()) fail(fmt::format("graph output '{}' is never produced", out.name()), out.name());
+      if (it->second.empty()) {
+        int et = out.type().has_tensor_type() ? out.type().tensor_type().elem_type() : 0;
+        empty_io_.push_back({"output", out.name(), it->second.shape, is_integer_type(et)});
+        continue;
+      }
       // Images leave in the chip's NHWC layout, like they enter (the runtime transposes).
       Value v = it->second.value;
       int out_et = out.type().has_tensor_type() ? out.type().tensor_type().elem_type() : 0;
@@ -136,6 +147,14 @@ class Importer {
     }
     b_.create<mlir::func::ReturnOp>(b_.getUnknownLoc(), outs);
     fn.setType(b_.getFunctionType(in_types, out_types));
+    // Empty inputs and outputs: [role, name, dims..., "int32" or "float"] each, declared by codegen.
+    std::vector<mlir::Attribute> empties;
+    for (const EmptyIo& e : empty_io_) {
+      std::vector<mlir::Attribute> fields{b_.getStringAttr(e.role), b_.getStringAttr(e.name), b_.getDenseI64ArrayAttr(e.shape),
+                                          b_.getBoolAttr(e.integer)};
+      empties.push_back(b_.getArrayAttr(fields));
+    }
+    if (!empties.empty()) fn->setAttr("vtpu.empty_tensors", b_.getArrayAttr(empties));
     for (size_t i = 0; i < out_names.size(); ++i) {
       fn.setResultAttr(unsigned(i), "vtpu.name", b_.getStringAttr(out_names[i]));
       if (out_nhwc[i]) fn.setResultAttr(unsigned(i), "vtpu.nhwc", b_.getUnitAttr());
@@ -179,8 +198,8 @@ class Importer {
     for (int i = 0; i < t.shape().dim_size(); ++i) {
       const auto& d = t.shape().dim(i);
       int64_t v = d.has_dim_value() ? d.dim_value() : -1;
-      if (i == 0 && (opt_.batch > 0 || v <= 0)) v = opt_.batch > 0 ? opt_.batch : 1;
-      if (v <= 0) fail(fmt::format("dimension {} of input '{}' is symbolic; the compiler needs static shapes", i, in.name()), in.name());
+      if (i == 0 && (opt_.batch > 0 || v < 0)) v = opt_.batch > 0 ? opt_.batch : 1;
+      if (v < 0) fail(fmt::format("dimension {} of input '{}' is symbolic; the compiler needs static shapes", i, in.name()), in.name());
       shape.push_back(v);
     }
     return shape;
@@ -423,11 +442,54 @@ class Importer {
     return true;
   }
 
+  // A node reading an empty tensor: shape-only operators and elementwise ones give empty
+  // outputs (nothing to compute); Concat drops its empty inputs. Anything else is refused.
+  bool empty_input(const onnx::NodeProto& n) {
+    bool any = false;
+    for (int i = 0; i < n.input_size(); ++i)
+      if (auto it = values_.find(n.input(i)); it != values_.end() && it->second.empty()) any = true;
+    const std::string& op = n.op_type();
+    // These work out their output shapes themselves and make empty outputs of empty inputs.
+    static const std::set<std::string> kShapeOps = {"Reshape", "Flatten", "Squeeze", "Unsqueeze", "Transpose", "Slice", "Split"};
+    if (!any || kShapeOps.count(op)) return false;
+    const Tensor& x = values_.at(n.input(0));
+    if (op == "Concat") {
+      onnx::NodeProto m = n;
+      m.clear_input();
+      std::vector<int64_t> shape;
+      for (int i = 0; i < n.input_size(); ++i) {
+        const Tensor& t = input(n, i);
+        if (!t.empty()) m.add_input(n.input(i));
+        else if (shape.empty()) shape = t.shape;
+      }
+      if (m.input_size() == 1) values_[n.output(0)] = input(m, 0);
+      if (m.input_size() > 1) import_node(m);
+      if (m.input_size() > 0) return true;
+      int64_t axis = attr_i(n, "axis", 1);
+      if (axis < 0) axis += int64_t(shape.size());
+      shape[size_t(axis)] = 0;
+      for (int i = 0; i < n.input_size(); ++i) shape[size_t(axis)] += input(n, i).shape[size_t(axis)];
+      define(n, {Value(), shape, false});
+      return true;
+    }
+    static const std::set<std::string> kSame = {"Identity", "Dropout", "Relu", "Sigmoid", "Tanh", "Erf", "Exp", "Reciprocal",
+                                                "Sqrt", "Neg", "Clip", "LeakyRelu", "HardSigmoid", "Cast"};
+    if (!kSame.count(op))
+      fail(fmt::format("{} of an empty tensor (shape [{}]) is not supported; Reshape, Concat and elementwise operators "
+                       "take empty inputs",
+                       op, fmt::join(x.shape, ", ")),
+           node_name(n));
+    for (int i = 0; i < n.output_size(); ++i)
+      if (!n.output(i).empty()) values_[n.output(i)] = {Value(), x.shape, false};
+    return true;
+  }
+
   void import_node(const onnx::NodeProto& n) {
     const std::string& op = n.op_type();
     if (!n.domain().empty() && n.domain() != "ai.onnx")
       fail(fmt::format("operator domain '{}' is not supported", n.domain()), node_name(n));
     if (lift_1d(n)) return;
+    if (empty_input(n)) return;
     mlir::Location loc = mlir::NameLoc::get(b_.getStringAttr(node_name(n)));
     if (op == "Gemm") return gemm(n, loc);
     if (op == "MatMul") return matmul(n, loc);
@@ -1027,6 +1089,7 @@ class Importer {
   void reshape_to(const onnx::NodeProto& n, const std::vector<int64_t>& shape, mlir::Location loc) {
     const Tensor& x = input(n, 0);
     if (numel(shape) != numel(x.shape)) fail("reshape changes the number of elements", node_name(n));
+    if (x.empty()) return define(n, {Value(), shape, false});
     Value v = x.nhwc ? to_nchw_value(x, loc) : x.value;
     if (shape.size() == 4 && x.nhwc) {
       // Stay in the chip's layout for images.
@@ -1099,6 +1162,7 @@ class Importer {
       fail("Slice starts, ends, axes and steps must have one length", node_name(n));
     std::vector<int64_t> start(r, 0), size = x.shape;
     std::vector<std::pair<int64_t, std::vector<int64_t>>> strided;  // axis, indices (in the window) for steps != 1
+    std::vector<int64_t> out_shape = x.shape;
     for (size_t i = 0; i < axes.size(); ++i) {
       int64_t a = axes[i] < 0 ? axes[i] + int64_t(r) : axes[i];
       if (a < 0 || a >= int64_t(r)) fail(fmt::format("Slice axis {} is out of range", axes[i]), node_name(n));
@@ -1113,7 +1177,8 @@ class Importer {
       int64_t s = clampi(starts[i]), e = clampi(ends[i]);
       std::vector<int64_t> idx;
       for (int64_t k = s; step > 0 ? k < e : k > e; k += step) idx.push_back(k);
-      if (idx.empty()) fail("Slice would produce an empty tensor, which is not supported", node_name(n));
+      out_shape[size_t(a)] = int64_t(idx.size());
+      if (idx.empty()) continue;  // an empty output (no data)
       if (step == 1) {
         start[size_t(a)] = s, size[size_t(a)] = e - s;
       } else {
@@ -1123,6 +1188,7 @@ class Importer {
         strided.push_back({a, idx});
       }
     }
+    if (Tensor{Value(), out_shape}.empty()) return define(n, {Value(), out_shape, false});
     Tensor y = window(x, start, size, loc);
     for (const auto& [a, idx] : strided) y = pick(y, a, idx, loc);
     define(n, y);
@@ -1144,7 +1210,7 @@ class Importer {
     }
     int64_t total = 0;
     for (int64_t p : parts) {
-      if (p <= 0) fail("Split parts must be positive (empty outputs are not supported)", node_name(n));
+      if (p < 0) fail(fmt::format("Split part {} is negative", p), node_name(n));
       total += p;
     }
     if (int64_t(parts.size()) != outs || total != dim)
@@ -1155,7 +1221,7 @@ class Importer {
     for (int64_t i = 0; i < outs; ++i) {
       std::vector<int64_t> size = x.shape;
       size[size_t(axis)] = parts[size_t(i)];
-      values_[n.output(int(i))] = window(x, start, size, loc);
+      values_[n.output(int(i))] = Tensor{Value(), size}.empty() ? Tensor{Value(), size, false} : window(x, start, size, loc);
       start[size_t(axis)] += parts[size_t(i)];
     }
   }
@@ -1204,7 +1270,7 @@ class Importer {
     std::vector<int32_t> q;
     std::vector<int64_t> shape;
     for (int64_t p : perm) q.push_back(x.nhwc ? kPos[p] : int32_t(p)), shape.push_back(x.shape[size_t(p)]);
-    define(n, {transpose(x.value, q, loc), shape, false});
+    define(n, {x.empty() ? Value() : transpose(x.value, q, loc), shape, false});
   }
 
   void flatten(const onnx::NodeProto& n, mlir::Location loc) {
@@ -1216,6 +1282,7 @@ class Importer {
     reshape_to(n, {outer, inner}, loc);
   }
 
+  // 0 in the shape copies the input's dimension (is an empty dimension with allowzero=1), -1 is inferred.
   void reshape_op(const onnx::NodeProto& n, mlir::Location loc) {
     const Tensor& x = input(n, 0);
     only_attrs(n, {"allowzero"});
@@ -1225,15 +1292,20 @@ class Importer {
     int64_t known = 1, infer = -1;
     for (size_t i = 0; i < s.data.size(); ++i) {
       int64_t d = int64_t(s.data[i]);
-      if (d == 0 && allowzero) fail("Reshape to an empty tensor (allowzero=1 with a 0 in the shape) is not supported", node_name(n));
-      if (d == 0 && i >= x.shape.size())
+      if (d == 0 && i >= x.shape.size() && !allowzero)
         fail(fmt::format("Reshape shape[{}] = 0 copies a dimension the {}-D input does not have", i, x.shape.size()), node_name(n));
-      if (d == 0) d = x.shape.at(i);
+      if (d == 0 && !allowzero) d = x.shape.at(i);
       if (d == -1) infer = int64_t(i), d = 1;
       else known *= d;
       shape.push_back(d);
     }
-    if (infer >= 0) shape[size_t(infer)] = numel(x.shape) / known;
+    if (infer >= 0) {
+      if (known == 0) fail("Reshape cannot infer a -1 dimension beside a 0 (allowzero=1)", node_name(n));
+      shape[size_t(infer)] = numel(x.shape) / known;
+    }
+    if (numel(shape) != numel(x.shape))
+      fail(fmt::format("Reshape of [{}] to [{}] changes the number of elements", fmt::join(x.shape, ", "), fmt::join(shape, ", ")),
+           node_name(n));
     reshape_to(n, shape, loc);
   }
 
@@ -2185,6 +2257,12 @@ class Importer {
   int64_t opset_ = 0;  // of the default domain; 0 if the model does not say
   std::map<std::string, Constant> constants_;
   std::map<std::string, Tensor> values_;
+  struct EmptyIo {
+    std::string role, name;
+    std::vector<int64_t> shape;
+    bool integer;
+  };
+  std::vector<EmptyIo> empty_io_;  // empty graph inputs and outputs, in graph order
   std::map<std::string, Tensor> int_args_;  // integer graph inputs (i32 arguments)
   std::map<std::string, unsigned> arg_index_;
   std::map<std::string, int> in_elem_;  // ONNX element type of each integer input

@@ -555,6 +555,38 @@ TEST_P(CompileE2E, SplitAndSliceMatchFp32Reference) {
   expect_close(got, want, tolerance(0.02));
 }
 
+// Empty tensors: a Split part of 0 and a Slice past the end are outputs of no bytes with
+// their ONNX shapes, a Concat skips the empty part, and the rest computes as usual.
+TEST_P(CompileE2E, EmptyTensorsHaveTheirShapesAndNoData) {
+  const int64_t M = 4, N = 6;
+  OnnxBuilder m;
+  m.input("x", {M, N});
+  m.init_i64("parts", {2, 0, 4});
+  OnnxBuilder::attr(m.node("Split", "split", {"x", "parts"}, {"a", "b", "c"}), "axis", int64_t(1));
+  m.init_i64("s", {10});
+  m.init_i64("e", {20});
+  m.init_i64("ax", {0});
+  m.node("Slice", "past_end", {"x", "s", "e", "ax"}, {"past"});
+  m.node("Relu", "relu_empty", {"past"}, {"past_relu"});
+  OnnxBuilder::attr(m.node("Concat", "cat", {"c", "b", "a"}, {"cat"}), "axis", int64_t(1));
+  m.node("Relu", "relu", {"cat"}, {"y"});
+  m.output("y", {M, N});
+  m.output("b", {M, 0});
+  m.output("past_relu", {0, N});
+  auto path = m.save("vtpu_empty_" + id() + ".onnx");
+  Vec x = uniform_values(size_t(M * N), 43, 100.0f);
+  Vec got = compile_and_run(path, {{"x", x}}, "y");
+  Vec want(size_t(M * N));
+  for (int64_t i = 0; i < M; ++i)
+    for (int64_t j = 0; j < N; ++j) want[size_t(i * N + j)] = std::max(0.0f, x[size_t(i * N + (j + 2) % N)]);
+  expect_close(got, want, tolerance(0.02));
+  CompileResult r = compile_onnx(path, config::load_preset(preset()), options());
+  EXPECT_EQ(tensor(r.program, "b").shape, (std::vector<int64_t>{M, 0}));
+  EXPECT_EQ(tensor(r.program, "past_relu").shape, (std::vector<int64_t>{0, N}));
+  EXPECT_EQ(tensor(r.program, "b").role, isa::TensorRole::Output);
+  EXPECT_EQ(simulate(config::load_preset(preset()), r.program, {{"x", encode(r.program, "x", x)}}, "b"), "OK");
+}
+
 // A squeeze-and-excitation gate: conv features times sigmoid(global average) per channel,
 // broadcast over the image; then PRelu with one slope per channel (some above 1, one negative).
 TEST_P(CompileE2E, SqueezeExcitationGateMatchesFp32Reference) {

@@ -741,7 +741,8 @@ class Assembler {
         has_role = true;
       } else if (k == "dtype") t.dtype = dtype_of(v);
       else if (k == "shape") {
-        for (const Value& x : list_of(v, "shape")) t.shape.push_back(int_of(x, "shape dimension", 1, INT32_MAX));
+        // A model's empty input or output may have a 0 dimension (no bytes); constants may not.
+        for (const Value& x : list_of(v, "shape")) t.shape.push_back(int_of(x, "shape dimension", is_const ? 1 : 0, INT32_MAX));
         has_shape = true;
       } else if (k == "addr") t.hbm_addr = uint64_t(int_of(v, "addr", 0, INT64_MAX)), has_addr = true;
       else if (k == "scale") t.quant_scale = float_of(v, "scale");

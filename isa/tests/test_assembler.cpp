@@ -184,6 +184,15 @@ TEST(Assembler, ConstantsAndTensorsRoundTrip) {
   EXPECT_EQ(assemble(disassemble(p), "again.s"), p);
 }
 
+// A model's empty input or output (a 0 dimension) is a tensor of no bytes; it round-trips.
+TEST(Assembler, EmptyTensorsHaveNoBytes) {
+  Program p = assemble(".tensor e role=output dtype=bf16 shape=[3, 0] addr=0\nhalt\n", "t.s");
+  ASSERT_EQ(p.tensors.size(), 1u);
+  EXPECT_EQ(p.tensors[0].shape, (std::vector<int64_t>{3, 0}));
+  EXPECT_EQ(p.tensors[0].bytes(), 0u);
+  EXPECT_EQ(assemble(disassemble(p), "again.s"), p);
+}
+
 TEST(Assembler, RandomProgramsRoundTrip) {
   std::mt19937_64 rng(7);
   for (int iter = 0; iter < 200; ++iter) {

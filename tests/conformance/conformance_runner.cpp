@@ -144,8 +144,8 @@ std::string run_test(const fs::path& dir, const config::Config& cfg, std::string
     if (weight) *g->add_initializer() = inputs[in.name()];
     else *g->add_input() = in, runtime_inputs.push_back(in.name());
   }
-  // The runner compares output 0. LayerNormalization's optional Mean and InvStdDev (training
-  // statistics the compiler does not produce) are dropped from the node and the graph.
+  // LayerNormalization's optional Mean and InvStdDev (training statistics the compiler does
+  // not produce) are dropped from the node and the graph; every other output is compared.
   if (node.op_type() == "LayerNormalization") {
     auto* nn = g->mutable_node(0);
     while (nn->output_size() > 1) nn->mutable_output()->RemoveLast();
@@ -194,36 +194,61 @@ std::string run_test(const fs::path& dir, const config::Config& cfg, std::string
     }
     in_bytes[name] = b;
   }
-  std::string out_name = model.graph().output(0).name();
-  std::string got = in_child([&] {
+  // Every output the graph keeps is compared: its shape and its values.
+  std::vector<std::string> out_names;
+  for (const auto& o : g->output()) out_names.push_back(o.name());
+  std::string got_all = in_child([&] {
     auto res = sim::simulate(cfg, r.program, in_bytes);
-    const auto& o = res.outputs.at(out_name);
-    return "OK" + std::string(o.begin(), o.end());
-  });
-  if (got.rfind("OK", 0) != 0) return "simulate: " + got.substr(3);
-  auto want_t = read_pb(data / "output_0.pb");
-  auto want = floats_of(want_t);
-  if (stored_nhwc(out_name)) want = nchw_to_nhwc(want, dims(want_t));
-  isa::Dtype out_dt = dtype_of(out_name);
-  size_t esz = isa::dtype_bytes(out_dt);
-  if ((got.size() - 2) / esz != want.size()) return fmt::format("output has {} values, expected {}", (got.size() - 2) / esz, want.size());
-  if (out_dt == isa::Dtype::Int32) {  // integer outputs must be exact
-    for (size_t i = 0; i < want.size(); ++i) {
-      int32_t x;
-      std::memcpy(&x, got.data() + 2 + i * 4, 4);
-      if (double(x) != double(want[i])) return fmt::format("element {}: got {}, expected {} (exactly)", i, x, want[i]);
+    std::string packed;  // per output: 8-byte length, then the bytes
+    for (const auto& name : out_names) {
+      const auto& o = res.outputs.at(name);
+      uint64_t len = o.size();
+      packed.append(reinterpret_cast<const char*>(&len), 8).append(o.begin(), o.end());
     }
-    return "";
-  }
-  double mx = 0;
-  for (float w : want) mx = std::max(mx, double(std::fabs(w)));
-  for (size_t i = 0; i < want.size(); ++i) {
-    uint16_t h;
-    std::memcpy(&h, got.data() + 2 + i * 2, 2);
-    float v = numerics::f32_from_bits(uint32_t(h) << 16);
-    double tol = 0.02 * mx + 0.02;  // bf16 inputs and outputs (docs/compiler.md)
-    if (!(std::fabs(double(v) - want[i]) <= tol))
-      return fmt::format("element {}: got {}, expected {} (tolerance {:.3g})", i, v, want[i], tol);
+    return "OK" + packed;
+  });
+  if (got_all.rfind("OK", 0) != 0) return "simulate: " + got_all.substr(3);
+  size_t at = 2;
+  for (size_t k = 0; k < out_names.size(); ++k) {
+    const std::string& out_name = out_names[k];
+    uint64_t len;
+    std::memcpy(&len, got_all.data() + at, 8);
+    std::string got = got_all.substr(at + 8, len);
+    at += 8 + len;
+    auto want_t = read_pb(data / fmt::format("output_{}.pb", k));
+    auto want = floats_of(want_t);
+    std::vector<int64_t> want_shape = dims(want_t), got_shape;
+    for (const auto& t : r.program.tensors)
+      if (t.name == out_name) got_shape = t.shape;
+    if (stored_nhwc(out_name)) {
+      want = nchw_to_nhwc(want, want_shape);
+      want_shape = {want_shape[0], want_shape[2], want_shape[3], want_shape[1]};
+    }
+    if (got_shape != want_shape)
+      return fmt::format("output '{}' has shape [{}], expected [{}]", out_name, fmt::join(got_shape, ", "), fmt::join(want_shape, ", "));
+    isa::Dtype out_dt = dtype_of(out_name);
+    size_t esz = isa::dtype_bytes(out_dt);
+    if (got.size() / esz != want.size())
+      return fmt::format("output '{}' has {} values, expected {}", out_name, got.size() / esz, want.size());
+    if (out_dt == isa::Dtype::Int32) {  // integer outputs must be exact
+      for (size_t i = 0; i < want.size(); ++i) {
+        int32_t x;
+        std::memcpy(&x, got.data() + i * 4, 4);
+        if (double(x) != double(want[i]))
+          return fmt::format("output '{}' element {}: got {}, expected {} (exactly)", out_name, i, x, want[i]);
+      }
+      continue;
+    }
+    double mx = 0;
+    for (float w : want) mx = std::max(mx, double(std::fabs(w)));
+    for (size_t i = 0; i < want.size(); ++i) {
+      uint16_t h;
+      std::memcpy(&h, got.data() + i * 2, 2);
+      float v = numerics::f32_from_bits(uint32_t(h) << 16);
+      double tol = 0.02 * mx + 0.02;  // bf16 inputs and outputs (docs/compiler.md)
+      if (!(std::fabs(double(v) - want[i]) <= tol))
+        return fmt::format("output '{}' element {}: got {}, expected {} (tolerance {:.3g})", out_name, i, v, want[i], tol);
+    }
   }
   return "";
 }
