@@ -114,6 +114,21 @@ def Tpu_PoolOp : Tpu_Op<"pool", [Pure]> {
   let assemblyFormat = "operands attr-dict `:` functional-type(operands, results)";
 }
 
+def Tpu_PoolArgmaxOp : Tpu_Op<"pool_argmax", [Pure]> {
+  let summary = "MaxPool's Indices: where each window's maximum is, as a flat NCHW index (i32, NHWC like the pool)";
+  let description = [{
+    For output (n, c, oh, ow) the index of the window's largest input in the flattened
+    [N, C, H, W] tensor, n*C*H*W + c*H*W + h*W + w (storage_order = 1: n*C*H*W + c*H*W + w*H
+    + h). Among equal maxima the smallest index wins; padding is never picked. Computed in
+    fp32 rows, so indices must stay below 2^24.
+  }];
+  let arguments = (ins AnyRankedTensor:$input, DenseI64ArrayAttr:$kernel, DenseI64ArrayAttr:$stride,
+                   DenseI64ArrayAttr:$pad, I64Attr:$storage_order, StrAttr:$layer);
+  let results = (outs AnyRankedTensor:$output);
+  let hasVerifier = 1;
+  let assemblyFormat = "operands attr-dict `:` functional-type(operands, results)";
+}
+
 def Tpu_AddOp : Tpu_Op<"add", [Pure]> {
   let summary = "y = clamp(a + b), elementwise on two activations of the same shape";
   let arguments = (ins AnyRankedTensor:$lhs, AnyRankedTensor:$rhs, F64Attr:$clamp_min,

@@ -889,13 +889,18 @@ class Importer {
     only_attrs(n, {"auto_pad", "ceil_mode", "count_include_pad", "dilations", "kernel_shape", "pads", "storage_order", "strides"});
     const Tensor& x = input(n, 0);
     if (x.shape.size() == 5) return pool_3d(n, x, loc);
+    bool indices = n.output_size() > 1 && !n.output(1).empty();
+    if (indices && x.shape.size() != 4) fail("MaxPool's Indices output is supported for 2-D pools only", node_name(n));
     if (x.shape.size() != 4) fail("only 1-D, 2-D and 3-D pooling is supported", node_name(n));
     auto k = attr_ints(n, "kernel_shape", {});
     if (k.size() != 2) fail("kernel_shape must have 2 values", node_name(n));
     auto stride = attr_ints(n, "strides", {1, 1});
     auto dil = attr_ints(n, "dilations", {1, 1});
     if (dil.size() != 2 || dil[0] < 1 || dil[1] < 1) fail("dilations must be 2 positive values", node_name(n));
-    if (dil[0] != 1 || dil[1] != 1) return dilated_max_pool(n, x, k, stride, dil, loc);
+    if (dil[0] != 1 || dil[1] != 1) {
+      if (indices) fail("MaxPool's Indices output is not supported with dilations", node_name(n));
+      return dilated_max_pool(n, x, k, stride, dil, loc);
+    }
     auto pad = pads_of(n, {x.shape[2], x.shape[3]}, k, stride, {1, 1});
     bool avg = n.op_type() == "AveragePool";
     if (attr_i(n, "ceil_mode", 0)) {
@@ -935,6 +940,19 @@ class Importer {
       y = b_.create<mlir::tosa::MaxPool2dOp>(loc, tensor_type(to_nhwc(out)), in, b_.getDenseI64ArrayAttr(k),
                                              b_.getDenseI64ArrayAttr(stride), b_.getDenseI64ArrayAttr(pad));
     define(n, {y, out, true});
+    if (indices) {
+      int64_t order = attr_i(n, "storage_order", 0);
+      if (order != 0 && order != 1) fail(fmt::format("MaxPool storage_order {} is not 0 or 1", order), node_name(n));
+      if (numel(x.shape) > (int64_t(1) << 24))
+        fail(fmt::format("MaxPool's Indices of a {}-element input: indices are computed in fp32 and must stay below 2^24",
+                         numel(x.shape)),
+             node_name(n));
+      Value z = b_.create<tpu::PoolArgmaxOp>(loc, mlir::RankedTensorType::get(to_nhwc(out), b_.getI32Type()), in,
+                                             b_.getDenseI64ArrayAttr(k), b_.getDenseI64ArrayAttr(stride),
+                                             b_.getDenseI64ArrayAttr(pad), b_.getI64IntegerAttr(order),
+                                             b_.getStringAttr(node_name(n)));
+      values_[n.output(1)] = {z, out, true};
+    }
   }
 
   // Imports `m`, a node built to express another one (its names carry a '#' tag), and

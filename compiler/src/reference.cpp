@@ -191,6 +191,27 @@ std::vector<RefTensor> evaluate_reference(mlir::func::FuncOp fn, const std::vect
                 }
               y.data[size_t(((nn * OH + oy) * OW + ox) * C + c)] = float(mx ? acc : acc / double(count));
             }
+    } else if (auto am = mlir::dyn_cast<tpu::PoolArgmaxOp>(op)) {
+      const RefTensor& x = get(am.getInput());
+      int64_t N = x.shape[0], H = x.shape[1], W = x.shape[2], C = x.shape[3], OH = y.shape[1], OW = y.shape[2];
+      auto k = am.getKernel(), st = am.getStride(), pad = am.getPad();
+      bool column_major = am.getStorageOrder() == 1;
+      for (int64_t nn = 0; nn < N; ++nn)
+        for (int64_t oy = 0; oy < OH; ++oy)
+          for (int64_t ox = 0; ox < OW; ++ox)
+            for (int64_t c = 0; c < C; ++c) {
+              float best = -std::numeric_limits<float>::infinity();
+              int64_t at = -1;
+              for (int64_t ky = 0; ky < k[0]; ++ky)
+                for (int64_t kx = 0; kx < k[1]; ++kx) {
+                  int64_t iy = oy * st[0] + ky - pad[0], ix = ox * st[1] + kx - pad[2];
+                  if (iy < 0 || ix < 0 || iy >= H || ix >= W) continue;
+                  float v = x.data[size_t(((nn * H + iy) * W + ix) * C + c)];
+                  int64_t idx = (nn * C + c) * H * W + (column_major ? ix * H + iy : iy * W + ix);
+                  if (at < 0 || v > best || (v == best && idx < at)) best = v, at = idx;
+                }
+              y.data[size_t(((nn * OH + oy) * OW + ox) * C + c)] = float(at);
+            }
     } else if (auto a = mlir::dyn_cast<tpu::AddOp>(op)) {
       const RefTensor &l = get(a.getLhs()), &r = get(a.getRhs());
       double lo = a.getClampMin().convertToDouble(), hi = a.getClampMax().convertToDouble();

@@ -71,6 +71,24 @@ mlir::LogicalResult Conv2DOp::verify() {
   return mlir::success();
 }
 
+mlir::LogicalResult PoolArgmaxOp::verify() {
+  auto x = mlir::cast<mlir::RankedTensorType>(getInput().getType()).getShape();
+  auto yt = mlir::cast<mlir::RankedTensorType>(getOutput().getType());
+  auto y = yt.getShape();
+  if (x.size() != 4 || y.size() != 4) return emitOpError("input and output must be 4-D NHWC");
+  if (!yt.getElementType().isInteger(32)) return emitOpError("indices must be i32");
+  if (getKernel().size() != 2 || getStride().size() != 2 || getPad().size() != 4)
+    return emitOpError("kernel and stride need 2 values, pad 4 (top, bottom, left, right)");
+  if (getStorageOrder() != 0 && getStorageOrder() != 1) return emitOpError("storage_order must be 0 or 1");
+  for (int d = 0; d < 2; ++d) {
+    int64_t want = (x[size_t(1 + d)] + getPad()[size_t(2 * d)] + getPad()[size_t(2 * d + 1)] - getKernel()[size_t(d)]) /
+                       getStride()[size_t(d)] + 1;
+    if (y[size_t(1 + d)] != want) return emitOpError("output ") << (d ? "width " : "height ") << y[size_t(1 + d)] << " should be " << want;
+  }
+  if (y[0] != x[0] || y[3] != x[3]) return emitOpError("output batch and channels must match the input's");
+  return mlir::success();
+}
+
 mlir::LogicalResult BatchMatmulOp::verify() {
   auto a = mlir::cast<mlir::RankedTensorType>(getLhs().getType()).getShape();
   auto b = mlir::cast<mlir::RankedTensorType>(getRhs().getType()).getShape();

@@ -1470,6 +1470,51 @@ TEST_P(CompileE2E, BatchNormTrainingModeMatchesDefinition) {
   expect_close(compile_and_run(path, {{"x", x}}, "running_var", /*nchw=*/true), want_var, tolerance(0.02));
 }
 
+// MaxPool's Indices (3x3 windows, strides 2, pads 1, more channels than a lane block on the
+// tiny presets, many equal values): the flat NCHW index of each window's maximum, the
+// smallest among equal maxima, in both storage orders, exactly. Integer inputs in
+// [-127, 127] are exact in bf16 and in INT8 (calibrated scale 1).
+TEST_P(CompileE2E, MaxPoolIndicesMatchDefinition) {
+  const int64_t N = 2, C = 19, H = 9, W = 10, K = 3, S = 2, P = 1;
+  const int64_t OH = (H + 2 * P - K) / S + 1, OW = (W + 2 * P - K) / S + 1;
+  std::mt19937 rng(101);
+  Vec x(size_t(N * C * H * W));
+  for (auto& v : x) v = float(int(rng() % 9) - 4);
+  x[0] = 127, x[1] = -127;
+  for (int64_t order : {0, 1}) {
+    SCOPED_TRACE("storage_order " + std::to_string(order));
+    OnnxBuilder m;
+    m.input("x", {N, C, H, W});
+    auto* mp = m.node("MaxPool", "pool", {"x"}, {"y", "z"});
+    OnnxBuilder::attr(mp, "kernel_shape", std::vector<int64_t>{K, K});
+    OnnxBuilder::attr(mp, "strides", std::vector<int64_t>{S, S});
+    OnnxBuilder::attr(mp, "pads", std::vector<int64_t>{P, P, P, P});
+    OnnxBuilder::attr(mp, "storage_order", order);
+    m.output("y", {N, C, OH, OW});
+    m.output("z", {N, C, OH, OW}, onnx::TensorProto::INT64);
+    auto path = m.save("vtpu_pool_indices_" + id() + ".onnx");
+    Vec got = compile_and_run(path, {{"x", x}}, "z", /*nchw=*/true);
+    Vec want(size_t(N * C * OH * OW));
+    for (int64_t r = 0; r < N * C; ++r)
+      for (int64_t oy = 0; oy < OH; ++oy)
+        for (int64_t ox = 0; ox < OW; ++ox) {
+          float best = -INFINITY;
+          int64_t at = -1;
+          for (int64_t i = 0; i < K; ++i)
+            for (int64_t j = 0; j < K; ++j) {
+              int64_t h = oy * S + i - P, w = ox * S + j - P;
+              if (h < 0 || w < 0 || h >= H || w >= W) continue;
+              float v = x[size_t((r * H + h) * W + w)];
+              int64_t idx = r * H * W + (order ? w * H + h : h * W + w);
+              if (at < 0 || v > best || (v == best && idx < at)) best = v, at = idx;
+            }
+          want[size_t((r * OH + oy) * OW + ox)] = float(at);
+        }
+    ASSERT_EQ(got.size(), want.size());
+    for (size_t i = 0; i < want.size(); ++i) ASSERT_EQ(got[i], want[i]) << "element " << i;
+  }
+}
+
 TEST_P(CompileE2E, OneDimensionalConvAndPoolMatchFp32Reference) {
   const int64_t N = 2, CI = 3, L = 40, CO = 8, K = 5, S = 2, D = 2, P = 3, PK = 3, PS = 2;
   const int64_t LC = (L + 2 * P - D * (K - 1) - 1) / S + 1, LP = (LC - PK) / PS + 1;
