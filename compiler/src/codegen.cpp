@@ -198,6 +198,17 @@ class Codegen {
     }
     return packed;
   }
+  // A float model input read only by softmaxes stays fp32 in HBM, and each softmax loads it
+  // straight into its fp32 work rows: logits too close together for bf16 (10000 and 10001)
+  // keep their differences.
+  bool read_fp32(Value arg) const {
+    if (is_int32(arg) || arg.use_empty()) return false;
+    for (mlir::Operation* u : arg.getUsers()) {
+      auto sm = mlir::dyn_cast<tpu::SoftmaxOp>(u);
+      if (!sm || sm.getInput() != arg) return false;
+    }
+    return true;
+  }
 
   // The unified-buffer rows the model's inputs take, allocated as run() does, so a model
   // whose inputs alone do not fit fails with the same error before INT8 calibration (which
@@ -207,7 +218,7 @@ class Codegen {
     if (!fn) throw InternalError("no func @main");
     for (unsigned i = 0; i < fn.getNumArguments(); ++i) {
       Value arg = fn.getArgument(i);
-      if (is_int32(arg) || read_packed(arg)) continue;
+      if (is_int32(arg) || read_packed(arg) || read_fp32(arg)) continue;
       new_act(shape_of(arg), "input '" + fn.getArgAttrOfType<mlir::StringAttr>(i, "vtpu.name").str() + "'");
     }
   }
@@ -232,6 +243,13 @@ class Codegen {
         decl(fmt::format(".tensor {} role=input dtype=int32 shape=[{}] addr={}{}", quote(name), fmt::join(shape, ", "), addr,
                          fn.getArgAttr(i, "vtpu.nhwc") ? " layout=nhwc" : ""));
         int_hbm_[arg.getAsOpaquePointer()] = addr;
+        continue;
+      }
+      if (read_fp32(arg)) {
+        uint64_t addr = hbm_alloc(numel(shape) * 4);
+        decl(fmt::format(".tensor {} role=input dtype=fp32 shape=[{}] addr={}{}", quote(name), fmt::join(shape, ", "), addr,
+                         fn.getArgAttr(i, "vtpu.nhwc") ? " layout=nhwc" : ""));
+        input_hbm_[arg.getAsOpaquePointer()] = addr;
         continue;
       }
       uint64_t bytes = numel(shape) * esz_;
@@ -4025,7 +4043,17 @@ class Codegen {
   void gen_softmax(tpu::SoftmaxOp op) {
     std::string layer = op.getLayer().str();
     tag(layer);
-    const Act& x = act(op.getInput());
+    // An fp32 model input (read_fp32) is read from HBM row by row; x then only gives the shape.
+    auto fp32_in = input_hbm_.find(op.getInput().getAsOpaquePointer());
+    bool from_hbm = fp32_in != input_hbm_.end();
+    Act shape_only;
+    if (from_hbm) {
+      shape_only.shape = shape_of(op.getInput());
+      shape_only.features = uint64_t(shape_only.shape.back());
+      shape_only.rows = numel(shape_only.shape) / shape_only.features;
+      shape_only.blocks = ceil_div(shape_only.features, R_);
+    }
+    const Act& x = from_hbm ? shape_only : act(op.getInput());
     Act y = new_act(shape_of(op.getOutput()), fmt::format("the output of '{}'", layer));
     uint64_t row32 = C_ * 4, rows = x.rows, xrow = R_ * esz_;
     std::string in_scale, out_scale;
@@ -4075,9 +4103,19 @@ class Codegen {
       uint64_t n = std::min(cr, rows - r0);
       for (uint64_t b = 0; b < x.blocks; ++b) {
         uint64_t v = vals + b * span;
-        code(fmt::format("  li r1, {} || li r2, {}", x.base + b * x.block_bytes + r0 * xrow, v));
-        vec_wait(fmt::format("vec.cvt dst=ub[r2+0] a=ub[r1+0] rows={} dt={} odt=fp32", n, dt_));
-        if (q8_) vec_wait(fmt::format("vec.affine dst=ub[r2+0] a=ub[r2+0] rows={} dt=fp32 param={}", n, in_scale));
+        if (from_hbm) {
+          uint64_t fw = std::min<uint64_t>(C_, x.features - b * C_);
+          if (fw < C_) clear(v, span);
+          std::string d = new_desc(fmt::format("bytes={} src_off={} dst_off={} dim=[{}, {}, {}]", fw * 4,
+                                               fp32_in->second + (r0 * x.features + b * C_) * 4, v, n, x.features * 4, row32));
+          code(fmt::format("  dma.load desc={} src=r0 dst=r0 flag=f1", d));
+          code("  wait f1");
+          code(fmt::format("  li r2, {}", v));
+        } else {
+          code(fmt::format("  li r1, {} || li r2, {}", x.base + b * x.block_bytes + r0 * xrow, v));
+          vec_wait(fmt::format("vec.cvt dst=ub[r2+0] a=ub[r1+0] rows={} dt={} odt=fp32", n, dt_));
+          if (q8_) vec_wait(fmt::format("vec.affine dst=ub[r2+0] a=ub[r2+0] rows={} dt=fp32 param={}", n, in_scale));
+        }
         if (x.features - b * C_ < C_) {  // only a partial block has padding lanes to mask
           code(fmt::format("  li r3, {}", masks + b * row32));
           vec_wait(fmt::format("vec.add dst=ub[r2+0] a=ub[r2+0] b=ub[r3+0] rows={} dt=fp32 bcast=1", n));

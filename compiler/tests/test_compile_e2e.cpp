@@ -155,6 +155,11 @@ const isa::TensorInfo& tensor(const isa::Program& p, const std::string& name) {
 std::vector<uint8_t> encode(const isa::Program& p, const std::string& name, const Vec& v) {
   const auto& t = tensor(p, name);
   if (t.dtype == isa::Dtype::Bf16) return to_bf16(v);
+  if (t.dtype == isa::Dtype::Fp32) {  // float inputs read only by softmaxes
+    std::vector<uint8_t> b(v.size() * 4);
+    std::memcpy(b.data(), v.data(), b.size());
+    return b;
+  }
   if (t.dtype == isa::Dtype::Int32) {  // integer inputs (token ids, uint8 codes)
     std::vector<uint8_t> b(v.size() * 4);
     for (size_t i = 0; i < v.size(); ++i) {
@@ -585,6 +590,24 @@ TEST_P(CompileE2E, EmptyTensorsHaveTheirShapesAndNoData) {
   EXPECT_EQ(tensor(r.program, "past_relu").shape, (std::vector<int64_t>{0, N}));
   EXPECT_EQ(tensor(r.program, "b").role, isa::TensorRole::Output);
   EXPECT_EQ(simulate(config::load_preset(preset()), r.program, {{"x", encode(r.program, "x", x)}}, "b"), "OK");
+}
+
+// A model input read only by a softmax stays fp32 in HBM: logits 10000 + k, which bf16 (and
+// int8) would round to one value, keep their differences, as in ONNX's softmax_large_number.
+TEST_P(CompileE2E, SoftmaxOfFp32InputKeepsCloseLogitsApart) {
+  const int64_t M = 3, N = 150;  // more than one lane block on every preset
+  OnnxBuilder m;
+  m.input("x", {M, N});
+  m.node("Softmax", "softmax", {"x"}, {"y"});
+  m.output("y", {M, N});
+  auto path = m.save("vtpu_softmax_fp32_in_" + id() + ".onnx");
+  Vec x(size_t(M * N));
+  for (int64_t i = 0; i < M; ++i)
+    for (int64_t j = 0; j < N; ++j) x[size_t(i * N + j)] = float(10000 * i) + float(j % 7) * 0.5f - float(j % 3);
+  Vec got = compile_and_run(path, {{"x", x}}, "y");
+  CompileResult r = compile_onnx(path, config::load_preset(preset()), options());
+  EXPECT_EQ(tensor(r.program, "x").dtype, isa::Dtype::Fp32);
+  expect_close(got, softmax_rows(x, M, N), tolerance(0.02));
 }
 
 // A squeeze-and-excitation gate: conv features times sigmoid(global average) per channel,

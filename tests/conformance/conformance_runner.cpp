@@ -185,6 +185,8 @@ std::string run_test(const fs::path& dir, const config::Config& cfg, std::string
       if (dt == isa::Dtype::Int32) {
         int32_t x = int32_t(v[i]);
         std::memcpy(&b[i * 4], &x, 4);
+      } else if (dt == isa::Dtype::Fp32) {
+        std::memcpy(&b[i * 4], &v[i], 4);
       } else if (dt == isa::Dtype::Bf16) {
         uint16_t h = numerics::f32_to_bf16(numerics::f32_bits(v[i]));
         std::memcpy(&b[i * 2], &h, 2);
