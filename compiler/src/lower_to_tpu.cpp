@@ -682,9 +682,9 @@ struct LowerTosaToTpu : mlir::PassWrapper<LowerTosaToTpu, mlir::OperationPass<ml
         // Weight layouts are folded by their users, and an image flattened for a matmul folds
         // into its weights; any other transpose of an activation moves data (tpu.transpose).
         if (tr.getResult().use_empty() || is_constant(tr.getResult())) continue;  // removed below if unused
-        if (mlir::Operation* u = single_user(tr.getResult()); u && mlir::isa<tosa::ReshapeOp>(u))
-          if (mlir::Operation* u2 = single_user(u->getResult(0)); u2 && mlir::isa<tosa::FullyConnectedOp>(u2)) continue;
         std::vector<int32_t> p32 = perm_of(tr);
+        if (mlir::Operation* u = single_user(tr.getResult()); u && mlir::isa<tosa::ReshapeOp>(u) && p32 == std::vector<int32_t>{0, 3, 1, 2})
+          if (mlir::Operation* u2 = single_user(u->getResult(0)); u2 && mlir::isa<tosa::FullyConnectedOp>(u2)) continue;
         if (p32.empty()) fail(op, "a transpose needs constant perms");
         std::vector<int64_t> perm(p32.begin(), p32.end());
         Value y = b.create<TransposeOp>(loc, tr.getType(), tr.getInput1(), b.getDenseI64ArrayAttr(perm), b.getStringAttr(name));
