@@ -2899,7 +2899,10 @@ class Codegen {
               uint64_t n = r / OH, oy = r % OH;
               if (same) {
                 int64_t iy = int64_t(oy + dy) - int64_t(pt);
-                uint64_t lo = pl > dx ? pl - dx : 0, hi = std::min<uint64_t>(OW, W + pl - dx);
+                // Output columns [lo, hi) whose tap dx lands inside the row (none when the kernel
+                // reaches past a narrow image: W + pl < dx).
+                uint64_t lo = pl > dx ? pl - dx : 0,
+                         hi = uint64_t(std::clamp<int64_t>(int64_t(W + pl) - int64_t(dx), 0, int64_t(OW)));
                 if (iy < 0 || iy >= int64_t(H) || lo >= hi) continue;
                 uint64_t src = x.base + cb * x.block_bytes + ((n * H + uint64_t(iy)) * W + lo + dx - pl) * R_ * esz_;
                 g.steps.push_back({src, hi - lo, 0, (r - r0) * OW + lo, !first});

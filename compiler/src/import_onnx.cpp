@@ -484,11 +484,103 @@ class Importer {
     return true;
   }
 
+  // Constant nodes, and shape-only operators on constants (a transposed or reshaped weight,
+  // as exporters write them), become constants at import: their users then see initializers.
+  bool fold_constant(const onnx::NodeProto& n) {
+    const std::string& op = n.op_type();
+    if (op == "Constant") {
+      Constant c;
+      if (const auto* a = attr(n, "value")) c = read_tensor(a->t());
+      else if ((a = attr(n, "value_float"))) c = {{}, {a->f()}};
+      else if ((a = attr(n, "value_floats"))) c = {{a->floats_size()}, {a->floats().begin(), a->floats().end()}};
+      else if ((a = attr(n, "value_int"))) c = {{}, {float(a->i())}};
+      else if ((a = attr(n, "value_ints"))) {
+        c.shape = {a->ints_size()};
+        for (int64_t v : a->ints()) c.data.push_back(float(v));
+      } else {
+        fail("Constant needs a value, value_float(s) or value_int(s) attribute (sparse and string values are not supported)",
+             node_name(n));
+      }
+      constants_[n.output(0)] = c;
+      return true;
+    }
+    static const std::set<std::string> kShapeOps = {"Identity", "Dropout", "Transpose", "Reshape", "Flatten", "Squeeze", "Unsqueeze"};
+    if (!kShapeOps.count(op) || n.input_size() < 1 || !constants_.count(n.input(0)) || values_.count(n.input(0))) return false;
+    Constant c = constants_.at(n.input(0));
+    int64_t r = int64_t(c.shape.size());
+    auto axis_of = [&](int64_t a, int64_t rank) {
+      int64_t k = a < 0 ? a + rank : a;
+      if (k < 0 || k >= rank) fail(fmt::format("axis {} is out of range for a {}-D constant", a, rank), node_name(n));
+      return k;
+    };
+    auto axes_of = [&]() {
+      std::vector<int64_t> axes = attr_ints(n, "axes", {});
+      if (n.input_size() > 1 && !n.input(1).empty())
+        for (float f : const_input(n, 1, "axes").data) axes.push_back(int64_t(f));
+      return axes;
+    };
+    if (op == "Transpose") {
+      std::vector<int64_t> perm = attr_ints(n, "perm", {});
+      if (perm.empty())
+        for (int64_t k = r; k-- > 0;) perm.push_back(k);
+      if (int64_t(perm.size()) != r) fail("perm does not match the constant's rank", node_name(n));
+      std::vector<int64_t> shape, in_stride(size_t(r), 1);
+      for (int64_t k = r - 2; k >= 0; --k) in_stride[size_t(k)] = in_stride[size_t(k + 1)] * c.shape[size_t(k + 1)];
+      for (int64_t p : perm) shape.push_back(c.shape[size_t(axis_of(p, r))]);
+      std::vector<float> out(c.data.size());
+      std::vector<int64_t> idx(size_t(r), 0);
+      for (size_t i = 0; i < out.size(); ++i) {
+        int64_t src = 0;
+        for (int64_t k = 0; k < r; ++k) src += idx[size_t(k)] * in_stride[size_t(perm[size_t(k)])];
+        out[i] = c.data[size_t(src)];
+        for (int64_t k = r - 1; k >= 0 && ++idx[size_t(k)] == shape[size_t(k)]; --k) idx[size_t(k)] = 0;
+      }
+      c = {shape, out};
+    } else if (op == "Reshape") {
+      bool allowzero = attr_i(n, "allowzero", 0) != 0;
+      std::vector<int64_t> shape;
+      int64_t infer = -1, known = 1;
+      for (float f : const_input(n, 1, "Reshape shape").data) {
+        int64_t d = int64_t(f);
+        if (d == 0 && !allowzero) d = c.shape.at(shape.size());
+        if (d == -1) infer = int64_t(shape.size()), d = 1;
+        else known *= d;
+        shape.push_back(d);
+      }
+      if (infer >= 0 && known) shape[size_t(infer)] = numel(c.shape) / known;
+      if (numel(shape) != numel(c.shape)) fail("Reshape of a constant changes its number of elements", node_name(n));
+      c.shape = shape;
+    } else if (op == "Flatten") {
+      int64_t axis = attr_i(n, "axis", 1);
+      if (axis < 0) axis += r;
+      int64_t outer = 1;
+      for (int64_t k = 0; k < axis; ++k) outer *= c.shape[size_t(k)];
+      c.shape = {outer, numel(c.shape) / outer};
+    } else if (op == "Squeeze") {
+      std::vector<int64_t> axes = axes_of(), shape;
+      std::set<int64_t> drop;
+      for (int64_t a : axes) drop.insert(axis_of(a, r));
+      for (int64_t k = 0; k < r; ++k)
+        if (!(axes.empty() ? c.shape[size_t(k)] == 1 : drop.count(k) > 0)) shape.push_back(c.shape[size_t(k)]);
+      c.shape = shape;
+    } else if (op == "Unsqueeze") {
+      std::vector<int64_t> axes = axes_of(), shape;
+      int64_t rank = r + int64_t(axes.size());
+      std::set<int64_t> add;
+      for (int64_t a : axes) add.insert(axis_of(a, rank));
+      for (int64_t k = 0, j = 0; k < rank; ++k) shape.push_back(add.count(k) ? 1 : c.shape[size_t(j++)]);
+      c.shape = shape;
+    }
+    constants_[n.output(0)] = c;
+    return true;
+  }
+
   void import_node(const onnx::NodeProto& n) {
     const std::string& op = n.op_type();
     if (!n.domain().empty() && n.domain() != "ai.onnx")
       fail(fmt::format("operator domain '{}' is not supported", n.domain()), node_name(n));
     if (lift_1d(n)) return;
+    if (fold_constant(n)) return;
     if (empty_input(n)) return;
     mlir::Location loc = mlir::NameLoc::get(b_.getStringAttr(node_name(n)));
     if (op == "Gemm") return gemm(n, loc);
@@ -543,6 +635,8 @@ class Importer {
       return;
     }
     if (op == "PRelu") return prelu(n, loc);
+    if (op == "Pad") return pad(n, loc);
+    if (op == "Abs" || op == "Softsign" || op == "Elu" || op == "Selu") return elementwise_extra(n, loc);
     if (op == "Pow") {
       // A constant exponent of 1, 2, 3 or 4 (products) or 0.5 (sqrt); GELU's tanh form has x^3.
       only_attrs(n, {});
@@ -716,10 +810,59 @@ class Importer {
   // window of the input, joined by a concat (TOSA has no grouped convolution).
   void conv(const onnx::NodeProto& n, mlir::Location loc) {
     only_attrs(n, {"auto_pad", "dilations", "group", "kernel_shape", "pads", "strides"});
+    if (input(n, 0).shape.size() == 5) return conv_3d(n, input(n, 0), loc);
     std::vector<float> bias;
     if (n.input_size() > 2 && !n.input(2).empty()) bias = const_input(n, 2, "Conv bias").data;
     define(n, conv_of(n, input(n, 0), const_input(n, 1, "Conv weight"), bias, loc));
   }
+  // A 3-D Conv as a 2-D one with the depth folded into the channels: output channel
+  // (co, od) of [N, CO*OD, OH, OW] reads input channel (ci, id) of [N, CI*D, H, W] through
+  // the kernel's depth tap kd where id = od*sd - pad + kd*dd (zero weights elsewhere; a
+  // group's channels stay contiguous, so groups carry over).
+  void conv_3d(const onnx::NodeProto& n, const Tensor& x, mlir::Location loc) {
+    const Constant& w = const_input(n, 1, "Conv weight");
+    if (w.shape.size() != 5) fail("the 3-D Conv weight must be 5-D [CO, CI/group, KD, KH, KW]", node_name(n));
+    int64_t G = attr_i(n, "group", 1), CO = w.shape[0], CIg = w.shape[1], KD = w.shape[2], KH = w.shape[3], KW = w.shape[4];
+    int64_t N = x.shape[0], CI = x.shape[1], D = x.shape[2], H = x.shape[3], W = x.shape[4];
+    if (G < 1 || CI % G || CO % G || CIg * G != CI)
+      fail(fmt::format("Conv weight [{}] does not fit {} input channels in {} groups", fmt::join(w.shape, ", "), CI, G), node_name(n));
+    auto three = [&](const char* name, int64_t dflt) {
+      auto v = attr_ints(n, name, {dflt, dflt, dflt});
+      if (v.size() != 3) fail(fmt::format("Conv {} must have 3 values for a 3-D input", name), node_name(n));
+      return v;
+    };
+    auto stride = three("strides", 1), dil = three("dilations", 1);
+    auto p = explicit_pads(n, {D, H, W}, {KD, KH, KW}, stride, dil);
+    int64_t OD = (D + p[0] + p[3] - (KD - 1) * dil[0] - 1) / stride[0] + 1;
+    if (OD < 1) fail("the Conv output depth would be empty", node_name(n));
+    int64_t CIg2 = CIg * D;
+    Constant w2;
+    w2.shape = {CO * OD, CIg2, KH, KW};
+    w2.data.assign(size_t(CO * OD * CIg2 * KH * KW), 0.0f);
+    for (int64_t co = 0; co < CO; ++co)
+      for (int64_t od = 0; od < OD; ++od)
+        for (int64_t kd = 0; kd < KD; ++kd) {
+          int64_t id = od * stride[0] - p[0] + kd * dil[0];
+          if (id < 0 || id >= D) continue;
+          for (int64_t ci = 0; ci < CIg; ++ci)
+            for (int64_t hw = 0; hw < KH * KW; ++hw)
+              w2.data[size_t(((co * OD + od) * CIg2 + ci * D + id) * KH * KW + hw)] = w.data[size_t(((co * CIg + ci) * KD + kd) * KH * KW + hw)];
+        }
+    std::vector<float> bias;
+    if (n.input_size() > 2 && !n.input(2).empty()) {
+      for (float b : const_input(n, 2, "Conv bias").data) bias.insert(bias.end(), size_t(OD), b);
+      if (int64_t(bias.size()) != CO * OD) fail(fmt::format("Conv bias does not have {} values", CO), node_name(n));
+    }
+    onnx::NodeProto m = derived_node(n, "#2d", {"kernel_shape", "strides", "dilations", "pads", "auto_pad"});
+    set_ints(m, "strides", {stride[1], stride[2]});
+    set_ints(m, "dilations", {dil[1], dil[2]});
+    set_ints(m, "pads", {p[1], p[2], p[4], p[5]});
+    Tensor x2{reshape(x.value, {N, CI * D, H, W}, loc), {N, CI * D, H, W}, false};
+    Tensor y = conv_of(m, x2, w2, bias, loc);
+    std::vector<int64_t> out{N, CO, OD, y.shape[2], y.shape[3]};
+    define(n, {reshape(y.nhwc ? to_nchw_value(y, loc) : y.value, out, loc), out, false});
+  }
+
   // `bias` empty: none.
   // The geometry of a convolution when it is not the node's own (ConvTranspose's inner conv).
   struct ConvGeometry {
@@ -868,6 +1011,100 @@ class Importer {
     else if (n.op_type() == "Sub") out.value = b_.create<mlir::tosa::SubOp>(loc, out_type, x, y);
     else out.value = b_.create<mlir::tosa::MulOp>(loc, out_type, x, y, b_.getI8IntegerAttr(0));
     define(n, out);
+  }
+
+  // Pad on the H and W of an image. Constant mode: the spread of tpu.zero_insert with
+  // stride 1 (its pads), plus the constant on the border when it is not 0. Edge and reflect
+  // modes: a concat of single-column (then single-row) slices around the image: the edge
+  // column repeated, or the columns next to it mirrored.
+  void pad(const onnx::NodeProto& n, mlir::Location loc) {
+    only_attrs(n, {"mode", "pads", "value"});
+    std::string mode = attr_s(n, "mode", "constant");
+    if (mode != "constant" && mode != "edge" && mode != "reflect")
+      fail(fmt::format("Pad mode '{}' is not supported (constant, edge, reflect)", mode), node_name(n));
+    const Tensor& x = input(n, 0);
+    std::vector<int64_t> p = attr_ints(n, "pads", {});
+    float value = attr_f(n, "value", 0.0f);
+    if (n.input_size() > 1 && !n.input(1).empty())
+      for (float f : const_input(n, 1, "Pad pads").data) p.push_back(int64_t(f));
+    if (n.input_size() > 2 && !n.input(2).empty()) {
+      const auto& v = const_input(n, 2, "Pad constant_value").data;
+      if (v.size() != 1) fail("Pad constant_value must be a scalar", node_name(n));
+      value = v[0];
+    }
+    if (n.input_size() > 3 && !n.input(3).empty()) fail("Pad's axes input is not supported (pad every axis)", node_name(n));
+    size_t r = x.shape.size();
+    if (p.size() != 2 * r) fail(fmt::format("Pad needs {} pads for a {}-D input, got {}", 2 * r, r, p.size()), node_name(n));
+    if (r != 4 || p[0] || p[1] || p[4] || p[5])
+      fail("Pad is supported on the H and W of an image (4-D input, no batch or channel padding)", node_name(n));
+    for (int64_t v : p)
+      if (v < 0) fail("Pad with negative pads (cropping) is not supported; use Slice", node_name(n));
+    int64_t N = x.shape[0], C = x.shape[1], OH = x.shape[2] + p[2] + p[6], OW = x.shape[3] + p[3] + p[7];
+    Value in = x.nhwc ? x.value : transpose(x.value, {0, 2, 3, 1}, loc);
+    if (mode != "constant") {
+      // NHWC dimension d (2: W, then 1: H), `before` and `after` new entries.
+      auto pad_dim = [&](Value v, int d, int64_t before, int64_t after) {
+        if (!before && !after) return v;
+        auto shape = mlir::cast<mlir::RankedTensorType>(v.getType()).getShape().vec();
+        int64_t len = shape[size_t(d)];
+        if (mode == "reflect" && (before >= len || after >= len))
+          fail(fmt::format("reflect Pad of {} needs pads below {}", len, len), node_name(n));
+        auto entry = [&](int64_t i) {
+          std::vector<int64_t> start(4, 0), size = shape;
+          start[size_t(d)] = i, size[size_t(d)] = 1;
+          return Value(b_.create<mlir::tosa::SliceOp>(loc, tensor_type(size), v, b_.getDenseI64ArrayAttr(start), b_.getDenseI64ArrayAttr(size)));
+        };
+        std::vector<Value> parts;
+        for (int64_t j = 0; j < before; ++j) parts.push_back(entry(mode == "edge" ? 0 : before - j));
+        parts.push_back(v);
+        for (int64_t j = 0; j < after; ++j) parts.push_back(entry(mode == "edge" ? len - 1 : len - 2 - j));
+        shape[size_t(d)] = len + before + after;
+        return Value(b_.create<mlir::tosa::ConcatOp>(loc, tensor_type(shape), parts, d));
+      };
+      Value y = pad_dim(pad_dim(in, 2, p[3], p[7]), 1, p[2], p[6]);
+      define(n, {y, {N, C, OH, OW}, true});
+      return;
+    }
+    Value y = b_.create<tpu::ZeroInsertOp>(loc, tensor_type({N, OH, OW, C}), in, b_.getDenseI64ArrayAttr({1, 1}),
+                                           b_.getDenseI64ArrayAttr({p[2], p[6], p[3], p[7]}), b_.getStringAttr(node_name(n)));
+    if (value != 0.0f) {
+      std::vector<float> border(size_t(N * OH * OW * C), 0.0f);
+      for (int64_t i = 0; i < N * OH * OW * C; ++i) {
+        int64_t h = i / (OW * C) % OH, w = i / C % OW;
+        if (h < p[2] || h >= OH - p[6] || w < p[3] || w >= OW - p[7]) border[size_t(i)] = value;
+      }
+      y = b_.create<mlir::tosa::AddOp>(loc, tensor_type({N, OH, OW, C}), y, constant({N, OH, OW, C}, border, loc));
+    }
+    define(n, {y, {N, C, OH, OW}, true});
+  }
+
+  // Elementwise operators made of the vector unit's others: Abs = max(x, -x); Softsign =
+  // x / (1 + |x|); Elu = max(x, 0) + alpha * (exp(min(x, 0)) - 1); Selu = gamma * Elu(x) with
+  // Selu's alpha.
+  void elementwise_extra(const onnx::NodeProto& n, mlir::Location loc) {
+    const std::string& op = n.op_type();
+    only_attrs(n, {"alpha", "gamma"});
+    const Tensor& x = input(n, 0);
+    auto t = x.value.getType();
+    std::vector<int64_t> one(x.shape.size(), 1);
+    auto scale = [&](Value v, float k) { return Value(b_.create<mlir::tosa::MulOp>(loc, t, v, constant(one, {k}, loc), b_.getI8IntegerAttr(0))); };
+    float inf = std::numeric_limits<float>::infinity();
+    Value y;
+    if (op == "Abs" || op == "Softsign") {
+      y = b_.create<mlir::tosa::MaximumOp>(loc, t, x.value, scale(x.value, -1.0f));
+      if (op == "Softsign") {
+        Value den = b_.create<mlir::tosa::AddOp>(loc, t, y, constant(one, {1.0f}, loc));
+        y = b_.create<mlir::tosa::MulOp>(loc, t, x.value, b_.create<mlir::tosa::ReciprocalOp>(loc, t, den), b_.getI8IntegerAttr(0));
+      }
+    } else {
+      bool selu = op == "Selu";
+      float alpha = attr_f(n, "alpha", selu ? 1.67326319217681884765625f : 1.0f), gamma = attr_f(n, "gamma", 1.05070102214813232421875f);
+      Value neg = b_.create<mlir::tosa::ExpOp>(loc, t, make_clamp(x.value, -inf, 0.0f, loc));
+      neg = b_.create<mlir::tosa::AddOp>(loc, t, scale(neg, alpha), constant(one, {-alpha}, loc));
+      y = b_.create<mlir::tosa::AddOp>(loc, t, make_clamp(x.value, 0.0f, inf, loc), neg);
+      if (selu) y = scale(y, gamma);
+    }
+    define(n, {y, x.shape, x.nhwc});
   }
 
   // PRelu(x, slope) = max(x, 0) + slope * min(x, 0): two clamps, a per-channel scale, an add.

@@ -1446,6 +1446,155 @@ TEST_P(CompileE2E, Pool3dMatchesDefinition) {
   }
 }
 
+// A "same" convolution whose kernel reaches past a narrow image (5x5 on 3x1 pixels, pads 2;
+// pytorch's Conv1d_pad2size1 is the 1-D case): taps that land outside every row read nothing.
+TEST_P(CompileE2E, SameConvWiderThanTheImageMatchesDefinition) {
+  const int64_t N = 2, C = 4, H = 3, W = 1, CO = 6, K = 5, P = 2;
+  OnnxBuilder m;
+  m.input("x", {N, C, H, W});
+  auto& w = m.init("w", {CO, C, K, K}, 0.3f);
+  auto& b = m.init("b", {CO}, 0.2f);
+  auto* c = m.node("Conv", "conv", {"x", "w", "b"}, {"y"});
+  OnnxBuilder::attr(c, "kernel_shape", std::vector<int64_t>{K, K});
+  OnnxBuilder::attr(c, "pads", std::vector<int64_t>{P, P, P, P});
+  m.output("y", {N, CO, H, W});
+  auto path = m.save("vtpu_same_conv_narrow_" + id() + ".onnx");
+  Vec x = uniform_values(size_t(N * C * H * W), 89, 600.0f);
+  Vec got = compile_and_run(path, {{"x", x}}, "y", /*nchw=*/true);
+  int64_t OH, OW;
+  Vec want = conv_nchw(x, N, C, H, W, w, b, CO, {K, K, 1, 1, 1, 1, P, P, P, P}, OH, OW);
+  ASSERT_EQ(got.size(), want.size());
+  expect_close(got, want, tolerance(0.03));
+}
+
+// A 3-D Conv or ConvTranspose of x by w with bias b into y: groups, kernel, strides, and the
+// pads at the start (pb) and end (pe) of each axis.
+onnx::NodeProto* volume_node(OnnxBuilder& m, const std::string& op, int64_t groups, const std::vector<int64_t>& k,
+                             const std::vector<int64_t>& s, const std::vector<int64_t>& pb, const std::vector<int64_t>& pe) {
+  auto* c = m.node(op, op + "_3d", {"x", "w", "b"}, {"y"});
+  OnnxBuilder::attr(c, "group", groups);
+  OnnxBuilder::attr(c, "kernel_shape", k);
+  OnnxBuilder::attr(c, "strides", s);
+  OnnxBuilder::attr(c, "pads", std::vector<int64_t>{pb[0], pb[1], pb[2], pe[0], pe[1], pe[2]});
+  return c;
+}
+
+// A 3-D Conv (2 groups, bias, strides, dilations and pads that differ per axis) against
+// ONNX's definition.
+TEST_P(CompileE2E, Conv3dMatchesDefinition) {
+  const int64_t N = 2, CI = 4, G = 2, CO = 6, D = 5, H = 6, W = 7;
+  const std::vector<int64_t> k{3, 2, 3}, s{2, 1, 1}, dl{1, 2, 1}, pb{1, 1, 0}, pe{1, 0, 1};
+  std::vector<int64_t> out(3);
+  const std::vector<int64_t> in{D, H, W};
+  for (size_t i = 0; i < 3; ++i) out[i] = (in[i] + pb[i] + pe[i] - dl[i] * (k[i] - 1) - 1) / s[i] + 1;
+  OnnxBuilder m;
+  m.input("x", {N, CI, D, H, W});
+  auto& w = m.init("w", {CO, CI / G, k[0], k[1], k[2]}, 0.3f);
+  auto& b = m.init("b", {CO}, 0.2f);
+  auto* c = volume_node(m, "Conv", G, k, s, pb, pe);
+  OnnxBuilder::attr(c, "dilations", dl);
+  m.output("y", {N, CO, out[0], out[1], out[2]});
+  auto path = m.save("vtpu_conv3d_" + id() + ".onnx");
+  Vec x = uniform_values(size_t(N * CI * D * H * W), 95, 700.0f);
+  Vec got = compile_and_run(path, {{"x", x}}, "y");
+  const int64_t CIg = CI / G, COg = CO / G, OD = out[0], OH = out[1], OW = out[2];
+  Vec want(size_t(N * CO * OD * OH * OW));
+  for (int64_t n = 0; n < N; ++n)
+    for (int64_t o = 0; o < CO; ++o)
+      for (int64_t od = 0; od < OD; ++od)
+        for (int64_t oh = 0; oh < OH; ++oh)
+          for (int64_t ow = 0; ow < OW; ++ow) {
+            double acc = b[size_t(o)];
+            for (int64_t ci = 0; ci < CIg; ++ci)
+              for (int64_t a = 0; a < k[0]; ++a)
+                for (int64_t bb = 0; bb < k[1]; ++bb)
+                  for (int64_t cc = 0; cc < k[2]; ++cc) {
+                    int64_t id = od * s[0] - pb[0] + a * dl[0], ih = oh * s[1] - pb[1] + bb * dl[1], iw = ow * s[2] - pb[2] + cc * dl[2];
+                    if (id < 0 || ih < 0 || iw < 0 || id >= D || ih >= H || iw >= W) continue;
+                    acc += double(x[size_t((((n * CI + o / COg * CIg + ci) * D + id) * H + ih) * W + iw)]) *
+                           w[size_t((((o * CIg + ci) * k[0] + a) * k[1] + bb) * k[2] + cc)];
+                  }
+            want[size_t((((n * CO + o) * OD + od) * OH + oh) * OW + ow)] = float(acc);
+          }
+  ASSERT_EQ(got.size(), want.size());
+  expect_close(got, want, tolerance(0.03));
+}
+
+// Pad of an image's H and W in its three modes (a constant of 0.5, the edge repeated, the
+// border mirrored), different pads on each side, against the definition.
+TEST_P(CompileE2E, PadModesMatchDefinition) {
+  const int64_t N = 2, C = 3, H = 4, W = 5, T = 1, L = 2, B = 2, R = 3;
+  const int64_t OH = H + T + B, OW = W + L + R;
+  Vec x = uniform_values(size_t(N * C * H * W), 97, 300.0f);
+  for (std::string mode : {"constant", "edge", "reflect"}) {
+    SCOPED_TRACE(mode);
+    OnnxBuilder m;
+    m.input("x", {N, C, H, W});
+    m.init_i64("pads", {0, 0, T, L, 0, 0, B, R});
+    m.init("value", {}, 0.0f, {0.5f});
+    OnnxBuilder::attr_s(m.node("Pad", "pad", {"x", "pads", "value"}, {"y"}), "mode", mode);
+    m.output("y", {N, C, OH, OW});
+    auto path = m.save("vtpu_pad_" + mode + "_" + id() + ".onnx");
+    Vec got = compile_and_run(path, {{"x", x}}, "y", /*nchw=*/true);
+    auto src = [&](int64_t i, int64_t len) {  // the source index of padded index i, or -1 for the constant
+      if (i >= 0 && i < len) return i;
+      if (mode == "constant") return int64_t(-1);
+      if (mode == "edge") return i < 0 ? int64_t(0) : len - 1;
+      return i < 0 ? -i : 2 * (len - 1) - i;
+    };
+    Vec want(size_t(N * C * OH * OW));
+    for (int64_t r = 0; r < N * C; ++r)
+      for (int64_t oy = 0; oy < OH; ++oy)
+        for (int64_t ox = 0; ox < OW; ++ox) {
+          int64_t iy = src(oy - T, H), ix = src(ox - L, W);
+          want[size_t((r * OH + oy) * OW + ox)] = iy < 0 || ix < 0 ? 0.5f : x[size_t((r * H + iy) * W + ix)];
+        }
+    expect_close(got, want, tolerance(0.01));
+  }
+}
+
+// Elementwise operators built from others (Abs, Softsign, Elu, Selu), after a matmul whose
+// weight arrives as a Constant node transposed by a Transpose node (folded at import).
+TEST_P(CompileE2E, ElementwiseExtrasAndConstantNodesMatchDefinition) {
+  const int64_t M = 6, K = 8, Nn = 20;
+  OnnxBuilder m;
+  m.input("x", {M, K});
+  auto* cn = m.node("Constant", "weight", {}, {"wt"});
+  onnx::TensorProto t;
+  t.set_data_type(onnx::TensorProto::FLOAT);
+  t.add_dims(Nn), t.add_dims(K);
+  std::mt19937 rng(5);
+  Vec wt(size_t(Nn * K));
+  for (auto& v : wt) v = float(int(rng() % 201) - 100) / 250.0f, t.add_float_data(v);
+  auto* a = cn->add_attribute();
+  a->set_name("value");
+  a->set_type(onnx::AttributeProto::TENSOR);
+  *a->mutable_t() = t;
+  OnnxBuilder::attr(m.node("Transpose", "wT", {"wt"}, {"w"}), "perm", std::vector<int64_t>{1, 0});
+  m.node("MatMul", "mm", {"x", "w"}, {"h"});
+  m.node("Abs", "abs", {"h"}, {"ha"});
+  m.node("Softsign", "softsign", {"h"}, {"hs"});
+  OnnxBuilder::attr_f(m.node("Elu", "elu", {"h"}, {"he"}), "alpha", 0.7f);
+  m.node("Selu", "selu", {"h"}, {"hz"});
+  m.node("Add", "s1", {"ha", "hs"}, {"t1"});
+  m.node("Add", "s2", {"he", "hz"}, {"t2"});
+  OnnxBuilder::attr(m.node("Concat", "cat", {"t1", "t2"}, {"y"}), "axis", int64_t(1));
+  m.output("y", {M, 2 * Nn});
+  auto path = m.save("vtpu_elementwise_extras_" + id() + ".onnx");
+  Vec x = uniform_values(size_t(M * K), 99, 200.0f);
+  Vec got = compile_and_run(path, {{"x", x}}, "y");
+  Vec h = gemm(x, M, K, wt, Nn, Vec(size_t(Nn), 0.0f), /*transB=*/true), want(size_t(M * 2 * Nn));
+  const double sa = 1.67326319217681884765625, sg = 1.05070102214813232421875;
+  for (int64_t i = 0; i < M; ++i)
+    for (int64_t j = 0; j < Nn; ++j) {
+      double v = h[size_t(i * Nn + j)];
+      double elu = v > 0 ? v : 0.7 * (std::exp(v) - 1), selu = sg * (v > 0 ? v : sa * (std::exp(v) - 1));
+      want[size_t(i * 2 * Nn + j)] = float(std::fabs(v) + v / (1 + std::fabs(v)));
+      want[size_t(i * 2 * Nn + Nn + j)] = float(elu + selu);
+    }
+  expect_close(got, want, tolerance(0.03));
+}
+
 // A 3-D ConvTranspose (2 groups, bias, strides, pads and output_padding that differ per
 // axis) against ONNX's definition: each input voxel scatters its kernel into the output.
 TEST_P(CompileE2E, ConvTranspose3dMatchesDefinition) {
@@ -1458,12 +1607,8 @@ TEST_P(CompileE2E, ConvTranspose3dMatchesDefinition) {
   m.input("x", {N, CI, D, H, W});
   auto& w = m.init("w", {CI, COg, k[0], k[1], k[2]}, 0.3f);
   auto& b = m.init("b", {G * COg}, 0.2f);
-  auto* c = m.node("ConvTranspose", "deconv3d", {"x", "w", "b"}, {"y"});
-  OnnxBuilder::attr(c, "group", G);
-  OnnxBuilder::attr(c, "kernel_shape", k);
-  OnnxBuilder::attr(c, "strides", s);
+  auto* c = volume_node(m, "ConvTranspose", G, k, s, pb, pe);
   OnnxBuilder::attr(c, "output_padding", op);
-  OnnxBuilder::attr(c, "pads", std::vector<int64_t>{pb[0], pb[1], pb[2], pe[0], pe[1], pe[2]});
   m.output("y", {N, G * COg, out[0], out[1], out[2]});
   auto path = m.save("vtpu_deconv3d_" + id() + ".onnx");
   Vec x = uniform_values(size_t(N * CI * D * H * W), 93, 700.0f);

@@ -34,12 +34,12 @@ const std::set<std::string> kOperators = {"Gemm", "MatMul", "Conv", "Relu", "Cli
                                           "Sigmoid", "Tanh", "Erf", "Exp", "Reciprocal", "Sqrt",
                                           "HardSigmoid", "Neg", "Sub", "Mul", "Max", "Min", "LeakyRelu", "PRelu", "Squeeze", "Unsqueeze",
                                           "Transpose", "Concat", "Slice", "Split", "Div", "LayerNormalization", "LSTM", "GRU", "Resize", "Upsample", "ConvTranspose", "Gather", "ConvTranspose", "Gather",
-                                          "MatMulInteger", "ConvInteger"};
+                                          "MatMulInteger", "ConvInteger", "Abs", "Elu", "Selu", "Softsign", "Pad"};
 // Operators whose inputs after the first are weights (constants for the compiler).
 // MatMul's B stays a runtime input: the node tests then check activation x activation
 // matmuls (constant weights are what Gemm's tests check).
 const std::set<std::string> kWeightInputs = {"Gemm", "Conv", "LayerNormalization", "LSTM", "GRU", "Resize", "Upsample", "ConvTranspose", "Gather", "Clip", "Reshape", "BatchNormalization", "PRelu",
-                                            "Squeeze", "Unsqueeze", "Slice", "Split", "MatMulInteger", "ConvInteger"};
+                                            "Squeeze", "Unsqueeze", "Slice", "Split", "MatMulInteger", "ConvInteger", "Pad"};
 
 std::vector<float> floats_of(const onnx::TensorProto& t) {
   size_t n = 1;
@@ -112,21 +112,34 @@ std::string in_child(const std::function<std::string()>& fn) {
 // Runs one node test; returns "" on success or why it failed. With `runtime_indices` (Gather)
 // the data is baked into an initializer and the indices stay a run-time (integer) input:
 // the embedding-lookup path.
-std::string run_test(const fs::path& dir, const config::Config& cfg, std::string& op_out, bool runtime_indices = false) {
+// With `models` (the pytorch-converted and pytorch-operator sets: small exported modules)
+// the graph may hold several nodes and keeps its initializers; every other graph input is
+// a run-time input, fed input_K.pb in order. op_out is then the graph's operator types.
+std::string run_test(const fs::path& dir, const config::Config& cfg, std::string& op_out, bool runtime_indices = false,
+                     bool models = false) {
   onnx::ModelProto model;
   {
     std::ifstream f(dir / "model.onnx", std::ios::binary);
     if (!model.ParseFromIstream(&f)) return "model does not parse";
   }
-  if (model.graph().node_size() != 1) return "not a single-node test";
+  if (model.graph().node_size() == 0 || (!models && model.graph().node_size() != 1)) return "not a single-node test";
   const onnx::NodeProto node = model.graph().node(0);
   op_out = node.op_type();
-  if (!kOperators.count(node.op_type())) return "skip";
+  if (models) {
+    std::set<std::string> ops;
+    for (const auto& nd : model.graph().node()) ops.insert(nd.op_type());
+    op_out = fmt::format("{}", fmt::join(ops, "+"));
+  } else if (!kOperators.count(node.op_type())) {
+    return "skip";
+  }
   fs::path data = dir / "test_data_set_0";
   // Bake weight inputs into initializers.
   std::map<std::string, onnx::TensorProto> inputs;
-  for (int i = 0; i < model.graph().input_size(); ++i) {
-    auto t = read_pb(data / fmt::format("input_{}.pb", i));
+  std::set<std::string> initialized;
+  for (const auto& t : model.graph().initializer()) initialized.insert(t.name());
+  for (int i = 0, k = 0; i < model.graph().input_size(); ++i) {
+    if (initialized.count(model.graph().input(i).name())) continue;
+    auto t = read_pb(data / fmt::format("input_{}.pb", k++));
     t.set_name(model.graph().input(i).name());
     inputs[t.name()] = t;
   }
@@ -140,7 +153,8 @@ std::string run_test(const fs::path& dir, const config::Config& cfg, std::string
   std::vector<std::string> runtime_inputs;
   for (int i = 0; i < model.graph().input_size(); ++i) {
     const auto& in = model.graph().input(i);
-    bool weight = runtime_indices ? i == 0 : kWeightInputs.count(node.op_type()) && i > 0;
+    if (initialized.count(in.name())) continue;  // an initializer listed as an input (IR version 3)
+    bool weight = !models && (runtime_indices ? i == 0 : kWeightInputs.count(node.op_type()) && i > 0);
     if (weight) *g->add_initializer() = inputs[in.name()];
     else *g->add_input() = in, runtime_inputs.push_back(in.name());
   }
@@ -248,7 +262,7 @@ std::string run_test(const fs::path& dir, const config::Config& cfg, std::string
       std::memcpy(&h, got.data() + i * 2, 2);
       float v = numerics::f32_from_bits(uint32_t(h) << 16);
       double tol = 0.02 * mx + 0.02;  // bf16 inputs and outputs (docs/compiler.md)
-      if (!(std::fabs(double(v) - want[i]) <= tol))
+      if (std::isnan(want[i]) ? !std::isnan(v) : !(std::fabs(double(v) - want[i]) <= tol))
         return fmt::format("output '{}' element {}: got {}, expected {} (tolerance {:.3g})", out_name, i, v, want[i], tol);
     }
   }
@@ -259,12 +273,19 @@ std::string run_test(const fs::path& dir, const config::Config& cfg, std::string
 
 int main(int argc, char** argv) {
   if (argc < 3) {
-    std::cerr << "usage: conformance_runner DATA_DIR EXPECTED_PASS_FILE [CONFIG] [--write-expected]\n";
+    std::cerr << "usage: conformance_runner DATA_DIR EXPECTED_PASS_FILE [CONFIG] [--models] [--write-expected]\n"
+                 "  --models: DATA_DIR holds small exported models (pytorch-converted, pytorch-operator)\n";
     return 2;
   }
   fs::path data = argv[1], expected_file = argv[2];
-  std::string cfg_name = argc > 3 && std::string(argv[3]) != "--write-expected" ? argv[3] : "tpu-v4-core";
-  bool write = std::string(argv[argc - 1]) == "--write-expected";
+  bool write = false, models = false;
+  std::string cfg_name = "tpu-v4-core";
+  for (int i = 3; i < argc; ++i) {
+    std::string a = argv[i];
+    if (a == "--write-expected") write = true;
+    else if (a == "--models") models = true;
+    else cfg_name = a;
+  }
   ::setenv("SYSTEMC_DISABLE_COPYRIGHT_MESSAGE", "1", 1);
   config::Config cfg = config::resolve(cfg_name);
   if (!fs::exists(data)) {
@@ -287,7 +308,7 @@ int main(int argc, char** argv) {
   std::vector<std::pair<fs::path, bool>> runs;
   for (const auto& d : dirs) {
     runs.push_back({d, false});
-    if (d.filename().string().rfind("test_gather_", 0) == 0 && d.filename().string().find("elements") == std::string::npos &&
+    if (!models && d.filename().string().rfind("test_gather_", 0) == 0 && d.filename().string().find("elements") == std::string::npos &&
         d.filename().string().find("gathernd") == std::string::npos)
       runs.push_back({d, true});
   }
@@ -295,11 +316,11 @@ int main(int argc, char** argv) {
     std::string op;
     std::string why;
     try {
-      why = run_test(d, cfg, op, runtime_indices);
+      why = run_test(d, cfg, op, runtime_indices, models);
     } catch (const std::exception& e) {
       why = e.what();
     }
-    if (why == "skip" || op.empty() || !kOperators.count(op)) continue;
+    if (why == "skip" || op.empty() || (!models && !kOperators.count(op))) continue;
     auto& [pass, total] = per_op[runtime_indices ? op + " (run-time ids)" : op];
     ++total;
     std::string name = d.filename().string() + (runtime_indices ? "+runtime_indices" : "");
@@ -312,7 +333,7 @@ int main(int argc, char** argv) {
       if (expected.count(name)) regressions.push_back(name);
     }
   }
-  std::cout << fmt::format("\nONNX node tests on {} (bf16):\n", cfg.name);
+  std::cout << fmt::format("\nONNX {} tests on {} (bf16):\n", models ? "model" : "node", cfg.name);
   int p = 0, t = 0;
   for (const auto& [op, pt] : per_op) {
     std::cout << fmt::format("  {:<20} {:>3}/{:<3} passed\n", op, pt.first, pt.second);
@@ -321,7 +342,7 @@ int main(int argc, char** argv) {
   std::cout << fmt::format("  {:<20} {:>3}/{:<3} passed\n", "all", p, t);
   if (write) {
     std::ofstream f(expected_file);
-    f << "# ONNX node tests that pass; written by conformance_runner --write-expected\n";
+    f << fmt::format("# ONNX {} tests that pass; written by conformance_runner --write-expected\n", models ? "model" : "node");
     for (const auto& n : passing) f << n << "\n";
   }
   for (const auto& n : regressions) std::cout << "REGRESSION: " << n << " is listed in " << expected_file.string() << " but fails\n";
