@@ -24,6 +24,7 @@
 #include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/BuiltinTypes.h"
 #include "mlir/IR/Verifier.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
 
 namespace vtpu::compiler {
 namespace {
@@ -146,6 +147,13 @@ class Importer {
       out_nhwc.push_back(it->second.nhwc);
     }
     b_.create<mlir::func::ReturnOp>(b_.getUnknownLoc(), outs);
+    // Values no output needs (a Sqrt a Div looked through, unused node outputs) go, so the
+    // lowering's patterns see single users where the model has them.
+    for (bool erased = true; erased;) {
+      erased = false;
+      for (mlir::Operation& op : llvm::make_early_inc_range(llvm::reverse(entry->getOperations())))
+        if (!mlir::isa<mlir::func::ReturnOp>(op) && op.use_empty() && mlir::isMemoryEffectFree(&op)) op.erase(), erased = true;
+    }
     fn.setType(b_.getFunctionType(in_types, out_types));
     // Empty inputs and outputs: [role, name, dims..., "int32" or "float"] each, declared by codegen.
     std::vector<mlir::Attribute> empties;
@@ -474,11 +482,16 @@ class Importer {
     }
     static const std::set<std::string> kSame = {"Identity", "Dropout", "Relu", "Sigmoid", "Tanh", "Erf", "Exp", "Reciprocal",
                                                 "Sqrt", "Neg", "Clip", "LeakyRelu", "HardSigmoid", "Cast"};
-    if (!kSame.count(op))
-      fail(fmt::format("{} of an empty tensor (shape [{}]) is not supported; Reshape, Concat and elementwise operators "
+    if (!kSame.count(op)) {
+      std::string which;
+      for (int i = 0; i < n.input_size(); ++i)
+        if (auto it = values_.find(n.input(i)); it != values_.end() && it->second.empty())
+          which = fmt::format("input '{}' of shape [{}]", n.input(i), fmt::join(it->second.shape, ", "));
+      fail(fmt::format("{} of an empty tensor ({}) is not supported; Reshape, Concat and elementwise operators "
                        "take empty inputs",
-                       op, fmt::join(x.shape, ", ")),
+                       op, which),
            node_name(n));
+    }
     for (int i = 0; i < n.output_size(); ++i)
       if (!n.output(i).empty()) values_[n.output(i)] = {Value(), x.shape, false};
     return true;
@@ -635,6 +648,7 @@ class Importer {
       return;
     }
     if (op == "PRelu") return prelu(n, loc);
+    if (op == "ReduceMean" || op == "ReduceSum") return reduce(n, loc);
     if (op == "Pad") return pad(n, loc);
     if (op == "Abs" || op == "Softsign" || op == "Elu" || op == "Selu") return elementwise_extra(n, loc);
     if (op == "Pow") {
@@ -1001,6 +1015,8 @@ class Importer {
           inv[i] = 1.0f / c->second.data[i];
         }
         rhs.value = constant(c->second.shape, inv, loc);
+      } else if (auto r = rhs.value.getDefiningOp<mlir::tosa::ReciprocalOp>()) {
+        rhs.value = r.getInput1();  // a / (1 / b) = a * b: Div by a Sqrt (1 / rsqrt) multiplies by the rsqrt
       } else {
         rhs.value = b_.create<mlir::tosa::ReciprocalOp>(loc, rhs.value.getType(), rhs.value);
       }
@@ -1635,6 +1651,72 @@ class Importer {
     };
     if (n.output_size() > 1 && !n.output(1).empty()) values_[n.output(1)] = {running(mean, mean_in), {C}, false};
     if (n.output_size() > 2 && !n.output(2).empty()) values_[n.output(2)] = {running(var, var_in), {C}, false};
+  }
+
+  // ReduceMean/ReduceSum: the reduced axes moved last (a transpose when they are not) and
+  // merged, then a row sum (times 1/K for a mean): the form the lowering recognizes inside a
+  // layer normalization exported as its parts (ReduceMean, Sub, Pow, ReduceMean, Add, Sqrt,
+  // Div: opsets before 17), and otherwise makes a matmul with a column of ones. Over H and W
+  // of an image: a global average pool (times H*W for a sum).
+  void reduce(const onnx::NodeProto& n, mlir::Location loc) {
+    only_attrs(n, {"axes", "keepdims", "noop_with_empty_axes"});
+    const Tensor& x = input(n, 0);
+    int64_t r = int64_t(x.shape.size());
+    std::vector<int64_t> axes = attr_ints(n, "axes", {});
+    if (n.input_size() > 1 && !n.input(1).empty())
+      for (float f : const_input(n, 1, "axes").data) axes.push_back(int64_t(f));
+    for (auto& a : axes) {
+      a = a < 0 ? a + r : a;
+      if (a < 0 || a >= r) fail(fmt::format("{} axis out of range for a {}-D input", n.op_type(), r), node_name(n));
+    }
+    std::sort(axes.begin(), axes.end());
+    axes.erase(std::unique(axes.begin(), axes.end()), axes.end());
+    bool keep = attr_i(n, "keepdims", 1) != 0, mean = n.op_type() == "ReduceMean";
+    if (axes.empty() && attr_i(n, "noop_with_empty_axes", 0)) return define(n, x);
+    if (axes.empty())
+      for (int64_t a = 0; a < r; ++a) axes.push_back(a);
+    if (r == 4 && axes == std::vector<int64_t>{2, 3}) {
+      std::vector<int64_t> out{x.shape[0], x.shape[1], 1, 1};
+      Value in = x.nhwc ? x.value : transpose(x.value, {0, 2, 3, 1}, loc);
+      Value y = b_.create<mlir::tosa::AvgPool2dOp>(loc, tensor_type(to_nhwc(out)), in, b_.getDenseI64ArrayAttr({x.shape[2], x.shape[3]}),
+                                                   b_.getDenseI64ArrayAttr({1, 1}), b_.getDenseI64ArrayAttr({0, 0, 0, 0}),
+                                                   mlir::TypeAttr::get(b_.getF32Type()), nullptr);
+      if (!mean)
+        y = b_.create<mlir::tosa::MulOp>(loc, y.getType(), y, constant({1, 1, 1, 1}, {float(x.shape[2] * x.shape[3])}, loc),
+                                         b_.getI8IntegerAttr(0));
+      Tensor t{y, out, true};
+      if (keep) return define(n, t);
+      values_[n.output(0) + "#4d"] = t;
+      onnx::NodeProto m;
+      m.set_op_type("Flatten"), m.add_input(n.output(0) + "#4d"), m.add_output(n.output(0)), m.set_name(node_name(n));
+      return flatten(m, loc);
+    }
+    // [kept..., K]: the kept axes in order, then the reduced ones merged.
+    Value v = x.nhwc ? to_nchw_value(x, loc) : x.value;
+    std::vector<int32_t> perm;
+    std::vector<int64_t> kept, out;
+    int64_t K = 1;
+    for (int64_t a = 0; a < r; ++a)
+      if (!std::binary_search(axes.begin(), axes.end(), a)) perm.push_back(int32_t(a)), kept.push_back(x.shape[size_t(a)]);
+    for (int64_t a : axes) perm.push_back(int32_t(a)), K *= x.shape[size_t(a)];
+    bool moved = false;
+    for (size_t i = 0; i < perm.size(); ++i) moved |= perm[i] != int32_t(i);
+    if (moved) v = transpose(v, perm, loc);
+    std::vector<int64_t> rows = kept;
+    rows.push_back(K);
+    if (rows.size() != size_t(r)) v = reshape(v, rows, loc);
+    std::vector<int64_t> red = kept;
+    red.push_back(1);
+    Value y = b_.create<mlir::tosa::ReduceSumOp>(loc, tensor_type(red), v, b_.getI32IntegerAttr(int32_t(red.size() - 1)));
+    if (mean)
+      y = b_.create<mlir::tosa::MulOp>(loc, tensor_type(red), y, constant(std::vector<int64_t>(red.size(), 1), {1.0f / float(K)}, loc),
+                                       b_.getI8IntegerAttr(0));
+    for (int64_t a = 0; a < r; ++a)
+      if (!std::binary_search(axes.begin(), axes.end(), a)) out.push_back(x.shape[size_t(a)]);
+      else if (keep) out.push_back(1);
+    if (out.empty()) out.push_back(1);  // a full reduction without keepdims: one value
+    if (out != red) y = reshape(y, out, loc);
+    define(n, {y, out, false});
   }
 
   // Softmax over the last dimension of v, as TOSA (the lowering matches it back).

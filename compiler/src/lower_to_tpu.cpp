@@ -585,8 +585,23 @@ struct LowerTosaToTpu : mlir::PassWrapper<LowerTosaToTpu, mlir::OperationPass<ml
         auto add = var && is_inv_d(var, rs2.getResult()) ? mlir::dyn_cast_or_null<tosa::AddOp>(single_user(var->getResult(0))) : nullptr;
         auto eps = add ? const_data(add.getInput2()) : std::nullopt;
         auto rsq = add ? mlir::dyn_cast_or_null<tosa::RsqrtOp>(single_user(add.getResult())) : nullptr;
-        if (!sub || !sq || !norm || !rs2 || !add || !eps || eps->size() != 1 || !rsq || single_user(rsq.getResult()) != norm)
-          fail(op, "a reduce_sum that is not part of a softmax or a layer normalization is not supported");
+        if (!sub || !sq || !norm || !rs2 || !add || !eps || eps->size() != 1 || !rsq || single_user(rsq.getResult()) != norm) {
+          // Any other sum over the last axis: a matmul of the rows with a column of ones
+          // (fp32 accumulation on the MXU).
+          auto xs = shape_of(x);
+          int64_t rows = 1;
+          for (size_t i = 0; i + 1 < xs.size(); ++i) rows *= xs[i];
+          auto f32 = [&](std::vector<int64_t> s) { return mlir::RankedTensorType::get(s, b.getF32Type()); };
+          b.setInsertionPoint(op);
+          Value x2 = xs.size() == 2 ? x : b.create<ReshapeOp>(loc, f32({rows, D}), x, b.getStringAttr(name)).getResult();
+          Value y = b.create<MatmulOp>(loc, f32({rows, 1}), x2, make_const(b, loc, {D, 1}, std::vector<float>(size_t(D), 1.0f)),
+                                       make_const(b, loc, {1}, {0.0f}), b.getF64FloatAttr(-kInf), b.getF64FloatAttr(kInf),
+                                       b.getStringAttr(name));
+          if (shape_of(rs.getResult()) != std::vector<int64_t>{rows, 1}) y = b.create<ReshapeOp>(loc, rs.getType(), y, b.getStringAttr(name));
+          rs.getResult().replaceAllUsesWith(y);
+          retire(op);
+          continue;
+        }
         b.setInsertionPointAfter(norm);
         Value y = b.create<LayerNormOp>(loc, norm.getType(), x, b.getF64FloatAttr((*eps)[0]), b.getStringAttr(name));
         norm.getResult().replaceAllUsesWith(y);

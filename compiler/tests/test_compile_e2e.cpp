@@ -1467,6 +1467,79 @@ TEST_P(CompileE2E, SameConvWiderThanTheImageMatchesDefinition) {
   expect_close(got, want, tolerance(0.03));
 }
 
+// A layer norm exported as its parts (opsets before 17: ReduceMean, Sub, Pow, ReduceMean,
+// Add, Sqrt, Div, Mul, Add) compiles to the one layer norm, and a ReduceMean over H and W
+// without keepdims is a global average; both against the fp32 definition.
+TEST_P(CompileE2E, DecomposedLayerNormAndSpatialMeanMatchDefinition) {
+  const int64_t B = 2, S = 5, D = 24, C = 6, H = 4, W = 3;
+  OnnxBuilder m;
+  m.input("x", {B, S, D});
+  m.input("img", {B, C, H, W});
+  auto& gamma = m.init("gamma", {D}, 1.0f);
+  auto& beta = m.init("beta", {D}, 0.5f);
+  m.init("two", {}, 0.0f, {2.0f});
+  m.init("eps", {}, 0.0f, {1e-5f});
+  OnnxBuilder::attr(m.node("ReduceMean", "mean", {"x"}, {"mu"}), "axes", std::vector<int64_t>{-1});
+  m.node("Sub", "centre", {"x", "mu"}, {"d"});
+  m.node("Pow", "square", {"d", "two"}, {"d2"});
+  OnnxBuilder::attr(m.node("ReduceMean", "var", {"d2"}, {"v"}), "axes", std::vector<int64_t>{-1});
+  m.node("Add", "plus_eps", {"v", "eps"}, {"ve"});
+  m.node("Sqrt", "std", {"ve"}, {"sd"});
+  m.node("Div", "normalize", {"d", "sd"}, {"nz"});
+  m.node("Mul", "scale", {"nz", "gamma"}, {"sc"});
+  m.node("Add", "shift", {"sc", "beta"}, {"y"});
+  auto* rm = m.node("ReduceMean", "spatial_mean", {"img"}, {"g"});
+  OnnxBuilder::attr(rm, "axes", std::vector<int64_t>{2, 3});
+  OnnxBuilder::attr(rm, "keepdims", int64_t(0));
+  m.output("y", {B, S, D});
+  m.output("g", {B, C});
+  auto path = m.save("vtpu_decomposed_ln_" + id() + ".onnx");
+  Vec x = uniform_values(size_t(B * S * D), 103, 300.0f), img = uniform_values(size_t(B * C * H * W), 107, 500.0f);
+  CompileOptions opt = options();
+  opt.emit_mlir_stage = "tpu";
+  std::string ir = compile_onnx(path, config::load_preset(preset()), opt).mlir;
+  EXPECT_NE(ir.find("tpu.layernorm"), std::string::npos) << "the parts were not recognized as one layer norm";
+  Vec got = compile_and_run(path, {{"x", x}, {"img", img}}, "y", /*nchw=*/true);
+  Vec want(x.size());
+  for (int64_t i = 0; i < B * S; ++i) {
+    double mu = 0, var = 0;
+    for (int64_t j = 0; j < D; ++j) mu += x[size_t(i * D + j)] / double(D);
+    for (int64_t j = 0; j < D; ++j) var += (x[size_t(i * D + j)] - mu) * (x[size_t(i * D + j)] - mu) / double(D);
+    for (int64_t j = 0; j < D; ++j)
+      want[size_t(i * D + j)] = float((x[size_t(i * D + j)] - mu) / std::sqrt(var + 1e-5) * gamma[size_t(j)] + beta[size_t(j)]);
+  }
+  expect_close(got, want, tolerance(0.03));
+  Vec got_g = compile_and_run(path, {{"x", x}, {"img", img}}, "g", /*nchw=*/true), want_g(size_t(B * C), 0.0f);
+  for (int64_t i = 0; i < B * C * H * W; ++i) want_g[size_t(i / (H * W))] += img[size_t(i)] / float(H * W);
+  expect_close(got_g, want_g, tolerance(0.02));
+}
+
+// ReduceSum over a middle axis (keepdims) and ReduceMean over two axes (without): the
+// reduced axes moved last and summed on the MXU by a column of ones.
+TEST_P(CompileE2E, ReductionsOverAnyAxesMatchDefinition) {
+  const int64_t A = 3, B = 7, C = 20;
+  OnnxBuilder m;
+  m.input("x", {A, B, C});
+  m.init_i64("mid", {1});
+  m.init_i64("outer", {0, 2});
+  m.node("ReduceSum", "sum_mid", {"x", "mid"}, {"s"});
+  OnnxBuilder::attr(m.node("ReduceMean", "mean_outer", {"x", "outer"}, {"mo"}), "keepdims", int64_t(0));
+  m.output("s", {A, 1, C});
+  m.output("mo", {B});
+  auto path = m.save("vtpu_reductions_" + id() + ".onnx");
+  Vec x = uniform_values(size_t(A * B * C), 109, 400.0f);
+  Vec want_s(size_t(A * C), 0.0f), want_m(size_t(B), 0.0f);
+  for (int64_t a = 0; a < A; ++a)
+    for (int64_t b = 0; b < B; ++b)
+      for (int64_t c = 0; c < C; ++c) {
+        float v = x[size_t((a * B + b) * C + c)];
+        want_s[size_t(a * C + c)] += v;
+        want_m[size_t(b)] += v / float(A * C);
+      }
+  expect_close(compile_and_run(path, {{"x", x}}, "s"), want_s, tolerance(0.02));
+  expect_close(compile_and_run(path, {{"x", x}}, "mo"), want_m, tolerance(0.02));
+}
+
 // A 3-D Conv or ConvTranspose of x by w with bias b into y: groups, kernel, strides, and the
 // pads at the start (pb) and end (pe) of each axis.
 onnx::NodeProto* volume_node(OnnxBuilder& m, const std::string& op, int64_t groups, const std::vector<int64_t>& k,

@@ -177,3 +177,13 @@ func.func @slice(%arg0: tensor<1x4x4x8xf32>) -> tensor<1x2x4x3xf32> {
   %0 = tosa.slice %arg0 {start = array<i64: 0, 1, 0, 2>, size = array<i64: 1, 2, 4, 3>} : (tensor<1x4x4x8xf32>) -> tensor<1x2x4x3xf32> loc("s")
   return %0 : tensor<1x2x4x3xf32>
 }
+
+// A row sum outside a softmax or layer norm is a matmul with a column of ones.
+// CHECK-LABEL: func.func @row_sum
+// CHECK: %[[ONES:.*]] = "tosa.const"() <{value = dense<1.000000e+00> : tensor<5x1xf32>}>
+// CHECK: tpu.matmul %arg0, %[[ONES]], %{{.*}} {{.*}}layer = "sum"{{.*}} -> tensor<2x1xf32>
+// CHECK-NOT: tosa.reduce_sum
+func.func @row_sum(%arg0: tensor<2x5xf32>) -> tensor<2x1xf32> {
+  %0 = tosa.reduce_sum %arg0 {axis = 1 : i32} : (tensor<2x5xf32>) -> tensor<2x1xf32> loc("sum")
+  return %0 : tensor<2x1xf32>
+}
