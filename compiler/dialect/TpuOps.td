@@ -103,13 +103,14 @@ def Tpu_Conv2DOp : Tpu_Op<"conv2d", [Pure]> {
 def Tpu_PoolOp : Tpu_Op<"pool", [Pure]> {
   let summary = "NHWC max or average pooling window";
   let description = [{
-    Padding is skipped by max pools. Average pools divide by the number of input elements
+    Padding is skipped by max pools. `dilation` (max pools; default 1, 1) spaces the window's
+    taps: tap (i, j) of output (y, x) reads input (y * stride_h + i * dilation_h - pad_top, ...). Average pools divide by the number of input elements
     in the window (TOSA's rule) unless `count_include_pad` is set, when padding counts as
     zeros and every window divides by its full size.
   }];
   let arguments = (ins AnyRankedTensor:$input, StrAttr:$kind, DenseI64ArrayAttr:$kernel,
                    DenseI64ArrayAttr:$stride, DenseI64ArrayAttr:$pad, StrAttr:$layer,
-                   UnitAttr:$count_include_pad);
+                   UnitAttr:$count_include_pad, OptionalAttr<DenseI64ArrayAttr>:$dilation);
   let results = (outs AnyRankedTensor:$output);
   let assemblyFormat = "operands attr-dict `:` functional-type(operands, results)";
 }

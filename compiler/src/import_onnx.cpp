@@ -633,17 +633,24 @@ class Importer {
       define(n, {y, x.shape, x.nhwc});
       return;
     }
-    if (op == "Max" || op == "Min") {
+    if (op == "InstanceNormalization") return instance_norm(n, loc);
+    if (op == "Tile") return tile(n, loc);
+    if (op == "Max" || op == "Min" || op == "Sum" || op == "Mean") {
       // Variadic: a chain of pairwise maxima/minima (one input is the identity).
       Tensor acc = input(n, 0);
       for (int i = 1; i < n.input_size(); ++i) {
         Tensor out;
         auto [a, c] = broadcast_pair(n, acc, input(n, i), out, loc);
         auto t = tensor_type(out.nhwc ? to_nhwc(out.shape) : out.shape);
-        out.value = op == "Max" ? Value(b_.create<mlir::tosa::MaximumOp>(loc, t, a, c))
-                                : Value(b_.create<mlir::tosa::MinimumOp>(loc, t, a, c));
+        out.value = op == "Max"   ? Value(b_.create<mlir::tosa::MaximumOp>(loc, t, a, c))
+                    : op == "Min" ? Value(b_.create<mlir::tosa::MinimumOp>(loc, t, a, c))
+                                  : Value(b_.create<mlir::tosa::AddOp>(loc, t, a, c));
         acc = out;
       }
+      if (op == "Mean" && n.input_size() > 1)
+        acc.value = b_.create<mlir::tosa::MulOp>(loc, acc.value.getType(), acc.value,
+                                                 constant(std::vector<int64_t>(acc.shape.size(), 1), {1.0f / float(n.input_size())}, loc),
+                                                 b_.getI8IntegerAttr(0));
       define(n, acc);
       return;
     }
@@ -1081,17 +1088,22 @@ class Importer {
       define(n, {y, {N, C, OH, OW}, true});
       return;
     }
+    define(n, {padded_image(n, in, x.shape, p[2], p[6], p[3], p[7], value, loc), {N, C, OH, OW}, true});
+  }
+  // The NHWC image `in` (logical NCHW shape `s`) with pads top, bottom, left, right holding
+  // `value`: tpu.zero_insert with stride 1, plus the value on the border when it is not 0.
+  Value padded_image(const onnx::NodeProto& n, Value in, const std::vector<int64_t>& s, int64_t top, int64_t bottom, int64_t left,
+                     int64_t right, float value, mlir::Location loc) {
+    int64_t N = s[0], C = s[1], OH = s[2] + top + bottom, OW = s[3] + left + right;
     Value y = b_.create<tpu::ZeroInsertOp>(loc, tensor_type({N, OH, OW, C}), in, b_.getDenseI64ArrayAttr({1, 1}),
-                                           b_.getDenseI64ArrayAttr({p[2], p[6], p[3], p[7]}), b_.getStringAttr(node_name(n)));
-    if (value != 0.0f) {
-      std::vector<float> border(size_t(N * OH * OW * C), 0.0f);
-      for (int64_t i = 0; i < N * OH * OW * C; ++i) {
-        int64_t h = i / (OW * C) % OH, w = i / C % OW;
-        if (h < p[2] || h >= OH - p[6] || w < p[3] || w >= OW - p[7]) border[size_t(i)] = value;
-      }
-      y = b_.create<mlir::tosa::AddOp>(loc, tensor_type({N, OH, OW, C}), y, constant({N, OH, OW, C}, border, loc));
+                                           b_.getDenseI64ArrayAttr({top, bottom, left, right}), b_.getStringAttr(node_name(n)));
+    if (value == 0.0f) return y;
+    std::vector<float> border(size_t(N * OH * OW * C), 0.0f);
+    for (int64_t i = 0; i < N * OH * OW * C; ++i) {
+      int64_t h = i / (OW * C) % OH, w = i / C % OW;
+      if (h < top || h >= OH - bottom || w < left || w >= OW - right) border[size_t(i)] = value;
     }
-    define(n, {y, {N, C, OH, OW}, true});
+    return b_.create<mlir::tosa::AddOp>(loc, tensor_type({N, OH, OW, C}), y, constant({N, OH, OW, C}, border, loc));
   }
 
   // Elementwise operators made of the vector unit's others: Abs = max(x, -x); Softsign =
@@ -1123,6 +1135,53 @@ class Importer {
     define(n, {y, x.shape, x.nhwc});
   }
 
+  // InstanceNormalization: each image's channel normalized over its H and W. The mean and the
+  // variance of the centred values are global average pools ([N, 1, 1, C], broadcast back over
+  // the pixels); then the per-channel scale and bias.
+  void instance_norm(const onnx::NodeProto& n, mlir::Location loc) {
+    only_attrs(n, {"epsilon"});
+    const Tensor& x = input(n, 0);
+    if (x.shape.size() != 4) fail("InstanceNormalization is supported on images (4-D inputs)", node_name(n));
+    int64_t N = x.shape[0], C = x.shape[1], H = x.shape[2], W = x.shape[3];
+    const auto& scale = const_input(n, 1, "InstanceNormalization scale").data;
+    const auto& bias = const_input(n, 2, "InstanceNormalization B").data;
+    if (int64_t(scale.size()) != C || int64_t(bias.size()) != C)
+      fail(fmt::format("InstanceNormalization scale and B need {} values (one per channel)", C), node_name(n));
+    Value in = x.nhwc ? x.value : transpose(x.value, {0, 2, 3, 1}, loc);
+    auto type = tensor_type({N, H, W, C}), stat = tensor_type({N, 1, 1, C});
+    auto shift = b_.getI8IntegerAttr(0);
+    auto mean_of = [&](Value v) {
+      return Value(b_.create<mlir::tosa::AvgPool2dOp>(loc, stat, v, b_.getDenseI64ArrayAttr({H, W}), b_.getDenseI64ArrayAttr({1, 1}),
+                                                      b_.getDenseI64ArrayAttr({0, 0, 0, 0}), mlir::TypeAttr::get(b_.getF32Type()), nullptr));
+    };
+    Value c = b_.create<mlir::tosa::SubOp>(loc, type, in, mean_of(in));
+    Value var = mean_of(b_.create<mlir::tosa::MulOp>(loc, type, c, c, shift));
+    Value ve = b_.create<mlir::tosa::AddOp>(loc, stat, var, constant({1, 1, 1, 1}, {attr_f(n, "epsilon", 1e-5f)}, loc));
+    Value y = b_.create<mlir::tosa::MulOp>(loc, type, c, b_.create<mlir::tosa::RsqrtOp>(loc, stat, ve), shift);
+    y = b_.create<mlir::tosa::MulOp>(loc, type, y, constant({1, 1, 1, C}, scale, loc), shift);
+    y = b_.create<mlir::tosa::AddOp>(loc, type, y, constant({1, 1, 1, C}, bias, loc));
+    define(n, {y, x.shape, true});
+  }
+
+  // Tile: copies of the input side by side along each axis (a concat per repeated axis).
+  void tile(const onnx::NodeProto& n, mlir::Location loc) {
+    only_attrs(n, {});
+    Tensor x = input(n, 0);
+    const auto& reps = const_input(n, 1, "Tile repeats").data;
+    if (reps.size() != x.shape.size()) fail(fmt::format("Tile needs {} repeats, got {}", x.shape.size(), reps.size()), node_name(n));
+    static const int kPos[4] = {0, 3, 1, 2};
+    for (size_t d = 0; d < reps.size(); ++d) {
+      int64_t k = int64_t(reps[d]);
+      if (k < 1) fail("Tile repeats must be positive", node_name(n));
+      if (k == 1) continue;
+      std::vector<Value> parts(size_t(k), x.value);
+      x.shape[d] *= k;
+      int axis = x.nhwc ? kPos[d] : int(d);
+      x.value = b_.create<mlir::tosa::ConcatOp>(loc, tensor_type(x.nhwc ? to_nhwc(x.shape) : x.shape), parts, axis);
+    }
+    define(n, x);
+  }
+
   // PRelu(x, slope) = max(x, 0) + slope * min(x, 0): two clamps, a per-channel scale, an add.
   void prelu(const onnx::NodeProto& n, mlir::Location loc) {
     only_attrs(n, {});
@@ -1150,12 +1209,11 @@ class Importer {
     auto stride = attr_ints(n, "strides", {1, 1});
     auto dil = attr_ints(n, "dilations", {1, 1});
     if (dil.size() != 2 || dil[0] < 1 || dil[1] < 1) fail("dilations must be 2 positive values", node_name(n));
-    if (dil[0] != 1 || dil[1] != 1) {
-      if (indices) fail("MaxPool's Indices output is not supported with dilations", node_name(n));
-      return dilated_max_pool(n, x, k, stride, dil, loc);
-    }
-    auto pad = pads_of(n, {x.shape[2], x.shape[3]}, k, stride, {1, 1});
-    bool avg = n.op_type() == "AveragePool";
+    bool dilated = dil[0] != 1 || dil[1] != 1, avg = n.op_type() == "AveragePool";
+    if (dilated && (indices || avg)) fail("dilations are supported on MaxPool without the Indices output", node_name(n));
+    auto pad = pads_of(n, {x.shape[2], x.shape[3]}, k, stride, dil);
+    // The extent a window spans: dilation x (kernel - 1) + 1.
+    std::vector<int64_t> ke{dil[0] * (k[0] - 1) + 1, dil[1] * (k[1] - 1) + 1};
     if (attr_i(n, "ceil_mode", 0)) {
       // Round the output size up, dropping a last window that would start in the end padding,
       // and pad the end far enough for it. Those pads are never counted in a divisor.
@@ -1163,15 +1221,22 @@ class Importer {
         fail("AveragePool with ceil_mode=1 and count_include_pad=1 is not supported", node_name(n));
       for (int d = 0; d < 2; ++d) {
         int64_t size = x.shape[size_t(2 + d)], before = pad[size_t(2 * d)], after = pad[size_t(2 * d + 1)];
-        int64_t span = size + before + after - k[size_t(d)], s = stride[size_t(d)];
+        int64_t span = size + before + after - ke[size_t(d)], s = stride[size_t(d)];
         int64_t out = (span + s - 1) / s + 1;
         if ((out - 1) * s >= size + before) --out;
-        pad[size_t(2 * d + 1)] = std::max(after, (out - 1) * s + k[size_t(d)] - size - before);
+        pad[size_t(2 * d + 1)] = std::max(after, (out - 1) * s + ke[size_t(d)] - size - before);
       }
     }
-    int64_t OH = (x.shape[2] + pad[0] + pad[1] - k[0]) / stride[0] + 1, OW = (x.shape[3] + pad[2] + pad[3] - k[1]) / stride[1] + 1;
+    int64_t OH = (x.shape[2] + pad[0] + pad[1] - ke[0]) / stride[0] + 1, OW = (x.shape[3] + pad[2] + pad[3] - ke[1]) / stride[1] + 1;
+    if (OH < 1 || OW < 1) fail("the pooling window is larger than the padded input", node_name(n));
     std::vector<int64_t> out{x.shape[0], x.shape[1], OH, OW};
     Value in = x.nhwc ? x.value : transpose(x.value, {0, 2, 3, 1}, loc);
+    if (dilated) {  // TOSA's max_pool2d has no dilation: straight to tpu.pool
+      Value y = b_.create<tpu::PoolOp>(loc, tensor_type(to_nhwc(out)), in, b_.getStringAttr("max"), b_.getDenseI64ArrayAttr(k),
+                                       b_.getDenseI64ArrayAttr(stride), b_.getDenseI64ArrayAttr(pad), b_.getStringAttr(node_name(n)),
+                                       nullptr, b_.getDenseI64ArrayAttr(dil));
+      return define(n, {y, out, true});
+    }
     bool padded = pad[0] || pad[1] || pad[2] || pad[3];
     if (avg && padded && attr_i(n, "count_include_pad", 0)) {
       // TOSA's avg_pool2d leaves padding out of the divisor; ONNX's count_include_pad=1
@@ -1316,32 +1381,6 @@ class Importer {
     }
     std::vector<int64_t> out{N, C, OD, y1.shape[2], y1.shape[3]};
     define(n, {reshape(to_nchw_value(y, loc), out, loc), out, false});
-  }
-
-  // A dilated max pool as the elementwise maximum of its taps: tap (i, j) is the input
-  // from (i * dh, j * dw) on, every stride-th pixel (a 1x1 max pool with the stride).
-  void dilated_max_pool(const onnx::NodeProto& n, const Tensor& x, const std::vector<int64_t>& k,
-                        const std::vector<int64_t>& stride, const std::vector<int64_t>& dil, mlir::Location loc) {
-    if (n.op_type() != "MaxPool") fail("pooling attribute dilations is only supported on MaxPool", node_name(n));
-    if (attr_i(n, "ceil_mode", 0) || attr_s(n, "auto_pad", "NOTSET") != "NOTSET" || attr_ints(n, "pads", {0, 0, 0, 0}) != std::vector<int64_t>{0, 0, 0, 0})
-      fail("MaxPool with dilations is supported without padding and ceil_mode only", node_name(n));
-    int64_t H = x.shape[2], W = x.shape[3], OH = (H - dil[0] * (k[0] - 1) - 1) / stride[0] + 1,
-            OW = (W - dil[1] * (k[1] - 1) - 1) / stride[1] + 1;
-    if (OH < 1 || OW < 1) fail("the dilated pooling window is larger than the input", node_name(n));
-    std::vector<int64_t> out{x.shape[0], x.shape[1], OH, OW};
-    Value in = x.nhwc ? x.value : transpose(x.value, {0, 2, 3, 1}, loc);
-    Value y;
-    for (int64_t i = 0; i < k[0]; ++i)
-      for (int64_t j = 0; j < k[1]; ++j) {
-        std::vector<int64_t> size{x.shape[0], (OH - 1) * stride[0] + 1, (OW - 1) * stride[1] + 1, x.shape[1]};
-        Value t = b_.create<mlir::tosa::SliceOp>(loc, tensor_type(size), in, b_.getDenseI64ArrayAttr({0, i * dil[0], j * dil[1], 0}),
-                                                 b_.getDenseI64ArrayAttr(size));
-        if (stride[0] != 1 || stride[1] != 1)
-          t = b_.create<mlir::tosa::MaxPool2dOp>(loc, tensor_type(to_nhwc(out)), t, b_.getDenseI64ArrayAttr({1, 1}),
-                                                 b_.getDenseI64ArrayAttr(stride), b_.getDenseI64ArrayAttr({0, 0, 0, 0}));
-        y = y ? Value(b_.create<mlir::tosa::MaximumOp>(loc, tensor_type(to_nhwc(out)), y, t)) : t;
-      }
-    define(n, {y, out, true});
   }
 
   void global_pool(const onnx::NodeProto& n, mlir::Location loc) {

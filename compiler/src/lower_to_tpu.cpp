@@ -535,7 +535,7 @@ struct LowerTosaToTpu : mlir::PassWrapper<LowerTosaToTpu, mlir::OperationPass<ml
       }
       if (auto mp = mlir::dyn_cast<tosa::MaxPool2dOp>(op)) {
         Value y = b.create<PoolOp>(loc, mp.getType(), mp.getInput(), b.getStringAttr("max"), mp.getKernelAttr(),
-                                   mp.getStrideAttr(), mp.getPadAttr(), b.getStringAttr(name));
+                                   mp.getStrideAttr(), mp.getPadAttr(), b.getStringAttr(name), nullptr, nullptr);
         mp.getResult().replaceAllUsesWith(y);
         retire(op);
         continue;
@@ -555,7 +555,7 @@ struct LowerTosaToTpu : mlir::PassWrapper<LowerTosaToTpu, mlir::OperationPass<ml
           }
         }
         Value y = b.create<PoolOp>(loc, ap.getType(), x, b.getStringAttr("avg"), ap.getKernelAttr(), ap.getStrideAttr(), pad,
-                                   b.getStringAttr(name), count_pad ? b.getUnitAttr() : nullptr);
+                                   b.getStringAttr(name), count_pad ? b.getUnitAttr() : nullptr, nullptr);
         ap.getResult().replaceAllUsesWith(y);
         retire(op);
         continue;

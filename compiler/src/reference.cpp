@@ -173,6 +173,8 @@ std::vector<RefTensor> evaluate_reference(mlir::func::FuncOp fn, const std::vect
       int64_t N = x.shape[0], H = x.shape[1], W = x.shape[2], C = x.shape[3], OH = y.shape[1], OW = y.shape[2];
       auto k = p.getKernel(), st = p.getStride(), pad = p.getPad();
       bool mx = p.getKind() == "max", count_pad = !mx && p.getCountIncludePad();
+      std::vector<int64_t> dil{1, 1};
+      if (auto d = p.getDilation()) dil = {(*d)[0], (*d)[1]};
       for (int64_t nn = 0; nn < N; ++nn)
         for (int64_t oy = 0; oy < OH; ++oy)
           for (int64_t ox = 0; ox < OW; ++ox)
@@ -181,7 +183,7 @@ std::vector<RefTensor> evaluate_reference(mlir::func::FuncOp fn, const std::vect
               int64_t count = 0;
               for (int64_t ky = 0; ky < k[0]; ++ky)
                 for (int64_t kx = 0; kx < k[1]; ++kx) {
-                  int64_t iy = oy * st[0] + ky - pad[0], ix = ox * st[1] + kx - pad[2];
+                  int64_t iy = oy * st[0] + ky * dil[0] - pad[0], ix = ox * st[1] + kx * dil[1] - pad[2];
                   // Padding is skipped, except that count_include_pad averages count it as zeros.
                   bool outside = iy < 0 || ix < 0 || iy >= H || ix >= W;
                   if (outside && !count_pad) continue;

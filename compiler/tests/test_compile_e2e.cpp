@@ -1540,6 +1540,62 @@ TEST_P(CompileE2E, ReductionsOverAnyAxesMatchDefinition) {
   expect_close(compile_and_run(path, {{"x", x}}, "mo"), want_m, tolerance(0.02));
 }
 
+// InstanceNormalization, Tile, Mean of two inputs and a dilated MaxPool with padding, each
+// against its definition.
+TEST_P(CompileE2E, InstanceNormTileMeanAndPaddedDilatedPoolMatchDefinition) {
+  const int64_t N = 2, C = 5, H = 6, W = 7, K = 3, S = 2, D = 2, P = 2;
+  const int64_t OH = (H + 2 * P - D * (K - 1) - 1) / S + 1, OW = (W + 2 * P - D * (K - 1) - 1) / S + 1;
+  OnnxBuilder m;
+  m.input("x", {N, C, H, W});
+  auto& sc = m.init("scale", {C}, 1.0f);
+  auto& bias = m.init("bias", {C}, 0.5f);
+  m.init_i64("reps", {1, 1, 2, 3});
+  OnnxBuilder::attr_f(m.node("InstanceNormalization", "inorm", {"x", "scale", "bias"}, {"in"}), "epsilon", 1e-3f);
+  m.node("Tile", "tile", {"x", "reps"}, {"t"});
+  m.node("Relu", "relu", {"x"}, {"r"});
+  m.node("Mean", "mean", {"x", "r"}, {"mn"});
+  auto* mp = m.node("MaxPool", "pool", {"x"}, {"mp"});
+  OnnxBuilder::attr(mp, "kernel_shape", std::vector<int64_t>{K, K});
+  OnnxBuilder::attr(mp, "strides", std::vector<int64_t>{S, S});
+  OnnxBuilder::attr(mp, "dilations", std::vector<int64_t>{D, D});
+  OnnxBuilder::attr(mp, "pads", std::vector<int64_t>{P, P, P, P});
+  m.output("in", {N, C, H, W});
+  m.output("t", {N, C, 2 * H, 3 * W});
+  m.output("mn", {N, C, H, W});
+  m.output("mp", {N, C, OH, OW});
+  auto path = m.save("vtpu_inorm_tile_mean_pool_" + id() + ".onnx");
+  Vec x = uniform_values(size_t(N * C * H * W), 113, 300.0f);
+  auto at = [&](int64_t r, int64_t h, int64_t w) { return x[size_t((r * H + h) * W + w)]; };
+  Vec want_in(x.size()), want_t(size_t(N * C * 6 * H * W)), want_mn(x.size()), want_mp(size_t(N * C * OH * OW));
+  for (int64_t r = 0; r < N * C; ++r) {
+    double mu = 0, var = 0;
+    for (int64_t i = 0; i < H * W; ++i) mu += x[size_t(r * H * W + i)] / double(H * W);
+    for (int64_t i = 0; i < H * W; ++i) var += (x[size_t(r * H * W + i)] - mu) * (x[size_t(r * H * W + i)] - mu) / double(H * W);
+    for (int64_t h = 0; h < H; ++h)
+      for (int64_t w = 0; w < W; ++w) {
+        size_t i = size_t((r * H + h) * W + w);
+        want_in[i] = float((x[i] - mu) / std::sqrt(var + 1e-3) * sc[size_t(r % C)] + bias[size_t(r % C)]);
+        want_mn[i] = (x[i] + std::max(x[i], 0.0f)) / 2;
+      }
+    for (int64_t h = 0; h < 2 * H; ++h)
+      for (int64_t w = 0; w < 3 * W; ++w) want_t[size_t((r * 2 * H + h) * 3 * W + w)] = at(r, h % H, w % W);
+    for (int64_t oy = 0; oy < OH; ++oy)
+      for (int64_t ox = 0; ox < OW; ++ox) {
+        float mx = -INFINITY;
+        for (int64_t i = 0; i < K; ++i)
+          for (int64_t j = 0; j < K; ++j) {
+            int64_t h = oy * S + i * D - P, w = ox * S + j * D - P;
+            if (h >= 0 && h < H && w >= 0 && w < W) mx = std::max(mx, at(r, h, w));
+          }
+        want_mp[size_t((r * OH + oy) * OW + ox)] = mx;
+      }
+  }
+  expect_close(compile_and_run(path, {{"x", x}}, "in", /*nchw=*/true), want_in, tolerance(0.03));
+  expect_close(compile_and_run(path, {{"x", x}}, "t", /*nchw=*/true), want_t, tolerance(0.01));
+  expect_close(compile_and_run(path, {{"x", x}}, "mn", /*nchw=*/true), want_mn, tolerance(0.01));
+  expect_close(compile_and_run(path, {{"x", x}}, "mp", /*nchw=*/true), want_mp, tolerance(0.01));
+}
+
 // A 3-D Conv or ConvTranspose of x by w with bias b into y: groups, kernel, strides, and the
 // pads at the start (pb) and end (pe) of each axis.
 onnx::NodeProto* volume_node(OnnxBuilder& m, const std::string& op, int64_t groups, const std::vector<int64_t>& k,
@@ -2131,10 +2187,10 @@ TEST(CompileErrors, UnsupportedOperatorNamesTheNode) {
 TEST(CompileErrors, UnsupportedAttributeNamesIt) {
   OnnxBuilder m;
   m.input("x", {1, 4, 6, 6});
-  auto* p = m.node("MaxPool", "dilated_pool", {"x"}, {"y"});
+  auto* p = m.node("AveragePool", "dilated_pool", {"x"}, {"y"});
   OnnxBuilder::attr(p, "kernel_shape", std::vector<int64_t>{2, 2});
-  OnnxBuilder::attr(p, "dilations", std::vector<int64_t>{2, 2});
-  OnnxBuilder::attr(p, "pads", std::vector<int64_t>{1, 1, 1, 1});  // dilated pools are supported unpadded only
+  OnnxBuilder::attr(p, "dilations", std::vector<int64_t>{2, 2});  // dilated pools are max pools only
+  OnnxBuilder::attr(p, "pads", std::vector<int64_t>{1, 1, 1, 1});
   m.output("y", {1, 4, 6, 6});
   try {
     compile_onnx(m.save("vtpu_dilated_pool.onnx"), config::load_preset("tiny-8x8"));
