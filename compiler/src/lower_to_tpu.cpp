@@ -99,14 +99,30 @@ mlir::Operation* single_user(Value v) {
 }
 
 // v repeated to `shape` along its size-1 dimensions (tpu.broadcast), or v itself if it
-// already has that shape. The lane (last) dimension cannot broadcast: that fails the op.
+// already has that shape. A size-1 last (lane) dimension is repeated first by a matmul of
+// the [rows, 1] column with a row of ones (exact: one product each).
 Value broadcast_to(mlir::OpBuilder& b, mlir::Operation* op, Value v, mlir::Type type, const std::string& name) {
   auto want = mlir::cast<mlir::RankedTensorType>(type);
   auto have = shape_of(v);
   if (have == std::vector<int64_t>(want.getShape().begin(), want.getShape().end())) return v;
-  if (have.size() != size_t(want.getRank()) || have.back() != want.getShape().back())
-    fail(op, fmt::format("broadcasting along the last dimension ({} to {}) is not supported yet", have.back(),
-                         want.getShape().back()));
+  if (have.size() != size_t(want.getRank())) fail(op, "broadcast operands must have the result's rank");
+  int64_t N = want.getShape().back();
+  if (have.back() != N) {
+    if (have.back() != 1) fail(op, fmt::format("dimension of {} cannot broadcast to {}", have.back(), N));
+    int64_t rows = 1;
+    for (size_t i = 0; i + 1 < have.size(); ++i) rows *= have[i];
+    auto f32 = [&](std::vector<int64_t> s) { return mlir::RankedTensorType::get(s, b.getF32Type()); };
+    auto loc = op->getLoc();
+    auto layer = b.getStringAttr(name + ".lanes");
+    Value col = have.size() == 2 ? v : b.create<ReshapeOp>(loc, f32({rows, 1}), v, layer).getResult();
+    Value wide = b.create<MatmulOp>(loc, f32({rows, N}), col, make_const(b, loc, {1, N}, std::vector<float>(size_t(N), 1.0f)),
+                                    make_const(b, loc, {N}, std::vector<float>(size_t(N), 0.0f)),
+                                    b.getF64FloatAttr(-std::numeric_limits<double>::infinity()),
+                                    b.getF64FloatAttr(std::numeric_limits<double>::infinity()), layer);
+    have.back() = N;
+    v = have.size() == 2 ? wide : b.create<ReshapeOp>(loc, f32(have), wide, layer).getResult();
+    if (have == std::vector<int64_t>(want.getShape().begin(), want.getShape().end())) return v;
+  }
   return b.create<BroadcastOp>(op->getLoc(), type, v, b.getStringAttr(name + ".broadcast"));
 }
 

@@ -1596,6 +1596,79 @@ TEST_P(CompileE2E, InstanceNormTileMeanAndPaddedDilatedPoolMatchDefinition) {
   expect_close(compile_and_run(path, {{"x", x}}, "mp", /*nchw=*/true), want_mp, tolerance(0.01));
 }
 
+// Shape computations as exporters write them fold at import: the head split's target shape
+// from Shape, Gather, Div, Unsqueeze and Concat; a mask from Range, Unsqueeze, Greater and
+// Cast; and Expand of an activation. Against the definition.
+TEST_P(CompileE2E, ExportedShapeArithmeticFoldsAndMatchesDefinition) {
+  const int64_t B = 2, S = 6, D = 12, Hh = 3;
+  OnnxBuilder m;
+  m.input("x", {B, S, D});
+  m.input("row", {1, D});
+  m.init_i64("i0", {0});
+  m.init_i64("i1", {1});
+  m.init_i64("i2", {2});
+  m.init_i64("heads", {Hh});
+  m.init_i64("zero", {0});
+  m.init_i64("one", {1});
+  m.node("Shape", "shape", {"x"}, {"sh"});
+  m.node("Gather", "g0", {"sh", "i0"}, {"b"});
+  m.node("Gather", "g1", {"sh", "i1"}, {"s"});
+  m.node("Gather", "g2", {"sh", "i2"}, {"d"});
+  m.node("Div", "per_head", {"d", "heads"}, {"dh"});
+  OnnxBuilder::attr(m.node("Concat", "target", {"b", "s", "heads", "dh"}, {"tgt"}), "axis", int64_t(0));
+  m.node("Reshape", "split", {"x", "tgt"}, {"xs"});
+  OnnxBuilder::attr(m.node("Transpose", "heads_first", {"xs"}, {"y"}), "perm", std::vector<int64_t>{0, 2, 1, 3});
+  m.node("Gather", "len", {"sh", "i1"}, {"len"});
+  m.node("Squeeze", "len_scalar", {"len", "i0"}, {"n"});
+  m.node("Range", "rows", {"zero", "n", "one"}, {"ri"});
+  m.node("Gather", "width", {"sh", "i2"}, {"w"});
+  m.node("Squeeze", "width_scalar", {"w", "i0"}, {"wn"});
+  m.node("Range", "cols", {"zero", "wn", "one"}, {"ci"});
+  m.node("Unsqueeze", "rows_col", {"ri", "i1"}, {"rc"});
+  m.node("Greater", "upper", {"ci", "rc"}, {"gt"});
+  OnnxBuilder::attr(m.node("Cast", "mask", {"gt"}, {"mk"}), "to", int64_t(onnx::TensorProto::FLOAT));
+  m.node("Mul", "masked", {"x", "mk"}, {"z"});
+  m.node("Expand", "rows_of_row", {"row", "sh"}, {"e"});
+  m.output("y", {B, Hh, S, D / Hh});
+  m.output("z", {B, S, D});
+  m.output("e", {B, S, D});
+  auto path = m.save("vtpu_shape_arith_" + id() + ".onnx");
+  Vec x = uniform_values(size_t(B * S * D), 127, 300.0f), row = uniform_values(size_t(D), 131, 300.0f);
+  std::map<std::string, Vec> in{{"x", x}, {"row", row}};
+  Vec want_y(x.size()), want_z(x.size()), want_e(x.size());
+  for (int64_t b = 0; b < B; ++b)
+    for (int64_t s = 0; s < S; ++s)
+      for (int64_t d = 0; d < D; ++d) {
+        float v = x[size_t((b * S + s) * D + d)];
+        want_y[size_t(((b * Hh + d / (D / Hh)) * S + s) * (D / Hh) + d % (D / Hh))] = v;
+        want_z[size_t((b * S + s) * D + d)] = d > s ? v : 0.0f;
+        want_e[size_t((b * S + s) * D + d)] = row[size_t(d)];
+      }
+  expect_close(compile_and_run(path, in, "y"), want_y, tolerance(0.01));
+  expect_close(compile_and_run(path, in, "z"), want_z, tolerance(0.01));
+  expect_close(compile_and_run(path, in, "e"), want_e, tolerance(0.01));
+}
+
+// A per-row gate computed on the chip ([B, S, 1]: a matmul to one column, a sigmoid)
+// multiplies the [B, S, D] activation: a broadcast along the lanes, against the definition.
+TEST_P(CompileE2E, LaneBroadcastOfAnActivationMatchesDefinition) {
+  const int64_t M = 10, D = 40;
+  OnnxBuilder m;
+  m.input("x", {M, D});
+  auto& w = m.init("w", {D, 1}, 0.3f);
+  m.node("MatMul", "score", {"x", "w"}, {"s"});
+  m.node("Sigmoid", "gate", {"s"}, {"g"});
+  m.node("Mul", "gated", {"x", "g"}, {"y"});
+  m.output("y", {M, D});
+  auto path = m.save("vtpu_lane_broadcast_" + id() + ".onnx");
+  Vec x = uniform_values(size_t(M * D), 137, 300.0f);
+  Vec got = compile_and_run(path, {{"x", x}}, "y"), want(x.size());
+  Vec sc = gemm(x, M, D, w, 1, Vec{0.0f}, false);
+  for (int64_t i = 0; i < M; ++i)
+    for (int64_t j = 0; j < D; ++j) want[size_t(i * D + j)] = x[size_t(i * D + j)] / (1.0f + std::exp(-sc[size_t(i)]));
+  expect_close(got, want, tolerance(0.02));
+}
+
 // A 3-D Conv or ConvTranspose of x by w with bias b into y: groups, kernel, strides, and the
 // pads at the start (pb) and end (pe) of each axis.
 onnx::NodeProto* volume_node(OnnxBuilder& m, const std::string& op, int64_t groups, const std::vector<int64_t>& k,

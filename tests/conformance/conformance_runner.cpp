@@ -34,12 +34,12 @@ const std::set<std::string> kOperators = {"Gemm", "MatMul", "Conv", "Relu", "Cli
                                           "Sigmoid", "Tanh", "Erf", "Exp", "Reciprocal", "Sqrt",
                                           "HardSigmoid", "Neg", "Sub", "Mul", "Max", "Min", "LeakyRelu", "PRelu", "Squeeze", "Unsqueeze",
                                           "Transpose", "Concat", "Slice", "Split", "Div", "LayerNormalization", "LSTM", "GRU", "Resize", "Upsample", "ConvTranspose", "Gather", "ConvTranspose", "Gather",
-                                          "MatMulInteger", "ConvInteger", "Abs", "Elu", "Selu", "Softsign", "Pad", "ReduceMean", "ReduceSum", "Sum", "Mean", "InstanceNormalization", "Tile"};
+                                          "MatMulInteger", "ConvInteger", "Abs", "Elu", "Selu", "Softsign", "Pad", "ReduceMean", "ReduceSum", "Sum", "Mean", "InstanceNormalization", "Tile", "Expand"};
 // Operators whose inputs after the first are weights (constants for the compiler).
 // MatMul's B stays a runtime input: the node tests then check activation x activation
 // matmuls (constant weights are what Gemm's tests check).
 const std::set<std::string> kWeightInputs = {"Gemm", "Conv", "LayerNormalization", "LSTM", "GRU", "Resize", "Upsample", "ConvTranspose", "Gather", "Clip", "Reshape", "BatchNormalization", "PRelu",
-                                            "Squeeze", "Unsqueeze", "Slice", "Split", "MatMulInteger", "ConvInteger", "Pad", "ReduceSum", "ReduceMean", "InstanceNormalization", "Tile"};
+                                            "Squeeze", "Unsqueeze", "Slice", "Split", "MatMulInteger", "ConvInteger", "Pad", "ReduceSum", "ReduceMean", "InstanceNormalization", "Tile", "Expand"};
 
 std::vector<float> floats_of(const onnx::TensorProto& t) {
   size_t n = 1;

@@ -187,3 +187,14 @@ func.func @row_sum(%arg0: tensor<2x5xf32>) -> tensor<2x1xf32> {
   %0 = tosa.reduce_sum %arg0 {axis = 1 : i32} : (tensor<2x5xf32>) -> tensor<2x1xf32> loc("sum")
   return %0 : tensor<2x1xf32>
 }
+
+// An activation broadcast along the lanes (a [.., 1] column against [.., N]) is repeated
+// by a matmul with a row of ones, then the op runs on equal shapes.
+// CHECK-LABEL: func.func @lane_broadcast
+// CHECK: %[[ONES:.*]] = "tosa.const"() <{value = dense<1.000000e+00> : tensor<1x5xf32>}>
+// CHECK: %[[WIDE:.*]] = tpu.matmul %arg1, %[[ONES]], %{{.*}} -> tensor<2x5xf32>
+// CHECK: tpu.binary %arg0, %[[WIDE]] {kind = "sub"
+func.func @lane_broadcast(%arg0: tensor<2x5xf32>, %arg1: tensor<2x1xf32>) -> tensor<2x5xf32> {
+  %0 = tosa.sub %arg0, %arg1 : (tensor<2x5xf32>, tensor<2x1xf32>) -> tensor<2x5xf32> loc("centre")
+  return %0 : tensor<2x5xf32>
+}
