@@ -275,6 +275,31 @@ class Codegen {
           Value v = ret.getOperand(i);
           std::string name = fn.getResultAttrOfType<mlir::StringAttr>(i, "vtpu.name").str();
           auto shape = shape_of(v);
+          if (auto c = v.getDefiningOp<tosa::ConstOp>()) {  // a constant output: its bytes preloaded, no code
+            auto attr = mlir::cast<mlir::DenseElementsAttr>(c.getValue());
+            std::vector<uint8_t> bytes;
+            std::string dt = is_int32(v) ? "int32" : dt_, extra;
+            if (is_int32(v)) {
+              for (int32_t x : attr.getValues<int32_t>()) bytes.insert(bytes.end(), (uint8_t*)&x, (uint8_t*)&x + 4);
+            } else {
+              std::vector<float> f(attr.getValues<float>().begin(), attr.getValues<float>().end());
+              float mx = 0;
+              for (float x : f) mx = std::max(mx, std::fabs(x));
+              double sc = mx > 0 ? mx / 127.0 : 1.0;
+              if (q8_) extra = fmt::format(" scale={} zp=0", sc);
+              for (float x : f) {
+                if (q8_) {
+                  bytes.push_back(uint8_t(int8_t(std::clamp<double>(std::nearbyint(x / sc), -127, 127))));
+                } else {
+                  uint16_t h = bf16_of(x);
+                  bytes.push_back(uint8_t(h)), bytes.push_back(uint8_t(h >> 8));
+                }
+              }
+            }
+            decl(fmt::format(".tensor {} role=output dtype={} shape=[{}] addr={}{}", quote(name), dt, fmt::join(shape, ", "),
+                             hbm_const(std::move(bytes)), extra));
+            continue;
+          }
           if (is_int32(v)) {  // an integer output: int32 rows, stored as they are
             if (int_hbm_.count(v.getAsOpaquePointer()))
               throw CompileError(fmt::format("output '{}' is a model input; nothing computes it", name));

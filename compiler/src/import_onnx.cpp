@@ -122,6 +122,24 @@ class Importer {
         fail(fmt::format("graph output '{}' is a graph input; the compiler needs at least one operator between them",
                          out.name()),
              out.name());
+      if (it == values_.end() && constants_.count(out.name())) {
+        // A constant output (a Shape of a static shape, a folded computation): its values
+        // are preloaded into the output's bytes; an integer one as int32.
+        const Constant& c = constants_.at(out.name());
+        int et = out.type().has_tensor_type() ? out.type().tensor_type().elem_type() : 0;
+        const std::vector<int64_t>& shape = c.shape;  // a scalar stays rank 0
+        mlir::Location l = mlir::NameLoc::get(b_.getStringAttr(out.name()));
+        Value v;
+        if (is_integer_type(et)) {
+          auto type = mlir::RankedTensorType::get(shape, b_.getI32Type());
+          std::vector<int32_t> d(c.data.begin(), c.data.end());
+          v = b_.create<mlir::tosa::ConstOp>(l, type, mlir::DenseElementsAttr::get(type, llvm::ArrayRef<int32_t>(d)));
+        } else {
+          v = constant(shape, c.data, l);
+        }
+        values_[out.name()] = {v, shape, false};
+        it = values_.find(out.name());
+      }
       if (it == values_.end()) fail(fmt::format("graph output '{}' is never produced", out.name()), out.name());
       if (it->second.empty()) {
         int et = out.type().has_tensor_type() ? out.type().tensor_type().elem_type() : 0;
@@ -138,9 +156,10 @@ class Importer {
                            "an integer type (int64, int32, int16, uint16, int8, uint8)",
                            out.name(), onnx::TensorProto::DataType_Name(onnx::TensorProto::DataType(et))),
                out.name());
-        // An integer output leaves as an int32 program tensor.
+        // An integer output leaves as an int32 program tensor (a constant one already is).
         auto vt = mlir::cast<mlir::RankedTensorType>(v.getType());
-        v = b_.create<tpu::CastOp>(mlir::NameLoc::get(b_.getStringAttr(out.name())),
+        if (!vt.getElementType().isInteger(32))
+          v = b_.create<tpu::CastOp>(mlir::NameLoc::get(b_.getStringAttr(out.name())),
                                    mlir::RankedTensorType::get(vt.getShape(), b_.getI32Type()), v,
                                    b_.getStringAttr("output " + out.name()));
       }

@@ -1596,7 +1596,7 @@ TEST_P(CompileE2E, InstanceNormTileMeanAndPaddedDilatedPoolMatchDefinition) {
   expect_close(compile_and_run(path, {{"x", x}}, "mp", /*nchw=*/true), want_mp, tolerance(0.01));
 }
 
-// Shape computations as exporters write them fold at import: the head split's target shape
+// Shape computations as exporters write them fold at import (a Shape as a model output too): the head split's target shape
 // from Shape, Gather, Div, Unsqueeze and Concat; a mask from Range, Unsqueeze, Greater and
 // Cast; and Expand of an activation. Against the definition.
 TEST_P(CompileE2E, ExportedShapeArithmeticFoldsAndMatchesDefinition) {
@@ -1632,6 +1632,7 @@ TEST_P(CompileE2E, ExportedShapeArithmeticFoldsAndMatchesDefinition) {
   m.output("y", {B, Hh, S, D / Hh});
   m.output("z", {B, S, D});
   m.output("e", {B, S, D});
+  m.output("sh", {3}, onnx::TensorProto::INT64);  // a constant output: preloaded bytes, no code
   auto path = m.save("vtpu_shape_arith_" + id() + ".onnx");
   Vec x = uniform_values(size_t(B * S * D), 127, 300.0f), row = uniform_values(size_t(D), 131, 300.0f);
   std::map<std::string, Vec> in{{"x", x}, {"row", row}};
@@ -1647,6 +1648,7 @@ TEST_P(CompileE2E, ExportedShapeArithmeticFoldsAndMatchesDefinition) {
   expect_close(compile_and_run(path, in, "y"), want_y, tolerance(0.01));
   expect_close(compile_and_run(path, in, "z"), want_z, tolerance(0.01));
   expect_close(compile_and_run(path, in, "e"), want_e, tolerance(0.01));
+  EXPECT_EQ(compile_and_run(path, in, "sh"), (Vec{float(B), float(S), float(D)}));
 }
 
 // A per-row gate computed on the chip ([B, S, 1]: a matmul to one column, a sigmoid)
