@@ -767,7 +767,7 @@ class Importer {
     if (op == "Clip") return clip(n, loc);
     if (op == "Add" || op == "Sub" || op == "Mul" || op == "Div") return binary(n, loc);
     if (op == "MaxPool" || op == "AveragePool") return pool(n, loc);
-    if (op == "GlobalAveragePool") return global_pool(n, loc);
+    if (op == "GlobalAveragePool" || op == "GlobalMaxPool") return global_pool(n, loc);
     if (op == "Flatten") return flatten(n, loc);
     if (op == "Reshape") return reshape_op(n, loc);
     if (op == "BatchNormalization") return batchnorm(n, loc);
@@ -840,7 +840,7 @@ class Importer {
     if (op == "PRelu") return prelu(n, loc);
     if (op == "ReduceMean" || op == "ReduceSum") return reduce(n, loc);
     if (op == "Pad") return pad(n, loc);
-    if (op == "Abs" || op == "Softsign" || op == "Elu" || op == "Selu") return elementwise_extra(n, loc);
+    if (op == "Abs" || op == "Softsign" || op == "Elu" || op == "Selu" || op == "Celu") return elementwise_extra(n, loc);
     if (op == "Pow") {
       // A constant exponent of 1, 2, 3 or 4 (products) or 0.5 (sqrt); GELU's tanh form has x^3.
       only_attrs(n, {});
@@ -876,6 +876,16 @@ class Importer {
       Value y = alpha <= 1.0f ? Value(b_.create<mlir::tosa::MaximumOp>(loc, t, x.value, ax))
                               : Value(b_.create<mlir::tosa::MinimumOp>(loc, t, x.value, ax));
       define(n, {y, x.shape, x.nhwc});
+      return;
+    }
+    if (op == "HardSwish") {  // x * HardSigmoid(x) with alpha 1/6, beta 1/2 (MobileNetV3)
+      only_attrs(n, {});
+      const Tensor& x = input(n, 0);
+      std::vector<int64_t> one(x.shape.size(), 1);
+      auto t = x.value.getType();
+      Value g = b_.create<mlir::tosa::MulOp>(loc, t, x.value, constant(one, {1.0f / 6.0f}, loc), b_.getI8IntegerAttr(0));
+      g = make_clamp(b_.create<mlir::tosa::AddOp>(loc, t, g, constant(one, {0.5f}, loc)), 0.0f, 1.0f, loc);
+      define(n, {b_.create<mlir::tosa::MulOp>(loc, t, x.value, g, b_.getI8IntegerAttr(0)), x.shape, x.nhwc});
       return;
     }
     if (op == "HardSigmoid" || op == "Neg") {
@@ -1291,7 +1301,7 @@ class Importer {
 
   // Elementwise operators made of the vector unit's others: Abs = max(x, -x); Softsign =
   // x / (1 + |x|); Elu = max(x, 0) + alpha * (exp(min(x, 0)) - 1); Selu = gamma * Elu(x) with
-  // Selu's alpha.
+  // Selu's alpha; Celu = max(x, 0) + alpha * (exp(min(x, 0) / alpha) - 1).
   void elementwise_extra(const onnx::NodeProto& n, mlir::Location loc) {
     const std::string& op = n.op_type();
     only_attrs(n, {"alpha", "gamma"});
@@ -1308,9 +1318,12 @@ class Importer {
         y = b_.create<mlir::tosa::MulOp>(loc, t, x.value, b_.create<mlir::tosa::ReciprocalOp>(loc, t, den), b_.getI8IntegerAttr(0));
       }
     } else {
-      bool selu = op == "Selu";
+      bool selu = op == "Selu", celu = op == "Celu";
       float alpha = attr_f(n, "alpha", selu ? 1.67326319217681884765625f : 1.0f), gamma = attr_f(n, "gamma", 1.05070102214813232421875f);
-      Value neg = b_.create<mlir::tosa::ExpOp>(loc, t, make_clamp(x.value, -inf, 0.0f, loc));
+      if (celu && !(alpha > 0)) fail("Celu alpha must be positive", node_name(n));
+      // Celu: alpha * (exp(min(x, 0) / alpha) - 1) for the negative part.
+      Value neg = b_.create<mlir::tosa::ExpOp>(loc, t, celu ? scale(make_clamp(x.value, -inf, 0.0f, loc), 1.0f / alpha)
+                                                             : make_clamp(x.value, -inf, 0.0f, loc));
       neg = b_.create<mlir::tosa::AddOp>(loc, t, scale(neg, alpha), constant(one, {-alpha}, loc));
       y = b_.create<mlir::tosa::AddOp>(loc, t, make_clamp(x.value, 0.0f, inf, loc), neg);
       if (selu) y = scale(y, gamma);
@@ -1568,13 +1581,15 @@ class Importer {
 
   void global_pool(const onnx::NodeProto& n, mlir::Location loc) {
     const Tensor& x = input(n, 0);
-    if (x.shape.size() != 4) fail("GlobalAveragePool needs a 4-D input", node_name(n));
+    if (x.shape.size() != 4) fail(fmt::format("{} needs a 4-D input", n.op_type()), node_name(n));
     std::vector<int64_t> out{x.shape[0], x.shape[1], 1, 1};
     Value in = x.nhwc ? x.value : transpose(x.value, {0, 2, 3, 1}, loc);
-    Value y = b_.create<mlir::tosa::AvgPool2dOp>(loc, tensor_type(to_nhwc(out)), in,
-                                                 b_.getDenseI64ArrayAttr({x.shape[2], x.shape[3]}),
-                                                 b_.getDenseI64ArrayAttr({1, 1}), b_.getDenseI64ArrayAttr({0, 0, 0, 0}),
-                                                 mlir::TypeAttr::get(b_.getF32Type()), nullptr);
+    auto k = b_.getDenseI64ArrayAttr({x.shape[2], x.shape[3]}), one = b_.getDenseI64ArrayAttr({1, 1}),
+         none = b_.getDenseI64ArrayAttr({0, 0, 0, 0});
+    Value y = n.op_type() == "GlobalMaxPool"
+                  ? Value(b_.create<mlir::tosa::MaxPool2dOp>(loc, tensor_type(to_nhwc(out)), in, k, one, none))
+                  : Value(b_.create<mlir::tosa::AvgPool2dOp>(loc, tensor_type(to_nhwc(out)), in, k, one, none,
+                                                             mlir::TypeAttr::get(b_.getF32Type()), nullptr));
     define(n, {y, out, true});
   }
 

@@ -1671,6 +1671,28 @@ TEST_P(CompileE2E, LaneBroadcastOfAnActivationMatchesDefinition) {
   expect_close(got, want, tolerance(0.02));
 }
 
+// MobileNetV3's HardSwish and a Celu on an image, then a GlobalMaxPool, against the definition.
+TEST_P(CompileE2E, HardSwishCeluAndGlobalMaxPoolMatchDefinition) {
+  const int64_t N = 2, C = 7, H = 5, W = 6;
+  OnnxBuilder m;
+  m.input("x", {N, C, H, W});
+  m.node("HardSwish", "hswish", {"x"}, {"h"});
+  OnnxBuilder::attr_f(m.node("Celu", "celu", {"h"}, {"c"}), "alpha", 0.5f);
+  m.node("GlobalMaxPool", "gmax", {"c"}, {"y"});
+  m.output("c", {N, C, H, W});
+  m.output("y", {N, C, 1, 1});
+  auto path = m.save("vtpu_hswish_celu_gmax_" + id() + ".onnx");
+  Vec x = uniform_values(size_t(N * C * H * W), 139, 150.0f);
+  Vec want_c(x.size()), want_y(size_t(N * C), -INFINITY);
+  for (size_t i = 0; i < x.size(); ++i) {
+    double v = x[i], h = v * std::clamp(v / 6 + 0.5, 0.0, 1.0);
+    want_c[i] = float(std::max(h, 0.0) + std::min(0.0, 0.5 * (std::exp(h / 0.5) - 1)));
+    want_y[i / size_t(H * W)] = std::max(want_y[i / size_t(H * W)], want_c[i]);
+  }
+  expect_close(compile_and_run(path, {{"x", x}}, "c", /*nchw=*/true), want_c, tolerance(0.03));
+  expect_close(compile_and_run(path, {{"x", x}}, "y", /*nchw=*/true), want_y, tolerance(0.03));
+}
+
 // A 3-D Conv or ConvTranspose of x by w with bias b into y: groups, kernel, strides, and the
 // pads at the start (pb) and end (pe) of each axis.
 onnx::NodeProto* volume_node(OnnxBuilder& m, const std::string& op, int64_t groups, const std::vector<int64_t>& k,
