@@ -130,6 +130,19 @@ def Tpu_PoolArgmaxOp : Tpu_Op<"pool_argmax", [Pure]> {
   let assemblyFormat = "operands attr-dict `:` functional-type(operands, results)";
 }
 
+def Tpu_ArgMaxOp : Tpu_Op<"argmax", [Pure]> {
+  let summary = "per row of [.., K]: the lane index of its largest (smallest, with `min`) value, as i32";
+  let description = [{
+    Row r's index goes to element r of the output (any shape with one element per row),
+    which keeps ONNX's order when the reduced axis was moved last. Among equal values the
+    first index wins, the last with `last`. Computed in fp32 rows (indices exact).
+  }];
+  let arguments = (ins AnyRankedTensor:$input, UnitAttr:$min, UnitAttr:$last, StrAttr:$layer);
+  let results = (outs AnyRankedTensor:$output);
+  let hasVerifier = 1;
+  let assemblyFormat = "operands attr-dict `:` functional-type(operands, results)";
+}
+
 def Tpu_AddOp : Tpu_Op<"add", [Pure]> {
   let summary = "y = clamp(a + b), elementwise on two activations of the same shape";
   let arguments = (ins AnyRankedTensor:$lhs, AnyRankedTensor:$rhs, F64Attr:$clamp_min,

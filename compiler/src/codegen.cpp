@@ -353,6 +353,7 @@ class Codegen {
       else if (auto c = mlir::dyn_cast<tpu::Conv2DOp>(op)) gen_conv(c);
       else if (auto p = mlir::dyn_cast<tpu::PoolOp>(op)) gen_pool(p);
       else if (auto am = mlir::dyn_cast<tpu::PoolArgmaxOp>(op)) gen_pool_argmax(am);
+      else if (auto ax = mlir::dyn_cast<tpu::ArgMaxOp>(op)) gen_argmax(ax);
       else if (auto a = mlir::dyn_cast<tpu::AddOp>(op)) gen_add(a);
       else if (auto bo = mlir::dyn_cast<tpu::BinaryOp>(op)) gen_binary(bo);
       else if (auto bc = mlir::dyn_cast<tpu::BroadcastOp>(op)) gen_broadcast(bc);
@@ -3073,6 +3074,81 @@ class Codegen {
   // best + n*C*H*W + c*H*W + oh*sh*W + ow*sw: the row part loaded per output row into lane 0
   // and spread over the lanes by vec.rsum, the lane part c*H*W a per-lane bias.
   // storage_order 1 swaps the roles of H and W in the offsets.
+  // ArgMax/ArgMin of each row, in fp32 rows: v = x (or -x for a minimum), padding lanes
+  // -inf; M = the row maximum (vec.rmax per block, then the blocks' maximum); each lane
+  // offers min((M - v) * 2^200, 1) * 2^30 + its index (K - 1 - index for the last of equal
+  // values), so only lanes equal to the maximum offer their index, and the row minimum of
+  // the offers (-rmax of their negation) is the answer. Row r's index is stored to HBM as
+  // element r and loaded back as the output's int32 rows.
+  void gen_argmax(tpu::ArgMaxOp op) {
+    std::string layer = op.getLayer().str();
+    tag(layer);
+    const Act& x = act(op.getInput());
+    uint64_t K = x.features, rows = x.rows, row32 = R_ * 4;
+    if (K >= (uint64_t(1) << 24)) throw CompileError(fmt::format("node '{}': ArgMax over {} values exceeds 2^24", layer, K));
+    Act v = fp32_twin(x, layer, "values", true, q8_ ? std::optional<double>(scale(op.getInput())) : std::nullopt);
+    uint64_t span = align_up(rows * row32, 64);
+    uint64_t work = ub_take(3 * span + x.blocks * row32, fmt::format("the fp32 work rows of '{}'", layer));
+    uint64_t mx = work, tmp = work + span, best = work + 2 * span, masks = work + 3 * span;
+    std::vector<uint8_t> mask(x.blocks * row32);
+    for (uint64_t b = 0; b < x.blocks; ++b)
+      for (uint64_t l = 0; l < R_; ++l) {
+        float f = b * R_ + l < K ? 0.0f : -std::numeric_limits<float>::infinity();
+        std::memcpy(&mask[b * row32 + l * 4], &f, 4);
+      }
+    {
+      uint64_t n = mask.size(), hbm = hbm_const(std::move(mask));
+      code(fmt::format("  dma.load desc={} src=r0 dst=r0 flag=f1", new_desc(fmt::format("bytes={} src_off={} dst_off={}", n, hbm, masks))));
+      code("  wait f1");
+    }
+    std::string neg = new_param("scale=[-1]"), huge = new_param(fmt::format("scale=[{}]", std::ldexp(1.0, 100))),
+                unit = clamp_param(0.0, 1.0);
+    auto blk = [&](uint64_t b) { return v.base + b * v.block_bytes; };
+    for (uint64_t b = 0; b < x.blocks; ++b) {
+      code(fmt::format("  li r1, {} || li r2, {}", blk(b), masks + b * row32));
+      if (op.getMin()) vec_wait(fmt::format("vec.affine dst=ub[r1+0] a=ub[r1+0] rows={} dt=fp32 param={}", rows, neg));
+      vec_wait(fmt::format("vec.add dst=ub[r1+0] a=ub[r1+0] b=ub[r2+0] rows={} dt=fp32 bcast=1", rows));
+      code(fmt::format("  li r3, {} || li r4, {}", b == 0 ? mx : tmp, mx));
+      vec_wait(fmt::format("vec.rmax dst=ub[r3+0] a=ub[r1+0] rows={} dt=fp32", rows));
+      if (b) vec_wait(fmt::format("vec.max dst=ub[r4+0] a=ub[r4+0] b=ub[r3+0] rows={} dt=fp32", rows));
+    }
+    for (uint64_t b = 0; b < x.blocks; ++b) {
+      std::vector<double> lane(R_);
+      for (uint64_t l = 0; l < R_; ++l) {
+        double idx = double(std::min<uint64_t>(b * R_ + l, K - 1));
+        lane[l] = op.getLast() ? double(K - 1) - idx : idx;
+      }
+      std::string offer = new_param(fmt::format("scale=[{}] bias=[{}]", std::ldexp(1.0, 30), fmt::join(lane, ", ")));
+      code(fmt::format("  li r1, {} || li r4, {}", blk(b), mx));
+      code(fmt::format("  li r3, {} || li r5, {}", b == 0 ? best : tmp, best));
+      vec_wait(fmt::format("vec.sub dst=ub[r1+0] a=ub[r4+0] b=ub[r1+0] rows={} dt=fp32", rows));
+      vec_wait(fmt::format("vec.affine dst=ub[r1+0] a=ub[r1+0] rows={} dt=fp32 param={}", rows, huge));
+      vec_wait(fmt::format("vec.affine dst=ub[r1+0] a=ub[r1+0] rows={} dt=fp32 param={}", rows, huge));
+      vec_wait(fmt::format("vec.clamp dst=ub[r1+0] a=ub[r1+0] rows={} dt=fp32 param={}", rows, unit));
+      vec_wait(fmt::format("vec.affine dst=ub[r1+0] a=ub[r1+0] rows={} dt=fp32 param={}", rows, offer));
+      vec_wait(fmt::format("vec.affine dst=ub[r1+0] a=ub[r1+0] rows={} dt=fp32 param={}", rows, neg));
+      vec_wait(fmt::format("vec.rmax dst=ub[r3+0] a=ub[r1+0] rows={} dt=fp32", rows));  // -(row minimum)
+      if (b) vec_wait(fmt::format("vec.max dst=ub[r5+0] a=ub[r5+0] b=ub[r3+0] rows={} dt=fp32", rows));
+    }
+    // best = -(index), or -(K - 1 - index) for the last of equal values.
+    std::string back = op.getLast() ? new_param(fmt::format("scale=[1] bias=[{}]", double(K - 1))) : neg;
+    code(fmt::format("  li r5, {}", best));
+    vec_wait(fmt::format("vec.affine dst=ub[r5+0] a=ub[r5+0] rows={} dt=fp32 param={}", rows, back));
+    vec_wait(fmt::format("vec.cvt dst=ub[r5+0] a=ub[r5+0] rows={} dt=fp32 odt=int32", rows));
+    uint64_t hbm = hbm_alloc(rows * 4);
+    std::string d = new_desc(fmt::format("bytes=4 src_off={} dst_off={} dim=[{}, {}, 4]", best, hbm, rows, row32));
+    code(fmt::format("  dma.store desc={} src=r0 dst=r0 flag=f1", d));
+    code("  wait f1");
+    auto ys = shape_of(op.getOutput());
+    if (ys.empty()) ys = {1};  // a scalar: one row of one
+    Act y = int32_act(ys, fmt::format("the output of '{}'", layer));
+    load_rows(y, hbm, 4);
+    ub_.release(work);
+    ub_.release(v.base);
+    add_bound(layer, 0, 0);
+    define(op.getOutput(), y);
+  }
+
   void gen_pool_argmax(tpu::PoolArgmaxOp op) {
     std::string layer = op.getLayer().str();
     tag(layer);

@@ -798,6 +798,7 @@ class Importer {
       return;
     }
     if (op == "InstanceNormalization") return instance_norm(n, loc);
+    if (op == "ArgMax" || op == "ArgMin") return argmax(n, loc);
     if (op == "Expand") {
       // x + zeros of the target shape: the usual broadcast of a binary op.
       only_attrs(n, {});
@@ -1329,6 +1330,33 @@ class Importer {
       if (selu) y = scale(y, gamma);
     }
     define(n, {y, x.shape, x.nhwc});
+  }
+
+  // ArgMax/ArgMin along one axis: the axis moved last, the rest merged into rows, then
+  // tpu.argmax, whose row r is element r of the (int32) output: the kept axes' order.
+  void argmax(const onnx::NodeProto& n, mlir::Location loc) {
+    only_attrs(n, {"axis", "keepdims", "select_last_index"});
+    const Tensor& x = input(n, 0);
+    int64_t r = int64_t(x.shape.size()), axis = attr_i(n, "axis", 0);
+    if (axis < 0) axis += r;
+    if (axis < 0 || axis >= r) fail(fmt::format("{} axis {} is out of range for {} dimensions", n.op_type(), axis, r), node_name(n));
+    Value v = x.nhwc ? to_nchw_value(x, loc) : x.value;
+    std::vector<int32_t> perm;
+    std::vector<int64_t> out;
+    for (int64_t a = 0; a < r; ++a)
+      if (a != axis) perm.push_back(int32_t(a));
+    perm.push_back(int32_t(axis));
+    if (axis != r - 1) v = transpose(v, perm, loc);
+    int64_t K = x.shape[size_t(axis)];
+    v = reshape(v, {numel(x.shape) / K, K}, loc);
+    bool keep = attr_i(n, "keepdims", 1) != 0;
+    for (int64_t a = 0; a < r; ++a)
+      if (a != axis) out.push_back(x.shape[size_t(a)]);
+      else if (keep) out.push_back(1);
+    Value y = b_.create<tpu::ArgMaxOp>(loc, mlir::RankedTensorType::get(out, b_.getI32Type()), v,
+                                       n.op_type() == "ArgMin" ? b_.getUnitAttr() : nullptr,
+                                       attr_i(n, "select_last_index", 0) ? b_.getUnitAttr() : nullptr, b_.getStringAttr(node_name(n)));
+    define(n, {y, out, false});
   }
 
   // InstanceNormalization: each image's channel normalized over its H and W. The mean and the

@@ -215,6 +215,18 @@ std::vector<RefTensor> evaluate_reference(mlir::func::FuncOp fn, const std::vect
                 }
               y.data[size_t(((nn * OH + oy) * OW + ox) * C + c)] = float(mx ? acc : acc / double(count));
             }
+    } else if (auto ax = mlir::dyn_cast<tpu::ArgMaxOp>(op)) {
+      const RefTensor& x = get(ax.getInput());
+      size_t K = size_t(x.shape.back()), rows = x.data.size() / K;
+      for (size_t r = 0; r < rows; ++r) {
+        size_t at = 0;
+        for (size_t k = 1; k < K; ++k) {
+          float v = x.data[r * K + k], best = x.data[r * K + at];
+          bool better = ax.getMin() ? v < best : v > best;
+          if (better || (ax.getLast() && v == best)) at = k;
+        }
+        y.data[r] = float(at);
+      }
     } else if (auto am = mlir::dyn_cast<tpu::PoolArgmaxOp>(op)) {
       const RefTensor& x = get(am.getInput());
       int64_t N = x.shape[0], H = x.shape[1], W = x.shape[2], C = x.shape[3], OH = y.shape[1], OW = y.shape[2];

@@ -71,6 +71,16 @@ mlir::LogicalResult Conv2DOp::verify() {
   return mlir::success();
 }
 
+mlir::LogicalResult ArgMaxOp::verify() {
+  auto x = mlir::cast<mlir::RankedTensorType>(getInput().getType());
+  auto y = mlir::cast<mlir::RankedTensorType>(getOutput().getType());
+  if (!y.getElementType().isInteger(32)) return emitOpError("indices must be i32");
+  if (x.getRank() < 1 || x.getNumElements() / x.getShape().back() != y.getNumElements())
+    return emitOpError("the output needs one element per input row (") << x.getNumElements() / std::max<int64_t>(1, x.getShape().back())
+                                                                        << "), not " << y.getNumElements();
+  return mlir::success();
+}
+
 mlir::LogicalResult PoolArgmaxOp::verify() {
   auto x = mlir::cast<mlir::RankedTensorType>(getInput().getType()).getShape();
   auto yt = mlir::cast<mlir::RankedTensorType>(getOutput().getType());

@@ -1693,6 +1693,43 @@ TEST_P(CompileE2E, HardSwishCeluAndGlobalMaxPoolMatchDefinition) {
   expect_close(compile_and_run(path, {{"x", x}}, "y", /*nchw=*/true), want_y, tolerance(0.03));
 }
 
+// ArgMax along the last axis (150 values: several lane blocks on the tiny presets) and ArgMin
+// along a middle one with the last of equal values, many ties, exactly. Integer inputs in
+// [-127, 127] are exact in bf16 and in INT8 (calibrated scale 1).
+TEST_P(CompileE2E, ArgMaxArgMinMatchDefinition) {
+  const int64_t A = 3, B = 5, K = 150;
+  std::mt19937 rng(151);
+  Vec x(size_t(A * B * K));
+  for (auto& v : x) v = float(int(rng() % 13) - 6);
+  x[0] = 127, x[1] = -127;
+  OnnxBuilder m;
+  m.input("x", {A, B, K});
+  auto* mx = m.node("ArgMax", "amax", {"x"}, {"i"});
+  OnnxBuilder::attr(mx, "axis", int64_t(-1));
+  OnnxBuilder::attr(mx, "keepdims", int64_t(0));
+  auto* mn = m.node("ArgMin", "amin", {"x"}, {"j"});
+  OnnxBuilder::attr(mn, "axis", int64_t(1));
+  OnnxBuilder::attr(mn, "select_last_index", int64_t(1));
+  m.output("i", {A, B}, onnx::TensorProto::INT64);
+  m.output("j", {A, 1, K}, onnx::TensorProto::INT64);
+  auto path = m.save("vtpu_argmax_" + id() + ".onnx");
+  Vec want_i(size_t(A * B)), want_j(size_t(A * K));
+  for (int64_t a = 0; a < A; ++a) {
+    for (int64_t b = 0; b < B; ++b) {
+      int64_t at = 0;
+      for (int64_t k = 1; k < K; ++k) at = x[size_t((a * B + b) * K + k)] > x[size_t((a * B + b) * K + at)] ? k : at;
+      want_i[size_t(a * B + b)] = float(at);
+    }
+    for (int64_t k = 0; k < K; ++k) {
+      int64_t at = 0;
+      for (int64_t b = 1; b < B; ++b) at = x[size_t((a * B + b) * K + k)] <= x[size_t((a * B + at) * K + k)] ? b : at;
+      want_j[size_t(a * K + k)] = float(at);
+    }
+  }
+  EXPECT_EQ(compile_and_run(path, {{"x", x}}, "i"), want_i);
+  EXPECT_EQ(compile_and_run(path, {{"x", x}}, "j"), want_j);
+}
+
 // A 3-D Conv or ConvTranspose of x by w with bias b into y: groups, kernel, strides, and the
 // pads at the start (pb) and end (pe) of each axis.
 onnx::NodeProto* volume_node(OnnxBuilder& m, const std::string& op, int64_t groups, const std::vector<int64_t>& k,

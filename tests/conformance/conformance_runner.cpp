@@ -34,7 +34,7 @@ const std::set<std::string> kOperators = {"Gemm", "MatMul", "Conv", "Relu", "Cli
                                           "Sigmoid", "Tanh", "Erf", "Exp", "Reciprocal", "Sqrt",
                                           "HardSigmoid", "Neg", "Sub", "Mul", "Max", "Min", "LeakyRelu", "PRelu", "Squeeze", "Unsqueeze",
                                           "Transpose", "Concat", "Slice", "Split", "Div", "LayerNormalization", "LSTM", "GRU", "Resize", "Upsample", "ConvTranspose", "Gather", "ConvTranspose", "Gather",
-                                          "MatMulInteger", "ConvInteger", "Abs", "Elu", "Selu", "Softsign", "Pad", "ReduceMean", "ReduceSum", "Sum", "Mean", "InstanceNormalization", "Tile", "Expand", "Shape", "Size", "GlobalMaxPool", "HardSwish", "Celu"};
+                                          "MatMulInteger", "ConvInteger", "Abs", "Elu", "Selu", "Softsign", "Pad", "ReduceMean", "ReduceSum", "Sum", "Mean", "InstanceNormalization", "Tile", "Expand", "Shape", "Size", "GlobalMaxPool", "HardSwish", "Celu", "ArgMax", "ArgMin"};
 // Operators whose inputs after the first are weights (constants for the compiler).
 // MatMul's B stays a runtime input: the node tests then check activation x activation
 // matmuls (constant weights are what Gemm's tests check).
