@@ -3074,6 +3074,20 @@ class Codegen {
   // best + n*C*H*W + c*H*W + oh*sh*W + ow*sw: the row part loaded per output row into lane 0
   // and spread over the lanes by vec.rsum, the lane part c*H*W a per-lane bias.
   // storage_order 1 swaps the roles of H and W in the offsets.
+  // The offer both index searches make (gen_argmax, gen_pool_argmax), in fp32 rows: v =
+  // min((M - v) * 2^200, 1) * 2^30 + bias, so where v equals the maximum M it offers the
+  // bias (an index: one value, or one per lane) and elsewhere at least 2^30 - 2^24. v and M
+  // are operand addresses ("ub[rN+0]"); M - v is never negative.
+  void index_offer(const std::string& v, const std::string& m, uint64_t rows, const std::string& bias) {
+    std::string huge = new_param(fmt::format("scale=[{}]", std::ldexp(1.0, 100)));
+    vec_wait(fmt::format("vec.sub dst={0} a={1} b={0} rows={2} dt=fp32", v, m, rows));
+    vec_wait(fmt::format("vec.affine dst={0} a={0} rows={1} dt=fp32 param={2}", v, rows, huge));  // twice: 2^200
+    vec_wait(fmt::format("vec.affine dst={0} a={0} rows={1} dt=fp32 param={2}", v, rows, huge));
+    vec_wait(fmt::format("vec.clamp dst={0} a={0} rows={1} dt=fp32 param={2}", v, rows, clamp_param(0.0, 1.0)));
+    vec_wait(fmt::format("vec.affine dst={0} a={0} rows={1} dt=fp32 param={2}", v, rows,
+                         new_param(fmt::format("scale=[{}] bias=[{}]", std::ldexp(1.0, 30), bias))));
+  }
+
   // ArgMax/ArgMin of each row, in fp32 rows: v = x (or -x for a minimum), padding lanes
   // -inf; M = the row maximum (vec.rmax per block, then the blocks' maximum); each lane
   // offers min((M - v) * 2^200, 1) * 2^30 + its index (K - 1 - index for the last of equal
@@ -3101,8 +3115,7 @@ class Codegen {
       code(fmt::format("  dma.load desc={} src=r0 dst=r0 flag=f1", new_desc(fmt::format("bytes={} src_off={} dst_off={}", n, hbm, masks))));
       code("  wait f1");
     }
-    std::string neg = new_param("scale=[-1]"), huge = new_param(fmt::format("scale=[{}]", std::ldexp(1.0, 100))),
-                unit = clamp_param(0.0, 1.0);
+    std::string neg = new_param("scale=[-1]");
     auto blk = [&](uint64_t b) { return v.base + b * v.block_bytes; };
     for (uint64_t b = 0; b < x.blocks; ++b) {
       code(fmt::format("  li r1, {} || li r2, {}", blk(b), masks + b * row32));
@@ -3118,14 +3131,9 @@ class Codegen {
         double idx = double(std::min<uint64_t>(b * R_ + l, K - 1));
         lane[l] = op.getLast() ? double(K - 1) - idx : idx;
       }
-      std::string offer = new_param(fmt::format("scale=[{}] bias=[{}]", std::ldexp(1.0, 30), fmt::join(lane, ", ")));
       code(fmt::format("  li r1, {} || li r4, {}", blk(b), mx));
       code(fmt::format("  li r3, {} || li r5, {}", b == 0 ? best : tmp, best));
-      vec_wait(fmt::format("vec.sub dst=ub[r1+0] a=ub[r4+0] b=ub[r1+0] rows={} dt=fp32", rows));
-      vec_wait(fmt::format("vec.affine dst=ub[r1+0] a=ub[r1+0] rows={} dt=fp32 param={}", rows, huge));
-      vec_wait(fmt::format("vec.affine dst=ub[r1+0] a=ub[r1+0] rows={} dt=fp32 param={}", rows, huge));
-      vec_wait(fmt::format("vec.clamp dst=ub[r1+0] a=ub[r1+0] rows={} dt=fp32 param={}", rows, unit));
-      vec_wait(fmt::format("vec.affine dst=ub[r1+0] a=ub[r1+0] rows={} dt=fp32 param={}", rows, offer));
+      index_offer("ub[r1+0]", "ub[r4+0]", rows, fmt::format("{}", fmt::join(lane, ", ")));
       vec_wait(fmt::format("vec.affine dst=ub[r1+0] a=ub[r1+0] rows={} dt=fp32 param={}", rows, neg));
       vec_wait(fmt::format("vec.rmax dst=ub[r3+0] a=ub[r1+0] rows={} dt=fp32", rows));  // -(row minimum)
       if (b) vec_wait(fmt::format("vec.max dst=ub[r5+0] a=ub[r5+0] b=ub[r3+0] rows={} dt=fp32", rows));
@@ -3162,8 +3170,7 @@ class Codegen {
     Act M = fp32_twin(z, layer, "maximum", false), T = fp32_twin(z, layer, "tap", false), B = fp32_twin(z, layer, "best", false);
     uint64_t row32 = R_ * 4, rows = z.rows;
     std::string fill_low = new_param("scale=[0] bias=[-3e38]"), fill_high = new_param("scale=[0] bias=[3e38]"),
-                gather = new_param(fmt::format("window=[0] pool_stride={}", uint64_t(st[1]) * row32)),
-                huge = new_param(fmt::format("scale=[{}]", std::ldexp(1.0, 100))), unit = clamp_param(0.0, 1.0);
+                gather = new_param(fmt::format("window=[0] pool_stride={}", uint64_t(st[1]) * row32));
     auto at = [&](const Act& a, uint64_t b, uint64_t row) { return a.base + b * a.block_bytes + row * row32; };
     // T = tap (i, j) of every window, block b.
     auto gather_tap = [&](uint64_t b, int64_t i, int64_t j) {
@@ -3194,12 +3201,7 @@ class Codegen {
         for (int64_t j = 0; j < k[1]; ++j) {
           gather_tap(b, i, j);
           int64_t off = column_major ? (j - pad[2]) * H + (i - pad[0]) : (i - pad[0]) * W + (j - pad[2]);
-          vec_wait(fmt::format("vec.sub dst=ub[r4+0] a=ub[r3+0] b=ub[r4+0] rows={} dt=fp32", rows));
-          vec_wait(fmt::format("vec.affine dst=ub[r4+0] a=ub[r4+0] rows={} dt=fp32 param={}", rows, huge));
-          vec_wait(fmt::format("vec.affine dst=ub[r4+0] a=ub[r4+0] rows={} dt=fp32 param={}", rows, huge));
-          vec_wait(fmt::format("vec.clamp dst=ub[r4+0] a=ub[r4+0] rows={} dt=fp32 param={}", rows, unit));
-          vec_wait(fmt::format("vec.affine dst=ub[r4+0] a=ub[r4+0] rows={} dt=fp32 param={}", rows,
-                               new_param(fmt::format("scale=[{}] bias=[{}]", std::ldexp(1.0, 30), off))));
+          index_offer("ub[r4+0]", "ub[r3+0]", rows, std::to_string(off));
           vec_wait(fmt::format("vec.min dst=ub[r5+0] a=ub[r5+0] b=ub[r4+0] rows={} dt=fp32", rows));
         }
     }

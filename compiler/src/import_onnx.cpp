@@ -383,6 +383,12 @@ class Importer {
     if (!a) return dflt;
     return {a->ints().begin(), a->ints().end()};
   }
+  // An attribute with one value per spatial axis (`rank` of them), `dflt` on each when absent.
+  std::vector<int64_t> per_axis(const onnx::NodeProto& n, const std::string& name, int64_t dflt, size_t rank) {
+    auto v = attr_ints(n, name, std::vector<int64_t>(rank, dflt));
+    if (v.size() != rank) fail(fmt::format("{} {} must have {} values for a {}-D input", n.op_type(), name, rank, rank), node_name(n));
+    return v;
+  }
   std::string attr_s(const onnx::NodeProto& n, const std::string& name, std::string dflt) {
     auto* a = attr(n, name);
     return a ? a->s() : dflt;
@@ -569,17 +575,6 @@ class Importer {
     if (!kShapeOps.count(op) || n.input_size() < 1 || !constants_.count(n.input(0)) || values_.count(n.input(0))) return false;
     Constant c = constants_.at(n.input(0));
     int64_t r = int64_t(c.shape.size());
-    auto axis_of = [&](int64_t a, int64_t rank) {
-      int64_t k = a < 0 ? a + rank : a;
-      if (k < 0 || k >= rank) fail(fmt::format("axis {} is out of range for a {}-D constant", a, rank), node_name(n));
-      return k;
-    };
-    auto axes_of = [&]() {
-      std::vector<int64_t> axes = attr_ints(n, "axes", {});
-      if (n.input_size() > 1 && !n.input(1).empty())
-        for (float f : const_input(n, 1, "axes").data) axes.push_back(int64_t(f));
-      return axes;
-    };
     if (op == "Transpose") {
       std::vector<int64_t> perm = attr_ints(n, "perm", {});
       if (perm.empty())
@@ -587,7 +582,10 @@ class Importer {
       if (int64_t(perm.size()) != r) fail("perm does not match the constant's rank", node_name(n));
       std::vector<int64_t> shape, in_stride(size_t(r), 1);
       for (int64_t k = r - 2; k >= 0; --k) in_stride[size_t(k)] = in_stride[size_t(k + 1)] * c.shape[size_t(k + 1)];
-      for (int64_t p : perm) shape.push_back(c.shape[size_t(axis_of(p, r))]);
+      for (int64_t p : perm) {
+        if (p < 0 || p >= r) fail(fmt::format("perm entry {} is out of range for a {}-D constant", p, r), node_name(n));
+        shape.push_back(c.shape[size_t(p)]);
+      }
       std::vector<float> out(c.data.size());
       std::vector<int64_t> idx(size_t(r), 0);
       for (size_t i = 0; i < out.size(); ++i) {
@@ -597,40 +595,8 @@ class Importer {
         for (int64_t k = r - 1; k >= 0 && ++idx[size_t(k)] == shape[size_t(k)]; --k) idx[size_t(k)] = 0;
       }
       c = {shape, out};
-    } else if (op == "Reshape") {
-      bool allowzero = attr_i(n, "allowzero", 0) != 0;
-      std::vector<int64_t> shape;
-      int64_t infer = -1, known = 1;
-      for (float f : const_input(n, 1, "Reshape shape").data) {
-        int64_t d = int64_t(f);
-        if (d == 0 && !allowzero) d = c.shape.at(shape.size());
-        if (d == -1) infer = int64_t(shape.size()), d = 1;
-        else known *= d;
-        shape.push_back(d);
-      }
-      if (infer >= 0 && known) shape[size_t(infer)] = numel(c.shape) / known;
-      if (numel(shape) != numel(c.shape)) fail("Reshape of a constant changes its number of elements", node_name(n));
-      c.shape = shape;
-    } else if (op == "Flatten") {
-      int64_t axis = attr_i(n, "axis", 1);
-      if (axis < 0) axis += r;
-      int64_t outer = 1;
-      for (int64_t k = 0; k < axis; ++k) outer *= c.shape[size_t(k)];
-      c.shape = {outer, numel(c.shape) / outer};
-    } else if (op == "Squeeze") {
-      std::vector<int64_t> axes = axes_of(), shape;
-      std::set<int64_t> drop;
-      for (int64_t a : axes) drop.insert(axis_of(a, r));
-      for (int64_t k = 0; k < r; ++k)
-        if (!(axes.empty() ? c.shape[size_t(k)] == 1 : drop.count(k) > 0)) shape.push_back(c.shape[size_t(k)]);
-      c.shape = shape;
-    } else if (op == "Unsqueeze") {
-      std::vector<int64_t> axes = axes_of(), shape;
-      int64_t rank = r + int64_t(axes.size());
-      std::set<int64_t> add;
-      for (int64_t a : axes) add.insert(axis_of(a, rank));
-      for (int64_t k = 0, j = 0; k < rank; ++k) shape.push_back(add.count(k) ? 1 : c.shape[size_t(j++)]);
-      c.shape = shape;
+    } else if (op != "Identity" && op != "Dropout") {
+      c.shape = reshaped_shape(n, c.shape);
     }
     constants_[n.output(0)] = c;
     if (int_consts_.count(n.input(0))) int_consts_.insert(n.output(0));
@@ -738,11 +704,7 @@ class Importer {
       int64_t dim = x.shape[0], st = int64_t(in(1).data.at(0)), en = int64_t(std::clamp<double>(in(2).data.at(0), -1e18, 1e18));
       int64_t step = n.input_size() > 4 && !n.input(4).empty() ? int64_t(in(4).data.at(0)) : 1;
       if (step == 0) fail("Slice step 0 is not allowed", node_name(n));
-      auto clampi = [&](int64_t v) {
-        v = v < 0 ? v + dim : v;
-        return step > 0 ? std::clamp<int64_t>(v, 0, dim) : std::clamp<int64_t>(v, -1, dim - 1);
-      };
-      for (int64_t k = clampi(st), e = clampi(en); step > 0 ? k < e : k > e; k += step) out.data.push_back(x.data[size_t(k)]);
+      for (int64_t k : slice_indices(dim, st, en, step)) out.data.push_back(x.data[size_t(k)]);
       out.shape = {int64_t(out.data.size())};
     } else {
       return false;
@@ -804,17 +766,8 @@ class Importer {
       only_attrs(n, {});
       std::vector<int64_t> want;
       for (float f : const_input(n, 1, "Expand shape").data) want.push_back(int64_t(f));
-      const Tensor& x = input(n, 0);
-      std::vector<int64_t> shape(std::max(want.size(), x.shape.size()), 1);
-      for (size_t k = 0; k < shape.size(); ++k) {
-        int64_t a = k + x.shape.size() >= shape.size() ? x.shape[k + x.shape.size() - shape.size()] : 1;
-        int64_t b = k + want.size() >= shape.size() ? want[k + want.size() - shape.size()] : 1;
-        if (a != b && a != 1 && b != 1) fail(fmt::format("Expand of [{}] to [{}]: shapes do not broadcast", fmt::join(x.shape, ", "), fmt::join(want, ", ")), node_name(n));
-        shape[k] = std::max(a, b);
-      }
-      Tensor zeros{constant(shape, std::vector<float>(size_t(numel(shape)), 0.0f), loc), shape, false};
-      Tensor out;
-      auto [a, c] = broadcast_pair(n, x, zeros, out, loc);
+      Tensor zeros{constant(want, std::vector<float>(size_t(numel(want)), 0.0f), loc), want, false}, out;
+      auto [a, c] = broadcast_pair(n, input(n, 0), zeros, out, loc);
       out.value = b_.create<mlir::tosa::AddOp>(loc, tensor_type(out.nhwc ? to_nhwc(out.shape) : out.shape), a, c);
       return define(n, out);
     }
@@ -861,7 +814,7 @@ class Importer {
       define(n, {y, x.shape, x.nhwc});
       return;
     }
-    if (op == "Squeeze" || op == "Unsqueeze") return squeeze(n, loc, op == "Unsqueeze");
+    if (op == "Squeeze" || op == "Unsqueeze") return squeeze(n, loc);
     if (op == "Transpose") return transpose_op(n, loc);
     if (op == "Concat") return concat(n, loc);
     if (op == "Slice") return slice(n, loc);
@@ -999,25 +952,11 @@ class Importer {
     return {out.size() == 2 ? fc : reshape(fc, out, loc), out, false};
   }
 
+  // A 2-D node's pads in TOSA order: top, bottom, left, right.
   std::vector<int64_t> pads_of(const onnx::NodeProto& n, const std::vector<int64_t>& in_hw, const std::vector<int64_t>& kernel,
                                const std::vector<int64_t>& stride, const std::vector<int64_t>& dilation) {
-    std::string ap = attr_s(n, "auto_pad", "NOTSET");
-    std::vector<int64_t> p = attr_ints(n, "pads", {0, 0, 0, 0});  // top, left, bottom, right
-    if (ap == "SAME_UPPER" || ap == "SAME_LOWER") {
-      for (int i = 0; i < 2; ++i) {
-        int64_t out = (in_hw[size_t(i)] + stride[size_t(i)] - 1) / stride[size_t(i)];
-        int64_t total = std::max<int64_t>(0, (out - 1) * stride[size_t(i)] + (kernel[size_t(i)] - 1) * dilation[size_t(i)] + 1 - in_hw[size_t(i)]);
-        int64_t small = total / 2, big = total - small;
-        p[size_t(i)] = ap == "SAME_UPPER" ? small : big;
-        p[size_t(i + 2)] = ap == "SAME_UPPER" ? big : small;
-      }
-    } else if (ap == "VALID") {
-      p = {0, 0, 0, 0};
-    } else if (ap != "NOTSET") {
-      fail(fmt::format("auto_pad '{}' is not supported", ap), node_name(n));
-    }
-    if (p.size() != 4) fail("only 2-D pads are supported", node_name(n));
-    return {p[0], p[2], p[1], p[3]};  // TOSA order: top, bottom, left, right
+    auto p = explicit_pads(n, in_hw, kernel, stride, dilation);  // top, left, bottom, right
+    return {p[0], p[2], p[1], p[3]};
   }
 
   // Conv with `group`: depthwise (one group per input channel) becomes
@@ -1041,12 +980,7 @@ class Importer {
     int64_t N = x.shape[0], CI = x.shape[1], D = x.shape[2], H = x.shape[3], W = x.shape[4];
     if (G < 1 || CI % G || CO % G || CIg * G != CI)
       fail(fmt::format("Conv weight [{}] does not fit {} input channels in {} groups", fmt::join(w.shape, ", "), CI, G), node_name(n));
-    auto three = [&](const char* name, int64_t dflt) {
-      auto v = attr_ints(n, name, {dflt, dflt, dflt});
-      if (v.size() != 3) fail(fmt::format("Conv {} must have 3 values for a 3-D input", name), node_name(n));
-      return v;
-    };
-    auto stride = three("strides", 1), dil = three("dilations", 1);
+    auto stride = per_axis(n, "strides", 1, 3), dil = per_axis(n, "dilations", 1, 3);
     auto p = explicit_pads(n, {D, H, W}, {KD, KH, KW}, stride, dil);
     int64_t OD = (D + p[0] + p[3] - (KD - 1) * dil[0] - 1) / stride[0] + 1;
     if (OD < 1) fail("the Conv output depth would be empty", node_name(n));
@@ -1519,7 +1453,7 @@ class Importer {
     m.add_output(n.output(0) + tag);
     return m;
   }
-  // Explicit [begin..., end...] pads of a pooling node over `in`, from auto_pad or pads.
+  // Explicit [begin..., end...] pads of a Conv or pooling node over `in`, from auto_pad or pads.
   std::vector<int64_t> explicit_pads(const onnx::NodeProto& n, const std::vector<int64_t>& in, const std::vector<int64_t>& k,
                                      const std::vector<int64_t>& stride, const std::vector<int64_t>& dil) {
     size_t r = in.size();
@@ -1548,8 +1482,7 @@ class Importer {
     if (n.output_size() > 1 && !n.output(1).empty()) fail("MaxPool's Indices output is supported for 2-D pools only", node_name(n));
     auto k = attr_ints(n, "kernel_shape", {});
     if (k.size() != 3) fail("kernel_shape of a 3-D pool must have 3 values", node_name(n));
-    auto stride = attr_ints(n, "strides", {1, 1, 1}), dil = attr_ints(n, "dilations", {1, 1, 1});
-    if (stride.size() != 3 || dil.size() != 3) fail("strides and dilations of a 3-D pool must have 3 values", node_name(n));
+    auto stride = per_axis(n, "strides", 1, 3), dil = per_axis(n, "dilations", 1, 3);
     int64_t N = x.shape[0], C = x.shape[1], D = x.shape[2], H = x.shape[3], W = x.shape[4];
     auto p = explicit_pads(n, {D, H, W}, k, stride, dil);
     onnx::NodeProto hw = derived_node(n, "#hw", {"auto_pad", "kernel_shape", "strides", "dilations", "pads", "storage_order"});
@@ -1638,13 +1571,51 @@ class Importer {
 
   // Squeeze/Unsqueeze only change the shape: reshapes. Axes are an attribute before opset 13
   // and a constant input from 13 on.
-  void squeeze(const onnx::NodeProto& n, mlir::Location loc, bool unsqueeze) {
+  void squeeze(const onnx::NodeProto& n, mlir::Location loc) {
     only_attrs(n, {"axes"});
-    const Tensor& x = input(n, 0);
+    reshape_to(n, reshaped_shape(n, input(n, 0).shape), loc);
+  }
+
+  // The output shape of a Reshape, Flatten, Squeeze or Unsqueeze of a tensor of shape `in`:
+  // one set of rules for activations and for constants folded at import. Reshape: 0 copies
+  // the input's dimension (is an empty dimension with allowzero=1), -1 is inferred.
+  std::vector<int64_t> reshaped_shape(const onnx::NodeProto& n, const std::vector<int64_t>& in) {
+    const std::string& op = n.op_type();
+    std::vector<int64_t> shape;
+    if (op == "Flatten") {
+      int64_t axis = attr_i(n, "axis", 1);
+      if (axis < 0) axis += int64_t(in.size());
+      int64_t outer = 1, inner = 1;
+      for (size_t i = 0; i < in.size(); ++i) (int64_t(i) < axis ? outer : inner) *= in[i];
+      return {outer, inner};
+    }
+    if (op == "Reshape") {
+      const Constant& s = const_input(n, 1, "Reshape shape");
+      bool allowzero = attr_i(n, "allowzero", 0) != 0;
+      int64_t known = 1, infer = -1;
+      for (size_t i = 0; i < s.data.size(); ++i) {
+        int64_t d = int64_t(s.data[i]);
+        if (d == 0 && i >= in.size() && !allowzero)
+          fail(fmt::format("Reshape shape[{}] = 0 copies a dimension the {}-D input does not have", i, in.size()), node_name(n));
+        if (d == 0 && !allowzero) d = in.at(i);
+        if (d == -1) infer = int64_t(i), d = 1;
+        else known *= d;
+        shape.push_back(d);
+      }
+      if (infer >= 0) {
+        if (known == 0) fail("Reshape cannot infer a -1 dimension beside a 0 (allowzero=1)", node_name(n));
+        shape[size_t(infer)] = numel(in) / known;
+      }
+      if (numel(shape) != numel(in))
+        fail(fmt::format("Reshape of [{}] to [{}] changes the number of elements", fmt::join(in, ", "), fmt::join(shape, ", ")),
+             node_name(n));
+      return shape;
+    }
+    bool unsqueeze = op == "Unsqueeze";  // or Squeeze; axes are an attribute before opset 13, an input from 13 on
     std::vector<int64_t> axes = attr_ints(n, "axes", {});
     if (n.input_size() > 1 && !n.input(1).empty())
       for (float a : const_input(n, 1, unsqueeze ? "Unsqueeze axes" : "Squeeze axes").data) axes.push_back(int64_t(a));
-    int64_t rank = int64_t(x.shape.size()) + (unsqueeze ? int64_t(axes.size()) : 0);
+    int64_t rank = int64_t(in.size()) + (unsqueeze ? int64_t(axes.size()) : 0);
     std::vector<bool> picked(size_t(rank), false);
     for (int64_t a : axes) {
       int64_t k = a < 0 ? a + rank : a;
@@ -1652,20 +1623,18 @@ class Importer {
         fail(fmt::format("axis {} is out of range or repeated for a {}-D result", a, rank), node_name(n));
       picked[size_t(k)] = true;
     }
-    std::vector<int64_t> shape;
     if (unsqueeze) {
       if (axes.empty()) fail("Unsqueeze needs axes", node_name(n));
       size_t j = 0;
-      for (int64_t k = 0; k < rank; ++k) shape.push_back(picked[size_t(k)] ? 1 : x.shape[j++]);
+      for (int64_t k = 0; k < rank; ++k) shape.push_back(picked[size_t(k)] ? 1 : in[j++]);
     } else {
-      for (size_t k = 0; k < x.shape.size(); ++k) {
-        bool drop = axes.empty() ? x.shape[k] == 1 : bool(picked[k]);
-        if (drop && x.shape[k] != 1)
-          fail(fmt::format("cannot squeeze dimension {} of size {}", k, x.shape[k]), node_name(n));
-        if (!drop) shape.push_back(x.shape[k]);
+      for (size_t k = 0; k < in.size(); ++k) {
+        bool drop = axes.empty() ? in[k] == 1 : bool(picked[k]);
+        if (drop && in[k] != 1) fail(fmt::format("cannot squeeze dimension {} of size {}", k, in[k]), node_name(n));
+        if (!drop) shape.push_back(in[k]);
       }
     }
-    reshape_to(n, shape, loc);
+    return shape;
   }
 
   // A window [start, start + size) per logical dimension, as tosa.slice on the stored layout.
@@ -1679,6 +1648,18 @@ class Importer {
     Value y = b_.create<mlir::tosa::SliceOp>(loc, tensor_type(vz), x.value, b_.getDenseI64ArrayAttr(vs),
                                              b_.getDenseI64ArrayAttr(vz));
     return {y, size, x.nhwc};
+  }
+
+  // The indices a Slice picks along a dimension of `dim`: ONNX clamps start and end to [0, dim]
+  // for positive steps, to [-1, dim - 1] for negative ones, after adding dim to negatives.
+  static std::vector<int64_t> slice_indices(int64_t dim, int64_t start, int64_t end, int64_t step) {
+    auto clampi = [&](int64_t v) {
+      v = v < 0 ? v + dim : v;
+      return step > 0 ? std::clamp<int64_t>(v, 0, dim) : std::clamp<int64_t>(v, -1, dim - 1);
+    };
+    std::vector<int64_t> idx;
+    for (int64_t k = clampi(start), e = clampi(end); step > 0 ? k < e : k > e; k += step) idx.push_back(k);
+    return idx;
   }
 
   void slice(const onnx::NodeProto& n, mlir::Location loc) {
@@ -1704,19 +1685,11 @@ class Importer {
       if (a < 0 || a >= int64_t(r)) fail(fmt::format("Slice axis {} is out of range", axes[i]), node_name(n));
       int64_t step = steps.empty() ? 1 : steps[i];
       if (step == 0) fail("Slice step 0 is not allowed", node_name(n));
-      int64_t dim = x.shape[size_t(a)];
-      // ONNX's clamping: [0, dim] for positive steps, [-1, dim - 1] for negative ones.
-      auto clampi = [&](int64_t v) {
-        v = v < 0 ? v + dim : v;
-        return step > 0 ? std::clamp<int64_t>(v, 0, dim) : std::clamp<int64_t>(v, -1, dim - 1);
-      };
-      int64_t s = clampi(starts[i]), e = clampi(ends[i]);
-      std::vector<int64_t> idx;
-      for (int64_t k = s; step > 0 ? k < e : k > e; k += step) idx.push_back(k);
+      std::vector<int64_t> idx = slice_indices(x.shape[size_t(a)], starts[i], ends[i], step);
       out_shape[size_t(a)] = int64_t(idx.size());
       if (idx.empty()) continue;  // an empty output (no data)
       if (step == 1) {
-        start[size_t(a)] = s, size[size_t(a)] = e - s;
+        start[size_t(a)] = idx.front(), size[size_t(a)] = int64_t(idx.size());
       } else {
         int64_t lo = *std::min_element(idx.begin(), idx.end()), hi = *std::max_element(idx.begin(), idx.end());
         start[size_t(a)] = lo, size[size_t(a)] = hi - lo + 1;
@@ -1809,40 +1782,11 @@ class Importer {
     define(n, {x.empty() ? Value() : transpose(x.value, q, loc), shape, false});
   }
 
-  void flatten(const onnx::NodeProto& n, mlir::Location loc) {
-    const Tensor& x = input(n, 0);
-    int64_t axis = attr_i(n, "axis", 1);
-    if (axis < 0) axis += int64_t(x.shape.size());
-    int64_t outer = 1, inner = 1;
-    for (size_t i = 0; i < x.shape.size(); ++i) (int64_t(i) < axis ? outer : inner) *= x.shape[i];
-    reshape_to(n, {outer, inner}, loc);
-  }
+  void flatten(const onnx::NodeProto& n, mlir::Location loc) { reshape_to(n, reshaped_shape(n, input(n, 0).shape), loc); }
 
-  // 0 in the shape copies the input's dimension (is an empty dimension with allowzero=1), -1 is inferred.
   void reshape_op(const onnx::NodeProto& n, mlir::Location loc) {
-    const Tensor& x = input(n, 0);
     only_attrs(n, {"allowzero"});
-    const Constant& s = const_input(n, 1, "Reshape shape");
-    bool allowzero = attr_i(n, "allowzero", 0) != 0;
-    std::vector<int64_t> shape;
-    int64_t known = 1, infer = -1;
-    for (size_t i = 0; i < s.data.size(); ++i) {
-      int64_t d = int64_t(s.data[i]);
-      if (d == 0 && i >= x.shape.size() && !allowzero)
-        fail(fmt::format("Reshape shape[{}] = 0 copies a dimension the {}-D input does not have", i, x.shape.size()), node_name(n));
-      if (d == 0 && !allowzero) d = x.shape.at(i);
-      if (d == -1) infer = int64_t(i), d = 1;
-      else known *= d;
-      shape.push_back(d);
-    }
-    if (infer >= 0) {
-      if (known == 0) fail("Reshape cannot infer a -1 dimension beside a 0 (allowzero=1)", node_name(n));
-      shape[size_t(infer)] = numel(x.shape) / known;
-    }
-    if (numel(shape) != numel(x.shape))
-      fail(fmt::format("Reshape of [{}] to [{}] changes the number of elements", fmt::join(x.shape, ", "), fmt::join(shape, ", ")),
-           node_name(n));
-    reshape_to(n, shape, loc);
+    reshape_to(n, reshaped_shape(n, input(n, 0).shape), loc);
   }
 
   void batchnorm(const onnx::NodeProto& n, mlir::Location loc) {
@@ -2538,12 +2482,7 @@ class Importer {
     if (G < 1 || CI != x.shape[1] || CI % G)
       fail(fmt::format("ConvTranspose weight [{}] does not fit {} input channels in {} groups", fmt::join(w.shape, ", "), x.shape[1], G),
            node_name(n));
-    auto three = [&](const char* name, int64_t dflt) {
-      auto v = attr_ints(n, name, {dflt, dflt, dflt});
-      if (v.size() != 3) fail(fmt::format("ConvTranspose {} must have 3 values for a 3-D input", name), node_name(n));
-      return v;
-    };
-    auto stride = three("strides", 1), dil = three("dilations", 1), opad = three("output_padding", 0);
+    auto stride = per_axis(n, "strides", 1, 3), dil = per_axis(n, "dilations", 1, 3), opad = per_axis(n, "output_padding", 0, 3);
     auto p = attr_ints(n, "pads", {0, 0, 0, 0, 0, 0});
     if (p.size() != 6) fail("ConvTranspose pads must have 6 values for a 3-D input", node_name(n));
     std::string ap = attr_s(n, "auto_pad", "NOTSET");
