@@ -340,8 +340,13 @@ ModelRun run_model(const std::filesystem::path& model, const config::Config& cfg
     }
   }
 
+  run.layers = layer_rows(run.sim.stats, bounds);
+  return run;
+}
+
+std::vector<LayerRow> layer_rows(const sim::Stats& st, const std::vector<compiler::LayerBound>& bounds) {
   // Per layer: the simulator's per-tag figures beside the compiler's bounds.
-  const sim::Stats& st = run.sim.stats;
+  std::vector<LayerRow> layers;
   double peak_macs_per_cycle = double(st.mxu_count) * st.mxu_rows * st.mxu_cols;
   for (const auto& tag : st.per_tag) {
     if (tag.tag.empty()) continue;
@@ -369,9 +374,9 @@ ModelRun run_model(const std::filesystem::path& model, const config::Config& cfg
       if (("+" + row.op + "+").find("+" + b.op + "+") == std::string::npos) row.op += (row.op.empty() ? "" : "+") + b.op;
       row.shape = fmt::format("{}", fmt::join(b.shape, "x"));
     }
-    run.layers.push_back(row);
+    layers.push_back(row);
   }
-  return run;
+  return layers;
 }
 
 std::string layer_table(const ModelRun& run) {

@@ -81,6 +81,9 @@ struct ModelRun {
 // `model` is an .onnx file (compiled here) or a .vtpu program.
 ModelRun run_model(const std::filesystem::path& model, const config::Config& cfg, const RunOptions& options);
 
+// The layer rows of a run's statistics, beside the compiler's bounds (empty: no bounds).
+std::vector<LayerRow> layer_rows(const sim::Stats& stats, const std::vector<compiler::LayerBound>& bounds);
+
 // The per-layer table and the totals (latency, throughput, TOPS, energy, power).
 std::string layer_table(const ModelRun& run);
 std::string totals_text(const ModelRun& run);
