@@ -21,6 +21,7 @@
 #include "vtpu/sim/simulator.h"
 #include "vtpu/support/error.h"
 #include "vtpu/support/layout.h"
+#include "sweep_cmd.h"
 
 namespace {
 
@@ -418,6 +419,8 @@ int main(int argc, char** argv) {
   sim_cmd->add_option("--max-cycles", sim_args.max_cycles, "stop with an error past this many cycles")->capture_default_str();
   sim_cmd->add_flag("-q,--quiet", sim_args.quiet, "do not print the summary table");
 
+  vtpu::cli::SweepCommand sweep_cmd = vtpu::cli::add_sweep_command(app);
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -442,6 +445,7 @@ int main(int argc, char** argv) {
     if (*dis_cmd) return cmd_disasm(dis_in);
     if (*check_cmd) return cmd_config_check(cfg_file);
     if (*list_cmd) return cmd_config_list();
+    if (*sweep_cmd.command) return sweep_cmd.run();
   } catch (const UserError& e) {
     std::cerr << e.what() << "\n";
     return kExitUserError;
