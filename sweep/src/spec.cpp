@@ -302,12 +302,13 @@ class Parser {
       if (f.count("values") == f.count("scale")) fail(item, at, "give values or scale (one of them)", "values: [...] lists the values; scale: [0.5, 1, 2] multiplies the base config's");
       a.name = f.count("name") ? scalar(f["name"], at + ".name") : join(a.keys, "+");
       if (f.count("values")) {
-        for (const YAML::Node& x : list(f["values"], at + ".values")) a.values.push_back(axis_value(a, x, at + ".values"));
+        bool keyed = !a.keys.empty();
+        for (const YAML::Node& x : list(f["values"], at + ".values")) a.values.push_back(axis_value(a, keyed, x, at + ".values"));
       } else {
         if (a.keys.empty()) fail(item, at, "scale needs key or keys to scale");
         for (const YAML::Node& x : list(f["scale"], at + ".scale")) a.values.push_back(scaled_value(s, a, x, at + ".scale"));
       }
-      if (a.name.empty()) a.name = at;
+      if (a.name.empty()) a.name = join(a.keys, "+");
       std::set<std::string> labels;
       for (const AxisValue& av : a.values)
         if (!labels.insert(av.label).second) fail(f.count("values") ? f["values"] : f["scale"], at, fmt::format("value '{}' is listed twice", av.label));
@@ -325,9 +326,11 @@ class Parser {
     }
   }
 
-  AxisValue axis_value(Axis& a, const YAML::Node& x, const std::string& at) {
+  // `keyed`: the axis names its key(s) and each value is a scalar; else each value is a
+  // mapping of config keys.
+  AxisValue axis_value(Axis& a, bool keyed, const YAML::Node& x, const std::string& at) {
     AxisValue av;
-    if (a.keys.empty()) {
+    if (!keyed) {
       // A mapping of config keys: one point of several keys at once.
       if (!x.IsMap()) fail(x, at, "without key: each value is a mapping of config keys, e.g. {core.mxu.rows: 128, core.mxu.cols: 128}");
       std::vector<std::string> labels;
