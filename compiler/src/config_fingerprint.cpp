@@ -23,7 +23,9 @@ uint64_t config_fingerprint(const config::Config& cfg) {
   u(ub.bytes), u(ub.banks), u(ub.row_bytes), u(ub.alignment_bytes);
   u(cfg.core.accumulators.rows);
   const auto& vec = cfg.core.vector;
-  u(vec.lanes), u(vec.sublanes), u(vec.latency_cycles.alu), u(vec.latency_cycles.rescale), u(vec.latency_cycles.convert);
+  const auto& lat = vec.latency_cycles;  // every class: the epilogue schedule reads each op's
+  u(vec.lanes), u(vec.sublanes), u(lat.alu), u(lat.multiply), u(lat.transcendental), u(lat.reduce), u(lat.rescale);
+  u(lat.convert), u(lat.pool);
   u(cfg.memory.bytes);
   // The schedule's estimate and the layer bounds read bandwidth and clock only as bytes per
   // cycle, in these two spellings (codegen.cpp).
