@@ -18,6 +18,8 @@ PACKAGES=(
   libonnx-dev libprotobuf-dev protobuf-compiler libonnx-testdata
   zlib1g-dev dataset-fashion-mnist    # accuracy of the trained LeNet-5 on Fashion-MNIST
   libstb-dev                          # image files as model inputs (stb_image, stb_image_resize)
+  libsqlite3-dev                      # sweep results (vtpu sweep; docs/sweeps.md)
+  slurm-wlm munge                     # sweeps as Slurm array jobs; the slurm test runs a one-node cluster
 )
 
 missing=()

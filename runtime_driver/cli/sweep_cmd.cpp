@@ -9,6 +9,7 @@
 #include <fstream>
 #include <iostream>
 #include <memory>
+#include <optional>
 
 #include "vtpu/support/error.h"
 #include "vtpu/sweep/database.h"
@@ -77,8 +78,20 @@ fs::path results_db(const std::string& source, const std::string& db) {
   return sweep::default_db(sweep::load_sweep(p));
 }
 
+// A mistake on the command line: exit code 2, as CLI11's own.
+int usage(const std::string& what) {
+  std::cerr << "vtpu sweep: " << what << "\nRun with --help for more information.\n";
+  return kExitUsage;
+}
+
 int run(const Args& a) {
-  if (a.file.empty()) throw UserError("vtpu sweep: give a sweep file (see examples/sweep_resnet50_bert.yaml and docs/sweeps.md)");
+  if (a.file.empty()) return usage("give a sweep file (examples/sweep_resnet50_bert.yaml is one; docs/sweeps.md)");
+  std::optional<sweep::Shard> shard;
+  try {
+    if (!a.shard.empty()) shard = sweep::parse_shard(a.shard);
+  } catch (const UserError& e) {
+    return usage(e.what());
+  }
   sweep::SweepSpec spec = sweep::load_sweep(a.file);
   if (!a.emit_slurm.empty()) {
     sweep::SlurmOptions o;
@@ -96,7 +109,7 @@ int run(const Args& a) {
   o.db = a.db.empty() ? sweep::default_db(spec) : fs::path(a.db);
   o.cache_dir = a.cache.empty() ? sweep::default_cache(o.db) : fs::path(a.cache);
   o.model_dir = a.model_dir;
-  if (!a.shard.empty()) o.shard = sweep::parse_shard(a.shard);
+  o.shard = shard;
   o.retry_errors = a.retry_errors;
   auto bar = std::make_shared<ProgressBar>(spec.name);
   if (!a.quiet) o.progress = [bar](const sweep::Progress& p) { (*bar)(p); };
@@ -116,7 +129,7 @@ int run(const Args& a) {
 }
 
 int run_export(const Args& a) {
-  if (a.csv.empty() == a.jsonl.empty()) throw UserError("vtpu sweep export: give --csv OUT.csv or --jsonl OUT.jsonl");
+  if (a.csv.empty() == a.jsonl.empty()) return usage("export: give --csv OUT.csv or --jsonl OUT.jsonl (one of them)");
   fs::path dbp = results_db(a.source, a.db);
   std::vector<std::string> metrics;
   fs::path src(a.source);
