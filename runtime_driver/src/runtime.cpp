@@ -357,6 +357,7 @@ ModelRun run_model(const std::filesystem::path& model, const config::Config& cfg
     for (size_t i = 0; i < sim::kNumStallReasons; ++i)
       if (c.stall[i] > c.stall[top]) top = i;
     row.top_stall = c.stall[top] ? std::string(sim::stall_reason_name(sim::StallReason(top))) : "";
+    row.top_stall_cycles = c.stall[top];
     row.stall_cycles = c.stall_cycles;
     row.energy_uj = c.energy_total_pj() * 1e-6;
     uint64_t mxu = c.mxu_rows + c.ub_bank_extra_cycles, dma = c.dma_busy_cycles, vec = c.vector_busy_cycles;
@@ -372,20 +373,6 @@ ModelRun run_model(const std::filesystem::path& model, const config::Config& cfg
     run.layers.push_back(row);
   }
   return run;
-}
-
-std::string layer_table(const ModelRun& run) {
-  std::string o = fmt::format("{:<28} {:<12} {:<16} {:>10} {:>10} {:>6} {:>7} {:<18} {:>10} {:>8}\n", "layer", "op",
-                              "output shape", "cycles", "roofline", "ratio", "MXU%", "top stall", "energy uJ", "bound");
-  for (const LayerRow& r : run.layers) {
-    std::string ratio = r.bound_cycles ? fmt::format("{:.2f}", double(r.cycles) / double(r.bound_cycles)) : "-";
-    o += fmt::format("{:<28} {:<12} {:<16} {:>10} {:>10} {:>6} {:>6.1f}% {:<18} {:>10.3f} {:>8}\n", r.layer.substr(0, 28),
-                     r.op.empty() ? "-" : r.op.substr(0, 12), r.shape.empty() ? "-" : r.shape.substr(0, 16), r.cycles,
-                     r.bound_cycles ? std::to_string(r.bound_cycles) : "-", ratio, 100 * r.mxu_utilization,
-                     r.top_stall.empty() ? "-" : fmt::format("{} {}", r.top_stall, r.stall_cycles).substr(0, 18),
-                     r.energy_uj, r.bound_by);
-  }
-  return o;
 }
 
 std::string totals_text(const ModelRun& run) {
@@ -405,16 +392,6 @@ std::string totals_text(const ModelRun& run) {
   for (const auto& c : run.checks)
     o += fmt::format("check {}: max |error| {:.4g} against the fp32 reference (largest |value| {:.4g}, {:.2f}%)\n", c.output,
                      c.max_abs_error, c.max_reference, c.max_reference > 0 ? 100 * c.max_abs_error / c.max_reference : 0.0);
-  return o;
-}
-
-std::string layers_csv(const ModelRun& run) {
-  std::string o = "layer,first_cycle,last_cycle,cycles,roofline_cycles,compute_cycles,memory_cycles,macs,mxu_utilization,"
-                  "top_stall,stall_cycles,energy_uj,bound_by,op,output_shape\n";
-  for (const LayerRow& r : run.layers)
-    o += fmt::format("\"{}\",{},{},{},{},{},{},{},{:.6f},{},{},{:.6f},{},{},{}\n", r.layer, r.first_cycle, r.last_cycle, r.cycles,
-                     r.bound_cycles, r.compute_cycles, r.memory_cycles, r.macs, r.mxu_utilization, r.top_stall, r.stall_cycles,
-                     r.energy_uj, r.bound_by, r.op, r.shape);
   return o;
 }
 
