@@ -10,6 +10,7 @@
 
 #include "cli_util.h"
 #include "vtpu/models/onnx_builder.h"
+#include "vtpu/plots/headless.h"
 
 namespace {
 
@@ -154,6 +155,33 @@ TEST(CliReports, TraceSlicesNestOrFollowOnNamedTracks) {
     for (const auto& [tid, n] : names) found |= n == want;
     EXPECT_TRUE(found) << want;
   }
+  fs::remove_all(dir.parent_path());
+}
+
+// The HTML report as a person sees it: headless Chromium opens the page offline and Vega-Lite
+// draws all three charts, with their axes, legends and labelled roofline dots (the page
+// sets data-charts-rendered only once every chart is drawn). A PNG is left for a look.
+TEST(CliReports, HtmlReportDrawsEveryChart) {
+  fs::path dir = scratch("html");
+  fs::path html = dir / "report.html";
+  CliResult r = vtpu("run lenet5 -c tiny-16x16 -q --html " + html.string());
+  ASSERT_EQ(r.code, 0) << r.err;
+  std::string page = read_file(html);
+  EXPECT_EQ(page.rfind("<!DOCTYPE html>", 0), 0u);
+  for (const char* s : {"conv1", "fc3", "energy per inference", "top stall (cycles)"})
+    EXPECT_NE(page.find(s), std::string::npos) << s;
+  if (!vtpu::plots::have_chromium()) GTEST_SKIP() << "chromium not installed (scripts/install-deps.sh installs it)";
+  fs::path png = kRoot / "build" / "cli_report.png";
+  if (!fs::exists(png.parent_path())) png = dir / "report.png";
+  vtpu::plots::Rendered shown = vtpu::plots::render_headless(html, png, 1100, 2600);
+  ASSERT_TRUE(shown.ran) << shown.log;
+  ASSERT_EQ(shown.charts_rendered, 3) << "error: " << shown.charts_error;
+  std::string dom = shown.dom.substr(shown.dom.rfind("</head>"));
+  for (const char* s : {"cycles (first issue to last done)", "sequencer waiting on", "energy per inference (µJ; batch 1)",
+                        "MACs per HBM byte", "MACs per cycle achieved", "busiest unit", "roof: peak 256 MACs/cycle",
+                        "mark-rect", "mark-symbol", "mark-text", "wait_dma", ">conv1<", ">fc3<"})
+    EXPECT_NE(dom.find(s), std::string::npos) << s;
+  EXPECT_TRUE(fs::exists(png) && fs::file_size(png) > 50000) << png;
   fs::remove_all(dir.parent_path());
 }
 
