@@ -226,6 +226,7 @@ ModelRun run_model(const std::filesystem::path& model, const config::Config& cfg
   }
   auto t0 = Clock::now();
   if (onnx) {
+    if (opt.phase) opt.phase("compile", 0);
     compiler::CompileResult c = compiler::compile_onnx(model, cfg, copt);
     run.program = std::move(c.program);
     bounds = std::move(c.bounds);
@@ -268,12 +269,8 @@ ModelRun run_model(const std::filesystem::path& model, const config::Config& cfg
       // An integer input (token ids, quantized activations): any integer .npy, or float32
       // holding integers, placed exactly as int32.
       NpyArray a = read_npy(it->second);
+      check_npy_shape(a, model_shape, t.name, it->second.string());
       std::vector<int32_t> iv = int32_values(a, t.name, it->second.string());
-      uint64_t want = 1;
-      for (int64_t d : model_shape) want *= uint64_t(d);
-      if (iv.size() != want)
-        throw UserError(fmt::format("{}: input '{}' needs shape [{}] ({} values) but the file holds [{}]", it->second.string(),
-                                    t.name, fmt::join(model_shape, ", "), want, fmt::join(a.shape, ", ")));
       if (t.nhwc) iv = nchw_to_nhwc_ints(iv, model_shape);
       std::vector<uint8_t> b(iv.size() * 4);
       std::memcpy(b.data(), iv.data(), b.size());
@@ -284,13 +281,8 @@ ModelRun run_model(const std::filesystem::path& model, const config::Config& cfg
       continue;
     } else if (it != opt.input_files.end()) {
       NpyArray a = read_npy(it->second);
+      check_npy_shape(a, model_shape, t.name, it->second.string());
       v = float_values(a, t.name, it->second.string());
-      uint64_t n = 1, want = 1;
-      for (int64_t d : a.shape) n *= uint64_t(d);
-      for (int64_t d : model_shape) want *= uint64_t(d);
-      if (n != want)
-        throw UserError(fmt::format("{}: input '{}' needs shape [{}] ({} values) but the file holds [{}]", it->second.string(),
-                                    t.name, fmt::join(model_shape, ", "), want, fmt::join(a.shape, ", ")));
       if (t.nhwc) v = nchw_to_nhwc(v, model_shape);
       run.inputs_used.push_back(t.name + "=" + it->second.string());
     } else {
@@ -314,6 +306,7 @@ ModelRun run_model(const std::filesystem::path& model, const config::Config& cfg
   so.max_cycles = opt.max_cycles;
   so.record_trace = opt.record_trace;
   so.progress = opt.progress;
+  if (opt.phase) opt.phase("simulate", run.program.code.size());
   auto t1 = Clock::now();
   run.sim = sim::simulate(cfg, run.program, bytes, so);
   run.simulate_seconds = std::chrono::duration<double>(Clock::now() - t1).count();
@@ -328,6 +321,7 @@ ModelRun run_model(const std::filesystem::path& model, const config::Config& cfg
   }
 
   if (opt.check) {
+    if (opt.phase) opt.phase("check", 0);
     auto ref = compiler::reference_outputs(model, real_inputs, copt);
     for (const auto& [name, got] : program_layout_outputs) {
       CheckResult c{name, 0, 0};

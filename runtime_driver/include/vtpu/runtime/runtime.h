@@ -40,7 +40,10 @@ struct RunOptions {
   bool check = false;         // compare with the fp32 reference
   bool record_trace = false;
   uint64_t max_cycles = 10'000'000'000ull;
-  std::function<void(uint64_t cycle)> progress;  // see sim::SimOptions::progress
+  std::function<void(uint64_t cycle, uint64_t bundle)> progress;  // see sim::SimOptions::progress
+  // Called as each phase starts: "compile" (total 0), "simulate" (total: the program's
+  // bundles), "check" (the fp32 reference; total 0).
+  std::function<void(const std::string& phase, uint64_t total)> phase;
 };
 
 // One layer (program tag) of a run, beside the compiler's roofline bound.
