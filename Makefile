@@ -16,7 +16,7 @@ deps:
 	@bash scripts/install-deps.sh
 
 configure: deps
-	@if [ ! -f $(BUILD_DIR)/build.ninja ]; then cmake --preset $(PRESET); fi
+	@if [ ! -f $(BUILD_DIR)/build.ninja ]; then cmake --preset $(PRESET) -B $(BUILD_DIR); fi
 
 build: configure
 	cmake --build $(BUILD_DIR) -j $(JOBS)
