@@ -846,7 +846,7 @@ void Machine::run(const std::function<void(uint64_t)>& sync) {
     last_done_ = std::max(last_done_, T + 1);
     if (T >= next_sync) {
       sync(T);
-      if (opt_.progress) opt_.progress(T);
+      if (opt_.progress) opt_.progress(T, pc);
       next_sync = T + (1 << 16);
     }
     if (halt) break;

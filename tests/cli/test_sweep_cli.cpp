@@ -4,18 +4,13 @@
 
 #include <filesystem>
 #include <fstream>
-#include <sstream>
 
-#include "cli_run.h"
+#include "cli_util.h"
 
 namespace {
 
-namespace fs = std::filesystem;
-using vtpu::cli_test::CliResult;
-using vtpu::cli_test::vtpu;
-
 fs::path dir(const std::string& name) {
-  fs::path d = fs::temp_directory_path() / ("vtpu-sweep-cli-" + std::to_string(getpid())) / name;
+  fs::path d = scratch("sweep-" + name);
   fs::remove_all(d);
   fs::create_directories(d);
   return d;
@@ -24,13 +19,6 @@ fs::path dir(const std::string& name) {
 fs::path write(const fs::path& p, const std::string& text) {
   std::ofstream(p) << text;
   return p;
-}
-
-std::string read(const fs::path& p) {
-  std::ifstream f(p);
-  std::stringstream s;
-  s << f.rdbuf();
-  return s.str();
 }
 
 constexpr const char* kSweep = "name: cli\nbase: tiny-16x16\nmodels: [lenet5]\ndtypes: [int8, bf16]\naxes:\n"
@@ -48,13 +36,13 @@ TEST(SweepCli, RunsExportsAndResumes) {
   EXPECT_NE(again.out.find("8 recorded before, 0 run now"), std::string::npos) << again.out;
   CliResult e = vtpu("sweep export " + f.string() + " --db " + db.string() + " --csv " + (d / "out.csv").string());
   ASSERT_EQ(e.code, 0) << e.err;
-  std::string csv = read(d / "out.csv");
+  std::string csv = read_file(d / "out.csv");
   EXPECT_EQ(std::count(csv.begin(), csv.end(), '\n'), 9);  // header + 8 points
   EXPECT_NE(csv.find("does_not_fit"), std::string::npos);
   EXPECT_NE(csv.find("core.unified_buffer.bytes"), std::string::npos);
   CliResult j = vtpu("sweep export " + db.string() + " --jsonl " + (d / "out.jsonl").string());
   ASSERT_EQ(j.code, 0) << j.err;
-  std::string jsonl = read(d / "out.jsonl");
+  std::string jsonl = read_file(d / "out.jsonl");
   EXPECT_EQ(std::count(jsonl.begin(), jsonl.end(), '\n'), 8);
 }
 
@@ -111,7 +99,7 @@ TEST(SweepCli, ShardsMergeAndTheSlurmScriptRunsThem) {
 
   CliResult s = vtpu("sweep " + f.string() + " --emit-slurm " + (d / "slurm").string() + " --tasks 3 --cpus-per-task 2");
   ASSERT_EQ(s.code, 0) << s.err;
-  std::string script = read(d / "slurm/sweep.sbatch");
+  std::string script = read_file(d / "slurm/sweep.sbatch");
   EXPECT_NE(script.find("#SBATCH --array=0-2"), std::string::npos) << script;
   EXPECT_NE(script.find("#SBATCH --cpus-per-task=2"), std::string::npos) << script;
   EXPECT_NE(script.find("--shard \"$task/3\""), std::string::npos) << script;
