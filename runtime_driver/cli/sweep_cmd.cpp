@@ -14,6 +14,7 @@
 #include "vtpu/support/error.h"
 #include "vtpu/sweep/database.h"
 #include "vtpu/sweep/export.h"
+#include "vtpu/sweep/report.h"
 #include "vtpu/sweep/runner.h"
 #include "vtpu/sweep/slurm.h"
 #include "vtpu/sweep/spec.h"
@@ -29,7 +30,7 @@ struct Args {
   uint32_t tasks = 0, cpus_per_task = 1;
   bool retry_errors = false, quiet = false;
   // export / merge / plot
-  std::string source, csv, jsonl, out;
+  std::string source, csv, jsonl, out, title;
   std::vector<std::string> shards;
 };
 
@@ -144,6 +145,19 @@ int run_export(const Args& a) {
   return kExitOk;
 }
 
+int run_plot(const Args& a) {
+  fs::path dbp = results_db(a.source, a.db);
+  sweep::Database db(dbp, true);
+  std::vector<sweep::PointResult> rows = db.all();
+  std::string title = a.title.empty() ? "sweep " + db.meta("sweep_name").value_or(dbp.stem().string()) : a.title;
+  std::string html = sweep::sweep_report(title, rows);
+  std::ofstream f(a.out);
+  if (!f) throw UserError(fmt::format("{}: cannot open for writing", a.out));
+  f << html;
+  std::cerr << fmt::format("vtpu sweep plot: wrote {} ({} points)\n", a.out, rows.size());
+  return kExitOk;
+}
+
 int run_merge(const Args& a) {
   sweep::Database out(a.out);
   size_t added = 0, dups = 0, conflicts = 0;
@@ -187,11 +201,18 @@ SweepCommand add_sweep_command(CLI::App& app) {
   merge->add_option("OUT", a->out, "database to merge into (created if missing)")->required();
   merge->add_option("SHARDS", a->shards, "shard databases")->required();
 
+  CLI::App* plot = cmd->add_subcommand("plot", "write the sweep's HTML report: Pareto fronts, each axis's effect, a roofline");
+  plot->add_option("SOURCE", a->source, "sweep file or results database")->required();
+  plot->add_option("--db", a->db, "results database (default: the sweep file's)");
+  plot->add_option("-o,--output", a->out, "the HTML page to write")->required();
+  plot->add_option("--title", a->title, "page title (default: the sweep's name)");
+
   SweepCommand c;
   c.command = cmd;
-  c.run = [a, exp, merge] {
+  c.run = [a, exp, merge, plot] {
     if (*exp) return run_export(*a);
     if (*merge) return run_merge(*a);
+    if (*plot) return run_plot(*a);
     return run(*a);
   };
   return c;

@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 #include <sqlite3.h>
 
+#include <set>
 #include <type_traits>
 
 #include "vtpu/support/error.h"
@@ -107,7 +108,17 @@ Database::Database(const std::filesystem::path& path, bool read_only) : path_(pa
       exec(fmt::format("CREATE TABLE IF NOT EXISTS points ({});", cols));
       exec("CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT);");
     }
-    Stmt check(db_, "SELECT " + column_list() + " FROM points LIMIT 0");
+    // A database an older vtpu wrote lacks the fields added since: they are added (empty)
+    // when writing, and read as empty.
+    std::set<std::string> have;
+    Stmt info(db_, "PRAGMA table_info(points)");
+    while (info.step()) have.insert(reinterpret_cast<const char*>(sqlite3_column_text(info.get(), 1)));
+    if (!have.count("key") || !have.count("status")) throw InternalError("no points table with key and status");
+    for (const ResultField& f : result_fields()) {
+      if (have.count(std::string(f.name))) continue;
+      if (read_only) missing_.insert(std::string(f.name));
+      else exec(fmt::format("ALTER TABLE points ADD COLUMN \"{}\" {}", f.name, sql_type(f.ptr)));
+    }
   } catch (const InternalError& e) {
     sqlite3_close(db_);
     db_ = nullptr;
@@ -151,11 +162,15 @@ void Database::put(const PointResult& r) {
 
 std::vector<PointResult> Database::all() const {
   std::vector<PointResult> out;
-  Stmt s(db_, "SELECT " + column_list() + " FROM points ORDER BY \"grid_index\", \"key\"");
+  std::string cols;
+  for (const ResultField& f : result_fields())
+    if (!missing_.count(std::string(f.name))) cols += fmt::format("{}\"{}\"", cols.empty() ? "" : ", ", f.name);
+  Stmt s(db_, "SELECT " + cols + " FROM points ORDER BY \"grid_index\", \"key\"");
   while (s.step()) {
     PointResult r;
     int i = 0;
-    for (const ResultField& f : result_fields()) read(s.get(), i++, r, f.ptr);
+    for (const ResultField& f : result_fields())
+      if (!missing_.count(std::string(f.name))) read(s.get(), i++, r, f.ptr);
     out.push_back(std::move(r));
   }
   return out;

@@ -51,6 +51,7 @@ const std::vector<ResultField>& result_fields() {
       {"key", &P::key}, {"grid_index", &P::index}, {"round", &P::round}, {"model", &P::model}, {"dtype", &P::dtype},
       {"batch", &P::batch}, {"params", &P::params}, {"config_fingerprint", &P::config_fingerprint},
       {"status", &P::status}, {"message", &P::message}, {"cycles", &P::cycles}, {"clock_mhz", &P::clock_mhz},
+      {"hbm_gbytes_per_s", &P::hbm_gbytes_per_s},
       {"latency_s", &P::latency_s}, {"throughput", &P::throughput}, {"tops", &P::tops}, {"peak_tops", &P::peak_tops},
       {"mxu_utilization", &P::mxu_utilization}, {"energy_per_inference_j", &P::energy_per_inference_j},
       {"average_power_w", &P::average_power_w}, {"area_mm2", &P::area_mm2}, {"onchip_bytes", &P::onchip_bytes},

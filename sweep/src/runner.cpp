@@ -191,6 +191,7 @@ class Coordinator {
     r.config_fingerprint = hex(config::fingerprint(c));
     r.key = hex(fnv1a("v1|" + run + "|" + r.config_fingerprint));
     r.area_mm2 = estimate_area(c).total_mm2;
+    r.hbm_gbytes_per_s = c.memory.bandwidth_gbytes_per_s;
     r.onchip_bytes = onchip_bytes(c);
     std::vector<std::string> v;
     if (s_.constraints.area_mm2 && r.area_mm2 > *s_.constraints.area_mm2)
@@ -380,8 +381,9 @@ class Coordinator {
     tasks_.erase(d.id);
     ProgramState& ps = programs_[t.program];
     if (t.compile) {
-      detail::CompileOutcome c = d.crashed ? detail::CompileOutcome{"error", "the compile worker crashed (a vtpu bug)"}
-                                           : detail::compile_outcome_from_json(d.output);
+      detail::CompileOutcome c;
+      if (d.crashed) c.status = "error", c.message = "the compile worker crashed (a vtpu bug)";
+      else c = detail::compile_outcome_from_json(d.output);
       ps.outcome = c;
       const Prepared& p = (*batch_)[ps.pending.front()];
       CalibrationState* cal = p.calibration_key.empty() ? nullptr : &calibrations_[p.calibration_key];

@@ -7,6 +7,8 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include <sqlite3.h>
+
 #include "vtpu/sweep/database.h"
 #include "vtpu/sweep/export.h"
 #include "vtpu/support/error.h"
@@ -147,6 +149,49 @@ TEST(SweepExport, JsonlIsOneObjectPerPoint) {
   EXPECT_EQ(first["params"]["array"], "128");
   EXPECT_EQ(first["layers"][1][0], "fc");
   EXPECT_EQ(first["cycles"], 1);
+}
+
+}  // namespace
+}  // namespace vtpu::sweep
+
+namespace vtpu::sweep {
+namespace {
+
+TEST(SweepDatabase, ADatabaseOfAnOlderVtpuStillReadsAndGrowsItsColumns) {
+  fs::path p = tmp("old.sqlite");
+  fs::remove(p);
+  { Database db(p); db.put(row("k", 0, 7)); }
+  // An older vtpu had no hbm_gbytes_per_s column.
+  sqlite3* raw = nullptr;
+  ASSERT_EQ(sqlite3_open(p.c_str(), &raw), SQLITE_OK);
+  ASSERT_EQ(sqlite3_exec(raw, "ALTER TABLE points DROP COLUMN hbm_gbytes_per_s", nullptr, nullptr, nullptr), SQLITE_OK);
+  sqlite3_close(raw);
+  {
+    Database ro(p, true);
+    ASSERT_EQ(ro.all().size(), 1u);
+    EXPECT_EQ(ro.all()[0].cycles, 7u);
+    EXPECT_EQ(ro.all()[0].hbm_gbytes_per_s, 0);
+  }
+  Database rw(p);
+  PointResult r = row("k2", 1, 8);
+  r.hbm_gbytes_per_s = 34;
+  rw.put(r);
+  EXPECT_EQ(rw.all()[1].hbm_gbytes_per_s, 34);
+}
+
+}  // namespace
+}  // namespace vtpu::sweep
+
+namespace vtpu::sweep {
+namespace {
+
+TEST(SweepDocs, NameEveryFieldMetricAndStatus) {
+  std::ifstream f(std::string(VTPU_SOURCE_DIR) + "/docs/sweeps.md");
+  std::string doc((std::istreambuf_iterator<char>(f)), {});
+  ASSERT_FALSE(doc.empty());
+  for (const ResultField& r : result_fields()) EXPECT_NE(doc.find("`" + std::string(r.name) + "`"), std::string::npos) << r.name;
+  for (const MetricInfo& m : metric_table()) EXPECT_NE(doc.find("`" + std::string(m.name) + "`"), std::string::npos) << m.name;
+  for (std::string_view s : kStatuses) EXPECT_NE(doc.find("| `" + std::string(s) + "` |"), std::string::npos) << s;
 }
 
 }  // namespace

@@ -47,6 +47,7 @@ class Database {
   void exec(const std::string& sql) const;
   std::filesystem::path path_;
   sqlite3* db_ = nullptr;
+  std::set<std::string> missing_;  // fields an older database lacks (read-only opens)
 };
 
 }  // namespace vtpu::sweep

@@ -37,6 +37,7 @@ struct PointResult {
   std::string message;
   // Figures (status ok; area and on-chip bytes whenever the config is valid).
   uint64_t cycles = 0, macs = 0, hbm_bytes = 0, onchip_bytes = 0;
+  double hbm_gbytes_per_s = 0;  // the config's off-chip bandwidth (for rooflines)
   double clock_mhz = 0, latency_s = 0, throughput = 0, tops = 0, peak_tops = 0, mxu_utilization = 0;
   double energy_per_inference_j = 0, average_power_w = 0, area_mm2 = 0;
   double bound_compute = 0, bound_memory = 0, bound_vector = 0;  // share of the layers' cycles
