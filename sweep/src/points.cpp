@@ -51,9 +51,12 @@ uint64_t index_of(const SweepSpec& s, const Point& p) {
 }
 
 std::vector<std::pair<std::string, std::string>> point_sets(const SweepSpec& s, const Point& p) {
+  // An axis at the value that leaves the base config as it is sets nothing: the same config,
+  // and under one_at_a_time, where axes may share keys, it does not undo the axis that moves.
   std::vector<std::pair<std::string, std::string>> sets;
   for (size_t a = 0; a < s.axes.size(); ++a)
-    for (const auto& kv : s.axes[a].values[p.values[a]].sets) sets.push_back(kv);
+    if (int(p.values[a]) != s.axes[a].base_index)
+      for (const auto& kv : s.axes[a].values[p.values[a]].sets) sets.push_back(kv);
   return sets;
 }
 

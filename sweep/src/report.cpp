@@ -164,6 +164,68 @@ json sensitivity_chart(const std::vector<PointResult>& ok, const Axes& ax, const
           {"resolve", {{"scale", {{"x", "independent"}}}}}};
 }
 
+// Each axis varied alone from a base point (the most common value of every axis, which is
+// the base config's in a one_at_a_time search): performance (base latency / latency) per
+// value, per group and as the geometric mean over the groups. Null when no point differs
+// from the base in one axis only.
+json alone_chart(const std::vector<PointResult>& ok, const Axes& ax, const json& colours) {
+  std::map<std::string, std::vector<std::pair<const PointResult*, nlohmann::ordered_json>>> by;
+  for (const PointResult& r : ok) by[group_of(r)].push_back({&r, nlohmann::ordered_json::parse(r.params)});
+  json data = json::array();
+  std::map<std::pair<std::string, std::string>, std::pair<double, size_t>> mean;  // (axis, value) -> log sum, n
+  std::set<std::tuple<std::string, std::string, std::string>> counted;
+  for (const auto& [g, rs] : by) {
+    std::map<std::string, std::string> base;
+    for (const std::string& a : ax.names) {
+      std::map<std::string, size_t> n;
+      for (const auto& [r, p] : rs) ++n[p.value(a, std::string())];
+      base[a] = std::max_element(n.begin(), n.end(), [](auto& x, auto& y) { return x.second < y.second; })->first;
+    }
+    const PointResult* b = nullptr;
+    for (const auto& [r, p] : rs) {
+      bool all = true;
+      for (const std::string& a : ax.names) all &= p.value(a, std::string()) == base[a];
+      if (all) b = r;
+    }
+    if (!b) continue;
+    for (const auto& [r, p] : rs) {
+      std::vector<std::string> differ;
+      for (const std::string& a : ax.names)
+        if (p.value(a, std::string()) != base[a]) differ.push_back(a);
+      for (const std::string& a : ax.names) {
+        if (!(differ.empty() || (differ.size() == 1 && differ[0] == a))) continue;
+        std::string value = p.value(a, std::string());
+        const auto& labels = ax.values.at(a);
+        double rel = b->latency_s / r->latency_s;
+        if (counted.count({g, a, value})) continue;
+        data.push_back({{"group", g}, {"axis", a}, {"value", value}, {"relative", rel},
+                        {"order", size_t(std::find(labels.begin(), labels.end(), value) - labels.begin())}});
+        if (!counted.insert({g, a, value}).second) continue;  // the base point, listed once per axis
+        auto& m = mean[{a, value}];
+        m.first += std::log(rel), ++m.second;
+      }
+    }
+  }
+  if (data.size() <= ax.names.size() * by.size()) return nullptr;  // base points only
+  size_t groups = by.size();
+  for (const auto& [k, m] : mean) {
+    if (m.second != groups || groups < 2) continue;
+    const auto& labels = ax.values.at(k.first);
+    data.push_back({{"group", "geometric mean"}, {"axis", k.first}, {"value", k.second}, {"relative", std::exp(m.first / double(m.second))},
+                    {"order", size_t(std::find(labels.begin(), labels.end(), k.second) - labels.begin())}});
+  }
+  json dom = colours["domain"], range = colours["range"];
+  dom.push_back("geometric mean"), range.push_back("#000000");
+  json enc = {{"x", {{"field", "value"}, {"type", "ordinal"}, {"sort", {{"field", "order"}}}, {"title", nullptr}}},
+              {"y", {{"field", "relative"}, {"type", "quantitative"}, {"title", "performance / base point"}, {"scale", scale(true)}}},
+              {"color", {{"field", "group"}, {"type", "nominal"}, {"scale", {{"domain", dom}, {"range", range}}}, {"title", nullptr}}},
+              {"tooltip", json::array({{{"field", "group"}}, {{"field", "axis"}}, {{"field", "value"}}, {{"field", "relative"}, {"format", ".3f"}}})}};
+  return {{"data", {{"values", data}}},
+          {"facet", {{"field", "axis"}, {"type", "nominal"}, {"title", nullptr}, {"sort", ax.names}}},
+          {"spec", {{"width", 170}, {"height", 220}, {"mark", {{"type", "line"}, {"point", true}}}, {"encoding", enc}}},
+          {"resolve", {{"scale", {{"x", "independent"}}}}}};
+}
+
 // The front points against their own rooflines: achieved TOPS over MACs per HBM byte, under
 // min(peak TOPS, 2 x intensity x bandwidth).
 json roofline_chart(const json& rows, const Axes& ax, const json& colours) {
@@ -286,6 +348,12 @@ plots::Page sweep_page(const std::string& title, const std::vector<PointResult>&
                              "(bottom) over the points with that value, divided by the geometric mean over all points: above 1 "
                              "that value raises the metric on average over the other axes.",
                              sensitivity_chart(ok, ax, colours), ""});
+  if (json alone = alone_chart(ok, ax, colours); !alone.is_null())
+    page.sections.push_back({"Each axis alone, from the base point",
+                             "Performance (the base point's latency over the point's) when one axis moves and the others stay at "
+                             "their most common value, the base config's in a one_at_a_time search; black: the geometric mean "
+                             "over the models.",
+                             alone, ""});
   page.sections.push_back({"Roofline of the best points",
                            "The points on any of the three fronts: achieved TOPS against MACs per byte of HBM traffic, each "
                            "under its own roof (dashed): min(peak TOPS, 2 x intensity x HBM bandwidth).",

@@ -125,9 +125,15 @@ class Coordinator {
           if (auto it = rows.find(p.row.key); it != rows.end()) done.push_back(it->second), done.back().index = int64_t(p.point.index);
         points = refine(s_, done, round);
       }
+      // Grid points giving one config (an axis value equal to the base's, axes sharing keys
+      // under one_at_a_time) are one point: the first stands for them.
       std::vector<Prepared> batch;
-      for (Point& p : points)
-        if (seen.insert(p.index).second) p.round = round, batch.push_back(prepare(p));
+      for (Point& p : points) {
+        if (!seen.insert(p.index).second) continue;
+        p.round = round;
+        Prepared x = prepare(p);
+        if (keys_.insert(x.row.key).second) batch.push_back(std::move(x));
+      }
       order_and_shard(batch);
       summary_.points += batch.size();
       execute(batch);
@@ -454,6 +460,7 @@ class Coordinator {
   std::vector<std::string> order_;  // programs in the order their points come
   std::map<std::string, CalibrationState> calibrations_;
   std::map<uint64_t, Task> tasks_;
+  std::set<std::string> keys_;  // points of this run
   std::vector<Prepared>* batch_ = nullptr;
   RunSummary summary_;
   Progress progress_;

@@ -85,9 +85,9 @@ class Parser {
     if (!top.count("models")) fail(root, "models", "missing", "list zoo names (vtpu models) or .onnx files");
     models(s, top["models"], batches);
     if (top.count("dtypes")) dtypes(s, top["dtypes"]);
+    if (top.count("search")) search(s, top["search"]);  // before the axes: it decides whether they may share keys
     if (top.count("axes")) axes(s, top["axes"]);
     if (top.count("constraints")) constraints(s, top["constraints"]);
-    if (top.count("search")) search(s, top["search"]);
     s.metrics = metric_names();
     if (top.count("metrics")) s.metrics = metric_list(top["metrics"], "metrics");
     if (top.count("seed")) s.seed = uint64_t(ints(top["seed"], "seed", 0, 1e15, true)[0]);
@@ -298,7 +298,10 @@ class Parser {
       if (f.count("keys"))
         for (const YAML::Node& k : list(f["keys"], at + ".keys")) a.keys.push_back(schema_key(k, at + ".keys"));
       for (const std::string& k : a.keys)
-        if (!taken.insert(k).second) fail(item, at, fmt::format("config key '{}' is already set by another axis", k), "each key belongs to one axis; combine them in one axis with keys: [...]");
+        if (!taken.insert(k).second && s.search.kind != SearchKind::kOneAtATime)
+          fail(item, at, fmt::format("config key '{}' is already set by another axis", k),
+               "in a grid each key belongs to one axis (combine them with keys: [...]); only one_at_a_time, which varies "
+               "one axis at a time, lets axes share keys");
       if (f.count("values") == f.count("scale")) fail(item, at, "give values or scale (one of them)", "values: [...] lists the values; scale: [0.5, 1, 2] multiplies the base config's");
       a.name = f.count("name") ? scalar(f["name"], at + ".name") : join(a.keys, "+");
       if (f.count("values")) {

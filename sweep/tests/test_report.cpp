@@ -5,6 +5,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <random>
 
 #include "vtpu/plots/headless.h"
@@ -68,6 +69,34 @@ TEST(SweepReport, FrontsAreThePointsNoOtherPointBeats) {
   EXPECT_TRUE(chart(page, "Roofline of the best points"));
 }
 
+TEST(SweepReport, EachAxisAloneIsPerformanceOverTheBasePoint) {
+  // One at a time around (a=1x, b=1x): a=2x halves the latency, b=2x quadruples it.
+  std::vector<PointResult> rs;
+  for (const char* model : {"m1", "m2"})
+    for (auto [a, b, lat] : std::initializer_list<std::tuple<const char*, const char*, double>>{
+             {"1x", "1x", 1.0}, {"2x", "1x", 0.5}, {"1x", "1x", 1.0}, {"1x", "2x", 4.0}, {"1x", "0.5x", 2.0}}) {
+      PointResult r;
+      r.model = model, r.dtype = "int8", r.batch = 1, r.status = "ok", r.latency_s = lat, r.throughput = 1 / lat;
+      r.energy_per_inference_j = 1, r.area_mm2 = 1, r.average_power_w = 1, r.tops = 1, r.peak_tops = 2, r.macs = 1, r.hbm_bytes = 1;
+      r.hbm_gbytes_per_s = 1;
+      r.params = json{{"a", a}, {"b", b}}.dump();
+      r.index = int64_t(rs.size());
+      rs.push_back(r);
+    }
+  plots::Page page = sweep_page("t", rs);
+  const json* c = chart(page, "Each axis alone, from the base point");
+  ASSERT_TRUE(c);
+  std::map<std::string, double> got;
+  for (const json& d : (*c)["data"]["values"])
+    got[d["group"].get<std::string>() + " " + d["axis"].get<std::string>() + "=" + d["value"].get<std::string>()] = d["relative"];
+  EXPECT_DOUBLE_EQ(got.at("m1 int8 b1 a=2x"), 2.0);
+  EXPECT_DOUBLE_EQ(got.at("m1 int8 b1 b=2x"), 0.25);
+  EXPECT_DOUBLE_EQ(got.at("m2 int8 b1 b=0.5x"), 0.5);
+  EXPECT_DOUBLE_EQ(got.at("m1 int8 b1 a=1x"), 1.0);
+  EXPECT_DOUBLE_EQ(got.at("geometric mean b=2x"), 0.25);
+  EXPECT_DOUBLE_EQ(got.at("geometric mean a=1x"), 1.0);  // the base point, once per model
+}
+
 TEST(SweepReport, ChromiumDrawsEveryChart) {
   if (!plots::have_vega()) GTEST_FAIL() << "this build has no Vega (scripts/install-deps.sh, then reconfigure)";
   if (!plots::have_chromium()) GTEST_SKIP() << "no /usr/bin/chromium (scripts/install-deps.sh installs it)";
@@ -76,7 +105,7 @@ TEST(SweepReport, ChromiumDrawsEveryChart) {
   plots::Rendered r = plots::render_headless(html, html.string() + ".png");
   ASSERT_TRUE(r.ran) << r.log;
   EXPECT_EQ(r.charts_error, "");
-  EXPECT_EQ(r.charts_rendered, 5);
+  EXPECT_EQ(r.charts_rendered, 6);
   EXPECT_NE(r.dom.find("does_not_fit"), std::string::npos);  // the status table
   std::filesystem::remove(html);
 }

@@ -6,6 +6,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <fmt/format.h>
+
 #include <filesystem>
 #include <regex>
 #include <set>
@@ -157,6 +159,24 @@ TEST(SweepRun, ShardsMergeIntoTheWholeSweep) {
   EXPECT_THROW(parse_shard("3/3"), UserError);
   EXPECT_THROW(parse_shard("1"), UserError);
   EXPECT_EQ(parse_shard("2/8").index, 2u);
+}
+
+TEST(SweepRun, OneAtATimeAxesMayShareKeysAndEachMovesAlone) {
+  fs::path dir = scratch("alone");
+  SweepSpec s = parse_sweep("base: tiny-16x16\nmodels: [lenet5]\nsearch: {kind: one_at_a_time}\naxes:\n"
+                            "  - {name: clock, key: clock_mhz, scale: [0.5, 1, 2]}\n"
+                            "  - {name: clock+, keys: [clock_mhz, core.accumulators.rows], scale: [0.5, 1, 2]}\n",
+                            "alone.yaml", ".");
+  RunSummary r = run_sweep(s, options(dir));
+  EXPECT_EQ(r.points, 5u);  // the base point, then each axis through its two other values
+  std::set<std::string> seen;
+  for (const auto& [k, row] : by_key(dir / "results.sqlite")) {
+    ASSERT_EQ(row.status, "ok") << row.message;
+    seen.insert(fmt::format("{}@{}", row.params, row.clock_mhz));
+  }
+  EXPECT_EQ(seen, (std::set<std::string>{R"({"clock":"1x","clock+":"1x"}@1000)", R"({"clock":"0.5x","clock+":"1x"}@500)",
+                                         R"({"clock":"2x","clock+":"1x"}@2000)", R"({"clock":"1x","clock+":"0.5x"}@500)",
+                                         R"({"clock":"1x","clock+":"2x"}@2000)"}));
 }
 
 TEST(SweepRun, DoesNotFitSaysWhichBufferAndByHowMuch) {

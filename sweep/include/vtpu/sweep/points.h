@@ -24,7 +24,8 @@ uint64_t grid_size(const SweepSpec& s);
 Point point_at(const SweepSpec& s, uint64_t index);
 uint64_t index_of(const SweepSpec& s, const Point& p);
 
-// The config keys a point sets (every axis's value, in axis order).
+// The config keys a point sets (each axis's value, in axis order; an axis at its base value
+// sets nothing).
 std::vector<std::pair<std::string, std::string>> point_sets(const SweepSpec& s, const Point& p);
 // JSON object axis name -> value label.
 std::string point_params(const SweepSpec& s, const Point& p);
