@@ -31,7 +31,7 @@ struct Args {
   bool retry_errors = false, quiet = false;
   // export / merge / plot
   std::string source, csv, jsonl, out, title;
-  std::vector<std::string> shards;
+  std::vector<std::string> shards, sections;
 };
 
 std::string duration(double s) {
@@ -150,7 +150,16 @@ int run_plot(const Args& a) {
   sweep::Database db(dbp, true);
   std::vector<sweep::PointResult> rows = db.all();
   std::string title = a.title.empty() ? "sweep " + db.meta("sweep_name").value_or(dbp.stem().string()) : a.title;
-  std::string html = sweep::sweep_report(title, rows);
+  plots::Page page = sweep::sweep_page(title, rows);
+  if (!a.sections.empty()) {
+    std::vector<plots::Section> keep;
+    for (const plots::Section& sec : page.sections)
+      for (const std::string& want : a.sections)
+        if (sec.heading.rfind(want, 0) == 0) keep.push_back(sec);
+    if (keep.empty()) return usage("plot: no section starts with the --section given");
+    page.sections = keep;
+  }
+  std::string html = plots::html_page(page);
   std::ofstream f(a.out);
   if (!f) throw UserError(fmt::format("{}: cannot open for writing", a.out));
   f << html;
@@ -206,6 +215,7 @@ SweepCommand add_sweep_command(CLI::App& app) {
   plot->add_option("--db", a->db, "results database (default: the sweep file's)");
   plot->add_option("-o,--output", a->out, "the HTML page to write")->required();
   plot->add_option("--title", a->title, "page title (default: the sweep's name)");
+  plot->add_option("--section", a->sections, "only the sections whose heading starts with this (repeatable)");
 
   SweepCommand c;
   c.command = cmd;

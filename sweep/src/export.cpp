@@ -41,7 +41,7 @@ std::string export_csv(const std::vector<PointResult>& rows, const std::vector<s
   out += "\n";
   for (const PointResult& r : rows) {
     std::vector<std::string> f{std::to_string(r.index), r.model, r.dtype, std::to_string(r.batch)};
-    nlohmann::json p = r.params.empty() ? nlohmann::json::object() : nlohmann::json::parse(r.params);
+    nlohmann::ordered_json p = r.params.empty() ? nlohmann::ordered_json::object() : nlohmann::ordered_json::parse(r.params);
     for (const std::string& a : axes) f.push_back(p.contains(a) ? p[a].get<std::string>() : "");
     f.push_back(r.status);
     bool ok = r.status == "ok";

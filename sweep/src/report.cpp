@@ -10,6 +10,7 @@
 #include <map>
 #include <set>
 
+#include "vtpu/config/schema.h"
 #include "vtpu/sweep/points.h"
 
 namespace vtpu::sweep {
@@ -36,6 +37,24 @@ Axes axes_of(const std::vector<PointResult>& rows) {
       std::string label = it.value().get<std::string>();
       if (std::find(v.begin(), v.end(), label) == v.end()) v.push_back(label);
     }
+  }
+  // Values that all read as numbers (sizes, bandwidths, scale factors "0.5x") go in numeric
+  // order; others stay in order of appearance.
+  for (auto& [name, labels] : a.values) {
+    std::vector<std::pair<double, std::string>> num;
+    for (const std::string& l : labels) {
+      std::string t = !l.empty() && l.back() == 'x' ? l.substr(0, l.size() - 1) : l;
+      double v = 0;
+      bool ok = false;
+      for (config::KeyType k : {config::KeyType::kNumber, config::KeyType::kBytes, config::KeyType::kBandwidth,
+                                config::KeyType::kFrequency, config::KeyType::kTime, config::KeyType::kPower})
+        if (!ok && config::parse_quantity(t, k, v).empty()) ok = true;
+      if (!ok) break;
+      num.push_back({v, l});
+    }
+    if (num.size() != labels.size()) continue;
+    std::stable_sort(num.begin(), num.end(), [](auto& x, auto& y) { return x.first < y.first; });
+    for (size_t i = 0; i < num.size(); ++i) labels[i] = num[i].second;
   }
   return a;
 }

@@ -72,9 +72,9 @@ std::string to_json(const PointResult& r) {
         [&](auto ptr) {
           using T = std::decay_t<decltype(r.*ptr)>;
           if constexpr (std::is_same_v<T, std::vector<LayerBound>>) {
-            j[std::string(f.name)] = nlohmann::json::parse(layers_json(r.*ptr));
-          } else if (f.name == "params") {
-            j["params"] = r.params.empty() ? nlohmann::json::object() : nlohmann::json::parse(r.params);
+            j[std::string(f.name)] = nlohmann::ordered_json::parse(layers_json(r.*ptr));
+          } else if (f.name == "params") {  // axes in the sweep file's order
+            j["params"] = r.params.empty() ? nlohmann::ordered_json::object() : nlohmann::ordered_json::parse(r.params);
           } else {
             j[std::string(f.name)] = r.*ptr;
           }
@@ -85,7 +85,7 @@ std::string to_json(const PointResult& r) {
 }
 
 PointResult result_from_json(const std::string& json) {
-  nlohmann::json j = nlohmann::json::parse(json);
+  nlohmann::ordered_json j = nlohmann::ordered_json::parse(json);
   PointResult r;
   for (const ResultField& f : result_fields()) {
     auto it = j.find(std::string(f.name));

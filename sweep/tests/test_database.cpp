@@ -59,6 +59,8 @@ TEST(SweepDatabase, EveryFieldRoundTripsAndPersists) {
   EXPECT_FALSE(db.has("k2"));
   EXPECT_EQ(db.statuses().at("k1"), "ok");
   EXPECT_EQ(result_from_json(to_json(r)).layers[0].bound_by, "memory");
+  r.params = R"({"memory":"2x","clock":"1x"})";  // axes keep the sweep file's order, not alphabetical
+  EXPECT_EQ(result_from_json(to_json(r)).params, r.params);
 }
 
 TEST(SweepDatabase, MergeAddsNewKeysAndCountsDuplicatesAndConflicts) {

@@ -89,6 +89,9 @@ TEST(SweepReport, EachAxisAloneIsPerformanceOverTheBasePoint) {
   std::map<std::string, double> got;
   for (const json& d : (*c)["data"]["values"])
     got[d["group"].get<std::string>() + " " + d["axis"].get<std::string>() + "=" + d["value"].get<std::string>()] = d["relative"];
+  EXPECT_EQ((*c)["spec"]["encoding"]["x"]["sort"]["field"], "order");
+  for (const json& d : (*c)["data"]["values"])  // values in numeric order: 0.5x, 1x, 2x
+    if (d["axis"] == "b") EXPECT_EQ(d["order"], d["value"] == "0.5x" ? 0 : d["value"] == "1x" ? 1 : 2) << d.dump();
   EXPECT_DOUBLE_EQ(got.at("m1 int8 b1 a=2x"), 2.0);
   EXPECT_DOUBLE_EQ(got.at("m1 int8 b1 b=2x"), 0.25);
   EXPECT_DOUBLE_EQ(got.at("m2 int8 b1 b=0.5x"), 0.5);
