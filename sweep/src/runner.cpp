@@ -6,7 +6,6 @@
 
 #include <fmt/format.h>
 #include <sys/resource.h>
-#include <sys/stat.h>
 
 #include <algorithm>
 #include <chrono>
@@ -53,11 +52,15 @@ uint64_t file_hash(const fs::path& p) {
   return h;
 }
 
-// This vtpu build: a rebuilt binary may compile differently, so it keys the program cache.
+// This vtpu build (the running binary's bytes): a rebuilt binary may compile differently,
+// so it keys the program cache.
 std::string build_id() {
-  struct stat st {};
   std::string id = VTPU_VERSION;
-  if (stat("/proc/self/exe", &st) == 0) id += fmt::format("-{}-{}", st.st_size, st.st_mtime);
+  try {
+    id += "-" + hex(file_hash("/proc/self/exe"));
+  } catch (const UserError&) {
+    id += "-unknown";
+  }
   return id;
 }
 
