@@ -116,11 +116,14 @@ std::string summary_table(const RunResult& r, const config::Config& cfg) {
   o += fmt::format("MXU utilization {:.1f}% (temporal {:.1f}%, spatial {:.1f}%)   energy {:.3f} uJ   avg power {:.2f} W\n",
                    100 * s.mxu_overall_utilization(), 100 * s.mxu_temporal_utilization(),
                    100 * s.mxu_spatial_utilization(), ej * 1e6, secs > 0 ? ej / secs : 0.0);
-  o += fmt::format("\n{:<24} {:>10} {:>10} {:>9} {:>10} {:>10} {:>8} {:>12}\n", "tag", "first", "last", "bundles",
+  // The tag column is as wide as the longest tag: a table never cuts a name.
+  size_t tw = 24;
+  for (const TagStats& t : s.per_tag) tw = std::max(tw, t.tag.size());
+  o += fmt::format("\n{:<{}} {:>10} {:>10} {:>9} {:>10} {:>10} {:>8} {:>12}\n", "tag", tw, "first", "last", "bundles",
                    "stall", "MACs", "vec ops", "energy nJ");
   for (const TagStats& t : s.per_tag)
-    o += fmt::format("{:<24} {:>10} {:>10} {:>9} {:>10} {:>10} {:>8} {:>12.3f}\n",
-                     t.tag.empty() ? "(untagged)" : t.tag.substr(0, 24), t.c.first_issue == UINT64_MAX ? 0 : t.c.first_issue,
+    o += fmt::format("{:<{}} {:>10} {:>10} {:>9} {:>10} {:>10} {:>8} {:>12.3f}\n",
+                     t.tag.empty() ? "(untagged)" : t.tag, tw, t.c.first_issue == UINT64_MAX ? 0 : t.c.first_issue,
                      t.c.last_done, t.c.bundles, t.c.stall_cycles, t.c.macs(), t.c.vector_ops,
                      t.c.energy_total_pj() * 1e-3);
   o += "\nstall cycles by reason:";

@@ -7,6 +7,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <regex>
 #include <sys/wait.h>
 
 #include "vtpu/isa/assembler.h"
@@ -230,8 +231,9 @@ TEST(Cli, RunShowsLayersTotalsAndChecksAgainstFp32) {
     ASSERT_EQ(r.code, 0) << r.err;
     for (const char* layer : {"conv", "pool", "fc"}) EXPECT_NE(r.out.find(layer), std::string::npos) << r.out;
     // Each layer row names its op and output shape: the conv's 4 channels on 8x8 (NHWC), the fc's 6.
-    EXPECT_NE(r.out.find("conv2d       1x8x8x4"), std::string::npos) << r.out;
-    EXPECT_NE(r.out.find("matmul       1x6 "), std::string::npos) << r.out;
+    // (Columns are as wide as their content, so the cells are matched as whitespace-separated words.)
+    EXPECT_TRUE(std::regex_search(r.out, std::regex("\nconv +conv2d +1x8x8x4 "))) << r.out;
+    EXPECT_TRUE(std::regex_search(r.out, std::regex("\nfc +matmul +1x6 "))) << r.out;
     EXPECT_NE(r.out.find("latency"), std::string::npos) << r.out;
     EXPECT_NE(r.out.find("TOPS"), std::string::npos) << r.out;
     EXPECT_NE(r.out.find("J per inference"), std::string::npos) << r.out;
