@@ -9,7 +9,6 @@
 #include "import/importer.h"
 #include "mlir/IR/Verifier.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
-#include "tpu_dialect.h"
 
 namespace vtpu::compiler {
 
@@ -82,13 +81,13 @@ mlir::func::FuncOp Importer::declare_inputs(mlir::ModuleOp module) {
       int64_t lo = et == onnx::TensorProto::INT8 ? -128 : et == onnx::TensorProto::INT16 ? -32768 : 0;
       int64_t hi = et == onnx::TensorProto::INT8 ? 127 : et == onnx::TensorProto::INT16 ? 32767
                    : et == onnx::TensorProto::UINT16 ? 65535 : 255;
-      fn.setArgAttr(unsigned(i), "vtpu.int_lo", b_.getI64IntegerAttr(lo));
-      fn.setArgAttr(unsigned(i), "vtpu.int_hi", b_.getI64IntegerAttr(hi));
+      fn.setArgAttr(unsigned(i), tpu::kIntLoAttr, b_.getI64IntegerAttr(lo));
+      fn.setArgAttr(unsigned(i), tpu::kIntHiAttr, b_.getI64IntegerAttr(hi));
     } else {
       values_[in_names[i]] = t;
     }
-    fn.setArgAttr(unsigned(i), "vtpu.name", b_.getStringAttr(in_names[i]));
-    if (in_shapes[i].size() == 4) fn.setArgAttr(unsigned(i), "vtpu.nhwc", b_.getUnitAttr());
+    fn.setArgAttr(unsigned(i), tpu::kNameAttr, b_.getStringAttr(in_names[i]));
+    if (in_shapes[i].size() == 4) fn.setArgAttr(unsigned(i), tpu::kNhwcAttr, b_.getUnitAttr());
   }
   return fn;
 }
@@ -180,10 +179,10 @@ void Importer::annotate(mlir::func::FuncOp fn, const GraphOutputs& outs) {
                                         b_.getBoolAttr(e.integer)};
     empties.push_back(b_.getArrayAttr(fields));
   }
-  if (!empties.empty()) fn->setAttr("vtpu.empty_tensors", b_.getArrayAttr(empties));
+  if (!empties.empty()) fn->setAttr(tpu::kEmptyTensorsAttr, b_.getArrayAttr(empties));
   for (size_t i = 0; i < outs.names.size(); ++i) {
-    fn.setResultAttr(unsigned(i), "vtpu.name", b_.getStringAttr(outs.names[i]));
-    if (outs.nhwc[i]) fn.setResultAttr(unsigned(i), "vtpu.nhwc", b_.getUnitAttr());
+    fn.setResultAttr(unsigned(i), tpu::kNameAttr, b_.getStringAttr(outs.names[i]));
+    if (outs.nhwc[i]) fn.setResultAttr(unsigned(i), tpu::kNhwcAttr, b_.getUnitAttr());
   }
 }
 

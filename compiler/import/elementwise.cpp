@@ -5,7 +5,6 @@
 #include <limits>
 
 #include "import/importer.h"
-#include "tpu_dialect.h"
 
 namespace vtpu::compiler::onnx_import {
 

@@ -26,6 +26,7 @@
 #include <utility>
 #include <vector>
 
+#include "dialect/tpu_dialect.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Tosa/IR/TosaOps.h"
 #include "mlir/IR/Builders.h"

@@ -3,7 +3,6 @@
 #include <fmt/format.h>
 
 #include "import/importer.h"
-#include "tpu_dialect.h"
 
 namespace vtpu::compiler::onnx_import {
 

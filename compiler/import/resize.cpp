@@ -4,7 +4,6 @@
 #include <cmath>
 
 #include "import/importer.h"
-#include "tpu_dialect.h"
 
 namespace vtpu::compiler::onnx_import {
 

@@ -3,16 +3,8 @@
 #include <fmt/format.h>
 
 #include "import/importer.h"
-#include "tpu_dialect.h"
 
 namespace vtpu::compiler::onnx_import {
-namespace {
-std::vector<int64_t> shape_of_value(Value v) {
-  auto t = mlir::cast<mlir::RankedTensorType>(v.getType());
-  return {t.getShape().begin(), t.getShape().end()};
-}
-}  // namespace
-
 void Importer::identity(const onnx::NodeProto& n, mlir::Location) { values_[n.output(0)] = input(n, 0); }
 
 // Flatten and Reshape follow NCHW order: images go back to NCHW first.
@@ -386,8 +378,8 @@ void Importer::gather_runtime(const onnx::NodeProto& n, mlir::Location loc) {
       for (int64_t i = 0; i < inner; ++i) table[size_t(v * D + o * inner + i)] = data.data[size_t((o * V + v) * inner + i)];
   // Calibration (INT8) then draws ids that pick rows of this table.
   if (auto ai = arg_index_.find(n.input(1)); ai != arg_index_.end()) {
-    fn_.setArgAttr(ai->second, "vtpu.int_lo", b_.getI64IntegerAttr(0));
-    fn_.setArgAttr(ai->second, "vtpu.int_hi", b_.getI64IntegerAttr(V - 1));
+    fn_.setArgAttr(ai->second, tpu::kIntLoAttr, b_.getI64IntegerAttr(0));
+    fn_.setArgAttr(ai->second, tpu::kIntHiAttr, b_.getI64IntegerAttr(V - 1));
   }
   Value y = b_.create<tpu::EmbeddingOp>(loc, tensor_type({S, D}), ids.value, constant({V, D}, table, loc),
                                         b_.getStringAttr(node_name(n)));
@@ -398,7 +390,7 @@ void Importer::gather_runtime(const onnx::NodeProto& n, mlir::Location loc) {
     y = reshape(y, {S, outer, inner}, loc);
     y = transpose(y, {1, 0, 2}, loc);
   }
-  define(n, {out == shape_of_value(y) ? y : reshape(y, out, loc), out, false});
+  define(n, {out == tpu::shape_of(y) ? y : reshape(y, out, loc), out, false});
 }
 
 // Pad on the H and W of an image. Constant mode: the spread of tpu.zero_insert with

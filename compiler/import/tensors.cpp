@@ -7,7 +7,6 @@
 #include <fstream>
 
 #include "import/importer.h"
-#include "tpu_dialect.h"
 #include "vtpu/numerics/float.h"
 
 namespace vtpu::compiler::onnx_import {

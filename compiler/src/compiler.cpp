@@ -37,7 +37,7 @@ std::map<const void*, float> calibrate(mlir::ModuleOp module, const CompileOptio
   for (const auto& given : options.calibration) {
     std::vector<RefTensor> in;
     for (unsigned i = 0; i < fn.getNumArguments(); ++i) {
-      std::string name = fn.getArgAttrOfType<mlir::StringAttr>(i, "vtpu.name").str();
+      std::string name = fn.getArgAttrOfType<mlir::StringAttr>(i, tpu::kNameAttr).str();
       auto t = mlir::cast<mlir::RankedTensorType>(fn.getArgument(i).getType());
       RefTensor r{{t.getShape().begin(), t.getShape().end()}, {}};
       auto it = given.find(name);
@@ -75,9 +75,9 @@ std::map<const void*, float> calibrate(mlir::ModuleOp module, const CompileOptio
     for (unsigned i = 0; i < fn.getNumArguments(); ++i) {
       auto t = mlir::cast<mlir::RankedTensorType>(fn.getArgument(i).getType());
       RefTensor r{{t.getShape().begin(), t.getShape().end()}, std::vector<float>(size_t(t.getNumElements()))};
-      if (auto lo = fn.getArgAttrOfType<mlir::IntegerAttr>(i, "vtpu.int_lo")) {
+      if (auto lo = fn.getArgAttrOfType<mlir::IntegerAttr>(i, tpu::kIntLoAttr)) {
         // Integer inputs: integers of their range (token ids: rows of the table they index).
-        auto hi = fn.getArgAttrOfType<mlir::IntegerAttr>(i, "vtpu.int_hi");
+        auto hi = fn.getArgAttrOfType<mlir::IntegerAttr>(i, tpu::kIntHiAttr);
         std::uniform_int_distribution<int64_t> ui(lo.getInt(), hi ? hi.getInt() : lo.getInt());
         for (auto& x : r.data) x = float(ui(rng));
       } else {
@@ -198,10 +198,10 @@ std::vector<ModelInput> model_inputs(const std::filesystem::path& model, const C
   std::vector<ModelInput> r;
   for (unsigned i = 0; i < fn.getNumArguments(); ++i) {
     auto t = mlir::cast<mlir::RankedTensorType>(fn.getArgument(i).getType());
-    r.push_back({fn.getArgAttrOfType<mlir::StringAttr>(i, "vtpu.name").str(),
+    r.push_back({fn.getArgAttrOfType<mlir::StringAttr>(i, tpu::kNameAttr).str(),
                  {t.getShape().begin(), t.getShape().end()},
-                 bool(fn.getArgAttr(i, "vtpu.nhwc")),
-                 bool(fn.getArgAttr(i, "vtpu.int_lo"))});
+                 bool(fn.getArgAttr(i, tpu::kNhwcAttr)),
+                 bool(fn.getArgAttr(i, tpu::kIntLoAttr))});
   }
   return r;
 }
@@ -230,7 +230,7 @@ std::map<std::string, std::vector<float>> reference_outputs(const std::filesyste
   auto fn = module->lookupSymbol<mlir::func::FuncOp>("main");
   std::vector<RefTensor> in;
   for (unsigned i = 0; i < fn.getNumArguments(); ++i) {
-    std::string name = fn.getArgAttrOfType<mlir::StringAttr>(i, "vtpu.name").str();
+    std::string name = fn.getArgAttrOfType<mlir::StringAttr>(i, tpu::kNameAttr).str();
     auto t = mlir::cast<mlir::RankedTensorType>(fn.getArgument(i).getType());
     auto it = inputs.find(name);
     if (it == inputs.end()) throw UserError(fmt::format("reference run: no data for input '{}'", name));
@@ -241,7 +241,7 @@ std::map<std::string, std::vector<float>> reference_outputs(const std::filesyste
   auto outs = evaluate_reference(fn, in);
   std::map<std::string, std::vector<float>> r;
   for (unsigned i = 0; i < outs.size(); ++i)
-    r[fn.getResultAttrOfType<mlir::StringAttr>(i, "vtpu.name").str()] = std::move(outs[i].data);
+    r[fn.getResultAttrOfType<mlir::StringAttr>(i, tpu::kNameAttr).str()] = std::move(outs[i].data);
   return r;
 }
 

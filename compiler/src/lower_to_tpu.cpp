@@ -65,11 +65,6 @@ std::optional<std::vector<float>> const_data(Value v) {
   return out;
 }
 
-std::vector<int64_t> shape_of(Value v) {
-  auto t = mlir::cast<mlir::RankedTensorType>(v.getType());
-  return {t.getShape().begin(), t.getShape().end()};
-}
-
 Value make_const(mlir::OpBuilder& b, mlir::Location loc, const std::vector<int64_t>& shape, const std::vector<float>& data) {
   auto type = mlir::RankedTensorType::get(shape, b.getF32Type());
   return b.create<tosa::ConstOp>(loc, type, mlir::DenseElementsAttr::get(type, llvm::ArrayRef<float>(data)));

@@ -16,11 +16,7 @@ namespace vtpu::compiler {
 namespace {
 
 using mlir::Value;
-
-std::vector<int64_t> shape_of(Value v) {
-  auto t = mlir::cast<mlir::RankedTensorType>(v.getType());
-  return {t.getShape().begin(), t.getShape().end()};
-}
+using tpu::shape_of;
 
 std::vector<float> consts(Value v) {
   auto c = v.getDefiningOp<mlir::tosa::ConstOp>();

@@ -1,18 +1,10 @@
 #pragma once
-// Internal: the tpu dialect (compiler/dialect/TpuOps.td) and the compiler's passes.
+// Internal: the tpu dialect (now compiler/dialect/tpu_dialect.h) and the compiler's passes.
+// Kept under this name for code generation, which includes it from compiler/src.
 #include <memory>
 
-#include "mlir/Bytecode/BytecodeOpInterface.h"
-#include "mlir/IR/BuiltinOps.h"
-#include "mlir/IR/Dialect.h"
-#include "mlir/IR/OpDefinition.h"
-#include "mlir/Interfaces/SideEffectInterfaces.h"
+#include "dialect/tpu_dialect.h"
 #include "mlir/Pass/Pass.h"
-
-#include "vtpu/compiler/Tpu.dialect-decls.inc"
-
-#define GET_OP_CLASSES
-#include "vtpu/compiler/Tpu.op-decls.inc"
 
 namespace vtpu::tpu {
 
