@@ -12,7 +12,8 @@
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Transforms/Passes.h"
-#include "tpu_dialect.h"
+#include "dialect/tpu_dialect.h"
+#include "transforms/passes.h"
 
 namespace vtpu::compiler {
 

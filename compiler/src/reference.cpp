@@ -10,7 +10,7 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Tosa/IR/TosaOps.h"
 #include "mlir/IR/BuiltinAttributes.h"
-#include "tpu_dialect.h"
+#include "dialect/tpu_dialect.h"
 
 namespace vtpu::compiler {
 namespace {
