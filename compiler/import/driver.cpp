@@ -5,7 +5,7 @@
 
 #include <fstream>
 
-#include "import.h"
+#include "import/import_onnx.h"
 #include "import/importer.h"
 #include "mlir/IR/Verifier.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
