@@ -134,6 +134,15 @@ std::map<const void*, float> shared_scales(mlir::func::FuncOp fn, const std::map
 
 }  // namespace
 
+std::vector<const void*> value_order(mlir::func::FuncOp fn) {
+  std::vector<const void*> order;
+  for (mlir::Value a : fn.getArguments()) order.push_back(a.getAsOpaquePointer());
+  fn.walk([&](mlir::Operation* op) {
+    for (mlir::Value r : op->getResults()) order.push_back(r.getAsOpaquePointer());
+  });
+  return order;
+}
+
 std::map<const void*, float> calibrate(mlir::ModuleOp module, const CompileOptions& options) {
   auto fn = module.lookupSymbol<mlir::func::FuncOp>("main");
   return shared_scales(fn, max_abs(fn, samples(fn, options)));

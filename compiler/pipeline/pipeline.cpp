@@ -4,6 +4,8 @@
 
 #include <fmt/format.h>
 
+#include <cmath>
+
 #include "import.h"
 #include "llvm/Support/raw_ostream.h"
 #include "mlir/Dialect/Tosa/IR/TosaOps.h"
@@ -78,12 +80,26 @@ CompileResult compile_onnx(const std::filesystem::path& model, const config::Con
   front.lower();
   if (options.emit_mlir_stage == "tpu") mlir_text = print_ir(front.module());
   std::map<const void*, float> scales;
+  std::vector<const void*> order;
   if (options.precision == Precision::Int8) {
     check_inputs_fit(front.module(), cfg, options);
-    scales = calibrate(front.module(), options);
+    order = value_order(front.main());
+    if (options.calibration_scales.empty()) {
+      scales = calibrate(front.module(), options);
+    } else if (options.calibration_scales.size() != order.size()) {
+      throw UserError(fmt::format("{}: the calibration scales given are for another model ({} values, this one has {})",
+                                  model.string(), options.calibration_scales.size(), order.size()));
+    } else {
+      for (size_t i = 0; i < order.size(); ++i)
+        if (!std::isnan(options.calibration_scales[i])) scales[order[i]] = options.calibration_scales[i];
+    }
   }
   CompileResult r = generate_program(front.module(), cfg, options, scales);
   r.mlir = std::move(mlir_text);
+  for (const void* v : order) {
+    auto it = scales.find(v);
+    r.calibration_scales.push_back(it == scales.end() ? std::nanf("") : it->second);
+  }
   return r;
 }
 

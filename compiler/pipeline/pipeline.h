@@ -64,4 +64,9 @@ std::vector<RefTensor> named_inputs(mlir::func::FuncOp fn, const std::map<std::s
 // Value::getAsOpaquePointer) its symmetric per-tensor scale.
 std::map<const void*, float> calibrate(mlir::ModuleOp module, const CompileOptions& options);
 
+// @main's values in a fixed order (its arguments, then every op's results in walk order): the
+// order calibration scales travel in between compiles of one model
+// (CompileOptions/CompileResult::calibration_scales).
+std::vector<const void*> value_order(mlir::func::FuncOp fn);
+
 }  // namespace vtpu::compiler
