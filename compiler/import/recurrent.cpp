@@ -94,17 +94,24 @@ void Importer::rnn_run(Rnn& r, const onnx::NodeProto& n, mlir::Location loc,
   std::vector<Value> ys, hs, cs;
   for (int64_t d = 0; d < dirs; ++d) {
     bool reverse = r.dir == "reverse" || d == 1;
+    // Hoisted: the input projections of all steps at once; PerStep: each step's own.
+    const bool per_step = opt_.rnn_schedule == RnnSchedule::PerStep;
+    auto w_of = [&](int64_t g) { return r.W->data.data() + (d * G * H + g * H) * r.I; };
     std::vector<Value> xw(static_cast<size_t>(G));
-    for (int64_t g = 0; g < G; ++g)
-      xw[size_t(g)] = rnn_fc(r, r.x2, T * B, r.W->data.data() + (d * G * H + g * H) * r.I, r.I, xw_bias(d, g), loc);
+    for (int64_t g = 0; g < G && !per_step; ++g) xw[size_t(g)] = rnn_fc(r, r.x2, T * B, w_of(g), r.I, xw_bias(d, g), loc);
     Value h = rnn_state(r, n, 5, d, loc), c = with_c ? rnn_state(r, n, 6, d, loc) : Value();
     std::vector<Value> steps(static_cast<size_t>(T));
     for (int64_t s = 0; s < T; ++s) {
       int64_t t = reverse ? T - 1 - s : s;
       std::vector<Value> xw_t;
+      Value x_t = per_step ? b_.create<mlir::tosa::SliceOp>(loc, tensor_type({B, r.I}), r.x2, b_.getDenseI64ArrayAttr({t * B, 0}),
+                                                            b_.getDenseI64ArrayAttr({B, r.I}))
+                                 .getResult()
+                           : Value();
       for (int64_t g = 0; g < G; ++g)
-        xw_t.push_back(b_.create<mlir::tosa::SliceOp>(loc, type, xw[size_t(g)], b_.getDenseI64ArrayAttr({t * B, 0}),
-                                                      b_.getDenseI64ArrayAttr({B, H})));
+        xw_t.push_back(per_step ? rnn_fc(r, x_t, B, w_of(g), r.I, xw_bias(d, g), loc)
+                                : b_.create<mlir::tosa::SliceOp>(loc, type, xw[size_t(g)], b_.getDenseI64ArrayAttr({t * B, 0}),
+                                                                 b_.getDenseI64ArrayAttr({B, H})).getResult());
       step(d, xw_t, h, c);
       steps[size_t(t)] = h;
     }

@@ -46,6 +46,25 @@ std::vector<int64_t> shape_of(Value v) {
   return {t.getShape().begin(), t.getShape().end()};
 }
 
+// Useful MACs of a convolution (docs/reports.md, "Useful MACs"): for every output position,
+// the kernel taps whose input position lies inside the image, x input channels per group x
+// output channels. Taps on padding are not counted, however the schedule computes them.
+uint64_t conv_useful_macs(tpu::Conv2DOp op) {
+  auto xs = shape_of(op.getInput()), ws = shape_of(op.getWeight()), ys = shape_of(op.getOutput());  // NHWC, [KH, KW, CIg, CO]
+  auto stride = op.getStride(), pad = op.getPad(), dil = op.getDilation();
+  auto inside = [](int64_t out, int64_t in, int64_t k, int64_t st, int64_t before, int64_t d) {
+    uint64_t n = 0;
+    for (int64_t o = 0; o < out; ++o)
+      for (int64_t t = 0; t < k; ++t) {
+        int64_t i = o * st - before + t * d;
+        n += i >= 0 && i < in;
+      }
+    return n;
+  };
+  uint64_t taps = inside(ys[1], xs[1], ws[0], stride[0], pad[0], dil[0]) * inside(ys[2], xs[2], ws[1], stride[1], pad[2], dil[1]);
+  return uint64_t(xs[0]) * taps * uint64_t(ws[2]) * uint64_t(ws[3]);
+}
+
 std::vector<float> const_floats(Value v, const std::string& layer) {
   auto c = v.getDefiningOp<tosa::ConstOp>();
   if (!c) throw CompileError(fmt::format("node '{}': expected a constant operand", layer));
@@ -891,14 +910,19 @@ class Codegen {
     }
     // Prologue: two tiles into each FIFO, one into each shadow.
     std::string prologue;
+    uint64_t prologue_tiles = 0, prologue_wloads = 0;
     for (uint32_t m = 0; m < nm; ++m) {
       for (size_t i = 0; i < std::min<size_t>(2, s[m].tiles.size()); ++i) {
         const TileRef& t = blocks[s[m].tiles[i].first].groups[s[m].tiles[i].second].tile;
         prologue += fmt::format("  li r{}, {}\n", 16 + m, t.addr);
         prologue += fmt::format("  dma.wfifo desc={} src=r{} mxu={}\n", t.desc, 16 + m, m);
       }
-      if (!s[m].tiles.empty()) prologue += fmt::format("  mxu.wload mxu={}\n", m);
+      if (!s[m].tiles.empty()) prologue += fmt::format("  mxu.wload mxu={}\n", m), ++prologue_wloads;
+      prologue_tiles += std::min<size_t>(2, s[m].tiles.size());
     }
+    wloads_ += prologue_wloads;
+    bool hoisted = (ready && hoist_at_ && ready->second <= *hoist_at_) || (!ready && constant_tiles && hoist_at_);
+    if (hoisted) hoisted_tiles_ += prologue_tiles, hoisted_wloads_ += prologue_wloads;  // run under an earlier layer's tag
     if (ready && hoist_at_ && ready->second <= *hoist_at_) code_.insert(*hoist_at_, ready->first + prologue);
     else if (ready) code_ += ready->first + prologue;
     else if (constant_tiles && hoist_at_) code_.insert(*hoist_at_, prologue);
@@ -1152,7 +1176,7 @@ class Codegen {
                                        k == 0 ? " swap=1" : "", st.accumulate ? " acc=1" : "",
                                        last ? fmt::format(" flag=f{}", 2 + m) : "");
           if (k == 0) {
-            if (tile_pos[m] + 1 < s[m].tiles.size()) op += fmt::format(" || mxu.wload mxu={}", m);
+            if (tile_pos[m] + 1 < s[m].tiles.size()) op += fmt::format(" || mxu.wload mxu={}", m), ++wloads_;
             if (tile_pos[m] + 2 < s[m].tiles.size()) {
               auto [b2, g2] = s[m].tiles[tile_pos[m] + 2];
               const TileRef& t = blocks[b2].groups[g2].tile;
@@ -1251,11 +1275,17 @@ class Codegen {
     lb.op = current_op_;
     lb.shape = shape ? *shape : current_shape_;
     lb.macs = macs;
-    lb.hbm_bytes = hbm_bytes;
-    uint64_t per_cycle = uint64_t(cfg_.core.mxu.count) * R_ * C_;
+    // A stream's prologue hoisted into an earlier layer's code (run_blocks) runs under that
+    // layer's tag: its tiles' bytes and its weight loads are not this layer's to wait for.
+    lb.hbm_bytes = hbm_bytes - std::min(hbm_bytes, hoisted_tiles_ * R_ * C_ * esz_);
+    uint64_t wloads = wloads_ - wloads_mark_;
+    lb.weight_tiles = wloads - std::min(wloads, hoisted_wloads_);
+    wloads_mark_ = wloads_, hoisted_tiles_ = hoisted_wloads_ = 0;
+    uint64_t nm = uint64_t(cfg_.core.mxu.count), per_cycle = nm * R_ * C_;
     lb.compute_cycles = ceil_div(macs, per_cycle);
     double bytes_per_cycle = cfg_.memory.bandwidth_gbytes_per_s * 1e9 / (cfg_.clock_mhz * 1e6);
-    lb.memory_cycles = uint64_t(std::ceil(double(hbm_bytes) / bytes_per_cycle));
+    lb.memory_cycles = uint64_t(std::ceil(double(lb.hbm_bytes) / bytes_per_cycle));
+    lb.weight_path_cycles = ceil_div(lb.weight_tiles, nm) * cfg_.core.mxu.weight_shift_cycles;
     bounds_.push_back(lb);
   }
 
@@ -2467,7 +2497,7 @@ class Codegen {
     if (xq2) ub_.release(xq2);
     if (zb2) ub_.release(zb2);
     if (two_px) ub_.release(q2);
-    add_bound(layer, N * OH * OW * KH * KW * CI * CO, KH * KW * CI * CO * esz_ + N * H * W * CI * esz_);
+    add_bound(layer, conv_useful_macs(op), KH * KW * CI * CO * esz_ + N * H * W * CI * esz_);
     define(op.getOutput(), y);
   }
 
@@ -2724,7 +2754,8 @@ class Codegen {
     }
     code(fmt::format("  wait f1, {}", q8_ ? 3 : 2));
     ub_.release(q.base);
-    add_bound(layer, N * H * W * 9 * CI * CO, 9 * R_ * C_ * 2 * esz_);
+    // Compulsory HBM bytes: the layer's weights once (its six two-pixel tiles hold them).
+    add_bound(layer, conv_useful_macs(op), 9 * CI * CO * esz_);
     define(op.getOutput(), y);
   }
 
@@ -2969,7 +3000,7 @@ class Codegen {
     run_blocks(blocks, true);  // constant weights: the prologue hoists into the previous stream
     ub_.release(bias_ub);
     if (padded) ub_.release(xp.base);
-    add_bound(layer, N * OH * OW * KH * KW * CIg * CO, KH * KW * CIg * CO * esz_);
+    add_bound(layer, conv_useful_macs(op), KH * KW * CIg * CO * esz_);
     if (fused) ub_.release(scratch);
     else define(op.getOutput(), y);
   }
@@ -4652,7 +4683,7 @@ class Codegen {
             code(fmt::format("  li r{}, {}", 16 + m, tile_of(*stream[m][t]).addr));
             code(fmt::format("  dma.wfifo desc={} src=r{} mxu={}", tile_of(*stream[m][t]).desc, 16 + m, m));
           }
-          if (!stream[m].empty()) code(fmt::format("  mxu.wload mxu={}", m));
+          if (!stream[m].empty()) code(fmt::format("  mxu.wload mxu={}", m)), ++wloads_;
         }
         std::vector<size_t> pos(nm, 0);
         for (size_t ri = 0; ri < rounds.size(); ++ri) {
@@ -4666,7 +4697,7 @@ class Codegen {
               std::string op = fmt::format("mxu.matmul mxu={} src={} dst=r0+{} rows={} dtype={} swap=1{}{}", m,
                                            addr_ref(hot + mm.k * bb, 10 + int(m)), slot * T, T, dt_,
                                            mm.k > k_start[s] ? " acc=1" : "", t + 1 == stream[m].size() ? fmt::format(" flag=f{}", 2 + m) : "");
-              if (t + 1 < stream[m].size()) op += fmt::format(" || mxu.wload mxu={}", m);
+              if (t + 1 < stream[m].size()) op += fmt::format(" || mxu.wload mxu={}", m), ++wloads_;
               if (t + 2 < stream[m].size()) {
                 code(fmt::format("  li r{}, {}", 16 + m, tile_of(*stream[m][t + 2]).addr));
                 op += fmt::format(" || dma.wfifo desc={} src=r{} mxu={}", tile_of(*stream[m][t + 2]).desc, 16 + m, m);
@@ -4700,7 +4731,9 @@ class Codegen {
     }
     if (ks > 1) ub_.release(parts);
     ub_.release(iota);
-    add_bound(layer, S * V * D, chunks * V * D * esz_ + S * 4);
+    // A Gather has no products (docs/reports.md): the one-hot matmuls are array work, which
+    // the table's weight tiles bound through the weight path and the memory.
+    add_bound(layer, 0, chunks * V * D * esz_ + S * 4);
     define(op.getOutput(), y);
   }
 
@@ -4730,6 +4763,9 @@ class Codegen {
   int ndesc_ = 0, nparam_ = 0;
   uint64_t copies_in_flight_ = 0;  // ub_copy_async copies not yet waited for (on f1)
   std::optional<size_t> hoist_at_;  // where in code_ the last stream issued its last matmul (run_blocks)
+  // Weight loads emitted (mxu.wload), and where the last bound row's count ended; tiles and
+  // loads of prologues hoisted into an earlier layer's code since then (add_bound).
+  uint64_t wloads_ = 0, wloads_mark_ = 0, hoisted_tiles_ = 0, hoisted_wloads_ = 0;
   std::map<mlir::Operation*, Act> fused_;  // elementwise ops done in a matmul's epilogues, and their outputs
   std::set<mlir::Operation*> done_;  // ops generated ahead of their turn (gen_matmul_group)
   std::map<const void*, uint64_t> bias_lanes_;  // activations with bias lanes from this lane on

@@ -102,8 +102,16 @@ compiler::Precision precision_of(const std::string& dtype) {
   return dtype == "int8" ? compiler::Precision::Int8 : compiler::Precision::Bf16;  // CLI11 allows only these two
 }
 
+// --rnn-schedule: how LSTM/GRU layers read their input weights (compiler::RnnSchedule).
+compiler::RnnSchedule rnn_schedule_of(const std::string& s) {
+  return s == "per-step" ? compiler::RnnSchedule::PerStep : compiler::RnnSchedule::Hoisted;
+}
+constexpr const char* kRnnScheduleHelp =
+    "LSTM/GRU input weights: hoisted (one matmul over all time steps) or per-step (each step its own, as TPU v1's "
+    "software did; docs/compiler.md)";
+
 struct CompileArgs {
-  std::string model, config, dtype, output, emit_asm, emit_mlir, image_norm = "unit";
+  std::string model, config, dtype, output, emit_asm, emit_mlir, image_norm = "unit", rnn_schedule = "hoisted";
   std::vector<std::string> calibrate;
   int64_t batch = 0;
 };
@@ -127,6 +135,7 @@ int cmd_compile(const CompileArgs& a) {
   compiler::CompileOptions opt;
   opt.precision = precision_of(m.dtype);
   opt.batch = a.batch;
+  opt.rnn_schedule = rnn_schedule_of(a.rnn_schedule);
   opt.emit_mlir_stage = a.emit_mlir;
   std::filesystem::path model = m.path;
   if (!a.calibrate.empty())
@@ -147,7 +156,7 @@ int cmd_compile(const CompileArgs& a) {
 }
 
 struct RunArgs {
-  std::string model, config, dtype, output_dir, report, trace, csv, html, image_norm;
+  std::string model, config, dtype, output_dir, report, trace, csv, html, image_norm, rnn_schedule = "hoisted";
   std::vector<std::string> inputs, calibrate;
   int64_t batch = 0;
   uint64_t seed = 1;
@@ -205,6 +214,7 @@ int cmd_run(RunArgs a) {
   runtime::RunOptions opt;
   opt.precision = precision_of(a.dtype);
   opt.batch = a.batch;
+  opt.rnn_schedule = rnn_schedule_of(a.rnn_schedule);
   opt.seed = a.seed;
   opt.check = a.check;
   opt.record_trace = !a.trace.empty();
@@ -373,6 +383,9 @@ int main(int argc, char** argv) {
   compile_cmd->add_option("-o,--output", compile_args.output, "output program (default: MODEL with .vtpu)");
   compile_cmd->add_option("--batch", compile_args.batch, "batch size, 1 or more (default: the model's)")->check(batch);
   compile_cmd->add_option("--emit-asm", compile_args.emit_asm, "also write the program as assembly");
+  compile_cmd->add_option("--rnn-schedule", compile_args.rnn_schedule, kRnnScheduleHelp)
+      ->capture_default_str()
+      ->check(CLI::IsMember({"hoisted", "per-step"}));
   compile_cmd->add_option("--emit-mlir", compile_args.emit_mlir, "print the IR after a stage: tosa or tpu")
       ->check(CLI::IsMember({"tosa", "tpu"}));
   compile_cmd->add_option("--calibrate", compile_args.calibrate,
@@ -388,6 +401,9 @@ int main(int argc, char** argv) {
   run_cmd->add_option("-c,--config", run_args.config, kConfigHelp);
   run_cmd->add_option("--dtype", run_args.dtype, kDtypeHelp)->check(dtypes);
   run_cmd->add_option("--batch", run_args.batch, "batch size, 1 or more (default: the model's)")->check(batch);
+  run_cmd->add_option("--rnn-schedule", run_args.rnn_schedule, kRnnScheduleHelp)
+      ->capture_default_str()
+      ->check(CLI::IsMember({"hoisted", "per-step"}));
   run_cmd->add_option("--input", run_args.inputs,
                       "NAME=FILE.npy (float32, the model's layout) or NAME=IMAGE[,IMAGE...] (PNG, JPEG, BMP, PPM; one per "
                       "batch element, resized and center-cropped); others are seeded random");

@@ -219,6 +219,7 @@ ModelRun run_model(const std::filesystem::path& model, const config::Config& cfg
   compiler::CompileOptions copt;
   copt.precision = opt.precision;
   copt.batch = opt.batch;
+  copt.rnn_schedule = opt.rnn_schedule;
   copt.seed = opt.seed;
   if (!opt.calibration_files.empty()) {
     if (!onnx) throw UserError("--calibrate needs the ONNX model (calibration happens when it compiles), not a .vtpu program");
@@ -334,8 +335,26 @@ ModelRun run_model(const std::filesystem::path& model, const config::Config& cfg
     }
   }
 
+  apply_useful_macs(run.sim.stats, bounds);
   run.layers = layer_rows(run.sim.stats, bounds);
   return run;
+}
+
+void apply_useful_macs(sim::Stats& st, const std::vector<compiler::LayerBound>& bounds) {
+  std::map<std::string, uint64_t> useful;
+  for (const auto& b : bounds) useful[b.layer] += b.macs;
+  for (auto& tag : st.per_tag) {
+    auto it = useful.find(tag.tag);
+    sim::Counters& c = tag.c;
+    const uint64_t array = c.macs();
+    if (it == useful.end() || array == 0) continue;  // no bound row, or no matmul under this tag
+    // The layer's dtypes in the array's proportion (a layer runs in one dtype in practice).
+    const uint64_t bf16 = uint64_t(double(it->second) * double(c.macs_bf16) / double(array) + 0.5);
+    const uint64_t int8 = it->second - bf16;
+    st.total.macs_int8 += int8, st.total.macs_int8 -= c.macs_int8;
+    st.total.macs_bf16 += bf16, st.total.macs_bf16 -= c.macs_bf16;
+    c.macs_int8 = int8, c.macs_bf16 = bf16;
+  }
 }
 
 std::vector<LayerRow> layer_rows(const sim::Stats& st, const std::vector<compiler::LayerBound>& bounds) {
@@ -365,7 +384,12 @@ std::vector<LayerRow> layer_rows(const sim::Stats& st, const std::vector<compile
     for (const auto& b : bounds) {
       if (b.layer != tag.tag) continue;
       row.compute_cycles += b.compute_cycles, row.memory_cycles += b.memory_cycles;
-      row.bound_cycles = std::max(row.compute_cycles, row.memory_cycles);
+      row.weight_path_cycles += b.weight_path_cycles;
+      row.bound_cycles = std::max({row.compute_cycles, row.memory_cycles, row.weight_path_cycles});
+      row.bound_limit = !row.bound_cycles                           ? ""
+                        : row.bound_cycles == row.compute_cycles    ? "compute"
+                        : row.bound_cycles == row.memory_cycles     ? "memory"
+                                                                    : "weight path";
       if (("+" + row.op + "+").find("+" + b.op + "+") == std::string::npos) row.op += (row.op.empty() ? "" : "+") + b.op;
       row.shape = fmt::format("{}", fmt::join(b.shape, "x"));
     }

@@ -75,12 +75,12 @@ std::string csv_row(const std::vector<std::string>& fields) {
 
 std::string layer_table(const ModelRun& run) {
   TextTable t;
-  t.header = {"layer", "op", "output shape", "cycles", "roofline", "ratio", "MXU%", "top stall (cycles)", "energy uJ", "bound"};
+  t.header = {"layer", "op", "output shape", "cycles", "roofline", "limit", "ratio", "MXU%", "top stall (cycles)", "energy uJ", "bound"};
   t.right = {false, false, false, true, true, true, true, false, true, false};
   for (const LayerRow& r : run.layers)
     t.rows.push_back({printable(r.layer), r.op.empty() ? "-" : r.op, r.shape.empty() ? "-" : r.shape,
                       std::to_string(r.cycles), r.bound_cycles ? std::to_string(r.bound_cycles) : "-",
-                      r.bound_cycles ? fmt::format("{:.2f}", double(r.cycles) / double(r.bound_cycles)) : "-",
+                      r.bound_limit.empty() ? "-" : r.bound_limit, r.bound_cycles ? fmt::format("{:.2f}", double(r.cycles) / double(r.bound_cycles)) : "-",
                       fmt::format("{:.1f}%", 100 * r.mxu_utilization),
                       r.top_stall.empty() ? "-" : fmt::format("{} {}", r.top_stall, r.top_stall_cycles),
                       fmt::format("{:.3f}", r.energy_uj), r.bound_by});
@@ -89,12 +89,12 @@ std::string layer_table(const ModelRun& run) {
 
 std::string layers_csv(const ModelRun& run) {
   std::string o = csv_row({"layer", "first_cycle", "last_cycle", "cycles", "roofline_cycles", "compute_cycles", "memory_cycles",
-                           "macs", "mxu_utilization", "top_stall", "top_stall_cycles", "stall_cycles", "energy_uj", "bound_by",
+                           "weight_path_cycles", "macs", "mxu_utilization", "top_stall", "top_stall_cycles", "stall_cycles", "energy_uj", "bound_by",
                            "op", "output_shape"});
   for (const LayerRow& r : run.layers)
     o += csv_row({r.layer, std::to_string(r.first_cycle), std::to_string(r.last_cycle), std::to_string(r.cycles),
                   std::to_string(r.bound_cycles), std::to_string(r.compute_cycles), std::to_string(r.memory_cycles),
-                  std::to_string(r.macs), fmt::format("{:.6f}", r.mxu_utilization), r.top_stall,
+                  std::to_string(r.weight_path_cycles), std::to_string(r.macs), fmt::format("{:.6f}", r.mxu_utilization), r.top_stall,
                   std::to_string(r.top_stall_cycles), std::to_string(r.stall_cycles), fmt::format("{:.6f}", r.energy_uj),
                   r.bound_by, r.op, r.shape});
   return o;

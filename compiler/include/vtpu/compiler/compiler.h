@@ -15,8 +15,15 @@ namespace vtpu::compiler {
 
 enum class Precision : uint8_t { Int8, Bf16 };
 
+// How LSTM and GRU layers multiply their inputs by the input weights W (docs/compiler.md):
+// Hoisted: one matmul over all time steps' inputs (W is read once per sequence); PerStep:
+// each step multiplies its own input, as TPU v1's software did (W is read every step, batch
+// MACs per weight byte; Jouppi et al. ISCA 2017, Table 1).
+enum class RnnSchedule { Hoisted, PerStep };
+
 struct CompileOptions {
   Precision precision = Precision::Bf16;
+  RnnSchedule rnn_schedule = RnnSchedule::Hoisted;
   int64_t batch = 0;                      // 0: the model's own batch size
   std::string emit_mlir_stage;            // "", "tosa", "tpu": keep the IR after that stage
   uint64_t seed = 1;                      // calibration inputs when none are given
@@ -37,11 +44,16 @@ struct LayerBound {
   std::string layer;       // the ONNX node name (the program's tag)
   std::string op;          // the tpu op that makes it (conv2d, matmul, softmax, ...)
   std::vector<int64_t> shape;  // its output shape as the chip stores it (images NHWC)
-  uint64_t macs = 0;
+  uint64_t macs = 0;        // useful MACs (docs/reports.md): the ONNX operator's products, no padding taps
   uint64_t hbm_bytes = 0;  // weights + inputs/outputs that must cross HBM
-  uint64_t compute_cycles = 0;
-  uint64_t memory_cycles = 0;
-  uint64_t bound_cycles() const { return compute_cycles > memory_cycles ? compute_cycles : memory_cycles; }
+  uint64_t weight_tiles = 0;  // weight tiles the layer's code shifts into the MXUs (mxu.wload)
+  uint64_t compute_cycles = 0;      // macs / (MXUs x R x C)
+  uint64_t memory_cycles = 0;       // hbm_bytes / HBM bytes per cycle
+  uint64_t weight_path_cycles = 0;  // weight_tiles / MXUs x the shift of one tile (each MXU's own weight path)
+  uint64_t bound_cycles() const {
+    uint64_t m = compute_cycles > memory_cycles ? compute_cycles : memory_cycles;
+    return m > weight_path_cycles ? m : weight_path_cycles;
+  }
 };
 
 struct CompileResult {

@@ -28,6 +28,7 @@ std::vector<std::map<std::string, std::vector<float>>> calibration_from_files(
 struct RunOptions {
   compiler::Precision precision = compiler::Precision::Bf16;
   int64_t batch = 0;
+  compiler::RnnSchedule rnn_schedule = compiler::RnnSchedule::Hoisted;  // CompileOptions::rnn_schedule
   // name -> a .npy file (float32, model layout), or image files (comma-separated, one per
   // batch element) for an [N, 1 or 3, H, W] input, scaled as `image_norm` says.
   std::map<std::string, std::filesystem::path> input_files;
@@ -53,7 +54,9 @@ struct LayerRow {
   std::string shape;  // output shape as stored ("1x56x56x64", images NHWC), "" likewise
   uint64_t first_cycle = 0, last_cycle = 0;  // issue of its first bundle, done of its last op
   uint64_t cycles = 0;                        // last - first
-  uint64_t bound_cycles = 0, compute_cycles = 0, memory_cycles = 0;
+  // The roofline bound: the largest of its three limits (docs/runtime.md), and which one it is.
+  uint64_t bound_cycles = 0, compute_cycles = 0, memory_cycles = 0, weight_path_cycles = 0;
+  std::string bound_limit;  // compute, memory or weight path; "" without a bound
   uint64_t macs = 0;
   double mxu_utilization = 0;  // MACs / (cycles x peak MACs per cycle)
   std::string top_stall;       // the stall reason with the most cycles, "" when none
@@ -84,6 +87,12 @@ struct ModelRun {
 
 // `model` is an .onnx file (compiled here) or a .vtpu program.
 ModelRun run_model(const std::filesystem::path& model, const config::Config& cfg, const RunOptions& options);
+
+// Replaces the simulator's MAC counters (every product the array makes with loaded weights,
+// padding taps of packed convolutions included) with the compiler's useful MACs (docs/reports.md,
+// "Useful MACs") for every tag the bounds name, keeping each tag's int8/bf16 split; the totals
+// follow. Energy, computed from the array's products, is unchanged. run_model applies it.
+void apply_useful_macs(sim::Stats& stats, const std::vector<compiler::LayerBound>& bounds);
 
 // The layer rows of a run's statistics, beside the compiler's bounds (empty: no bounds).
 std::vector<LayerRow> layer_rows(const sim::Stats& stats, const std::vector<compiler::LayerBound>& bounds);
