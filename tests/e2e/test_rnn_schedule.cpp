@@ -20,12 +20,12 @@ TEST(RnnSchedule, PerStepReadsTheInputWeightsEveryStepAndComputesTheSameLstm) {
   const int64_t B = 4, T = 5, H = 16, I = 16;  // one 16 x 16 tile per gate on tiny-16x16
   const auto path = std::filesystem::temp_directory_path() / ("vtpu-rnn-schedule-" + std::to_string(::getpid()) + ".onnx");
   {
-    testing::OnnxBuilder m(13, 7);
+    vtpu::testing::OnnxBuilder m(13, 7);
     m.input("x", {T, B, I});
     m.init("W", {1, 4 * H, I}, 0.25f);
     m.init("R", {1, 4 * H, H}, 0.25f);
     m.init("B", {1, 8 * H}, 0.05f);
-    testing::OnnxBuilder::attr(m.node("LSTM", "lstm", {"x", "W", "R", "B"}, {"y"}), "hidden_size", H);
+    vtpu::testing::OnnxBuilder::attr(m.node("LSTM", "lstm", {"x", "W", "R", "B"}, {"y"}), "hidden_size", H);
     m.output("y", {T, 1, B, H});
     m.save_to(path);
   }
