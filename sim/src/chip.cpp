@@ -13,7 +13,7 @@
 
 #include "energy.h"
 #include "machine.h"
-#include "vtpu/sim/dram_timing.h"
+#include "vtpu/memory/dram_timing.h"
 
 // Debian's SystemC links a main() that calls sc_main; vtpu's tools have their own main and
 // drive the kernel through vtpu::sim::simulate, so this one only satisfies the linker.
@@ -23,6 +23,8 @@ namespace vtpu::sim {
 namespace detail {
 namespace {
 
+using memory::DramStats;
+using memory::DramTiming;
 using sc_core::sc_module_name;
 using sc_core::sc_time;
 
