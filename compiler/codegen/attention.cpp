@@ -11,26 +11,29 @@ namespace vtpu::compiler::codegen {
 // overlapping the next blocks' matmuls. The row statistics go to an fp32 row per
 // accumulator row. Returns the phases of a block (MXU, accumulator row, rows, output
 // address, first row within the mask) and the unified-buffer space to free afterwards.
-std::optional<Codegen::SoftmaxEpilogue> Codegen::fuse_softmax(Value out, const Act& y, const std::string& into_layer, uint64_t M) {
-  if (q8_ || is_int32(out) || y.blocks != 1) return std::nullopt;
-  Value v = through_row_reshapes(out);
-  if (!v.hasOneUse()) return std::nullopt;
-  tpu::AffineOp af = mlir::dyn_cast<tpu::AffineOp>(*v.getUsers().begin());
-  if (af) {
-    v = through_row_reshapes(af.getOutput());
-    if (!v.hasOneUse()) return std::nullopt;
-  }
-  auto sm = mlir::dyn_cast<tpu::SoftmaxOp>(*v.getUsers().begin());
-  if (!sm || sm.getInput() != v || numel(shape_of(sm.getOutput())) != numel(y.shape)) return std::nullopt;
+std::optional<Codegen::SoftmaxEpilogue> Codegen::fuse_softmax(mlir::Operation* producer, const Act& y, const std::string& into_layer,
+                                                             uint64_t M) {
+  auto sm = mlir::cast<tpu::SoftmaxOp>(planned(producer, "softmax").at(0));
+  // The scale step before it (the planner checked the pattern), whether applied here or,
+  // a power of two, to the queries (role "scale").
+  Value v = sm.getInput();
+  while (auto r = v.getDefiningOp<tpu::ReshapeOp>()) v = r.getInput();
+  tpu::AffineOp af = v.getDefiningOp<tpu::AffineOp>();
   uint64_t row32 = C_ * 4, N = y.features, acc_rows = cfg_.core.accumulators.rows;
   std::vector<float> mk;
-  if (sm.getMask()) {
-    mk = const_floats(sm.getMask(), sm.getLayer().str());
-    if (mk.size() != M * N) return std::nullopt;
-  }
+  if (sm.getMask()) mk = const_floats(sm.getMask(), sm.getLayer().str());
   uint64_t stat_bytes = uint64_t(cfg_.core.mxu.count) * acc_rows * row32;
   uint64_t mask_rows = !mk.empty() ? M : N < C_ ? 1 : 0;
-  if (ub_.largest_free() < stat_bytes + mask_rows * row32 + (1 << 16)) return std::nullopt;
+  if (ub_.largest_free() < stat_bytes + mask_rows * row32 + (1 << 16)) {
+    // Not beside the matmuls: the scale step (unless applied to the queries) in the
+    // epilogues, the softmax on its own.
+    decline(producer, "softmax");
+    if (auto scale = planned(producer, "softmax-scale"); !scale.empty()) {
+      scale[0]->setAttr(kRoleAttr, mlir::StringAttr::get(producer->getContext(), "elementwise"));
+      producer->setAttr(kEpilogueAttr, mlir::StringAttr::get(producer->getContext(), "elementwise"));
+    }
+    return std::nullopt;
+  }
   SoftmaxEpilogue e;
   uint64_t stats = ub_take(stat_bytes, fmt::format("the softmax statistics of '{}'", into_layer));
   e.buffers.push_back(stats);
@@ -49,7 +52,7 @@ std::optional<Codegen::SoftmaxEpilogue> Codegen::fuse_softmax(Value out, const A
     code("  wait f1");
   }
   std::string scale_p;
-  if (af && !folded_scales_.count(af.getOperation())) scale_p = affine_param(const_floats(af.getScale(), af.getLayer().str()), const_floats(af.getBias(), af.getLayer().str()), 0, 1.0, 1.0);
+  if (af && !has_role(af, "scale")) scale_p = affine_param(const_floats(af.getScale(), af.getLayer().str()), const_floats(af.getBias(), af.getLayer().str()), 0, 1.0, 1.0);
   bool per_row_mask = !mk.empty();
   e.phases = [=](uint32_t m, uint64_t acc_row, uint64_t rows, uint64_t out_ub, uint64_t row_in_m) {
     uint64_t g = uint64_t(m) * acc_rows + acc_row;
@@ -84,77 +87,16 @@ std::optional<Codegen::SoftmaxEpilogue> Codegen::fuse_softmax(Value out, const A
   return e;
 }
 
-// Attention's 1 / sqrt(d) when it is a power of two (d = 64: 1/8): the queries' matmul
-// multiplies its bf16 output by it in its epilogues (exact for a power of two, so
-// (c Q) K^T is c (Q K^T) bit for bit) and the scores' epilogue skips its scaling pass,
-// which on a vector-bound softmax is a pass over every score. Applies when `q` (a
-// matmul's output) is read through a head view only as the left-hand side of one batch
-// matmul whose output feeds, through reshapes, a per-channel affine step with one scale
-// and no bias, then a softmax fused into that batch matmul (rows within one lane block).
-std::optional<std::pair<double, mlir::Operation*>> Codegen::attention_scale(Value q) {
-  if (q8_ || is_int32(q)) return std::nullopt;
-  auto split = head_view_split(q);
-  if (!split) return std::nullopt;
-  auto single_user = [](Value v) -> mlir::Operation* { return v.hasOneUse() ? *v.getUsers().begin() : nullptr; };
-  Value v = through_row_reshapes(mlir::cast<tpu::TransposeOp>(single_user(split->getOutput())).getOutput());
-  auto bm = mlir::dyn_cast_or_null<tpu::BatchMatmulOp>(single_user(v));
-  if (!bm || bm.getLhs() != v || bm.getRhs() == v || uint64_t(shape_of(bm.getRhs())[2]) > C_) return std::nullopt;
-  Value s = through_row_reshapes(bm.getOutput());
-  auto af = mlir::dyn_cast_or_null<tpu::AffineOp>(single_user(s));
-  if (!af) return std::nullopt;
-  auto sc = const_floats(af.getScale(), af.getLayer().str()), bi = const_floats(af.getBias(), af.getLayer().str());
-  uint64_t N = uint64_t(shape_of(bm.getRhs())[2]);
-  if (sc.size() < N || bi.size() < N) return std::nullopt;
-  int e = 0;
-  if (!(sc[0] > 0) || std::frexp(double(sc[0]), &e) != 0.5) return std::nullopt;
-  for (uint64_t i = 0; i < N; ++i)
-    if (sc[i] != sc[0] || bi[i] != 0.0f) return std::nullopt;
-  auto sm = mlir::dyn_cast_or_null<tpu::SoftmaxOp>(single_user(through_row_reshapes(af.getOutput())));
-  if (!sm || sm.getInput() != through_row_reshapes(af.getOutput())) return std::nullopt;
-  return std::make_pair(double(sc[0]), af.getOperation());
-}
-
-// The head split reshape of `v` (v's only user) when the pattern applies, else nothing.
 // Attention's head split and transpose, [B, S, H*d] -> [B, S, H, d] -> [B, H, S, d], when
-// every consumer of the result (through reshapes that keep the rows) is a batch matmul:
-// no copy then, the batch matmul reads head h of the unsplit tensor in place (its lanes
-// [h*d, h*d + d) of every row): as the left-hand side, matmul rows that start at the
-// head's first lane (the array ignores the lanes past its tile's rows); as the
+// every consumer of the result (through reshapes that keep the rows) is a batch matmul
+// (head_view_split): no copy then, the batch matmul reads head h of the unsplit tensor in
+// place (its lanes [h*d, h*d + d) of every row): as the left-hand side, matmul rows that
+// start at the head's first lane (the array ignores the lanes past its tile's rows); as the
 // right-hand side, weight tiles that read the head's lanes of the rows stored in HBM.
 // Needs heads that never straddle two lane blocks (d a multiple or a divisor of R).
-std::optional<tpu::ReshapeOp> Codegen::head_view_split(Value v) {
-  if (!v.hasOneUse()) return std::nullopt;
-  auto split = mlir::dyn_cast<tpu::ReshapeOp>(*v.getUsers().begin());
-  if (!split) return std::nullopt;
-  auto xs = shape_of(split.getInput()), ys = shape_of(split.getOutput());
-  if (xs.size() != 3 || ys.size() != 4 || xs[0] != ys[0] || xs[1] != ys[1] || ys[2] * ys[3] != xs[2] || ys[2] < 2)
-    return std::nullopt;
-  uint64_t d = uint64_t(ys[3]);
-  if (d % R_ != 0 && R_ % d != 0) return std::nullopt;
-  if (!split.getOutput().hasOneUse()) return std::nullopt;
-  auto tp = mlir::dyn_cast<tpu::TransposeOp>(*split.getOutput().getUsers().begin());
-  if (!tp || tp.getPerm().size() != 4 || tp.getPerm()[0] != 0 || tp.getPerm()[1] != 2 || tp.getPerm()[2] != 1 ||
-      tp.getPerm()[3] != 3)
-    return std::nullopt;
-  // Every consumer, through row-keeping reshapes, is a batch matmul.
-  std::vector<Value> work{tp.getOutput()};
-  while (!work.empty()) {
-    Value u = work.back();
-    work.pop_back();
-    if (u.use_empty()) return std::nullopt;
-    for (mlir::Operation* user : u.getUsers()) {
-      if (mlir::isa<tpu::BatchMatmulOp>(user)) continue;
-      auto r = mlir::dyn_cast<tpu::ReshapeOp>(user);
-      if (!r || uint64_t(shape_of(r.getOutput()).back()) != d) return std::nullopt;
-      work.push_back(r.getOutput());
-    }
-  }
-  return split;
-}
-
 // gen_reshape's part: the split and its transpose become views of x.
 bool Codegen::make_head_view(tpu::ReshapeOp op, const Act& x) {
-  auto split = head_view_split(op.getInput());
+  auto split = head_view_split(op.getInput(), R_);
   if (!split || *split != op) return false;
   auto tp = mlir::cast<tpu::TransposeOp>(*op.getOutput().getUsers().begin());
   auto ys = shape_of(op.getOutput());
@@ -287,11 +229,11 @@ const Codegen::HeadView* Codegen::view_of(Value v) const {
   return it == views_.end() ? nullptr : &it->second;
 }
 
-// The blocks of batch matmul `op` reading its left-hand side from `a`.
 // Activation x activation, per batch b: lhs[b] [M, K] x rhs[b] [K, N]. The MXU's weights
 // only come from HBM, so rhs's lane blocks are stored there first (one DMA each); a
 // weight tile (b, k block, n block) is then kw rows of its block, read with the block's
 // row stride. INT8: rhs's codes are the weights, with its per-tensor scale.
+// The blocks of batch matmul `op` reading its left-hand side from `a`.
 Codegen::BatchPlan Codegen::plan_batch_matmul(tpu::BatchMatmulOp op, const Act& a) {
   std::string layer = op.getLayer().str();
   const HeadView *lv = view_of(op.getLhs()), *rv = view_of(op.getRhs());
@@ -316,8 +258,8 @@ Codegen::BatchPlan Codegen::plan_batch_matmul(tpu::BatchMatmulOp op, const Act& 
   auto eps = epilogue_params(N, acc_scale, q8_ ? scale(op.getOutput()) : 1.0, -std::numeric_limits<double>::infinity(),
                              std::numeric_limits<double>::infinity());
   uint64_t kt = ceil_div(K, R_), nt = ceil_div(N, C_), mc = row_chunk(M, nt * B);
-  p.softmax = nt == 1 ? fuse_softmax(op.getOutput(), y, layer, M) : std::nullopt;
-  FusedPhases fused = p.softmax ? FusedPhases() : fuse_elementwise(op.getOutput(), y, layer);
+  if (epilogue_kind(op) == "softmax") p.softmax = fuse_softmax(op, y, layer, M);
+  FusedPhases fused = epilogue_kind(op) == "elementwise" ? fuse_elementwise(op, y, layer) : FusedPhases();
   for (uint64_t b = 0; b < B; ++b)
     for (uint64_t n = 0; n < nt; ++n) {
       uint64_t nw = std::min<uint64_t>(C_, N - n * C_);

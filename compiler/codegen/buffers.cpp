@@ -65,12 +65,6 @@ uint64_t UbAllocator::largest_free() const {
   return m;
 }
 
-uint64_t Codegen::numel(const std::vector<int64_t>& s) {
-  uint64_t n = 1;
-  for (int64_t d : s) n *= uint64_t(d);
-  return n;
-}
-
 // An fp32 twin of `a` (same rows and lane blocks, 4-byte elements) in new unified-buffer
 // space: `a` converted (then scaled by `rescale`, for INT8 inputs), or zeros if !convert.
 Act Codegen::fp32_twin(const Act& a, const std::string& layer, const std::string& what, bool convert,

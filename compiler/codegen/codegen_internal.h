@@ -43,6 +43,8 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Tosa/IR/TosaOps.h"
 #include "mlir/IR/BuiltinAttributes.h"
+#include "ir.h"
+#include "plan.h"
 #include "tpu_dialect.h"
 #include "vtpu/compiler/compiler.h"
 #include "vtpu/config/config.h"
@@ -58,11 +60,6 @@ namespace tosa = mlir::tosa;
 
 inline uint64_t align_up(uint64_t x, uint64_t a) { return (x + a - 1) / a * a; }
 inline uint64_t ceil_div(uint64_t a, uint64_t b) { return (a + b - 1) / b; }
-
-inline std::vector<int64_t> shape_of(Value v) {
-  auto t = mlir::cast<mlir::RankedTensorType>(v.getType());
-  return {t.getShape().begin(), t.getShape().end()};
-}
 
 inline std::vector<float> const_floats(Value v, const std::string& layer) {
   auto c = v.getDefiningOp<tosa::ConstOp>();
@@ -138,6 +135,20 @@ struct SideWork {
   std::vector<VecStep> steps;
 };
 
+// A convolution's sizes: NHWC input [N, H, W, CI], weights [KH, KW, CIg = CI / G, CO],
+// output [N, OH, OW, CO]; stride (sh, sw), dilation (dh, dw), pads (pt, pb, pl, pr).
+struct ConvShape {
+  uint64_t N = 0, H = 0, W = 0, CI = 0, KH = 0, KW = 0, CIg = 0, CO = 0, OH = 0, OW = 0, G = 1;
+  uint64_t sh = 1, sw = 1, dh = 1, dw = 1, pt = 0, pb = 0, pl = 0, pr = 0;
+  uint64_t Hp() const { return H + pt + pb; }  // the padded image's
+  uint64_t Wp() const { return W + pl + pr; }
+};
+ConvShape conv_shape(tpu::Conv2DOp op);
+
+class StreamScheduler;
+class PackedConv;
+class EmbeddingLookup;
+
 class Codegen {
  public:
   Codegen(const config::Config& cfg, const CompileOptions& opt, std::map<const void*, float> scales);
@@ -147,6 +158,10 @@ class Codegen {
   CompileResult run(mlir::ModuleOp module);
 
  private:
+  friend class StreamScheduler;  // scheduler.cpp: run_blocks
+  friend class PackedConv;  // conv_packed.cpp: gen_conv_packed
+  friend class EmbeddingLookup;  // embedding.cpp: gen_embedding
+
   // A layer without bias rows (its biases are all zeros): its epilogues skip the add.
   static constexpr uint64_t kNoBias = UINT64_MAX;
   // Bias lanes (conv.cpp, bias_lanes_row): kBiasLanes lanes of kBiasBig, then one of 1.
@@ -212,6 +227,25 @@ class Codegen {
     bool in_acc = false;
     std::vector<std::string> to_acc, to_sum;  // per output block
   };
+  // gen_conv's decisions and buffers, made in its steps' order (conv.cpp).
+  struct ConvPlan {
+    ConvShape s;
+    bool same = false, padded = false, pairs = false;  // "same" taps, a padded copy, tap pairs
+    Act x, xp, y;  // input, its padded copy (or x), output
+    std::vector<float> w, bias;
+    std::vector<double> acc_scale;  // INT8
+    std::optional<FusedAdd> fused;  // a residual add in the epilogues, through scratch slots:
+    bool int32_slots = false;
+    uint64_t scratch = 0, slot = 0, period = 0, nreg = 0, region_rows = 0;
+    bool bias_on_mxu = false;  // through bias lanes from lane `lanes`, with weights `folded`
+    uint64_t lanes = 0;
+    std::vector<float> folded;
+    uint64_t bias_ub = kNoBias;
+    std::vector<std::string> eps;
+    std::map<std::tuple<uint64_t, uint64_t, uint64_t>, TileRef> tiles;  // (tap, ci block, co block)
+    std::map<std::pair<uint64_t, uint64_t>, TileRef> pair_tiles;  // (tap, co block)
+    std::vector<std::pair<uint64_t, bool>> order;  // (tap, paired)
+  };
   // Where gen_layernorm keeps its fp32 rows (one block of rows per lane block) and its
   // statistics rows: on unified-buffer rows whose banks none of the blocks use.
   struct LnLayout {
@@ -225,6 +259,10 @@ class Codegen {
 
 
   // driver.cpp: the driver: model inputs, the walk over @main's ops, outputs, assembling
+  void gen_inputs(mlir::func::FuncOp fn);
+  void gen_outputs(mlir::func::FuncOp fn, mlir::func::ReturnOp ret);
+  void gen_op(mlir::Operation& op);
+  CompileResult assemble();
   void declare_empty_tensors(mlir::func::FuncOp fn);
   std::string quant_attrs(Value v, bool nhwc) const;
   void gen_constant(tpu::ConstantOp op);
@@ -258,7 +296,6 @@ class Codegen {
   uint64_t vec_occ(uint64_t rows) const;
 
   // buffers.cpp: buffers and liveness: unified-buffer allocation of activations, uses, release
-  static uint64_t numel(const std::vector<int64_t>& s);
   Act fp32_twin(const Act& a, const std::string& layer, const std::string& what, bool convert,
                 std::optional<double> rescale = std::nullopt);
   void from_fp32_twin(const Act& t, const Act& a);
@@ -297,10 +334,14 @@ class Codegen {
   uint64_t conv_row_chunk(uint64_t out_rows, uint64_t width, uint64_t n_blocks) const;
 
   // fusion.cpp: fusion of elementwise ops into a matmul's epilogues
-  static Value through_row_reshapes(Value v);
   std::optional<uint64_t> residual_base(Value out);
-  FusedPhases fuse_chain(Value out, const Act& y, const std::string& into_layer);
-  FusedPhases fuse_elementwise(Value out, const Act& y, const std::string& into_layer);
+  FusedPhases fuse_chain(mlir::Operation* producer, const Act& y, const std::string& into_layer);
+  FusedPhases fuse_elementwise(mlir::Operation* producer, const Act& y, const std::string& into_layer);
+  std::vector<mlir::Operation*> planned(mlir::Operation* producer, llvm::StringRef role) const;
+  static llvm::StringRef epilogue_kind(mlir::Operation* op);
+  static bool has_role(mlir::Operation* op, llvm::StringRef role);
+  void decline(mlir::Operation* producer, llvm::StringRef role);
+  static void drop_plan_role(mlir::Operation* op);
 
   // matmul.cpp: matmuls with constant weights, alone or as one stream
   void gen_matmul(tpu::MatmulOp op);
@@ -309,9 +350,7 @@ class Codegen {
   std::vector<Block> plan_matmul(tpu::MatmulOp op, uint64_t nt_total, MatmulPlan& plan, bool allow_split = true);
 
   // attention.cpp: attention: head views, batch matmuls, the softmax in the scores' epilogues, early stores
-  std::optional<SoftmaxEpilogue> fuse_softmax(Value out, const Act& y, const std::string& into_layer, uint64_t M);
-  std::optional<std::pair<double, mlir::Operation*>> attention_scale(Value q);
-  std::optional<tpu::ReshapeOp> head_view_split(Value v);
+  std::optional<SoftmaxEpilogue> fuse_softmax(mlir::Operation* producer, const Act& y, const std::string& into_layer, uint64_t M);
   bool make_head_view(tpu::ReshapeOp op, const Act& x);
   bool make_head_transpose(tpu::ReshapeOp op, const Act& x);
   const HeadView* view_of(Value v) const;
@@ -334,6 +373,14 @@ class Codegen {
   uint64_t bias_lanes_row(uint64_t at);
   static std::optional<std::vector<int>> bias_weights(int64_t q);
   void gen_conv(tpu::Conv2DOp op);
+  void conv_output(tpu::Conv2DOp op, ConvPlan& p);
+  void conv_input(tpu::Conv2DOp op, ConvPlan& p);
+  void conv_weights(tpu::Conv2DOp op, ConvPlan& p);
+  bool group_overlap(const ConvShape& c, uint64_t cb, uint64_t nb) const;
+  void conv_tiles(ConvPlan& p);
+  std::vector<Block> conv_blocks(tpu::Conv2DOp op, ConvPlan& p);
+  std::function<std::vector<std::string>(uint32_t, uint64_t)> conv_epilogue(const ConvPlan& p, uint64_t nb, uint64_t r0,
+                                                                           uint64_t rows);
 
   // conv_packed.cpp: the packed first convolution (few input channels, read from HBM)
   bool packable(tpu::Conv2DOp op) const;
@@ -381,7 +428,7 @@ class Codegen {
 
   // normalization.cpp: layer normalization and softmax in fp32 rows
   LnLayout ln_layout(uint64_t rows, uint64_t blocks) const;
-  FusedPhases prepare_layernorm(Value out, const Act& y, tpu::LayerNormOp* prepared = nullptr);
+  FusedPhases prepare_layernorm(mlir::Operation* producer, const Act& y, tpu::LayerNormOp* prepared = nullptr);
   tpu::AffineOp ln_affine(tpu::LayerNormOp ln);
   void ln_load_mask(const Act& x, uint64_t base, const LnLayout& lay);
   std::vector<VecStep> ln_steps(tpu::LayerNormOp op, const Act& x, const Act& y, uint64_t base, const LnLayout& lay,
@@ -394,7 +441,6 @@ class Codegen {
   void gen_fake_quant(tpu::FakeQuantOp op);
 
   // integer.cpp: integer tensors: int32 rows, casts
-  static bool is_int32(Value v);
   Act int32_act(const std::vector<int64_t>& shape, const std::string& what, bool temporary = false);
   Act out_act(Value v, const std::string& what);
   void load_rows(const Act& a, uint64_t hbm, uint64_t esz);
@@ -431,7 +477,7 @@ class Codegen {
   std::set<mlir::Operation*> done_;  // ops generated ahead of their turn (gen_matmul_group)
   std::map<const void*, uint64_t> bias_lanes_;  // activations with bias lanes from this lane on
   std::map<uint64_t, uint64_t> bias_lanes_rows_;  // the constants' row in the unified buffer, by first lane
-  std::set<mlir::Operation*> folded_scales_;  // attention scales applied to the queries (attention_scale)
+  std::map<int64_t, std::vector<mlir::Operation*>> planned_;  // by tpu.fused_into: the ops the planner put into an op
   std::map<mlir::Operation*, uint64_t> ln_prepared_;  // layer norms whose fp32 rows a matmul's epilogues fill (prepare_layernorm)
   std::set<mlir::Operation*> deferred_;  // ops with nothing to generate whose operands are released in turn
   std::map<const void*, HeadView> views_;  // head split + transpose results read in place (make_head_view)

@@ -58,12 +58,26 @@ void Codegen::check_inputs_fit(mlir::ModuleOp module) {
 CompileResult Codegen::run(mlir::ModuleOp module) {
   auto fn = module.lookupSymbol<mlir::func::FuncOp>("main");
   if (!fn) throw InternalError("no func @main");
+  for (mlir::Operation& op : fn.getBody().front())  // what the planner put into other ops (plan.h)
+    if (auto id = op.getAttrOfType<mlir::IntegerAttr>(kFusedIntoAttr)) planned_[id.getInt()].push_back(&op);
   decl(fmt::format(".config {}", cfg_.name));
   // Zero region in HBM (never written) for clearing UB buffers.
   zero_hbm_ = hbm_alloc(1 << 20);
   hoist_at_ = 0;  // the first stream's weights may load while the inputs do
+  gen_inputs(fn);
+  declare_empty_tensors(fn);
+  uses_left(fn);
+  for (mlir::Operation& op : fn.getBody().front()) {
+    if (mlir::isa<tosa::ConstOp>(op)) continue;
+    if (auto ret = mlir::dyn_cast<mlir::func::ReturnOp>(op)) gen_outputs(fn, ret);
+    else gen_op(op);
+  }
+  code("  halt");
+  return assemble();
+}
 
-  // Inputs: HBM -> UB blocked layout.
+// Inputs: HBM -> UB blocked layout (integer, fp32 and packed inputs stay in HBM).
+void Codegen::gen_inputs(mlir::func::FuncOp fn) {
   for (unsigned i = 0; i < fn.getNumArguments(); ++i) {
     Value arg = fn.getArgument(i);
     std::string name = fn.getArgAttrOfType<mlir::StringAttr>(i, "vtpu.name").str();
@@ -97,117 +111,119 @@ CompileResult Codegen::run(mlir::ModuleOp module) {
     load_act(a, addr);
     acts_[arg.getAsOpaquePointer()] = a;
   }
-  declare_empty_tensors(fn);
-  uses_left(fn);
+}
 
-  for (mlir::Operation& op : fn.getBody().front()) {
-    if (mlir::isa<tosa::ConstOp>(op)) continue;
-    if (auto ret = mlir::dyn_cast<mlir::func::ReturnOp>(op)) {
-      for (unsigned i = 0; i < ret.getNumOperands(); ++i) {
-        Value v = ret.getOperand(i);
-        std::string name = fn.getResultAttrOfType<mlir::StringAttr>(i, "vtpu.name").str();
-        auto shape = shape_of(v);
-        if (auto c = v.getDefiningOp<tosa::ConstOp>()) {  // a constant output: its bytes preloaded, no code
-          auto attr = mlir::cast<mlir::DenseElementsAttr>(c.getValue());
-          std::vector<uint8_t> bytes;
-          std::string dt = is_int32(v) ? "int32" : dt_, extra;
-          if (is_int32(v)) {
-            for (int32_t x : attr.getValues<int32_t>()) bytes.insert(bytes.end(), (uint8_t*)&x, (uint8_t*)&x + 4);
+// The model's outputs: stored from the unified buffer to their program tensors, or
+// preloaded with the program when constant.
+void Codegen::gen_outputs(mlir::func::FuncOp fn, mlir::func::ReturnOp ret) {
+  for (unsigned i = 0; i < ret.getNumOperands(); ++i) {
+    Value v = ret.getOperand(i);
+    std::string name = fn.getResultAttrOfType<mlir::StringAttr>(i, "vtpu.name").str();
+    auto shape = shape_of(v);
+    if (auto c = v.getDefiningOp<tosa::ConstOp>()) {  // a constant output: its bytes preloaded, no code
+      auto attr = mlir::cast<mlir::DenseElementsAttr>(c.getValue());
+      std::vector<uint8_t> bytes;
+      std::string dt = is_int32(v) ? "int32" : dt_, extra;
+      if (is_int32(v)) {
+        for (int32_t x : attr.getValues<int32_t>()) bytes.insert(bytes.end(), (uint8_t*)&x, (uint8_t*)&x + 4);
+      } else {
+        std::vector<float> f(attr.getValues<float>().begin(), attr.getValues<float>().end());
+        float mx = 0;
+        for (float x : f) mx = std::max(mx, std::fabs(x));
+        double sc = mx > 0 ? mx / 127.0 : 1.0;
+        if (q8_) extra = fmt::format(" scale={} zp=0", sc);
+        for (float x : f) {
+          if (q8_) {
+            bytes.push_back(uint8_t(int8_t(std::clamp<double>(std::nearbyint(x / sc), -127, 127))));
           } else {
-            std::vector<float> f(attr.getValues<float>().begin(), attr.getValues<float>().end());
-            float mx = 0;
-            for (float x : f) mx = std::max(mx, std::fabs(x));
-            double sc = mx > 0 ? mx / 127.0 : 1.0;
-            if (q8_) extra = fmt::format(" scale={} zp=0", sc);
-            for (float x : f) {
-              if (q8_) {
-                bytes.push_back(uint8_t(int8_t(std::clamp<double>(std::nearbyint(x / sc), -127, 127))));
-              } else {
-                uint16_t h = bf16_of(x);
-                bytes.push_back(uint8_t(h)), bytes.push_back(uint8_t(h >> 8));
-              }
-            }
+            uint16_t h = bf16_of(x);
+            bytes.push_back(uint8_t(h)), bytes.push_back(uint8_t(h >> 8));
           }
-          decl(fmt::format(".tensor {} role=output dtype={} shape=[{}] addr={}{}", quote(name), dt, fmt::join(shape, ", "),
-                           hbm_const(std::move(bytes)), extra));
-          continue;
         }
-        if (is_int32(v)) {  // an integer output: int32 rows, stored as they are
-          if (int_hbm_.count(v.getAsOpaquePointer()))
-            throw CompileError(fmt::format("output '{}' is a model input; nothing computes it", name));
-          uint64_t addr = hbm_alloc(numel(shape) * 4);
-          decl(fmt::format(".tensor {} role=output dtype=int32 shape=[{}] addr={}{}", quote(name), fmt::join(shape, ", "),
-                           addr, fn.getResultAttr(i, "vtpu.nhwc") ? " layout=nhwc" : ""));
-          tag("output " + name);
-          store_rows(act(v), addr, 4);
-          continue;
-        }
-        uint64_t addr = hbm_alloc(numel(shape) * esz_);
-        decl(fmt::format(".tensor {} role=output dtype={} shape=[{}] addr={}{}", quote(name), dt_, fmt::join(shape, ", "),
-                         addr, quant_attrs(v, bool(fn.getResultAttr(i, "vtpu.nhwc")))));
-        tag("output " + name);
-        store_act(act(v), addr);
       }
+      decl(fmt::format(".tensor {} role=output dtype={} shape=[{}] addr={}{}", quote(name), dt, fmt::join(shape, ", "),
+                       hbm_const(std::move(bytes)), extra));
       continue;
     }
-    if (done_.count(&op)) continue;  // generated with an earlier op (gen_matmul_group)
-    if (deferred_.count(&op)) {  // nothing to generate (a head view's transpose): operands released in turn
-      for (Value operand : op.getOperands()) release(operand);
+    if (is_int32(v)) {  // an integer output: int32 rows, stored as they are
+      if (int_hbm_.count(v.getAsOpaquePointer()))
+        throw CompileError(fmt::format("output '{}' is a model input; nothing computes it", name));
+      uint64_t addr = hbm_alloc(numel(shape) * 4);
+      decl(fmt::format(".tensor {} role=output dtype=int32 shape=[{}] addr={}{}", quote(name), fmt::join(shape, ", "),
+                       addr, fn.getResultAttr(i, "vtpu.nhwc") ? " layout=nhwc" : ""));
+      tag("output " + name);
+      store_rows(act(v), addr, 4);
       continue;
     }
-    if (auto mm = mlir::dyn_cast<tpu::MatmulOp>(op); mm && !is_int32(mm.getOutput())) {
-      current_op_ = "matmul";
-      current_shape_ = shape_of(mm.getOutput());
-      output_high_ = false;
-      int_out_ = false, out_esz_ = esz_;
-      if (gen_matmul_group(mm)) continue;
-    }
-    if (auto f = fused_.find(&op); f != fused_.end()) {  // already done in a matmul's epilogues
-      define(op.getResult(0), f->second);
-      for (Value operand : op.getOperands()) release(operand);
-      continue;
-    }
-    current_op_ = op.getName().stripDialect().str();
-    // Outputs go to the end of the unified buffer away from the op's main input, so a
-    // chain of layers alternates ends and frees contiguous space behind it.
-    output_high_ = false;
-    if (op.getNumOperands())
-      if (auto it = acts_.find(op.getOperand(0).getAsOpaquePointer()); it != acts_.end())
-        output_high_ = it->second.base + it->second.bytes() / 2 < ub_.capacity() / 2;
-    current_shape_ = op.getNumResults() ? shape_of(op.getResult(0)) : std::vector<int64_t>{};
-    // A matmul or convolution with an int32 result (an integer model output) writes int32 rows.
-    int_out_ = op.getNumResults() && is_int32(op.getResult(0));
-    out_esz_ = int_out_ ? 4 : esz_;
-    if (auto m = mlir::dyn_cast<tpu::MatmulOp>(op)) gen_matmul(m);
-    else if (auto ca = mlir::dyn_cast<tpu::CastOp>(op)) gen_cast(ca);
-    else if (auto em = mlir::dyn_cast<tpu::EmbeddingOp>(op)) gen_embedding(em);
-    else if (auto bm = mlir::dyn_cast<tpu::BatchMatmulOp>(op)) gen_batch_matmul(bm);
-    else if (auto c = mlir::dyn_cast<tpu::Conv2DOp>(op)) gen_conv(c);
-    else if (auto p = mlir::dyn_cast<tpu::PoolOp>(op)) gen_pool(p);
-    else if (auto am = mlir::dyn_cast<tpu::PoolArgmaxOp>(op)) gen_pool_argmax(am);
-    else if (auto ax = mlir::dyn_cast<tpu::ArgMaxOp>(op)) gen_argmax(ax);
-    else if (auto a = mlir::dyn_cast<tpu::AddOp>(op)) gen_add(a);
-    else if (auto bo = mlir::dyn_cast<tpu::BinaryOp>(op)) gen_binary(bo);
-    else if (auto bc = mlir::dyn_cast<tpu::BroadcastOp>(op)) gen_broadcast(bc);
-    else if (auto tp = mlir::dyn_cast<tpu::TransposeOp>(op)) gen_transpose(tp);
-    else if (auto cc = mlir::dyn_cast<tpu::ConcatOp>(op)) gen_concat(cc);
-    else if (auto sl = mlir::dyn_cast<tpu::SliceOp>(op)) gen_slice(sl);
-    else if (auto s = mlir::dyn_cast<tpu::SoftmaxOp>(op)) gen_softmax(s);
-    else if (auto ln = mlir::dyn_cast<tpu::LayerNormOp>(op)) gen_layernorm(ln);
-    else if (auto k = mlir::dyn_cast<tpu::ConstantOp>(op)) gen_constant(k);
-    else if (auto fq = mlir::dyn_cast<tpu::FakeQuantOp>(op)) gen_fake_quant(fq);
-    else if (auto rz = mlir::dyn_cast<tpu::ResizeNearestOp>(op)) gen_resize(rz);
-    else if (auto zi = mlir::dyn_cast<tpu::ZeroInsertOp>(op)) gen_zero_insert(zi);
-    else if (auto r = mlir::dyn_cast<tpu::ReshapeOp>(op)) gen_reshape(r);
-    else if (auto c = mlir::dyn_cast<tpu::ClampOp>(op)) gen_clamp(c);
-    else if (auto af = mlir::dyn_cast<tpu::AffineOp>(op)) gen_affine(af);
-    else if (auto un = mlir::dyn_cast<tpu::UnaryOp>(op)) gen_unary(un);
-    else throw CompileError(fmt::format("code generation does not handle {}", op.getName().getStringRef().str()));
-    for (Value result : op.getResults()) store_rhs_early(result);
-    for (Value operand : op.getOperands()) release(operand);
+    uint64_t addr = hbm_alloc(numel(shape) * esz_);
+    decl(fmt::format(".tensor {} role=output dtype={} shape=[{}] addr={}{}", quote(name), dt_, fmt::join(shape, ", "),
+                     addr, quant_attrs(v, bool(fn.getResultAttr(i, "vtpu.nhwc")))));
+    tag("output " + name);
+    store_act(act(v), addr);
   }
-  code("  halt");
+}
 
+// One op of @main, unless an earlier op generated it already.
+void Codegen::gen_op(mlir::Operation& op) {
+  if (done_.count(&op)) return;  // generated with an earlier op (gen_matmul_group)
+  if (deferred_.count(&op)) {  // nothing to generate (a head view's transpose): operands released in turn
+    for (Value operand : op.getOperands()) release(operand);
+    return;
+  }
+  if (auto mm = mlir::dyn_cast<tpu::MatmulOp>(op); mm && !is_int32(mm.getOutput())) {
+    current_op_ = "matmul";
+    current_shape_ = shape_of(mm.getOutput());
+    output_high_ = false;
+    int_out_ = false, out_esz_ = esz_;
+    if (gen_matmul_group(mm)) return;
+  }
+  if (auto f = fused_.find(&op); f != fused_.end()) {  // already done in a matmul's epilogues
+    define(op.getResult(0), f->second);
+    for (Value operand : op.getOperands()) release(operand);
+    return;
+  }
+  current_op_ = op.getName().stripDialect().str();
+  // Outputs go to the end of the unified buffer away from the op's main input, so a
+  // chain of layers alternates ends and frees contiguous space behind it.
+  output_high_ = false;
+  if (op.getNumOperands())
+    if (auto it = acts_.find(op.getOperand(0).getAsOpaquePointer()); it != acts_.end())
+      output_high_ = it->second.base + it->second.bytes() / 2 < ub_.capacity() / 2;
+  current_shape_ = op.getNumResults() ? shape_of(op.getResult(0)) : std::vector<int64_t>{};
+  // A matmul or convolution with an int32 result (an integer model output) writes int32 rows.
+  int_out_ = op.getNumResults() && is_int32(op.getResult(0));
+  out_esz_ = int_out_ ? 4 : esz_;
+  if (auto m = mlir::dyn_cast<tpu::MatmulOp>(op)) gen_matmul(m);
+  else if (auto ca = mlir::dyn_cast<tpu::CastOp>(op)) gen_cast(ca);
+  else if (auto em = mlir::dyn_cast<tpu::EmbeddingOp>(op)) gen_embedding(em);
+  else if (auto bm = mlir::dyn_cast<tpu::BatchMatmulOp>(op)) gen_batch_matmul(bm);
+  else if (auto c = mlir::dyn_cast<tpu::Conv2DOp>(op)) gen_conv(c);
+  else if (auto p = mlir::dyn_cast<tpu::PoolOp>(op)) gen_pool(p);
+  else if (auto am = mlir::dyn_cast<tpu::PoolArgmaxOp>(op)) gen_pool_argmax(am);
+  else if (auto ax = mlir::dyn_cast<tpu::ArgMaxOp>(op)) gen_argmax(ax);
+  else if (auto a = mlir::dyn_cast<tpu::AddOp>(op)) gen_add(a);
+  else if (auto bo = mlir::dyn_cast<tpu::BinaryOp>(op)) gen_binary(bo);
+  else if (auto bc = mlir::dyn_cast<tpu::BroadcastOp>(op)) gen_broadcast(bc);
+  else if (auto tp = mlir::dyn_cast<tpu::TransposeOp>(op)) gen_transpose(tp);
+  else if (auto cc = mlir::dyn_cast<tpu::ConcatOp>(op)) gen_concat(cc);
+  else if (auto sl = mlir::dyn_cast<tpu::SliceOp>(op)) gen_slice(sl);
+  else if (auto s = mlir::dyn_cast<tpu::SoftmaxOp>(op)) gen_softmax(s);
+  else if (auto ln = mlir::dyn_cast<tpu::LayerNormOp>(op)) gen_layernorm(ln);
+  else if (auto k = mlir::dyn_cast<tpu::ConstantOp>(op)) gen_constant(k);
+  else if (auto fq = mlir::dyn_cast<tpu::FakeQuantOp>(op)) gen_fake_quant(fq);
+  else if (auto rz = mlir::dyn_cast<tpu::ResizeNearestOp>(op)) gen_resize(rz);
+  else if (auto zi = mlir::dyn_cast<tpu::ZeroInsertOp>(op)) gen_zero_insert(zi);
+  else if (auto r = mlir::dyn_cast<tpu::ReshapeOp>(op)) gen_reshape(r);
+  else if (auto c = mlir::dyn_cast<tpu::ClampOp>(op)) gen_clamp(c);
+  else if (auto af = mlir::dyn_cast<tpu::AffineOp>(op)) gen_affine(af);
+  else if (auto un = mlir::dyn_cast<tpu::UnaryOp>(op)) gen_unary(un);
+  else throw CompileError(fmt::format("code generation does not handle {}", op.getName().getStringRef().str()));
+  for (Value result : op.getResults()) store_rhs_early(result);
+  for (Value operand : op.getOperands()) release(operand);
+}
+
+// The program text assembled, with its constant segments and the layers' bounds.
+CompileResult Codegen::assemble() {
   CompileResult r;
   r.assembly = decls_ + code_;
   try {
@@ -281,6 +297,7 @@ namespace vtpu::compiler {
 
 CompileResult generate_program(mlir::ModuleOp module, const config::Config& cfg, const CompileOptions& options,
                                const std::map<const void*, float>& scales) {
+  codegen::plan_codegen(module, cfg, options.precision == Precision::Int8);
   return codegen::Codegen(cfg, options, scales).run(module);
 }
 

@@ -205,7 +205,7 @@ void Codegen::gen_unary(tpu::UnaryOp op) {
 
 void Codegen::gen_affine(tpu::AffineOp op) {
   std::string layer = op.getLayer().str();
-  if (folded_scales_.count(op.getOperation())) {  // applied to the queries (attention_scale)
+  if (has_role(op, "scale")) {  // applied to the queries (plan.cpp, attention_scale)
     Act y = act(op.getInput());
     y.shape = shape_of(op.getOutput());
     define(op.getOutput(), y);

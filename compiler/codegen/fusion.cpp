@@ -3,15 +3,41 @@
 
 namespace vtpu::compiler::codegen {
 
-// v, or what it becomes through reshapes that are each its only user and keep the last
-// dimension (so the blocked layout's rows stay the same: aliases, no data moves).
-Value Codegen::through_row_reshapes(Value v) {
-  while (v.hasOneUse()) {
-    auto r = mlir::dyn_cast<tpu::ReshapeOp>(*v.getUsers().begin());
-    if (!r || shape_of(r.getOutput()).back() != shape_of(v).back()) break;
-    v = r.getOutput();
-  }
-  return v;
+// The ops the planner put into `producer`'s epilogues as `role`, in block order.
+std::vector<mlir::Operation*> Codegen::planned(mlir::Operation* producer, llvm::StringRef role) const {
+  std::vector<mlir::Operation*> ops;
+  auto id = producer->getAttrOfType<mlir::IntegerAttr>(kIdAttr);
+  if (!id) return ops;
+  auto it = planned_.find(id.getInt());
+  if (it == planned_.end()) return ops;
+  for (mlir::Operation* op : it->second)
+    if (op->getAttr(kFusedIntoAttr) == id && (role.empty() || has_role(op, role))) ops.push_back(op);
+  return ops;
+}
+
+llvm::StringRef Codegen::epilogue_kind(mlir::Operation* op) {
+  auto k = op->getAttrOfType<mlir::StringAttr>(kEpilogueAttr);
+  return k ? k.getValue() : llvm::StringRef();
+}
+
+bool Codegen::has_role(mlir::Operation* op, llvm::StringRef role) {
+  auto r = op->getAttrOfType<mlir::StringAttr>(kRoleAttr);
+  return r && r.getValue() == role;
+}
+
+// The emitter does not do what the plan says for `role` (a buffer does not fit, an operand
+// is not in the unified buffer): those ops lose their plan, and so does `producer`'s
+// epilogue when nothing is left in it.
+void Codegen::decline(mlir::Operation* producer, llvm::StringRef role) {
+  for (mlir::Operation* op : planned(producer, role)) drop_plan_role(op);
+  if (planned(producer, "").empty()) producer->removeAttr(kEpilogueAttr);
+}
+
+// An op's part as another's epilogue (not its own plan as a producer).
+void Codegen::drop_plan_role(mlir::Operation* op) {
+  op->removeAttr(kFusedIntoAttr);
+  op->removeAttr(kRoleAttr);
+  op->removeAttr(kSlotAttr);
 }
 
 // The other operand of the add that is out's only user (through reshapes that keep the
@@ -33,59 +59,26 @@ std::optional<uint64_t> Codegen::residual_base(Value out) {
 // operations in the same order as the separate layers, so the same bits). Links live in
 // the output's buffer and one scratch buffer, reused once a value is dead. Returns the
 // extra phases of output block (n block, byte offset in the block, rows), or nothing.
-Codegen::FusedPhases Codegen::fuse_chain(Value out, const Act& y, const std::string& into_layer) {
-  if (q8_ || is_int32(out) || out.use_empty()) return {};
-  mlir::Operation* start = out.getDefiningOp();
-  if (!start) return {};
-  std::vector<mlir::Operation*> chain;
-  std::set<const void*> in_chain{out.getAsOpaquePointer()};
+Codegen::FusedPhases Codegen::fuse_chain(mlir::Operation* producer, const Act& y, const std::string& into_layer) {
+  Value out = producer->getResult(0);
+  std::vector<mlir::Operation*> chain = planned(producer, "link");
   auto shape = shape_of(out);
   // A link's activation operands (an affine step's scale and shift are constants).
   auto activations = [](mlir::Operation* n) {
     if (auto a = mlir::dyn_cast<tpu::AffineOp>(n)) return std::vector<Value>{a.getInput()};
     return std::vector<Value>(n->getOperands().begin(), n->getOperands().end());
   };
-  for (mlir::Operation* n = start->getNextNode(); n; n = n->getNextNode()) {
-    if (mlir::isa<tosa::ConstOp>(n)) continue;
-    bool link = mlir::isa<tpu::BinaryOp, tpu::AddOp, tpu::UnaryOp, tpu::AffineOp>(n) && n->getNumResults() == 1 &&
-                shape_of(n->getResult(0)) == shape;
-    if (auto b = mlir::dyn_cast<tpu::BinaryOp>(n); b && b.getKind() == "div") link = false;
-    if (mlir::isa<tpu::AffineOp>(n) && folded_scales_.count(n)) link = false;
-    for (Value v : link ? activations(n) : std::vector<Value>{}) link &= in_chain.count(v.getAsOpaquePointer()) > 0;
-    if (!link) break;
-    chain.push_back(n);
-    in_chain.insert(n->getResult(0).getAsOpaquePointer());
-  }
-  if (chain.size() < 2) return {};
-  // Every value but the last is read only by later links.
-  std::set<mlir::Operation*> ops(chain.begin(), chain.end());
-  std::vector<Value> values{out};
-  for (mlir::Operation* op : chain) values.push_back(op->getResult(0));
-  for (size_t i = 0; i + 1 < values.size(); ++i)
-    for (mlir::Operation* u : values[i].getUsers())
-      if (!ops.count(u)) return {};
-  // Slots: 0 = y's buffer (the output's), 1 = scratch. A link writes the slot of an operand
-  // it reads for the last time, else a free slot.
-  std::map<const void*, size_t> last;  // value -> index of the last link reading it
-  for (size_t i = 0; i < chain.size(); ++i)
-    for (Value v : activations(chain[i])) last[v.getAsOpaquePointer()] = i;
   std::map<const void*, int> slot{{out.getAsOpaquePointer(), 0}};
-  std::vector<int> dst(chain.size());
-  for (size_t i = 0; i < chain.size(); ++i) {
-    std::set<int> busy;
-    for (auto& [v, s] : slot)
-      if (last.count(v) && last[v] > i) busy.insert(s);
-    int d = !busy.count(0) ? 0 : !busy.count(1) ? 1 : -1;
-    if (d < 0) return {};  // a third live value: not handled
-    dst[i] = d;
-    slot[chain[i]->getResult(0).getAsOpaquePointer()] = d;
+  std::vector<int> dst;
+  for (mlir::Operation* n : chain) {
+    dst.push_back(int(n->getAttrOfType<mlir::IntegerAttr>(kSlotAttr).getInt()));
+    slot[n->getResult(0).getAsOpaquePointer()] = dst.back();
   }
-  if (dst.back() != 0) return {};  // the result must end in the output's buffer
   // The scratch buffer is freed with the last link living there (release() frees a buffer
   // once no value shares it).
   Act t = y;
   if (std::count(dst.begin(), dst.end(), 1)) {
-    if (ub_.largest_free() < y.bytes() + (1 << 16)) return {};
+    if (ub_.largest_free() < y.bytes() + (1 << 16)) return decline(producer, "link"), FusedPhases();
     t.base = ub_take(y.bytes(), fmt::format("the scratch rows of the ops fused into '{}'", into_layer));
   }
   auto at = [y, t](int s) { return s == 0 ? y : t; };
@@ -146,14 +139,9 @@ Codegen::FusedPhases Codegen::fuse_chain(Value out, const Act& y, const std::str
 // its own pass would run (so the same bits), but overlapping the next blocks' matmuls.
 // Returns the extra epilogue phases of output block (n block, byte offset in the block,
 // rows), or nothing when there is no such op.
-Codegen::FusedPhases Codegen::fuse_elementwise(Value out, const Act& y, const std::string& into_layer) {
-  if (q8_ || is_int32(out)) return {};
-  Value v = through_row_reshapes(out);
-  if (!v.hasOneUse()) return {};
-  mlir::Operation* u = *v.getUsers().begin();
-  if (u->getNumResults() != 1 || numel(shape_of(u->getResult(0))) != numel(y.shape) ||
-      shape_of(u->getResult(0)).back() != int64_t(y.features))
-    return {};
+Codegen::FusedPhases Codegen::fuse_elementwise(mlir::Operation* producer, const Act& y, const std::string& into_layer) {
+  Value v = through_row_reshapes(producer->getResult(0));
+  mlir::Operation* u = planned(producer, "elementwise").at(0);
   FusedPhases f;
   if (auto un = mlir::dyn_cast<tpu::UnaryOp>(u)) {
     std::string fn = un.getFn().str();
@@ -161,7 +149,7 @@ Codegen::FusedPhases Codegen::fuse_elementwise(Value out, const Act& y, const st
       std::string pre, o = reg_ref(y.base + n * y.block_bytes + off, 6, pre);
       return std::vector<std::string>{pre + fmt::format("  vec.{} dst=ub[{}] a=ub[{}] rows={} dt=bf16 flag={{flag}}\n", fn, o, o, rows)};
     };
-  } else if (auto af = mlir::dyn_cast<tpu::AffineOp>(u); af && !folded_scales_.count(u)) {
+  } else if (auto af = mlir::dyn_cast<tpu::AffineOp>(u)) {
     std::vector<std::string> params;
     for (uint64_t blk = 0; blk < y.blocks; ++blk)
       params.push_back(affine_param(const_floats(af.getScale(), af.getLayer().str()), const_floats(af.getBias(), af.getLayer().str()), blk, 1.0, 1.0));
@@ -173,7 +161,8 @@ Codegen::FusedPhases Codegen::fuse_elementwise(Value out, const Act& y, const st
   } else if (auto ad = mlir::dyn_cast<tpu::AddOp>(u)) {
     Value other = ad.getLhs() == v ? ad.getRhs() : ad.getLhs();
     auto it = acts_.find(other.getAsOpaquePointer());
-    if (other == v || it == acts_.end() || it->second.rows != y.rows || it->second.blocks != y.blocks) return {};
+    if (it == acts_.end() || it->second.rows != y.rows || it->second.blocks != y.blocks)  // not in the unified buffer
+      return decline(producer, "elementwise"), decline(producer, "layernorm"), FusedPhases();
     Act b = it->second;
     std::string cp = clamp_param(ad.getClampMin().convertToDouble(), ad.getClampMax().convertToDouble());
     f = [this, y, b, cp](uint64_t n, uint64_t off, uint64_t rows) {
@@ -186,7 +175,7 @@ Codegen::FusedPhases Codegen::fuse_elementwise(Value out, const Act& y, const st
       return ph;
     };
   } else {
-    return {};
+    throw InternalError("planned an epilogue op codegen does not fuse: " + u->getName().getStringRef().str());
   }
   Act fy = y;
   fy.shape = shape_of(u->getResult(0));

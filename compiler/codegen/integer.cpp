@@ -3,8 +3,6 @@
 
 namespace vtpu::compiler::codegen {
 
-bool Codegen::is_int32(Value v) { return mlir::cast<mlir::RankedTensorType>(v.getType()).getElementType().isInteger(32); }
-
 // An activation of int32 rows (4-byte lanes, blocked like any other).
 Act Codegen::int32_act(const std::vector<int64_t>& shape, const std::string& what, bool temporary) {
   Act a;

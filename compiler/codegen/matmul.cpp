@@ -26,27 +26,16 @@ void Codegen::finish_matmul(const MatmulPlan& p, const std::string& report_as) {
 // no such siblings right after it (only constants and reshapes that keep the rows in
 // between; those reshapes are done here). Reported under the first one's name.
 bool Codegen::gen_matmul_group(tpu::MatmulOp op) {
-  auto root = [](Value v) {
-    while (auto r = v.getDefiningOp<tpu::ReshapeOp>()) {
-      if (shape_of(r.getOutput()).back() != shape_of(r.getInput()).back()) break;
-      v = r.getInput();
-    }
-    return v;
-  };
-  Value x = root(op.getInput());
+  auto stream = op->getAttr(kStreamAttr);  // planned (plan.cpp, streams)
+  if (!stream) return false;
   std::vector<tpu::MatmulOp> group{op};
   std::vector<tpu::ReshapeOp> aliases;
   for (mlir::Operation* n = op->getNextNode(); n; n = n->getNextNode()) {
     if (mlir::isa<tosa::ConstOp>(n)) continue;
-    if (auto r = mlir::dyn_cast<tpu::ReshapeOp>(n); r && root(r.getOutput()) == x && r.getOutput() != x) {
-      aliases.push_back(r);
-      continue;
-    }
-    auto m = mlir::dyn_cast<tpu::MatmulOp>(n);
-    if (!m || root(m.getInput()) != x || is_int32(m.getOutput())) break;
-    group.push_back(m);
+    if (n->getAttr(kStreamAttr) != stream) break;
+    if (auto r = mlir::dyn_cast<tpu::ReshapeOp>(n)) aliases.push_back(r);
+    else group.push_back(mlir::cast<tpu::MatmulOp>(n));
   }
-  if (group.size() < 2) return false;
   for (tpu::ReshapeOp r : aliases) {  // aliases only: no code
     gen_reshape(r);
     for (Value operand : r->getOperands()) release(operand);
@@ -96,7 +85,7 @@ std::vector<Block> Codegen::plan_matmul(tpu::MatmulOp op, uint64_t nt_total, Mat
   auto bias = const_floats(op.getBias(), layer);
   // A head view read as a batch matmul's left-hand side reads whole array rows from a
   // head's first lane: the last row's read runs up to a row past the tensor.
-  bool slack = !is_int32(op.getOutput()) && head_view_split(op.getOutput()).has_value();
+  bool slack = !is_int32(op.getOutput()) && head_view_split(op.getOutput(), R_).has_value();
   Act y = is_int32(op.getOutput())
               ? out_act(op.getOutput(), fmt::format("the output of '{}'", layer))
               : new_act(shape_of(op.getOutput()), fmt::format("the output of '{}'", layer), false, slack ? R_ * esz_ : 0,
@@ -129,11 +118,12 @@ std::vector<Block> Codegen::plan_matmul(tpu::MatmulOp op, uint64_t nt_total, Mat
   uint64_t kt = ceil_div(K, R_), nt = ceil_div(N, C_);
   uint64_t mc = row_chunk(x.rows, nt_total ? nt_total : nt);
   const auto& tiles = shared.tiles;
-  FusedPhases fused = fuse_elementwise(op.getOutput(), y, layer);
-  if (!fused) fused = fuse_chain(op.getOutput(), y, layer);
+  // What the planner put into the epilogues (plan.cpp).
+  llvm::StringRef kind = epilogue_kind(op);
+  FusedPhases fused = kind == "elementwise" ? fuse_elementwise(op, y, layer) : kind == "chain" ? fuse_chain(op, y, layer) : FusedPhases();
   tpu::LayerNormOp ln;
   if (fused)
-    if (FusedPhases cvt = prepare_layernorm(op.getOutput(), y, &ln)) {
+    if (FusedPhases cvt = prepare_layernorm(op, y, &ln)) {
       FusedPhases add = fused;
       fused = [add, cvt](uint64_t n, uint64_t off, uint64_t rows) {
         auto ph = add(n, off, rows);
@@ -141,9 +131,9 @@ std::vector<Block> Codegen::plan_matmul(tpu::MatmulOp op, uint64_t nt_total, Mat
         return ph;
       };
     }
-  if (auto qs = attention_scale(op.getOutput()); qs && !fused) {
-    folded_scales_.insert(qs->second);
-    std::string p = new_param(fmt::format("scale=[{}]", qs->first));
+  if (kind == "scale") {  // attention's 1 / sqrt(d), a power of two, applied to the queries
+    auto af = mlir::cast<tpu::AffineOp>(planned(op, "scale").at(0));
+    std::string p = new_param(fmt::format("scale=[{}]", double(const_floats(af.getScale(), af.getLayer().str())[0])));
     fused = [this, y, p](uint64_t n, uint64_t off, uint64_t rows) {
       uint64_t o = y.base + n * y.block_bytes + off;
       std::string pre, at = o <= 0xFFFFFF ? fmt::format("r0+{}", o) : (pre = fmt::format("  li r6, {}\n", o), "r6+0");

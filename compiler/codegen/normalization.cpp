@@ -26,16 +26,12 @@ Codegen::LnLayout Codegen::ln_layout(uint64_t rows, uint64_t blocks) const {
 // epilogues: its work rows are allocated now and each output block's epilogue converts
 // the block's rows to fp32 into them (the conversion the layer norm starts with), which
 // overlaps the matmuls instead of running after them. Returns the extra phase, or nothing.
-Codegen::FusedPhases Codegen::prepare_layernorm(Value out, const Act& y, tpu::LayerNormOp* prepared) {
-  if (q8_ || is_int32(out) || !out.hasOneUse()) return {};
-  mlir::Operation* add = *out.getUsers().begin();
-  if (!fused_.count(add) || !mlir::isa<tpu::AddOp>(add)) return {};
-  Value v = through_row_reshapes(add->getResult(0));
-  if (!v.hasOneUse()) return {};
-  auto ln = mlir::dyn_cast<tpu::LayerNormOp>(*v.getUsers().begin());
-  if (!ln || ln.getInput() != v) return {};
+Codegen::FusedPhases Codegen::prepare_layernorm(mlir::Operation* producer, const Act& y, tpu::LayerNormOp* prepared) {
+  auto planned_ln = planned(producer, "layernorm");  // plan.cpp, beside_layernorm
+  if (planned_ln.empty()) return {};
+  auto ln = mlir::cast<tpu::LayerNormOp>(planned_ln[0]);
   LnLayout lay = ln_layout(y.rows, y.blocks);
-  if (ub_.largest_free() < lay.total) return {};
+  if (ub_.largest_free() < lay.total) return decline(producer, "layernorm"), FusedPhases();
   uint64_t work = ub_take(lay.total, fmt::format("the fp32 rows and statistics of '{}'", ln.getLayer().str()));
   ln_prepared_[ln.getOperation()] = work;
   if (prepared) *prepared = ln;
@@ -50,10 +46,8 @@ Codegen::FusedPhases Codegen::prepare_layernorm(Value out, const Act& y, tpu::La
 // The per-channel scale and shift after a bf16 layer norm (its only user), which the
 // layer norm then applies to its fp32 rows before their one rounding to bf16.
 tpu::AffineOp Codegen::ln_affine(tpu::LayerNormOp ln) {
-  if (q8_ || !ln.getOutput().hasOneUse()) return {};
-  auto af = mlir::dyn_cast<tpu::AffineOp>(*ln.getOutput().getUsers().begin());
-  if (!af || folded_scales_.count(af.getOperation()) || shape_of(af.getOutput()) != shape_of(ln.getOutput())) return {};
-  return af;
+  auto af = planned(ln, "ln-affine");  // plan.cpp, layernorm_affine
+  return af.empty() ? tpu::AffineOp() : mlir::cast<tpu::AffineOp>(af[0]);
 }
 
 // The row of ones (valid lanes) the layer norm masks its last lane block with, when that
