@@ -19,7 +19,7 @@
 // CHECK-NOT: .tag "gelu"
 // CHECK: .tag "output y"
 
-// INT8: int32 sums plus the int32 bias, then one RESCALE per lane to the output's scale:
+// In INT8, int32 sums plus the int32 bias, then one RESCALE per lane to the output's scale:
 // input scale 1/16 x weight scale (0.5 / 127) / output scale 1/16 = 0.5 / 127, as TOSA's
 // m * 2^-shift with m in [2^30, 2^31): shift 38, m = round(2^37 / 127) = 1082196484; ReLU
 // as its lower bound 0. The GELU is not fused into INT8 epilogues: it runs in fp32 rows.
