@@ -49,6 +49,7 @@
 #include "vtpu/compiler/compiler.h"
 #include "vtpu/config/config.h"
 #include "vtpu/isa/assembler.h"
+#include "vtpu/isa/emit.h"
 #include "vtpu/isa/isa.h"
 #include "vtpu/numerics/float.h"
 
@@ -56,6 +57,14 @@ namespace vtpu::compiler::codegen {
 
 using mlir::Value;
 namespace tosa = mlir::tosa;
+// Operations are printed by the typed helpers generated from the ISA table (vtpu/isa/emit.h).
+namespace emit = isa::emit;
+inline emit::Mem ub_at(uint64_t addr) { return emit::ub(emit::addr(0, addr)); }  // "ub[r0+addr]"
+inline emit::Mem acc_at(uint64_t row) { return emit::acc(emit::addr(0, row)); }  // "acc[r0+row]"
+inline emit::Mem ub_reg(unsigned reg) { return emit::ub(emit::addr(reg, 0)); }    // "ub[rN+0]"
+// The flag run_blocks (or emit_steps) gives an epilogue's operation, filled in when issued.
+inline const emit::Flag kPendingFlag{"{flag}"};
+inline emit::Reg reg(unsigned n) { return {n}; }
 
 
 inline uint64_t align_up(uint64_t x, uint64_t a) { return (x + a - 1) / a * a; }
@@ -272,6 +281,7 @@ class Codegen {
   void decl(const std::string& s);
   void code(const std::string& s);
   void tag(const std::string& layer);
+  void load_wait(const std::string& desc);
   uint64_t hbm_alloc(uint64_t bytes);
   uint64_t hbm_const(std::vector<uint8_t> bytes);
   std::string new_desc(const std::string& body);
@@ -458,6 +468,7 @@ class Codegen {
   uint64_t esz_ = 2, acc_region_ = 0;
   bool q8_ = false;
   std::string dt_ = "bf16";
+  isa::Dtype dtype_ = isa::Dtype::Bf16;  // dt_ as the ISA's
   std::map<const void*, float> scales_;
   std::map<const void*, SharedWeights> weight_cache_;  // by tpu.matmul weight constant
   std::string current_op_;  // the op being generated, for its layer's bound

@@ -16,6 +16,7 @@ Codegen::Codegen(const config::Config& cfg, const CompileOptions& opt, std::map<
   config::require_dtype(cfg, q8_ ? config::DType::kInt8 : config::DType::kBf16);
   esz_ = q8_ ? 1 : 2;
   dt_ = q8_ ? "int8" : "bf16";
+  dtype_ = q8_ ? isa::Dtype::Int8 : isa::Dtype::Bf16;
   acc_region_ = cfg.core.accumulators.rows / 2;
 }
 

@@ -18,6 +18,12 @@ void Codegen::code(const std::string& s) { code_ += s + "\n"; }
 
 void Codegen::tag(const std::string& layer) { code(".tag " + quote(layer)); }
 
+// One DMA load with descriptor d (its addresses in the descriptor), waited for.
+void Codegen::load_wait(const std::string& d) {
+  code("  " + emit::dma_load({d}, reg(0), reg(0), emit::flag(1)));
+  code("  " + emit::wait(emit::flag(1)));
+}
+
 uint64_t Codegen::hbm_alloc(uint64_t bytes) {
   uint64_t at = hbm_next_;
   hbm_next_ = align_up(hbm_next_ + bytes, 4096);
@@ -48,9 +54,9 @@ std::string Codegen::new_desc(const std::string& body) {
 // registers, so copies of one shape share a descriptor (the table holds 4096).
 void Codegen::ub_copy(uint64_t src, uint64_t dst, const std::string& shape) {
   std::string d = new_desc(shape);
-  code(fmt::format("  li r1, {} || li r2, {}", src, dst));
-  code(fmt::format("  dma.copy desc={} src=r1 dst=r2 flag=f1", d));
-  code("  wait f1");
+  code("  " + emit::li(reg(1), int64_t(src)) + " || " + emit::li(reg(2), int64_t(dst)));
+  code("  " + emit::dma_copy({d}, reg(1), reg(2), emit::flag(1)));
+  code("  " + emit::wait(emit::flag(1)));
 }
 
 // A unified-buffer copy that is not waited for: independent copies (a transpose's or a
@@ -58,20 +64,20 @@ void Codegen::ub_copy(uint64_t src, uint64_t dst, const std::string& shape) {
 // They count on f1 until copies_wait().
 void Codegen::ub_copy_async(uint64_t src, uint64_t dst, const std::string& shape) {
   std::string d = new_desc(shape);
-  code(fmt::format("  li r1, {} || li r2, {}", src, dst));
-  code(fmt::format("  dma.copy desc={} src=r1 dst=r2 flag=f1", d));
+  code("  " + emit::li(reg(1), int64_t(src)) + " || " + emit::li(reg(2), int64_t(dst)));
+  code("  " + emit::dma_copy({d}, reg(1), reg(2), emit::flag(1)));
   if (++copies_in_flight_ == 1024) copies_wait();
 }
 
 void Codegen::copies_wait() {
-  if (copies_in_flight_) code(fmt::format("  wait f1, {}", copies_in_flight_));
+  if (copies_in_flight_) code("  " + emit::wait(emit::flag(1), copies_in_flight_));
   copies_in_flight_ = 0;
 }
 
 // One vector instruction, waited for.
 void Codegen::vec_wait(const std::string& line) {
   code("  " + line + " flag=f20");
-  code("  wait f20");
+  code("  " + emit::wait(emit::flag(20)));
 }
 
 // Copies that move single lanes move 4-byte (fp32) elements, since DMA rows start on
@@ -96,7 +102,7 @@ std::string Codegen::new_param(const std::string& body) {
 // front of the operation, in bundles of their own).
 std::string Codegen::reg_ref(uint64_t addr, int reg, std::string& pre) {
   if (addr <= 0xFFFFFF) return fmt::format("r0+{}", addr);
-  pre += fmt::format("  li r{}, {}\n", reg, addr);
+  pre += "  " + emit::li(codegen::reg(unsigned(reg)), int64_t(addr)) + "\n";
   return fmt::format("r{}+0", reg);
 }
 
@@ -105,7 +111,7 @@ std::string Codegen::reg_ref(uint64_t addr, int reg, std::string& pre) {
 std::string Codegen::addr_ref(uint64_t addr, int reg) {
   if (addr <= 0xFFFFFF) return fmt::format("r0+{}", addr);
   if (addr > UINT32_MAX) throw CompileError(fmt::format("address {} exceeds the 32-bit registers", addr));
-  code(fmt::format("  li r{}, {}", reg, addr));
+  code("  " + emit::li(codegen::reg(unsigned(reg)), int64_t(addr)));
   return fmt::format("r{}+0", reg);
 }
 
@@ -122,9 +128,9 @@ void Codegen::load_act(const Act& a, uint64_t hbm) {
     uint64_t fw = std::min<uint64_t>(R_, a.features - b * R_);
     std::string d = new_desc(fmt::format("bytes={} src_off={} dst_off={} dim=[{}, {}, {}]", fw * esz_, hbm + b * R_ * esz_,
                                          a.base + b * a.block_bytes, a.rows, a.features * esz_, R_ * esz_));
-    code(fmt::format("  dma.load desc={} src=r0 dst=r0 flag=f1", d));
+    code("  " + emit::dma_load({d}, reg(0), reg(0), emit::flag(1)));
   }
-  if (a.blocks) code(fmt::format("  wait f1, {}", a.blocks));
+  if (a.blocks) code("  " + emit::wait(emit::flag(1), a.blocks));
 }
 
 void Codegen::store_act(const Act& a, uint64_t hbm) {
@@ -132,9 +138,9 @@ void Codegen::store_act(const Act& a, uint64_t hbm) {
     uint64_t fw = std::min<uint64_t>(R_, a.features - b * R_);
     std::string d = new_desc(fmt::format("bytes={} src_off={} dst_off={} dim=[{}, {}, {}]", fw * esz_,
                                          a.base + b * a.block_bytes, hbm + b * R_ * esz_, a.rows, R_ * esz_, a.features * esz_));
-    code(fmt::format("  dma.store desc={} src=r0 dst=r0 flag=f1", d));
+    code("  " + emit::dma_store({d}, reg(0), reg(0), emit::flag(1)));
   }
-  if (a.blocks) code(fmt::format("  wait f1, {}", a.blocks));
+  if (a.blocks) code("  " + emit::wait(emit::flag(1), a.blocks));
 }
 
 // Zero the padding border of a padded image buffer [N, Hp, Wp] x blocks (the interior is
@@ -157,9 +163,9 @@ void Codegen::clear_border(const Act& xp, uint64_t N, uint64_t Hp, uint64_t Wp, 
   auto fill = [&](uint64_t dst, uint64_t bytes, uint64_t rows, uint64_t dst_stride) {
     std::string d = new_desc(rows > 1 ? fmt::format("bytes={} src_off={} dst_off={} dim=[{}, 0, {}]", bytes, src, dst, rows, dst_stride)
                                       : fmt::format("bytes={} src_off={} dst_off={}", bytes, src, dst));
-    code(fmt::format("  dma.load desc={} src=r0 dst=r0 flag=f1", d));
+    code("  " + emit::dma_load({d}, reg(0), reg(0), emit::flag(1)));
     if (unwaited) ++*unwaited;
-    else code("  wait f1");
+    else code("  " + emit::wait(emit::flag(1)));
   };
   for (uint64_t b = 0; b < xp.blocks; ++b)
     for (uint64_t n = 0; n < N; ++n) {
@@ -176,8 +182,7 @@ void Codegen::clear(uint64_t ub, uint64_t bytes) {
   while (bytes) {
     uint64_t n = std::min<uint64_t>(bytes, 1 << 20);
     std::string d = new_desc(fmt::format("bytes={} src_off={} dst_off={}", n, zero_hbm_, ub));
-    code(fmt::format("  dma.load desc={} src=r0 dst=r0 flag=f1", d));
-    code("  wait f1");
+    load_wait(d);
     ub += n, bytes -= n;
   }
 }
@@ -214,13 +219,13 @@ void Codegen::add_fused_bounds() {
 void Codegen::emit_steps(const std::vector<VecStep>& steps) {
   uint64_t in_flight = 0;
   for (const VecStep& st : steps) {
-    if (st.waits && in_flight) code(fmt::format("  wait f20, {}", in_flight)), in_flight = 0;
+    if (st.waits && in_flight) code("  " + emit::wait(emit::flag(20), in_flight)), in_flight = 0;
     std::string text = st.text;
     for (size_t at = text.find("{flag}"); at != std::string::npos; at = text.find("{flag}")) text.replace(at, 6, "f20");
     code_ += text;
     ++in_flight;
   }
-  if (in_flight) code(fmt::format("  wait f20, {}", in_flight));
+  if (in_flight) code("  " + emit::wait(emit::flag(20), in_flight));
 }
 
 // The latency of the vector operation in `text` (by its class, docs/isa.md).

@@ -70,8 +70,7 @@ uint64_t Codegen::bias_rows(const std::vector<float>& bias, const std::vector<do
   uint64_t hbm = hbm_const(bytes);
   uint64_t at = ub_take(bytes.size(), "a layer's bias rows");
   std::string d = new_desc(fmt::format("bytes={} src_off={} dst_off={}", bytes.size(), hbm, at));
-  code(fmt::format("  dma.load desc={} src=r0 dst=r0 flag=f1", d));
-  code("  wait f1");
+  load_wait(d);
   return at;
 }
 
@@ -79,8 +78,8 @@ uint64_t Codegen::bias_rows(const std::vector<float>& bias, const std::vector<do
 // Accumulator rows [g, g + rows) plus the bias row at bias_ub (fp32, or int32 for INT8).
 std::string Codegen::bias_phase(uint64_t g, uint64_t bias_ub, uint64_t rows) const {
   std::string pre, bias = reg_ref(bias_ub, 8, pre);
-  return pre + fmt::format("  vec.add dst=acc[r0+{0}] a=acc[r0+{0}] b=ub[{1}] rows={2} dt={3} bcast=1 flag={{flag}}\n", g, bias, rows,
-                           q8_ ? "int32" : "fp32");
+  return pre + "  " + emit::vec_add(acc_at(g), acc_at(g), emit::ub({bias}), rows, q8_ ? isa::Dtype::Int32 : isa::Dtype::Fp32, true, kPendingFlag) +
+         "\n";
 }
 
 // The epilogue of an output block as phases, one vector operation each (run_blocks
@@ -96,17 +95,20 @@ std::vector<std::string> Codegen::epilogue(uint32_t mxu, uint64_t acc_row, uint6
   if (q8_) {
     pre.clear();
     std::string out = reg_ref(out_ub, 9, pre);
-    ph.push_back(pre + fmt::format("  vec.rescale dst=ub[{}] a=acc[r0+{}] rows={} param={}{} flag={{flag}}\n", out, g, rows,
-                                   clamp_param, int_out_ ? " odt=int32" : ""));
+    ph.push_back(pre + "  " +
+                 emit::vec_rescale(emit::ub({out}), acc_at(g), rows, {clamp_param}, std::nullopt,
+                                   int_out_ ? std::optional(isa::Dtype::Int32) : std::nullopt, kPendingFlag) +
+                 "\n");
     return ph;
   }
   if (!clamp_param.empty())
-    ph.push_back(fmt::format("  vec.clamp dst=acc[r0+{0}] a=acc[r0+{0}] rows={1} dt=fp32 param={2} flag={{flag}}\n", g, rows,
-                             clamp_param));
+    ph.push_back("  " + emit::vec_clamp(acc_at(g), acc_at(g), rows, isa::Dtype::Fp32, {clamp_param}, kPendingFlag) + "\n");
   pre.clear();
   std::string out = reg_ref(out_ub, 9, pre);
-  ph.push_back(pre + fmt::format("  vec.cvt dst=ub[{}] a=acc[r0+{}] rows={} dt=fp32 odt={} flag={{flag}}\n", out, g, rows,
-                                 int_out_ ? "int32" : "bf16"));
+  ph.push_back(pre + "  " +
+               emit::vec_cvt(emit::ub({out}), acc_at(g), rows, isa::Dtype::Fp32, int_out_ ? isa::Dtype::Int32 : isa::Dtype::Bf16,
+                             kPendingFlag) +
+               "\n");
   return ph;
 }
 

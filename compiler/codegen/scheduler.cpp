@@ -109,10 +109,10 @@ class StreamScheduler {
       const Stream& s = streams_[m];
       for (size_t i = 0; i < std::min<size_t>(2, s.tiles.size()); ++i) {
         const TileRef& t = blocks_[s.tiles[i].first].groups[s.tiles[i].second].tile;
-        prologue += fmt::format("  li r{}, {}\n", 16 + m, t.addr);
-        prologue += fmt::format("  dma.wfifo desc={} src=r{} mxu={}\n", t.desc, 16 + m, m);
+        prologue += "  " + emit::li(reg(16 + m), int64_t(t.addr)) + "\n";
+        prologue += "  " + emit::dma_wfifo({t.desc}, reg(16 + m), m) + "\n";
       }
-      if (!s.tiles.empty()) prologue += fmt::format("  mxu.wload mxu={}\n", m);
+      if (!s.tiles.empty()) prologue += "  " + emit::mxu_wload(m) + "\n";
     }
     std::string& code = cg_.code_;
     std::optional<size_t>& hoist_at = cg_.hoist_at_;
@@ -191,18 +191,19 @@ class StreamScheduler {
     if (slotted_ || side_work_) slot_in(issue, !slotted_);
     std::string src = cg_.addr_ref(st.src, 10 + int(m));
     if (st.src > 0xFFFFFF) bundle(now_);
-    std::string op = fmt::format("mxu.matmul mxu={} src={} dst=r0+{} rows={} dtype={}{}{}{}{}", m, src, base + st.acc_row, st.rows,
-                                 cg_.dt_, st.stride ? fmt::format(" stride={}", st.stride) : "", k == 0 ? " swap=1" : "",
-                                 st.accumulate ? " acc=1" : "", last ? fmt::format(" flag=f{}", 2 + m) : "");
+    auto opt = [](bool on) { return on ? std::optional(true) : std::nullopt; };
+    std::string op = emit::mxu_matmul(m, {src}, emit::addr(0, base + st.acc_row), st.rows, cg_.dtype_,
+                                      st.stride ? std::optional(st.stride) : std::nullopt, opt(st.accumulate), opt(k == 0),
+                                      last ? std::optional(emit::flag(2 + m)) : std::nullopt);
     if (k == 0) {
-      if (tile_pos_[m] + 1 < s.tiles.size()) op += fmt::format(" || mxu.wload mxu={}", m);
+      if (tile_pos_[m] + 1 < s.tiles.size()) op += " || " + emit::mxu_wload(m);
       if (tile_pos_[m] + 2 < s.tiles.size()) {
         auto [b2, g2] = s.tiles[tile_pos_[m] + 2];
         const TileRef& t = blocks_[b2].groups[g2].tile;
         // The address goes into a register one bundle ahead (read before write).
-        cg_.code(fmt::format("  li r{}, {}", 16 + m, t.addr));
+        cg_.code("  " + emit::li(reg(16 + m), int64_t(t.addr)));
         bundle(now_);
-        op += fmt::format(" || dma.wfifo desc={} src=r{} mxu={}", t.desc, 16 + m, m);
+        op += " || " + emit::dma_wfifo({t.desc}, reg(16 + m), m);
       }
     }
     cg_.code("  " + op);
@@ -254,7 +255,7 @@ class StreamScheduler {
     uint64_t need = j;
     for (uint64_t k = j + 1, between = 0; k <= issued_ && between < op_lat_[j]; between += op_occ_[k], ++k)
       if (between + op_occ_[k] + op_lat_[k] < op_lat_[j]) ++need;
-    if (consumed_ < need) cg_.code(fmt::format("  wait f24, {}", need - consumed_)), bundle(done_at);
+    if (consumed_ < need) cg_.code("  " + emit::wait(emit::flag(24), need - consumed_)), bundle(done_at);
     consumed_ = std::max(consumed_, need);
   }
 
@@ -291,7 +292,7 @@ class StreamScheduler {
         wait_upto(p.last, p.ready);
     } else if (p.next == 0) {
       if (blocks_[p.block].after >= 0) close_block(size_t(blocks_[p.block].after));
-      cg_.code(fmt::format("  wait f{}", 2 + p.mxu)), bundle(p.ready);
+      cg_.code("  " + emit::wait(emit::flag(2 + p.mxu))), bundle(p.ready);
     } else {
       wait_upto(p.last, p.ready);
     }
