@@ -48,6 +48,7 @@
 #include "tpu_dialect.h"
 #include "vtpu/compiler/compiler.h"
 #include "vtpu/config/config.h"
+#include "vtpu/config/timing.h"
 #include "vtpu/isa/assembler.h"
 #include "vtpu/isa/emit.h"
 #include "vtpu/isa/isa.h"

@@ -234,22 +234,10 @@ uint64_t Codegen::vec_latency(const std::string& text) const {
   if (at == std::string::npos) throw InternalError("not a vector operation: " + text);
   const isa::OpDef* def = isa::find_op(text.substr(at, text.find(' ', at) - at));
   if (!def) throw InternalError("unknown vector operation: " + text);
-  const auto& l = cfg_.core.vector.latency_cycles;
-  switch (def->op_class) {
-    case isa::OpClass::VecMul: return l.multiply;
-    case isa::OpClass::VecTranscendental: return l.transcendental;
-    case isa::OpClass::VecReduce: return l.reduce;
-    case isa::OpClass::VecRescale: return l.rescale;
-    case isa::OpClass::VecConvert: return l.convert;
-    case isa::OpClass::VecPool: return l.pool;
-    default: return l.alu;
-  }
+  return config::vector_latency(cfg_, def->op_class);
 }
 
 // Issue cycles of a vector operation over `rows` rows (docs/microarch.md, banks aside).
-uint64_t Codegen::vec_occ(uint64_t rows) const {
-  const auto& vc = cfg_.core.vector;
-  return ceil_div(rows, std::max<uint32_t>(1, vc.sublanes)) * ceil_div(C_, std::max<uint32_t>(1, vc.lanes));
-}
+uint64_t Codegen::vec_occ(uint64_t rows) const { return config::vector_issue_cycles(cfg_, rows); }
 
 }  // namespace vtpu::compiler::codegen

@@ -21,7 +21,6 @@ std::vector<std::pair<std::string, uint64_t>> Codegen::pool_ops(tpu::PoolOp op, 
   int64_t dh = op.getDilation() ? (*op.getDilation())[0] : 1, dw = op.getDilation() ? (*op.getDilation())[1] : 1;
   uint64_t px = R_ * esz_;
   std::vector<std::pair<std::string, uint64_t>> ops;
-  const auto& vc = cfg_.core.vector;
   // The taps [lo, hi) of a window (origin o, kk taps d apart) inside [0, size), and how
   // many lie inside the padded extent.
   struct Span {
@@ -72,8 +71,7 @@ std::vector<std::pair<std::string, uint64_t>> Codegen::pool_ops(tpu::PoolOp op, 
           ops.push_back({fmt::format("  li r1, {} || li r2, {}\n  vec.{}pool dst=ub[r2+0] a=ub[r1+0] rows={} dt={} param={} "
                                      "flag={{flag}}\n",
                                      src, dst, maxp ? "max" : "avg", rows, dt_, p),
-                         ceil_div(rows, std::max<uint32_t>(1, vc.sublanes)) * window.size() *
-                             ceil_div(C_, std::max<uint32_t>(1, vc.lanes))});
+                         config::vector_issue_cycles(cfg_, rows) * window.size()});
         }
       }
   return ops;

@@ -33,7 +33,7 @@ class StreamScheduler {
   StreamScheduler(Codegen& cg, std::vector<Block>& blocks, std::vector<std::pair<std::string, uint64_t>> background,
                   std::vector<SideWork> side, std::vector<std::pair<std::string, double>> transfers)
       : cg_(cg), blocks_(blocks), nm_(cg.cfg_.core.mxu.count), side_work_(!side.empty()), transfers_(std::move(transfers)),
-        mxc_(cg.cfg_.core.mxu), vc_(cg.cfg_.core.vector) {
+        mxc_(cg.cfg_.core.mxu) {
     streams_.resize(nm_);
     for (size_t b = 0; b < blocks_.size(); ++b) {
       streams_[b % nm_].blocks.push_back(b);
@@ -49,10 +49,11 @@ class StreamScheduler {
       for (const TileGroup& g : b.groups) slotted_ |= g.steps.size() > 1;
     started_.assign(blocks_.size(), false);
     mxu_free_.assign(nm_, 0), shifted_.assign(nm_, 0);
-    drain_lat_ = uint64_t(mxc_.input_latency_cycles) + cg.R_ + cg.C_ - 2 + mxc_.output_latency_cycles;
-    vlat_ = std::max({vc_.latency_cycles.alu, vc_.latency_cycles.rescale, vc_.latency_cycles.convert});
+    drain_lat_ = config::mxu_fill_drain_cycles(cg.cfg_);
+    vlat_ = std::max({config::vector_latency(cg.cfg_, isa::OpClass::VecAlu), config::vector_latency(cg.cfg_, isa::OpClass::VecRescale),
+                      config::vector_latency(cg.cfg_, isa::OpClass::VecConvert)});
     bytes_per_cycle_ = cg.cfg_.memory.bandwidth_gbytes_per_s * 1e3 / cg.cfg_.clock_mhz;
-    lag_ = uint64_t(mxc_.input_latency_cycles) + cg.R_ + cg.C_ + mxc_.output_latency_cycles;
+    lag_ = drain_lat_ + 2;  // about in + R + C + out (docs/compiler.md)
     if (!background.empty()) {
       Pending bp{nm_, 0, {}};
       bp.free = true;
@@ -210,7 +211,7 @@ class StreamScheduler {
     uint64_t t = std::max({now_, mxu_free_[m], k == 0 ? shifted_[m] : 0});
     bundle(t);
     mxu_free_[m] = t + st.rows;
-    if (k == 0) shifted_[m] = t + mxc_.input_latency_cycles + mxc_.weight_shift_cycles;
+    if (k == 0) shifted_[m] = t + config::mxu_swap_to_next_weights_cycles(cg_.cfg_);
     if (last) block_done_[m] = t + st.rows + drain_lat_;
   }
 
@@ -377,7 +378,6 @@ class StreamScheduler {
   bool side_work_;
   std::vector<std::pair<std::string, double>> transfers_;
   const config::MxuConfig& mxc_;
-  const config::VectorConfig& vc_;
   std::vector<Stream> streams_;
   uint64_t nreg_ = 0, region_rows_ = 0;
   std::deque<Pending> pending_;
