@@ -285,6 +285,8 @@ class Codegen {
   void load_wait(const std::string& desc);
   uint64_t hbm_alloc(uint64_t bytes);
   uint64_t hbm_const(std::vector<uint8_t> bytes);
+  std::string intern(std::map<std::string, std::string>& names, const char* prefix, const char* directive,
+                     const std::string& body);
   std::string new_desc(const std::string& body);
   void ub_copy(uint64_t src, uint64_t dst, const std::string& shape);
   void ub_copy_async(uint64_t src, uint64_t dst, const std::string& shape);
@@ -482,7 +484,6 @@ class Codegen {
   std::map<mlir::Operation*, Act> fused_adds_;  // adds done in a convolution's epilogue, and their output
   std::map<mlir::Operation*, Act> fused_pools_;  // pools done along the convolution before them, and their output
   uint64_t hbm_next_ = 0, zero_hbm_ = 0, const_bytes_ = 0;
-  int ndesc_ = 0, nparam_ = 0;
   uint64_t copies_in_flight_ = 0;  // ub_copy_async copies not yet waited for (on f1)
   std::optional<size_t> hoist_at_;  // where in code_ the last stream issued its last matmul (run_blocks)
   std::map<mlir::Operation*, Act> fused_;  // elementwise ops done in a matmul's epilogues, and their outputs

@@ -83,20 +83,14 @@ void Codegen::gen_inputs(mlir::func::FuncOp fn) {
     Value arg = fn.getArgument(i);
     std::string name = fn.getArgAttrOfType<mlir::StringAttr>(i, "vtpu.name").str();
     auto shape = shape_of(arg);
-    if (is_int32(arg)) {
-      // An integer input stays in HBM as int32; its readers load what they need (tpu.cast
-      // converts it, tpu.embedding reads the ids).
+    // An integer input stays in HBM as int32 (its readers load what they need: tpu.cast
+    // converts it, tpu.embedding reads the ids); a float one read only by softmaxes as fp32.
+    bool integer = is_int32(arg);
+    if (integer || read_fp32(arg)) {
       uint64_t addr = hbm_alloc(numel(shape) * 4);
-      decl(fmt::format(".tensor {} role=input dtype=int32 shape=[{}] addr={}{}", quote(name), fmt::join(shape, ", "), addr,
-                       fn.getArgAttr(i, "vtpu.nhwc") ? " layout=nhwc" : ""));
-      int_hbm_[arg.getAsOpaquePointer()] = addr;
-      continue;
-    }
-    if (read_fp32(arg)) {
-      uint64_t addr = hbm_alloc(numel(shape) * 4);
-      decl(fmt::format(".tensor {} role=input dtype=fp32 shape=[{}] addr={}{}", quote(name), fmt::join(shape, ", "), addr,
-                       fn.getArgAttr(i, "vtpu.nhwc") ? " layout=nhwc" : ""));
-      input_hbm_[arg.getAsOpaquePointer()] = addr;
+      decl(fmt::format(".tensor {} role=input dtype={} shape=[{}] addr={}{}", quote(name), integer ? "int32" : "fp32",
+                       fmt::join(shape, ", "), addr, fn.getArgAttr(i, "vtpu.nhwc") ? " layout=nhwc" : ""));
+      (integer ? int_hbm_ : input_hbm_)[arg.getAsOpaquePointer()] = addr;
       continue;
     }
     uint64_t bytes = numel(shape) * esz_;

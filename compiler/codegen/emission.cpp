@@ -40,15 +40,19 @@ uint64_t Codegen::hbm_const(std::vector<uint8_t> bytes) {
   return at;
 }
 
-// Identical descriptors are shared: the descriptor table holds 4096 at most.
-std::string Codegen::new_desc(const std::string& body) {
-  auto it = desc_names_.find(body);
-  if (it != desc_names_.end()) return it->second;
-  std::string name = fmt::format("d{}", ndesc_++);
-  decl(fmt::format(".desc {} {}", name, body));
-  desc_names_[body] = name;
+// Identical descriptors and parameters are shared (each table holds 4096 at most): the
+// name of `body`'s entry, declared with `directive` the first time.
+std::string Codegen::intern(std::map<std::string, std::string>& names, const char* prefix, const char* directive,
+                            const std::string& body) {
+  auto it = names.find(body);
+  if (it != names.end()) return it->second;
+  std::string name = fmt::format("{}{}", prefix, names.size());
+  decl(fmt::format("{} {} {}", directive, name, body));
+  names[body] = name;
   return name;
 }
+
+std::string Codegen::new_desc(const std::string& body) { return intern(desc_names_, "d", ".desc", body); }
 
 // One unified-buffer copy of `shape` ("bytes=... [dim=[...]]"). The addresses go in
 // registers, so copies of one shape share a descriptor (the table holds 4096).
@@ -88,14 +92,7 @@ void Codegen::require_fp32_lane_moves(const std::string& layer, const std::strin
                                    layer, what, cfg_.core.unified_buffer.alignment_bytes));
 }
 
-std::string Codegen::new_param(const std::string& body) {
-  auto it = param_names_.find(body);
-  if (it != param_names_.end()) return it->second;
-  std::string name = fmt::format("p{}", nparam_++);
-  decl(fmt::format(".vparam {} {}", name, body));
-  param_names_[body] = name;
-  return name;
-}
+std::string Codegen::new_param(const std::string& body) { return intern(param_names_, "p", ".vparam", body); }
 
 // An operand address for a vector operation's text: "r0+addr" when it fits the 24-bit
 // offset fields, else "rN+0" with the `li` that loads it appended to `pre` (emitted in

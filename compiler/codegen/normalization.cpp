@@ -242,6 +242,16 @@ void Codegen::gen_softmax(tpu::SoftmaxOp op) {
   uint64_t mx = vals + x.blocks * span, sum = mx + span, tmp = sum + span;
   for (uint64_t r0 = 0; r0 < rows; r0 += cr) {
     uint64_t n = std::min(cr, rows - r0);
+    // Row `red` (rmax, rsum) of block b's values (r2) into `into`, combined over the blocks
+    // by `combine` (max, add) through tmp.
+    auto row_reduce = [&](const char* red, const char* extra, const char* combine, uint64_t into, uint64_t b) {
+      code(fmt::format("  li r4, {}", b == 0 ? into : tmp));
+      vec_wait(fmt::format("vec.{} dst=ub[r4+0] a=ub[r2+0] rows={} dt=fp32{}", red, n, extra));
+      if (b) {
+        code(fmt::format("  li r5, {} || li r6, {}", into, tmp));
+        vec_wait(fmt::format("vec.{} dst=ub[r5+0] a=ub[r5+0] b=ub[r6+0] rows={} dt=fp32", combine, n));
+      }
+    };
     for (uint64_t b = 0; b < x.blocks; ++b) {
       uint64_t v = vals + b * span;
       if (from_hbm) {
@@ -265,24 +275,14 @@ void Codegen::gen_softmax(tpu::SoftmaxOp op) {
         code(fmt::format("  li r3, {} || li r4, {}", v + g * mask_rows * row32, user_mask + b * mask_rows * row32));
         vec_wait(fmt::format("vec.add dst=ub[r3+0] a=ub[r3+0] b=ub[r4+0] rows={} dt=fp32", mask_rows));
       }
-      code(fmt::format("  li r4, {}", b == 0 ? mx : tmp));
-      vec_wait(fmt::format("vec.rmax dst=ub[r4+0] a=ub[r2+0] rows={} dt=fp32", n));
-      if (b) {
-        code(fmt::format("  li r5, {} || li r6, {}", mx, tmp));
-        vec_wait(fmt::format("vec.max dst=ub[r5+0] a=ub[r5+0] b=ub[r6+0] rows={} dt=fp32", n));
-      }
+      row_reduce("rmax", "", "max", mx, b);
     }
     for (uint64_t b = 0; b < x.blocks; ++b) {
       uint64_t v = vals + b * span;
       code(fmt::format("  li r2, {} || li r5, {}", v, mx));
       vec_wait(fmt::format("vec.sub dst=ub[r2+0] a=ub[r2+0] b=ub[r5+0] rows={} dt=fp32", n));
       vec_wait(fmt::format("vec.exp dst=ub[r2+0] a=ub[r2+0] rows={} dt=fp32", n));
-      code(fmt::format("  li r4, {}", b == 0 ? sum : tmp));
-      vec_wait(fmt::format("vec.rsum dst=ub[r4+0] a=ub[r2+0] rows={} dt=fp32 odt=fp32", n));
-      if (b) {
-        code(fmt::format("  li r5, {} || li r6, {}", sum, tmp));
-        vec_wait(fmt::format("vec.add dst=ub[r5+0] a=ub[r5+0] b=ub[r6+0] rows={} dt=fp32", n));
-      }
+      row_reduce("rsum", " odt=fp32", "add", sum, b);
     }
     code(fmt::format("  li r5, {}", sum));
     vec_wait(fmt::format("vec.recip dst=ub[r5+0] a=ub[r5+0] rows={} dt=fp32", n));
