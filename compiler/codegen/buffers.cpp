@@ -101,10 +101,11 @@ uint64_t Codegen::ub_take(uint64_t bytes, const std::string& what, bool temporar
   if (auto at = temporary ? ub_.alloc_high(bytes) : ub_.alloc(bytes)) return *at;
   uint64_t free = ub_.capacity() - ub_.in_use(), largest = ub_.largest_free();
   std::string pieces = free >= bytes ? fmt::format(", in pieces of at most {} bytes", largest) : "";
-  throw CompileError(fmt::format("{} needs {} bytes of the unified buffer but only {} of its {} bytes are free{} "
-                                 "(core.unified_buffer.bytes is at least {} bytes too small); use a config with a larger unified "
-                                 "buffer or a smaller batch",
-                                 what, bytes, free, ub_.capacity(), pieces, bytes - std::min(bytes, largest)));
+  throw DoesNotFitError("core.unified_buffer.bytes", bytes, largest,
+                        fmt::format("{} needs {} bytes of the unified buffer but only {} of its {} bytes are free{} "
+                                    "(core.unified_buffer.bytes is at least {} bytes too small); use a config with a larger "
+                                    "unified buffer or a smaller batch",
+                                    what, bytes, free, ub_.capacity(), pieces, bytes - std::min(bytes, largest)));
 }
 
 // With `apart_from` (another activation's base), the activation starts one bank after it

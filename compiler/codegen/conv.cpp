@@ -340,9 +340,10 @@ std::vector<Block> Codegen::conv_blocks(tpu::Conv2DOp op, ConvPlan& p) {
   uint64_t cbs = ceil_div(c.CI, R_), nbs = ceil_div(c.CO, C_);
   uint64_t rows_per_chunk = conv_row_chunk(N * OH, OW, nbs);
   if (OW > acc_region_)
-    throw CompileError(fmt::format("node '{}': an output row of {} pixels exceeds half the {} accumulator rows "
-                                   "(core.accumulators.rows)",
-                                   op.getLayer().str(), OW, cfg_.core.accumulators.rows));
+    throw DoesNotFitError("core.accumulators.rows", 2 * OW, cfg_.core.accumulators.rows,
+                          fmt::format("node '{}': an output row of {} pixels exceeds half the {} accumulator rows "
+                                      "(core.accumulators.rows)",
+                                      op.getLayer().str(), OW, cfg_.core.accumulators.rows));
   const Act &x = p.x, &xp = p.xp;
   std::vector<Block> blocks;
   for (uint64_t nb = 0; nb < nbs; ++nb)

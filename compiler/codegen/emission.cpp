@@ -28,8 +28,9 @@ uint64_t Codegen::hbm_alloc(uint64_t bytes) {
   uint64_t at = hbm_next_;
   hbm_next_ = align_up(hbm_next_ + bytes, 4096);
   if (hbm_next_ > cfg_.memory.bytes)
-    throw CompileError(fmt::format("the model needs {} bytes of HBM but the config has {} (memory.bytes)", hbm_next_,
-                                   cfg_.memory.bytes));
+    throw DoesNotFitError("memory.bytes", hbm_next_, cfg_.memory.bytes,
+                          fmt::format("the model needs {} bytes of HBM but the config has {} (memory.bytes)", hbm_next_,
+                                      cfg_.memory.bytes));
   return at;
 }
 
