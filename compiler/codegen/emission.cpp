@@ -3,14 +3,7 @@
 
 namespace vtpu::compiler::codegen {
 
-std::string Codegen::quote(const std::string& s) {
-  std::string q = "\"";
-  for (char c : s) {
-    if (c == '"' || c == '\\') q += '\\';
-    q += c;
-  }
-  return q + "\"";
-}
+std::string Codegen::quote(const std::string& s) { return isa::quote(s); }
 
 void Codegen::decl(const std::string& s) { decls_ += s + "\n"; }
 

@@ -1,5 +1,5 @@
-// Errors and limits: what an unsupported or too large model is told: models built in C++, compiled, run on the simulator and compared with a plain
-// fp32 forward pass written from the ONNX operator definitions (e2e_fixture.h).
+// Errors, limits and names: what the compiler tells a model it cannot compile or that does not
+// fit, and names it must carry into the program as ONNX wrote them (e2e_fixture.h).
 #include "e2e_fixture.h"
 
 namespace vtpu::compiler {
@@ -126,6 +126,27 @@ TEST(CompileErrors, ModelTooBigForTheUnifiedBufferSaysByHowMuch) {
     EXPECT_NE(std::string(e.what()).find("unified buffer"), std::string::npos) << e.what();
     EXPECT_NE(std::string(e.what()).find("too small"), std::string::npos) << e.what();
   }
+}
+
+// ONNX names are any string: a node or tensor name with a line break, a tab, quotes or a
+// backslash becomes the program's tag and tensor name exactly (the assembly escapes them,
+// docs/isa.md), and the program runs: the output is the input's ReLU.
+TEST(CompileNames, NamesWithLineBreaksAndQuotesReachTheProgramAsWritten) {
+  const std::string node = "relu\nsecond line \"quoted\" back\\slash\ttab", in = "x\nin", out = "y \"out\"\r\n";
+  OnnxBuilder m;
+  m.input(in, {1, 8});
+  m.node("Relu", node, {in}, {out});
+  m.output(out, {1, 8});
+  auto cfg = config::load_preset("tiny-8x8");
+  CompileResult r = compile_onnx(m.save("vtpu_newline_name.onnx"), cfg);
+  EXPECT_NE(std::find(r.program.tags.begin(), r.program.tags.end(), node), r.program.tags.end())
+      << r.assembly;
+  EXPECT_EQ(tensor(r.program, in).role, isa::TensorRole::Input);
+  EXPECT_EQ(tensor(r.program, out).role, isa::TensorRole::Output);
+  Vec x{-2, -1, -0.5f, 0, 0.25f, 1, 2, 3};
+  std::string got = simulate(cfg, r.program, {{in, encode(r.program, in, x)}}, out);
+  ASSERT_EQ(got.substr(0, 2), "OK") << got;
+  expect_close(decode(r.program, out, got.substr(2)), relu(x), 0.01);
 }
 
 TEST(CompileErrors, NotAnOnnxFile) {
