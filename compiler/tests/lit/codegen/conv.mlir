@@ -12,9 +12,9 @@
 // CHECK-NEXT: mxu.matmul mxu=0 src=r0+64 dst=r0+4 rows=4 dtype=bf16{{$}}
 // CHECK-NEXT: mxu.matmul mxu=0 src=r0+128 dst=r0+8 rows=4 dtype=bf16{{$}}
 // CHECK-NEXT: mxu.matmul mxu=0 src=r0+192 dst=r0+12 rows=4 dtype=bf16{{$}}
-// CHECK: mxu.matmul mxu=0 src=r0+0 dst=r0+5 rows=3 dtype=bf16 swap=1 acc=1
+// CHECK: mxu.matmul mxu=0 src=r0+0 dst=r0+5 rows=3 dtype=bf16 acc=1 swap=1
 // 9 taps: 7 more weight swaps.
-// CHECK-COUNT-7: swap=1 acc=1
+// CHECK-COUNT-7: acc=1 swap=1
 // CHECK-NOT: swap=1
 // CHECK: flag=f2
 // CHECK-NEXT: wait f2
