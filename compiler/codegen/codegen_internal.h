@@ -45,7 +45,7 @@
 #include "mlir/IR/BuiltinAttributes.h"
 #include "ir.h"
 #include "plan.h"
-#include "tpu_dialect.h"
+#include "dialect/tpu_dialect.h"
 #include "vtpu/compiler/compiler.h"
 #include "vtpu/config/config.h"
 #include "vtpu/config/timing.h"

@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "mlir/IR/Value.h"
-#include "tpu_dialect.h"
+#include "dialect/tpu_dialect.h"
 
 namespace vtpu::compiler::codegen {
 

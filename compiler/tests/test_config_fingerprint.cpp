@@ -7,9 +7,8 @@
 // - a compile given another config's calibration gives the program a fresh compile gives.
 #include <gtest/gtest.h>
 
-#include <unistd.h>
-
 #include <cmath>
+#include <unistd.h>
 #include <fmt/format.h>
 #include <yaml-cpp/yaml.h>
 
@@ -73,8 +72,8 @@ std::filesystem::path tiny_transformer() {
   m.node("Add", "residual2", {linear("ffn2", "gelu", F, D), h}, {"res2"});
   norm("norm2", "res2");
   m.output("norm2.out", {1, S, D});
-  // One file per process: ctest runs the parameterized cases as processes side by side.
-  return m.save("vtpu_fingerprint_transformer_" + std::to_string(::getpid()) + ".onnx");
+  // One file per test process: ctest -j runs this suite's cases as parallel processes.
+  return m.save(fmt::format("vtpu_fingerprint_transformer_{}.onnx", ::getpid()));
 }
 
 struct Case {

@@ -8,7 +8,7 @@
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/Tools/mlir-translate/MlirTranslateMain.h"
 #include "mlir/Tools/mlir-translate/Translation.h"
-#include "tpu_dialect.h"
+#include "dialect/tpu_dialect.h"
 #include "vtpu/config/config.h"
 
 static llvm::cl::opt<std::string> config_opt("config", llvm::cl::desc("preset name or YAML file (default tpu-v4-core)"),
