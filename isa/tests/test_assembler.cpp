@@ -262,6 +262,34 @@ TEST(Assembler, RandomProgramsRoundTrip) {
 }
 
 // Each file in bad/ starts with "# expect: LINE:COL: text" naming its first error.
+// ONNX node names are tags: '-', '/', ':' and '.' unquoted, the rest of the line as written;
+// they print quoted and assemble back to the same program.
+TEST(Assembler, UnquotedTagsTakeOnnxNodeNames) {
+  Program p = assemble(
+      ".tag conv1-relu\n  halt\n.tag /layer1/conv-2/Conv   # a comment\n  halt\n.tag onnx::Add_12\n  halt\n"
+      ".tag conv1-relu\n  halt\n.tag \"quoted name\"\n  halt\n",
+      "tags.s");
+  ASSERT_EQ(p.tags.size(), 5u);
+  EXPECT_EQ(p.tags[1], "conv1-relu");
+  EXPECT_EQ(p.tags[2], "/layer1/conv-2/Conv");
+  EXPECT_EQ(p.tags[3], "onnx::Add_12");
+  EXPECT_EQ(p.tags[4], "quoted name");
+  auto bundles = decode_program(p);
+  EXPECT_EQ(bundles[0].tag, 1);
+  EXPECT_EQ(bundles[3].tag, 1);
+  EXPECT_EQ(bundles[4].tag, 4);
+  EXPECT_EQ(assemble(disassemble(p), "again.s"), p);
+  try {
+    assemble("  nop\n.tag two words\n  halt\n", "spaces.s");
+    ADD_FAILURE() << "a tag of two words assembled";
+  } catch (const AsmError& e) {
+    const Diagnostic& d = e.diagnostics().at(0);
+    EXPECT_EQ(d.line, 2);
+    EXPECT_EQ(d.column, 9);
+    EXPECT_NE(d.message.find("quote a name with spaces"), std::string::npos) << d.message;
+  }
+}
+
 TEST(Assembler, MalformedSourcesGiveTheirError) {
   std::filesystem::path dir = std::filesystem::path(VTPU_SOURCE_DIR) / "isa/tests/bad";
   int n = 0;
