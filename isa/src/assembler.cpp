@@ -73,7 +73,12 @@ std::vector<Token> lex(std::string_view s, int line, int col0) {
       size_t j = i + 1;
       std::string v;
       while (j < s.size() && s[j] != '"') {
-        if (s[j] == '\\' && j + 1 < s.size()) ++j;
+        if (s[j] == '\\' && j + 1 < s.size()) {
+          char e = s[++j];  // \n \r \t name control characters; any other escaped character is itself
+          v += e == 'n' ? '\n' : e == 'r' ? '\r' : e == 't' ? '\t' : e;
+          ++j;
+          continue;
+        }
         v += s[j++];
       }
       if (j >= s.size()) throw LineError{loc, "unterminated string"};
@@ -1003,6 +1008,19 @@ std::vector<uint8_t> Assembler::encode_values(const Value& v, Dtype dt, bool bit
 }
 
 }  // namespace
+
+std::string quote(std::string_view s) {
+  std::string q = "\"";
+  for (char c : s) {
+    if (c == '\n' || c == '\r' || c == '\t') {
+      q += c == '\n' ? "\\n" : c == '\r' ? "\\r" : "\\t";
+      continue;
+    }
+    if (c == '"' || c == '\\') q += '\\';
+    q += c;
+  }
+  return q + "\"";
+}
 
 Program assemble(std::string_view text, std::string_view file_name) {
   return Assembler(std::string(file_name)).run(text);

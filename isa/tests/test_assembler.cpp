@@ -184,6 +184,24 @@ TEST(Assembler, ConstantsAndTensorsRoundTrip) {
   EXPECT_EQ(assemble(disassemble(p), "again.s"), p);
 }
 
+// A name may hold anything ONNX allows: a line break, a tab, quotes, backslashes. Written
+// with the escapes docs/isa.md lists, it stays on its line and reads back as it was.
+TEST(Assembler, StringEscapesKeepLineBreaksQuotesAndBackslashes) {
+  Program p = assemble(".tag \"a\\nb \\\"q\\\" c\\\\d\\te\\rf\"\nhalt\n", "t.s");
+  ASSERT_EQ(p.tags.size(), 2u);
+  EXPECT_EQ(p.tags[1], "a\nb \"q\" c\\d\te\rf");
+  EXPECT_EQ(assemble(disassemble(p), "again.s"), p);
+  for (std::string name : {"two\nlines", "\n", "tab\there", "quote\" and \\", "back\\n is not a break", "\r\n"}) {
+    std::string text = quote(name);
+    EXPECT_EQ(text.find('\n'), std::string::npos) << text;
+    Program q = assemble(".tensor " + text + " role=input dtype=int8 shape=[1] addr=0\n.tag " + text + "\nhalt\n", "t.s");
+    ASSERT_EQ(q.tags.size(), 2u) << text;
+    EXPECT_EQ(q.tags[1], name);
+    EXPECT_EQ(q.tensors.at(0).name, name);
+    EXPECT_EQ(assemble(disassemble(q), "again.s"), q) << disassemble(q);
+  }
+}
+
 // A model's empty input or output (a 0 dimension) is a tensor of no bytes; it round-trips.
 TEST(Assembler, EmptyTensorsHaveNoBytes) {
   Program p = assemble(".tensor e role=output dtype=bf16 shape=[3, 0] addr=0\nhalt\n", "t.s");

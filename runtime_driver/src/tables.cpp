@@ -76,7 +76,7 @@ std::string csv_row(const std::vector<std::string>& fields) {
 std::string layer_table(const ModelRun& run) {
   TextTable t;
   t.header = {"layer", "op", "output shape", "cycles", "roofline", "limit", "ratio", "MXU%", "top stall (cycles)", "energy uJ", "bound"};
-  t.right = {false, false, false, true, true, true, true, false, true, false};
+  t.right = {false, false, false, true, true, false, true, true, false, true, false};
   for (const LayerRow& r : run.layers)
     t.rows.push_back({printable(r.layer), r.op.empty() ? "-" : r.op, r.shape.empty() ? "-" : r.shape,
                       std::to_string(r.cycles), r.bound_cycles ? std::to_string(r.bound_cycles) : "-",

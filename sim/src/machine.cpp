@@ -11,6 +11,7 @@
 #include <cstring>
 
 #include "compute.h"
+#include "vtpu/config/timing.h"
 
 namespace vtpu::sim::detail {
 
@@ -551,7 +552,7 @@ void Machine::exec_matmul(const Operation& op, uint64_t T, const OpRef& ref) {
   bool accumulate = f(op, SlotId::MxuMatmul, "acc") != 0;
   // One input row per cycle, or more when a row needs several accesses to one bank.
   uint64_t stream = periodic_sum(B, {stride}, [&](uint64_t j) { return ub_group_cycles({{src + j * stride, row_bytes}}, {}); });
-  uint64_t D = S + stream + R_ + C_ - 2 + mc.output_latency_cycles;
+  uint64_t D = T + stream + config::mxu_fill_drain_cycles(cfg_);
 
   hazards_.check_and_add({Space::Ub, src, src + span, false, T, T + stream, ref}, prog_);
   hazards_.check_and_add({Space::Acc, grow, grow + B, true, T, D, ref, int(m)}, prog_);
@@ -593,17 +594,7 @@ void Machine::exec_vector(const Operation& op, uint64_t T, const OpRef& ref) {
 
   bool pool = def.op_class == isa::OpClass::VecPool;
   uint64_t window = pool ? param->window.size() : 1;
-  uint32_t lat = 0;
-  switch (def.op_class) {
-    case isa::OpClass::VecAlu: case isa::OpClass::VecMove: lat = vc.latency_cycles.alu; break;
-    case isa::OpClass::VecMul: lat = vc.latency_cycles.multiply; break;
-    case isa::OpClass::VecTranscendental: lat = vc.latency_cycles.transcendental; break;
-    case isa::OpClass::VecReduce: lat = vc.latency_cycles.reduce; break;
-    case isa::OpClass::VecRescale: lat = vc.latency_cycles.rescale; break;
-    case isa::OpClass::VecConvert: lat = vc.latency_cycles.convert; break;
-    case isa::OpClass::VecPool: lat = vc.latency_cycles.pool; break;
-    default: break;
-  }
+  uint32_t lat = config::vector_latency(cfg_, def.op_class);
   Counters& c = tagc(ref.tag);
 
   struct Resolved {
@@ -679,8 +670,8 @@ void Machine::exec_vector(const Operation& op, uint64_t T, const OpRef& ref) {
   // Issue-stage cycles: the unit takes `sublanes` rows per step (a vector register's worth);
   // a step costs the lanes' passes or the busiest bank over its rows' accesses, whichever is
   // longer (pooling: the window's rows one after another, banks not modelled).
-  uint64_t lane_passes = ceil_div(W, vc.lanes), S = std::max<uint64_t>(1, vc.sublanes);
-  uint64_t steps_n = ceil_div(rows, S);
+  uint64_t lane_passes = config::vector_lane_passes(cfg_), S = std::max<uint64_t>(1, vc.sublanes);
+  uint64_t steps_n = config::vector_steps(cfg_, rows);
   uint64_t occ = steps_n * lane_passes * window;
   if (!pool) {
     bool b_ub = binary && b.space == Space::Ub, b_every_row = b_ub && !V("bcast");
