@@ -34,6 +34,7 @@ PACKAGES=(
   libdnnl-dev                         # oneDNN: the host GEMM the benchmarks compare against (optional)
   llvm-19-dev libmlir-19-dev mlir-19-tools
   libonnx-dev libprotobuf-dev protobuf-compiler libonnx-testdata
+  python3-onnx                        # tests/e2e/onnx_useful_macs.py: useful MACs from the ONNX graph (ReportBounds)
   zlib1g-dev dataset-fashion-mnist    # accuracy of the trained LeNet-5 on Fashion-MNIST
   libstb-dev                          # image files as model inputs (stb_image, stb_image_resize)
   libsqlite3-dev                      # sweep results (vtpu sweep; docs/sweeps.md)

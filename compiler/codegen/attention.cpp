@@ -404,7 +404,7 @@ void Codegen::gen_batch_matmul(tpu::BatchMatmulOp op) {
   finish_batch_matmul(c);
   add_bound(layer, p.macs, 0);
   add_fused_bounds();
-  add_bound(layer, c.macs, 0, shape_of(ctx->getOutput()));  // the context's row
+  add_bound(layer, c.macs, 0, shape_of(ctx->getOutput()), ctx->getLayer().str());  // the context's row
   define(op.getOutput(), p.y);
   define(ctx->getOutput(), c.y);
   deferred_.insert(ctx->getOperation());

@@ -306,7 +306,7 @@ class Codegen {
                     uint64_t pr, bool lowest = false, uint64_t* unwaited = nullptr);
   void clear(uint64_t ub, uint64_t bytes);
   void add_bound(const std::string& layer, uint64_t macs, uint64_t hbm_bytes,
-                 std::optional<std::vector<int64_t>> shape = std::nullopt);
+                 std::optional<std::vector<int64_t>> shape = std::nullopt, const std::string& node = "");
   void add_fused_bounds();
   void emit_steps(const std::vector<VecStep>& steps);
   uint64_t vec_latency(const std::string& text) const;
@@ -362,7 +362,7 @@ class Codegen {
 
   // matmul.cpp: matmuls with constant weights, alone or as one stream
   void gen_matmul(tpu::MatmulOp op);
-  void finish_matmul(const MatmulPlan& p, const std::string& report_as);
+  void finish_matmul(const MatmulPlan& p, const std::string& report_as, const std::string& node = "");
   bool gen_matmul_group(tpu::MatmulOp op);
   std::vector<Block> plan_matmul(tpu::MatmulOp op, uint64_t nt_total, MatmulPlan& plan, bool allow_split = true);
 

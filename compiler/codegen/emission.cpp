@@ -178,11 +178,13 @@ void Codegen::clear(uint64_t ub, uint64_t bytes) {
   }
 }
 
-// The op being generated's bound row; `shape` for another op generated along with it.
+// The op being generated's bound row; `shape` for another op generated along with it, `node`
+// the ONNX node whose MACs they are when not `layer`'s own (LayerBound::node).
 void Codegen::add_bound(const std::string& layer, uint64_t macs, uint64_t hbm_bytes,
-               std::optional<std::vector<int64_t>> shape) {
+               std::optional<std::vector<int64_t>> shape, const std::string& node) {
   LayerBound lb;
   lb.layer = layer;
+  lb.node = node == layer ? "" : node;
   lb.op = current_op_;
   lb.shape = shape ? *shape : current_shape_;
   lb.macs = macs;

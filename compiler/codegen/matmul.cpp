@@ -12,11 +12,11 @@ void Codegen::gen_matmul(tpu::MatmulOp op) {
   add_fused_bounds();
 }
 
-void Codegen::finish_matmul(const MatmulPlan& p, const std::string& report_as) {
+void Codegen::finish_matmul(const MatmulPlan& p, const std::string& report_as, const std::string& node) {
   ub_.release(p.bias_ub);
   if (p.parts != kNoBias) ub_.release(p.parts);
   if (p.ln_work != kNoBias) ub_.release(p.ln_work);
-  add_bound(report_as, p.macs, p.hbm_bytes);  // the tiles are read again, whether shared or not
+  add_bound(report_as, p.macs, p.hbm_bytes, std::nullopt, node);  // the tiles are read again, whether shared or not
   define(p.out, p.y);
 }
 
@@ -66,7 +66,7 @@ bool Codegen::gen_matmul_group(tpu::MatmulOp op) {
   }
   run_blocks(blocks, true, std::nullopt, {}, std::move(side));
   for (size_t i = 0; i < group.size(); ++i) {
-    finish_matmul(plans[i], layer);
+    finish_matmul(plans[i], layer, group[i].getLayer().str());
     for (Value operand : group[i]->getOperands()) release(operand);
     done_.insert(group[i].getOperation());
   }

@@ -6,10 +6,14 @@ compares the compiler's per-layer counts with it.
 
   onnx_useful_macs.py MODEL.onnx    prints "node-name<TAB>macs" for every node with MACs
 
+A symbolic leading dimension of a graph input is taken as batch 1 (a model compiled without
+--batch).
+
 Counted: MatMul and Gemm (output elements x the contracted length), Conv (per output
 position, the kernel taps whose input position lies inside the image, x input channels per
 group x output channels; taps on padding are not counted), LSTM and GRU (per time step and
-direction, batch x gates x hidden x (input + hidden)). Everything else is 0 (pools,
+direction, batch x gates x hidden x (input + hidden); with no initial_h or a constant one,
+the first step's recurrent product is not counted: it is made at compile time). Everything else is 0 (pools,
 element-wise ops, normalization, Gather: no products of the operator's definition).
 """
 import sys
@@ -67,13 +71,17 @@ def matmul_macs(node, shape):
     return n * k
 
 
-def rnn_macs(node, shape, gates):
+def rnn_macs(node, shape, gates, constants):
     x, w = shape[node.input[0]], shape[node.input[1]]
     layout = attr(node, "layout", 0)
     steps, batch = (x[1], x[0]) if layout else (x[0], x[1])
     dirs, gh, inp = w
     hidden = gh // gates
-    return dirs * steps * batch * gates * hidden * (inp + hidden)
+    # With no initial_h (input 5), or a constant one, the first step's recurrent product is
+    # a product with constants: made at compile time, not counted.
+    h0_constant = len(node.input) <= 5 or node.input[5] == "" or node.input[5] in constants
+    recurrent_steps = steps - 1 if h0_constant else steps
+    return dirs * batch * gates * hidden * (steps * inp + recurrent_steps * hidden)
 
 
 def main():
@@ -81,19 +89,28 @@ def main():
         print(__doc__, file=sys.stderr)
         return 2
     m = onnx.load(sys.argv[1])
+    # A symbolic leading dimension of an input is the batch: 1, as a model compiles without
+    # --batch (vtpu's importer does the same; the script shares no code with it).
+    inits = {t.name for t in m.graph.initializer}
+    for vi in m.graph.input:
+        dims0 = vi.type.tensor_type.shape.dim
+        if vi.name not in inits and len(dims0) and not dims0[0].HasField("dim_value"):
+            dims0[0].dim_value = 1
     m = shape_inference.infer_shapes(m, strict_mode=True)
     shape = {vi.name: dims(vi) for vi in list(m.graph.value_info) + list(m.graph.input) + list(m.graph.output)}
     for t in m.graph.initializer:
         shape[t.name] = list(t.dims)
+    constants = {t.name for t in m.graph.initializer}
+    constants |= {o for n in m.graph.node if n.op_type == "Constant" for o in n.output}
     for node in m.graph.node:
         if node.op_type == "Conv":
             macs = conv_macs(node, shape)
         elif node.op_type in ("MatMul", "Gemm"):
             macs = matmul_macs(node, shape)
         elif node.op_type == "LSTM":
-            macs = rnn_macs(node, shape, 4)
+            macs = rnn_macs(node, shape, 4, constants)
         elif node.op_type == "GRU":
-            macs = rnn_macs(node, shape, 3)
+            macs = rnn_macs(node, shape, 3, constants)
         else:
             continue
         print(f"{node.name}\t{macs}")

@@ -42,6 +42,8 @@ struct CompileOptions {
 // The roofline of one layer on the config: whichever of compute and memory takes longer.
 struct LayerBound {
   std::string layer;       // the ONNX node name (the program's tag)
+  std::string node;        // the ONNX node whose products `macs` are, when another layer's code makes them
+                           // (a matmul in a stream reported under the first one's tag); "" = `layer`
   std::string op;          // the tpu op that makes it (conv2d, matmul, softmax, ...)
   std::vector<int64_t> shape;  // its output shape as the chip stores it (images NHWC)
   uint64_t macs = 0;        // useful MACs (docs/reports.md): the ONNX operator's products, no padding taps
