@@ -96,6 +96,10 @@ CompileOutcome compile_task(const CompileTask& t, const config::Config& cfg) {
       o.calibration = runtime::calibration_from_files(t.model, t.calibrate, t.batch, runtime::image_norm_from_name(t.image_norm),
                                                       o.precision);
     compiler::CompileResult r = compiler::compile_onnx(t.model, cfg, o);
+    nlohmann::json macs = nlohmann::json::array();
+    for (const compiler::LayerBound& b : r.bounds)
+      if (b.macs) macs.push_back({b.layer, b.macs});
+    write_atomically(useful_macs_file(t.program_file), macs.dump());  // before the program that implies it
     std::vector<uint8_t> bytes = isa::serialize(r.program);
     write_atomically(t.program_file, std::string(bytes.begin(), bytes.end()));
     if (!t.scales && !t.scales_file.empty() && o.precision == compiler::Precision::Int8)
@@ -115,7 +119,27 @@ CompileOutcome compile_task(const CompileTask& t, const config::Config& cfg) {
   return out;
 }
 
-void simulate_task(const isa::Program& program, const config::Config& cfg, bool timing_only, uint64_t seed, PointResult& r) {
+std::filesystem::path useful_macs_file(const std::filesystem::path& program) {
+  return std::filesystem::path(program.string() + ".macs.json");
+}
+
+std::vector<compiler::LayerBound> read_useful_macs(const std::filesystem::path& program) {
+  std::vector<compiler::LayerBound> out;
+  const fs::path f = useful_macs_file(program);
+  if (!fs::exists(f)) return out;
+  nlohmann::json j = nlohmann::json::parse(read_file(f), nullptr, false);
+  if (!j.is_array()) throw UserError(fmt::format("{}: not a list of [layer, useful MACs]; delete it and the program "
+                                                 "beside it to compile again", f.string()));
+  for (const auto& e : j) {
+    compiler::LayerBound b;
+    b.layer = e.at(0).get<std::string>(), b.macs = e.at(1).get<uint64_t>();
+    out.push_back(std::move(b));
+  }
+  return out;
+}
+
+void simulate_task(const isa::Program& program, const config::Config& cfg, bool timing_only, uint64_t seed, PointResult& r,
+                   const std::vector<compiler::LayerBound>& macs) {
   std::map<std::string, std::vector<uint8_t>> inputs;
   sim::fill_missing_inputs(program, seed, inputs);
   sim::SimOptions so;
@@ -123,6 +147,7 @@ void simulate_task(const isa::Program& program, const config::Config& cfg, bool 
   double t0 = cpu_now();
   sim::RunResult run = sim::simulate(cfg, program, inputs, so);
   r.simulate_cpu_s = cpu_now() - t0;
+  if (!macs.empty()) runtime::apply_useful_macs(run.stats, macs);
   const sim::Stats& s = run.stats;
   int64_t batch = 1;
   for (const auto& t : program.tensors)

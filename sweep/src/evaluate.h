@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "vtpu/compiler/compiler.h"
 #include "vtpu/config/config.h"
 #include "vtpu/isa/program.h"
 #include "vtpu/sweep/results.h"
@@ -37,9 +38,17 @@ CompileOutcome compile_outcome_from_json(const std::string& json);
 // Compiles; never throws for a problem of the point (the outcome says it).
 CompileOutcome compile_task(const CompileTask& t, const config::Config& cfg);
 
-// Simulates `program` (stamped for cfg) and fills the figures of `r` (status ok).
+// Simulates `program` (stamped for cfg) and fills the figures of `r` (status ok). `macs`, the
+// compiler's useful MACs per layer (useful_macs_file), replace the array's count in r.macs
+// and r.tops, as in a plain run (docs/reports.md, "Useful MACs"); empty: the array's count.
 void simulate_task(const isa::Program& program, const config::Config& cfg, bool timing_only, uint64_t seed,
-                   PointResult& r);
+                   PointResult& r, const std::vector<compiler::LayerBound>& macs = {});
+
+// The compiler's useful MACs per layer of a cached program, beside it (`program`.macs.json),
+// written by compile_task before the program; read_useful_macs gives none for a program
+// cached without it.
+std::filesystem::path useful_macs_file(const std::filesystem::path& program);
+std::vector<compiler::LayerBound> read_useful_macs(const std::filesystem::path& program);
 
 // Files written whole or not at all (a temporary file renamed into place), so a killed
 // worker or a concurrent Slurm task never leaves half a file for others to read.
