@@ -136,6 +136,11 @@ struct IciConfig {                       // inter-chip interconnect
   double link_latency_ns{};
   std::vector<uint32_t> shape;  // torus dimensions; their product = system.chips
   bool wraparound{};
+  std::vector<uint32_t> twist;  // empty, or per dimension: shift of the last dimension when wrapping
+  double router_delay_ns{};     // per hop, on entering a router
+  uint64_t packet_bytes{};      // transfers move in packets of this size (the last one shorter)
+  uint32_t buffer_packets{};    // credits: packet slots per virtual channel at each link's receiver
+  uint32_t max_in_flight{};     // transfers the ICI engine of a chip works on at once
   bool operator==(const IciConfig&) const = default;
 };
 
