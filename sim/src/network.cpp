@@ -217,4 +217,10 @@ void IciNetwork::started(uint32_t li, uint8_t vc, const Queued& p, uint64_t now,
 
 LinkStats IciNetwork::link_stats(size_t i) const { return links_[i].st; }
 
+size_t IciNetwork::queued_packets() const {
+  size_t n = 0;
+  for (const Link& l : links_) n += l.q[0].size() + l.q[1].size();
+  return n;
+}
+
 }  // namespace vtpu::sim::detail

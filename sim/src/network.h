@@ -27,6 +27,7 @@ class IciNetwork {
   // chip]. Returns the number of deliveries.
   size_t advance(uint64_t until, std::vector<std::vector<IciDelivery>>& out);
   bool idle() const { return events_.empty(); }
+  size_t queued_packets() const;  // waiting at some link (for a credit, when idle)
   uint64_t next_event_cycle() const;  // kUnknown when idle
   uint64_t last_delivery_cycle() const { return last_delivery_; }
 

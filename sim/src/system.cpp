@@ -260,6 +260,10 @@ void System::deadlock() const {
   for (size_t i = 0; i < ports_.size(); ++i)
     if (!ports_[i]->active) halted += (halted.empty() ? "" : ", ") + std::to_string(ports_[i]->physical_chip());
   if (!halted.empty()) s += "\n  halted: chips " + halted;
+  if (size_t q = net_.queued_packets())
+    s += fmt::format("\n  the links hold {} packets that wait for credits no transfer will return (a deadlock of the "
+                     "network itself; please report it)",
+                     q);
   s += fmt::format("\n  ({} chips waiting; check that every wait has a matching send or signal, with the same "
                    "flag and count, and that every chip reaches the same barriers)",
                    waiting);

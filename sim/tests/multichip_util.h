@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "sim_test_util.h"
+#include "vtpu/config/topology.h"
 #include "vtpu/sim/system.h"
 
 namespace vtpu::sim::testing {
@@ -62,6 +63,12 @@ inline std::map<std::string, uint64_t> parse_values(const std::string& s) {
       m[line.substr(0, eq)] = std::stoull(line.substr(eq + 1));
   }
   return m;
+}
+
+inline const LinkStats& link_between(const SystemResult& r, uint32_t from, uint32_t to) {
+  for (const LinkStats& l : r.links)
+    if (l.from == from && l.to == to) return l;
+  throw InternalError(fmt::format("no link {} -> {}", from, to));
 }
 
 inline uint64_t stall(const SystemResult& r, size_t chip, StallReason why) {

@@ -2,7 +2,9 @@
 // out here from the written rules: packets, the engine's unified-buffer port, store-and-
 // forward hops, latency, router delay, the destination's write path, credits and the
 // acknowledgement. Not against the simulator's own earlier output.
+#include <algorithm>
 #include <cmath>
+#include <map>
 
 #include "multichip_util.h"
 
@@ -109,6 +111,101 @@ TEST(LinkTiming, StoreAndForwardOverThreeHops) {
   ASSERT_TRUE(v.count("recv_wait")) << out;
   EXPECT_EQ(v["recv_wait"], recv);
   EXPECT_EQ(v["send_wait"], sent - 2);
+}
+
+// Packets of two transfers that share a link: served one at a time in order of the cycle
+// they became ready there, ties to the lower source chip (docs/microarch.md, "Links").
+TEST(LinkTiming, TransfersSharingALinkAreServedInReadyOrder) {
+  config::Config cfg = small_system({4});
+  Rules r(cfg);
+  // Chip 0 sends to chip 2 over 0->1->2; chip 1, a little later, over 1->2.
+  std::string late = R"(
+    .desc d bytes=1024
+      li r5, 47
+    here:
+      loop r5, here
+      li r3, 2 || li r4, 1024
+      ici.send desc=d src=r0 dst=r4 chip=r3 flag=f3 sflag=f2
+      wait f2
+      halt
+  )";
+  std::string out = run_system(cfg, {send_program(2, 1024), late, "  wait f1\n  wait f3\n  halt\n", "  halt\n"},
+                               [](const SystemResult& s) {
+                                 uint64_t t1 = 0;
+                                 for (const auto& e : s.chips[1].trace)
+                                   if (e.unit == Unit::Ici) t1 = e.begin;
+                                 return fmt::format("t1={}\nwait0={}\nwait1={}\nqueue={}\n",
+                                                    t1, stall(s, 0, StallReason::WaitIci),
+                                                    stall(s, 1, StallReason::WaitIci),
+                                                    uint64_t(testing::link_between(s, 1, 2).queue_cycles));
+                               }, [] {
+                                 SystemOptions o;
+                                 o.sim.record_trace = true;
+                                 return o;
+                               }());
+  auto v = parse_values(out);
+  ASSERT_TRUE(v.count("t1")) << out;
+  uint64_t T0 = 1, T1 = v["t1"];
+  ASSERT_GT(T1, 100u);
+  // Packet k of a send is ready at the source at S + ceil((k+1)P / port) + read latency.
+  auto source_ready = [&](uint64_t T, uint64_t k) { return (T + r.setup + ceil_div((k + 1) * r.P, r.port_rd) + r.rd_lat) * kSub; };
+  struct Pkt { uint64_t ready; uint32_t chip, k; };
+  std::vector<Pkt> at_shared;
+  uint64_t free = 0;
+  for (uint32_t k = 0; k < 4; ++k) {  // chip 0's packets cross 0->1 alone first
+    uint64_t start = std::max(source_ready(T0, k), free);
+    free = start + r.P * r.tau;
+    at_shared.push_back({free + (r.lat + r.rd) * kSub, 0, k});
+  }
+  for (uint32_t k = 0; k < 4; ++k) at_shared.push_back({source_ready(T1, k), 1, k});
+  std::sort(at_shared.begin(), at_shared.end(), [](const Pkt& a, const Pkt& b) {
+    return a.ready != b.ready ? a.ready < b.ready : a.chip < b.chip;
+  });
+  free = 0;
+  uint64_t written = 0, queue = 0;
+  std::map<uint32_t, uint64_t> done;
+  for (const Pkt& p : at_shared) {
+    uint64_t start = std::max(p.ready, free);
+    queue += start - p.ready;
+    free = start + r.P * r.tau;
+    // Both arrive over link 1->2, through its one write path at chip 2.
+    written = std::max(free + (r.lat + r.rd) * kSub, written) + (ceil_div(r.P, r.port_wr) + r.wr_lat) * kSub;
+    done[p.chip] = ceil_div(written, kSub);
+  }
+  EXPECT_GT(queue, 0u) << "the two transfers should have met on link 1->2";
+  EXPECT_EQ(v["queue"], queue / kSub);
+  EXPECT_EQ(v["wait0"], done[0] + 2 * (r.lat + r.rd) - 2);         // 2 hops back
+  EXPECT_EQ(v["wait1"], done[1] + 1 * (r.lat + r.rd) - (T1 + 1));  // 1 hop back
+}
+
+// With few credits a link waits for its downstream slots: packet k needs the slot packet
+// k - credits held, free once that one is written plus the latency back.
+TEST(LinkTiming, CreditsThrottleALongHop) {
+  config::Config cfg = small_system({2});
+  cfg.ici.buffer_packets = 2;
+  Rules r(cfg);
+  const uint64_t N = 2048, n = N / r.P;
+  std::vector<uint64_t> start(n), written(n);
+  uint64_t free = 0, w = 0, stalled = 0;
+  for (uint64_t k = 0; k < n; ++k) {
+    uint64_t ready = (1 + r.setup + ceil_div((k + 1) * r.P, r.port_rd) + r.rd_lat) * kSub;
+    uint64_t credit = k >= r.credits ? written[k - r.credits] + r.lat * kSub : 0;
+    start[k] = std::max({ready, free, credit});
+    stalled += start[k] - std::max(ready, free);
+    free = start[k] + r.P * r.tau;
+    w = std::max(free + (r.lat + r.rd) * kSub, w) + (ceil_div(r.P, r.port_wr) + r.wr_lat) * kSub;
+    written[k] = w;
+  }
+  uint64_t recv = ceil_div(w, kSub);
+  EXPECT_GT(stalled, 0u);
+  std::string out = run_system(cfg, {send_program(1, N), kReceive}, [](const SystemResult& s) {
+    return fmt::format("recv_wait={}\nstall={}\n", stall(s, 1, StallReason::WaitIci),
+                       uint64_t(std::llround(s.links[0].credit_stall_cycles * 65536)));
+  });
+  auto v = parse_values(out);
+  ASSERT_TRUE(v.count("recv_wait")) << out;
+  EXPECT_EQ(v["recv_wait"], recv);
+  EXPECT_EQ(v["stall"], stalled);
 }
 
 }  // namespace
