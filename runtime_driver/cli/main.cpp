@@ -21,6 +21,7 @@
 #include "vtpu/sim/simulator.h"
 #include "vtpu/support/error.h"
 #include "vtpu/support/layout.h"
+#include "collective_cmd.h"
 
 namespace {
 
@@ -418,6 +419,9 @@ int main(int argc, char** argv) {
   sim_cmd->add_option("--max-cycles", sim_args.max_cycles, "stop with an error past this many cycles")->capture_default_str();
   sim_cmd->add_flag("-q,--quiet", sim_args.quiet, "do not print the summary table");
 
+  std::function<int()> collective_action;
+  auto* collective_cmd = vtpu::cli::add_collective_command(app, collective_action);
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -427,6 +431,7 @@ int main(int argc, char** argv) {
 
   try {
     if (*asm_cmd) return cmd_asm(asm_in, asm_out, asm_cfg);
+    if (*collective_cmd) return collective_action();
     if (*sim_cmd) return cmd_sim(sim_args);
     if (*compile_cmd) return cmd_compile(compile_args);
     if (*run_cmd) {

@@ -164,6 +164,11 @@ std::map<std::string, std::vector<uint8_t>> read_outputs(const Hbm& hbm, const c
 RunResult simulate(const config::Config& cfg, const isa::Program& prog,
                    const std::map<std::string, std::vector<uint8_t>>& inputs, const SimOptions& opt) {
   using namespace detail;
+  if (cfg.system.chips > 1)
+    throw UserError(fmt::format("config '{}' describes a system of {} chips (system.chips) but a program runs on one "
+                                "chip: use a single-chip preset such as tpu-v4-core, or `vtpu collective` for "
+                                "collectives across the chips",
+                                cfg.name, cfg.system.chips));
   check_run(cfg, prog, inputs);
   sc_core::sc_time period = start_kernel(cfg);
 

@@ -66,6 +66,9 @@ class Fabric {
   virtual uint32_t sim_chip() const = 0;       // index among the simulated chips
   virtual uint32_t physical_chip() const = 0;  // id in the torus
   virtual const config::Topology& topology() const = 0;
+  // Estimating by symmetry: what lands here stands for another chip's data under a
+  // translation, so only its timing and flags count, not its bytes (docs/microarch.md).
+  virtual bool symmetric() const = 0;
   // A chip issues only bundles whose cycle is below the horizon; at the horizon (or when an
   // accept is kUnknown) it synchronises.
   virtual uint64_t horizon() const = 0;

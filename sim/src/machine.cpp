@@ -126,8 +126,18 @@ void HbmStore::read(uint64_t addr, uint8_t* dst, uint64_t n) const {
 void HbmStore::write(uint64_t addr, const uint8_t* src, uint64_t n) {
   while (n) {
     uint64_t page = addr / kPage, off = addr % kPage, len = std::min(n, kPage - off);
-    auto& p = pages_[page];
-    if (!p) p = std::make_unique<uint8_t[]>(kPage);  // zero-filled
+    auto it = pages_.find(page);
+    if (it == pages_.end()) {
+      // Zeros into a page never written leave it as it reads (zero) without holding memory:
+      // large pods mostly move zeros when only their timing is asked for.
+      static const uint8_t kZeros[kPage] = {};
+      if (std::memcmp(src, kZeros, len) == 0) {
+        addr += len, src += len, n -= len;
+        continue;
+      }
+      it = pages_.emplace(page, std::make_unique<uint8_t[]>(kPage)).first;  // zero-filled
+    }
+    auto& p = it->second;
     std::memcpy(p.get() + off, src, len);
     addr += len, src += len, n -= len;
   }

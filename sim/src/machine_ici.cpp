@@ -203,6 +203,7 @@ void Machine::apply_deliveries(std::vector<IciDelivery>&& ds) {
     const IciTransfer* t = d.transfer.get();
     switch (d.kind) {
       case IciDelivery::Kind::WriteBegins: {
+        if (fabric_->symmetric()) break;  // another chip's bytes in a translated layout
         OpRef who{t->bundle, SlotId::Ici, isa::find_op(t->mnemonic), 0};
         Access a{space_of(t->dst_space), t->dst_lo, t->dst_hi, true, d.cycle, kUnknown, who};
         std::vector<std::pair<uint64_t, uint64_t>> rows;
@@ -215,10 +216,12 @@ void Machine::apply_deliveries(std::vector<IciDelivery>&& ds) {
         break;
       }
       case IciDelivery::Kind::WriteLands: {
-        hazards_.set_end(t->key(), d.cycle);
-        auto at = std::upper_bound(landings_.begin(), landings_.end(), d.cycle,
-                                   [](uint64_t c, const Landing& l) { return c < l.done; });
-        landings_.insert(at, Landing{d.cycle, d.transfer});
+        if (!fabric_->symmetric()) {
+          hazards_.set_end(t->key(), d.cycle);
+          auto at = std::upper_bound(landings_.begin(), landings_.end(), d.cycle,
+                                     [](uint64_t c, const Landing& l) { return c < l.done; });
+          landings_.insert(at, Landing{d.cycle, d.transfer});
+        }
         add_increment(t->flag, d.cycle, StallReason::WaitIci, t->bundle);
         Counters& c = tagc(0);  // another chip's bytes belong to none of this program's tags
         c.ici_bytes_received += t->data->size();

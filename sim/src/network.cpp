@@ -212,6 +212,7 @@ void IciNetwork::started(uint32_t li, uint8_t vc, const Queued& p, uint64_t now,
       deliver(out, n, t->src_chip,
               {IciDelivery::Kind::SendAcked, done + x.route.size() * tm_.hop(), nullptr, t->seq});
     }
+    xfers_[p.xfer].t.reset();  // every packet is through: the chips hold what they still need
   }
 }
 

@@ -26,6 +26,7 @@ class ChipPort final : public Fabric {
   uint32_t sim_chip() const override { return sim_; }
   uint32_t physical_chip() const override { return phys_; }
   const config::Topology& topology() const override;
+  bool symmetric() const override;
   uint64_t horizon() const override;
   std::vector<IciDelivery> synchronize(uint64_t next_issue) override;
   void send(IciTransfer&& t) override { outbox.push_back(std::move(t)); }
@@ -165,6 +166,7 @@ class System : public sc_core::sc_module {
 
 const config::Topology& ChipPort::topology() const { return sys_.topology(); }
 uint64_t ChipPort::horizon() const { return sys_.horizon(); }
+bool ChipPort::symmetric() const { return sys_.symmetric(); }
 std::vector<IciDelivery> ChipPort::synchronize(uint64_t next_issue) { return sys_.arrive(*this, next_issue); }
 uint64_t ChipPort::barrier_release(uint32_t id, uint64_t generation, uint64_t cycle) {
   return sys_.barrier_release(phys_, id, generation, cycle);

@@ -249,4 +249,9 @@ double mac_pj(const EnergyTable& energy, DType dtype);
 // segments outside them; a one-point table is constant. Requires macro_bytes > 0.
 double sram_pj_per_64b(const EnergyTable& energy, uint64_t macro_bytes);
 
+// A size in the config grammar ("64MiB", "4 KiB", "1024"; docs/config.md), for command
+// lines; throws UserError naming `what` and the units. format_size prints it back ("64MiB").
+uint64_t parse_size(std::string_view text, std::string_view what);
+std::string format_size(uint64_t bytes);
+
 }  // namespace vtpu::config
