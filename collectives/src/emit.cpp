@@ -2,6 +2,8 @@
 // the tensors a run fills and reads, then the operations. Nothing is decided here.
 #include <fmt/format.h>
 
+#include <array>
+#include <optional>
 #include <set>
 
 #include "schedule.h"
@@ -14,29 +16,54 @@ namespace {
 
 using detail::Op;
 
-class Printer {
+// Packs operations into bundles (docs/isa.md: one operation per slot, all of a bundle's
+// operations issue together and read registers before any is written): a wait opens a
+// bundle, so it holds back only what follows it; the `li`s an operation needs go into the
+// bundle before it; an operation joins the open bundle when its slot is free.
+class Bundler {
  public:
-  explicit Printer(std::string& out) : o_(out) {}
+  enum Slot { Ctl, Dma, Ici, Vec, kSlots };
+  explicit Bundler(std::string& out) : o_(out) {}
 
-  // Loads the registers an operation reads (r1, r2: addresses; r3: a chip), skipping the
-  // ones that already hold the value.
-  void regs(std::optional<uint64_t> r1, std::optional<uint64_t> r2, std::optional<uint32_t> r3 = {}) {
-    std::vector<std::string> lis;
-    auto set = [&](int r, uint64_t v) {
-      if (val_[r] == int64_t(v)) return;
-      val_[r] = int64_t(v);
-      lis.push_back(fmt::format("li r{}, {}", r, v));
-    };
-    if (r1) set(1, *r1);
-    if (r2) set(2, *r2);
-    if (r3) set(3, *r3);
-    for (size_t i = 0; i < lis.size(); i += 2)
-      o_ += "  " + lis[i] + (i + 1 < lis.size() ? " || " + lis[i + 1] : "") + "\n";
+  void wait(const std::string& text) {
+    if (has_op_ || !slot_[Ctl].empty()) flush();
+    slot_[Ctl] = text;
   }
-  void line(const std::string& s) { o_ += "  " + s + "\n"; }
+  void op(Slot s, const std::string& text, std::optional<uint64_t> r1 = {}, std::optional<uint64_t> r2 = {},
+          std::optional<uint64_t> r3 = {}) {
+    std::vector<std::string> lis;
+    auto want = [&](int r, std::optional<uint64_t> v) {
+      if (v && val_[r] != int64_t(*v)) val_[r] = int64_t(*v), lis.push_back(fmt::format("li r{}, {}", r, *v));
+    };
+    want(1, r1), want(2, r2), want(3, r3);
+    for (const std::string& li : lis) {
+      if (scalars_.size() == 2) flush();
+      scalars_.push_back(li);
+    }
+    if (!lis.empty() || !slot_[s].empty()) flush();
+    slot_[s] = text;
+    has_op_ = true;
+  }
+  void line(const std::string& text) {
+    flush();
+    o_ += text + "\n";
+  }
 
  private:
+  void flush() {
+    std::vector<std::string> parts = scalars_;
+    for (const std::string& t : slot_)
+      if (!t.empty()) parts.push_back(t);
+    if (!parts.empty()) o_ += "  " + fmt::format("{}", fmt::join(parts, " || ")) + "\n";
+    scalars_.clear();
+    for (auto& t : slot_) t.clear();
+    has_op_ = false;
+  }
+
   std::string& o_;
+  std::vector<std::string> scalars_;
+  std::array<std::string, kSlots> slot_;
+  bool has_op_ = false;
   int64_t val_[4] = {-1, -1, -1, -1};
 };
 
@@ -76,38 +103,38 @@ std::string assembly(const config::Config& cfg, const Plan& p, uint32_t chip, co
     if (op.kind == Op::Kind::Send || op.kind == Op::Kind::Load || op.kind == Op::Kind::Store) sizes.insert(op.bytes);
   for (uint64_t b : sizes) o += fmt::format(".desc {} bytes={}\n", desc(b), b);
 
-  Printer pr(o);
+  Bundler pr(o);
   for (const Op& op : ops) {
     switch (op.kind) {
-      case Op::Kind::Comment: o += "# " + op.text + "\n"; break;
+      case Op::Kind::Comment: pr.line("# " + op.text); break;
       case Op::Kind::Wait:
-        pr.line(op.count == 1 ? "wait " + flag(op.flag) : fmt::format("wait {}, {}", flag(op.flag), op.count));
+        pr.wait(op.count == 1 ? "wait " + flag(op.flag) : fmt::format("wait {}, {}", flag(op.flag), op.count));
         break;
-      case Op::Kind::LocalSignal: pr.line(fmt::format("signal {}, {}", flag(op.flag), op.count)); break;
+      case Op::Kind::LocalSignal: pr.op(Bundler::Ctl, fmt::format("signal {}, {}", flag(op.flag), op.count)); break;
       case Op::Kind::Send:
-        pr.regs(op.src, op.dst, op.chip);
-        pr.line(fmt::format("ici.send desc={} src=r1 dst=r2 chip=r3 src_mem={} dst_mem={} flag={} sflag={}", desc(op.bytes),
-                            op.src_hbm ? "hbm" : "ub", op.dst_hbm ? "hbm" : "ub", flag(op.flag), flag(op.sflag)));
+        pr.op(Bundler::Ici,
+              fmt::format("ici.send desc={} src=r1 dst=r2 chip=r3 src_mem={} dst_mem={} flag={} sflag={}", desc(op.bytes),
+                          op.src_hbm ? "hbm" : "ub", op.dst_hbm ? "hbm" : "ub", flag(op.flag), flag(op.sflag)),
+              op.src, op.dst, op.chip);
         break;
       case Op::Kind::RemoteSignal:
-        pr.regs({}, {}, op.chip);
-        pr.line(fmt::format("ici.signal chip=r3 flag={}", flag(op.flag)));
+        pr.op(Bundler::Ici, fmt::format("ici.signal chip=r3 flag={}", flag(op.flag)), {}, {}, op.chip);
         break;
       case Op::Kind::Load:
-        pr.regs(op.src, op.dst);
-        pr.line(fmt::format("dma.load desc={} src=r1 dst=r2 flag={}", desc(op.bytes), flag(op.flag)));
+        pr.op(Bundler::Dma, fmt::format("dma.load desc={} src=r1 dst=r2 flag={}", desc(op.bytes), flag(op.flag)), op.src,
+              op.dst);
         break;
       case Op::Kind::Store:
-        pr.regs(op.src, op.dst);
-        pr.line(fmt::format("dma.store desc={} src=r1 dst=r2 flag={}", desc(op.bytes), flag(op.flag)));
+        pr.op(Bundler::Dma, fmt::format("dma.store desc={} src=r1 dst=r2 flag={}", desc(op.bytes), flag(op.flag)), op.src,
+              op.dst);
         break;
       case Op::Kind::Add:
-        pr.line(fmt::format("vec.add dst=ub[r0+{}] a=ub[r0+{}] b=ub[r0+{}] rows={} dt={} flag={}", op.dst, op.src, op.b,
-                            op.bytes / row, dt, flag(op.flag)));
+        pr.op(Bundler::Vec, fmt::format("vec.add dst=ub[r0+{}] a=ub[r0+{}] b=ub[r0+{}] rows={} dt={} flag={}", op.dst,
+                                        op.src, op.b, op.bytes / row, dt, flag(op.flag)));
         break;
     }
   }
-  o += "  halt\n";
+  pr.line("  halt");
   return o;
 }
 

@@ -77,6 +77,44 @@ std::string show(const Plan& p, const uint8_t* at) {
   }
 }
 
+// The elementwise sum over every chip's input, as the dtype holds it (int32 wraps).
+std::vector<uint8_t> reduced(const Plan& p, uint64_t seed) {
+  const unsigned e = isa::dtype_bytes(p.spec.dtype);
+  const uint64_t n = p.spec.bytes / e;
+  std::vector<int64_t> sum(n, 0);
+  for (uint32_t c = 0; c < p.chips; ++c)
+    for (uint64_t i = 0; i < n; ++i) sum[i] += value(p, c, i, seed);
+  std::vector<uint8_t> v(p.spec.bytes);
+  for (uint64_t i = 0; i < n; ++i)
+    put(p, v.data() + i * e, p.spec.dtype == isa::Dtype::Int32 ? int64_t(int32_t(uint32_t(uint64_t(sum[i])))) : sum[i]);
+  return v;
+}
+
+// What chip `chip` must hold, given the sums of a reduction (empty for the other kinds).
+std::vector<uint8_t> expected(const Plan& p, uint32_t chip, uint64_t seed, const std::vector<uint8_t>& sums) {
+  const unsigned e = isa::dtype_bytes(p.spec.dtype);
+  const uint64_t S = p.spec.bytes, B = S / p.chips;
+  std::vector<uint8_t> v;
+  switch (p.spec.kind) {
+    case Kind::AllReduce: return sums;
+    case Kind::ReduceScatter: return std::vector<uint8_t>(sums.begin() + long(chip * B), sums.begin() + long((chip + 1) * B));
+    case Kind::AllGather:  // element i of the whole buffer came from chip i / (B / e)
+      v.resize(S);
+      for (uint64_t i = 0; i < S / e; ++i) put(p, v.data() + i * e, value(p, uint32_t(i / (B / e)), i, seed));
+      return v;
+    case Kind::AllToAll:  // block j here is block `chip` of chip j
+      v.resize(S);
+      for (uint64_t i = 0; i < S / e; ++i) {
+        uint64_t j = i / (B / e), k = i % (B / e);
+        put(p, v.data() + i * e, value(p, uint32_t(j), chip * B / e + k, seed));
+      }
+      return v;
+  }
+  return v;
+}
+
+bool reduction(Kind k) { return k == Kind::AllReduce || k == Kind::ReduceScatter; }
+
 }  // namespace
 
 std::vector<uint8_t> input_of(const Plan& p, uint32_t chip, uint64_t seed) {
@@ -90,36 +128,7 @@ std::vector<uint8_t> input_of(const Plan& p, uint32_t chip, uint64_t seed) {
 }
 
 std::vector<uint8_t> expected_output(const Plan& p, uint32_t chip, uint64_t seed) {
-  const unsigned e = isa::dtype_bytes(p.spec.dtype);
-  const uint64_t S = p.spec.bytes, B = S / p.chips, N = p.chips;
-  std::vector<uint8_t> v;
-  auto sum = [&](uint64_t i) {
-    int64_t s = 0;
-    for (uint32_t c = 0; c < N; ++c) s += value(p, c, i, seed);
-    return p.spec.dtype == isa::Dtype::Int32 ? int64_t(int32_t(uint32_t(uint64_t(s)))) : s;
-  };
-  switch (p.spec.kind) {
-    case Kind::AllReduce:
-      v.resize(S);
-      for (uint64_t i = 0; i < S / e; ++i) put(p, v.data() + i * e, sum(i));
-      break;
-    case Kind::ReduceScatter:
-      v.resize(B);
-      for (uint64_t i = 0; i < B / e; ++i) put(p, v.data() + i * e, sum(chip * B / e + i));
-      break;
-    case Kind::AllGather:  // element i of the whole buffer came from chip i / (B / e)
-      v.resize(S);
-      for (uint64_t i = 0; i < S / e; ++i) put(p, v.data() + i * e, value(p, uint32_t(i / (B / e)), i, seed));
-      break;
-    case Kind::AllToAll:  // block j here is block `chip` of chip j
-      v.resize(S);
-      for (uint64_t i = 0; i < S / e; ++i) {
-        uint64_t j = i / (B / e), k = i % (B / e);
-        put(p, v.data() + i * e, value(p, uint32_t(j), chip * B / e + k, seed));
-      }
-      break;
-  }
-  return v;
+  return expected(p, chip, seed, reduction(p.spec.kind) ? reduced(p, seed) : std::vector<uint8_t>{});
 }
 
 Outcome run(const config::Config& cfg, const Spec& spec, const RunOptions& o) {
@@ -144,9 +153,10 @@ Outcome run(const config::Config& cfg, const Spec& spec, const RunOptions& o) {
   if (eo.tensors) {
     out.checked = true;
     const unsigned e = isa::dtype_bytes(spec.dtype);
+    const std::vector<uint8_t> sums = reduction(spec.kind) ? reduced(p, o.seed) : std::vector<uint8_t>{};
     for (uint32_t c = 0; c < p.chips && out.mismatch.empty(); ++c) {
       const std::vector<uint8_t>& got = out.system.chips[c].outputs.at("y");
-      std::vector<uint8_t> want = expected_output(p, c, o.seed);
+      std::vector<uint8_t> want = expected(p, c, o.seed, sums);
       for (uint64_t i = 0; i < want.size(); i += e)
         if (std::memcmp(got.data() + i, want.data() + i, e) != 0) {
           out.mismatch = fmt::format("chip {}: output element {} is {} but the {} of the inputs gives {}", c, i / e,

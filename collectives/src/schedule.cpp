@@ -5,6 +5,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <map>
 
 #include "vtpu/config/topology.h"
@@ -244,18 +245,40 @@ class Builder {
   }
 
   // ---- all-to-all: block j of every chip goes to chip j, routed ----
+  // All sends at once (the ICI engine holds ici.max_in_flight of them), taking the first
+  // links of their routes in turn, nearest destinations first, so that every link starts
+  // busy; the chip's own block is copied while the first ones travel.
   void all_to_all() {
     const uint32_t N = p_.chips;
     const uint64_t B = p_.spec.bytes / N;
     const unsigned K = p_.slots;
-    auto send = [&](uint32_t j) {
+    std::vector<uint32_t> near;
+    for (uint32_t i = 1; i < N; ++i) near.push_back((chip_ + i) % N);
+    std::stable_sort(near.begin(), near.end(),
+                     [&](uint32_t a, uint32_t b) { return topo_.hops(chip_, a) < topo_.hops(chip_, b); });
+    std::map<unsigned, std::vector<uint32_t>> by_port;  // first link of the route -> destinations
+    for (uint32_t j : near) {
+      const auto h = topo_.route(chip_, j).front();
+      by_port[config::Topology::port(h.dim, h.dir)].push_back(j);
+    }
+    std::vector<uint32_t> order;
+    for (size_t k = 0; order.size() + 1 < N; ++k)
+      for (auto& [port, js] : by_port)
+        if (k < js.size()) order.push_back(js[k]);
+    for (size_t i = 0; i < order.size(); ++i) {
+      uint32_t j = order[i];
       ops_.push_back({Op::Kind::Send, arrival_flag(0, 0), 1, ack_flag(0, K), j, true, true, p_.in_addr + uint64_t(j) * B,
                       p_.out_addr + uint64_t(chip_) * B, 0, B});
-    };
-    // Start the sends (the farthest chips last), copy the chip's own block through the unified
-    // buffer while they travel, then the rest.
-    uint32_t early = std::min<uint32_t>(N - 1, cfg_.ici.max_in_flight);
-    for (uint32_t i = 1; i <= early; ++i) send((chip_ + i) % N);
+      if (i == 0) copy_own_block(B, K);
+    }
+    if (order.empty()) copy_own_block(B, K);
+    for (unsigned s = 0; s < K; ++s) settle(store_flag(0, K, s));
+    wait(arrival_flag(0, 0), N - 1);
+    wait(ack_flag(0, K), N - 1);
+  }
+
+  // The chip's own block, through the unified buffer.
+  void copy_own_block(uint64_t B, unsigned K) {
     uint64_t base = p_.in_addr + uint64_t(chip_) * B, out = p_.out_addr + uint64_t(chip_) * B;
     size_t k = 0;
     for (Range q : pieces({0, B}, p_.piece_bytes)) {
@@ -268,10 +291,6 @@ class Builder {
                       out + q.a, 0, q.size()});
       pending_[store_flag(0, K, slot)]++;
     }
-    for (uint32_t i = early + 1; i < N; ++i) send((chip_ + i) % N);
-    for (unsigned s = 0; s < K; ++s) settle(store_flag(0, K, s));
-    wait(arrival_flag(0, 0), N - 1);
-    wait(ack_flag(0, K), N - 1);
   }
 
   const config::Config& cfg_;

@@ -44,6 +44,9 @@ inline int store_flag(unsigned ring, unsigned slots, unsigned slot) {
   return local_base(ring, slots) + 1 + int(slots) + int(slot);
 }
 
+// The most slots the flags leave room for, with 1 or 2 rings per phase (63 flags).
+inline unsigned max_slots(unsigned rings) { return (63 - unsigned(local_base(0, 0))) / rings / 2 - 1; }
+
 // Unified-buffer slots of `piece_bytes`: per ring, `slots` each for received pieces, own data
 // and sums.
 enum class Buffer : uint8_t { Received, Own, Sum };

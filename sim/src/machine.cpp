@@ -156,7 +156,7 @@ Machine::Machine(const config::Config& cfg, const isa::Program& prog, const SimO
   ub_.reset(static_cast<uint8_t*>(std::calloc(ub_bytes_, 1)));
   if (!ub_) throw UserError(fmt::format("cannot allocate the {}-byte unified buffer", ub_bytes_));
   mxu_.resize(cfg.core.mxu.count);
-  for (MxuState& m : mxu_) m.acc.assign(size_t(cfg.core.accumulators.rows) * C_, 0);
+  for (MxuState& m : mxu_) m.acc.resize(size_t(cfg.core.accumulators.rows) * C_);  // zeroed
   flags_.resize(isa::kNumFlags);
   per_tag_.resize(prog.tags.size());
   stats_.clock_mhz = cfg.clock_mhz;

@@ -5,6 +5,7 @@
 // (the hazard checker makes sure that equals the timed behaviour).
 #include <cstdint>
 #include <deque>
+#include <cstdlib>
 #include <functional>
 #include <memory>
 #include <optional>
@@ -72,6 +73,27 @@ struct Tile {
   uint32_t loaded_by_bundle = 0;
 };
 
+// Zeroed memory from calloc, left untouched until used: systems of hundreds of chips do not
+// pay for accumulators their programs never write.
+template <class T>
+struct ZeroedAllocator {
+  using value_type = T;
+  ZeroedAllocator() = default;
+  template <class U>
+  ZeroedAllocator(const ZeroedAllocator<U>&) {}
+  T* allocate(size_t n) {
+    void* p = std::calloc(n, sizeof(T));
+    if (!p) throw std::bad_alloc();
+    return static_cast<T*>(p);
+  }
+  void deallocate(T* p, size_t) { std::free(p); }
+  template <class U>
+  void construct(U*) {}  // already zero
+  template <class U, class... A>
+  void construct(U* p, A&&... a) { ::new (static_cast<void*>(p)) U(std::forward<A>(a)...); }
+  bool operator==(const ZeroedAllocator&) const { return true; }
+};
+
 struct MxuState {
   // Weight FIFO: tiles reserved by dma.wfifo and not yet taken by an mxu.wload.
   std::deque<std::shared_ptr<Tile>> fifo;
@@ -84,7 +106,7 @@ struct MxuState {
   // Active buffer.
   std::shared_ptr<Tile> active;
   uint64_t data_free = 0;           // T_prev + B_prev
-  std::vector<uint32_t> acc;        // rows x C 32-bit words (int32 or fp32 bits)
+  std::vector<uint32_t, ZeroedAllocator<uint32_t>> acc;  // rows x C 32-bit words (int32 or fp32 bits)
 
   uint64_t fifo_occupancy(uint64_t t) const;
 };

@@ -85,7 +85,7 @@ void IciNetwork::post(IciTransfer&& tr) {
   for (uint32_t k = 0; k < x.packets; ++k) {
     uint64_t ready = std::max(last, t->packet_ready[k] * kSubCycles);
     last = ready;
-    events_.push({ready, Ev::Ready, x.route[0], x.vc[0], Queued{ready, x.order, k, xi, 0}});
+    events_.push({ready, Ev::Ready, x.route[0], x.vc[0], Queued{ready, ready, x.order, k, xi, 0}});
   }
   xfers_.push_back(std::move(x));
 }

@@ -44,13 +44,19 @@ class IciNetwork {
     uint64_t order = 0;           // tie-break: (source chip, seq)
     uint32_t dst_sim = 0;
   };
+  // A packet waiting for a link. The oldest goes first: age is when it left its source, ties
+  // to the lower packet number (so streams that left together take turns), then the lower
+  // (source chip, send).
   struct Queued {
-    uint64_t ready;
+    uint64_t ready;  // at this link
+    uint64_t age;    // at its source
     uint64_t order;
     uint32_t pkt, xfer;
     uint16_t hop;
     bool operator>(const Queued& o) const {
-      return ready != o.ready ? ready > o.ready : order != o.order ? order > o.order : pkt > o.pkt;
+      if (age != o.age) return age > o.age;
+      if (pkt != o.pkt) return pkt > o.pkt;
+      return order > o.order;
     }
   };
   enum class Ev : uint8_t { Credit, Free, Ready };

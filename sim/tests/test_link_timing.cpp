@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <tuple>
 
 #include "multichip_util.h"
 
@@ -113,9 +114,10 @@ TEST(LinkTiming, StoreAndForwardOverThreeHops) {
   EXPECT_EQ(v["send_wait"], sent - 2);
 }
 
-// Packets of two transfers that share a link: served one at a time in order of the cycle
-// they became ready there, ties to the lower source chip (docs/microarch.md, "Links").
-TEST(LinkTiming, TransfersSharingALinkAreServedInReadyOrder) {
+// Packets of two transfers that share a link: whenever the link is free it takes, among the
+// packets ready for it, the one that left its source first (ties: the lower packet number,
+// then the lower source chip) (docs/microarch.md, "ICI engine").
+TEST(LinkTiming, TransfersSharingALinkServeTheOldestPacketFirst) {
   config::Config cfg = small_system({4});
   Rules r(cfg);
   // Chip 0 sends to chip 2 over 0->1->2; chip 1, a little later, over 1->2.
@@ -129,48 +131,54 @@ TEST(LinkTiming, TransfersSharingALinkAreServedInReadyOrder) {
       wait f2
       halt
   )";
+  SystemOptions traced;
+  traced.sim.record_trace = true;
   std::string out = run_system(cfg, {send_program(2, 1024), late, "  wait f1\n  wait f3\n  halt\n", "  halt\n"},
                                [](const SystemResult& s) {
                                  uint64_t t1 = 0;
                                  for (const auto& e : s.chips[1].trace)
                                    if (e.unit == Unit::Ici) t1 = e.begin;
-                                 return fmt::format("t1={}\nwait0={}\nwait1={}\nqueue={}\n",
-                                                    t1, stall(s, 0, StallReason::WaitIci),
-                                                    stall(s, 1, StallReason::WaitIci),
+                                 return fmt::format("t1={}\nwait0={}\nwait1={}\nqueue={}\n", t1,
+                                                    stall(s, 0, StallReason::WaitIci), stall(s, 1, StallReason::WaitIci),
                                                     uint64_t(testing::link_between(s, 1, 2).queue_cycles));
-                               }, [] {
-                                 SystemOptions o;
-                                 o.sim.record_trace = true;
-                                 return o;
-                               }());
+                               },
+                               traced);
   auto v = parse_values(out);
   ASSERT_TRUE(v.count("t1")) << out;
   uint64_t T0 = 1, T1 = v["t1"];
   ASSERT_GT(T1, 100u);
   // Packet k of a send is ready at the source at S + ceil((k+1)P / port) + read latency.
   auto source_ready = [&](uint64_t T, uint64_t k) { return (T + r.setup + ceil_div((k + 1) * r.P, r.port_rd) + r.rd_lat) * kSub; };
-  struct Pkt { uint64_t ready; uint32_t chip, k; };
-  std::vector<Pkt> at_shared;
+  struct Pkt { uint64_t ready, age; uint32_t chip, k; };
+  std::vector<Pkt> waiting;
   uint64_t free = 0;
   for (uint32_t k = 0; k < 4; ++k) {  // chip 0's packets cross 0->1 alone first
     uint64_t start = std::max(source_ready(T0, k), free);
     free = start + r.P * r.tau;
-    at_shared.push_back({free + (r.lat + r.rd) * kSub, 0, k});
+    waiting.push_back({free + (r.lat + r.rd) * kSub, source_ready(T0, k), 0, k});
   }
-  for (uint32_t k = 0; k < 4; ++k) at_shared.push_back({source_ready(T1, k), 1, k});
-  std::sort(at_shared.begin(), at_shared.end(), [](const Pkt& a, const Pkt& b) {
-    return a.ready != b.ready ? a.ready < b.ready : a.chip < b.chip;
-  });
+  for (uint32_t k = 0; k < 4; ++k) waiting.push_back({source_ready(T1, k), source_ready(T1, k), 1, k});
   free = 0;
   uint64_t written = 0, queue = 0;
   std::map<uint32_t, uint64_t> done;
-  for (const Pkt& p : at_shared) {
-    uint64_t start = std::max(p.ready, free);
-    queue += start - p.ready;
-    free = start + r.P * r.tau;
+  while (!waiting.empty()) {
+    uint64_t t = free;
+    bool any = false;
+    for (const Pkt& p : waiting) any = any || p.ready <= t;
+    if (!any) {
+      t = UINT64_MAX;
+      for (const Pkt& p : waiting) t = std::min(t, p.ready);
+    }
+    auto best = waiting.end();
+    for (auto it = waiting.begin(); it != waiting.end(); ++it)
+      if (it->ready <= t && (best == waiting.end() || std::tie(it->age, it->k, it->chip) < std::tie(best->age, best->k, best->chip)))
+        best = it;
+    queue += t - best->ready;
+    free = t + r.P * r.tau;
     // Both arrive over link 1->2, through its one write path at chip 2.
     written = std::max(free + (r.lat + r.rd) * kSub, written) + (ceil_div(r.P, r.port_wr) + r.wr_lat) * kSub;
-    done[p.chip] = ceil_div(written, kSub);
+    done[best->chip] = ceil_div(written, kSub);
+    waiting.erase(best);
   }
   EXPECT_GT(queue, 0u) << "the two transfers should have met on link 1->2";
   EXPECT_EQ(v["queue"], queue / kSub);

@@ -158,6 +158,26 @@ TEST(MultiChip, DatelineChannelsKeepARingOfTwoHopSendsFromDeadlocking) {
   EXPECT_GT(parse_values(out)["total"], 8192u / 8) << out;
 }
 
+// A shift by two on a ring: every link carries two streams at once, which share it, so the
+// exchange takes two blocks' link time (plus the pipeline's fill), whatever the dateline does.
+TEST(MultiChip, AShiftByTwoSharesEachLinkBetweenTwoStreams) {
+  config::Config cfg = small_system({8});
+  cfg.ici.packet_bytes = 1024;
+  cfg.memory.bandwidth_gbytes_per_s = 128;
+  std::vector<std::string> progs;
+  const uint64_t B = 131072;
+  for (uint32_t c = 0; c < 8; ++c)
+    progs.push_back(fmt::format(".desc d bytes={}\n  li r3, {} || li r1, 0x100000\n  li r2, 0x200000\n"
+                                "  ici.send desc=d src=r1 dst=r2 chip=r3 src_mem=hbm dst_mem=hbm flag=f2 sflag=f3\n"
+                                "  wait f2\n  wait f3\n  halt\n",
+                                B, (c + 2) % 8));
+  std::string out = run_system(cfg, progs, [](const SystemResult& s) { return fmt::format("total={}\n", s.total_cycles); });
+  uint64_t total = parse_values(out)["total"];
+  const uint64_t link = 2 * B / 8;  // two blocks at 8 bytes per cycle
+  EXPECT_GE(total, link) << out;
+  EXPECT_LE(total, link + link / 20) << out;
+}
+
 TEST(MultiChip, EstimateBySymmetryMatchesTheFullRingExchange) {
   config::Config cfg = small_system({4});
   std::string full = run_system(cfg, busy_ring(4), [](const SystemResult& s) {
