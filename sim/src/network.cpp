@@ -44,7 +44,7 @@ IciNetwork::IciNetwork(const config::Config& cfg, const config::Topology& topo, 
     links_[i].st.from = h.from, links_[i].st.to = h.to, links_[i].st.dim = h.dim, links_[i].st.dir = h.dir;
   }
   is_dirty_.assign(n, false);
-  last_inject_.assign((symmetric_ ? 1 : topo.chips()) * n, 0);
+  last_inject_.assign((symmetric_ ? 1 : topo.chips()) * n, Injection{});
 }
 
 uint32_t IciNetwork::sim_link(const config::Topology::Hop& h) const {
@@ -80,12 +80,14 @@ void IciNetwork::post(IciTransfer&& tr) {
   x.t = t;
   uint32_t xi = uint32_t(xfers_.size());
   // Packets leave a chip in issue order on each of its links: a later send's packet is
-  // never ready before an earlier one's.
-  uint64_t& last = last_inject_[size_t(t->src_chip) * links_.size() + x.route[0]];
+  // never ready before an earlier one's, nor older than it plus its time on the link.
+  Injection& last = last_inject_[size_t(t->src_chip) * links_.size() + x.route[0]];
   for (uint32_t k = 0; k < x.packets; ++k) {
-    uint64_t ready = std::max(last, t->packet_ready[k] * kSubCycles);
-    last = ready;
-    events_.push({ready, Ev::Ready, x.route[0], x.vc[0], Queued{ready, ready, x.order, k, xi, 0}});
+    uint64_t ready = std::max(last.ready, t->packet_ready[k] * kSubCycles);
+    uint64_t age = std::max(ready, last.age);
+    last.ready = ready;
+    last.age = age + packet_bytes(x, k) * tm_.byte_time;
+    events_.push({ready, Ev::Ready, x.route[0], x.vc[0], Queued{ready, age, x.order, k, xi, 0}});
   }
   xfers_.push_back(std::move(x));
 }

@@ -44,19 +44,19 @@ class IciNetwork {
     uint64_t order = 0;           // tie-break: (source chip, seq)
     uint32_t dst_sim = 0;
   };
-  // A packet waiting for a link. The oldest goes first: age is when it left its source, ties
-  // to the lower packet number (so streams that left together take turns), then the lower
-  // (source chip, send).
+  // A packet waiting for a link. The oldest goes first: its age is when it would start on its
+  // first link if that link carried only its own chip's packets; ties to the lower (source
+  // chip, send), then packet number.
   struct Queued {
     uint64_t ready;  // at this link
-    uint64_t age;    // at its source
+    uint64_t age;
     uint64_t order;
     uint32_t pkt, xfer;
     uint16_t hop;
     bool operator>(const Queued& o) const {
       if (age != o.age) return age > o.age;
-      if (pkt != o.pkt) return pkt > o.pkt;
-      return order > o.order;
+      if (order != o.order) return order > o.order;
+      return pkt > o.pkt;
     }
   };
   enum class Ev : uint8_t { Credit, Free, Ready };
@@ -100,7 +100,11 @@ class IciNetwork {
   std::vector<Link> links_;
   std::vector<Xfer> xfers_;
   std::priority_queue<Event, std::vector<Event>, std::greater<>> events_;
-  std::vector<uint64_t> last_inject_;  // (source chip, first link) -> latest packet ready
+  struct Injection {
+    uint64_t ready = 0;  // latest packet ready
+    uint64_t age = 0;    // when the latest packet would have left
+  };
+  std::vector<Injection> last_inject_;  // per (source chip, first link)
   std::vector<LinkSlice> slices_;
   std::vector<uint32_t> dirty_;
   std::vector<bool> is_dirty_;

@@ -115,8 +115,9 @@ TEST(LinkTiming, StoreAndForwardOverThreeHops) {
 }
 
 // Packets of two transfers that share a link: whenever the link is free it takes, among the
-// packets ready for it, the one that left its source first (ties: the lower packet number,
-// then the lower source chip) (docs/microarch.md, "ICI engine").
+// packets ready for it, the oldest, a packet's age being when it would have started on its
+// first link had that carried only its chip's packets (ties: the lower source chip, then
+// packet number) (docs/microarch.md, "ICI engine").
 TEST(LinkTiming, TransfersSharingALinkServeTheOldestPacketFirst) {
   config::Config cfg = small_system({4});
   Rules r(cfg);
@@ -149,15 +150,21 @@ TEST(LinkTiming, TransfersSharingALinkServeTheOldestPacketFirst) {
   ASSERT_GT(T1, 100u);
   // Packet k of a send is ready at the source at S + ceil((k+1)P / port) + read latency.
   auto source_ready = [&](uint64_t T, uint64_t k) { return (T + r.setup + ceil_div((k + 1) * r.P, r.port_rd) + r.rd_lat) * kSub; };
+  // A packet's age: when it would start on its first link carrying only its chip's packets.
+  auto age = [&](uint64_t T, uint64_t k) {
+    uint64_t a = 0;
+    for (uint64_t i = 0; i <= k; ++i) a = std::max(source_ready(T, i), i ? a + r.P * r.tau : 0);
+    return a;
+  };
   struct Pkt { uint64_t ready, age; uint32_t chip, k; };
   std::vector<Pkt> waiting;
   uint64_t free = 0;
   for (uint32_t k = 0; k < 4; ++k) {  // chip 0's packets cross 0->1 alone first
     uint64_t start = std::max(source_ready(T0, k), free);
     free = start + r.P * r.tau;
-    waiting.push_back({free + (r.lat + r.rd) * kSub, source_ready(T0, k), 0, k});
+    waiting.push_back({free + (r.lat + r.rd) * kSub, age(T0, k), 0, k});
   }
-  for (uint32_t k = 0; k < 4; ++k) waiting.push_back({source_ready(T1, k), source_ready(T1, k), 1, k});
+  for (uint32_t k = 0; k < 4; ++k) waiting.push_back({source_ready(T1, k), age(T1, k), 1, k});
   free = 0;
   uint64_t written = 0, queue = 0;
   std::map<uint32_t, uint64_t> done;
@@ -171,7 +178,7 @@ TEST(LinkTiming, TransfersSharingALinkServeTheOldestPacketFirst) {
     }
     auto best = waiting.end();
     for (auto it = waiting.begin(); it != waiting.end(); ++it)
-      if (it->ready <= t && (best == waiting.end() || std::tie(it->age, it->k, it->chip) < std::tie(best->age, best->k, best->chip)))
+      if (it->ready <= t && (best == waiting.end() || std::tie(it->age, it->chip, it->k) < std::tie(best->age, best->chip, best->k)))
         best = it;
     queue += t - best->ready;
     free = t + r.P * r.tau;
