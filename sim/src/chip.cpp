@@ -18,6 +18,8 @@ int sc_main(int, char**) { return 3; }
 namespace vtpu::sim {
 namespace detail {
 
+using memory::DramStats;
+using memory::DramTiming;
 using sc_core::sc_module_name;
 using sc_core::sc_time;
 

@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "machine.h"
-#include "vtpu/sim/dram_timing.h"
+#include "vtpu/memory/dram_timing.h"
 
 namespace vtpu::sim::detail {
 
@@ -27,7 +27,7 @@ class Hbm : public sc_core::sc_module {
   Hbm(sc_core::sc_module_name name, const config::Config& cfg, sc_core::sc_time period);
 
   HbmStore store;
-  DramTiming timing;
+  memory::DramTiming timing;
 
  private:
   void b_transport(tlm::tlm_generic_payload& trans, sc_core::sc_time& delay);

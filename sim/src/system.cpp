@@ -302,7 +302,7 @@ SystemResult System::finish(const std::vector<ChipRun>& runs) {
     m.finalize();
     RunResult rr;
     rr.stats = std::move(m.stats());
-    const DramStats& ds = hbms_[i]->timing.stats();
+    const memory::DramStats& ds = hbms_[i]->timing.stats();
     rr.stats.hbm_row_hits = ds.total.row_hits;
     rr.stats.hbm_row_misses = ds.total.row_misses;
     rr.stats.hbm_row_empty = ds.total.row_empty;

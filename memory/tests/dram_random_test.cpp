@@ -9,9 +9,9 @@
 #include <vector>
 
 #include "vtpu/config/config.h"
-#include "vtpu/sim/dram_timing.h"
+#include "vtpu/memory/dram_timing.h"
 
-namespace vtpu::sim {
+namespace vtpu::memory {
 namespace {
 
 using config::MemoryConfig;
@@ -206,4 +206,4 @@ TEST(DramRandom, PresetsLocalityStreams) {
 }
 
 }  // namespace
-}  // namespace vtpu::sim
+}  // namespace vtpu::memory

@@ -8,7 +8,7 @@
 
 #include "vtpu/config/config.h"
 
-namespace vtpu::sim {
+namespace vtpu::memory {
 
 // Counters of one channel (or of all channels together).
 struct DramChannelStats {
@@ -106,4 +106,4 @@ class DramTiming {
   DramStats stats_;
 };
 
-}  // namespace vtpu::sim
+}  // namespace vtpu::memory

@@ -1,5 +1,5 @@
 // DRAM timing model; the rules, their reasons and a worked example are in docs/dram.md.
-#include "vtpu/sim/dram_timing.h"
+#include "vtpu/memory/dram_timing.h"
 
 #include <algorithm>
 #include <cmath>
@@ -7,7 +7,7 @@
 
 #include "vtpu/support/error.h"
 
-namespace vtpu::sim {
+namespace vtpu::memory {
 namespace {
 
 std::string hex(uint64_t v) {
@@ -220,4 +220,4 @@ uint64_t DramTiming::access(uint64_t addr, uint64_t bytes, uint64_t ready_cycle,
   return ((end + kFxOne - 1) >> kFxBits) + access_latency_;
 }
 
-}  // namespace vtpu::sim
+}  // namespace vtpu::memory

@@ -8,10 +8,10 @@
 #include <string>
 
 #include "vtpu/config/config.h"
-#include "vtpu/sim/dram_timing.h"
+#include "vtpu/memory/dram_timing.h"
 #include "vtpu/support/error.h"
 
-namespace vtpu::sim {
+namespace vtpu::memory {
 namespace {
 
 using config::MemoryConfig;
@@ -476,4 +476,4 @@ TEST(DramDocs, WorkedExample) {
 }
 
 }  // namespace
-}  // namespace vtpu::sim
+}  // namespace vtpu::memory
