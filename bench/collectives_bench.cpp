@@ -7,73 +7,35 @@
 // simulated time / alpha-beta model, wall and CPU seconds (on a shared machine the CPU time is
 // what one core needs), peak memory of the child.
 #include <benchmark/benchmark.h>
-#include <sys/resource.h>
 
 #include <chrono>
-#include <cstring>
 
 #include "vtpu/collectives/collectives.h"
-#include "vtpu/support/child_process.h"
 
 namespace {
 
-struct Figures {
-  double wall_s = 0, cpu_s = 0, sim_s = 0, busbw = 0, ratio = 0, rss_mib = 0;
-  uint64_t cycles = 0;
-  char error[512] = {};
-};
-
-Figures all_reduce(const char* preset, uint64_t bytes, bool symmetric) {
-  std::string got = vtpu::run_in_child(
-      [&] {
-        Figures f;
-        auto cfg = vtpu::config::load_preset(preset);
-        vtpu::collectives::Spec s;
-        s.bytes = bytes;
-        vtpu::collectives::RunOptions o;
-        o.data = false;
-        o.symmetric = symmetric;
-        auto t0 = std::chrono::steady_clock::now();
-        auto out = vtpu::collectives::run(cfg, s, o);
-        f.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-        f.sim_s = out.seconds;
-        f.cycles = out.system.total_cycles;
-        f.busbw = out.bus_bandwidth;
-        f.ratio = out.seconds / out.bound.seconds();
-        rusage ru{};
-        getrusage(RUSAGE_SELF, &ru);
-        f.rss_mib = double(ru.ru_maxrss) / 1024;
-        f.cpu_s = double(ru.ru_utime.tv_sec) + double(ru.ru_utime.tv_usec) * 1e-6 + double(ru.ru_stime.tv_sec) +
-                  double(ru.ru_stime.tv_usec) * 1e-6;
-        return std::string(reinterpret_cast<const char*>(&f), sizeof f);
-      },
-      [](const std::exception& e) {
-        Figures f;
-        std::strncpy(f.error, e.what(), sizeof f.error - 1);
-        return std::string(reinterpret_cast<const char*>(&f), sizeof f);
-      },
-      "");
-  Figures f;
-  if (got.size() == sizeof f) std::memcpy(&f, got.data(), sizeof f);
-  else std::strcpy(f.error, "the simulation crashed");
-  return f;
-}
-
 void run(benchmark::State& state, const char* preset, bool symmetric) {
   for (auto _ : state) {
-    Figures f = all_reduce(preset, uint64_t(state.range(0)) << 20, symmetric);
-    if (f.error[0]) {
-      state.SkipWithError(f.error);
+    vtpu::collectives::Spec s;
+    s.bytes = uint64_t(state.range(0)) << 20;
+    vtpu::collectives::RunOptions o;
+    o.data = false;
+    o.symmetric = symmetric;
+    auto t0 = std::chrono::steady_clock::now();
+    vtpu::collectives::Summary f = vtpu::collectives::run_isolated(vtpu::config::load_preset(preset), s, o);
+    double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    if (!f.error.empty()) {
+      state.SkipWithError(f.error.c_str());
       return;
     }
-    state.SetIterationTime(f.wall_s);
-    state.counters["sim_us"] = f.sim_s * 1e6;
+    state.SetIterationTime(wall);
+    state.counters["sim_us"] = f.seconds * 1e6;
     state.counters["cycles"] = double(f.cycles);
-    state.counters["busbw_GBps"] = f.busbw / 1e9;
-    state.counters["time_over_model"] = f.ratio;
-    state.counters["wall_s"] = f.wall_s;
+    state.counters["busbw_GBps"] = f.bus_bandwidth / 1e9;
+    state.counters["time_over_model"] = f.seconds / (f.beta_s + f.alpha_s);
+    state.counters["wall_s"] = wall;
     state.counters["cpu_s"] = f.cpu_s;  // the figure for "one core": wall time includes other load
-    state.counters["rss_MiB"] = f.rss_mib;
+    state.counters["rss_MiB"] = f.peak_rss_mib;
   }
 }
 

@@ -5,6 +5,10 @@
 #include <cstring>
 
 #include "vtpu/collectives/collectives.h"
+
+#include <sys/resource.h>
+
+#include "vtpu/support/child_process.h"
 #include "vtpu/support/error.h"
 
 namespace vtpu::collectives {
@@ -166,6 +170,47 @@ Outcome run(const config::Config& cfg, const Spec& spec, const RunOptions& o) {
     }
   }
   return out;
+}
+
+Summary run_isolated(const config::Config& cfg, const Spec& spec, const RunOptions& o) {
+  struct Pod {  // crosses the pipe as bytes
+    double seconds, beta, alpha, busbw, cpu, rss;
+    uint64_t cycles, simulated;
+    bool checked;
+    char mismatch[512], error[512];
+  };
+  auto bytes = [](const Pod& p) { return std::string(reinterpret_cast<const char*>(&p), sizeof p); };
+  std::string got = vtpu::run_in_child(
+      [&] {
+        Pod p{};
+        Outcome out = run(cfg, spec, o);
+        p.seconds = out.seconds, p.beta = out.bound.beta_s, p.alpha = out.bound.alpha_s, p.busbw = out.bus_bandwidth;
+        p.cycles = out.system.total_cycles, p.simulated = out.system.chips.size(), p.checked = out.checked;
+        std::strncpy(p.mismatch, out.mismatch.c_str(), sizeof p.mismatch - 1);
+        rusage ru{};
+        getrusage(RUSAGE_SELF, &ru);
+        p.cpu = double(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) + double(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) * 1e-6;
+        p.rss = double(ru.ru_maxrss) / 1024;
+        return bytes(p);
+      },
+      [&](const std::exception& e) {
+        Pod p{};
+        std::strncpy(p.error, e.what(), sizeof p.error - 1);
+        return bytes(p);
+      },
+      "");
+  Summary s;
+  Pod p{};
+  if (got.size() != sizeof p) {
+    s.error = "the simulation's process crashed";
+    return s;
+  }
+  std::memcpy(&p, got.data(), sizeof p);
+  s.seconds = p.seconds, s.beta_s = p.beta, s.alpha_s = p.alpha, s.bus_bandwidth = p.busbw;
+  s.cycles = p.cycles, s.simulated_chips = p.simulated, s.checked = p.checked;
+  s.cpu_s = p.cpu, s.peak_rss_mib = p.rss;
+  s.mismatch = p.mismatch, s.error = p.error;
+  return s;
 }
 
 }  // namespace vtpu::collectives

@@ -10,17 +10,8 @@ int sc_main(int, char**) { return 0; }
 namespace vtpu::collectives {
 namespace {
 
-using testing::run_in_child;
+using testing::Case;
 using testing::small;
-
-struct Case {
-  const char* name;
-  std::vector<uint32_t> shape;
-  bool wrap;
-  Kind kind;
-  isa::Dtype dtype;
-  uint64_t bytes;
-};
 
 class Results : public ::testing::TestWithParam<Case> {};
 
@@ -30,10 +21,10 @@ TEST_P(Results, EveryChipGetsTheRightOutput) {
   s.kind = c.kind;
   s.dtype = c.dtype;
   s.bytes = c.bytes;
-  testing::Figures f = run_in_child(small(c.shape, c.wrap), s);
-  ASSERT_EQ(f.error[0], 0) << f.error;
+  Summary f = run_isolated(small(c.shape, c.wrap), s);
+  ASSERT_EQ(f.error, "");
   EXPECT_TRUE(f.checked);
-  EXPECT_STREQ(f.mismatch, "");
+  EXPECT_EQ(f.mismatch, "");
   EXPECT_GT(f.cycles, 0u);
 }
 
@@ -53,7 +44,7 @@ INSTANTIATE_TEST_SUITE_P(Collectives, Results, ::testing::Values(
   Case{"cube2x2x2_reducescatter_int32", {2, 2, 2}, true, Kind::ReduceScatter, isa::Dtype::Int32, 8 * 1024},
   Case{"torus2x3_alltoall", {2, 3}, true, Kind::AllToAll, isa::Dtype::Fp32, 6 * 1024},
   Case{"cube2x2x2_alltoall", {2, 2, 2}, true, Kind::AllToAll, isa::Dtype::Int32, 8 * 1024}),
-  [](const ::testing::TestParamInfo<Case>& i) { return std::string(i.param.name); });
+  testing::case_name);
 
 // On a twisted torus the ring neighbours across a wraparound are several hops apart: the
 // routes still bring every piece to the right chip.
@@ -62,10 +53,10 @@ TEST(Results, TwistedTorusAllReduce) {
   cfg.ici.twist = {4, 0};
   Spec s;
   s.bytes = 32 * 1024;
-  testing::Figures f = run_in_child(cfg, s);
-  ASSERT_EQ(f.error[0], 0) << f.error;
+  Summary f = run_isolated(cfg, s);
+  ASSERT_EQ(f.error, "");
   EXPECT_TRUE(f.checked);
-  EXPECT_STREQ(f.mismatch, "");
+  EXPECT_EQ(f.mismatch, "");
 }
 
 // The check above would notice a wrong answer: outputs of one seed differ from another's.

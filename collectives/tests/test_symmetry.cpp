@@ -10,7 +10,6 @@
 namespace vtpu::collectives {
 namespace {
 
-using testing::run_in_child;
 
 void expect_agreement(const char* preset, Kind kind, uint64_t bytes) {
   config::Config cfg = config::load_preset(preset);
@@ -21,11 +20,11 @@ void expect_agreement(const char* preset, Kind kind, uint64_t bytes) {
   full.data = false;
   RunOptions sym = full;
   sym.symmetric = true;
-  testing::Figures f = run_in_child(cfg, s, full), y = run_in_child(cfg, s, sym);
-  ASSERT_EQ(f.error[0], 0) << f.error;
-  ASSERT_EQ(y.error[0], 0) << y.error;
-  EXPECT_EQ(f.simulated, cfg.system.chips);
-  EXPECT_EQ(y.simulated, 1u);
+  Summary f = run_isolated(cfg, s, full), y = run_isolated(cfg, s, sym);
+  ASSERT_EQ(f.error, "");
+  ASSERT_EQ(y.error, "");
+  EXPECT_EQ(f.simulated_chips, cfg.system.chips);
+  EXPECT_EQ(y.simulated_chips, 1u);
   double diff = std::fabs(double(y.cycles) - double(f.cycles)) / double(f.cycles);
   EXPECT_LE(diff, 0.01) << preset << ": full " << f.cycles << " cycles, by symmetry " << y.cycles;
 }
@@ -49,8 +48,8 @@ TEST(Symmetry, OnlyForTori) {
   RunOptions o;
   o.symmetric = true;
   o.data = false;
-  testing::Figures f = run_in_child(mesh, s, o);
-  EXPECT_NE(std::string(f.error).find("needs a torus"), std::string::npos) << f.error;
+  Summary f = run_isolated(mesh, s, o);
+  EXPECT_NE(f.error.find("needs a torus"), std::string::npos) << f.error;
 }
 
 }  // namespace

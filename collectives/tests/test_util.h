@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "vtpu/collectives/collectives.h"
-#include "vtpu/support/child_process.h"
+#include <gtest/gtest.h>
 
 namespace vtpu::collectives::testing {
 
@@ -33,36 +33,17 @@ inline config::Config small(std::vector<uint32_t> shape, bool wrap = true) {
   return c;
 }
 
-// What a run measured, as plain numbers the parent can read back.
-struct Figures {
-  double seconds = 0, beta = 0, alpha = 0, busbw = 0;
-  uint64_t cycles = 0, simulated = 0;
-  bool checked = false;
-  char mismatch[256] = {};
-  char error[512] = {};
+// One collective case of a parameterized test.
+struct Case {
+  const char* name;
+  std::vector<uint32_t> shape;
+  bool wrap;
+  Kind kind;
+  isa::Dtype dtype;
+  uint64_t bytes;
 };
 
-inline Figures run_in_child(const config::Config& cfg, Spec s, RunOptions o = {}) {
-  std::string got = vtpu::run_in_child(
-      [&] {
-        Figures f;
-        Outcome out = run(cfg, s, o);
-        f.seconds = out.seconds, f.beta = out.bound.beta_s, f.alpha = out.bound.alpha_s, f.busbw = out.bus_bandwidth;
-        f.cycles = out.system.total_cycles, f.simulated = out.system.chips.size(), f.checked = out.checked;
-        std::strncpy(f.mismatch, out.mismatch.c_str(), sizeof f.mismatch - 1);
-        return std::string(reinterpret_cast<const char*>(&f), sizeof f);
-      },
-      [](const std::exception& e) {
-        Figures f;
-        std::strncpy(f.error, e.what(), sizeof f.error - 1);
-        return std::string(reinterpret_cast<const char*>(&f), sizeof f);
-      },
-      "");
-  Figures f;
-  if (got.size() == sizeof f) std::memcpy(&f, got.data(), sizeof f);
-  else std::strcpy(f.error, "the child crashed");
-  return f;
-}
+inline std::string case_name(const ::testing::TestParamInfo<Case>& i) { return i.param.name; }
 
 // Bigger cases run when VTPU_MULTICHIP_FULL=1 (docs/collectives.md, "Tests").
 inline bool full_suite() {

@@ -12,35 +12,16 @@
 #include "vtpu/isa/assembler.h"
 #include "vtpu/isa/program.h"
 #include "vtpu/runtime/npy.h"
+#include "cli_runner.h"
 
 namespace {
 
 namespace fs = std::filesystem;
 const fs::path kRoot = VTPU_SOURCE_DIR;
 
-struct CliResult {
-  int code;
-  std::string out;  // stdout
-  std::string err;  // stderr
-};
-
-CliResult vtpu(const std::string& args) {
-  fs::path err_file = fs::temp_directory_path() / ("vtpu_cli_err_" + std::to_string(::getpid()));
-  std::string cmd = std::string(VTPU_BIN) + " " + args + " 2>" + err_file.string();
-  CliResult r{};
-  FILE* p = ::popen(cmd.c_str(), "r");
-  std::array<char, 4096> buf;
-  size_t n;
-  while ((n = fread(buf.data(), 1, buf.size(), p)) > 0) r.out.append(buf.data(), n);
-  int status = ::pclose(p);
-  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : 128;
-  std::ifstream e(err_file);
-  r.err.assign(std::istreambuf_iterator<char>(e), {});
-  fs::remove(err_file);
-  return r;
-}
-
-fs::path tmp(const std::string& name) { return fs::temp_directory_path() / name; }
+using vtpu::testing::CliResult;
+using vtpu::testing::tmp;
+using vtpu::testing::vtpu;
 
 TEST(Cli, AssembleDisassembleExample) {
   fs::path out = tmp("cli_matmul.vtpu");

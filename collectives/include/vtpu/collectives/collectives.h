@@ -102,4 +102,15 @@ struct Outcome {
 // expected_output. SystemC allows one simulation per process.
 Outcome run(const config::Config& cfg, const Spec& spec, const RunOptions& o = {});
 
+// The figures of run(), from a forked child process, so that one process can simulate many
+// times (benchmarks, tests). `error` holds what the child threw.
+struct Summary {
+  double seconds = 0, beta_s = 0, alpha_s = 0, bus_bandwidth = 0;
+  uint64_t cycles = 0, simulated_chips = 0;
+  bool checked = false;
+  double cpu_s = 0, peak_rss_mib = 0;  // of the child
+  std::string mismatch, error;
+};
+Summary run_isolated(const config::Config& cfg, const Spec& spec, const RunOptions& o = {});
+
 }  // namespace vtpu::collectives
