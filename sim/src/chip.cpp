@@ -23,8 +23,9 @@ using memory::DramTiming;
 using sc_core::sc_module_name;
 using sc_core::sc_time;
 
-Hbm::Hbm(sc_module_name name, const config::Config& cfg, sc_time period)
-    : sc_module(name), store(cfg.memory.bytes), timing(cfg.memory, cfg.clock_mhz), period_(period) {
+Hbm::Hbm(sc_module_name name, const config::Config& cfg, sc_time period, bool timing_only)
+    : sc_module(name), store(cfg.memory.bytes), timing(cfg.memory, cfg.clock_mhz), period_(period),
+      timing_only_(timing_only) {
   socket.register_b_transport(this, &Hbm::b_transport);
 }
 
@@ -33,8 +34,8 @@ void Hbm::b_transport(tlm::tlm_generic_payload& trans, sc_time& delay) {
   uint64_t addr = trans.get_address(), n = trans.get_data_length();
   bool write = trans.get_command() == tlm::TLM_WRITE_COMMAND;
   uint64_t done = timing.access(addr, n, now, write);
-  if (write) store.write(addr, trans.get_data_ptr(), n);
-  else store.read(addr, trans.get_data_ptr(), n);
+  if (!timing_only_ && write) store.write(addr, trans.get_data_ptr(), n);
+  if (!timing_only_ && !write) store.read(addr, trans.get_data_ptr(), n);
   delay = period_ * double(done) - sc_core::sc_time_stamp();
   trans.set_response_status(tlm::TLM_OK_RESPONSE);
 }
@@ -135,12 +136,12 @@ sc_time start_kernel(const config::Config& cfg) {
 }
 
 void load_memory(Hbm& hbm, const config::Config& cfg, const isa::Program& prog,
-                 const std::map<std::string, std::vector<uint8_t>>& inputs) {
+                 const std::map<std::string, std::vector<uint8_t>>& inputs, bool timing_only) {
   auto place = [&](uint64_t addr, const std::vector<uint8_t>& data, const std::string& what) {
     if (addr + data.size() > cfg.memory.bytes)
       throw UserError(fmt::format("{} at HBM address 0x{:x} ({} bytes) does not fit the {} bytes of memory.bytes",
                                   what, addr, data.size(), cfg.memory.bytes));
-    hbm.store.write(addr, data.data(), data.size());
+    if (!timing_only) hbm.store.write(addr, data.data(), data.size());
   };
   for (const auto& seg : prog.constants) place(seg.hbm_addr, seg.data, "a constant");
   for (const auto& t : prog.tensors)
@@ -148,12 +149,13 @@ void load_memory(Hbm& hbm, const config::Config& cfg, const isa::Program& prog,
 }
 
 std::map<std::string, std::vector<uint8_t>> read_outputs(const Hbm& hbm, const config::Config& cfg,
-                                                         const isa::Program& prog) {
+                                                         const isa::Program& prog, bool timing_only) {
   std::map<std::string, std::vector<uint8_t>> outs;
   for (const auto& t : prog.tensors) {
     if (t.role != isa::TensorRole::Output) continue;
     if (t.hbm_addr + t.bytes() > cfg.memory.bytes)
       throw UserError(fmt::format("output '{}' at HBM address 0x{:x} does not fit memory.bytes", t.name, t.hbm_addr));
+    if (timing_only) continue;
     std::vector<uint8_t> bytes(t.bytes());
     hbm.store.read(t.hbm_addr, bytes.data(), bytes.size());
     outs[t.name] = std::move(bytes);
@@ -174,10 +176,10 @@ RunResult simulate(const config::Config& cfg, const isa::Program& prog,
   check_run(cfg, prog, inputs);
   sc_core::sc_time period = start_kernel(cfg);
 
-  auto hbm = std::make_unique<Hbm>("hbm", cfg, period);
+  auto hbm = std::make_unique<Hbm>("hbm", cfg, period, opt.timing_only);
   auto chip = std::make_unique<Chip>("chip", cfg, prog, opt, *hbm);
   chip->dma_socket.bind(hbm->socket);
-  load_memory(*hbm, cfg, prog, inputs);
+  load_memory(*hbm, cfg, prog, inputs, opt.timing_only);
 
   sc_core::sc_start();
   if (chip->error) std::rethrow_exception(chip->error);
@@ -191,7 +193,7 @@ RunResult simulate(const config::Config& cfg, const isa::Program& prog,
   r.stats.hbm_row_empty = ds.total.row_empty;
   compute_energy(cfg, r.stats);
   r.trace = std::move(chip->machine().trace());
-  r.outputs = read_outputs(*hbm, cfg, prog);
+  r.outputs = read_outputs(*hbm, cfg, prog, opt.timing_only);
   return r;
 }
 

@@ -24,7 +24,8 @@ class Hbm : public sc_core::sc_module {
  public:
   tlm_utils::simple_target_socket<Hbm> socket{"socket"};
 
-  Hbm(sc_core::sc_module_name name, const config::Config& cfg, sc_core::sc_time period);
+  // timing_only: every timing rule, no contents moved (SimOptions::timing_only).
+  Hbm(sc_core::sc_module_name name, const config::Config& cfg, sc_core::sc_time period, bool timing_only = false);
 
   HbmStore store;
   memory::DramTiming timing;
@@ -32,6 +33,7 @@ class Hbm : public sc_core::sc_module {
  private:
   void b_transport(tlm::tlm_generic_payload& trans, sc_core::sc_time& delay);
   sc_core::sc_time period_;
+  bool timing_only_;
 };
 
 // The chip: the sequencer thread drives the Machine (sequencer, scalar unit, DMA engine,
@@ -62,12 +64,12 @@ class Chip : public sc_core::sc_module {
 // Checks the program against the config and its inputs (names, sizes, config fingerprint).
 void check_run(const config::Config& cfg, const isa::Program& prog,
                const std::map<std::string, std::vector<uint8_t>>& inputs);
-// Puts the program's constants and inputs into the memory.
+// Puts the program's constants and inputs into the memory (checks only, when timing_only).
 void load_memory(Hbm& hbm, const config::Config& cfg, const isa::Program& prog,
-                 const std::map<std::string, std::vector<uint8_t>>& inputs);
-// The program's output tensors, read back from the memory.
+                 const std::map<std::string, std::vector<uint8_t>>& inputs, bool timing_only = false);
+// The program's output tensors, read back from the memory (checked but none read, when timing_only).
 std::map<std::string, std::vector<uint8_t>> read_outputs(const Hbm& hbm, const config::Config& cfg,
-                                                         const isa::Program& prog);
+                                                         const isa::Program& prog, bool timing_only = false);
 // SystemC allows one elaboration per process: claims it (or throws) and sets the kernel up.
 sc_core::sc_time start_kernel(const config::Config& cfg);
 

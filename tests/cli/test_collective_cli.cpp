@@ -4,14 +4,9 @@
 
 #include <nlohmann/json.hpp>
 
-#include "cli_runner.h"
+#include "cli_util.h"
 
 namespace {
-
-namespace fs = std::filesystem;
-using vtpu::testing::CliResult;
-using vtpu::testing::tmp;
-using vtpu::testing::vtpu;
 
 TEST(CollectiveCli, AllReducePrintsTimeBusBandwidthAndTheModel) {
   fs::path report = tmp("coll_report.json"), trace = tmp("coll_trace.json"), asm_dir = tmp("coll_asm");
