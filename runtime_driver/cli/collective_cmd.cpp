@@ -1,6 +1,7 @@
 // vtpu collective: plans, emits and simulates a collective on a multi-chip config and prints
 // its time and bus bandwidth beside the alpha-beta model (docs/collectives.md, docs/runtime.md).
 #include "collective_cmd.h"
+#include "output_files.h"
 
 #include <fmt/format.h>
 
@@ -122,13 +123,11 @@ int run(const Args& a) {
                        {"model_latency_seconds", o.bound.alpha_s},
                        {"model_terms", o.bound.terms},
                        {"checked", o.checked}};
-    std::ofstream f(a.report);
-    if (!f) throw UserError(fmt::format("{}: cannot open for writing", a.report));
+    std::ofstream f = output_file(a.report);
     f << j.dump(2) << "\n";
   }
   if (!a.trace.empty()) {
-    std::ofstream f(a.trace);
-    if (!f) throw UserError(fmt::format("{}: cannot open for writing", a.trace));
+    std::ofstream f = output_file(a.trace);
     std::vector<std::vector<std::string>> tags(o.system.chips.size(), std::vector<std::string>{""});
     sim::write_system_trace(f, o.system, cfg, tags);
   }

@@ -170,8 +170,9 @@ RunResult simulate(const config::Config& cfg, const isa::Program& prog,
   using namespace detail;
   if (cfg.system.chips > 1)
     throw UserError(fmt::format("config '{}' describes a system of {} chips (system.chips) but a program runs on one "
-                                "chip: use a single-chip preset such as tpu-v4-core, or `vtpu collective` for "
-                                "collectives across the chips",
+                                "chip: use a single-chip preset such as tpu-v4-core, `vtpu run MODEL --parallel data` "
+                                "to split a model's batch across the chips, or `vtpu collective` for collectives across "
+                                "them",
                                 cfg.name, cfg.system.chips));
   check_run(cfg, prog, inputs);
   sc_core::sc_time period = start_kernel(cfg);
