@@ -11,13 +11,7 @@ namespace {
 std::string quote_if_needed(const std::string& s) {
   bool plain = !s.empty() && !std::isdigit(static_cast<unsigned char>(s[0])) && s[0] != '.';
   for (char c : s) plain &= std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '.' || c == '$';
-  if (plain && s != "inf" && s != "nan") return s;
-  std::string q = "\"";
-  for (char c : s) {
-    if (c == '"' || c == '\\') q += '\\';
-    q += c;
-  }
-  return q + "\"";
+  return plain && s != "inf" && s != "nan" ? s : quote(s);
 }
 
 std::string format_field(const FieldDef& f, int64_t v, const Program* p) {

@@ -193,9 +193,12 @@ TEST_P(OrtReference, InterpreterAndChipAgreeWithOnnxRuntime) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Zoo, OrtReference,
-                         // lstm0 is not here: onnxruntime's CPU LSTM refuses its batch-first layout (layout=1); the
-                         // ONNX node tests' shipped outputs check LSTM and GRU, batch-first included.
-                         ::testing::Values(Case{"mlp0", 0}, Case{"lenet5", 0.02}, Case{"resnet50", 0},
+                         // lstm0 and lstm1 are not here: onnxruntime's CPU LSTM refuses their batch-first layout
+                         // (layout=1); the ONNX node tests' shipped outputs check LSTM and GRU, batch-first included.
+                         // cnn1 neither: 5.5G MACs per image through both fp32 interpreters; nor cnn0, whose
+                         // output is an image (NCHW), which this comparison does not lay out.
+                         ::testing::Values(Case{"mlp0", 0}, Case{"mlp1", 0}, Case{"lenet5", 0.02},
+                                           Case{"resnet50", 0},
                                            Case{"mobilenetv2", 0.03}, Case{"bert-base-layer", 0.02},
                                            Case{"gpt2-block", 0.02}, Case{"bert-base-ids-layer", 0.02}),
                          [](const auto& info) {
