@@ -156,6 +156,7 @@ struct RunArgs {
   bool check = false, quiet = false;
   std::string parallel;  // "", "data": across the config's chips (parallel_run.h)
   bool no_baseline = false;
+  std::string reference = "auto";
 };
 
 struct CompareArgs {
@@ -210,7 +211,8 @@ int cmd_run(RunArgs a) {
   opt.precision = precision_of(a.dtype);
   opt.batch = a.batch;
   opt.seed = a.seed;
-  opt.check = a.check;
+  opt.check = a.check || a.reference != "auto";
+  opt.check_reference = a.reference;
   opt.record_trace = !a.trace.empty();
   for (const auto& [name, file] : file_specs("--input", a.inputs)) opt.input_files[name] = file;
   opt.calibration_files = file_specs("--calibrate", a.calibrate);
@@ -398,13 +400,18 @@ int main(int argc, char** argv) {
   auto* run_csv = run_cmd->add_option("--csv", run_args.csv, "write the per-layer table as CSV here");
   auto* run_html = run_cmd->add_option("--html", run_args.html, "write a self-contained HTML report with charts here");
   run_cmd->add_option("--trace", run_args.trace, "write a Chrome-trace/Perfetto timeline here");
-  auto* run_check = run_cmd->add_flag("--check", run_args.check, "compare the outputs with the fp32 reference");
+  auto* run_check = run_cmd->add_flag("--check", run_args.check,
+                                     "compare the outputs with an fp32 reference: onnxruntime on the ONNX file, or vtpu's "
+                                     "fp32 interpreter when onnxruntime cannot run (the report says which)");
+  auto* run_reference = run_cmd->add_option("--reference", run_args.reference, "the reference --check uses (implies --check)")
+                            ->check(CLI::IsMember({"auto", "onnxruntime", "interpreter"}))
+                            ->capture_default_str();
   auto* run_parallel =
       run_cmd
           ->add_option("--parallel", run_args.parallel,
                        "split the model across the config's chips: data (the batch; docs/runtime.md, \"Models across chips\")")
           ->check(CLI::IsMember({"data"}))
-          ->excludes(run_csv, run_html, run_check);
+          ->excludes(run_csv, run_html, run_check, run_reference);
   run_cmd->add_flag("--no-baseline", run_args.no_baseline, "with --parallel: do not also run the batch on one chip")
       ->needs(run_parallel);
   run_cmd->add_flag("-q,--quiet", run_args.quiet, "do not print the tables or the progress line");

@@ -8,6 +8,7 @@
 #include <cmath>
 #include <cstring>
 #include <random>
+#include <set>
 
 #include "vtpu/numerics/float.h"
 #include "vtpu/runtime/npy.h"
@@ -19,25 +20,15 @@ namespace {
 // The values of an integer (or integral float32) array as int32; an error names the input
 // and the first value int32 cannot hold.
 std::vector<int32_t> int32_values(const NpyArray& a, const std::string& tensor, const std::string& file) {
-  std::string k = a.descr.substr(1);
-  size_t esz = size_t(k[1] - '0'), n = a.data.size() / esz;
-  std::vector<int32_t> out(n);
-  for (size_t i = 0; i < n; ++i) {
-    const uint8_t* p = a.data.data() + i * esz;
-    double x = 0;
-    if (k == "i1") x = int8_t(p[0]);
-    else if (k == "u1") x = p[0];
-    else if (k == "i2") { int16_t y; std::memcpy(&y, p, 2); x = y; }
-    else if (k == "u2") { uint16_t y; std::memcpy(&y, p, 2); x = y; }
-    else if (k == "i4") { int32_t y; std::memcpy(&y, p, 4); x = y; }
-    else if (k == "u4") { uint32_t y; std::memcpy(&y, p, 4); x = y; }
-    else if (k == "i8") { int64_t y; std::memcpy(&y, p, 8); x = double(y); }
-    else if (k == "u8") { uint64_t y; std::memcpy(&y, p, 8); x = double(y); }
-    else if (k == "f4") { float y; std::memcpy(&y, p, 4); x = y; }
-    else
-      throw UserError(fmt::format("{}: input '{}' is an integer tensor; the file holds numpy '{}' (use int64, int32, int16, "
-                                  "int8, uint8 or float32 holding integers)",
-                                  file, tensor, a.descr));
+  static const std::set<std::string> kKinds = {"i1", "u1", "i2", "u2", "i4", "u4", "i8", "u8", "f4"};
+  auto values = kKinds.count(a.descr.substr(1)) ? npy_values(a) : std::nullopt;
+  if (!values)
+    throw UserError(fmt::format("{}: input '{}' is an integer tensor; the file holds numpy '{}' (use int64, int32, int16, "
+                                "int8, uint8 or float32 holding integers)",
+                                file, tensor, a.descr));
+  std::vector<int32_t> out(values->size());
+  for (size_t i = 0; i < out.size(); ++i) {
+    double x = (*values)[i];
     if (x != std::floor(x) || x < double(INT32_MIN) || x > double(INT32_MAX))
       throw UserError(fmt::format("{}: input '{}' element {} is {}, which int32 cannot hold (the program keeps integer "
                                   "inputs as int32)",
@@ -51,29 +42,11 @@ std::vector<int32_t> int32_values(const NpyArray& a, const std::string& tensor, 
 // rounded); an error names the file and the input for anything else.
 std::vector<float> float_values(const NpyArray& a, const std::string& tensor, const std::string& file) {
   std::string k = a.descr.substr(1);
-  std::vector<float> v;
-  if (k == "f4") {
-    v.resize(a.data.size() / 4);
-    std::memcpy(v.data(), a.data.data(), v.size() * 4);
-  } else if (k == "f2") {
-    v.resize(a.data.size() / 2);
-    for (size_t i = 0; i < v.size(); ++i) {
-      uint16_t h;
-      std::memcpy(&h, &a.data[i * 2], 2);
-      v[i] = numerics::f32_from_bits(numerics::f16_to_f32_bits(h));
-    }
-  } else if (k == "f8") {
-    v.resize(a.data.size() / 8);
-    for (size_t i = 0; i < v.size(); ++i) {
-      double d;
-      std::memcpy(&d, &a.data[i * 8], 8);
-      v[i] = float(d);
-    }
-  } else {
+  if (k != "f4" && k != "f2" && k != "f8")
     throw UserError(fmt::format("{}: input '{}' must be floating point (numpy '<f4', '<f2' or '<f8'), not '{}'", file,
                                 tensor, a.descr));
-  }
-  return v;
+  std::vector<double> d = *npy_values(a);
+  return {d.begin(), d.end()};
 }
 
 // "a.png,b.png" -> its comma-separated files (one entry for a single .npy).

@@ -12,6 +12,7 @@
 #include <functional>
 #include <set>
 
+#include "check.h"
 #include "vtpu/runtime/npy.h"
 
 namespace vtpu::runtime {
@@ -61,27 +62,18 @@ ModelRun run_model(const std::filesystem::path& model, const config::Config& cfg
   run.sim = sim::simulate(cfg, run.program, in.bytes, so);
   run.simulate_seconds = std::chrono::duration<double>(Clock::now() - t1).count();
 
-  std::map<std::string, std::vector<float>> program_layout_outputs;
   for (const auto& t : run.program.tensors) {
     if (t.role != isa::TensorRole::Output) continue;
     std::vector<float> v = detail::decode(t, run.sim.outputs.at(t.name));
-    program_layout_outputs[t.name] = v;
     run.output_shapes[t.name] = t.nhwc ? nchw_shape_of(t.shape) : t.shape;
     run.outputs[t.name] = t.nhwc ? nhwc_to_nchw(v, t.shape) : v;
   }
 
   if (opt.check) {
     if (opt.phase) opt.phase("check", 0);
-    auto ref = compiler::reference_outputs(model, real_inputs, copt);
-    for (const auto& [name, got] : program_layout_outputs) {
-      CheckResult c{name, 0, 0};
-      const auto& want = ref.at(name);
-      for (size_t i = 0; i < got.size() && i < want.size(); ++i) {
-        c.max_abs_error = std::max(c.max_abs_error, std::fabs(double(got[i]) - want[i]));
-        c.max_reference = std::max(c.max_reference, std::fabs(double(want[i])));
-      }
-      run.checks.push_back(c);
-    }
+    Reference ref = check_reference(model, run.program, real_inputs, copt, opt.check_reference);
+    run.checks = compare_outputs(run.outputs, ref);
+    run.check_reference = ref.name, run.check_reference_short = ref.short_name;
   }
 
   run.layers = layer_rows(run.sim.stats, bounds);
@@ -138,9 +130,11 @@ std::string totals_text(const ModelRun& run) {
                    per >= 1e-3 ? fmt::format("{:.3f} mJ", per * 1e3) : fmt::format("{:.3f} uJ", per * 1e6),
                    secs > 0 ? ej / secs : 0.0);
   o += fmt::format("wall time: compile {:.2f} s, simulate {:.2f} s\n", run.compile_seconds, run.simulate_seconds);
+  if (!run.checks.empty()) o += fmt::format("check reference: {}\n", run.check_reference);
   for (const auto& c : run.checks)
-    o += fmt::format("check {}: max |error| {:.4g} against the fp32 reference (largest |value| {:.4g}, {:.2f}%)\n", c.output,
-                     c.max_abs_error, c.max_reference, c.max_reference > 0 ? 100 * c.max_abs_error / c.max_reference : 0.0);
+    o += fmt::format("check {}: max |error| {:.4g} against {} (largest |value| {:.4g}, {:.2f}%)\n", c.output, c.max_abs_error,
+                     run.check_reference_short, c.max_reference,
+                     c.max_reference > 0 ? 100 * c.max_abs_error / c.max_reference : 0.0);
   return o;
 }
 
