@@ -16,6 +16,7 @@
 #include <set>
 
 #include "import.h"
+#include "validate.h"
 #include "vtpu/numerics/float.h"
 #include "tpu_dialect.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -57,6 +58,7 @@ class Importer {
 
   mlir::OwningOpRef<mlir::ModuleOp> run() {
     load();
+    validate_onnx(model_, path_, opt_.batch);  // compiler/validate: nothing below sees a model onnxruntime would refuse
     auto module = mlir::ModuleOp::create(b_.getUnknownLoc());
     const onnx::GraphProto& g = model_.graph();
     for (const auto& init : g.initializer()) {
