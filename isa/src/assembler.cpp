@@ -15,6 +15,8 @@
 #include <sstream>
 #include <variant>
 
+#include "vtpu/support/files.h"
+
 namespace vtpu::isa {
 
 std::string Diagnostic::str() const {
@@ -990,6 +992,7 @@ Program assemble(std::string_view text, std::string_view file_name) {
 }
 
 Program assemble_file(const std::filesystem::path& path) {
+  require_readable_file(path, "assembly source");
   std::ifstream f(path, std::ios::binary);
   if (!f) throw UserError(fmt::format("{}: cannot open (does the file exist?)", path.string()));
   std::stringstream ss;

@@ -6,6 +6,8 @@
 #include <cstring>
 #include <fstream>
 
+#include "vtpu/support/files.h"
+
 namespace vtpu::isa {
 
 std::string_view tensor_role_name(TensorRole r) {
@@ -387,13 +389,11 @@ Program deserialize(std::span<const uint8_t> bytes, std::string_view source_name
 
 void write_program(const Program& p, const std::filesystem::path& path) {
   auto bytes = serialize(p);
-  std::ofstream f(path, std::ios::binary);
-  if (!f) throw UserError(fmt::format("{}: cannot open for writing", path.string()));
-  f.write(reinterpret_cast<const char*>(bytes.data()), std::streamsize(bytes.size()));
-  if (!f) throw UserError(fmt::format("{}: write failed", path.string()));
+  write_file(path, std::string_view(reinterpret_cast<const char*>(bytes.data()), bytes.size()));
 }
 
 Program read_program(const std::filesystem::path& path) {
+  require_readable_file(path, "a program (.vtpu)");
   std::ifstream f(path, std::ios::binary);
   if (!f)
     throw UserError(fmt::format("{}: cannot open program (does the file exist?)", path.string()));

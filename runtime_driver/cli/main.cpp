@@ -20,6 +20,7 @@
 #include "vtpu/sim/report.h"
 #include "vtpu/sim/simulator.h"
 #include "vtpu/support/error.h"
+#include "vtpu/support/files.h"
 #include "vtpu/support/layout.h"
 
 namespace {
@@ -99,17 +100,14 @@ int cmd_compile(const CompileArgs& a) {
   // A zoo name instead of a file: the zoo's model (generated once); the program goes to NAME.vtpu here.
   std::filesystem::path model = a.model;
   if (!std::filesystem::exists(model) && models::find(a.model)) model = models::materialize(a.model, models::default_dir());
+  require_readable_file(model, "the model (.onnx)");
   if (!a.calibrate.empty())
     opt.calibration = runtime::calibration_from_files(model, file_specs("--calibrate", a.calibrate), a.batch,
                                                       runtime::image_norm_from_name(a.image_norm), opt.precision);
   compiler::CompileResult r = compiler::compile_onnx(model, cfg, opt);
   std::string out = a.output.empty() ? (model == a.model ? default_output(a.model).string() : a.model + ".vtpu") : a.output;
   isa::write_program(r.program, out);
-  if (!a.emit_asm.empty()) {
-    std::ofstream f(a.emit_asm);
-    if (!f) throw UserError(fmt::format("{}: cannot open for writing", a.emit_asm));
-    f << r.assembly;
-  }
+  if (!a.emit_asm.empty()) write_file(a.emit_asm, r.assembly);
   if (!a.emit_mlir.empty()) std::cout << r.mlir;
   std::cerr << fmt::format("vtpu compile: wrote {} ({} bundles, {} layers, config {}, {})\n", out, r.program.code.size(),
                            r.bounds.size(), cfg.name, a.dtype);
@@ -219,7 +217,7 @@ int cmd_run(RunArgs a) {
     std::cout << runtime::layer_table(run) << "\n" << runtime::totals_text(run);
   }
   if (!a.output_dir.empty()) {
-    std::filesystem::create_directories(a.output_dir);
+    make_output_dir(a.output_dir);
     for (const auto& [name, v] : run.outputs) {
       runtime::NpyArray arr{"<f4", run.output_shapes.at(name), std::vector<uint8_t>(v.size() * 4)};
       std::memcpy(arr.data.data(), v.data(), arr.data.size());
@@ -233,31 +231,23 @@ int cmd_run(RunArgs a) {
           arr.descr = "<i4";
           for (size_t i = 0; i < pos.size(); ++i) std::memcpy(&arr.data[i * 4], &b[size_t(pos[i]) * 4], 4);
         }
-      runtime::write_npy(std::filesystem::path(a.output_dir) / (name + ".npy"), arr);
+      runtime::write_npy(file_in_dir(a.output_dir, name, ".npy", "output"), arr);
     }
   }
   if (!a.report.empty()) {
     sim::ReportMeta meta{VTPU_VERSION, a.model, a.seed, run.inputs_used};
-    std::ofstream f(a.report);
-    if (!f) throw UserError(fmt::format("{}: cannot open for writing", a.report));
-    f << sim::report_json(run.sim, cfg, meta);
+    write_file(a.report, sim::report_json(run.sim, cfg, meta));
   }
-  if (!a.html.empty()) {
-    std::ofstream f(a.html);
-    if (!f) throw UserError(fmt::format("{}: cannot open for writing", a.html));
-    f << runtime::html_report(run, fmt::format("{} on {} ({})", std::filesystem::path(a.model).stem().string(), cfg.name, a.dtype));
-  }
-  if (!a.csv.empty()) {
-    std::ofstream f(a.csv);
-    if (!f) throw UserError(fmt::format("{}: cannot open for writing", a.csv));
-    f << runtime::layers_csv(run);
-  }
+  if (!a.html.empty())
+    write_file(a.html, runtime::html_report(run, fmt::format("{} on {} ({})", std::filesystem::path(a.model).stem().string(),
+                                                             cfg.name, a.dtype)));
+  if (!a.csv.empty()) write_file(a.csv, runtime::layers_csv(run));
   if (!a.trace.empty()) {
-    std::ofstream f(a.trace);
-    if (!f) throw UserError(fmt::format("{}: cannot open for writing", a.trace));
-    sim::write_trace(f, run.sim.trace, run.program.tags, cfg.clock_mhz);
+    OutputFile f(a.trace);
+    sim::write_trace(f.stream(), run.sim.trace, run.program.tags, cfg.clock_mhz);
+    f.close();
   }
-  return kExitOk;
+  return runtime::check_failed(run) ? kExitUserError : kExitOk;
 }
 
 struct SimArgs {
@@ -270,12 +260,13 @@ struct SimArgs {
 
 int cmd_sim(const SimArgs& a) {
   isa::Program prog = isa::read_program(a.program);
-  std::string cfg_name = !a.config.empty() ? a.config : prog.config_name;
-  if (cfg_name.empty())
+  if (a.config.empty() && prog.config_name.empty())
     throw UserError(fmt::format("{}: the program names no config; pass one with -c (vtpu config list shows the "
                                 "presets)",
                                 a.program));
-  config::Config cfg = config::resolve(cfg_name);
+  // A config the program names is a preset: a name inside a file from anywhere must not make
+  // vtpu read files the user did not name. A YAML config is given with -c.
+  config::Config cfg = !a.config.empty() ? config::resolve(a.config) : config::load_preset(prog.config_name);
 
   std::map<std::string, std::vector<uint8_t>> inputs;
   sim::ReportMeta meta;
@@ -311,22 +302,18 @@ int cmd_sim(const SimArgs& a) {
 
   if (!a.quiet) std::cout << sim::summary_table(r, cfg);
   if (!a.output_dir.empty()) {
-    std::filesystem::create_directories(a.output_dir);
+    make_output_dir(a.output_dir);
     for (const auto& t : prog.tensors) {
       if (t.role != isa::TensorRole::Output) continue;
-      auto path = std::filesystem::path(a.output_dir) / (t.name + ".npy");
+      auto path = file_in_dir(a.output_dir, t.name, ".npy", "output tensor");
       runtime::write_npy(path, runtime::npy_from_tensor_bytes(r.outputs.at(t.name), t.dtype, t.shape));
     }
   }
-  if (!a.report.empty()) {
-    std::ofstream f(a.report);
-    if (!f) throw UserError(fmt::format("{}: cannot open for writing", a.report));
-    f << sim::report_json(r, cfg, meta);
-  }
+  if (!a.report.empty()) write_file(a.report, sim::report_json(r, cfg, meta));
   if (!a.trace.empty()) {
-    std::ofstream f(a.trace);
-    if (!f) throw UserError(fmt::format("{}: cannot open for writing", a.trace));
-    sim::write_trace(f, r.trace, prog.tags, cfg.clock_mhz);
+    OutputFile f(a.trace);
+    sim::write_trace(f.stream(), r.trace, prog.tags, cfg.clock_mhz);
+    f.close();
   }
   return kExitOk;
 }
@@ -426,22 +413,22 @@ int main(int argc, char** argv) {
   }
 
   try {
-    if (*asm_cmd) return cmd_asm(asm_in, asm_out, asm_cfg);
-    if (*sim_cmd) return cmd_sim(sim_args);
-    if (*compile_cmd) return cmd_compile(compile_args);
+    if (*asm_cmd) return with_stdout_checked(cmd_asm(asm_in, asm_out, asm_cfg));
+    if (*sim_cmd) return with_stdout_checked(cmd_sim(sim_args));
+    if (*compile_cmd) return with_stdout_checked(cmd_compile(compile_args));
     if (*run_cmd) {
       run_args.config_given = run_cfg->count() > 0;
       run_args.dtype_given = run_dt->count() > 0;
-      return cmd_run(run_args);
+      return with_stdout_checked(cmd_run(run_args));
     }
-    if (*models_cmd) return cmd_models();
+    if (*models_cmd) return with_stdout_checked(cmd_models());
     if (*cmp_cmd) {
       cmp_args.config_given = cmp_cfg->count() > 0;
-      return cmd_compare(cmp_args);
+      return with_stdout_checked(cmd_compare(cmp_args));
     }
-    if (*dis_cmd) return cmd_disasm(dis_in);
-    if (*check_cmd) return cmd_config_check(cfg_file);
-    if (*list_cmd) return cmd_config_list();
+    if (*dis_cmd) return with_stdout_checked(cmd_disasm(dis_in));
+    if (*check_cmd) return with_stdout_checked(cmd_config_check(cfg_file));
+    if (*list_cmd) return with_stdout_checked(cmd_config_list());
   } catch (const UserError& e) {
     std::cerr << e.what() << "\n";
     return kExitUserError;

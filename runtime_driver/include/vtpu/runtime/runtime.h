@@ -59,10 +59,16 @@ struct LayerRow {
   std::string bound_by;        // compute, memory or vector: the busiest unit over the span
 };
 
+// An output against the fp32 reference. Values that are NaN or infinite are compared by
+// kind (NaN with NaN, +Inf with +Inf); every other pairing of a non-finite value counts in
+// `nonfinite_mismatches`, and so does a missing or extra value. The finite ones give the error.
 struct CheckResult {
   std::string output;
   double max_abs_error = 0;
-  double max_reference = 0;  // largest |reference| value, for scale
+  double max_reference = 0;  // largest finite |reference| value, for scale
+  uint64_t nonfinite_mismatches = 0;
+  uint64_t values = 0;       // values compared
+  bool failed() const { return nonfinite_mismatches > 0; }
 };
 
 struct ModelRun {
@@ -77,6 +83,9 @@ struct ModelRun {
   double compile_seconds = 0, simulate_seconds = 0;
   int64_t batch = 1;
 };
+
+// Whether any --check result failed (totals_text says which and why).
+bool check_failed(const ModelRun& run);
 
 // `model` is an .onnx file (compiled here) or a .vtpu program.
 ModelRun run_model(const std::filesystem::path& model, const config::Config& cfg, const RunOptions& options);
@@ -95,7 +104,8 @@ std::string html_report(const ModelRun& run, const std::string& title);
 struct CompareRow {
   std::string dtype;
   double latency_ms = 0, throughput = 0, tops = 0, energy_mj = 0, power_w = 0, mxu_utilization = 0;
-  double max_relative_error = -1;  // vs the fp32 reference; -1 when not checked
+  double max_relative_error = -1;  // vs the fp32 reference (finite values); -1 when not checked
+  uint64_t nonfinite_mismatches = 0;  // NaN/Inf where the reference has none, or the reverse
   std::map<std::string, double> energy_by_unit_mj;
   double accuracy = -1;       // test-set top-1 accuracy on the chip; -1 when not measured
   double fp32_accuracy = -1;  // the same images through the fp32 reference
