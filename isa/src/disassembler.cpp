@@ -1,6 +1,7 @@
 // Disassembler: Program -> canonical assembly text that assembles back to an equal Program.
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <map>
 
 #include "vtpu/isa/assembler.h"
@@ -8,10 +9,29 @@
 namespace vtpu::isa {
 namespace {
 
-std::string quote_if_needed(const std::string& s) {
+// A name the assembler reads back as a register (r3) or a flag (f3) rather than a name.
+bool looks_like_register(const std::string& s) {
+  return s.size() >= 2 && (s[0] == 'r' || s[0] == 'f') &&
+         std::all_of(s.begin() + 1, s.end(), [](char c) { return std::isdigit(static_cast<unsigned char>(c)); });
+}
+
+// An identifier the assembler reads back as itself.
+bool plain_name(const std::string& s) {
   bool plain = !s.empty() && !std::isdigit(static_cast<unsigned char>(s[0])) && s[0] != '.';
   for (char c : s) plain &= std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '.' || c == '$';
-  if (plain && s != "inf" && s != "nan") return s;
+  return plain && s != "inf" && s != "nan" && !looks_like_register(s);
+}
+
+// A symbol the assembly can carry as a label (the first of its name).
+bool label_ok(const Program& p, const Symbol& s) {
+  if (!plain_name(s.name)) return false;
+  for (const Symbol& t : p.symbols)
+    if (t.name == s.name) return &t == &s;
+  return false;
+}
+
+std::string quote_if_needed(const std::string& s) {
+  if (plain_name(s)) return s;
   std::string q = "\"";
   for (char c : s) {
     if (c == '"' || c == '\\') q += '\\';
@@ -28,7 +48,7 @@ std::string format_field(const FieldDef& f, int64_t v, const Program* p) {
     case FieldKind::Target:
       if (p)
         for (const Symbol& s : p->symbols)
-          if (s.bundle == uint64_t(v)) return s.name;
+          if (s.bundle == uint64_t(v) && label_ok(*p, s)) return s.name;
       return std::to_string(v);
     case FieldKind::Desc:
       if (p && size_t(v) < p->descriptors.size() && !p->descriptors[size_t(v)].name.empty())
@@ -162,7 +182,9 @@ std::string disassemble(const Program& p) {
   }
 
   std::multimap<uint32_t, std::string> labels;
-  for (const Symbol& s : p.symbols) labels.emplace(s.bundle, s.name);
+  for (const Symbol& s : p.symbols)
+    if (label_ok(p, s)) labels.emplace(s.bundle, s.name);
+    else out += fmt::format("# symbol {} at bundle {} cannot be a label\n", quote_if_needed(s.name), s.bundle);
   uint16_t tag = 0;
   for (size_t i = 0; i < p.code.size(); ++i) {
     Bundle b = decode(p.code[i], i);
@@ -177,7 +199,7 @@ std::string disassemble(const Program& p) {
   }
   // Labels that point one past the last bundle.
   for (const Symbol& s : p.symbols)
-    if (s.bundle >= p.code.size()) out += s.name + ":\n";
+    if (s.bundle >= p.code.size() && label_ok(p, s)) out += s.name + ":\n";
   return out;
 }
 
