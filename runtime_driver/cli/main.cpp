@@ -9,6 +9,7 @@
 #include <chrono>
 #include <cstring>
 #include <fstream>
+#include <functional>
 
 #include "vtpu/compiler/compiler.h"
 #include "vtpu/config/config.h"
@@ -31,6 +32,18 @@ std::filesystem::path default_output(const std::string& in) {
   std::filesystem::path p(in);
   p.replace_extension(".vtpu");
   return p;
+}
+
+// Long simulations report progress on stderr every few seconds, against the cycle limit.
+std::function<void(uint64_t)> progress_printer(uint64_t max_cycles) {
+  auto start = std::chrono::steady_clock::now();
+  return [start, last = 0.0, max_cycles](uint64_t cycle) mutable {
+    double t = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    if (t - last < 3.0) return;
+    last = t;
+    std::cerr << fmt::format("  ... {:.1f}M cycles simulated ({:.0f} s; stops at --max-cycles {:.0f}M)\n",
+                             double(cycle) / 1e6, t, double(max_cycles) / 1e6);
+  };
 }
 
 int cmd_asm(const std::string& input, std::string output, const std::string& config) {
@@ -202,15 +215,7 @@ int cmd_run(RunArgs a) {
   // Image scaling: --image-norm, else the zoo model's own, else pixel / 255.
   if (!a.image_norm.empty()) opt.image_norm = runtime::image_norm_from_name(a.image_norm);
   else if (!zoo_norm.empty()) opt.image_norm = runtime::image_norm_from_name(zoo_norm);
-  // Long simulations report progress on stderr every few seconds.
-  auto start = std::chrono::steady_clock::now();
-  double last = 0;
-  opt.progress = [&](uint64_t cycle) {
-    double t = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    if (t - last < 3.0) return;
-    last = t;
-    std::cerr << fmt::format("  ... {:.1f}M cycles simulated ({:.0f} s)\n", double(cycle) / 1e6, t);
-  };
+  opt.progress = progress_printer(opt.max_cycles);
   runtime::ModelRun run = runtime::run_model(a.model, cfg, opt);
   if (!a.quiet) {
     std::cout << fmt::format("{} on {} ({}):\n", a.model, cfg.name, a.dtype);
@@ -254,7 +259,7 @@ struct SimArgs {
   std::string program, config, output_dir, report, trace;
   std::vector<std::string> inputs;
   uint64_t seed = 1;
-  uint64_t max_cycles = 10'000'000'000ull;
+  uint64_t max_cycles = sim::SimOptions{}.max_cycles;
   bool quiet = false;
 };
 
@@ -298,6 +303,7 @@ int cmd_sim(const SimArgs& a) {
   sim::SimOptions opt;
   opt.max_cycles = a.max_cycles;
   opt.record_trace = !a.trace.empty();
+  opt.progress = progress_printer(a.max_cycles);
   sim::RunResult r = sim::simulate(cfg, prog, inputs, opt);
 
   if (!a.quiet) std::cout << sim::summary_table(r, cfg);

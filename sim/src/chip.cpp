@@ -165,7 +165,7 @@ RunResult simulate(const config::Config& cfg, const isa::Program& prog,
   chip->dma_socket.bind(hbm->socket);
 
   auto place = [&](uint64_t addr, const std::vector<uint8_t>& data, const std::string& what) {
-    if (addr + data.size() > cfg.memory.bytes)
+    if (addr > cfg.memory.bytes || data.size() > cfg.memory.bytes - addr)
       throw UserError(fmt::format("{} at HBM address 0x{:x} ({} bytes) does not fit the {} bytes of memory.bytes",
                                   what, addr, data.size(), cfg.memory.bytes));
     hbm->store.write(addr, data.data(), data.size());
@@ -188,7 +188,7 @@ RunResult simulate(const config::Config& cfg, const isa::Program& prog,
   r.trace = std::move(chip->machine().trace());
   for (const auto& t : prog.tensors) {
     if (t.role != isa::TensorRole::Output) continue;
-    if (t.hbm_addr + t.bytes() > cfg.memory.bytes)
+    if (t.hbm_addr > cfg.memory.bytes || t.bytes() > cfg.memory.bytes - t.hbm_addr)
       throw UserError(fmt::format("output '{}' at HBM address 0x{:x} does not fit memory.bytes", t.name, t.hbm_addr));
     std::vector<uint8_t> bytes(t.bytes());
     hbm->store.read(t.hbm_addr, bytes.data(), bytes.size());

@@ -17,6 +17,7 @@ std::string_view stall_reason_name(StallReason r) {
     case StallReason::MxuBusy: return "mxu_busy";
     case StallReason::WeightPathBusy: return "weight_path_busy";
     case StallReason::VectorBusy: return "vector_busy";
+    case StallReason::ImemFetch: return "imem_fetch";
   }
   return "?";
 }

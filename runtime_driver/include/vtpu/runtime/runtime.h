@@ -39,7 +39,7 @@ struct RunOptions {
   uint64_t seed = 1;          // generated inputs
   bool check = false;         // compare with the fp32 reference
   bool record_trace = false;
-  uint64_t max_cycles = 10'000'000'000ull;
+  uint64_t max_cycles = sim::SimOptions{}.max_cycles;
   std::function<void(uint64_t cycle)> progress;  // see sim::SimOptions::progress
 };
 

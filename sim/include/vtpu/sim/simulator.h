@@ -15,7 +15,9 @@
 namespace vtpu::sim {
 
 struct SimOptions {
-  uint64_t max_cycles = 1'000'000'000'000ull;  // stop with an error past this
+  // Stop with an error past this many cycles: 10x the longest zoo model, and a loop that
+  // never halts reaches it within seconds (vtpu sim and run show progress meanwhile).
+  uint64_t max_cycles = 1'000'000'000ull;
   bool record_trace = false;                   // keep per-operation events for --trace
   // Called every 65536 simulated cycles with the current cycle, for progress displays.
   std::function<void(uint64_t cycle)> progress;

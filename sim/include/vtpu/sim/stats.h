@@ -20,8 +20,9 @@ enum class StallReason : uint8_t {
   MxuBusy,         // matmul data path still streaming the previous matmul
   WeightPathBusy,  // previous mxu.wload still shifting
   VectorBusy,      // vector issue stage occupied
+  ImemFetch,       // the next bundle is outside instruction memory: fetched from HBM
 };
-inline constexpr size_t kNumStallReasons = 10;
+inline constexpr size_t kNumStallReasons = 11;
 std::string_view stall_reason_name(StallReason r);
 
 // The units that report busy time and energy.
