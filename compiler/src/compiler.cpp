@@ -6,6 +6,7 @@
 #include <random>
 
 #include "import.h"
+#include "target_limits.h"
 #include "llvm/Support/raw_ostream.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Tosa/IR/TosaOps.h"
@@ -153,6 +154,7 @@ std::map<const void*, float> calibrate(mlir::ModuleOp module, const CompileOptio
 CompileResult compile_onnx(const std::filesystem::path& model, const config::Config& cfg, const CompileOptions& options) {
   if (!options.emit_mlir_stage.empty() && options.emit_mlir_stage != "tosa" && options.emit_mlir_stage != "tpu")
     throw UserError(fmt::format("--emit-mlir '{}': the stages are tosa and tpu", options.emit_mlir_stage));
+  check_config_for_compiler(cfg);
   mlir::MLIRContext ctx;
   ctx.disableMultithreading();  // passes report errors as C++ exceptions
   load_dialects(ctx);
@@ -184,6 +186,7 @@ CompileResult compile_onnx(const std::filesystem::path& model, const config::Con
     scales = calibrate(*module, options);
   }
   CompileResult r = generate_program(*module, cfg, options, scales);
+  check_program_for_config(r.program, cfg);
   r.mlir = std::move(mlir_text);
   return r;
 }
