@@ -1,4 +1,4 @@
-// Speed of the DRAM timing model (sim/memory, docs/dram.md): simulated bursts per second
+// Speed of the DRAM timing model (memory/, docs/dram.md): simulated bursts per second
 // for a long sequential read and for random 64-byte accesses, plus the effective
 // bandwidth each preset reaches on a 64 MiB sequential read (counters, not timings).
 #include <benchmark/benchmark.h>
@@ -10,11 +10,11 @@
 #include <vector>
 
 #include "vtpu/config/config.h"
-#include "vtpu/sim/dram_timing.h"
+#include "vtpu/memory/dram_timing.h"
 
 namespace {
 
-using vtpu::sim::DramTiming;
+using vtpu::memory::DramTiming;
 
 constexpr uint64_t kSeqBytes = uint64_t{64} << 20;
 

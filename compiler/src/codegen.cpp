@@ -470,8 +470,9 @@ class Codegen {
     uint64_t at = hbm_next_;
     hbm_next_ = align_up(hbm_next_ + bytes, 4096);
     if (hbm_next_ > cfg_.memory.bytes)
-      throw CompileError(fmt::format("the model needs {} bytes of HBM but the config has {} (memory.bytes)", hbm_next_,
-                                     cfg_.memory.bytes));
+      throw DoesNotFitError("memory.bytes", hbm_next_, cfg_.memory.bytes,
+                            fmt::format("the model needs {} bytes of HBM but the config has {} (memory.bytes)", hbm_next_,
+                                        cfg_.memory.bytes));
     return at;
   }
   uint64_t hbm_const(std::vector<uint8_t> bytes) {
@@ -581,10 +582,11 @@ class Codegen {
     if (auto at = temporary ? ub_.alloc_high(bytes) : ub_.alloc(bytes)) return *at;
     uint64_t free = ub_.capacity() - ub_.in_use(), largest = ub_.largest_free();
     std::string pieces = free >= bytes ? fmt::format(", in pieces of at most {} bytes", largest) : "";
-    throw CompileError(fmt::format("{} needs {} bytes of the unified buffer but only {} of its {} bytes are free{} "
-                                   "(core.unified_buffer.bytes is at least {} bytes too small); use a config with a larger unified "
-                                   "buffer or a smaller batch",
-                                   what, bytes, free, ub_.capacity(), pieces, bytes - std::min(bytes, largest)));
+    throw DoesNotFitError("core.unified_buffer.bytes", bytes, largest,
+                          fmt::format("{} needs {} bytes of the unified buffer but only {} of its {} bytes are free{} "
+                                      "(core.unified_buffer.bytes is at least {} bytes too small); use a config with a larger "
+                                      "unified buffer or a smaller batch",
+                                      what, bytes, free, ub_.capacity(), pieces, bytes - std::min(bytes, largest)));
   }
 
   // With `apart_from` (another activation's base), the activation starts one bank after it
@@ -2907,9 +2909,10 @@ class Codegen {
     // Output rows (n, oy) in chunks that fit an accumulator region.
     uint64_t rows_per_chunk = conv_row_chunk(N * OH, OW, nbs);
     if (OW > acc_region_)
-      throw CompileError(fmt::format("node '{}': an output row of {} pixels exceeds half the {} accumulator rows "
-                                     "(core.accumulators.rows)",
-                                     layer, OW, cfg_.core.accumulators.rows));
+      throw DoesNotFitError("core.accumulators.rows", 2 * OW, cfg_.core.accumulators.rows,
+                            fmt::format("node '{}': an output row of {} pixels exceeds half the {} accumulator rows "
+                                        "(core.accumulators.rows)",
+                                        layer, OW, cfg_.core.accumulators.rows));
     std::vector<Block> blocks;
     for (uint64_t nb = 0; nb < nbs; ++nb)
       for (uint64_t r0 = 0; r0 < N * OH; r0 += rows_per_chunk) {

@@ -149,6 +149,18 @@ std::map<const void*, float> calibrate(mlir::ModuleOp module, const CompileOptio
   return scales;
 }
 
+// The module's values in a fixed order (the arguments of main, then every op's results in
+// walk order), the order calibration scales travel in between compiles of one model.
+std::vector<const void*> value_order(mlir::ModuleOp module) {
+  auto fn = module.lookupSymbol<mlir::func::FuncOp>("main");
+  std::vector<const void*> order;
+  for (mlir::Value a : fn.getArguments()) order.push_back(a.getAsOpaquePointer());
+  fn.walk([&](mlir::Operation* op) {
+    for (mlir::Value r : op->getResults()) order.push_back(r.getAsOpaquePointer());
+  });
+  return order;
+}
+
 }  // namespace
 
 CompileResult compile_onnx(const std::filesystem::path& model, const config::Config& cfg, const CompileOptions& options) {
@@ -181,13 +193,27 @@ CompileResult compile_onnx(const std::filesystem::path& model, const config::Con
   if (options.emit_mlir_stage == "tpu") mlir_text = print(*module);
 
   std::map<const void*, float> scales;
+  std::vector<const void*> order;
   if (options.precision == Precision::Int8) {
     check_inputs_fit(*module, cfg, options);
-    scales = calibrate(*module, options);
+    order = value_order(*module);
+    if (options.calibration_scales.empty()) {
+      scales = calibrate(*module, options);
+    } else if (options.calibration_scales.size() != order.size()) {
+      throw UserError(fmt::format("{}: the calibration scales given are for another model ({} values, this one has {})",
+                                  model.string(), options.calibration_scales.size(), order.size()));
+    } else {
+      for (size_t i = 0; i < order.size(); ++i)
+        if (!std::isnan(options.calibration_scales[i])) scales[order[i]] = options.calibration_scales[i];
+    }
   }
   CompileResult r = generate_program(*module, cfg, options, scales);
   check_program_for_config(r.program, cfg);
   r.mlir = std::move(mlir_text);
+  for (const void* v : order) {
+    auto it = scales.find(v);
+    r.calibration_scales.push_back(it == scales.end() ? std::nanf("") : it->second);
+  }
   return r;
 }
 

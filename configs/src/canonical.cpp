@@ -104,6 +104,19 @@ std::string to_yaml(const Config& config) {
   return out;
 }
 
+std::optional<double> numeric_value(const Config& config, std::string_view key) {
+  Config c = config;
+  for (const detail::Field& f : detail::fields()) {
+    if (f.info.path != key) continue;
+    const detail::Slot slot = f.slot(c);
+    if (auto* p = std::get_if<uint32_t*>(&slot)) return double(**p);
+    if (auto* p = std::get_if<uint64_t*>(&slot)) return double(**p);
+    if (auto* p = std::get_if<double*>(&slot)) return **p;
+    return std::nullopt;
+  }
+  return std::nullopt;
+}
+
 uint64_t fingerprint(const Config& config) {
   uint64_t h = 14695981039346656037ull;  // FNV-1a 64 offset basis
   for (unsigned char ch : to_yaml(config)) {

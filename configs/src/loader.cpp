@@ -17,6 +17,7 @@
 #include "embedded_presets.h"
 #include "schema_internal.h"
 #include "units.h"
+#include "vtpu/support/spelling.h"
 
 namespace vtpu::config {
 namespace {
@@ -46,38 +47,6 @@ struct Loc {
 Loc loc_of(const YAML::Mark& m) {
   if (m.is_null()) return {};
   return {m.line + 1, m.column + 1};
-}
-
-size_t edit_distance(std::string_view a, std::string_view b) {
-  std::vector<size_t> row(b.size() + 1);
-  for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
-  for (size_t i = 1; i <= a.size(); ++i) {
-    size_t diag = row[0];
-    row[0] = i;
-    for (size_t j = 1; j <= b.size(); ++j) {
-      const size_t up = row[j];
-      const bool same = std::tolower(static_cast<unsigned char>(a[i - 1])) ==
-                        std::tolower(static_cast<unsigned char>(b[j - 1]));
-      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diag + (same ? 0 : 1)});
-      diag = up;
-    }
-  }
-  return row[b.size()];
-}
-
-// The closest candidate if it is close enough to be a plausible typo, else "".
-std::string closest(std::string_view word, const std::vector<std::string>& candidates) {
-  const size_t limit = std::max<size_t>(2, word.size() / 3);
-  std::string best;
-  size_t best_d = limit + 1;
-  for (const std::string& c : candidates) {
-    const size_t d = edit_distance(word, c);
-    if (d < best_d) {
-      best_d = d;
-      best = c;
-    }
-  }
-  return best;
 }
 
 std::string join(const std::vector<std::string>& items) {
@@ -171,6 +140,13 @@ class Loader {
     apply_defaults();
     check_cross_fields();
     return cfg_;
+  }
+
+  // Only the keys written: names, types, ranges; nothing required, no cross-key checks.
+  void check_keys(std::string_view text) {
+    YAML::Node root = parse(text);
+    where_[""] = loc_of(root.Mark());
+    walk_map(root, "");
   }
 
  private:
@@ -740,6 +716,14 @@ Config load_string(std::string_view yaml, std::string_view source_name) {
   return Loader(std::string(source_name)).load(yaml);
 }
 
+void check_keys(std::string_view yaml, std::string_view source_name) {
+  Loader(std::string(source_name)).check_keys(yaml);
+}
+
+std::string parse_quantity(std::string_view text, KeyType type, double& out) {
+  return detail::parse_quantity(text, type, out);
+}
+
 Config load_file(const std::filesystem::path& path) {
   std::error_code ec;
   if (std::filesystem::is_directory(path, ec)) {
@@ -769,9 +753,13 @@ std::vector<std::string> preset_names() {
 }
 
 Config load_preset(std::string_view name) {
+  return load_string(preset_yaml(name), fmt::format("configs/presets/{}.yaml", name));
+}
+
+std::string preset_yaml(std::string_view name) {
   for (size_t i = 0; i < detail::kEmbeddedPresetCount; ++i) {
     const detail::EmbeddedPreset& p = detail::kEmbeddedPresets[i];
-    if (p.name == name) return load_string(p.yaml, fmt::format("configs/presets/{}.yaml", p.name));
+    if (p.name == name) return std::string(p.yaml);
   }
   const std::string guess = closest(name, preset_names());
   ConfigError::Details d;

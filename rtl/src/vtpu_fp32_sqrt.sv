@@ -1,4 +1,4 @@
-// vtpu_fp32_sqrt: fp32 square root under docs/numerics.md §1, as sim/numerics sf::sqrt:
+// vtpu_fp32_sqrt: fp32 square root under docs/numerics.md §1, as numerics/ sf::sqrt:
 // DAZ, sqrt(+-0) = +-0, negative or NaN -> canonical NaN, sqrt(+inf) = +inf; otherwise the
 // bit-by-bit integer root of the significand (exponent made even) to 31 bits with a sticky
 // bit for a nonzero remainder, rounded to 24 bits with ties to even (never out of range).

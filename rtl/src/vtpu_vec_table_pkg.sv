@@ -1,5 +1,5 @@
 // vtpu_vec_table_pkg: the vector unit's table (transcendental) functions on one fp32 element,
-// bit-exact with Algo in sim/numerics/src/transcendental.cpp (docs/numerics.md,
+// bit-exact with Algo in numerics/src/transcendental.cpp (docs/numerics.md,
 // "Transcendental functions"): the same fp32 operations (vtpu_fp32_pkg) in the same order,
 // each rounded as there. func numbers them as numerics::Transcendental does (0 exp, 1 tanh,
 // 2 sigmoid, 3 gelu, 4 erf, 5 recip, 6 rsqrt: the opcodes vec.exp..vec.rsqrt minus 16).

@@ -16,7 +16,7 @@
 #include "core_harness.h"
 #include "vtpu/isa/bundle.h"
 #include "vtpu/numerics/convert.h"
-#include "vtpu/sim/dram_timing.h"
+#include "vtpu/memory/dram_timing.h"
 #include "vtpu_rtl_models.h"
 
 namespace vtpu::rtl {
@@ -158,7 +158,7 @@ CoreRunResult run_model(const CoreModelParams& p, const config::Config& cfg, con
   auto ctx = std::make_unique<VerilatedContext>();
   auto m = std::make_unique<V>(ctx.get(), "core");
   Hbm hbm;
-  sim::DramTiming dram(cfg.memory, cfg.clock_mhz);
+  memory::DramTiming dram(cfg.memory, cfg.clock_mhz);
   for (const auto& seg : prog.constants) hbm.write(seg.hbm_addr, seg.data.data(), seg.data.size());
   for (const auto& t : prog.tensors) {
     if (t.role != isa::TensorRole::Input) continue;

@@ -6,7 +6,7 @@
 #include <filesystem>
 #include <iostream>
 
-#include <chrono>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <functional>
@@ -23,6 +23,9 @@
 #include "vtpu/support/error.h"
 #include "vtpu/support/files.h"
 #include "vtpu/support/layout.h"
+#include "sweep_cmd.h"
+
+#include "progress.h"
 
 namespace {
 
@@ -32,18 +35,6 @@ std::filesystem::path default_output(const std::string& in) {
   std::filesystem::path p(in);
   p.replace_extension(".vtpu");
   return p;
-}
-
-// Long simulations report progress on stderr every few seconds, against the cycle limit.
-std::function<void(uint64_t)> progress_printer(uint64_t max_cycles) {
-  auto start = std::chrono::steady_clock::now();
-  return [start, last = 0.0, max_cycles](uint64_t cycle) mutable {
-    double t = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    if (t - last < 3.0) return;
-    last = t;
-    std::cerr << fmt::format("  ... {:.1f}M cycles simulated ({:.0f} s; stops at --max-cycles {:.0f}M)\n",
-                             double(cycle) / 1e6, t, double(max_cycles) / 1e6);
-  };
 }
 
 int cmd_asm(const std::string& input, std::string output, const std::string& config) {
@@ -84,8 +75,37 @@ int cmd_config_list() {
   return kExitOk;
 }
 
+// One rule for run, compile and compare, stated in their --help: a zoo model brings its own
+// config and dtype (`vtpu models`), any other model gets these; options given win.
+constexpr const char* kDefaultConfig = "tpu-v4-core";
+constexpr const char* kDefaultDtype = "bf16";
+const std::string kConfigHelp = std::string("preset name or YAML file (default: a zoo model's own, as `vtpu models` lists; "
+                                            "otherwise ") + kDefaultConfig + ")";
+const std::string kDtypeHelp = std::string("int8 or bf16 (default: a zoo model's own; otherwise ") + kDefaultDtype + ")";
+
+struct ModelChoice {
+  std::string path, config, dtype;
+  const models::ZooEntry* zoo = nullptr;  // set for a zoo name
+};
+
+// `model` is a file, or a zoo name (its model generated once); `config`/`dtype` empty: not given.
+ModelChoice choose_model(const std::string& model, const std::string& config, const std::string& dtype) {
+  ModelChoice c{model, config, dtype};
+  if (!std::filesystem::exists(model)) {
+    c.zoo = models::find(model);
+    c.path = models::materialize(model, models::default_dir()).string();  // throws for an unknown name, listing the zoo
+  }
+  if (c.config.empty()) c.config = c.zoo ? c.zoo->default_config : kDefaultConfig;
+  if (c.dtype.empty()) c.dtype = c.zoo ? c.zoo->default_dtype : kDefaultDtype;
+  return c;
+}
+
+compiler::Precision precision_of(const std::string& dtype) {
+  return dtype == "int8" ? compiler::Precision::Int8 : compiler::Precision::Bf16;  // CLI11 allows only these two
+}
+
 struct CompileArgs {
-  std::string model, config = "tpu-v4-core", dtype = "bf16", output, emit_asm, emit_mlir, image_norm = "unit";
+  std::string model, config, dtype, output, emit_asm, emit_mlir, image_norm = "unit";
   std::vector<std::string> calibrate;
   int64_t batch = 0;
 };
@@ -103,16 +123,14 @@ std::map<std::string, std::string> file_specs(const char* flag, const std::vecto
 }
 
 int cmd_compile(const CompileArgs& a) {
-  config::Config cfg = config::resolve(a.config);
+  // A zoo name instead of a file: the zoo's model (generated once); the program goes to NAME.vtpu here.
+  ModelChoice m = choose_model(a.model, a.config, a.dtype);
+  config::Config cfg = config::resolve(m.config);
   compiler::CompileOptions opt;
-  if (a.dtype == "int8") opt.precision = compiler::Precision::Int8;
-  else if (a.dtype == "bf16") opt.precision = compiler::Precision::Bf16;
-  else throw UserError(fmt::format("--dtype '{}': use int8 or bf16", a.dtype));
+  opt.precision = precision_of(m.dtype);
   opt.batch = a.batch;
   opt.emit_mlir_stage = a.emit_mlir;
-  // A zoo name instead of a file: the zoo's model (generated once); the program goes to NAME.vtpu here.
-  std::filesystem::path model = a.model;
-  if (!std::filesystem::exists(model) && models::find(a.model)) model = models::materialize(a.model, models::default_dir());
+  std::filesystem::path model = m.path;
   require_readable_file(model, "the model (.onnx)");
   if (!a.calibrate.empty())
     opt.calibration = runtime::calibration_from_files(model, file_specs("--calibrate", a.calibrate), a.batch,
@@ -123,51 +141,38 @@ int cmd_compile(const CompileArgs& a) {
   if (!a.emit_asm.empty()) write_file(a.emit_asm, r.assembly);
   if (!a.emit_mlir.empty()) std::cout << r.mlir;
   std::cerr << fmt::format("vtpu compile: wrote {} ({} bundles, {} layers, config {}, {})\n", out, r.program.code.size(),
-                           r.bounds.size(), cfg.name, a.dtype);
+                           r.bounds.size(), cfg.name, m.dtype);
   return kExitOk;
 }
 
 struct RunArgs {
-  std::string model, config = "tpu-v4-core", dtype = "bf16", output_dir, report, trace, csv, html, image_norm;
+  std::string model, config, dtype, output_dir, report, trace, csv, html, image_norm;
   std::vector<std::string> inputs, calibrate;
   int64_t batch = 0;
   uint64_t seed = 1;
-  bool check = false, quiet = false, config_given = false, dtype_given = false;
+  bool check = false, quiet = false;
 };
 
 struct CompareArgs {
-  std::string model, config = "tpu-v4-core", dtypes = "int8,bf16";
+  std::string model, config;
+  std::vector<std::string> dtypes{"int8", "bf16"};
   uint64_t seed = 1;
   int64_t batch = 0, accuracy_images = 1000;
-  bool config_given = false;
-  std::string dataset;
 };
 
 int cmd_compare(CompareArgs a) {
-  if (!std::filesystem::exists(a.model)) {
-    const models::ZooEntry* e = models::find(a.model);
-    if (e && !a.config_given) a.config = e->default_config;
-    if (e) a.dataset = e->dataset;
-    a.model = models::materialize(a.model, models::default_dir()).string();
-  }
-  config::Config cfg = config::resolve(a.config);
+  ModelChoice m = choose_model(a.model, a.config, "bf16");
+  a.model = m.path;
+  std::string dataset = m.zoo ? m.zoo->dataset : "";
+  config::Config cfg = config::resolve(m.config);
   std::vector<compiler::Precision> ps;
-  size_t pos = 0;
-  while (pos <= a.dtypes.size()) {
-    size_t comma = a.dtypes.find(',', pos);
-    std::string d = a.dtypes.substr(pos, comma == std::string::npos ? std::string::npos : comma - pos);
-    if (d == "int8") ps.push_back(compiler::Precision::Int8);
-    else if (d == "bf16") ps.push_back(compiler::Precision::Bf16);
-    else throw UserError(fmt::format("--dtypes: '{}' is not int8 or bf16", d));
-    if (comma == std::string::npos) break;
-    pos = comma + 1;
-  }
+  for (const std::string& d : a.dtypes) ps.push_back(precision_of(d));
   runtime::RunOptions o;
   o.seed = a.seed;
   o.batch = a.batch;
   auto rows = runtime::compare(a.model, cfg, ps, o);
   // Classifiers trained on a dataset vtpu can load also get their test-set accuracy.
-  if (a.dataset == "fashion-mnist" && a.accuracy_images > 0)
+  if (dataset == "fashion-mnist" && a.accuracy_images > 0)
     for (size_t i = 0; i < rows.size(); ++i) {
       if (!rows[i].error.empty()) continue;
       auto acc = runtime::fashion_mnist_accuracy(a.model, cfg, ps[i], a.accuracy_images);
@@ -192,20 +197,12 @@ int cmd_models() {
 
 int cmd_run(RunArgs a) {
   // A zoo name instead of a file: generate the model (once) and use its defaults.
-  std::string zoo_norm;  // a zoo model's own image scaling
-  if (!std::filesystem::exists(a.model) && models::find(a.model)) {
-    const models::ZooEntry* e = models::find(a.model);
-    if (!a.config_given) a.config = e->default_config;
-    if (!a.dtype_given) a.dtype = e->default_dtype;
-    zoo_norm = e->image_norm;
-    a.model = models::materialize(a.model, models::default_dir()).string();
-  } else if (!std::filesystem::exists(a.model)) {
-    models::materialize(a.model, models::default_dir());  // throws: unknown name, lists the zoo
-  }
-  config::Config cfg = config::resolve(a.config);
+  ModelChoice m = choose_model(a.model, a.config, a.dtype);
+  std::string zoo_norm = m.zoo ? m.zoo->image_norm : "";  // a zoo model's own image scaling
+  a.model = m.path, a.dtype = m.dtype;
+  config::Config cfg = config::resolve(m.config);
   runtime::RunOptions opt;
-  if (a.dtype == "int8") opt.precision = compiler::Precision::Int8;
-  else if (a.dtype != "bf16") throw UserError(fmt::format("--dtype '{}': use int8 or bf16", a.dtype));
+  opt.precision = precision_of(a.dtype);
   opt.batch = a.batch;
   opt.seed = a.seed;
   opt.check = a.check;
@@ -215,8 +212,14 @@ int cmd_run(RunArgs a) {
   // Image scaling: --image-norm, else the zoo model's own, else pixel / 255.
   if (!a.image_norm.empty()) opt.image_norm = runtime::image_norm_from_name(a.image_norm);
   else if (!zoo_norm.empty()) opt.image_norm = runtime::image_norm_from_name(zoo_norm);
-  opt.progress = progress_printer(opt.max_cycles);
+  // The phases and how far the simulation is, on a terminal only (cli/progress.h).
+  cli::Progress progress(cli::Progress::shown_on_this_terminal(a.quiet));
+  opt.phase = [&](const std::string& phase, uint64_t total) { progress.phase(phase, total); };
+  opt.progress = [&](uint64_t cycle, uint64_t bundle) {
+    progress.update(bundle, fmt::format("{:.1f}M cycles", double(cycle) / 1e6));
+  };
   runtime::ModelRun run = runtime::run_model(a.model, cfg, opt);
+  progress.finish();
   if (!a.quiet) {
     std::cout << fmt::format("{} on {} ({}):\n", a.model, cfg.name, a.dtype);
     std::cout << runtime::layer_table(run) << "\n" << runtime::totals_text(run);
@@ -303,8 +306,15 @@ int cmd_sim(const SimArgs& a) {
   sim::SimOptions opt;
   opt.max_cycles = a.max_cycles;
   opt.record_trace = !a.trace.empty();
-  opt.progress = progress_printer(a.max_cycles);
+  // How far the simulation is, on a terminal only (cli/progress.h), against the cycle limit.
+  cli::Progress progress(cli::Progress::shown_on_this_terminal(a.quiet));
+  progress.phase("simulate", prog.code.size());
+  opt.progress = [&](uint64_t cycle, uint64_t bundle) {
+    progress.update(bundle, fmt::format("{:.1f}M cycles (stops at --max-cycles {:.0f}M)", double(cycle) / 1e6,
+                                        double(a.max_cycles) / 1e6));
+  };
   sim::RunResult r = sim::simulate(cfg, prog, inputs, opt);
+  progress.finish();
 
   if (!a.quiet) std::cout << sim::summary_table(r, cfg);
   if (!a.output_dir.empty()) {
@@ -351,30 +361,36 @@ int main(int argc, char** argv) {
   CompileArgs compile_args;
   auto* compile_cmd = app.add_subcommand("compile", "compile an ONNX model into a .vtpu program");
   compile_cmd->add_option("MODEL", compile_args.model, "model (.onnx) or zoo name (vtpu models)")->required();
-  compile_cmd->add_option("-c,--config", compile_args.config, "preset name or YAML file")->capture_default_str();
-  compile_cmd->add_option("--dtype", compile_args.dtype, "int8 or bf16")->capture_default_str();
+  const auto dtypes = CLI::IsMember({"int8", "bf16"});
+  const auto norms = CLI::IsMember({"unit", "imagenet"});
+  const auto batch = CLI::Range(int64_t(1), int64_t(1) << 20);
+  compile_cmd->add_option("-c,--config", compile_args.config, kConfigHelp);
+  compile_cmd->add_option("--dtype", compile_args.dtype, kDtypeHelp)->check(dtypes);
   compile_cmd->add_option("-o,--output", compile_args.output, "output program (default: MODEL with .vtpu)");
-  compile_cmd->add_option("--batch", compile_args.batch, "batch size (default: the model's)");
+  compile_cmd->add_option("--batch", compile_args.batch, "batch size, 1 or more (default: the model's)")->check(batch);
   compile_cmd->add_option("--emit-asm", compile_args.emit_asm, "also write the program as assembly");
-  compile_cmd->add_option("--emit-mlir", compile_args.emit_mlir, "print the IR after a stage: tosa or tpu");
+  compile_cmd->add_option("--emit-mlir", compile_args.emit_mlir, "print the IR after a stage: tosa or tpu")
+      ->check(CLI::IsMember({"tosa", "tpu"}));
   compile_cmd->add_option("--calibrate", compile_args.calibrate,
                           "NAME=FILE.npy (any whole number of batches of the input, the model's layout) or "
                           "NAME=IMAGE[,IMAGE...]: INT8 calibration data for every input (repeatable); default: seeded random");
   compile_cmd->add_option("--image-norm", compile_args.image_norm, "how calibration image pixels become inputs: unit or imagenet")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(norms);
 
   RunArgs run_args;
   auto* run_cmd = app.add_subcommand("run", "compile (if needed) and run a model, and show where time and energy go");
   run_cmd->add_option("MODEL", run_args.model, "model (.onnx), program (.vtpu) or zoo name (vtpu models)")->required();
-  auto* run_cfg = run_cmd->add_option("-c,--config", run_args.config, "preset name or YAML file")->capture_default_str();
-  auto* run_dt = run_cmd->add_option("--dtype", run_args.dtype, "int8 or bf16")->capture_default_str();
-  run_cmd->add_option("--batch", run_args.batch, "batch size (default: the model's)");
+  run_cmd->add_option("-c,--config", run_args.config, kConfigHelp);
+  run_cmd->add_option("--dtype", run_args.dtype, kDtypeHelp)->check(dtypes);
+  run_cmd->add_option("--batch", run_args.batch, "batch size, 1 or more (default: the model's)")->check(batch);
   run_cmd->add_option("--input", run_args.inputs,
                       "NAME=FILE.npy (float32, the model's layout) or NAME=IMAGE[,IMAGE...] (PNG, JPEG, BMP, PPM; one per "
                       "batch element, resized and center-cropped); others are seeded random");
   run_cmd->add_option("--image-norm", run_args.image_norm,
                       "how image pixels become inputs: unit (pixel / 255) or imagenet (ImageNet mean/std); default: the zoo "
-                      "model's, else unit");
+                      "model's, else unit")
+      ->check(norms);
   run_cmd->add_option("--calibrate", run_args.calibrate,
                       "NAME=FILE.npy or NAME=IMAGE[,IMAGE...]: INT8 calibration data for every input (repeatable; as for "
                       "compile); default: seeded random");
@@ -385,19 +401,24 @@ int main(int argc, char** argv) {
   run_cmd->add_option("--html", run_args.html, "write a self-contained HTML report with charts here");
   run_cmd->add_option("--trace", run_args.trace, "write a Chrome-trace/Perfetto timeline here");
   run_cmd->add_flag("--check", run_args.check, "compare the outputs with the fp32 reference");
-  run_cmd->add_flag("-q,--quiet", run_args.quiet, "do not print the tables");
+  run_cmd->add_flag("-q,--quiet", run_args.quiet, "do not print the tables or the progress line");
 
   auto* models_cmd = app.add_subcommand("models", "list the model zoo");
 
   CompareArgs cmp_args;
   auto* cmp_cmd = app.add_subcommand("compare", "run a model in several precisions and show them side by side");
   cmp_cmd->add_option("MODEL", cmp_args.model, "model (.onnx) or zoo name")->required();
-  auto* cmp_cfg = cmp_cmd->add_option("-c,--config", cmp_args.config, "preset name or YAML file")->capture_default_str();
-  cmp_cmd->add_option("--dtypes", cmp_args.dtypes, "comma-separated precisions")->capture_default_str();
+  cmp_cmd->add_option("-c,--config", cmp_args.config, kConfigHelp);
+  cmp_cmd->add_option("--dtypes", cmp_args.dtypes, "comma-separated precisions, int8 and/or bf16")
+      ->delimiter(',')
+      ->check(dtypes)
+      ->capture_default_str();
   cmp_cmd->add_option("--seed", cmp_args.seed, "seed for generated inputs")->capture_default_str();
-  cmp_cmd->add_option("--batch", cmp_args.batch, "batch size (default: the model's)");
+  cmp_cmd->add_option("--batch", cmp_args.batch, "batch size, 1 or more (default: the model's)")->check(batch);
   cmp_cmd->add_option("--accuracy-images", cmp_args.accuracy_images,
-                      "test images for the accuracy of dataset-trained zoo models (0: skip)")->capture_default_str();
+                      "test images for the accuracy of dataset-trained zoo models (0: skip)")
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
 
   SimArgs sim_args;
   auto* sim_cmd = app.add_subcommand("sim", "run a .vtpu program on the cycle-accurate chip model");
@@ -408,8 +429,12 @@ int main(int argc, char** argv) {
   sim_cmd->add_option("--output-dir", sim_args.output_dir, "write every output tensor as NAME.npy here");
   sim_cmd->add_option("--report", sim_args.report, "write the JSON report (docs/reports.md) here");
   sim_cmd->add_option("--trace", sim_args.trace, "write a Chrome-trace/Perfetto timeline here");
-  sim_cmd->add_option("--max-cycles", sim_args.max_cycles, "stop with an error past this many cycles")->capture_default_str();
+  sim_cmd->add_option("--max-cycles", sim_args.max_cycles, "stop with an error past this many cycles")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
   sim_cmd->add_flag("-q,--quiet", sim_args.quiet, "do not print the summary table");
+
+  vtpu::cli::SweepCommand sweep_cmd = vtpu::cli::add_sweep_command(app);
 
   try {
     app.parse(argc, argv);
@@ -419,22 +444,18 @@ int main(int argc, char** argv) {
   }
 
   try {
+    // Exit code 3 end to end, for the test of every documented exit code (docs/runtime.md).
+    if (std::getenv("VTPU_TEST_INTERNAL_ERROR")) throw InternalError("VTPU_TEST_INTERNAL_ERROR is set");
     if (*asm_cmd) return with_stdout_checked(cmd_asm(asm_in, asm_out, asm_cfg));
     if (*sim_cmd) return with_stdout_checked(cmd_sim(sim_args));
     if (*compile_cmd) return with_stdout_checked(cmd_compile(compile_args));
-    if (*run_cmd) {
-      run_args.config_given = run_cfg->count() > 0;
-      run_args.dtype_given = run_dt->count() > 0;
-      return with_stdout_checked(cmd_run(run_args));
-    }
+    if (*run_cmd) return with_stdout_checked(cmd_run(run_args));
     if (*models_cmd) return with_stdout_checked(cmd_models());
-    if (*cmp_cmd) {
-      cmp_args.config_given = cmp_cfg->count() > 0;
-      return with_stdout_checked(cmd_compare(cmp_args));
-    }
+    if (*cmp_cmd) return with_stdout_checked(cmd_compare(cmp_args));
     if (*dis_cmd) return with_stdout_checked(cmd_disasm(dis_in));
     if (*check_cmd) return with_stdout_checked(cmd_config_check(cfg_file));
     if (*list_cmd) return with_stdout_checked(cmd_config_list());
+    if (*sweep_cmd.command) return with_stdout_checked(sweep_cmd.run());
   } catch (const UserError& e) {
     std::cerr << e.what() << "\n";
     return kExitUserError;

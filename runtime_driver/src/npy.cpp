@@ -112,15 +112,24 @@ void write_npy(const std::filesystem::path& path, const NpyArray& a) {
   write_file(path, bytes);
 }
 
-std::vector<uint8_t> tensor_bytes_from_npy(const NpyArray& a, isa::Dtype dtype, const std::vector<int64_t>& shape,
-                                           const std::string& tensor, const std::string& file) {
-  auto join = [](const std::vector<int64_t>& s) { return fmt::format("[{}]", fmt::join(s, ", ")); };
+void check_npy_shape(const NpyArray& a, const std::vector<int64_t>& shape, const std::string& tensor,
+                     const std::string& file) {
+  if (a.shape == shape) return;
   uint64_t want = 1, have = 1;
   for (int64_t v : shape) want *= uint64_t(v);
   for (int64_t v : a.shape) have *= uint64_t(v);
-  if (want != have)
-    throw UserError(fmt::format("{}: input '{}' needs shape {} ({} elements) but the file holds {} ({} elements)",
-                                file, tensor, join(shape), want, join(a.shape), have));
+  throw UserError(fmt::format("{}: input '{}' needs shape [{}] ({} elements) but the file holds [{}] ({} elements){}", file,
+                              tensor, fmt::join(shape, ", "), want, fmt::join(a.shape, ", "), have,
+                              want == have ? "; the same number of values in another shape: transpose or reshape it "
+                                             "to the input's shape (numpy's transpose or reshape)"
+                                           : ""));
+}
+
+std::vector<uint8_t> tensor_bytes_from_npy(const NpyArray& a, isa::Dtype dtype, const std::vector<int64_t>& shape,
+                                           const std::string& tensor, const std::string& file) {
+  check_npy_shape(a, shape, tensor, file);
+  uint64_t want = 1;
+  for (int64_t v : shape) want *= uint64_t(v);
   std::string need = descr_of(dtype);
   if (!same_descr(a.descr, need))
     throw UserError(fmt::format("{}: input '{}' is {} (numpy '{}') but the file holds '{}'; convert it with "

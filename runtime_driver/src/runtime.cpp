@@ -228,6 +228,7 @@ ModelRun run_model(const std::filesystem::path& model, const config::Config& cfg
   auto t0 = Clock::now();
   if (onnx) {
     require_readable_file(model, "the model (.onnx)");
+    if (opt.phase) opt.phase("compile", 0);
     compiler::CompileResult c = compiler::compile_onnx(model, cfg, copt);
     run.program = std::move(c.program);
     bounds = std::move(c.bounds);
@@ -270,12 +271,8 @@ ModelRun run_model(const std::filesystem::path& model, const config::Config& cfg
       // An integer input (token ids, quantized activations): any integer .npy, or float32
       // holding integers, placed exactly as int32.
       NpyArray a = read_npy(it->second);
+      check_npy_shape(a, model_shape, t.name, it->second.string());
       std::vector<int32_t> iv = int32_values(a, t.name, it->second.string());
-      uint64_t want = 1;
-      for (int64_t d : model_shape) want *= uint64_t(d);
-      if (iv.size() != want)
-        throw UserError(fmt::format("{}: input '{}' needs shape [{}] ({} values) but the file holds [{}]", it->second.string(),
-                                    t.name, fmt::join(model_shape, ", "), want, fmt::join(a.shape, ", ")));
       if (t.nhwc) iv = nchw_to_nhwc_ints(iv, model_shape);
       std::vector<uint8_t> b(iv.size() * 4);
       std::memcpy(b.data(), iv.data(), b.size());
@@ -286,13 +283,8 @@ ModelRun run_model(const std::filesystem::path& model, const config::Config& cfg
       continue;
     } else if (it != opt.input_files.end()) {
       NpyArray a = read_npy(it->second);
+      check_npy_shape(a, model_shape, t.name, it->second.string());
       v = float_values(a, t.name, it->second.string());
-      uint64_t n = 1, want = 1;
-      for (int64_t d : a.shape) n *= uint64_t(d);
-      for (int64_t d : model_shape) want *= uint64_t(d);
-      if (n != want)
-        throw UserError(fmt::format("{}: input '{}' needs shape [{}] ({} values) but the file holds [{}]", it->second.string(),
-                                    t.name, fmt::join(model_shape, ", "), want, fmt::join(a.shape, ", ")));
       if (t.nhwc) v = nchw_to_nhwc(v, model_shape);
       run.inputs_used.push_back(t.name + "=" + it->second.string());
     } else {
@@ -316,6 +308,7 @@ ModelRun run_model(const std::filesystem::path& model, const config::Config& cfg
   so.max_cycles = opt.max_cycles;
   so.record_trace = opt.record_trace;
   so.progress = opt.progress;
+  if (opt.phase) opt.phase("simulate", run.program.code.size());
   auto t1 = Clock::now();
   run.sim = sim::simulate(cfg, run.program, bytes, so);
   run.simulate_seconds = std::chrono::duration<double>(Clock::now() - t1).count();
@@ -330,6 +323,7 @@ ModelRun run_model(const std::filesystem::path& model, const config::Config& cfg
   }
 
   if (opt.check) {
+    if (opt.phase) opt.phase("check", 0);
     auto ref = compiler::reference_outputs(model, real_inputs, copt);
     for (const auto& [name, got] : program_layout_outputs) {
       CheckResult c{name};
@@ -350,8 +344,13 @@ ModelRun run_model(const std::filesystem::path& model, const config::Config& cfg
     }
   }
 
+  run.layers = layer_rows(run.sim.stats, bounds);
+  return run;
+}
+
+std::vector<LayerRow> layer_rows(const sim::Stats& st, const std::vector<compiler::LayerBound>& bounds) {
   // Per layer: the simulator's per-tag figures beside the compiler's bounds.
-  const sim::Stats& st = run.sim.stats;
+  std::vector<LayerRow> layers;
   double peak_macs_per_cycle = double(st.mxu_count) * st.mxu_rows * st.mxu_cols;
   for (const auto& tag : st.per_tag) {
     if (tag.tag.empty()) continue;
@@ -367,6 +366,7 @@ ModelRun run_model(const std::filesystem::path& model, const config::Config& cfg
     for (size_t i = 0; i < sim::kNumStallReasons; ++i)
       if (c.stall[i] > c.stall[top]) top = i;
     row.top_stall = c.stall[top] ? std::string(sim::stall_reason_name(sim::StallReason(top))) : "";
+    row.top_stall_cycles = c.stall[top];
     row.stall_cycles = c.stall_cycles;
     row.energy_uj = c.energy_total_pj() * 1e-6;
     uint64_t mxu = c.mxu_rows + c.ub_bank_extra_cycles, dma = c.dma_busy_cycles, vec = c.vector_busy_cycles;
@@ -379,23 +379,9 @@ ModelRun run_model(const std::filesystem::path& model, const config::Config& cfg
       if (("+" + row.op + "+").find("+" + b.op + "+") == std::string::npos) row.op += (row.op.empty() ? "" : "+") + b.op;
       row.shape = fmt::format("{}", fmt::join(b.shape, "x"));
     }
-    run.layers.push_back(row);
+    layers.push_back(row);
   }
-  return run;
-}
-
-std::string layer_table(const ModelRun& run) {
-  std::string o = fmt::format("{:<28} {:<12} {:<16} {:>10} {:>10} {:>6} {:>7} {:<18} {:>10} {:>8}\n", "layer", "op",
-                              "output shape", "cycles", "roofline", "ratio", "MXU%", "top stall", "energy uJ", "bound");
-  for (const LayerRow& r : run.layers) {
-    std::string ratio = r.bound_cycles ? fmt::format("{:.2f}", double(r.cycles) / double(r.bound_cycles)) : "-";
-    o += fmt::format("{:<28} {:<12} {:<16} {:>10} {:>10} {:>6} {:>6.1f}% {:<18} {:>10.3f} {:>8}\n", r.layer.substr(0, 28),
-                     r.op.empty() ? "-" : r.op.substr(0, 12), r.shape.empty() ? "-" : r.shape.substr(0, 16), r.cycles,
-                     r.bound_cycles ? std::to_string(r.bound_cycles) : "-", ratio, 100 * r.mxu_utilization,
-                     r.top_stall.empty() ? "-" : fmt::format("{} {}", r.top_stall, r.stall_cycles).substr(0, 18),
-                     r.energy_uj, r.bound_by);
-  }
-  return o;
+  return layers;
 }
 
 std::string totals_text(const ModelRun& run) {
@@ -428,16 +414,6 @@ std::string totals_text(const ModelRun& run) {
 
 bool check_failed(const ModelRun& run) {
   return std::any_of(run.checks.begin(), run.checks.end(), [](const CheckResult& c) { return c.failed(); });
-}
-
-std::string layers_csv(const ModelRun& run) {
-  std::string o = "layer,first_cycle,last_cycle,cycles,roofline_cycles,compute_cycles,memory_cycles,macs,mxu_utilization,"
-                  "top_stall,stall_cycles,energy_uj,bound_by,op,output_shape\n";
-  for (const LayerRow& r : run.layers)
-    o += fmt::format("\"{}\",{},{},{},{},{},{},{},{:.6f},{},{},{:.6f},{},{},{}\n", r.layer, r.first_cycle, r.last_cycle, r.cycles,
-                     r.bound_cycles, r.compute_cycles, r.memory_cycles, r.macs, r.mxu_utilization, r.top_stall, r.stall_cycles,
-                     r.energy_uj, r.bound_by, r.op, r.shape);
-  return o;
 }
 
 }  // namespace vtpu::runtime

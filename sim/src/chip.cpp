@@ -13,7 +13,7 @@
 
 #include "energy.h"
 #include "machine.h"
-#include "vtpu/sim/dram_timing.h"
+#include "vtpu/memory/dram_timing.h"
 
 // Debian's SystemC links a main() that calls sc_main; vtpu's tools have their own main and
 // drive the kernel through vtpu::sim::simulate, so this one only satisfies the linker.
@@ -23,6 +23,8 @@ namespace vtpu::sim {
 namespace detail {
 namespace {
 
+using memory::DramStats;
+using memory::DramTiming;
 using sc_core::sc_module_name;
 using sc_core::sc_time;
 
@@ -33,8 +35,9 @@ class Hbm : public sc_core::sc_module {
  public:
   tlm_utils::simple_target_socket<Hbm> socket{"socket"};
 
-  Hbm(sc_module_name name, const config::Config& cfg, sc_time period)
-      : sc_module(name), store(cfg.memory.bytes), timing(cfg.memory, cfg.clock_mhz), period_(period) {
+  Hbm(sc_module_name name, const config::Config& cfg, sc_time period, bool timing_only)
+      : sc_module(name), store(cfg.memory.bytes), timing(cfg.memory, cfg.clock_mhz), period_(period),
+        timing_only_(timing_only) {
     socket.register_b_transport(this, &Hbm::b_transport);
   }
 
@@ -47,12 +50,13 @@ class Hbm : public sc_core::sc_module {
     uint64_t addr = trans.get_address(), n = trans.get_data_length();
     bool write = trans.get_command() == tlm::TLM_WRITE_COMMAND;
     uint64_t done = timing.access(addr, n, now, write);
-    if (write) store.write(addr, trans.get_data_ptr(), n);
-    else store.read(addr, trans.get_data_ptr(), n);
+    if (!timing_only_ && write) store.write(addr, trans.get_data_ptr(), n);
+    if (!timing_only_ && !write) store.read(addr, trans.get_data_ptr(), n);
     delay = period_ * double(done) - sc_core::sc_time_stamp();
     trans.set_response_status(tlm::TLM_OK_RESPONSE);
   }
   sc_time period_;
+  bool timing_only_;
 };
 
 // The chip: the sequencer thread drives the Machine (sequencer, scalar unit, DMA engine,
@@ -160,7 +164,7 @@ RunResult simulate(const config::Config& cfg, const isa::Program& prog,
   sc_time period(1e3 / cfg.clock_mhz, sc_core::SC_NS);
   tlm_utils::tlm_quantumkeeper::set_global_quantum(period * 65536.0);
 
-  auto hbm = std::make_unique<Hbm>("hbm", cfg, period);
+  auto hbm = std::make_unique<Hbm>("hbm", cfg, period, opt.timing_only);
   auto chip = std::make_unique<Chip>("chip", cfg, prog, opt, *hbm);
   chip->dma_socket.bind(hbm->socket);
 
@@ -168,7 +172,7 @@ RunResult simulate(const config::Config& cfg, const isa::Program& prog,
     if (addr > cfg.memory.bytes || data.size() > cfg.memory.bytes - addr)
       throw UserError(fmt::format("{} at HBM address 0x{:x} ({} bytes) does not fit the {} bytes of memory.bytes",
                                   what, addr, data.size(), cfg.memory.bytes));
-    hbm->store.write(addr, data.data(), data.size());
+    if (!opt.timing_only) hbm->store.write(addr, data.data(), data.size());
   };
   for (const auto& seg : prog.constants) place(seg.hbm_addr, seg.data, "a constant");
   for (const auto& t : prog.tensors)
@@ -190,6 +194,7 @@ RunResult simulate(const config::Config& cfg, const isa::Program& prog,
     if (t.role != isa::TensorRole::Output) continue;
     if (t.hbm_addr > cfg.memory.bytes || t.bytes() > cfg.memory.bytes - t.hbm_addr)
       throw UserError(fmt::format("output '{}' at HBM address 0x{:x} does not fit memory.bytes", t.name, t.hbm_addr));
+    if (opt.timing_only) continue;
     std::vector<uint8_t> bytes(t.bytes());
     hbm->store.read(t.hbm_addr, bytes.data(), bytes.size());
     r.outputs[t.name] = std::move(bytes);

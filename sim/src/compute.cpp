@@ -1,5 +1,5 @@
 // MXU and vector-unit arithmetic over whole operations, on the bit-exact kernels of
-// sim/numerics. Timing lives in machine.cpp; this file only moves and computes values.
+// numerics/. Timing lives in machine.cpp; this file only moves and computes values.
 #include "compute.h"
 
 #include <fmt/format.h>

@@ -1,6 +1,6 @@
 #pragma once
 // Internal: the arithmetic of the MXU and the vector unit over whole tiles and rows, on top
-// of the bit-exact kernels in sim/numerics (docs/numerics.md).
+// of the bit-exact kernels in numerics/ (docs/numerics.md).
 #include <cstddef>
 #include <cstdint>
 #include <string>

@@ -423,10 +423,11 @@ void Machine::exec_dma(const Operation& op, uint64_t T, const OpRef& ref) {
     uint64_t start = std::max(S, dma_port_free_);
     dma_port_free_ = start + 2 * occ;
     D = start + 2 * occ + ub_cfg.read_latency_cycles + ub_cfg.write_latency_cycles;
-    for (uint64_t r = 0; r < nrows; ++r) {
-      auto [s, t] = row(r);
-      std::memmove(ub_.get() + t, ub_.get() + s, d.bytes);
-    }
+    if (!opt_.timing_only)
+      for (uint64_t r = 0; r < nrows; ++r) {
+        auto [s, t] = row(r);
+        std::memmove(ub_.get() + t, ub_.get() + s, d.bytes);
+      }
     c.ub_read_bytes += N, c.ub_write_bytes += N;
   } else if (kind == "dma.wfifo") {
     uint32_t m = check_mxu(ref, "mxu", f(op, SlotId::Dma, "unit"));
@@ -441,11 +442,11 @@ void Machine::exec_dma(const Operation& op, uint64_t T, const OpRef& ref) {
                             "(core.mxu.rows x core.mxu.cols)",
                             d.name, K, Ncol, R_, C_));
     auto tile = std::make_shared<Tile>();
-    tile->data.resize(N);
+    if (!opt_.timing_only) tile->data.resize(N);
     tile->k = uint32_t(K), tile->n = uint32_t(Ncol), tile->dtype = d.dtype;
     uint64_t H = S;
     for (uint64_t r = 0; r < nrows; ++r)
-      H = std::max(H, hbm_port_(row(r).first, tile->data.data() + r * d.bytes, d.bytes, S, false));
+      H = std::max(H, hbm_port_(row(r).first, opt_.timing_only ? nullptr : tile->data.data() + r * d.bytes, d.bytes, S, false));
     D = H;
     tile->ready = D;
     tile->loaded_by_bundle = ref.bundle;
@@ -574,7 +575,8 @@ void Machine::exec_matmul(const Operation& op, uint64_t T, const OpRef& ref) {
   hazards_.check_and_add({Space::Ub, src, src + span, false, T, T + stream, ref}, prog_);
   hazards_.check_and_add({Space::Acc, grow, grow + B, true, T, D, ref, int(m)}, prog_);
 
-  matmul_compute(dt, ub_.get() + src, stride / esz, w, ms.acc.data() + drow * C_, C_, B, C_, accumulate);
+  if (!opt_.timing_only)
+    matmul_compute(dt, ub_.get() + src, stride / esz, w, ms.acc.data() + drow * C_, C_, B, C_, accumulate);
 
   ms.data_free = T + stream;
   add_increment(f(op, SlotId::MxuMatmul, "flag"), D, StallReason::WaitMxu, ref.bundle);
@@ -715,7 +717,7 @@ void Machine::exec_vector(const Operation& op, uint64_t T, const OpRef& ref) {
   if (binary) hazards_.check_and_add({b.space, b.lo, b.hi, false, T, T + occ, ref}, prog_);
   hazards_.check_and_add({d.space, d.lo, d.hi, true, T, D, ref}, prog_);
 
-  vector_compute(def, d.v, a.v, b.v, binary && V("bcast"), rows, W, param);
+  if (!opt_.timing_only) vector_compute(def, d.v, a.v, b.v, binary && V("bcast"), rows, W, param);
 
   vec_free_ = T + occ;
   add_increment(V("flag"), D, StallReason::WaitVector, ref.bundle);
@@ -883,7 +885,7 @@ void Machine::run(const std::function<void(uint64_t)>& sync) {
     last_done_ = std::max(last_done_, T + 1);
     if (T >= next_sync) {
       sync(T);
-      if (opt_.progress) opt_.progress(T);
+      if (opt_.progress) opt_.progress(T, pc);
       next_sync = T + (1 << 16);
     }
     if (halt) break;

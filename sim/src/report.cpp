@@ -6,6 +6,10 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
+#include <cmath>
+#include <map>
+
 namespace vtpu::sim {
 namespace {
 
@@ -112,11 +116,14 @@ std::string summary_table(const RunResult& r, const config::Config& cfg) {
   o += fmt::format("MXU utilization {:.1f}% (temporal {:.1f}%, spatial {:.1f}%)   energy {:.3f} uJ   avg power {:.2f} W\n",
                    100 * s.mxu_overall_utilization(), 100 * s.mxu_temporal_utilization(),
                    100 * s.mxu_spatial_utilization(), ej * 1e6, secs > 0 ? ej / secs : 0.0);
-  o += fmt::format("\n{:<24} {:>10} {:>10} {:>9} {:>10} {:>10} {:>8} {:>12}\n", "tag", "first", "last", "bundles",
+  // The tag column is as wide as the longest tag: a table never cuts a name.
+  size_t tw = 24;
+  for (const TagStats& t : s.per_tag) tw = std::max(tw, t.tag.size());
+  o += fmt::format("\n{:<{}} {:>10} {:>10} {:>9} {:>10} {:>10} {:>8} {:>12}\n", "tag", tw, "first", "last", "bundles",
                    "stall", "MACs", "vec ops", "energy nJ");
   for (const TagStats& t : s.per_tag)
-    o += fmt::format("{:<24} {:>10} {:>10} {:>9} {:>10} {:>10} {:>8} {:>12.3f}\n",
-                     t.tag.empty() ? "(untagged)" : t.tag.substr(0, 24), t.c.first_issue == UINT64_MAX ? 0 : t.c.first_issue,
+    o += fmt::format("{:<{}} {:>10} {:>10} {:>9} {:>10} {:>10} {:>8} {:>12.3f}\n",
+                     t.tag.empty() ? "(untagged)" : t.tag, tw, t.c.first_issue == UINT64_MAX ? 0 : t.c.first_issue,
                      t.c.last_done, t.c.bundles, t.c.stall_cycles, t.c.macs(), t.c.vector_ops,
                      t.c.energy_total_pj() * 1e-3);
   o += "\nstall cycles by reason:";
@@ -133,26 +140,76 @@ std::string summary_table(const RunResult& r, const config::Config& cfg) {
   return o;
 }
 
+namespace {
+
+// The track an event belongs to before overlapping events are split apart: what it carries.
+std::string track_base(const TraceEvent& e) {
+  switch (e.unit) {
+    case Unit::Sequencer: return "sequencer.stall";
+    case Unit::Dma: return "dma";  // its lane is the transfer count at issue, not a slot: slots are assigned below
+    case Unit::Mxu: return fmt::format("mxu{}.matmul", e.lane);
+    case Unit::WeightFifo: return fmt::format("mxu{}.wload", e.lane);
+    case Unit::Vector: return "vector";
+    default: return fmt::format("{}{}", unit_name(e.unit), e.lane);
+  }
+}
+
+// Simulated time in nanoseconds, whole: every track's slices are compared in these units, so
+// a slice that ends when the next one starts never overlaps it after conversion.
+int64_t cycle_ns(uint64_t cycle, double clock_mhz) { return std::llround(double(cycle) * 1000.0 / clock_mhz); }
+
+}  // namespace
+
 void write_trace(std::ostream& out, const std::vector<TraceEvent>& events, const std::vector<std::string>& tags,
                  double clock_mhz) {
-  // Chrome trace event format: one process (the chip), one thread (track) per unit lane.
-  auto tid = [](const TraceEvent& e) { return int(e.unit) * 16 + e.lane; };
-  json j;
-  json arr = json::array();
-  std::map<int, std::string> names;
-  for (const TraceEvent& e : events) {
-    names[tid(e)] = e.unit == Unit::Mxu || e.unit == Unit::WeightFifo
-                        ? fmt::format("{} {}", unit_name(e.unit), e.lane)
-                        : std::string(e.unit == Unit::Sequencer ? "sequencer stalls" : unit_name(e.unit));
-    json ev = {{"name", e.name}, {"ph", "X"}, {"pid", 0}, {"tid", tid(e)},
-               {"ts", double(e.begin) / clock_mhz}, {"dur", double(e.end - e.begin) / clock_mhz},
-               {"args", {{"bundle", e.bundle}, {"tag", e.tag < tags.size() ? tags[e.tag] : ""},
-                         {"begin_cycle", e.begin}, {"end_cycle", e.end}}}};
-    arr.push_back(std::move(ev));
+  // Chrome trace event format: one process (the chip), one thread (track) per thing a unit
+  // carries. Trace viewers draw a track's slices as a stack: they must nest or follow each
+  // other. Events on one base track that overlap in time (DMA transfers in flight together)
+  // go to the lowest-numbered track free at their start: "dma[0]", "dma[1]", ..., so there
+  // are never more DMA tracks than transfers in flight (core.dma.max_in_flight).
+  std::vector<size_t> order(events.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return events[a].begin < events[b].begin; });
+  struct Base {
+    std::vector<int64_t> free_at;  // per sub-track: the end of its last slice (ns)
+    std::vector<int> tid;
+  };
+  std::map<std::string, Base> bases;
+  std::vector<std::pair<std::string, size_t>> track_of(events.size());  // base name, sub-track
+  for (size_t i : order) {
+    const TraceEvent& e = events[i];
+    std::string base = track_base(e);
+    Base& b = bases[base];
+    int64_t begin = cycle_ns(e.begin, clock_mhz);
+    size_t k = 0;
+    while (k < b.free_at.size() && b.free_at[k] > begin) ++k;
+    if (k == b.free_at.size()) b.free_at.push_back(0);
+    b.free_at[k] = cycle_ns(e.end, clock_mhz);
+    track_of[i] = {base, k};
   }
-  arr.push_back({{"name", "process_name"}, {"ph", "M"}, {"pid", 0}, {"args", {{"name", "vtpu chip 0"}}}});
-  for (const auto& [t, n] : names)
-    arr.push_back({{"name", "thread_name"}, {"ph", "M"}, {"pid", 0}, {"tid", t}, {"args", {{"name", n}}}});
+  // Track ids in name order (sequencer, dma, mxu, vector sort together); a base split in
+  // several tracks, and the DMA always, name each with its index.
+  json arr = json::array();
+  arr.push_back({{"name", "process_name"}, {"ph", "M"}, {"pid", 1}, {"args", {{"name", "vtpu chip 0"}}}});
+  int next_tid = 1;
+  for (auto& [base, b] : bases) {
+    for (size_t k = 0; k < b.free_at.size(); ++k) {
+      std::string name = b.free_at.size() > 1 || base == "dma" ? fmt::format("{}[{}]", base, k) : base;
+      b.tid.push_back(next_tid);
+      arr.push_back({{"name", "thread_name"}, {"ph", "M"}, {"pid", 1}, {"tid", next_tid}, {"args", {{"name", name}}}});
+      arr.push_back({{"name", "thread_sort_index"}, {"ph", "M"}, {"pid", 1}, {"tid", next_tid}, {"args", {{"sort_index", next_tid}}}});
+      ++next_tid;
+    }
+  }
+  for (size_t i : order) {
+    const TraceEvent& e = events[i];
+    int64_t b = cycle_ns(e.begin, clock_mhz), d = cycle_ns(e.end, clock_mhz) - b;
+    arr.push_back({{"name", e.name}, {"ph", "X"}, {"pid", 1}, {"tid", bases[track_of[i].first].tid[track_of[i].second]},
+                   {"ts", double(b) / 1000.0}, {"dur", double(d) / 1000.0},
+                   {"args", {{"bundle", e.bundle}, {"tag", e.tag < tags.size() ? tags[e.tag] : ""},
+                             {"begin_cycle", e.begin}, {"end_cycle", e.end}}}});
+  }
+  json j;
   j["traceEvents"] = arr;
   j["displayTimeUnit"] = "ns";
   out << j.dump() << "\n";

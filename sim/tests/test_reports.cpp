@@ -56,6 +56,18 @@ std::string conv_report() {
   });
 }
 
+// vtpu sim's summary never cuts a tag (it did at 24 characters): the whole name, then its numbers.
+TEST(Reports, SummaryTableKeepsLongTagsWhole) {
+  const std::string tag = "encoder.layer.11.attention.output.dense.bias_add";
+  std::string table = run_asm("tiny-8x8", ".tag " + tag + "\n  nop\n  halt\n", [](const RunResult& r) {
+    return summary_table(r, config::load_preset("tiny-8x8"));
+  });
+  size_t at = table.find(tag);
+  ASSERT_NE(at, std::string::npos) << table;
+  std::string row = table.substr(at, table.find('\n', at) - at);
+  EXPECT_EQ(row.find(' '), tag.size()) << "the tag is followed by its columns, whole: " << row;
+}
+
 TEST(Reports, SameRunGivesByteIdenticalReports) {
   std::string a = conv_report(), b = conv_report();
   ASSERT_EQ(a.rfind("{", 0), 0u) << a;

@@ -25,6 +25,11 @@ struct CompileOptions {
   // `calibration_samples` rows in all.
   std::vector<std::map<std::string, std::vector<float>>> calibration;
   int calibration_samples = 16;
+  // INT8 activation scales from an earlier compile of the same model with the same batch,
+  // seed and calibration samples (CompileResult::calibration_scales), on any config:
+  // calibration does not read the config, so it is reused instead of run again. Empty:
+  // calibrate.
+  std::vector<float> calibration_scales;
 };
 
 // The roofline of one layer on the config: whichever of compute and memory takes longer.
@@ -44,6 +49,9 @@ struct CompileResult {
   std::string assembly;  // the program as vtpu assembly (what --emit-asm writes)
   std::string mlir;      // the IR after emit_mlir_stage, when asked for
   std::vector<LayerBound> bounds;
+  // INT8: the activation scales calibration gave (or that were passed in), for
+  // CompileOptions::calibration_scales; a value without a scale is NaN.
+  std::vector<float> calibration_scales;
 };
 
 // A model the compiler cannot handle: an unsupported operator or attribute, a shape it
@@ -52,6 +60,28 @@ class CompileError : public UserError {
  public:
   using UserError::UserError;
 };
+
+// A model that does not fit the config because one buffer is too small: `key` names the
+// config key ("core.unified_buffer.bytes", "core.accumulators.rows", "memory.bytes"),
+// `needed` and `available` are in that key's unit (bytes or rows).
+class DoesNotFitError : public CompileError {
+ public:
+  DoesNotFitError(std::string key, uint64_t needed, uint64_t available, const std::string& message)
+      : CompileError(message), key_(std::move(key)), needed_(needed), available_(available) {}
+  const std::string& key() const { return key_; }
+  uint64_t needed() const { return needed_; }
+  uint64_t available() const { return available_; }
+
+ private:
+  std::string key_;
+  uint64_t needed_, available_;
+};
+
+// A fingerprint of exactly the config values code generation reads: two configs with the
+// same one give the same program except for its config stamp (Program::config_name and
+// config_fingerprint), so a sweep compiles once per fingerprint. The name is left out (it
+// is only the stamp); HBM bandwidth and clock enter as the bytes per cycle they give.
+uint64_t config_fingerprint(const config::Config& cfg);
 
 CompileResult compile_onnx(const std::filesystem::path& model, const config::Config& cfg,
                            const CompileOptions& options = {});

@@ -7,6 +7,7 @@
 // Reference for every key: docs/config.md.
 #include <cstdint>
 #include <filesystem>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -220,7 +221,13 @@ class ConfigError : public vtpu::UserError {
 Config load_file(const std::filesystem::path& path);
 Config load_string(std::string_view yaml, std::string_view source_name = "<string>");
 Config load_preset(std::string_view name);  // built into the library
+// A preset's YAML as written in configs/presets/NAME.yaml (for tools that edit keys and
+// reload, so defaults derived from an edited key follow it); throws like load_preset.
+std::string preset_yaml(std::string_view name);
 std::vector<std::string> preset_names();    // sorted
+// Checks the keys a partial config writes (names, types, ranges, as load_string does) without
+// requiring any key or checking keys against each other; throws ConfigError.
+void check_keys(std::string_view yaml, std::string_view source_name = "<string>");
 // A path if it exists or ends in .yaml/.yml, otherwise a preset name.
 Config resolve(std::string_view preset_name_or_path);
 
@@ -229,6 +236,11 @@ Config resolve(std::string_view preset_name_or_path);
 std::string to_yaml(const Config& config);
 // FNV-1a 64 of to_yaml(config): changes when any field changes.
 uint64_t fingerprint(const Config& config);
+
+// The value of a numeric key (integer, size, bandwidth, time, frequency, power, energy or
+// plain number) in the key's unit, by dotted path ("core.unified_buffer.bytes" -> 25165824);
+// nullopt for other keys and unknown paths.
+std::optional<double> numeric_value(const Config& config, std::string_view key);
 
 // --- derived quantities ----------------------------------------------------------------
 bool supports(const Config& config, DType dtype);

@@ -42,6 +42,10 @@ struct KeyInfo {
   std::string_view doc;  // one-line meaning
 };
 
+// Parses a quantity in the unit grammar of docs/config.md ("24MiB", "1.2TB/s", "15ns") as
+// `type` into the type's base unit; returns what is wrong, or "" on success.
+std::string parse_quantity(std::string_view text, KeyType type, double& out);
+
 // Every accepted key in canonical (to_yaml) order.
 const std::vector<KeyInfo>& schema_keys();
 

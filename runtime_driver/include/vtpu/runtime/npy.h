@@ -21,6 +21,11 @@ struct NpyArray {
 NpyArray read_npy(const std::filesystem::path& path);
 void write_npy(const std::filesystem::path& path, const NpyArray& a);
 
+// Throws UserError naming the file and the input unless `a` has exactly `shape` (a
+// transposed array with the right element count is an error too).
+void check_npy_shape(const NpyArray& a, const std::vector<int64_t>& shape, const std::string& tensor,
+                     const std::string& file);
+
 // The bytes of a tensor of `dtype` and `shape` from an array, converting float32 to bf16
 // when the tensor is bf16. Errors name the file, the tensor and what differs.
 std::vector<uint8_t> tensor_bytes_from_npy(const NpyArray& a, isa::Dtype dtype,

@@ -40,7 +40,10 @@ struct RunOptions {
   bool check = false;         // compare with the fp32 reference
   bool record_trace = false;
   uint64_t max_cycles = sim::SimOptions{}.max_cycles;
-  std::function<void(uint64_t cycle)> progress;  // see sim::SimOptions::progress
+  std::function<void(uint64_t cycle, uint64_t bundle)> progress;  // see sim::SimOptions::progress
+  // Called as each phase starts: "compile" (total 0), "simulate" (total: the program's
+  // bundles), "check" (the fp32 reference; total 0).
+  std::function<void(const std::string& phase, uint64_t total)> phase;
 };
 
 // One layer (program tag) of a run, beside the compiler's roofline bound.
@@ -54,7 +57,8 @@ struct LayerRow {
   uint64_t macs = 0;
   double mxu_utilization = 0;  // MACs / (cycles x peak MACs per cycle)
   std::string top_stall;       // the stall reason with the most cycles, "" when none
-  uint64_t stall_cycles = 0;
+  uint64_t top_stall_cycles = 0;  // that reason's cycles
+  uint64_t stall_cycles = 0;      // all reasons' cycles
   double energy_uj = 0;
   std::string bound_by;        // compute, memory or vector: the busiest unit over the span
 };
@@ -90,10 +94,15 @@ bool check_failed(const ModelRun& run);
 // `model` is an .onnx file (compiled here) or a .vtpu program.
 ModelRun run_model(const std::filesystem::path& model, const config::Config& cfg, const RunOptions& options);
 
-// The per-layer table and the totals (latency, throughput, TOPS, energy, power).
+// The layer rows of a run's statistics, beside the compiler's bounds (empty: no bounds).
+std::vector<LayerRow> layer_rows(const sim::Stats& stats, const std::vector<compiler::LayerBound>& bounds);
+
+// The per-layer table and the totals (latency, throughput, TOPS, energy, power). Columns are
+// as wide as their widest cell: no number or name is ever cut (docs/runtime.md).
 std::string layer_table(const ModelRun& run);
 std::string totals_text(const ModelRun& run);
-// One row per layer, for spreadsheets.
+// One row per layer with every figure, for spreadsheets: RFC 4180 CSV (CRLF line ends; a
+// field holding a comma, quote or line break is quoted, its quotes doubled; Debian's libcsv).
 std::string layers_csv(const ModelRun& run);
 // A self-contained HTML page: totals, cycles per layer stacked by stall reason, energy by
 // unit, a roofline plot of the layers, the layer table (inline SVG, nothing fetched).

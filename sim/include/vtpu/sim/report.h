@@ -22,7 +22,9 @@ inline constexpr int kReportSchemaVersion = 1;
 
 std::string report_json(const RunResult& r, const config::Config& cfg, const ReportMeta& meta);
 std::string summary_table(const RunResult& r, const config::Config& cfg);
-// One track per unit (and per MXU); times in microseconds of simulated time.
+// One track per thing a unit carries (sequencer.stall, dma[k], mxuN.matmul, mxuN.wload,
+// vector), each holding slices that only follow one another; times in microseconds of
+// simulated time (docs/reports.md, "Timeline").
 void write_trace(std::ostream& out, const std::vector<TraceEvent>& events,
                  const std::vector<std::string>& tags, double clock_mhz);
 

@@ -19,8 +19,15 @@ struct SimOptions {
   // never halts reaches it within seconds (vtpu sim and run show progress meanwhile).
   uint64_t max_cycles = 1'000'000'000ull;
   bool record_trace = false;                   // keep per-operation events for --trace
-  // Called every 65536 simulated cycles with the current cycle, for progress displays.
-  std::function<void(uint64_t cycle)> progress;
+  // Called every 65536 simulated cycles with the current cycle and the index of the bundle
+  // just issued (in a straight-line program, as compiled models are, the share of the
+  // program done), for progress displays.
+  std::function<void(uint64_t cycle, uint64_t bundle)> progress;
+  // Timing only: every timing rule, check and counter as usual, but no arithmetic and no
+  // data moved (MXU, vector unit, DMA contents, HBM contents): cycles, stats and energy are
+  // those of a full run (no timing rule reads data), RunResult::outputs stays empty. For
+  // design-space sweeps, which need the figures and not the values.
+  bool timing_only = false;
 };
 
 // One operation's activity on a unit, for the timeline trace.

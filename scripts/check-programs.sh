@@ -1,0 +1,104 @@
+#!/usr/bin/env bash
+# The program-identity gate: compiles every zoo model on every preset, in int8 and bf16, and
+# compares each program's SHA-256 (or, where the compiler refuses, its exit code and the
+# hash of its message) with the committed list tests/programs/program_hashes.txt.
+#
+# A refactor must leave the list unchanged. A deliberate change to the programs re-blesses
+# it with one command, and the commit that does so says why:
+#
+#   scripts/check-programs.sh --bless          # rewrite the list from this build
+#   scripts/check-programs.sh                  # compare (what ctest unit.program_identity runs)
+#
+# Options: --build DIR (default build), --jobs N (default nproc), --list FILE,
+#          --only REGEX (cells whose "model preset dtype" matches; compare only those).
+set -uo pipefail
+here=$(cd "$(dirname "$0")/.." && pwd)
+build=$here/build
+list=$here/tests/programs/program_hashes.txt
+jobs=$(nproc)
+bless=0
+only=""
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --bless) bless=1 ;;
+    --build) build=$(cd "$2" && pwd) || exit 2; shift ;;
+    --jobs) jobs=$2; shift ;;
+    --list) list=$2; shift ;;
+    --only) only=$2; shift ;;
+    -h|--help) sed -n '2,15p' "$0"; exit 0 ;;
+    *) echo "check-programs: unknown option '$1' (see --help)" >&2; exit 2 ;;
+  esac
+  shift
+done
+vtpu=$build/bin/vtpu
+[ -x "$vtpu" ] || { echo "check-programs: $vtpu not found; build first (cmake --build $build --target vtpu)" >&2; exit 2; }
+[ $bless -eq 0 ] || [ -z "$only" ] || { echo "check-programs: --bless rewrites the whole list; drop --only" >&2; exit 2; }
+
+work=$(mktemp -d "${TMPDIR:-/tmp}/vtpu-programs.XXXXXX")
+trap 'rm -rf "$work"' EXIT
+models=$("$vtpu" models | awk 'NR > 1 && $0 !~ /^ / && $1 != "run" {print $1}')
+presets=$("$vtpu" config list | awk '{print $1}')
+[ -n "$models" ] && [ -n "$presets" ] || { echo "check-programs: could not list the zoo or the presets" >&2; exit 3; }
+
+cells=$work/cells
+for m in $models; do for p in $presets; do for d in int8 bf16; do
+  line="$m $p $d"
+  if [ -z "$only" ] || [[ "$line" =~ $only ]]; then echo "$line"; fi
+done; done; done > "$cells"
+[ -s "$cells" ] || { echo "check-programs: no cell matches --only '$only'" >&2; exit 2; }
+
+# One cell: "model preset dtype sha256" or "model preset dtype refused rc=N msg=SHA(first 16)".
+compile_cell() {
+  local m=$1 p=$2 d=$3 out="$work/$1.$2.$3"
+  "$vtpu" compile "$m" -c "$p" --dtype "$d" -o "$out.vtpu" > /dev/null 2> "$out.err"
+  local rc=$?
+  if [ $rc -eq 0 ]; then
+    echo "$m $p $d $(sha256sum "$out.vtpu" | cut -c1-64)"
+  else
+    # paths (the zoo's cache, the temp folder) vary between machines: hash the message without them
+    echo "$m $p $d refused rc=$rc msg=$(sed -E 's#/[^ :]*/##g' "$out.err" | sha256sum | cut -c1-16)"
+  fi
+  rm -f "$out.vtpu"
+}
+export -f compile_cell
+export vtpu work
+
+# Zoo models are generated once into the zoo's cache (VTPU_MODEL_DIR, else a versioned temp
+# folder): materialize each serially first, so the parallel compiles do not all generate it.
+t0=$(date +%s)
+for m in $(awk '{print $1}' "$cells" | uniq); do
+  "$vtpu" compile "$m" -c tpu-v4-core --dtype bf16 -o "$work/warm.vtpu" > /dev/null 2>&1 || true
+done
+xargs -P "$jobs" -L 1 bash -c 'compile_cell "$@"' _ < "$cells" | sort > "$work/now.txt"
+dt=$(( $(date +%s) - t0 ))
+n=$(wc -l < "$work/now.txt")
+
+if [ $bless -eq 1 ]; then
+  mkdir -p "$(dirname "$list")"
+  {
+    echo "# Program hashes of every zoo model x preset x dtype: scripts/check-programs.sh compares,"
+    echo "# scripts/check-programs.sh --bless rewrites. A commit that changes this file says why."
+    echo "# model preset dtype sha256-of-program | refused rc=EXIT msg=sha256-of-message"
+    cat "$work/now.txt"
+  } > "$list"
+  echo "check-programs: blessed $n cells into $list (${dt}s)"
+  exit 0
+fi
+
+[ -f "$list" ] || { echo "check-programs: $list missing; run with --bless once" >&2; exit 1; }
+grep -v '^#' "$list" | sort > "$work/want.txt"
+if [ -n "$only" ]; then
+  : > "$work/want.sel"
+  while read -r m p d rest; do
+    [[ "$m $p $d" =~ $only ]] && echo "$m $p $d $rest" >> "$work/want.sel"
+  done < "$work/want.txt"
+  mv "$work/want.sel" "$work/want.txt"
+fi
+if diff -u "$work/want.txt" "$work/now.txt" > "$work/diff.txt"; then
+  echo "check-programs: all $n programs identical to $(basename "$list") (${dt}s)"
+  exit 0
+fi
+echo "check-programs: programs differ from $list (- committed, + this build):"
+grep '^[-+][^-+]' "$work/diff.txt"
+echo "If the change is deliberate, run scripts/check-programs.sh --bless and say why in the commit."
+exit 1

@@ -1,0 +1,152 @@
+// The command line itself: every documented exit code, choices and ranges checked before
+// anything runs, input shapes checked exactly, one rule for a zoo model's defaults (shown
+// in --help), and the progress line on terminals only.
+#include <gtest/gtest.h>
+
+#include <regex>
+
+#include "cli_util.h"
+#include "vtpu/models/onnx_builder.h"
+#include "vtpu/runtime/npy.h"
+
+namespace {
+
+fs::path matmul_model(const fs::path& dir) {
+  vtpu::testing::OnnxBuilder m;
+  m.input("x", {4, 16});
+  m.init("w", {16, 8}, 0.5f);
+  m.node("MatMul", "mm", {"x", "w"}, {"y"});
+  m.output("y", {4, 8});
+  return m.save_to(dir / "mm.onnx");
+}
+
+// README and docs/runtime.md: 0 success, 1 bad input, 2 bad command line, 3 internal error.
+TEST(CliArgs, EveryDocumentedExitCode) {
+  EXPECT_EQ(vtpu("config list").code, 0);
+  CliResult bad_input = vtpu("disasm /nonexistent/prog.vtpu");
+  EXPECT_EQ(bad_input.code, 1);
+  EXPECT_NE(bad_input.err.find("/nonexistent/prog.vtpu"), std::string::npos) << bad_input.err;
+  CliResult usage = vtpu("run mlp0 --no-such-option");
+  EXPECT_EQ(usage.code, 2);
+  EXPECT_NE(usage.err.find("--no-such-option"), std::string::npos) << usage.err;
+  CliResult internal = vtpu("config list", "VTPU_TEST_INTERNAL_ERROR=1 ");
+  EXPECT_EQ(internal.code, 3);
+  EXPECT_NE(internal.err.find("internal error"), std::string::npos) << internal.err;
+  EXPECT_NE(internal.err.find("This is a bug in vtpu"), std::string::npos) << internal.err;
+}
+
+// Bad choices and out-of-range numbers are bad command lines: exit 2, naming the option and
+// what it takes, before any model is compiled.
+TEST(CliArgs, BadChoicesAndRangesExitTwo) {
+  fs::path dir = scratch("choices");
+  std::string model = matmul_model(dir).string();
+  struct Case {
+    std::string args, option;
+  };
+  for (const Case& c : std::vector<Case>{{"run " + model + " --dtype fp64", "--dtype"},
+                                         {"compile " + model + " --dtype int4", "--dtype"},
+                                         {"compile " + model + " --emit-mlir llvm", "--emit-mlir"},
+                                         {"run " + model + " --image-norm zscore", "--image-norm"},
+                                         {"compile " + model + " --image-norm zscore", "--image-norm"},
+                                         {"run " + model + " --batch 0", "--batch"},
+                                         {"run " + model + " --batch -3", "--batch"},
+                                         {"compile " + model + " --batch 0", "--batch"},
+                                         {"compare " + model + " --batch -1", "--batch"},
+                                         {"compare " + model + " --dtypes int8,int4", "--dtypes"},
+                                         {"compare " + model + " --accuracy-images -5", "--accuracy-images"},
+                                         {"sim prog.vtpu --max-cycles 0", "--max-cycles"}}) {
+    CliResult r = vtpu(c.args);
+    EXPECT_EQ(r.code, 2) << c.args << "\n" << r.err << r.out;
+    EXPECT_NE(r.err.find(c.option), std::string::npos) << c.args << "\n" << r.err;
+    EXPECT_EQ(r.out.find("latency"), std::string::npos) << c.args << ": ran anyway\n" << r.out;
+  }
+  fs::remove_all(dir.parent_path());
+}
+
+// A transposed array has the right element count but the wrong shape: an error naming the
+// input, both shapes and the fix. So is an array of the wrong type.
+TEST(CliArgs, InputShapeAndTypeAreCheckedNotJustTheSize) {
+  fs::path dir = scratch("shapes");
+  std::string model = matmul_model(dir).string();
+  fs::path transposed = dir / "x_t.npy", ints = dir / "x_i8.npy";
+  vtpu::runtime::write_npy(transposed, {"<f4", {16, 4}, std::vector<uint8_t>(16 * 4 * 4)});
+  vtpu::runtime::write_npy(ints, {"|i1", {4, 16}, std::vector<uint8_t>(16 * 4)});
+  CliResult r = vtpu("run " + model + " -c tiny-8x8 --input x=" + transposed.string());
+  EXPECT_EQ(r.code, 1);
+  EXPECT_NE(r.err.find("input 'x' needs shape [4, 16] (64 elements) but the file holds [16, 4]"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("transpose or reshape"), std::string::npos) << r.err;
+  r = vtpu("run " + model + " -c tiny-8x8 --input x=" + ints.string());
+  EXPECT_EQ(r.code, 1);
+  EXPECT_NE(r.err.find("input 'x' must be floating point"), std::string::npos) << r.err;
+  // The same check for programs: `vtpu sim` takes inputs in the program's layout.
+  fs::path prog = dir / "mm.vtpu";
+  ASSERT_EQ(vtpu("compile " + model + " -c tiny-8x8 --dtype bf16 -o " + prog.string()).code, 0);
+  r = vtpu("sim " + prog.string() + " --input x=" + transposed.string());
+  EXPECT_EQ(r.code, 1);
+  EXPECT_NE(r.err.find("input 'x' needs shape [4, 16]"), std::string::npos) << r.err;
+  fs::remove_all(dir.parent_path());
+}
+
+// `vtpu models` says what a zoo model defaults to; run and compile both follow it, and their
+// --help says so instead of showing one preset as if it applied to every model.
+TEST(CliArgs, ZooModelsBringTheirOwnDefaultsInRunAndCompile) {
+  CliResult models = vtpu("models");
+  std::smatch m;
+  ASSERT_TRUE(std::regex_search(models.out, m, std::regex("\nmlp0 +(\\S+) +(\\S+) "))) << models.out;
+  std::string config = m[1], dtype = m[2];
+  ASSERT_NE(config, "tpu-v4-core");  // otherwise this test could not tell the rules apart
+  for (const char* cmd : {"run", "compile", "compare"}) {
+    CliResult help = vtpu(std::string(cmd) + " --help");
+    EXPECT_EQ(help.code, 0);
+    EXPECT_NE(help.out.find("default: a zoo model's own"), std::string::npos) << help.out;
+    EXPECT_EQ(help.out.find("[tpu-v4-core]"), std::string::npos) << help.out;
+    EXPECT_EQ(help.out.find("[bf16]"), std::string::npos) << help.out;
+  }
+  fs::path dir = scratch("defaults");
+  CliResult c = vtpu("compile mlp0 -o " + (dir / "mlp0.vtpu").string());
+  ASSERT_EQ(c.code, 0) << c.err;
+  EXPECT_NE(c.err.find("config " + config + ", " + dtype + ")"), std::string::npos) << c.err;
+  CliResult r = vtpu("run mlp0 -q --report " + (dir / "r.json").string());
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(read_file(dir / "r.json").find("\"name\": \"" + config + "\""), std::string::npos);
+  fs::remove_all(dir.parent_path());
+}
+
+// On a terminal (a pseudo-terminal from util-linux's `script`), `vtpu run` shows its phases,
+// the simulation's progress in bundles of the program's total, and an ETA; piped or with
+// -q it prints none of it.
+TEST(CliArgs, ProgressShowsPhasesTotalAndEtaOnATerminalOnly) {
+  if (std::system("command -v script >/dev/null 2>&1") != 0) GTEST_SKIP() << "util-linux's script is not installed";
+  fs::path dir = scratch("progress");
+  CliResult c = vtpu("compile mlp0 -o " + (dir / "mlp0.vtpu").string());
+  std::smatch m;
+  ASSERT_TRUE(std::regex_search(c.err, m, std::regex("\\((\\d+) bundles"))) << c.err;
+  std::string bundles = m[1];
+  auto on_terminal = [&](const std::string& args) {
+    std::string cmd = "timeout 300 script -qfec \"" + std::string(VTPU_BIN) + " " + args + "\" /dev/null </dev/null";
+    CliResult r{};
+    FILE* p = ::popen(cmd.c_str(), "r");
+    std::array<char, 4096> buf;
+    for (size_t n; (n = fread(buf.data(), 1, buf.size(), p)) > 0;) r.out.append(buf.data(), n);
+    r.code = WEXITSTATUS(::pclose(p));
+    return r;
+  };
+  CliResult tty = on_terminal("run mlp0");
+  ASSERT_EQ(tty.code, 0) << tty.out;
+  EXPECT_NE(tty.out.find("compiling: "), std::string::npos) << tty.out;
+  EXPECT_NE(tty.out.find("simulating: bundle "), std::string::npos) << tty.out;
+  EXPECT_NE(tty.out.find(" of " + bundles + " ("), std::string::npos) << tty.out;
+  EXPECT_NE(tty.out.find(", ETA "), std::string::npos) << tty.out;
+  EXPECT_NE(tty.out.find("latency"), std::string::npos) << tty.out;
+  CliResult quiet = on_terminal("run mlp0 -q");
+  ASSERT_EQ(quiet.code, 0) << quiet.out;
+  EXPECT_EQ(quiet.out.find("compiling"), std::string::npos) << quiet.out;
+  EXPECT_EQ(quiet.out.find("simulat"), std::string::npos) << quiet.out;
+  CliResult piped = vtpu("run mlp0");
+  ASSERT_EQ(piped.code, 0) << piped.err;
+  EXPECT_EQ(piped.err.find("compiling"), std::string::npos) << piped.err;
+  EXPECT_EQ(piped.err.find("simulat"), std::string::npos) << piped.err;
+  fs::remove_all(dir.parent_path());
+}
+
+}  // namespace

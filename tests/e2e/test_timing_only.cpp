@@ -1,0 +1,59 @@
+// The timing-only simulation (sim::SimOptions::timing_only, what sweeps run) gives exactly
+// the cycles and statistics of a full simulation, on every model of the zoo: the JSON report
+// (cycles, per-unit busy and stall cycles, every counter per layer, energy) is byte-identical;
+// only the outputs, which timing-only does not compute, are left out.
+#include <gtest/gtest.h>
+
+#include "vtpu/compiler/compiler.h"
+#include "vtpu/models/zoo.h"
+#include "vtpu/sim/report.h"
+#include "vtpu/sim/simulator.h"
+#include "vtpu/support/child_process.h"
+
+namespace {
+
+using namespace vtpu;
+
+class TimingOnly : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(TimingOnly, GivesTheCyclesAndStatsOfAFullSimulation) {
+  const models::ZooEntry* e = models::find(GetParam());
+  ASSERT_TRUE(e);
+  config::Config cfg = config::load_preset(e->default_config);
+  compiler::CompileOptions o;
+  o.precision = e->default_dtype == "int8" ? compiler::Precision::Int8 : compiler::Precision::Bf16;
+  isa::Program prog = compiler::compile_onnx(models::materialize(e->name, models::default_dir()), cfg, o).program;
+  std::map<std::string, std::vector<uint8_t>> inputs;
+  sim::fill_missing_inputs(prog, 1, inputs);
+  auto report = [&](bool timing_only) {
+    return run_in_child(
+        [&] {
+          sim::SimOptions so;
+          so.timing_only = timing_only;
+          sim::RunResult r = sim::simulate(cfg, prog, inputs, so);
+          if (timing_only != r.outputs.empty()) return std::string("ERR outputs ") + (timing_only ? "computed" : "missing");
+          r.outputs.clear();
+          return sim::report_json(r, cfg, {"test", e->name, 1, {}});
+        },
+        [](const std::exception& ex) { return std::string("ERR ") + ex.what(); }, "ERR child crashed");
+  };
+  std::string full = report(false), timing = report(true);
+  ASSERT_EQ(full.rfind("ERR", 0), std::string::npos) << full;
+  ASSERT_EQ(timing.rfind("ERR", 0), std::string::npos) << timing;
+  EXPECT_NE(full.find("\"cycles\""), std::string::npos);
+  EXPECT_EQ(timing, full);
+}
+
+INSTANTIATE_TEST_SUITE_P(EveryZooModel, TimingOnly, ::testing::ValuesIn([] {
+                           std::vector<std::string> names;
+                           for (const auto& e : models::zoo()) names.push_back(e.name);
+                           return names;
+                         }()),
+                         [](const auto& info) {
+                           std::string n = info.param;
+                           for (char& c : n)
+                             if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
+                           return n;
+                         });
+
+}  // namespace
