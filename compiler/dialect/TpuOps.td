@@ -16,10 +16,17 @@ class Tpu_Op<string mnemonic, list<Trait> traits = []> : Op<Tpu_Dialect, mnemoni
 // Rows x features matrices: a 2-D activation, or an NHWC image seen as pixels x channels.
 def Tpu_MatmulOp : Tpu_Op<"matmul", [Pure]> {
   let summary = "y = clamp(x * w + bias) on the MXUs; x [M, K], w [K, N] and bias [N] constant";
+  let description = [{
+    x is seen as rows of K features (any rank, the last dimension K); the output has x's rows
+    of N features and may carry another shape of them (a 3-D activation's matmul writes the
+    3-D result directly). An i32 output (an integer model output) leaves the accumulators
+    as int32.
+  }];
   let arguments = (ins AnyRankedTensor:$input, AnyRankedTensor:$weight, AnyRankedTensor:$bias,
                    F64Attr:$clamp_min, F64Attr:$clamp_max, StrAttr:$layer);
   let results = (outs AnyRankedTensor:$output);
   let assemblyFormat = "operands attr-dict `:` functional-type(operands, results)";
+  let hasVerifier = 1;
 }
 
 def Tpu_BatchMatmulOp : Tpu_Op<"batch_matmul", [Pure]> {
@@ -113,6 +120,7 @@ def Tpu_PoolOp : Tpu_Op<"pool", [Pure]> {
                    UnitAttr:$count_include_pad, OptionalAttr<DenseI64ArrayAttr>:$dilation);
   let results = (outs AnyRankedTensor:$output);
   let assemblyFormat = "operands attr-dict `:` functional-type(operands, results)";
+  let hasVerifier = 1;
 }
 
 def Tpu_PoolArgmaxOp : Tpu_Op<"pool_argmax", [Pure]> {
@@ -180,6 +188,7 @@ def Tpu_ConcatOp : Tpu_Op<"concat", [Pure]> {
   let arguments = (ins Variadic<AnyRankedTensor>:$inputs, I64Attr:$axis, StrAttr:$layer);
   let results = (outs AnyRankedTensor:$output);
   let assemblyFormat = "operands attr-dict `:` functional-type(operands, results)";
+  let hasVerifier = 1;
 }
 
 def Tpu_SliceOp : Tpu_Op<"slice", [Pure]> {
@@ -187,6 +196,7 @@ def Tpu_SliceOp : Tpu_Op<"slice", [Pure]> {
   let arguments = (ins AnyRankedTensor:$input, DenseI64ArrayAttr:$start, StrAttr:$layer);
   let results = (outs AnyRankedTensor:$output);
   let assemblyFormat = "operands attr-dict `:` functional-type(operands, results)";
+  let hasVerifier = 1;
 }
 
 def Tpu_SoftmaxOp : Tpu_Op<"softmax", [Pure]> {
@@ -206,6 +216,7 @@ def Tpu_ReshapeOp : Tpu_Op<"reshape", [Pure]> {
   let arguments = (ins AnyRankedTensor:$input, StrAttr:$layer);
   let results = (outs AnyRankedTensor:$output);
   let assemblyFormat = "operands attr-dict `:` functional-type(operands, results)";
+  let hasVerifier = 1;
 }
 
 def Tpu_ClampOp : Tpu_Op<"clamp", [Pure]> {
@@ -220,6 +231,7 @@ def Tpu_AffineOp : Tpu_Op<"affine", [Pure]> {
   let arguments = (ins AnyRankedTensor:$input, AnyRankedTensor:$scale, AnyRankedTensor:$bias, StrAttr:$layer);
   let results = (outs AnyRankedTensor:$output);
   let assemblyFormat = "operands attr-dict `:` functional-type(operands, results)";
+  let hasVerifier = 1;
 }
 
 def Tpu_UnaryOp : Tpu_Op<"unary", [Pure]> {
@@ -241,6 +253,7 @@ def Tpu_CastOp : Tpu_Op<"cast", [Pure]> {
   let arguments = (ins AnyRankedTensor:$input, StrAttr:$layer);
   let results = (outs AnyRankedTensor:$output);
   let assemblyFormat = "operands attr-dict `:` functional-type(operands, results)";
+  let hasVerifier = 1;
 }
 
 def Tpu_EmbeddingOp : Tpu_Op<"embedding", [Pure]> {
@@ -254,4 +267,5 @@ def Tpu_EmbeddingOp : Tpu_Op<"embedding", [Pure]> {
   let arguments = (ins AnyRankedTensor:$ids, AnyRankedTensor:$table, StrAttr:$layer);
   let results = (outs AnyRankedTensor:$output);
   let assemblyFormat = "operands attr-dict `:` functional-type(operands, results)";
+  let hasVerifier = 1;
 }

@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <unistd.h>
 #include <fmt/format.h>
 #include <yaml-cpp/yaml.h>
 
@@ -71,7 +72,8 @@ std::filesystem::path tiny_transformer() {
   m.node("Add", "residual2", {linear("ffn2", "gelu", F, D), h}, {"res2"});
   norm("norm2", "res2");
   m.output("norm2.out", {1, S, D});
-  return m.save("vtpu_fingerprint_transformer.onnx");
+  // One file per test process: ctest -j runs this suite's cases as parallel processes.
+  return m.save(fmt::format("vtpu_fingerprint_transformer_{}.onnx", ::getpid()));
 }
 
 struct Case {

@@ -1,22 +1,11 @@
-// The tpu dialect's generated code and registration.
-#include "tpu_dialect.h"
+// The tpu ops' verifiers (hasVerifier in TpuOps.td): what an op's operands, results and
+// attributes must satisfy for code generation and the reference interpreter to take it
+// without further checks. A failure names the op and the rule (lit: compiler/tests/lit/verify_*.mlir).
+#include <algorithm>
 
-#include "mlir/IR/Builders.h"
-#include "mlir/IR/OpImplementation.h"
-
-#include "vtpu/compiler/Tpu.dialect-defs.inc"
-
-#define GET_OP_CLASSES
-#include "vtpu/compiler/Tpu.op-defs.inc"
+#include "dialect/tpu_dialect.h"
 
 namespace vtpu::tpu {
-
-void TpuDialect::initialize() {
-  addOperations<
-#define GET_OP_LIST
-#include "vtpu/compiler/Tpu.op-defs.inc"
-      >();
-}
 
 // fn names a vec.<fn> instruction, so codegen can emit it without another check.
 mlir::LogicalResult UnaryOp::verify() {
@@ -107,6 +96,101 @@ mlir::LogicalResult BatchMatmulOp::verify() {
   if (a[0] != b[0] || a[2] != b[1] || y[0] != a[0] || y[1] != a[1] || y[2] != b[2])
     return emitOpError("shapes [") << a[0] << ", " << a[1] << ", " << a[2] << "] x [" << b[0] << ", " << b[1] << ", " << b[2]
                                    << "] do not make the result";
+  return mlir::success();
+}
+
+
+namespace {
+int64_t numel(llvm::ArrayRef<int64_t> s) {
+  int64_t n = 1;
+  for (int64_t d : s) n *= d;
+  return n;
+}
+llvm::ArrayRef<int64_t> dims(mlir::Value v) { return mlir::cast<mlir::RankedTensorType>(v.getType()).getShape(); }
+}  // namespace
+
+mlir::LogicalResult MatmulOp::verify() {
+  auto x = dims(getInput()), w = dims(getWeight()), y = dims(getOutput());
+  if (w.size() != 2) return emitOpError("weight must be 2-D [K, N]");
+  if (x.empty() || y.empty() || x.back() != w[0] || y.back() != w[1])
+    return emitOpError("input rows of ") << (x.empty() ? 0 : x.back()) << " features and output rows of "
+                                         << (y.empty() ? 0 : y.back()) << " do not match the weight [" << w[0] << ", " << w[1] << "]";
+  if (numel(x) / w[0] != numel(y) / std::max<int64_t>(1, w[1])) return emitOpError("output rows differ from the input's");
+  if (numel(dims(getBias())) != w[1]) return emitOpError("bias needs ") << w[1] << " values";
+  return mlir::success();
+}
+
+mlir::LogicalResult PoolOp::verify() {
+  auto x = dims(getInput()), y = dims(getOutput());
+  if (getKind() != "max" && getKind() != "avg") return emitOpError("kind '") << getKind() << "' is not max or avg";
+  if (x.size() != 4 || y.size() != 4) return emitOpError("input and output must be 4-D NHWC");
+  if (getKernel().size() != 2 || getStride().size() != 2 || getPad().size() != 4 || (getDilation() && getDilation()->size() != 2))
+    return emitOpError("kernel, stride and dilation need 2 values, pad 4 (top, bottom, left, right)");
+  for (int d = 0; d < 2; ++d) {
+    int64_t dil = getDilation() ? (*getDilation())[size_t(d)] : 1, s = getStride()[size_t(d)];
+    if (dil < 1 || s < 1) return emitOpError("stride and dilation must be positive");
+    int64_t span = dil * (getKernel()[size_t(d)] - 1) + 1;
+    int64_t want = (x[size_t(1 + d)] + getPad()[size_t(2 * d)] + getPad()[size_t(2 * d + 1)] - span) / s + 1;
+    if (y[size_t(1 + d)] != want) return emitOpError("output ") << (d ? "width " : "height ") << y[size_t(1 + d)] << " should be " << want;
+  }
+  if (y[0] != x[0] || y[3] != x[3]) return emitOpError("output batch and channels must match the input's");
+  return mlir::success();
+}
+
+mlir::LogicalResult ConcatOp::verify() {
+  auto y = dims(getOutput());
+  int64_t axis = getAxis(), r = int64_t(y.size()), sum = 0;
+  if (axis < 0 || axis >= r) return emitOpError("axis ") << axis << " is out of range for rank " << r;
+  if (getInputs().empty()) return emitOpError("needs at least one input");
+  for (mlir::Value v : getInputs()) {
+    auto x = dims(v);
+    if (int64_t(x.size()) != r) return emitOpError("inputs must have the output's rank");
+    for (int64_t d = 0; d < r; ++d)
+      if (d != axis && x[size_t(d)] != y[size_t(d)]) return emitOpError("inputs must match the output but along axis ") << axis;
+    sum += x[size_t(axis)];
+  }
+  if (sum != y[size_t(axis)]) return emitOpError("inputs add up to ") << sum << " along axis " << axis << ", the output has " << y[size_t(axis)];
+  return mlir::success();
+}
+
+mlir::LogicalResult SliceOp::verify() {
+  auto x = dims(getInput()), y = dims(getOutput());
+  auto start = getStart();
+  if (x.size() != y.size() || start.size() != x.size()) return emitOpError("start, input and output must have one rank");
+  for (size_t d = 0; d < x.size(); ++d)
+    if (start[d] < 0 || start[d] + y[d] > x[d])
+      return emitOpError("window [") << start[d] << ", " << start[d] + y[d] << ") of dimension " << d << " is outside [0, " << x[d] << ")";
+  return mlir::success();
+}
+
+mlir::LogicalResult ReshapeOp::verify() {
+  if (numel(dims(getInput())) != numel(dims(getOutput()))) return emitOpError("changes the number of elements");
+  return mlir::success();
+}
+
+mlir::LogicalResult AffineOp::verify() {
+  auto x = dims(getInput());
+  if (x.empty() || dims(getOutput()) != x) return emitOpError("output must have the input's shape");
+  if (numel(dims(getScale())) != x.back() || numel(dims(getBias())) != x.back())
+    return emitOpError("scale and bias need one value per channel (") << x.back() << ")";
+  return mlir::success();
+}
+
+mlir::LogicalResult CastOp::verify() {
+  auto in = mlir::cast<mlir::RankedTensorType>(getInput().getType()), out = mlir::cast<mlir::RankedTensorType>(getOutput().getType());
+  if (in.getShape() != out.getShape()) return emitOpError("input and output must have one shape");
+  if (in.getElementType().isInteger(32) == out.getElementType().isInteger(32))
+    return emitOpError("casts between i32 and the activation type, one way or the other");
+  return mlir::success();
+}
+
+mlir::LogicalResult EmbeddingOp::verify() {
+  auto ids = mlir::cast<mlir::RankedTensorType>(getIds().getType());
+  auto table = dims(getTable()), y = dims(getOutput());
+  if (!ids.getElementType().isInteger(32)) return emitOpError("ids must be i32");
+  if (table.size() != 2 || y.size() != 2 || y[0] != ids.getNumElements() || y[1] != table[1])
+    return emitOpError("the output must be [ids, D] = [") << ids.getNumElements() << ", " << (table.size() == 2 ? table[1] : 0)
+                                                          << "] for a [V, D] table";
   return mlir::success();
 }
 

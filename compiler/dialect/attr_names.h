@@ -1,0 +1,23 @@
+#pragma once
+// The names of the attributes the importer puts on func @main (compiler/import/driver.cpp), read
+// by calibration, the reference run, model_inputs and code generation. Named once here; they are
+// discardable attributes of the func dialect's ops, so they carry a `vtpu.` prefix of their own
+// rather than the tpu dialect's.
+#include "llvm/ADT/StringRef.h"
+
+namespace vtpu::tpu {
+
+// On @main's arguments and results: the ONNX tensor's name (a StringAttr).
+inline constexpr llvm::StringLiteral kNameAttr = "vtpu.name";
+// On @main's arguments and results: a 4-D image stored NHWC (a UnitAttr); the runtime
+// transposes NCHW data.
+inline constexpr llvm::StringLiteral kNhwcAttr = "vtpu.nhwc";
+// On an integer input (an i32 argument): the range of integers INT8 calibration draws its
+// samples from (IntegerAttrs; token ids: the rows of the table they index).
+inline constexpr llvm::StringLiteral kIntLoAttr = "vtpu.int_lo";
+inline constexpr llvm::StringLiteral kIntHiAttr = "vtpu.int_hi";
+// On @main: the empty (0-element) inputs and outputs, which have no arguments or results, as
+// [role, name, dims, integer] arrays.
+inline constexpr llvm::StringLiteral kEmptyTensorsAttr = "vtpu.empty_tensors";
+
+}  // namespace vtpu::tpu

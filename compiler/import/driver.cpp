@@ -1,0 +1,231 @@
+// The graph: the model file, @main's arguments (graph inputs that are not initializers), its
+// nodes in order, its results (graph outputs), and the attributes the rest of the compiler
+// reads from @main (docs/compiler.md, "Integer inputs and outputs", empty tensors).
+#include <fmt/format.h>
+
+#include <fstream>
+
+#include "import/import_onnx.h"
+#include "import/importer.h"
+#include "validate.h"
+#include "mlir/IR/Verifier.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
+
+namespace vtpu::compiler {
+
+mlir::OwningOpRef<mlir::ModuleOp> import_onnx(mlir::MLIRContext& ctx, const std::filesystem::path& model,
+                                              const CompileOptions& options) {
+  return onnx_import::Importer(ctx, model, options).run();
+}
+
+}  // namespace vtpu::compiler
+
+namespace vtpu::compiler::onnx_import {
+
+mlir::OwningOpRef<mlir::ModuleOp> Importer::run() {
+  load();
+  validate_onnx(model_, path_, opt_.batch);  // compiler/validate: nothing below sees a model onnxruntime would refuse
+  auto module = mlir::ModuleOp::create(b_.getUnknownLoc());
+  for (const auto& init : model_.graph().initializer()) {
+    constants_[init.name()] = read_tensor(init);
+    if (is_integer_type(init.data_type())) int_consts_.insert(init.name());
+  }
+  mlir::func::FuncOp fn = declare_inputs(module);
+  for (const auto& node : model_.graph().node()) import_node(node);
+  GraphOutputs outs = collect_outputs();
+  b_.create<mlir::func::ReturnOp>(b_.getUnknownLoc(), outs.values);
+  remove_unused(&fn.getBody().front());
+  fn.setType(b_.getFunctionType(fn.getArgumentTypes(), outs.types));
+  annotate(fn, outs);
+  if (mlir::failed(mlir::verify(module)))
+    throw InternalError("the importer built invalid TOSA for " + path_.string());
+  return module;
+}
+
+// @main with one argument per graph input that is not an initializer (images NHWC, integer
+// inputs i32), the builder at its entry block.
+mlir::func::FuncOp Importer::declare_inputs(mlir::ModuleOp module) {
+  const onnx::GraphProto& g = model_.graph();
+  std::vector<mlir::Type> in_types;
+  std::vector<std::string> in_names;
+  std::vector<std::vector<int64_t>> in_shapes;
+  for (const auto& in : g.input()) {
+    if (constants_.count(in.name())) continue;
+    auto shape = input_shape(in);
+    if (Tensor{Value(), shape}.empty()) {  // no data: a program tensor of 0 bytes, no argument
+      values_[in.name()] = {Value(), shape, false};
+      empty_io_.push_back({"input", in.name(), shape, is_integer_type(in.type().tensor_type().elem_type())});
+      continue;
+    }
+    in_names.push_back(in.name());
+    in_shapes.push_back(shape);
+    // Integer inputs (token ids, quantized activations) enter as int32 program tensors.
+    bool integer = is_integer_type(in.type().tensor_type().elem_type());
+    if (integer) in_elem_[in.name()] = in.type().tensor_type().elem_type();
+    auto stored = shape.size() == 4 ? to_nhwc(shape) : shape;
+    in_types.push_back(integer ? mlir::RankedTensorType::get(stored, b_.getI32Type()) : tensor_type(stored));
+  }
+  if (in_names.empty() && empty_io_.empty()) fail("the model has no inputs", g.name());
+
+  b_.setInsertionPointToEnd(module.getBody());
+  auto fn = b_.create<mlir::func::FuncOp>(b_.getUnknownLoc(), "main", b_.getFunctionType(in_types, {}));
+  mlir::Block* entry = fn.addEntryBlock();
+  b_.setInsertionPointToStart(entry);
+  for (size_t i = 0; i < in_names.size(); ++i) {
+    Tensor t{entry->getArgument(unsigned(i)), in_shapes[i], in_shapes[i].size() == 4};
+    if (mlir::cast<mlir::RankedTensorType>(t.value.getType()).getElementType().isInteger(32)) {
+      int_args_[in_names[i]] = t;  // converted to the activation domain on first use (input())
+      fn_ = fn;
+      arg_index_[in_names[i]] = unsigned(i);
+      // The range INT8 calibration draws samples from: the element type's (ids: the
+      // table's rows, set by the Gather that reads them).
+      int et = in_elem_[in_names[i]];
+      int64_t lo = et == onnx::TensorProto::INT8 ? -128 : et == onnx::TensorProto::INT16 ? -32768 : 0;
+      int64_t hi = et == onnx::TensorProto::INT8 ? 127 : et == onnx::TensorProto::INT16 ? 32767
+                   : et == onnx::TensorProto::UINT16 ? 65535 : 255;
+      fn.setArgAttr(unsigned(i), tpu::kIntLoAttr, b_.getI64IntegerAttr(lo));
+      fn.setArgAttr(unsigned(i), tpu::kIntHiAttr, b_.getI64IntegerAttr(hi));
+    } else {
+      values_[in_names[i]] = t;
+    }
+    fn.setArgAttr(unsigned(i), tpu::kNameAttr, b_.getStringAttr(in_names[i]));
+    if (in_shapes[i].size() == 4) fn.setArgAttr(unsigned(i), tpu::kNhwcAttr, b_.getUnitAttr());
+  }
+  return fn;
+}
+
+// The graph outputs in order; empty ones are recorded in empty_io_ instead.
+Importer::GraphOutputs Importer::collect_outputs() {
+  GraphOutputs r;
+  for (const auto& out : model_.graph().output()) {
+    bool nhwc = false;
+    Value v = graph_output(out, nhwc);
+    if (!v) continue;
+    r.values.push_back(v);
+    r.types.push_back(v.getType());
+    r.names.push_back(out.name());
+    r.nhwc.push_back(nhwc);
+  }
+  return r;
+}
+
+// The value a graph output returns (none for an empty one), `nhwc` set for an image.
+Value Importer::graph_output(const onnx::ValueInfoProto& out, bool& nhwc) {
+  auto it = values_.find(out.name());
+  if (it == values_.end() && int_args_.count(out.name()))
+    fail(fmt::format("graph output '{}' is a graph input; the compiler needs at least one operator between them",
+                     out.name()),
+         out.name());
+  if (it == values_.end() && constants_.count(out.name())) {
+    // A constant output (a Shape of a static shape, a folded computation): its values
+    // are preloaded into the output's bytes; an integer one as int32.
+    const Constant& c = constants_.at(out.name());
+    int et = out.type().has_tensor_type() ? out.type().tensor_type().elem_type() : 0;
+    const std::vector<int64_t>& shape = c.shape;  // a scalar stays rank 0
+    mlir::Location l = mlir::NameLoc::get(b_.getStringAttr(out.name()));
+    Value v;
+    if (is_integer_type(et)) {
+      auto type = mlir::RankedTensorType::get(shape, b_.getI32Type());
+      std::vector<int32_t> d(c.data.begin(), c.data.end());
+      v = b_.create<mlir::tosa::ConstOp>(l, type, mlir::DenseElementsAttr::get(type, llvm::ArrayRef<int32_t>(d)));
+    } else {
+      v = constant(shape, c.data, l);
+    }
+    values_[out.name()] = {v, shape, false};
+    it = values_.find(out.name());
+  }
+  if (it == values_.end()) fail(fmt::format("graph output '{}' is never produced", out.name()), out.name());
+  if (it->second.empty()) {
+    int et = out.type().has_tensor_type() ? out.type().tensor_type().elem_type() : 0;
+    empty_io_.push_back({"output", out.name(), it->second.shape, is_integer_type(et)});
+    return Value();
+  }
+  // Images leave in the chip's NHWC layout, like they enter (the runtime transposes).
+  Value v = it->second.value;
+  int out_et = out.type().has_tensor_type() ? out.type().tensor_type().elem_type() : 0;
+  if (!is_float_type(out_et) && out_et != onnx::TensorProto::UNDEFINED) {
+    int et = out.type().tensor_type().elem_type();
+    if (!is_integer_type(et))
+      fail(fmt::format("graph output '{}' has element type {}; outputs must be float32, float16, bfloat16, double or "
+                       "an integer type (int64, int32, int16, uint16, int8, uint8)",
+                       out.name(), onnx::TensorProto::DataType_Name(onnx::TensorProto::DataType(et))),
+           out.name());
+    // An integer output leaves as an int32 program tensor (a constant one already is).
+    auto vt = mlir::cast<mlir::RankedTensorType>(v.getType());
+    if (!vt.getElementType().isInteger(32))
+      v = b_.create<tpu::CastOp>(mlir::NameLoc::get(b_.getStringAttr(out.name())),
+                                 mlir::RankedTensorType::get(vt.getShape(), b_.getI32Type()), v,
+                                 b_.getStringAttr("output " + out.name()));
+  }
+  nhwc = it->second.nhwc;
+  return v;
+}
+
+// Values no output needs (a Sqrt a Div looked through, unused node outputs) go, so the
+// lowering's patterns see single users where the model has them.
+void Importer::remove_unused(mlir::Block* entry) {
+  for (bool erased = true; erased;) {
+    erased = false;
+    for (mlir::Operation& op : llvm::make_early_inc_range(llvm::reverse(entry->getOperations())))
+      if (!mlir::isa<mlir::func::ReturnOp>(op) && op.use_empty() && mlir::isMemoryEffectFree(&op)) op.erase(), erased = true;
+  }
+}
+
+// What the program needs to know about @main's interface: empty inputs and outputs
+// ([role, name, dims..., "int32" or "float"] each, declared by codegen) and each result's name
+// and layout.
+void Importer::annotate(mlir::func::FuncOp fn, const GraphOutputs& outs) {
+  std::vector<mlir::Attribute> empties;
+  for (const EmptyIo& e : empty_io_) {
+    std::vector<mlir::Attribute> fields{b_.getStringAttr(e.role), b_.getStringAttr(e.name), b_.getDenseI64ArrayAttr(e.shape),
+                                        b_.getBoolAttr(e.integer)};
+    empties.push_back(b_.getArrayAttr(fields));
+  }
+  if (!empties.empty()) fn->setAttr(tpu::kEmptyTensorsAttr, b_.getArrayAttr(empties));
+  for (size_t i = 0; i < outs.names.size(); ++i) {
+    fn.setResultAttr(unsigned(i), tpu::kNameAttr, b_.getStringAttr(outs.names[i]));
+    if (outs.nhwc[i]) fn.setResultAttr(unsigned(i), tpu::kNhwcAttr, b_.getUnitAttr());
+  }
+}
+
+void Importer::fail(const std::string& what, const std::string& node) const {
+  throw CompileError(fmt::format("{}: node '{}': {}", path_.string(), node, what));
+}
+
+void Importer::load() {
+  std::ifstream f(path_, std::ios::binary);
+  if (!f) throw UserError(fmt::format("{}: cannot open the model (does the file exist?)", path_.string()));
+  if (!model_.ParseFromIstream(&f))
+    throw UserError(fmt::format("{}: not a valid ONNX model (protobuf parse failed)", path_.string()));
+  for (const auto& o : model_.opset_import())
+    if (o.domain().empty() || o.domain() == "ai.onnx") opset_ = o.version();
+  // From opset 7 on, the supported operators mean the same as in 17 apart from what the
+  // importer checks per node (Clip's bounds as attributes before 11, Softmax's axis before 13,
+  // BatchNormalization's `spatial` before 9).
+  if (opset_ && (opset_ < 7 || opset_ > 17))
+    throw CompileError(fmt::format("{}: opset {} is not supported (7 to 17); convert the model with "
+                                   "onnx.version_converter",
+                                   path_.string(), opset_));
+}
+
+std::vector<int64_t> Importer::input_shape(const onnx::ValueInfoProto& in) {
+  if (!in.type().has_tensor_type())
+    fail("only tensor inputs are supported", in.name());
+  const auto& t = in.type().tensor_type();
+  if (!is_float_type(t.elem_type()) && !is_integer_type(t.elem_type()))
+    fail(fmt::format("input '{}' has element type {}, which is not supported: model inputs must be float32, float16, "
+                     "bfloat16, double or an integer type (int64, int32, int16, int8 and their unsigned forms; carried as int32)",
+                     in.name(), onnx::TensorProto::DataType_Name(onnx::TensorProto::DataType(t.elem_type()))),
+         in.name());
+  std::vector<int64_t> shape;
+  for (int i = 0; i < t.shape().dim_size(); ++i) {
+    const auto& d = t.shape().dim(i);
+    int64_t v = d.has_dim_value() ? d.dim_value() : -1;
+    if (i == 0 && (opt_.batch > 0 || v < 0)) v = opt_.batch > 0 ? opt_.batch : 1;
+    if (v < 0) fail(fmt::format("dimension {} of input '{}' is symbolic; the compiler needs static shapes", i, in.name()), in.name());
+    shape.push_back(v);
+  }
+  return shape;
+}
+
+}  // namespace vtpu::compiler::onnx_import

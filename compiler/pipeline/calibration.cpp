@@ -1,0 +1,151 @@
+// Post-training INT8 calibration (docs/compiler.md, "INT8"): the fp32 reference interpreter
+// runs on the calibration samples (given, or seeded random ones), and every activation gets
+// a symmetric per-tensor scale max|x| / 127, shared by the activations that must agree.
+#include <fmt/format.h>
+
+#include <cmath>
+#include <functional>
+#include <random>
+
+#include "dialect/tpu_dialect.h"
+#include "pipeline/pipeline.h"
+
+namespace vtpu::compiler {
+namespace {
+
+// How many seeded random batches to run: enough for `calibration_samples` rows, and no more
+// than the plain-loop interpreter does in a few billion MACs.
+int random_runs(mlir::func::FuncOp fn, const CompileOptions& options) {
+  // Each run is a whole batch: calibrate on at least calibration_samples rows of the batch.
+  int64_t batch = 1;
+  if (fn.getNumArguments()) batch = std::max<int64_t>(1, mlir::cast<mlir::RankedTensorType>(fn.getArgument(0).getType()).getShape()[0]);
+  int runs = int(std::max<int64_t>(1, (options.calibration_samples + batch - 1) / batch));
+  // The reference interpreter is plain loops: keep calibration to a few billion MACs.
+  double macs = 0;
+  fn.walk([&](mlir::Operation* op) {
+    auto numel = [](mlir::Value v) { return double(mlir::cast<mlir::RankedTensorType>(v.getType()).getNumElements()); };
+    if (auto m = mlir::dyn_cast<tpu::MatmulOp>(op))
+      macs += numel(m.getOutput()) * double(mlir::cast<mlir::RankedTensorType>(m.getWeight().getType()).getShape()[0]);
+    if (auto bm = mlir::dyn_cast<tpu::BatchMatmulOp>(op))
+      macs += numel(bm.getOutput()) * double(mlir::cast<mlir::RankedTensorType>(bm.getLhs().getType()).getShape()[2]);
+    if (auto c = mlir::dyn_cast<tpu::Conv2DOp>(op)) {
+      auto ws = mlir::cast<mlir::RankedTensorType>(c.getWeight().getType()).getShape();
+      macs += numel(c.getOutput()) * double(ws[0] * ws[1] * ws[2]);
+    }
+  });
+  return std::max(1, std::min(runs, int(8e9 / std::max(1.0, macs))));
+}
+
+// The samples: the given ones, or `random_runs` seeded batches uniform in [-1, 1] (integer
+// inputs: integers of their range; token ids: rows of the table they index).
+std::vector<std::vector<RefTensor>> samples(mlir::func::FuncOp fn, const CompileOptions& options) {
+  std::vector<std::vector<RefTensor>> r;
+  for (const auto& given : options.calibration)
+    r.push_back(named_inputs(fn, given, "calibration sample lacks input '{}'", "calibration input '{}' has {} values, the model needs {}"));
+  std::mt19937_64 rng(options.seed);
+  std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+  int runs = random_runs(fn, options);
+  for (int s = 0; options.calibration.empty() && s < runs; ++s) {
+    std::vector<RefTensor> in;
+    for (unsigned i = 0; i < fn.getNumArguments(); ++i) {
+      auto t = mlir::cast<mlir::RankedTensorType>(fn.getArgument(i).getType());
+      RefTensor x{{t.getShape().begin(), t.getShape().end()}, std::vector<float>(size_t(t.getNumElements()))};
+      if (auto lo = fn.getArgAttrOfType<mlir::IntegerAttr>(i, tpu::kIntLoAttr)) {
+        auto hi = fn.getArgAttrOfType<mlir::IntegerAttr>(i, tpu::kIntHiAttr);
+        std::uniform_int_distribution<int64_t> ui(lo.getInt(), hi ? hi.getInt() : lo.getInt());
+        for (auto& v : x.data) v = float(ui(rng));
+      } else {
+        for (auto& v : x.data) v = u(rng);
+      }
+      in.push_back(std::move(x));
+    }
+    r.push_back(std::move(in));
+  }
+  return r;
+}
+
+// Every activation's largest magnitude over the samples.
+std::map<const void*, float> max_abs(mlir::func::FuncOp fn, const std::vector<std::vector<RefTensor>>& runs) {
+  std::map<const void*, float> maxabs;
+  for (const auto& in : runs) {
+    std::map<const void*, RefTensor> all;
+    evaluate_reference(fn, in, &all);
+    for (const auto& [v, t] : all) {
+      float& m = maxabs[v];
+      for (float x : t.data) m = std::max(m, std::fabs(x));
+    }
+  }
+  return maxabs;
+}
+
+// The scales from the ranges.
+std::map<const void*, float> shared_scales(mlir::func::FuncOp fn, const std::map<const void*, float>& maxabs) {
+  // Activations that must share one scale, as classes of a union-find:
+  // - pools, reshapes, broadcasts, transposes, slices (...) pass int8 values through without
+  //   rescaling, so their output keeps the input's scale (an average pool's smaller range
+  //   would otherwise be misread);
+  // - matmuls of one weight constant (an unrolled LSTM's or GRU's recurrent matmuls, one per
+  //   time step) take inputs of one scale and give outputs of one scale, as a quantized
+  //   recurrent layer has one scale for its state: their requantization parameters are then
+  //   the same at every step instead of one set per step (4096 at most per program).
+  std::map<const void*, const void*> parent;
+  std::function<const void*(const void*)> find = [&](const void* v) -> const void* {
+    auto it = parent.find(v);
+    if (it == parent.end() || it->second == v) return v;
+    return it->second = find(it->second);
+  };
+  auto unite = [&](mlir::Value a, mlir::Value b) {
+    const void *ra = find(a.getAsOpaquePointer()), *rb = find(b.getAsOpaquePointer());
+    if (ra != rb) parent[rb] = ra;
+  };
+  std::map<const void*, tpu::MatmulOp> first_of_weight;
+  std::map<const void*, float> fixed;  // a quantized model's own scales
+  for (mlir::Operation& op : fn.getBody().front()) {
+    // A quantized model's own scale, where its integer range fits int8 (int8, or uint8
+    // with zero point 128): the program then holds exactly the model's integers.
+    if (auto fq = mlir::dyn_cast<tpu::FakeQuantOp>(op); fq && fq.getLo().convertToDouble() >= -128 &&
+                                                      fq.getHi().convertToDouble() <= 127)
+      fixed[fq.getOutput().getAsOpaquePointer()] = float(fq.getScale().convertToDouble());
+    // An int32 result (an integer model output) holds the integers themselves.
+    if (op.getNumResults() && mlir::cast<mlir::RankedTensorType>(op.getResult(0).getType()).getElementType().isInteger(32))
+      fixed[op.getResult(0).getAsOpaquePointer()] = 1.0f;
+    if (mlir::isa<tpu::PoolOp, tpu::ReshapeOp, tpu::BroadcastOp, tpu::TransposeOp, tpu::SliceOp, tpu::ResizeNearestOp, tpu::ZeroInsertOp>(op))
+      unite(op.getOperand(0), op.getResult(0));
+    if (auto mm = mlir::dyn_cast<tpu::MatmulOp>(op)) {
+      auto [it, first] = first_of_weight.emplace(mm.getWeight().getAsOpaquePointer(), mm);
+      if (!first) unite(it->second.getInput(), mm.getInput()), unite(it->second.getOutput(), mm.getOutput());
+    }
+  }
+  std::map<const void*, float> class_max, class_fixed;
+  for (const auto& [v, m] : maxabs) {
+    float& c = class_max[find(v)];
+    c = std::max(c, m);
+  }
+  for (const auto& [v, s] : fixed) class_fixed.emplace(find(v), s);
+  std::map<const void*, float> scales;
+  for (const auto& [v, m] : maxabs) {
+    const void* root = find(v);
+    auto f = class_fixed.find(root);
+    float cm = class_max[root];
+    scales[v] = f != class_fixed.end() ? f->second : cm > 0 ? cm / 127.0f : 1.0f;
+  }
+  return scales;
+}
+
+}  // namespace
+
+std::vector<const void*> value_order(mlir::func::FuncOp fn) {
+  std::vector<const void*> order;
+  for (mlir::Value a : fn.getArguments()) order.push_back(a.getAsOpaquePointer());
+  fn.walk([&](mlir::Operation* op) {
+    for (mlir::Value r : op->getResults()) order.push_back(r.getAsOpaquePointer());
+  });
+  return order;
+}
+
+std::map<const void*, float> calibrate(mlir::ModuleOp module, const CompileOptions& options) {
+  auto fn = module.lookupSymbol<mlir::func::FuncOp>("main");
+  return shared_scales(fn, max_abs(fn, samples(fn, options)));
+}
+
+}  // namespace vtpu::compiler

@@ -1,0 +1,139 @@
+// The one pipeline (pipeline/pipeline.h) and the public entry points that run it:
+// compile_onnx, model_inputs and reference_outputs (vtpu/compiler/compiler.h).
+#include "pipeline/pipeline.h"
+
+#include <fmt/format.h>
+
+#include <cmath>
+
+#include "import.h"
+#include "target_limits.h"
+#include "llvm/Support/raw_ostream.h"
+#include "mlir/Dialect/Tosa/IR/TosaOps.h"
+#include "transforms/passes.h"
+
+namespace vtpu::compiler {
+
+void load_dialects(mlir::MLIRContext& ctx) {
+  ctx.loadDialect<mlir::func::FuncDialect, mlir::tosa::TosaDialect, tpu::TpuDialect>();
+}
+
+void build_tosa_to_tpu_pipeline(mlir::OpPassManager& pm) {
+  pm.addNestedPass<mlir::func::FuncOp>(tpu::createCancelTransposesPass());
+  pm.addNestedPass<mlir::func::FuncOp>(tpu::createFoldBatchNormPass());
+  pm.addNestedPass<mlir::func::FuncOp>(tpu::createLowerTosaToTpuPass());
+}
+
+Frontend::Frontend(const std::filesystem::path& model, const CompileOptions& options) : model_(model), options_(options) {
+  ctx_.disableMultithreading();  // passes report errors as C++ exceptions
+  load_dialects(ctx_);
+  handler_ = std::make_unique<mlir::ScopedDiagnosticHandler>(&ctx_, [this](mlir::Diagnostic& d) {
+    diagnostics_ += d.str() + "\n";
+    return mlir::success();
+  });
+}
+
+mlir::ModuleOp Frontend::import() {
+  module_ = import_onnx(ctx_, model_, options_);
+  return *module_;
+}
+
+void Frontend::lower() {
+  mlir::PassManager pm(&ctx_);
+  build_tosa_to_tpu_pipeline(pm);
+  if (mlir::failed(pm.run(*module_))) {
+    // Diagnostics read "loc: error: node 'x': ..."; keep the message part.
+    std::string msg = diagnostics_;
+    while (!msg.empty() && msg.back() == '\n') msg.pop_back();
+    throw CompileError(fmt::format("{}: {}", model_.string(), msg));
+  }
+}
+
+std::string print_ir(mlir::ModuleOp m) {
+  std::string s;
+  llvm::raw_string_ostream os(s);
+  m.print(os, mlir::OpPrintingFlags().elideLargeElementsAttrs(16));
+  return s;
+}
+
+std::vector<RefTensor> named_inputs(mlir::func::FuncOp fn, const std::map<std::string, std::vector<float>>& given,
+                                    const char* missing, const char* wrong_size) {
+  std::vector<RefTensor> in;
+  for (unsigned i = 0; i < fn.getNumArguments(); ++i) {
+    std::string name = fn.getArgAttrOfType<mlir::StringAttr>(i, tpu::kNameAttr).str();
+    auto t = mlir::cast<mlir::RankedTensorType>(fn.getArgument(i).getType());
+    auto it = given.find(name);
+    if (it == given.end()) throw UserError(fmt::format(fmt::runtime(missing), name));
+    if (int64_t(it->second.size()) != t.getNumElements())
+      throw UserError(fmt::format(fmt::runtime(wrong_size), name, it->second.size(), t.getNumElements()));
+    in.push_back({{t.getShape().begin(), t.getShape().end()}, it->second});
+  }
+  return in;
+}
+
+CompileResult compile_onnx(const std::filesystem::path& model, const config::Config& cfg, const CompileOptions& options) {
+  if (!options.emit_mlir_stage.empty() && options.emit_mlir_stage != "tosa" && options.emit_mlir_stage != "tpu")
+    throw UserError(fmt::format("--emit-mlir '{}': the stages are tosa and tpu", options.emit_mlir_stage));
+  check_config_for_compiler(cfg);
+  Frontend front(model, options);
+  std::string mlir_text;
+  front.import();
+  if (options.emit_mlir_stage == "tosa") mlir_text = print_ir(front.module());
+  front.lower();
+  if (options.emit_mlir_stage == "tpu") mlir_text = print_ir(front.module());
+  std::map<const void*, float> scales;
+  std::vector<const void*> order;
+  if (options.precision == Precision::Int8) {
+    check_inputs_fit(front.module(), cfg, options);
+    order = value_order(front.main());
+    if (options.calibration_scales.empty()) {
+      scales = calibrate(front.module(), options);
+    } else if (options.calibration_scales.size() != order.size()) {
+      throw UserError(fmt::format("{}: the calibration scales given are for another model ({} values, this one has {})",
+                                  model.string(), options.calibration_scales.size(), order.size()));
+    } else {
+      for (size_t i = 0; i < order.size(); ++i)
+        if (!std::isnan(options.calibration_scales[i])) scales[order[i]] = options.calibration_scales[i];
+    }
+  }
+  CompileResult r = generate_program(front.module(), cfg, options, scales);
+  r.mlir = std::move(mlir_text);
+  for (const void* v : order) {
+    auto it = scales.find(v);
+    r.calibration_scales.push_back(it == scales.end() ? std::nanf("") : it->second);
+  }
+  return r;
+}
+
+std::vector<ModelInput> model_inputs(const std::filesystem::path& model, const CompileOptions& options) {
+  // What the importer makes of the graph's inputs is the authority (batch, layout, types).
+  Frontend front(model, options);
+  front.import();
+  auto fn = front.main();
+  std::vector<ModelInput> r;
+  for (unsigned i = 0; i < fn.getNumArguments(); ++i) {
+    auto t = mlir::cast<mlir::RankedTensorType>(fn.getArgument(i).getType());
+    r.push_back({fn.getArgAttrOfType<mlir::StringAttr>(i, tpu::kNameAttr).str(),
+                 {t.getShape().begin(), t.getShape().end()},
+                 bool(fn.getArgAttr(i, tpu::kNhwcAttr)),
+                 bool(fn.getArgAttr(i, tpu::kIntLoAttr))});
+  }
+  return r;
+}
+
+std::map<std::string, std::vector<float>> reference_outputs(const std::filesystem::path& model,
+                                                            const std::map<std::string, std::vector<float>>& inputs,
+                                                            const CompileOptions& options) {
+  Frontend front(model, options);
+  front.import();
+  front.lower();
+  auto fn = front.main();
+  auto outs = evaluate_reference(fn, named_inputs(fn, inputs, "reference run: no data for input '{}'",
+                                                  "reference run: input '{}' has {} values, needs {}"));
+  std::map<std::string, std::vector<float>> r;
+  for (unsigned i = 0; i < outs.size(); ++i)
+    r[fn.getResultAttrOfType<mlir::StringAttr>(i, tpu::kNameAttr).str()] = std::move(outs[i].data);
+  return r;
+}
+
+}  // namespace vtpu::compiler

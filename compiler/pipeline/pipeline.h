@@ -1,0 +1,72 @@
+#pragma once
+// Internal: the compiler's front half as one pipeline, used by compile_onnx, model_inputs and
+// reference_outputs alike (pipeline.cpp), and INT8 calibration (calibration.cpp).
+//
+//   model.onnx --import_onnx (import/)--> TOSA --build_tosa_to_tpu_pipeline (transforms/)--> tpu
+//   dialect --calibrate (INT8; reference/)--> generate_program (codegen) --> program
+#include <filesystem>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/Diagnostics.h"
+#include "mlir/IR/MLIRContext.h"
+#include "mlir/IR/OwningOpRef.h"
+#include "mlir/Pass/PassManager.h"
+#include "reference/reference.h"
+#include "vtpu/compiler/compiler.h"
+
+namespace vtpu::compiler {
+
+// Registers the dialects the compiler uses in a context.
+void load_dialects(mlir::MLIRContext& ctx);
+
+// The passes from the importer's TOSA to the tpu dialect, in order (docs/compiler.md,
+// "Pipeline"); vtpu-opt runs them as --tpu-pipeline.
+void build_tosa_to_tpu_pipeline(mlir::OpPassManager& pm);
+
+// One model through the front half, in an MLIRContext of its own with the compiler's dialects
+// and its diagnostics collected: import() to TOSA, lower() to the tpu dialect.
+class Frontend {
+ public:
+  Frontend(const std::filesystem::path& model, const CompileOptions& options);
+  Frontend(const Frontend&) = delete;
+  Frontend& operator=(const Frontend&) = delete;
+
+  mlir::ModuleOp import();
+  // Throws a CompileError "<model>: <what the passes reported>".
+  void lower();
+  mlir::ModuleOp module() { return *module_; }
+  mlir::func::FuncOp main() { return module_->lookupSymbol<mlir::func::FuncOp>("main"); }
+
+ private:
+  std::filesystem::path model_;
+  CompileOptions options_;
+  mlir::MLIRContext ctx_;
+  std::string diagnostics_;
+  std::unique_ptr<mlir::ScopedDiagnosticHandler> handler_;
+  mlir::OwningOpRef<mlir::ModuleOp> module_;
+};
+
+// The IR for people to read: constants of more than 16 values are elided, or ResNet-50's IR
+// would be 100 MB of hex.
+std::string print_ir(mlir::ModuleOp m);
+
+// @main's inputs from values given by argument name, checked against the arguments' sizes.
+// `missing` and `wrong_size` word the errors ({} the name; then the count given and needed).
+std::vector<RefTensor> named_inputs(mlir::func::FuncOp fn, const std::map<std::string, std::vector<float>>& given,
+                                    const char* missing, const char* wrong_size);
+
+// Post-training INT8 calibration (calibration.cpp): for every activation of @main (by
+// Value::getAsOpaquePointer) its symmetric per-tensor scale.
+std::map<const void*, float> calibrate(mlir::ModuleOp module, const CompileOptions& options);
+
+// @main's values in a fixed order (its arguments, then every op's results in walk order): the
+// order calibration scales travel in between compiles of one model
+// (CompileOptions/CompileResult::calibration_scales).
+std::vector<const void*> value_order(mlir::func::FuncOp fn);
+
+}  // namespace vtpu::compiler

@@ -1,0 +1,58 @@
+#pragma once
+// Internal to compiler/reference: what the interpreter's files share. Each tpu op's semantics
+// is one eval() overload, in the file of its operator family, written from the op's definition
+// (compiler/dialect/TpuOps.td) in plain loops, accumulating in double; `y` arrives shaped as the
+// op's result and zero-filled.
+#include <string>
+#include <vector>
+
+#include "dialect/tpu_dialect.h"
+#include "reference/reference.h"
+#include "vtpu/compiler/compiler.h"
+
+namespace vtpu::compiler::reference {
+
+// The values computed so far, by Value::getAsOpaquePointer.
+struct Env {
+  std::map<const void*, RefTensor> values;
+  const RefTensor& get(mlir::Value v) const { return values.at(v.getAsOpaquePointer()); }
+};
+
+// The float data of a tosa.const operand (weights, biases, tables, masks).
+std::vector<float> consts(mlir::Value v);
+// x clamped to [lo, hi], as float.
+float clampf(double x, double lo, double hi);
+
+// matmul.cpp
+void eval(tpu::MatmulOp op, const Env& env, RefTensor& y);
+void eval(tpu::BatchMatmulOp op, const Env& env, RefTensor& y);
+void eval(tpu::EmbeddingOp op, const Env& env, RefTensor& y);
+// conv.cpp
+void eval(tpu::Conv2DOp op, const Env& env, RefTensor& y);
+void eval(tpu::ZeroInsertOp op, const Env& env, RefTensor& y);
+// pool.cpp
+void eval(tpu::PoolOp op, const Env& env, RefTensor& y);
+void eval(tpu::PoolArgmaxOp op, const Env& env, RefTensor& y);
+// elementwise.cpp
+void eval(tpu::AddOp op, const Env& env, RefTensor& y);
+void eval(tpu::BinaryOp op, const Env& env, RefTensor& y);
+void eval(tpu::ClampOp op, const Env& env, RefTensor& y);
+void eval(tpu::UnaryOp op, const Env& env, RefTensor& y);
+void eval(tpu::AffineOp op, const Env& env, RefTensor& y);
+void eval(tpu::CastOp op, const Env& env, RefTensor& y);
+void eval(tpu::FakeQuantOp op, const Env& env, RefTensor& y);
+void eval(tpu::ConstantOp op, const Env& env, RefTensor& y);
+// shape.cpp
+void eval(tpu::SliceOp op, const Env& env, RefTensor& y);
+void eval(tpu::ConcatOp op, const Env& env, RefTensor& y);
+void eval(tpu::TransposeOp op, const Env& env, RefTensor& y);
+void eval(tpu::BroadcastOp op, const Env& env, RefTensor& y);
+void eval(tpu::ReshapeOp op, const Env& env, RefTensor& y);
+void eval(tpu::ResizeNearestOp op, const Env& env, RefTensor& y);
+// normalization.cpp
+void eval(tpu::LayerNormOp op, const Env& env, RefTensor& y);
+void eval(tpu::SoftmaxOp op, const Env& env, RefTensor& y);
+// reduce.cpp
+void eval(tpu::ArgMaxOp op, const Env& env, RefTensor& y);
+
+}  // namespace vtpu::compiler::reference

@@ -1,0 +1,59 @@
+// Reference semantics of tpu.matmul, tpu.batch_matmul and tpu.embedding.
+#include <algorithm>
+
+#include "reference/interpreter.h"
+
+namespace vtpu::compiler::reference {
+
+using mlir::Value;
+using tpu::shape_of;
+
+void eval(tpu::MatmulOp m, const Env& env, RefTensor& y) {
+  const RefTensor& x = env.get(m.getInput());
+  auto w = consts(m.getWeight()), b = consts(m.getBias());
+  int64_t K = shape_of(m.getWeight())[0], N = shape_of(m.getWeight())[1], M = int64_t(x.data.size()) / K;
+  double lo = m.getClampMin().convertToDouble(), hi = m.getClampMax().convertToDouble();
+  // i-k-j order so the inner loop runs over contiguous weights (vectorizes).
+  std::vector<double> acc(static_cast<size_t>(N));
+  for (int64_t i = 0; i < M; ++i) {
+    for (int64_t j = 0; j < N; ++j) acc[size_t(j)] = b[size_t(j)];
+    for (int64_t k = 0; k < K; ++k) {
+      double xv = x.data[size_t(i * K + k)];
+      const float* wr = w.data() + k * N;
+      for (int64_t j = 0; j < N; ++j) acc[size_t(j)] += xv * wr[j];
+    }
+    for (int64_t j = 0; j < N; ++j) y.data[size_t(i * N + j)] = clampf(acc[size_t(j)], lo, hi);
+  }
+}
+
+void eval(tpu::BatchMatmulOp bm, const Env& env, RefTensor& y) {
+  const RefTensor& a = env.get(bm.getLhs());
+  const RefTensor& w = env.get(bm.getRhs());
+  int64_t B = a.shape[0], M = a.shape[1], K = a.shape[2], N = w.shape[2];
+  std::vector<double> acc(static_cast<size_t>(N));
+  for (int64_t bi = 0; bi < B; ++bi)
+    for (int64_t i = 0; i < M; ++i) {
+      std::fill(acc.begin(), acc.end(), 0.0);
+      for (int64_t k = 0; k < K; ++k) {
+        double xv = a.data[size_t((bi * M + i) * K + k)];
+        const float* wr = w.data.data() + (bi * K + k) * N;
+        for (int64_t j = 0; j < N; ++j) acc[size_t(j)] += xv * wr[j];
+      }
+      for (int64_t j = 0; j < N; ++j) y.data[size_t((bi * M + i) * N + j)] = float(acc[size_t(j)]);
+    }
+}
+
+void eval(tpu::EmbeddingOp em, const Env& env, RefTensor& y) {
+  // Row ids[i] of the table; negative ids count from the end, others outside give zeros.
+  const RefTensor& ids = env.get(em.getIds());
+  auto table = consts(em.getTable());
+  int64_t V = shape_of(em.getTable())[0], D = shape_of(em.getTable())[1];
+  for (size_t i = 0; i < ids.data.size(); ++i) {
+    int64_t id = int64_t(ids.data[i]);
+    if (id < 0) id += V;
+    if (id < 0 || id >= V) continue;
+    std::copy(table.begin() + id * D, table.begin() + (id + 1) * D, y.data.begin() + int64_t(i) * D);
+  }
+}
+
+}  // namespace vtpu::compiler::reference

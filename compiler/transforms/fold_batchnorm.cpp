@@ -1,0 +1,60 @@
+// --tpu-fold-batchnorm: folds per-channel x * s + t after a conv2d, depthwise_conv2d or
+// fully_connected into its weights and bias (Passes.td).
+#include "transforms/passes.h"
+#include "transforms/tosa_utils.h"
+
+namespace vtpu::tpu {
+
+#define GEN_PASS_DEF_FOLDBATCHNORMPASS
+#include "vtpu/compiler/Passes.h.inc"
+
+namespace {
+
+using mlir::Value;
+namespace tosa = mlir::tosa;
+
+struct FoldBatchNorm : impl::FoldBatchNormPassBase<FoldBatchNorm> {
+  void runOnOperation() override { guarded(getOperation(), [&] { fold(); }, [&] { signalPassFailure(); }); }
+  void fold() {
+    mlir::OpBuilder b(&getContext());
+    // Collect first: folding erases the ops that follow each layer.
+    std::vector<mlir::Operation*> layers;
+    getOperation().walk([&](mlir::Operation* op) {
+      if (mlir::isa<tosa::Conv2DOp, tosa::DepthwiseConv2DOp, tosa::FullyConnectedOp>(op)) layers.push_back(op);
+    });
+    for (mlir::Operation* op : layers) {
+      // Output channels lead the weights of conv2d and fully_connected ([C_out, ...]) and
+      // trail those of depthwise_conv2d ([KH, KW, C, M], channel c * M + m).
+      bool channels_last = mlir::isa<tosa::DepthwiseConv2DOp>(op);
+      while (true) {
+        Value out = op->getResult(0);
+        mlir::Operation* user = single_user(out);
+        if (!user || !mlir::isa<tosa::MulOp, tosa::AddOp>(user)) break;
+        int64_t C = shape_of(out).back();
+        auto k = per_channel_const(user, out, C);
+        if (!k) break;
+        auto w = const_data(op->getOperand(1)), bias = const_data(op->getOperand(2));
+        if (!w || !bias) break;
+        if (mlir::isa<tosa::MulOp>(user)) {
+          if (mlir::cast<tosa::MulOp>(user).getShift() != 0) break;
+          size_t per = w->size() / size_t(C);
+          for (size_t i = 0; i < w->size(); ++i) (*w)[i] *= (*k)[channels_last ? i % size_t(C) : i / per];
+          for (size_t c = 0; c < size_t(C); ++c) (*bias)[c] *= (*k)[c];
+        } else {
+          for (size_t c = 0; c < size_t(C); ++c) (*bias)[c] += (*k)[c];
+        }
+        b.setInsertionPoint(op);
+        for (unsigned i : {1u, 2u}) {
+          Value old = op->getOperand(i);
+          op->setOperand(i, make_const(b, op->getLoc(), shape_of(old), i == 1 ? *w : *bias));
+          if (old.use_empty()) old.getDefiningOp()->erase();
+        }
+        user->getResult(0).replaceAllUsesWith(out);
+        user->erase();
+      }
+    }
+  }
+};
+
+}  // namespace
+}  // namespace vtpu::tpu

@@ -1,0 +1,60 @@
+// Convolutions: tosa.conv2d and tosa.depthwise_conv2d become tpu.conv2d (weights
+// [KH, KW, CI / groups, CO]) with a following per-channel bias add and clamp fused.
+#include "transforms/lower_tosa/lowering.h"
+
+namespace vtpu::tpu::lowering {
+namespace {
+
+using mlir::Value;
+namespace tosa = mlir::tosa;
+
+// The tpu.conv2d of `op` with weights `hwio` ([KH, KW, CI / groups, CO]) and `groups`.
+void lower_conv(State& state, mlir::PatternRewriter& b, mlir::Operation* op, Value input, const std::vector<int64_t>& hwio_shape,
+                const std::vector<float>& hwio, std::vector<float> bias, mlir::DenseI64ArrayAttr stride, mlir::DenseI64ArrayAttr pad,
+                mlir::DenseI64ArrayAttr dilation, int64_t groups) {
+  double lo = -kInf, hi = kInf;
+  std::vector<mlir::Operation*> absorbed{op};
+  Value last = absorb_epilogue(op->getResult(0), bias, lo, hi, absorbed);
+  if (last.getDefiningOp() != op) b.setInsertionPointAfter(last.getDefiningOp());
+  mlir::Location loc = op->getLoc();
+  int64_t CO = hwio_shape[3];
+  Value y = b.create<Conv2DOp>(loc, last.getType(), input, make_const(b, loc, hwio_shape, hwio), make_const(b, loc, {CO}, bias), stride,
+                               pad, dilation, b.getF64FloatAttr(lo), b.getF64FloatAttr(hi), b.getStringAttr(layer_name(op)),
+                               b.getI64IntegerAttr(groups));
+  replace_absorbing(state, b, last.getDefiningOp(), y, absorbed);
+}
+
+struct Conv : Lowering<tosa::Conv2DOp> {
+  using Lowering::Lowering;
+  void lower(tosa::Conv2DOp cv, mlir::PatternRewriter& b) const override {
+    auto w = const_data(cv.getWeight()), bias = const_data(cv.getBias());
+    if (!w || !bias) fail(cv, "convolution weights and bias must be constants");
+    auto ws = shape_of(cv.getWeight());  // OHWI
+    int64_t CO = ws[0], KH = ws[1], KW = ws[2], CI = ws[3];
+    std::vector<float> hwio(w->size());
+    for (int64_t o = 0; o < CO; ++o)
+      for (int64_t h = 0; h < KH; ++h)
+        for (int64_t ww = 0; ww < KW; ++ww)
+          for (int64_t i = 0; i < CI; ++i)
+            hwio[size_t(((h * KW + ww) * CI + i) * CO + o)] = (*w)[size_t(((o * KH + h) * KW + ww) * CI + i)];
+    lower_conv(state, b, cv, cv.getInput(), {KH, KW, CI, CO}, hwio, *bias, cv.getStrideAttr(), cv.getPadAttr(), cv.getDilationAttr(), 1);
+  }
+};
+
+struct DepthwiseConv : Lowering<tosa::DepthwiseConv2DOp> {
+  using Lowering::Lowering;
+  void lower(tosa::DepthwiseConv2DOp dw, mlir::PatternRewriter& b) const override {
+    // [KH, KW, C, M] is already tpu's [KH, KW, CI / groups = 1, CO = C x M].
+    auto w = const_data(dw.getWeight()), bias = const_data(dw.getBias());
+    if (!w || !bias) fail(dw, "depthwise convolution weights and bias must be constants");
+    auto ws = shape_of(dw.getWeight());
+    int64_t KH = ws[0], KW = ws[1], C = ws[2], CO = ws[2] * ws[3];
+    lower_conv(state, b, dw, dw.getInput(), {KH, KW, 1, CO}, *w, *bias, dw.getStrideAttr(), dw.getPadAttr(), dw.getDilationAttr(), C);
+  }
+};
+
+}  // namespace
+
+void add_conv_patterns(mlir::RewritePatternSet& p, State& s) { p.add<Conv, DepthwiseConv>(p.getContext(), s); }
+
+}  // namespace vtpu::tpu::lowering
