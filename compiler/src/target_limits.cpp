@@ -12,13 +12,4 @@ void check_config_for_compiler(const config::Config& cfg) {
         cfg.name, cfg.core.mxu.weight_fifo_tiles));
 }
 
-void check_program_for_config(const isa::Program& program, const config::Config& cfg) {
-  auto v = isa::first_register_or_flag_past(isa::decode_program(program), cfg.core.scalar.registers,
-                                            cfg.core.scalar.sync_flags);
-  if (v)
-    throw CompileError(fmt::format("config '{}' cannot run the compiled program: bundle {}: {}; the compiler needs more "
-                                   "of them",
-                                   cfg.name, v->bundle, v->message));
-}
-
 }  // namespace vtpu::compiler

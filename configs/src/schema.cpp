@@ -222,8 +222,9 @@ std::vector<Field> build_fields() {
           "Scalar data memory (TPU v4 SMEM: 16 KiB).", SLOT(core.scalar.smem_bytes)),
       opt("core.scalar.sync_flags", T::kInt, "flags", "32", 1, isa::kNumFlags - 1,
           "Synchronisation flags that asynchronous units (DMA, ICI) signal and bundles "
-          "wait on; programs may name f1 up to this (f0 means none; at most what the ISA's flag "
-          "fields address).",
+          "wait on (f0 means none; at most what the ISA's flag fields address). Not enforced yet: "
+          "the code generator uses flags up to f50 on every config, and runs may name any flag "
+          "the ISA addresses.",
           SLOT(core.scalar.sync_flags)),
 
       // --- core.dma -------------------------------------------------------------------

@@ -59,6 +59,21 @@ TEST(ProgramLimits, RegisterLikeNamesSurviveDisassembly) {
   EXPECT_EQ(assemble(disassemble(p), "back.s"), p);
 }
 
+TEST(ProgramLimits, TagWithoutBundlesIsNotKept) {
+  // `.tag requant` straight before `.tag conv` once put "requant" in the tag table, which the
+  // disassembly (tags where bundles start) cannot show: it assembled back to another program.
+  Program p = assemble(R"(
+      .tag load
+      nop
+      .tag requant
+      .tag conv
+      nop
+      halt
+  )", "tags.s");
+  EXPECT_EQ(p.tags, (std::vector<std::string>{"", "load", "conv"}));
+  EXPECT_EQ(assemble(disassemble(p), "back.s"), p);
+}
+
 TEST(ProgramLimits, SymbolsThatCannotBeLabelsBecomeComments) {
   Program p = base();
   p.symbols = {{"r5", 0}, {"two words", 0}, {"ok", 0}, {"ok", 1}};

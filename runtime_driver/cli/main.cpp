@@ -10,6 +10,7 @@
 #include <cstring>
 #include <fstream>
 #include <functional>
+#include <new>
 
 #include "vtpu/compiler/compiler.h"
 #include "vtpu/config/config.h"
@@ -301,6 +302,7 @@ int cmd_sim(const SimArgs& a) {
   }
   for (const auto& t : prog.tensors)
     if (t.role == isa::TensorRole::Input && !inputs.count(t.name)) meta.inputs.push_back(t.name + "=random");
+  sim::check_fits_memory(cfg, prog);  // before the missing inputs are made up, byte by byte
   sim::fill_missing_inputs(prog, a.seed, inputs);
 
   sim::SimOptions opt;
@@ -458,6 +460,12 @@ int main(int argc, char** argv) {
     if (*sweep_cmd.command) return with_stdout_checked(sweep_cmd.run());
   } catch (const UserError& e) {
     std::cerr << e.what() << "\n";
+    return kExitUserError;
+  } catch (const std::bad_alloc&) {
+    // Sizes are checked against the config before anything is allocated from them; what is
+    // left is an input that fits the chip but not the memory this process may use.
+    std::cerr << "vtpu: out of host memory: this input needs more memory than the machine (or its ulimit -v) gives "
+                 "vtpu\n";
     return kExitUserError;
   } catch (const std::exception& e) {
     std::cerr << "vtpu: internal error: " << e.what()

@@ -153,6 +153,7 @@ RunResult simulate(const config::Config& cfg, const isa::Program& prog,
   for (const auto& t : prog.tensors)
     if (t.role == isa::TensorRole::Input && !inputs.count(t.name))
       throw UserError(fmt::format("no data for input tensor '{}'", t.name));
+  check_fits_memory(cfg, prog);
   if (g_simulated)
     throw InternalError("SystemC allows one simulation per process; run each simulation in its own process");
   g_simulated = true;
@@ -200,6 +201,22 @@ RunResult simulate(const config::Config& cfg, const isa::Program& prog,
     r.outputs[t.name] = std::move(bytes);
   }
   return r;
+}
+
+void check_fits_memory(const config::Config& cfg, const isa::Program& prog) {
+  auto fits = [&](uint64_t addr, uint64_t bytes) { return addr <= cfg.memory.bytes && bytes <= cfg.memory.bytes - addr; };
+  for (const auto& seg : prog.constants)
+    if (!fits(seg.hbm_addr, seg.data.size()))
+      throw UserError(fmt::format("a constant segment at HBM address 0x{:x} ({} bytes) does not fit the {} bytes of "
+                                  "memory.bytes",
+                                  seg.hbm_addr, seg.data.size(), cfg.memory.bytes));
+  for (const auto& t : prog.tensors)
+    if (!fits(t.hbm_addr, t.bytes()))
+      throw UserError(fmt::format("{} tensor '{}' ({} {}, {} bytes) at HBM address 0x{:x} does not fit the {} bytes of "
+                                  "memory.bytes; compile the model for this config, or use a config with more memory",
+                                  isa::tensor_role_name(t.role),
+                                  t.name, isa::dtype_name(t.dtype), fmt::join(t.shape, "x"), t.bytes(), t.hbm_addr,
+                                  cfg.memory.bytes));
 }
 
 void fill_missing_inputs(const isa::Program& prog, uint64_t seed, std::map<std::string, std::vector<uint8_t>>& inputs) {

@@ -180,6 +180,10 @@ class Machine {
     uint64_t cycle;
   };
   std::unordered_map<uint32_t, RegsAt> regs_at_branch_;  // by branch target (check_progress)
+  // check_loop_bound: per loop bundle, whether its body (target..loop) has no other control
+  // operation (-1: not looked at yet), so the counter alone says how often it repeats.
+  std::vector<int8_t> plain_loop_;
+  void check_loop_bound(size_t pc, size_t target, uint32_t count, const OpRef& ref, uint64_t cycle);
   HazardChecker hazards_;
 
   // DMA engine

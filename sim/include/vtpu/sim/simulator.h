@@ -61,6 +61,11 @@ RunResult simulate(const config::Config& config, const isa::Program& program,
                    const std::map<std::string, std::vector<uint8_t>>& inputs,
                    const SimOptions& options = {});
 
+// Throws UserError when a constant segment or an input or output tensor of `program` does not
+// lie inside the config's memory.bytes (compared without wrapping). simulate() checks this
+// first; call it before fill_missing_inputs, which allocates every input's bytes.
+void check_fits_memory(const config::Config& config, const isa::Program& program);
+
 // Deterministic pseudo-random bytes for every input tensor missing from `inputs`
 // (int8: uniform in [-64, 63]; bf16/fp32: uniform in [-1, 1); int32: [-1000, 1000]).
 void fill_missing_inputs(const isa::Program& program, uint64_t seed,
