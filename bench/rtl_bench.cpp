@@ -28,6 +28,7 @@
 
 #include <fmt/format.h>
 
+#include "compiled_programs.h"
 #include "core_harness.h"
 #include "gemm_program.h"
 #include "vtpu/config/config.h"
@@ -177,7 +178,48 @@ void BM_RtlCore(benchmark::State& state, const vtpu::rtl::CoreModelParams& p, co
   state.counters["sim/rtl"] = rtl_s / sim_s;  // how many times faster the SystemC model is
 }
 
+// A compiled model (rtl/tb/compiled_programs.h): the compiler's program for a tiny preset,
+// compiled once, then run through both sides as above.
+void BM_RtlCompiled(benchmark::State& state, const std::string& model, const std::string& preset,
+                    const std::string& dtype) {
+  using namespace vtpu;
+  const config::Config cfg = config::load_preset(preset);
+  std::string name;
+  for (const auto& p : rtl::core_models())
+    if (p.preset == preset) name = p.name;
+  rtl::CompiledProgram c;
+  try {
+    c = rtl::compile_for_rtl(model, preset, dtype, std::filesystem::temp_directory_path() / "vtpu-bench-rtl");
+  } catch (const std::exception& e) {
+    return state.SkipWithError(e.what());
+  }
+  double rtl_s = 0, sim_s = 0;
+  uint64_t cycles = 0, n = 0;
+  for (auto _ : state) {
+    const rtl::CoreRunResult sim = rtl::run_sim(cfg, c.program, c.inputs);
+    const rtl::CoreRunResult hw = rtl::run_rtl(name, cfg, c.program, c.inputs, 100'000'000);
+    if (!sim.ok || !hw.ok) return state.SkipWithError((sim.error + hw.error).c_str());
+    if (!rtl::compare_runs(sim, hw, c.program).empty())
+      return state.SkipWithError("the RTL and the SystemC model disagree on this program");
+    state.SetIterationTime(hw.seconds);
+    rtl_s += hw.seconds, sim_s += sim.seconds, cycles = hw.total_cycles, ++n;
+  }
+  state.counters["cycles"] = double(cycles);
+  state.counters["rtl_cycles/s"] = double(cycles) * double(n) / rtl_s;
+  state.counters["sim_cycles/s"] = double(cycles) * double(n) / sim_s;
+  state.counters["sim/rtl"] = rtl_s / sim_s;
+}
+
 const bool kRegistered = [] {
+  for (const std::string& model : vtpu::rtl::compiled_model_names())
+    for (const char* preset : {"tiny-16x16", "tiny-8x8-2mxu"})
+      for (const char* dt : {"int8", "bf16"})
+        benchmark::RegisterBenchmark(("RtlCompiled/" + model + "/" + preset + "/" + dt).c_str(),
+                                     [model, preset, dt](benchmark::State& state) {
+                                       BM_RtlCompiled(state, model, preset, dt);
+                                     })
+            ->UseManualTime()
+            ->Unit(benchmark::kMillisecond);
   for (const auto& p : vtpu::rtl::core_models())
     for (const bool gemm : {false, true})
       for (const char* dt : {"int8", "bf16"})

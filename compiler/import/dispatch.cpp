@@ -97,23 +97,23 @@ void Importer::import_node(const onnx::NodeProto& n) {
   (this->*h->second)(n, mlir::NameLoc::get(b_.getStringAttr(node_name(n))));
 }
 
-const onnx::AttributeProto* Importer::attr(const onnx::NodeProto& n, const std::string& name) {
+const onnx::AttributeProto* attr(const onnx::NodeProto& n, const std::string& name) {
   for (const auto& a : n.attribute())
     if (a.name() == name) return &a;
   return nullptr;
 }
 
-int64_t Importer::attr_i(const onnx::NodeProto& n, const std::string& name, int64_t dflt) {
+int64_t attr_i(const onnx::NodeProto& n, const std::string& name, int64_t dflt) {
   auto* a = attr(n, name);
   return a ? a->i() : dflt;
 }
 
-float Importer::attr_f(const onnx::NodeProto& n, const std::string& name, float dflt) {
+float attr_f(const onnx::NodeProto& n, const std::string& name, float dflt) {
   auto* a = attr(n, name);
   return a ? a->f() : dflt;
 }
 
-std::vector<int64_t> Importer::attr_ints(const onnx::NodeProto& n, const std::string& name, std::vector<int64_t> dflt) {
+std::vector<int64_t> attr_ints(const onnx::NodeProto& n, const std::string& name, std::vector<int64_t> dflt) {
   auto* a = attr(n, name);
   if (!a) return dflt;
   return {a->ints().begin(), a->ints().end()};
@@ -126,7 +126,7 @@ std::vector<int64_t> Importer::per_axis(const onnx::NodeProto& n, const std::str
   return v;
 }
 
-std::string Importer::attr_s(const onnx::NodeProto& n, const std::string& name, std::string dflt) {
+std::string attr_s(const onnx::NodeProto& n, const std::string& name, std::string dflt) {
   auto* a = attr(n, name);
   return a ? a->s() : dflt;
 }

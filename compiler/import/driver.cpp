@@ -26,10 +26,7 @@ mlir::OwningOpRef<mlir::ModuleOp> Importer::run() {
   load();
   validate_onnx(model_, path_, opt_.batch);  // compiler/validate: nothing below sees a model onnxruntime would refuse
   auto module = mlir::ModuleOp::create(b_.getUnknownLoc());
-  for (const auto& init : model_.graph().initializer()) {
-    constants_[init.name()] = read_tensor(init);
-    if (is_integer_type(init.data_type())) int_consts_.insert(init.name());
-  }
+  for (const auto& init : model_.graph().initializer()) constants_[init.name()] = read_tensor(init);
   mlir::func::FuncOp fn = declare_inputs(module);
   for (const auto& node : model_.graph().node()) import_node(node);
   GraphOutputs outs = collect_outputs();
@@ -126,7 +123,15 @@ Value Importer::graph_output(const onnx::ValueInfoProto& out, bool& nhwc) {
     Value v;
     if (is_integer_type(et)) {
       auto type = mlir::RankedTensorType::get(shape, b_.getI32Type());
-      std::vector<int32_t> d(c.data.begin(), c.data.end());
+      std::vector<int32_t> d;
+      for (size_t i = 0; i < c.data.size(); ++i) {
+        int64_t x = c.int_at(i);
+        if (x < INT32_MIN || x > INT32_MAX)
+          fail(fmt::format("graph output '{}' holds {} at element {}, which the program's int32 outputs cannot hold", out.name(),
+                           x, i),
+               out.name());
+        d.push_back(int32_t(x));
+      }
       v = b_.create<mlir::tosa::ConstOp>(l, type, mlir::DenseElementsAttr::get(type, llvm::ArrayRef<int32_t>(d)));
     } else {
       v = constant(shape, c.data, l);

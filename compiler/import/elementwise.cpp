@@ -251,12 +251,17 @@ void Importer::prelu(const onnx::NodeProto& n, mlir::Location loc) {
 
 // Cast: integers are carried as float values (int32 in HBM at the model's edges), so a
 // cast between integer types, or from integers to float, is the identity. A cast of
-// float values to an integer type would round them, which is not supported.
+// float values to an integer type would round them, which is not supported. Constants cast
+// to any type (constant_ops.h).
 void Importer::cast(const onnx::NodeProto& n, mlir::Location loc) {
   only_attrs(n, {"to", "saturate"});
   (void)loc;
   int to = int(attr_i(n, "to", 0));
   bool to_int = is_integer_type(to);
+  if (constants_.count(n.input(0))) {  // a constant that is also an activation elsewhere: any type
+    constants_[n.output(0)] = *folded(n);
+    return;
+  }
   if (!to_int && to != onnx::TensorProto::FLOAT)
     fail(fmt::format("Cast to {} is not supported (float32 or an integer type)",
                      onnx::TensorProto::DataType_Name(onnx::TensorProto::DataType(to))),
@@ -264,14 +269,6 @@ void Importer::cast(const onnx::NodeProto& n, mlir::Location loc) {
   if (auto ia = int_args_.find(n.input(0)); ia != int_args_.end() && to_int) {
     int_args_[n.output(0)] = ia->second;  // still the integer input (e.g. int64 ids cast to int32 for a Gather)
     if (auto ai = arg_index_.find(n.input(0)); ai != arg_index_.end()) arg_index_[n.output(0)] = ai->second;
-    return;
-  }
-  if (auto c = constants_.find(n.input(0)); c != constants_.end()) {
-    Constant k = c->second;
-    if (to_int)
-      for (float& v : k.data) v = std::trunc(v);
-    constants_[n.output(0)] = k;
-    if (to_int) int_consts_.insert(n.output(0));
     return;
   }
   bool integral = is_integral(n.input(0));

@@ -3,8 +3,10 @@
 // in files grouped by concern (docs/compiler.md, "Pipeline"):
 //   driver.cpp         the graph: model file, inputs, outputs, the function @main
 //   dispatch.cpp       one node: its operator's handler, attributes, 1-D and empty-tensor forms
-//   tensors.cpp        initializers (external data, element types), values, TOSA building blocks
-//   folding.cpp        Constant nodes and shape arithmetic on constants, folded at import
+//   tensors.cpp        values, TOSA building blocks
+//   constant.cpp       constants (constant.h): initializers of every element type, integers exactly
+//   constant_ops.cpp   operators evaluated on constants (constant_ops.h), as the ONNX definitions say
+//   folding.cpp        which nodes fold at import: Constant, Shape, Size, and nodes of constant inputs
 //   matmul.cpp conv.cpp pool.cpp elementwise.cpp shape.cpp normalization.cpp reduce.cpp
 //   recurrent.cpp resize.cpp quantization.cpp     one file per operator family
 //
@@ -21,12 +23,16 @@
 #include <functional>
 #include <initializer_list>
 #include <map>
+#include <optional>
 #include <set>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "dialect/tpu_dialect.h"
+#include "import/attributes.h"
+#include "import/constant.h"
+#include "import/constant_ops.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Tosa/IR/TosaOps.h"
 #include "mlir/IR/Builders.h"
@@ -45,18 +51,6 @@ struct Tensor {
   bool nhwc = false;           // the MLIR value is the NHWC transpose of `shape`
   bool empty() const { return std::find(shape.begin(), shape.end(), 0) != shape.end(); }
 };
-
-// An initializer: float data and its shape.
-struct Constant {
-  std::vector<int64_t> shape;
-  std::vector<float> data;
-};
-
-inline int64_t numel(const std::vector<int64_t>& s) {
-  int64_t n = 1;
-  for (int64_t d : s) n *= d;
-  return n;
-}
 
 class Importer {
  public:
@@ -90,16 +84,12 @@ class Importer {
   const Tensor& sub_node(const onnx::NodeProto& m);
   static void set_ints(onnx::NodeProto& m, const std::string& name, const std::vector<int64_t>& v);
   onnx::NodeProto derived_node(const onnx::NodeProto& n, const std::string& tag, std::initializer_list<const char*> drop);
-  const onnx::AttributeProto* attr(const onnx::NodeProto& n, const std::string& name);
-  int64_t attr_i(const onnx::NodeProto& n, const std::string& name, int64_t dflt);
-  float attr_f(const onnx::NodeProto& n, const std::string& name, float dflt);
-  std::vector<int64_t> attr_ints(const onnx::NodeProto& n, const std::string& name, std::vector<int64_t> dflt);
   std::vector<int64_t> per_axis(const onnx::NodeProto& n, const std::string& name, int64_t dflt, size_t rank);
-  std::string attr_s(const onnx::NodeProto& n, const std::string& name, std::string dflt);
   void only_attrs(const onnx::NodeProto& n, std::initializer_list<const char*> allowed);
   std::string node_name(const onnx::NodeProto& n) const;
 
-  // ---- tensors.cpp: initializers, values and TOSA building blocks ----
+  // ---- tensors.cpp: values and TOSA building blocks ----
+  // An initializer or tensor attribute (constant.h), errors named after the tensor.
   Constant read_tensor(const onnx::TensorProto& t);
   static bool is_float_type(int t);
   static bool is_integer_type(int t);
@@ -116,7 +106,9 @@ class Importer {
 
   // ---- folding.cpp: constants at import ----
   bool fold_constant(const onnx::NodeProto& n);
-  bool fold_arithmetic(const onnx::NodeProto& n);
+  // n's output from its inputs' constants (fold_node, constant_ops.h); nothing when n's
+  // operator does not fold. Errors name the node.
+  std::optional<Constant> folded(const onnx::NodeProto& n);
 
   // ---- matmul.cpp ----
   void gemm(const onnx::NodeProto& n, mlir::Location loc);
@@ -174,7 +166,6 @@ class Importer {
   std::vector<int64_t> reshaped_shape(const onnx::NodeProto& n, const std::vector<int64_t>& in);
   void transpose_op(const onnx::NodeProto& n, mlir::Location loc);
   void slice(const onnx::NodeProto& n, mlir::Location loc);
-  static std::vector<int64_t> slice_indices(int64_t dim, int64_t start, int64_t end, int64_t step);
   Tensor window(const Tensor& x, const std::vector<int64_t>& start, const std::vector<int64_t>& size, mlir::Location loc);
   Tensor pick(const Tensor& x, int64_t axis, const std::vector<int64_t>& idx, mlir::Location loc);
   void split(const onnx::NodeProto& n, mlir::Location loc);
@@ -254,7 +245,6 @@ class Importer {
   int64_t opset_ = 0;  // of the default domain; 0 if the model does not say
   std::map<std::string, Constant> constants_;
   std::map<std::string, Tensor> values_;
-  std::set<std::string> int_consts_;  // constants of an integer element type (shape arithmetic)
   struct EmptyIo {
     std::string role, name;
     std::vector<int64_t> shape;

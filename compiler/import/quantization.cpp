@@ -32,7 +32,7 @@ Importer::QParams Importer::qparams(const onnx::NodeProto& n, int scale_at, int 
 
 // A constant's dequantized values ((q - zero) * scale, per channel along p.axis).
 Constant Importer::dequantized(const Constant& q, const QParams& p, const onnx::NodeProto& n) {
-  Constant c = q;
+  Constant c{q.shape, q.data};  // floats: integer weights become their real values
   int64_t axis = p.axis < 0 ? p.axis + int64_t(q.shape.size()) : p.axis;
   int64_t inner = 1;
   for (size_t d = size_t(axis) + 1; d < q.shape.size(); ++d) inner *= q.shape[d];
@@ -59,7 +59,8 @@ void Importer::quantize_linear(const onnx::NodeProto& n, mlir::Location loc) {
   QParams p = qparams(n, 1, 2, attr_i(n, "axis", 1));
   quantized_[n.output(0)] = p;
   if (constants_.count(n.input(0))) {  // quantizing a constant: fold to its dequantized value
-    Constant c = constants_.at(n.input(0));
+    const Constant& x = constants_.at(n.input(0));
+    Constant c{x.shape, x.data};
     for (size_t i = 0; i < c.data.size(); ++i) {
       size_t ch = p.scale.size() == 1 ? 0 : i % p.scale.size();
       c.data[i] = (std::clamp(std::nearbyint(c.data[i] / p.scale[ch]) + p.zero[ch], p.qmin, p.qmax) - p.zero[ch]) * p.scale[ch];

@@ -16,7 +16,7 @@ void Importer::reduce(const onnx::NodeProto& n, mlir::Location loc) {
   int64_t r = int64_t(x.shape.size());
   std::vector<int64_t> axes = attr_ints(n, "axes", {});
   if (n.input_size() > 1 && !n.input(1).empty())
-    for (float f : const_input(n, 1, "axes").data) axes.push_back(int64_t(f));
+    axes = const_input(n, 1, "axes").int_values();
   for (auto& a : axes) {
     a = a < 0 ? a + r : a;
     if (a < 0 || a >= r) fail(fmt::format("{} axis out of range for a {}-D input", n.op_type(), r), node_name(n));

@@ -38,7 +38,7 @@ void Importer::resize(const onnx::NodeProto& n, mlir::Location loc) {
   } else {
     if (auto* c = optional_const(2); c && !c->data.empty()) scales = c->data;
     if (auto* c = optional_const(3); c && !c->data.empty())
-      for (float f : c->data) sizes.push_back(int64_t(f));
+      sizes = c->int_values();
   }
   if (scales.empty() && sizes.empty()) fail(n.op_type() + " needs scales or sizes", node_name(n));
   std::vector<int64_t> out = x.shape;

@@ -58,7 +58,7 @@ std::vector<int64_t> Importer::reshaped_shape(const onnx::NodeProto& n, const st
     bool allowzero = attr_i(n, "allowzero", 0) != 0;
     int64_t known = 1, infer = -1;
     for (size_t i = 0; i < s.data.size(); ++i) {
-      int64_t d = int64_t(s.data[i]);
+      int64_t d = s.int_at(i);
       if (d == 0 && i >= in.size() && !allowzero)
         fail(fmt::format("Reshape shape[{}] = 0 copies a dimension the {}-D input does not have", i, in.size()), node_name(n));
       if (d == 0 && !allowzero) d = in.at(i);
@@ -78,7 +78,7 @@ std::vector<int64_t> Importer::reshaped_shape(const onnx::NodeProto& n, const st
   bool unsqueeze = op == "Unsqueeze";  // or Squeeze; axes are an attribute before opset 13, an input from 13 on
   std::vector<int64_t> axes = attr_ints(n, "axes", {});
   if (n.input_size() > 1 && !n.input(1).empty())
-    for (float a : const_input(n, 1, unsqueeze ? "Unsqueeze axes" : "Squeeze axes").data) axes.push_back(int64_t(a));
+    for (int64_t a : const_input(n, 1, unsqueeze ? "Unsqueeze axes" : "Squeeze axes").int_values()) axes.push_back(a);
   int64_t rank = int64_t(in.size()) + (unsqueeze ? int64_t(axes.size()) : 0);
   std::vector<bool> picked(size_t(rank), false);
   for (int64_t a : axes) {
@@ -114,26 +114,18 @@ Tensor Importer::window(const Tensor& x, const std::vector<int64_t>& start, cons
   return {y, size, x.nhwc};
 }
 
-// The indices a Slice picks along a dimension of `dim`: ONNX clamps start and end to [0, dim]
-// for positive steps, to [-1, dim - 1] for negative ones, after adding dim to negatives.
-std::vector<int64_t> Importer::slice_indices(int64_t dim, int64_t start, int64_t end, int64_t step) {
-  auto clampi = [&](int64_t v) {
-    v = v < 0 ? v + dim : v;
-    return step > 0 ? std::clamp<int64_t>(v, 0, dim) : std::clamp<int64_t>(v, -1, dim - 1);
-  };
-  std::vector<int64_t> idx;
-  for (int64_t k = clampi(start), e = clampi(end); step > 0 ? k < e : k > e; k += step) idx.push_back(k);
-  return idx;
-}
-
+// Slice: starts, ends, axes and steps as constant inputs (opset 10 on), or starts, ends and
+// axes as attributes (Slice-1, before opset 10; paddle2onnx writes them).
 void Importer::slice(const onnx::NodeProto& n, mlir::Location loc) {
-  only_attrs(n, {});
+  bool attrs = n.input_size() == 1;
+  if (attrs) only_attrs(n, {"starts", "ends", "axes"});
+  else only_attrs(n, {});
   const Tensor& x = input(n, 0);
   size_t r = x.shape.size();
   auto ints = [&](int i, const char* what) {
+    if (attrs) return attr_ints(n, std::string(what).substr(6), {});
     std::vector<int64_t> v;
-    if (n.input_size() > i && !n.input(i).empty())
-      for (float f : const_input(n, i, what).data) v.push_back(int64_t(f));
+    if (n.input_size() > i && !n.input(i).empty()) v = const_input(n, i, what).int_values();
     return v;
   };
   auto starts = ints(1, "Slice starts"), ends = ints(2, "Slice ends"), axes = ints(3, "Slice axes"), steps = ints(4, "Slice steps");
@@ -197,7 +189,7 @@ void Importer::split(const onnx::NodeProto& n, mlir::Location loc) {
   if (axis < 0 || axis >= r) fail(fmt::format("Split axis {} is out of range", axis), node_name(n));
   std::vector<int64_t> parts = attr_ints(n, "split", {});
   if (n.input_size() > 1 && !n.input(1).empty())
-    for (float f : const_input(n, 1, "Split sizes").data) parts.push_back(int64_t(f));
+    parts = const_input(n, 1, "Split sizes").int_values();
   int64_t dim = x.shape[size_t(axis)], outs = n.output_size();
   if (parts.empty()) {
     if (dim % outs) fail(fmt::format("Split of {} into {} equal parts", dim, outs), node_name(n));
@@ -290,8 +282,7 @@ void Importer::tile(const onnx::NodeProto& n, mlir::Location loc) {
 // Expand: x + zeros of the target shape, the usual broadcast of a binary op.
 void Importer::expand(const onnx::NodeProto& n, mlir::Location loc) {
   only_attrs(n, {});
-  std::vector<int64_t> want;
-  for (float f : const_input(n, 1, "Expand shape").data) want.push_back(int64_t(f));
+  std::vector<int64_t> want = const_input(n, 1, "Expand shape").int_values();
   Tensor zeros{constant(want, std::vector<float>(size_t(numel(want)), 0.0f), loc), want, false}, out;
   auto [a, c] = broadcast_pair(n, input(n, 0), zeros, out, loc);
   out.value = b_.create<mlir::tosa::AddOp>(loc, tensor_type(out.nhwc ? to_nhwc(out.shape) : out.shape), a, c);
@@ -307,33 +298,24 @@ void Importer::gather(const onnx::NodeProto& n, mlir::Location loc) {
   auto ic = constants_.find(n.input(1));
   if (ic == constants_.end()) return gather_runtime(n, loc);
   const Constant& ind = ic->second;
-  bool data_const = constants_.count(n.input(0)) > 0;
-  Tensor x = data_const ? Tensor{Value(), constants_.at(n.input(0)).shape, false} : input(n, 0);
+  if (constants_.count(n.input(0))) {  // of a constant that is also an activation elsewhere
+    constants_[n.output(0)] = *folded(n);
+    return;
+  }
+  const Tensor& x = input(n, 0);
   int64_t r = int64_t(x.shape.size()), axis = attr_i(n, "axis", 0);
   if (axis < 0) axis += r;
   if (axis < 0 || axis >= r) fail(fmt::format("Gather axis {} is out of range for {} dimensions", axis, r), node_name(n));
   int64_t dim = x.shape[size_t(axis)];
   std::vector<int64_t> idx;
-  for (float f : ind.data) {
-    int64_t i = int64_t(f) < 0 ? int64_t(f) + dim : int64_t(f);
-    if (i < 0 || i >= dim) fail(fmt::format("Gather index {} is out of range for a dimension of {}", int64_t(f), dim), node_name(n));
-    idx.push_back(i);
+  for (int64_t k : ind.int_values()) {
+    if (k < -dim || k >= dim) fail(fmt::format("Gather index {} is out of range for a dimension of {}", k, dim), node_name(n));
+    idx.push_back(k < 0 ? k + dim : k);
   }
   std::vector<int64_t> out(x.shape.begin(), x.shape.begin() + axis);
   out.insert(out.end(), ind.shape.begin(), ind.shape.end());
   out.insert(out.end(), x.shape.begin() + axis + 1, x.shape.end());
   if (idx.empty()) fail("Gather with no indices (an empty tensor) is not supported", node_name(n));
-  int64_t outer = 1, inner = 1;
-  for (int64_t d = 0; d < axis; ++d) outer *= x.shape[size_t(d)];
-  for (int64_t d = axis + 1; d < r; ++d) inner *= x.shape[size_t(d)];
-  if (data_const) {
-    const auto& v = constants_.at(n.input(0)).data;
-    Constant c{out, {}};
-    for (int64_t o = 0; o < outer; ++o)
-      for (int64_t i : idx) c.data.insert(c.data.end(), v.begin() + (o * dim + i) * inner, v.begin() + (o * dim + i + 1) * inner);
-    constants_[n.output(0)] = c;
-    return;
-  }
   Tensor j = pick(x, axis, idx, loc);
   std::vector<int64_t> joined = j.shape;
   if (joined == out) {
@@ -418,7 +400,7 @@ void Importer::pad(const onnx::NodeProto& n, mlir::Location loc) {
   std::vector<int64_t> p = attr_ints(n, "pads", {});
   float value = attr_f(n, "value", 0.0f);
   if (n.input_size() > 1 && !n.input(1).empty())
-    for (float f : const_input(n, 1, "Pad pads").data) p.push_back(int64_t(f));
+    p = const_input(n, 1, "Pad pads").int_values();
   if (n.input_size() > 2 && !n.input(2).empty()) {
     const auto& v = const_input(n, 2, "Pad constant_value").data;
     if (v.size() != 1) fail("Pad constant_value must be a scalar", node_name(n));

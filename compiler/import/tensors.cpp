@@ -1,103 +1,17 @@
-// Initializers (inline, raw or external data; float, float16, bfloat16, double and integer
-// element types), the values nodes read and define, and the TOSA building blocks every operator
-// uses (f32 tensor types, constants, transposes, reshapes).
+// The values nodes read and define, initializers read into constants (constant.cpp), and the
+// TOSA building blocks every operator uses (f32 tensor types, constants, transposes, reshapes).
 #include <fmt/format.h>
 
-#include <cstring>
-#include <fstream>
-
 #include "import/importer.h"
-#include "vtpu/numerics/float.h"
 
 namespace vtpu::compiler::onnx_import {
 
 Constant Importer::read_tensor(const onnx::TensorProto& t) {
-  Constant c;
-  for (int64_t d : t.dims()) c.shape.push_back(d);
-  int64_t n = numel(c.shape);
-  std::string raw;
-  if (t.data_location() == onnx::TensorProto::EXTERNAL) {
-    std::string loc;
-    int64_t offset = 0, length = -1;
-    for (const auto& kv : t.external_data()) {
-      if (kv.key() == "location") loc = kv.value();
-      else if (kv.key() == "offset") offset = std::stoll(kv.value());
-      else if (kv.key() == "length") length = std::stoll(kv.value());
-    }
-    auto file = path_.parent_path() / loc;
-    std::ifstream f(file, std::ios::binary);
-    if (!f) fail(fmt::format("external data file '{}' cannot be opened", file.string()), t.name());
-    f.seekg(offset);
-    raw.assign(size_t(length >= 0 ? length : n * 8), '\0');
-    f.read(raw.data(), std::streamsize(raw.size()));
-    raw.resize(size_t(f.gcount()));
-  } else if (t.has_raw_data()) {
-    raw = t.raw_data();
+  try {
+    return onnx_import::read_tensor(t, path_.parent_path());
+  } catch (const ConstantError& e) {
+    fail(e.what(), t.name());
   }
-  c.data.resize(size_t(n));
-  auto from_raw = [&](auto type_tag) {
-    using T = decltype(type_tag);
-    if (raw.size() != size_t(n) * sizeof(T))
-      fail(fmt::format("initializer holds {} bytes, its shape needs {}", raw.size(), size_t(n) * sizeof(T)), t.name());
-    for (int64_t i = 0; i < n; ++i) {
-      T v;
-      std::memcpy(&v, raw.data() + size_t(i) * sizeof(T), sizeof(T));
-      c.data[size_t(i)] = float(v);
-    }
-  };
-  switch (t.data_type()) {
-    case onnx::TensorProto::FLOAT:
-      if (!raw.empty()) from_raw(float{});
-      else if (t.float_data_size() == n) for (int64_t i = 0; i < n; ++i) c.data[size_t(i)] = t.float_data(int(i));
-      else fail("float initializer has the wrong number of values", t.name());
-      break;
-    // Models exported in half or double precision: the values as fp32 (the program's
-    // precision, bf16 or int8, is chosen by --dtype as for fp32 models).
-    case onnx::TensorProto::FLOAT16:
-    case onnx::TensorProto::BFLOAT16: {
-      bool half = t.data_type() == onnx::TensorProto::FLOAT16;
-      std::vector<uint16_t> bits(static_cast<size_t>(n));
-      if (!raw.empty()) {
-        if (raw.size() != size_t(n) * 2)
-          fail(fmt::format("initializer holds {} bytes, its shape needs {}", raw.size(), size_t(n) * 2), t.name());
-        std::memcpy(bits.data(), raw.data(), raw.size());
-      } else if (t.int32_data_size() == n) {  // one 16-bit pattern per int32
-        for (int64_t i = 0; i < n; ++i) bits[size_t(i)] = uint16_t(t.int32_data(int(i)));
-      } else {
-        fail("float16 initializer has the wrong number of values", t.name());
-      }
-      for (int64_t i = 0; i < n; ++i)
-        c.data[size_t(i)] = numerics::f32_from_bits(half ? numerics::f16_to_f32_bits(bits[size_t(i)])
-                                                         : numerics::bf16_to_f32_bits(bits[size_t(i)]));
-      break;
-    }
-    case onnx::TensorProto::DOUBLE:
-      if (!raw.empty()) from_raw(double{});
-      else if (t.double_data_size() == n) for (int64_t i = 0; i < n; ++i) c.data[size_t(i)] = float(t.double_data(int(i)));
-      else fail("double initializer has the wrong number of values", t.name());
-      break;
-    case onnx::TensorProto::INT64:
-      if (!raw.empty()) from_raw(int64_t{});
-      else for (int64_t i = 0; i < n && i < t.int64_data_size(); ++i) c.data[size_t(i)] = float(t.int64_data(int(i)));
-      break;
-    case onnx::TensorProto::INT32:
-      if (!raw.empty()) from_raw(int32_t{});
-      else for (int64_t i = 0; i < n && i < t.int32_data_size(); ++i) c.data[size_t(i)] = float(t.int32_data(int(i)));
-      break;
-    case onnx::TensorProto::INT8:  // quantized weights and zero points (int32_data holds them unpacked)
-      if (!raw.empty()) from_raw(int8_t{});
-      else for (int64_t i = 0; i < n && i < t.int32_data_size(); ++i) c.data[size_t(i)] = float(int8_t(t.int32_data(int(i))));
-      break;
-    case onnx::TensorProto::UINT8:
-      if (!raw.empty()) from_raw(uint8_t{});
-      else for (int64_t i = 0; i < n && i < t.int32_data_size(); ++i) c.data[size_t(i)] = float(uint8_t(t.int32_data(int(i))));
-      break;
-    default:
-      fail(fmt::format("initializer element type {} is not supported (float, float16, bfloat16, double, int64, int32, int8, uint8)",
-                       onnx::TensorProto::DataType_Name(onnx::TensorProto::DataType(t.data_type()))),
-           t.name());
-  }
-  return c;
 }
 
 // Floating element types a model's inputs and outputs may have: given and returned as

@@ -6,6 +6,7 @@
 #include "mlir/Tools/mlir-opt/MlirOptMain.h"
 #include "mlir/Transforms/Passes.h"
 #include "pipeline/pipeline.h"
+#include "plan.h"
 #include "transforms/passes.h"
 
 int main(int argc, char** argv) {
@@ -14,6 +15,7 @@ int main(int argc, char** argv) {
   vtpu::tpu::registerTpuPasses();
   mlir::PassPipelineRegistration<>("tpu-pipeline", "The compiler's passes from the importer's TOSA to the tpu dialect",
                                    [](mlir::OpPassManager& pm) { vtpu::compiler::build_tosa_to_tpu_pipeline(pm); });
+  vtpu::compiler::codegen::register_codegen_passes();
   mlir::registerCanonicalizerPass();
   mlir::registerCSEPass();
   return mlir::asMainReturnCode(mlir::MlirOptMain(argc, argv, "vtpu optimizer driver\n", registry));

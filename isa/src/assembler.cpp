@@ -75,7 +75,12 @@ std::vector<Token> lex(std::string_view s, int line, int col0) {
       size_t j = i + 1;
       std::string v;
       while (j < s.size() && s[j] != '"') {
-        if (s[j] == '\\' && j + 1 < s.size()) ++j;
+        if (s[j] == '\\' && j + 1 < s.size()) {
+          char e = s[++j];  // \n \r \t name control characters; any other escaped character is itself
+          v += e == 'n' ? '\n' : e == 'r' ? '\r' : e == 't' ? '\t' : e;
+          ++j;
+          continue;
+        }
         v += s[j++];
       }
       if (j >= s.size()) throw LineError{loc, "unterminated string"};
@@ -394,10 +399,29 @@ class Assembler {
     if (rest.empty()) return;
     int col0 = int(start) + 1;
     if (rest[0] == '.') {
+      if (unquoted_tag(rest, line_no, col0)) return;
       directive(lex(rest, line_no, col0), line_no);
       return;
     }
     bundle(rest, line_no, col0);
+  }
+
+  // `.tag NAME` with an unquoted NAME: ONNX node names (conv1-relu, /layer1/Conv,
+  // onnx::Add_12) are tags, so the name is the rest of the line as written, any characters
+  // but white space and quotes. False when the line is another directive or a quoted tag.
+  bool unquoted_tag(std::string_view rest, int line_no, int col0) {
+    if (rest.substr(0, 4) != ".tag" || rest.size() < 5 || !std::isspace(static_cast<unsigned char>(rest[4])))
+      return false;
+    size_t i = 4;
+    while (std::isspace(static_cast<unsigned char>(rest[i]))) ++i;  // rest has no trailing space
+    if (rest[i] == '"') return false;
+    std::string_view name = rest.substr(i);
+    for (size_t k = 0; k < name.size(); ++k)
+      if (std::isspace(static_cast<unsigned char>(name[k])) || name[k] == '"')
+        throw LineError{{line_no, col0 + int(i + k)},
+                        fmt::format(".tag takes one name; quote a name with spaces or quotes: .tag \"{}\"", name)};
+    current_tag_ = intern_tag(std::string(name), {line_no, col0 + int(i)});
+    return true;
   }
 
   void define_label(std::string name, Loc loc) {
@@ -996,6 +1020,19 @@ std::vector<uint8_t> Assembler::encode_values(const Value& v, Dtype dt, bool bit
 }
 
 }  // namespace
+
+std::string quote(std::string_view s) {
+  std::string q = "\"";
+  for (char c : s) {
+    if (c == '\n' || c == '\r' || c == '\t') {
+      q += c == '\n' ? "\\n" : c == '\r' ? "\\r" : "\\t";
+      continue;
+    }
+    if (c == '"' || c == '\\') q += '\\';
+    q += c;
+  }
+  return q + "\"";
+}
 
 Program assemble(std::string_view text, std::string_view file_name) {
   return Assembler(std::string(file_name)).run(text);

@@ -30,15 +30,7 @@ bool label_ok(const Program& p, const Symbol& s) {
   return false;
 }
 
-std::string quote_if_needed(const std::string& s) {
-  if (plain_name(s)) return s;
-  std::string q = "\"";
-  for (char c : s) {
-    if (c == '"' || c == '\\') q += '\\';
-    q += c;
-  }
-  return q + "\"";
-}
+std::string quote_if_needed(const std::string& s) { return plain_name(s) ? s : quote(s); }
 
 std::string format_field(const FieldDef& f, int64_t v, const Program* p) {
   switch (f.kind) {

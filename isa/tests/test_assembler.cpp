@@ -184,6 +184,24 @@ TEST(Assembler, ConstantsAndTensorsRoundTrip) {
   EXPECT_EQ(assemble(disassemble(p), "again.s"), p);
 }
 
+// A name may hold anything ONNX allows: a line break, a tab, quotes, backslashes. Written
+// with the escapes docs/isa.md lists, it stays on its line and reads back as it was.
+TEST(Assembler, StringEscapesKeepLineBreaksQuotesAndBackslashes) {
+  Program p = assemble(".tag \"a\\nb \\\"q\\\" c\\\\d\\te\\rf\"\nhalt\n", "t.s");
+  ASSERT_EQ(p.tags.size(), 2u);
+  EXPECT_EQ(p.tags[1], "a\nb \"q\" c\\d\te\rf");
+  EXPECT_EQ(assemble(disassemble(p), "again.s"), p);
+  for (std::string name : {"two\nlines", "\n", "tab\there", "quote\" and \\", "back\\n is not a break", "\r\n"}) {
+    std::string text = quote(name);
+    EXPECT_EQ(text.find('\n'), std::string::npos) << text;
+    Program q = assemble(".tensor " + text + " role=input dtype=int8 shape=[1] addr=0\n.tag " + text + "\nhalt\n", "t.s");
+    ASSERT_EQ(q.tags.size(), 2u) << text;
+    EXPECT_EQ(q.tags[1], name);
+    EXPECT_EQ(q.tensors.at(0).name, name);
+    EXPECT_EQ(assemble(disassemble(q), "again.s"), q) << disassemble(q);
+  }
+}
+
 // A model's empty input or output (a 0 dimension) is a tensor of no bytes; it round-trips.
 TEST(Assembler, EmptyTensorsHaveNoBytes) {
   Program p = assemble(".tensor e role=output dtype=bf16 shape=[3, 0] addr=0\nhalt\n", "t.s");
@@ -244,6 +262,34 @@ TEST(Assembler, RandomProgramsRoundTrip) {
 }
 
 // Each file in bad/ starts with "# expect: LINE:COL: text" naming its first error.
+// ONNX node names are tags: '-', '/', ':' and '.' unquoted, the rest of the line as written;
+// they print quoted and assemble back to the same program.
+TEST(Assembler, UnquotedTagsTakeOnnxNodeNames) {
+  Program p = assemble(
+      ".tag conv1-relu\n  halt\n.tag /layer1/conv-2/Conv   # a comment\n  halt\n.tag onnx::Add_12\n  halt\n"
+      ".tag conv1-relu\n  halt\n.tag \"quoted name\"\n  halt\n",
+      "tags.s");
+  ASSERT_EQ(p.tags.size(), 5u);
+  EXPECT_EQ(p.tags[1], "conv1-relu");
+  EXPECT_EQ(p.tags[2], "/layer1/conv-2/Conv");
+  EXPECT_EQ(p.tags[3], "onnx::Add_12");
+  EXPECT_EQ(p.tags[4], "quoted name");
+  auto bundles = decode_program(p);
+  EXPECT_EQ(bundles[0].tag, 1);
+  EXPECT_EQ(bundles[3].tag, 1);
+  EXPECT_EQ(bundles[4].tag, 4);
+  EXPECT_EQ(assemble(disassemble(p), "again.s"), p);
+  try {
+    assemble("  nop\n.tag two words\n  halt\n", "spaces.s");
+    ADD_FAILURE() << "a tag of two words assembled";
+  } catch (const AsmError& e) {
+    const Diagnostic& d = e.diagnostics().at(0);
+    EXPECT_EQ(d.line, 2);
+    EXPECT_EQ(d.column, 9);
+    EXPECT_NE(d.message.find("quote a name with spaces"), std::string::npos) << d.message;
+  }
+}
+
 TEST(Assembler, MalformedSourcesGiveTheirError) {
   std::filesystem::path dir = std::filesystem::path(VTPU_SOURCE_DIR) / "isa/tests/bad";
   int n = 0;

@@ -1,5 +1,6 @@
 // vtpu-isa-gen: regenerates docs/isa.md's reference section and rtl/generated/vtpu_isa_pkg.sv
-// from the ISA table.   Usage: vtpu-isa-gen --doc docs/isa.md --sv rtl/generated/vtpu_isa_pkg.sv
+// from the ISA table, and the typed emitters vtpu/isa/emit.h (--cpp, at build time).
+// Usage: vtpu-isa-gen --doc docs/isa.md --sv rtl/generated/vtpu_isa_pkg.sv [--cpp emit.h]
 #include <fstream>
 #include <iostream>
 #include <sstream>
@@ -18,10 +19,12 @@ int main(int argc, char** argv) {
         ss << in.rdbuf();
         std::string out = vtpu::isa::splice_generated(ss.str(), vtpu::isa::generate_markdown_reference());
         std::ofstream(path) << out;
+      } else if (flag == "--cpp") {
+        std::ofstream(path) << vtpu::isa::generate_cpp_emitters();
       } else if (flag == "--sv") {
         std::ofstream(path) << vtpu::isa::generate_sv_package();
       } else {
-        std::cerr << "usage: vtpu-isa-gen [--doc FILE.md] [--sv FILE.sv]\n";
+        std::cerr << "usage: vtpu-isa-gen [--doc FILE.md] [--sv FILE.sv] [--cpp FILE.h]\n";
         return 2;
       }
     }

@@ -1,7 +1,8 @@
-// vtpu_core: one vtpu core on a single-MXU config — the sequencer that decodes the ISA's
-// bundles (field positions and opcodes from the generated vtpu_isa_pkg), the scalar unit,
-// the sync flags, the unified buffer, the DMA engine with the weight FIFO, the MXU and the
-// vector unit. Timing follows docs/microarch.md rule for rule; docs/rtl.md lists the
+// vtpu_core: one vtpu core — the sequencer that decodes the ISA's bundles (field positions
+// and opcodes from the generated vtpu_isa_pkg), the scalar unit, the sync flags, the unified
+// buffer, the DMA engine with one weight FIFO per MXU, MXUS MXUs (each its own weight path,
+// data path, unified-buffer input port and accumulators) and the vector unit, which
+// addresses MXU m's accumulator row r as m * ACC_ROWS + r. Timing follows docs/microarch.md rule for rule; docs/rtl.md lists the
 // supported subset and how each rule is met. The off-chip memory is outside: the DMA
 // engine's memory port (vtpu_dma) is answered by the testbench's memory model.
 //
@@ -14,6 +15,7 @@ module vtpu_core import vtpu_isa_pkg::*; #(
   parameter int OUT_LAT        = 2,
   parameter int SHIFT          = ROWS,
   parameter int ACC_ROWS       = 256,
+  parameter int MXUS           = 1,    // core.mxu.count
   parameter int UB_BYTES       = 65536,
   parameter int UB_ROW_BYTES   = 8,
   parameter int UB_BANKS       = 2,
@@ -43,6 +45,8 @@ module vtpu_core import vtpu_isa_pkg::*; #(
   localparam int UAW  = $clog2(UB_BYTES),
   localparam int ULW  = $clog2(PB + 1),
   localparam int AW   = (ACC_ROWS > 1) ? $clog2(ACC_ROWS) : 1,
+  localparam int GAW  = (MXUS * ACC_ROWS > 1) ? $clog2(MXUS * ACC_ROWS) : 1,  // rows of all MXUs
+  localparam int MW   = (MXUS > 1) ? $clog2(MXUS) : 1,
   localparam int MMQ  = 64,  // matmuls in flight (each >= 1 row): well above in+R+C+out
   localparam int PW   = $clog2(PARAM_ENTRIES),
   localparam int PARAM_BITS = 102 * COLS + 225 + 40 + 32 * 16  // vtpu_vector's parameter RAM entry
@@ -64,6 +68,8 @@ module vtpu_core import vtpu_isa_pkg::*; #(
   output logic              mem_req_write,
   output logic [31:0]       mem_req_addr,
   output logic [15:0]       mem_req_bytes,
+  output logic [15:0]       mem_req_count,  // rows of mem_req_bytes, mem_req_stride apart
+  output logic [31:0]       mem_req_stride,
   output logic              mem_req_first,
   output logic [15:0]       mem_req_offset,
   output logic [15:0]       mem_req_beat_bytes,
@@ -76,7 +82,7 @@ module vtpu_core import vtpu_isa_pkg::*; #(
   output logic [31:0]       cycle,
   output logic              issue,         // bundle issue_pc issues at this cycle
   output logic [23:0]       issue_pc,
-  output logic              wload_start,   // a weight shift starts (the tile leaves the FIFO)
+  output logic [MXUS-1:0]   wload_start,   // MXU m's weight shift starts (the tile leaves its FIFO)
   output logic              dma_ev,        // a DMA transfer's [t, done) became known
   output logic [23:0]       dma_ev_pc,
   output logic [31:0]       dma_ev_t,
@@ -162,10 +168,11 @@ module vtpu_core import vtpu_isa_pkg::*; #(
   localparam int NVP = 8;
   logic [NVP-1:0]          vec_inc;
   logic [5:0]              vec_inc_flag [NVP];
-  logic                    mm_done;
-  logic [5:0]              mmq_flag [MMQ];
-  logic [5:0]              mmq_head, mmq_tail;
-  logic [6:0]              mm_out;  // matmuls issued whose done has not pulsed
+  logic                    mm_done  [MXUS];
+  logic [5:0]              mmq_flag [MXUS][MMQ];  // per MXU, in issue order (done pulses come in that order)
+  logic [5:0]              mmq_head [MXUS];
+  logic [5:0]              mmq_tail [MXUS];
+  logic [6:0]              mm_out   [MXUS];  // matmuls issued whose done has not pulsed
 
   // increments realized at this cycle, per flag
   logic [31:0] inc [64];
@@ -173,7 +180,8 @@ module vtpu_core import vtpu_isa_pkg::*; #(
     for (int f = 0; f < 64; f++) inc[f] = 32'd0;
     for (int i = 0; i < DMA_INFLIGHT; i++) if (dma_inc[i]) inc[dma_inc_flag[i]] += 32'd1;
     for (int i = 0; i < NVP; i++) if (vec_inc[i]) inc[vec_inc_flag[i]] += 32'd1;
-    if (mm_done && mmq_flag[mmq_head] != 6'd0) inc[mmq_flag[mmq_head]] += 32'd1;
+    for (int m = 0; m < MXUS; m++)
+      if (mm_done[m] && mmq_flag[m][mmq_head[m]] != 6'd0) inc[mmq_flag[m][mmq_head[m]]] += 32'd1;
     if (sig_pend) inc[sig_flag] += 32'(sig_count);
   end
 
@@ -204,11 +212,9 @@ module vtpu_core import vtpu_isa_pkg::*; #(
   always_comb begin
     case (32'(vec_op))
       0, OP_VEC_VEC_COPY, OP_VEC_VEC_CVT, OP_VEC_VEC_ADD, OP_VEC_VEC_SUB, OP_VEC_VEC_MUL, OP_VEC_VEC_MAX,
-      OP_VEC_VEC_MIN, OP_VEC_VEC_RELU, OP_VEC_VEC_CLAMP, OP_VEC_VEC_AFFINE, OP_VEC_VEC_RSUM, OP_VEC_VEC_RMAX:
-        vec_ok_op = 32'(v_dt_f) <= DTYPE_INT16 && 32'(v_odt_f) <= DTYPE_INT16;
-      // pooling windows are byte offsets into the unified buffer
+      OP_VEC_VEC_MIN, OP_VEC_VEC_RELU, OP_VEC_VEC_CLAMP, OP_VEC_VEC_AFFINE, OP_VEC_VEC_RSUM, OP_VEC_VEC_RMAX,
       OP_VEC_VEC_MAXPOOL, OP_VEC_VEC_AVGPOOL:
-        vec_ok_op = 32'(v_dt_f) <= DTYPE_INT16 && 32'(v_odt_f) <= DTYPE_INT16 && !b[VEC_A_MEM_LSB];
+        vec_ok_op = 32'(v_dt_f) <= DTYPE_INT16 && 32'(v_odt_f) <= DTYPE_INT16;
       OP_VEC_VEC_RESCALE: vec_ok_op = int_type(v_dt_f) && int_type(v_odt_f);
       // the table functions compute on fp32 or bf16 rows
       OP_VEC_VEC_EXP, OP_VEC_VEC_TANH, OP_VEC_VEC_SIGMOID, OP_VEC_VEC_GELU, OP_VEC_VEC_ERF, OP_VEC_VEC_RECIP,
@@ -217,8 +223,8 @@ module vtpu_core import vtpu_isa_pkg::*; #(
       default: vec_ok_op = 1'b0;
     endcase
     unsupported = !vec_ok_op || (32'(dma_op) == OP_DMA_DMA_SEND) || (32'(dma_op) > OP_DMA_DMA_SEND) ||
-                  (mxw_op != '0 && b[MXW_MXU_LSB +: 3] != 3'd0) || (mxm_op != '0 && b[MXM_MXU_LSB +: 3] != 3'd0) ||
-                  (dma_op != '0 && 32'(dma_op) == OP_DMA_DMA_WFIFO && b[DMA_UNIT_LSB +: 3] != 3'd0) ||
+                  (mxw_op != '0 && 32'(b[MXW_MXU_LSB +: 3]) >= MXUS) || (mxm_op != '0 && 32'(b[MXM_MXU_LSB +: 3]) >= MXUS) ||
+                  (dma_op != '0 && 32'(dma_op) == OP_DMA_DMA_WFIFO && 32'(b[DMA_UNIT_LSB +: 3]) >= MXUS) ||
                   (32'(ctl_op) > OP_CTL_LOOP) ||
                   (vec_op != '0 && b[VEC_PARAM_LSB +: 12] >= 12'(PARAM_ENTRIES));
   end
@@ -283,111 +289,153 @@ module vtpu_core import vtpu_isa_pkg::*; #(
   end
 
   // ================================================================ unified buffer
-  logic [UAW-1:0]  ub_rd_addr [4];
-  logic [PB*8-1:0] ub_rd_data [4];
-  logic            ub_wr_en   [2];
-  logic [UAW-1:0]  ub_wr_addr [2];
-  logic [ULW-1:0]  ub_wr_len  [2];
-  logic [PB*8-1:0] ub_wr_data [2];
-  vtpu_ub #(.BYTES(UB_BYTES), .PB(PB), .NR(4), .NW(2)) u_ub (
+  logic [UAW-1:0]  ub_rd_addr [MXUS + 2];  // MXU m's input rows at m, the vector unit's a and b after them
+  logic [PB*8-1:0] ub_rd_data [MXUS + 2];
+  logic            ub_wr_en   [1];
+  logic [UAW-1:0]  ub_wr_addr [1];
+  logic [ULW-1:0]  ub_wr_len  [1];
+  logic [PB*8-1:0] ub_wr_data [1];
+  logic [UAW-1:0]  ub_gr_addr, ub_gw_addr;
+  logic [ULW-1:0]  ub_gr_row, ub_gw_row, ub_gw_len;
+  logic [31:0]     ub_gr_stride, ub_gw_stride;
+  logic [PB*8-1:0] ub_gr_data, ub_gw_data;
+  logic            ub_gw_en;
+  vtpu_ub #(.BYTES(UB_BYTES), .PB(PB), .NR(MXUS + 2), .NW(1)) u_ub (
     .clk(clk), .rd_addr(ub_rd_addr), .rd_data(ub_rd_data),
-    .wr_en(ub_wr_en), .wr_addr(ub_wr_addr), .wr_len(ub_wr_len), .wr_data(ub_wr_data));
+    .wr_en(ub_wr_en), .wr_addr(ub_wr_addr), .wr_len(ub_wr_len), .wr_data(ub_wr_data),
+    .gr_addr(ub_gr_addr), .gr_row(ub_gr_row), .gr_stride(ub_gr_stride), .gr_data(ub_gr_data),
+    .gw_en(ub_gw_en), .gw_addr(ub_gw_addr), .gw_len(ub_gw_len), .gw_row(ub_gw_row), .gw_stride(ub_gw_stride),
+    .gw_data(ub_gw_data));
 
-  // ================================================================ MXU
-  logic        mm_fire, mm_bf16_now, mm_bf16_q;
-  logic [31:0] mm_src_now, mm_src_q, mm_stride_now, mm_stride_q;
-  assign mm_fire       = issue && mxm_op != '0;
+  // ================================================================ MXUs
+  logic [MW-1:0] mm_m, wl_m;  // the MXU of this bundle's matmul and weight load
+  assign mm_m = MW'(b[MXM_MXU_LSB +: 3]);
+  assign wl_m = MW'(b[MXW_MXU_LSB +: 3]);
+  logic unused_mxu_fields;  // fields past MXUS are refused above
+  assign unused_mxu_fields = ^{b[MXM_MXU_LSB +: 3], b[MXW_MXU_LSB +: 3]};
+  logic        mm_bf16_now;
+  logic [31:0] mm_src_now, mm_stride_now;
+  logic [AW-1:0] mm_dst_now;  // the sequencer checks bounds (docs/rtl.md)
   assign mm_bf16_now   = b[MXM_DTYPE_LSB];
   assign mm_src_now    = rd_reg(b[MXM_SRC_REG_LSB +: 5]) + 32'(b[MXM_SRC_OFF_LSB +: MXM_SRC_OFF_WIDTH]);
+  assign mm_dst_now    = AW'(rd_reg(b[MXM_DST_REG_LSB +: 5]) + 32'(b[MXM_DST_OFF_LSB +: MXM_DST_OFF_WIDTH]));
   // stride 0: packed rows of ROWS elements
   assign mm_stride_now = (b[MXM_STRIDE_LSB +: 16] != 16'd0) ? 32'(b[MXM_STRIDE_LSB +: 16])
                                                               : (mm_bf16_now ? 32'(ROWS * 2) : 32'(ROWS));
-  always_ff @(posedge clk) begin
-    if (mm_fire) begin
-      mm_src_q    <= mm_src_now;
-      mm_stride_q <= mm_stride_now;
-      mm_bf16_q   <= mm_bf16_now;
-    end
-  end
 
-  logic               in_req;
-  logic [15:0]        in_req_row;
-  logic [ROWS*16-1:0] in_data;
-  logic               in_bf16;
-  assign in_bf16 = mm_fire ? mm_bf16_now : mm_bf16_q;
-  assign ub_rd_addr[0] = mm_fire ? UAW'(mm_src_now) : UAW'(mm_src_q + 32'(in_req_row) * mm_stride_q);
-  always_comb begin
-    for (int k = 0; k < ROWS; k++)
-      in_data[k*16 +: 16] = in_bf16 ? ub_rd_data[0][k*16 +: 16] : {8'h00, ub_rd_data[0][k*8 +: 8]};
-  end
-  logic unused_in_req;
-  assign unused_in_req = in_req;
-
-  logic              wf_avail, wf_pop, wf_pop_pending, wf_rd;
-  logic [$clog2(ROWS+1)-1:0] wf_k;
-  logic [$clog2(COLS+1)-1:0] wf_n;
-  logic [((ROWS > 1) ? $clog2(ROWS) : 1)-1:0] wf_row;
-  logic [COLS*16-1:0] wf_data;
-  logic              acc_we_mxu;
-  logic [AW-1:0]     acc_waddr_mxu;
-  logic [COLS*32-1:0] acc_wdata_mxu;
-  logic [AW-1:0]     vacc_a_addr, vacc_b_addr, vacc_waddr;
+  logic              wf_avail       [MXUS];
+  logic              wf_pop         [MXUS];
+  logic              wf_pop_pending [MXUS];
+  logic [$clog2(ROWS+1)-1:0] wf_k   [MXUS];
+  logic [$clog2(COLS+1)-1:0] wf_n   [MXUS];
+  logic [((ROWS > 1) ? $clog2(ROWS) : 1)-1:0] wf_row [MXUS];
+  logic [COLS*16-1:0] wf_data       [MXUS];
+  logic               mm_ready_m    [MXUS];
+  logic               wl_ready_m    [MXUS];
+  // the vector unit's accumulator ports: rows of all MXUs (m * ACC_ROWS + r)
+  logic [GAW-1:0]     vacc_a_addr, vacc_b_addr, vacc_waddr;
   logic [COLS*32-1:0] vacc_a_data, vacc_b_data, vacc_wdata;
-  logic              vacc_we;
-  logic              mm_data_free, mm_shadow_ready;
-  vtpu_mxu #(.ROWS(ROWS), .COLS(COLS), .IN_LAT(IN_LAT), .OUT_LAT(OUT_LAT), .SHIFT(SHIFT),
-             .ACC_ROWS(ACC_ROWS), .BF16(1'b1)) u_mxu (
-    .clk(clk), .rst_n(rst_n),
-    .mm_valid(mm_fire), .mm_ready(mm_ready), .mm_rows(b[MXM_ROWS_LSB +: 16]),
-    .mm_dst(AW'(rd_reg(b[MXM_DST_REG_LSB +: 5]) + 32'(b[MXM_DST_OFF_LSB +: MXM_DST_OFF_WIDTH]))),
-    .mm_acc(b[MXM_ACC_LSB]), .mm_swap(b[MXM_SWAP_LSB]), .mm_bf16(mm_bf16_now),
-    .mm_data_free(mm_data_free), .mm_shadow_ready(mm_shadow_ready), .done(mm_done),
-    .in_req(in_req), .in_req_row(in_req_row), .in_data(in_data),
-    .wl_valid(issue && mxw_op != '0), .wl_ready(wl_ready),
-    .wf_avail(wf_avail), .wf_k(wf_k), .wf_n(wf_n), .wf_pop(wf_pop), .wf_pop_pending(wf_pop_pending),
-    .wf_rd(wf_rd), .wf_row(wf_row), .wf_data(wf_data),
-    .acc_we(acc_we_mxu), .acc_waddr(acc_waddr_mxu), .acc_wdata(acc_wdata_mxu),
-    .acc_rd_addr(vacc_a_addr), .acc_rd_data(vacc_a_data),
-    .acc_rd2_addr(vacc_b_addr), .acc_rd2_data(vacc_b_data),
-    .acc_ext_we(vacc_we), .acc_ext_addr(vacc_waddr), .acc_ext_data(vacc_wdata));
-  logic unused_mxu;
-  assign unused_mxu = ^{mm_data_free, mm_shadow_ready, wf_rd, acc_we_mxu, acc_waddr_mxu, acc_wdata_mxu};
-  assign wload_start = wf_pop;
+  logic               vacc_we;
+  logic [COLS*32-1:0] acc_a_m [MXUS];
+  logic [COLS*32-1:0] acc_b_m [MXUS];
+  function automatic logic [MW-1:0] mxu_of(input logic [GAW-1:0] row);
+    return MW'(32'(row) / ACC_ROWS);
+  endfunction
+  assign vacc_a_data = acc_a_m[mxu_of(vacc_a_addr)];
+  assign vacc_b_data = acc_b_m[mxu_of(vacc_b_addr)];
+  assign mm_ready = mm_ready_m[mm_m];
+  assign wl_ready = wl_ready_m[wl_m];
+  logic wl_idle;  // every weight path idle
+  always_comb begin
+    wl_idle = 1'b1;
+    for (int m = 0; m < MXUS; m++) wl_idle = wl_idle && wl_ready_m[m];
+  end
 
-  // flags of matmuls in flight, in issue order (done pulses come in that order)
-  always_ff @(posedge clk) begin
-    if (!rst_n) begin
-      mmq_head <= '0;
-      mmq_tail <= '0;
-      mm_out <= '0;
-    end else begin
-      if (mm_fire) begin
-        mmq_flag[mmq_tail] <= b[MXM_FLAG_LSB +: 6];
-        mmq_tail <= mmq_tail + 6'd1;
+  for (genvar m = 0; m < MXUS; m++) begin : g_mxu
+    logic        fire_m, bf16_q;
+    logic [31:0] src_q, stride_q;
+    assign fire_m = issue && mxm_op != '0 && mm_m == MW'(m);
+    always_ff @(posedge clk) begin
+      if (fire_m) begin
+        src_q    <= mm_src_now;
+        stride_q <= mm_stride_now;
+        bf16_q   <= mm_bf16_now;
       end
-      if (mm_done) mmq_head <= mmq_head + 6'd1;
-      mm_out <= mm_out + 7'(mm_fire) - 7'(mm_done);
     end
+    logic               in_req, in_bf16;
+    logic [15:0]        in_req_row;
+    logic [ROWS*16-1:0] in_data;
+    assign in_bf16 = fire_m ? mm_bf16_now : bf16_q;
+    assign ub_rd_addr[m] = fire_m ? UAW'(mm_src_now) : UAW'(src_q + 32'(in_req_row) * stride_q);
+    always_comb begin
+      for (int k = 0; k < ROWS; k++)
+        in_data[k*16 +: 16] = in_bf16 ? ub_rd_data[m][k*16 +: 16] : {8'h00, ub_rd_data[m][k*8 +: 8]};
+    end
+    logic               wf_rd, acc_we_mxu, data_free, shadow_ready;
+    logic [AW-1:0]      acc_waddr_mxu;
+    logic [COLS*32-1:0] acc_wdata_mxu;
+    logic               own_we;  // the vector unit writes one of this MXU's rows
+    assign own_we = vacc_we && mxu_of(vacc_waddr) == MW'(m);
+    vtpu_mxu #(.ROWS(ROWS), .COLS(COLS), .IN_LAT(IN_LAT), .OUT_LAT(OUT_LAT), .SHIFT(SHIFT),
+               .ACC_ROWS(ACC_ROWS), .BF16(1'b1)) u_mxu (
+      .clk(clk), .rst_n(rst_n),
+      .mm_valid(fire_m), .mm_ready(mm_ready_m[m]), .mm_rows(b[MXM_ROWS_LSB +: 16]),
+      .mm_dst(mm_dst_now), .mm_acc(b[MXM_ACC_LSB]), .mm_swap(b[MXM_SWAP_LSB]), .mm_bf16(mm_bf16_now),
+      .mm_data_free(data_free), .mm_shadow_ready(shadow_ready), .done(mm_done[m]),
+      .in_req(in_req), .in_req_row(in_req_row), .in_data(in_data),
+      .wl_valid(issue && mxw_op != '0 && wl_m == MW'(m)), .wl_ready(wl_ready_m[m]),
+      .wf_avail(wf_avail[m]), .wf_k(wf_k[m]), .wf_n(wf_n[m]), .wf_pop(wf_pop[m]),
+      .wf_pop_pending(wf_pop_pending[m]), .wf_rd(wf_rd), .wf_row(wf_row[m]), .wf_data(wf_data[m]),
+      .acc_we(acc_we_mxu), .acc_waddr(acc_waddr_mxu), .acc_wdata(acc_wdata_mxu),
+      .acc_rd_addr(AW'(32'(vacc_a_addr) % ACC_ROWS)), .acc_rd_data(acc_a_m[m]),
+      .acc_rd2_addr(AW'(32'(vacc_b_addr) % ACC_ROWS)), .acc_rd2_data(acc_b_m[m]),
+      .acc_ext_we(own_we), .acc_ext_addr(AW'(32'(vacc_waddr) % ACC_ROWS)), .acc_ext_data(vacc_wdata));
+    logic unused_mxu;
+    assign unused_mxu = ^{data_free, shadow_ready, wf_rd, acc_we_mxu, acc_waddr_mxu, acc_wdata_mxu, in_req};
+    assign wload_start[m] = wf_pop[m];
+
+    // flags of this MXU's matmuls in flight, in issue order
+    always_ff @(posedge clk) begin
+      if (!rst_n) begin
+        mmq_head[m] <= '0;
+        mmq_tail[m] <= '0;
+        mm_out[m] <= '0;
+      end else begin
+        if (fire_m) begin
+          mmq_flag[m][mmq_tail[m]] <= b[MXM_FLAG_LSB +: 6];
+          mmq_tail[m] <= mmq_tail[m] + 6'd1;
+        end
+        if (mm_done[m]) mmq_head[m] <= mmq_head[m] + 6'd1;
+        mm_out[m] <= mm_out[m] + 7'(fire_m) - 7'(mm_done[m]);
+      end
+    end
+  end
+  logic mm_drained;  // no matmul left whose done has not pulsed (counting this cycle's)
+  always_comb begin
+    mm_drained = 1'b1;
+    for (int m = 0; m < MXUS; m++) mm_drained = mm_drained && (mm_out[m] - 7'(mm_done[m]) == 7'd0);
   end
 
   // ================================================================ DMA engine
   logic dma_idle, vec_idle;
   vtpu_dma #(.ROWS(ROWS), .COLS(COLS), .UB_BYTES(UB_BYTES), .PB(PB), .DESC_ENTRIES(DESC_ENTRIES),
-             .INFLIGHT(DMA_INFLIGHT), .WF_TILES(WF_TILES), .SETUP(DMA_SETUP),
+             .INFLIGHT(DMA_INFLIGHT), .WF_TILES(WF_TILES), .MXUS(MXUS), .SETUP(DMA_SETUP),
              .UB_ROW_BYTES(UB_ROW_BYTES), .UB_RD_PORTS(UB_RD_PORTS), .UB_WR_PORTS(UB_WR_PORTS),
              .UB_RD_LAT(UB_RD_LAT), .UB_WR_LAT(UB_WR_LAT)) u_dma (
     .clk(clk), .rst_n(rst_n), .now(now),
     .desc_we(desc_we), .desc_waddr(desc_waddr), .desc_wdata(desc_wdata),
     .is_op(dma_op), .can_accept(dma_can), .fire(issue && dma_op != '0),
     .src_base(rd_reg(b[DMA_SRC_LSB +: 5])), .dst_base(rd_reg(b[DMA_DST_LSB +: 5])),
-    .desc_idx(b[DMA_DESC_LSB +: 12]), .flag(b[DMA_FLAG_LSB +: 6]), .pc(pc),
+    .desc_idx(b[DMA_DESC_LSB +: 12]), .unit(b[DMA_UNIT_LSB +: 3]), .flag(b[DMA_FLAG_LSB +: 6]), .pc(pc),
     .inc_valid(dma_inc), .inc_flag(dma_inc_flag), .idle(dma_idle),
     .wf_avail(wf_avail), .wf_k(wf_k), .wf_n(wf_n), .wf_pop(wf_pop), .wf_pop_pending(wf_pop_pending),
     .wf_row(wf_row), .wf_data(wf_data),
-    .ub_rd_addr(ub_rd_addr[3]), .ub_rd_data(ub_rd_data[3]),
-    .ub_we(ub_wr_en[1]), .ub_waddr(ub_wr_addr[1]), .ub_wlen(ub_wr_len[1]), .ub_wdata(ub_wr_data[1]),
+    .ub_rd_addr(ub_gr_addr), .ub_rd_row(ub_gr_row), .ub_rd_stride(ub_gr_stride), .ub_rd_data(ub_gr_data),
+    .ub_we(ub_gw_en), .ub_waddr(ub_gw_addr), .ub_wlen(ub_gw_len), .ub_wrow(ub_gw_row), .ub_wstride(ub_gw_stride),
+    .ub_wdata(ub_gw_data),
     .mem_req_valid(mem_req_valid), .mem_req_write(mem_req_write), .mem_req_addr(mem_req_addr),
-    .mem_req_bytes(mem_req_bytes), .mem_req_first(mem_req_first), .mem_req_offset(mem_req_offset),
+    .mem_req_bytes(mem_req_bytes), .mem_req_count(mem_req_count), .mem_req_stride(mem_req_stride),
+    .mem_req_first(mem_req_first), .mem_req_offset(mem_req_offset),
     .mem_req_beat_bytes(mem_req_beat_bytes), .mem_req_ready(mem_req_ready), .mem_req_wdata(mem_req_wdata), .mem_req_pc(mem_req_pc),
     .mem_resp_done(mem_resp_done), .mem_resp_rdata(mem_resp_rdata),
     .ev_valid(dma_ev), .ev_pc(dma_ev_pc), .ev_t(dma_ev_t), .ev_done(dma_ev_done),
@@ -398,7 +446,7 @@ module vtpu_core import vtpu_isa_pkg::*; #(
   assign v_a = rd_reg(b[VEC_A_REG_LSB +: 5]) + 32'(b[VEC_A_OFF_LSB +: VEC_A_OFF_WIDTH]);
   assign v_b = rd_reg(b[VEC_B_REG_LSB +: 5]) + 32'(b[VEC_B_OFF_LSB +: VEC_B_OFF_WIDTH]);
   assign v_d = rd_reg(b[VEC_DST_REG_LSB +: 5]) + 32'(b[VEC_DST_OFF_LSB +: VEC_DST_OFF_WIDTH]);
-  vtpu_vector #(.COLS(COLS), .UB_BYTES(UB_BYTES), .PB(PB), .ACC_ROWS(ACC_ROWS),
+  vtpu_vector #(.COLS(COLS), .UB_BYTES(UB_BYTES), .PB(PB), .ACC_ROWS(MXUS * ACC_ROWS),
                 .UB_ROW_BYTES(UB_ROW_BYTES), .UB_BANKS(UB_BANKS), .UB_RD_PORTS(UB_RD_PORTS),
                 .UB_WR_PORTS(UB_WR_PORTS), .LANE_PASSES(LANE_PASSES), .LAT_ALU(VEC_LAT_ALU),
                 .LAT_MUL(VEC_LAT_MUL), .LAT_RESCALE(VEC_LAT_RESCALE), .LAT_CONVERT(VEC_LAT_CONVERT), .LAT_REDUCE(VEC_LAT_REDUCE), .LAT_POOL(VEC_LAT_POOL),
@@ -414,7 +462,8 @@ module vtpu_core import vtpu_isa_pkg::*; #(
     .a_acc(b[VEC_A_MEM_LSB]), .a_addr(v_a), .b_acc(b[VEC_B_MEM_LSB]), .b_addr(v_b),
     .d_acc(b[VEC_DST_MEM_LSB]), .d_addr(v_d), .rows(b[VEC_ROWS_LSB +: 16]),
     .bcast(b[VEC_BCAST_LSB]), .flag(b[VEC_FLAG_LSB +: 6]), .pc(pc),
-    .ua_addr(ub_rd_addr[1]), .ua_data(ub_rd_data[1]), .ubb_addr(ub_rd_addr[2]), .ubb_data(ub_rd_data[2]),
+    .ua_addr(ub_rd_addr[MXUS]), .ua_data(ub_rd_data[MXUS]), .ubb_addr(ub_rd_addr[MXUS + 1]),
+    .ubb_data(ub_rd_data[MXUS + 1]),
     .uw_en(ub_wr_en[0]), .uw_addr(ub_wr_addr[0]), .uw_len(ub_wr_len[0]), .uw_data(ub_wr_data[0]),
     .acc_a_addr(vacc_a_addr), .acc_a_data(vacc_a_data), .acc_b_addr(vacc_b_addr), .acc_b_data(vacc_b_data),
     .acc_we(vacc_we), .acc_waddr(vacc_waddr), .acc_wdata(vacc_wdata),
@@ -424,6 +473,5 @@ module vtpu_core import vtpu_isa_pkg::*; #(
   // ================================================================ end of the program
   // total cycles = max(T_halt + 1, every done): the first cycle after halt at which no
   // unit has an event left (the matmul whose done pulses now counts as drained).
-  assign finished = halted && dma_idle && vec_idle && wl_ready &&
-                    (mm_out - 7'(mm_done) == 7'd0);
+  assign finished = halted && dma_idle && vec_idle && wl_idle && mm_drained;
 endmodule

@@ -1,8 +1,10 @@
-// vtpu_dma: the DMA engine and the weight FIFO of one MXU (docs/microarch.md, "DMA
-// engine"). Transfers are accepted into a table of INFLIGHT slots; one row generator walks
-// them in issue order, one descriptor row per cycle, and sends each HBM row to the memory
-// port as one request carrying the cycle it is ready at (S, or S + read latency for
-// stores). The memory model answers in the same cycle with the request's completion cycle
+// vtpu_dma: the DMA engine and the weight FIFOs of the MXUs, one each (docs/microarch.md,
+// "DMA engine"). Transfers are accepted into a table of INFLIGHT slots; one row generator walks
+// them in issue order and sends each HBM row to the memory port as one request carrying the
+// cycle it is ready at (S, or S + read latency for stores). A cycle's beat carries one row,
+// or as many rows of the innermost dimension as fit in PB bytes (their requests in row
+// order, their data packed one after another), so the generator keeps up with the unified
+// buffer's port rate of docs/microarch.md however short the rows are. The memory model answers in the same cycle with the request's completion cycle
 // (docs/dram.md; the testbench runs the simulator's DramTiming) and, for reads, the data.
 // When the last row is answered the transfer's done cycle D is known and the slot raises
 // its flag increment at D. Rows are moved into the unified buffer or the FIFO as they are
@@ -10,7 +12,8 @@
 //
 // The generator must know D before D: err_late is raised (and stays) otherwise. A row
 // longer than PB bytes moves in PB-byte beats, one per cycle: the memory model times the
-// whole row at its first beat (mem_req_first) and answers every beat with that time.
+// whole row at its first beat (mem_req_first) and answers every beat with that time. Weight
+// tiles move one row per cycle.
 //
 // Descriptor RAM entry (DESC_BITS), written by the loader before the run:
 //   [31:0] src_offset [63:32] dst_offset [79:64] bytes [82:80] dtype
@@ -24,6 +27,7 @@ module vtpu_dma import vtpu_isa_pkg::*; #(
   parameter int DESC_ENTRIES = 64,
   parameter int INFLIGHT     = 4,     // core.dma.max_in_flight
   parameter int WF_TILES     = 2,     // core.mxu.weight_fifo_tiles
+  parameter int MXUS         = 1,     // core.mxu.count: one weight FIFO each
   parameter int SETUP        = 16,    // core.dma.setup_cycles
   parameter int UB_ROW_BYTES = 8,     // core.unified_buffer.row_bytes
   parameter int UB_RD_PORTS  = 1,
@@ -38,7 +42,8 @@ module vtpu_dma import vtpu_isa_pkg::*; #(
   localparam int NW  = $clog2(COLS + 1),
   localparam int RW  = (ROWS > 1) ? $clog2(ROWS) : 1,
   localparam int SW  = (INFLIGHT > 1) ? $clog2(INFLIGHT) : 1,
-  localparam int TW  = (WF_TILES > 1) ? $clog2(WF_TILES) : 1
+  localparam int TW  = (WF_TILES > 1) ? $clog2(WF_TILES) : 1,
+  localparam int MW  = (MXUS > 1) ? $clog2(MXUS) : 1
 ) (
   input  logic                 clk,
   input  logic                 rst_n,
@@ -54,39 +59,46 @@ module vtpu_dma import vtpu_isa_pkg::*; #(
   input  logic [31:0]          src_base,
   input  logic [31:0]          dst_base,
   input  logic [11:0]          desc_idx,
+  input  logic [2:0]           unit,       // dma.wfifo: the MXU whose FIFO it fills
   input  logic [5:0]           flag,
   input  logic [23:0]          pc,
   // flag increments at this cycle (one per slot)
   output logic [INFLIGHT-1:0]  inc_valid,
   output logic [5:0]           inc_flag [INFLIGHT],
   output logic                 idle,       // no transfer with D > now
-  // weight FIFO, MXU side (vtpu_mxu's wf_* ports)
-  output logic                 wf_avail,
-  output logic [KW-1:0]        wf_k,
-  output logic [NW-1:0]        wf_n,
-  input  logic                 wf_pop,
-  input  logic                 wf_pop_pending,
-  input  logic [RW-1:0]        wf_row,
-  output logic [COLS*16-1:0]   wf_data,
-  // unified buffer port
+  // weight FIFOs, MXU side (each vtpu_mxu's wf_* ports)
+  output logic                 wf_avail       [MXUS],
+  output logic [KW-1:0]        wf_k           [MXUS],
+  output logic [NW-1:0]        wf_n           [MXUS],
+  input  logic                 wf_pop         [MXUS],
+  input  logic                 wf_pop_pending [MXUS],
+  input  logic [RW-1:0]        wf_row         [MXUS],
+  output logic [COLS*16-1:0]   wf_data        [MXUS],
+  // unified buffer ports (vtpu_ub's group ports): rows of *_row bytes, *_stride apart
   output logic [UAW-1:0]       ub_rd_addr,
+  output logic [ULW-1:0]       ub_rd_row,
+  output logic [31:0]          ub_rd_stride,
   input  logic [PB*8-1:0]      ub_rd_data,
   output logic                 ub_we,
   output logic [UAW-1:0]       ub_waddr,
   output logic [ULW-1:0]       ub_wlen,
+  output logic [ULW-1:0]       ub_wrow,
+  output logic [31:0]          ub_wstride,
   output logic [PB*8-1:0]      ub_wdata,
   // memory port: a request and its answer in the same cycle
   output logic                 mem_req_valid,
   output logic                 mem_req_write,
-  output logic [31:0]          mem_req_addr,    // the row's first byte
+  output logic [31:0]          mem_req_addr,    // the (first) row's first byte
   output logic [15:0]          mem_req_bytes,   // the row's bytes (the request the memory times)
+  output logic [15:0]          mem_req_count,   // rows in this beat (their requests in order)
+  output logic [31:0]          mem_req_stride,  // bytes between them in memory
   output logic                 mem_req_first,   // the row's first beat: time the request now
   output logic [15:0]          mem_req_offset,  // this beat's bytes: [offset, offset + beat_bytes)
   output logic [15:0]          mem_req_beat_bytes,
   output logic [31:0]          mem_req_ready,   // cycle the request may start
   output logic [PB*8-1:0] mem_req_wdata,
   output logic [23:0]          mem_req_pc,      // observation: the bundle of the transfer
-  input  logic [31:0]          mem_resp_done,   // cycle its last byte is delivered
+  input  logic [31:0]          mem_resp_done,   // cycle the last byte of the beat's rows is delivered
   input  logic [PB*8-1:0] mem_resp_rdata,
   // a transfer's timing is known: [ev_t, ev_done) of bundle ev_pc
   output logic                 ev_valid,
@@ -113,6 +125,7 @@ module vtpu_dma import vtpu_isa_pkg::*; #(
   logic [23:0] s_pc    [INFLIGHT];
   logic [31:0] s_t     [INFLIGHT];
   logic [TW-1:0] s_wslot [INFLIGHT];
+  logic [MW-1:0] s_wunit [INFLIGHT];
 
   logic [INFLIGHT-1:0] busy;
   logic [SW:0] nbusy;
@@ -130,26 +143,37 @@ module vtpu_dma import vtpu_isa_pkg::*; #(
   end
   assign idle = (nbusy == '0);
 
-  // ---------------------------------------------------------------- weight FIFO
-  logic [COLS*16-1:0] wf_mem   [WF_TILES][ROWS];
-  logic [COLS*16-1:0] wf_stage [ROWS];  // the tile being shifted (its slot may refill)
-  logic [KW-1:0]      wf_tk    [WF_TILES];
-  logic [NW-1:0]      wf_tn    [WF_TILES];
-  logic               wf_known [WF_TILES];
-  logic [31:0]        wf_ready [WF_TILES];
-  logic [TW-1:0]      wf_wr, wf_rd;
-  logic [TW:0]        wf_count;  // reserved by dma.wfifo, not yet popped
+  // ---------------------------------------------------------------- weight FIFOs
+  logic [COLS*16-1:0] wf_mem   [MXUS][WF_TILES][ROWS];
+  logic [COLS*16-1:0] wf_stage [MXUS][ROWS];  // the tile being shifted (its slot may refill)
+  logic [KW-1:0]      wf_tk    [MXUS][WF_TILES];
+  logic [NW-1:0]      wf_tn    [MXUS][WF_TILES];
+  logic               wf_known [MXUS][WF_TILES];
+  logic [31:0]        wf_ready [MXUS][WF_TILES];
+  logic [TW-1:0]      wf_wr    [MXUS];
+  logic [TW-1:0]      wf_rd    [MXUS];
+  logic [TW:0]        wf_count [MXUS];  // reserved by dma.wfifo, not yet popped
 
-  assign wf_avail = (wf_count != '0) && wf_known[wf_rd] && wf_ready[wf_rd] <= now;
-  assign wf_k     = wf_tk[wf_rd];
-  assign wf_n     = wf_tn[wf_rd];
-  assign wf_data  = wf_pop ? wf_mem[wf_rd][wf_row] : wf_stage[wf_row];
+  for (genvar m = 0; m < MXUS; m++) begin : g_wf
+    assign wf_avail[m] = (wf_count[m] != '0) && wf_known[m][wf_rd[m]] && wf_ready[m][wf_rd[m]] <= now;
+    assign wf_k[m]     = wf_tk[m][wf_rd[m]];
+    assign wf_n[m]     = wf_tn[m][wf_rd[m]];
+    assign wf_data[m]  = wf_pop[m] ? wf_mem[m][wf_rd[m]][wf_row[m]] : wf_stage[m][wf_row[m]];
+    always_ff @(posedge clk) begin
+      if (wf_pop[m])
+        for (int r = 0; r < ROWS; r++) wf_stage[m][r] <= wf_mem[m][wf_rd[m]][r];
+    end
+  end
 
   logic is_wfifo;
+  logic [MW-1:0] wunit;
   assign is_wfifo = (32'(is_op) == OP_DMA_DMA_WFIFO);
+  assign wunit = MW'(unit);
+  logic unused_unit;
+  assign unused_unit = ^unit;  // the core refuses units past MXUS
   // A pop at this cycle frees its slot for a dma.wfifo issuing now (docs/microarch.md).
   assign can_accept = (nbusy < (SW+1)'(INFLIGHT)) &&
-                      (!is_wfifo || (wf_count - (TW+1)'(wf_pop_pending)) < (TW+1)'(WF_TILES));
+                      (!is_wfifo || (wf_count[wunit] - (TW+1)'(wf_pop_pending[wunit])) < (TW+1)'(WF_TILES));
 
   // issue queue: slots in issue order
   logic [SW-1:0] q_slot [INFLIGHT];
@@ -165,7 +189,17 @@ module vtpu_dma import vtpu_isa_pkg::*; #(
   logic [15:0]   g_beat;             // offset of this cycle's beat within the row
   logic [15:0]   beat_bytes;
   logic          last_beat;
-  assign beat_bytes = (32'(g_bytes) - 32'(g_beat) > PB) ? 16'(PB) : g_bytes - g_beat;
+  logic [15:0]   g_per;              // rows per beat: PB / bytes (1 for longer rows and tiles)
+  logic [15:0]   g_n;                // rows this cycle
+  logic          g_long;             // rows longer than PB bytes: several beats each
+  assign g_long = 32'(g_bytes) > PB;
+  always_comb begin
+    g_n = g_cnt[0] - g_i[0];
+    if (g_long || g_per < g_n) g_n = g_long ? 16'd1 : g_per;
+    if (g_n == 16'd0) g_n = 16'd1;  // a dimension of count 0 (no rows): as before, one at a time
+  end
+  assign beat_bytes = !g_long ? 16'(32'(g_n) * 32'(g_bytes))
+                      : (32'(g_bytes) - 32'(g_beat) > PB) ? 16'(PB) : g_bytes - g_beat;
   assign last_beat  = 32'(g_beat) + PB >= 32'(g_bytes);
   logic [2:0]    g_dtype;
   logic [15:0]   g_cnt [3];
@@ -176,6 +210,7 @@ module vtpu_dma import vtpu_isa_pkg::*; #(
   logic [31:0]   g_S, g_H, g_N;
   logic [31:0]   port_free;          // the DMA's UB port, shared in issue order
   logic [TW-1:0] g_wslot;
+  logic [MW-1:0] g_wunit;
 
   assign g_start = !g_active && q_count != '0;
 
@@ -197,23 +232,29 @@ module vtpu_dma import vtpu_isa_pkg::*; #(
   assign mem_req_write = is_store;
   assign mem_req_addr  = is_store ? a_dst : a_src;
   assign mem_req_bytes = g_bytes;
+  assign mem_req_count = g_n;
+  assign mem_req_stride = is_store ? g_ds[0] : g_ss[0];
   assign mem_req_first = g_beat == 16'd0;
   assign mem_req_offset = g_beat;
   assign mem_req_beat_bytes = beat_bytes;
   assign mem_req_ready = is_store ? g_S + 32'(UB_RD_LAT) : g_S;
   assign mem_req_pc    = s_pc[g_slot];
   assign ub_rd_addr    = UAW'(a_src + 32'(g_beat));
+  assign ub_rd_row     = g_long ? ULW'(PB) : ULW'(g_bytes);
+  assign ub_rd_stride  = g_ss[0];
   assign mem_req_wdata = ub_rd_data;
 
   assign ub_we    = g_active && (is_load || is_copy);
   assign ub_waddr = UAW'(a_dst + 32'(g_beat));
   assign ub_wlen  = ULW'(beat_bytes);
+  assign ub_wrow  = g_long ? ULW'(PB) : ULW'(g_bytes);
+  assign ub_wstride = g_ds[0];
   assign ub_wdata = is_copy ? ub_rd_data : mem_resp_rdata;
 
   logic        last_row;
   logic [31:0] h_next, occ_w, occ_r, occ_c, p_start, d_cycle, port_next;
   always_comb begin
-    last_row = last_beat && (g_i[0] == g_cnt[0] - 16'd1) && (g_i[1] == g_cnt[1] - 16'd1) &&
+    last_row = last_beat && (g_i[0] + g_n == g_cnt[0]) && (g_i[1] == g_cnt[1] - 16'd1) &&
                (g_i[2] == g_cnt[2] - 16'd1);
     h_next = (!is_copy && mem_resp_done > g_H) ? mem_resp_done : g_H;
     occ_w = (g_N + 32'(PORT_WR) - 1) / 32'(PORT_WR);
@@ -260,9 +301,11 @@ module vtpu_dma import vtpu_isa_pkg::*; #(
       q_count <= '0;
       g_active <= 1'b0;
       port_free <= '0;
-      wf_wr <= '0;
-      wf_rd <= '0;
-      wf_count <= '0;
+      for (int m = 0; m < MXUS; m++) begin
+        wf_wr[m] <= '0;
+        wf_rd[m] <= '0;
+        wf_count[m] <= '0;
+      end
       err_late <= 1'b0;
     end else begin
       // accept
@@ -276,17 +319,20 @@ module vtpu_dma import vtpu_isa_pkg::*; #(
         s_desc[free_slot]  <= DW'(desc_idx);
         s_pc[free_slot]    <= pc;
         s_t[free_slot]     <= now;
-        s_wslot[free_slot] <= wf_wr;
+        s_wslot[free_slot] <= wf_wr[wunit];
+        s_wunit[free_slot] <= wunit;
         q_slot[q_tail]     <= free_slot;
         q_tail <= (q_tail == SW'(INFLIGHT - 1)) ? '0 : q_tail + 1'b1;
         if (is_wfifo) begin
-          wf_known[wf_wr] <= 1'b0;
-          wf_wr <= (wf_wr == TW'(WF_TILES - 1)) ? '0 : wf_wr + 1'b1;
+          wf_known[wunit][wf_wr[wunit]] <= 1'b0;
+          wf_wr[wunit] <= (wf_wr[wunit] == TW'(WF_TILES - 1)) ? '0 : wf_wr[wunit] + 1'b1;
         end
       end
       q_count <= q_count + (SW+1)'(fire) - (SW+1)'(g_start);
-      wf_count <= wf_count + (TW+1)'(fire && is_wfifo) - (TW+1)'(wf_pop);
-      if (wf_pop) wf_rd <= (wf_rd == TW'(WF_TILES - 1)) ? '0 : wf_rd + 1'b1;
+      for (int m = 0; m < MXUS; m++) begin
+        wf_count[m] <= wf_count[m] + (TW+1)'(fire && is_wfifo && wunit == MW'(m)) - (TW+1)'(wf_pop[m]);
+        if (wf_pop[m]) wf_rd[m] <= (wf_rd[m] == TW'(WF_TILES - 1)) ? '0 : wf_rd[m] + 1'b1;
+      end
 
       // the generator takes the oldest queued transfer
       if (g_start) begin
@@ -296,6 +342,8 @@ module vtpu_dma import vtpu_isa_pkg::*; #(
         g_src    <= s_src[q_slot[q_head]] + d[31:0];
         g_dst    <= s_dst[q_slot[q_head]] + d[63:32];
         g_bytes  <= d[79:64];
+        g_per    <= (32'(s_op[q_slot[q_head]]) == OP_DMA_DMA_WFIFO || d[79:64] == 16'd0 || 32'(d[79:64]) > PB)
+                    ? 16'd1 : 16'(PB / 32'(d[79:64]));
         g_dtype  <= d[82:80];
         for (int k = 0; k < 3; k++) begin
           g_cnt[k] <= d[83 + 16*k +: 16];
@@ -310,6 +358,7 @@ module vtpu_dma import vtpu_isa_pkg::*; #(
         g_row    <= '0;
         g_beat   <= '0;
         g_wslot  <= s_wslot[q_slot[q_head]];
+        g_wunit  <= s_wunit[q_slot[q_head]];
         q_head <= (q_head == SW'(INFLIGHT - 1)) ? '0 : q_head + 1'b1;
       end else if (g_active && !last_beat) begin
         g_H <= h_next;
@@ -317,10 +366,10 @@ module vtpu_dma import vtpu_isa_pkg::*; #(
       end else if (g_active) begin
         g_H <= h_next;
         g_beat <= '0;
-        g_row <= g_row + 1;
-        if (is_wf) wf_mem[g_wslot][RW'(g_row)] <= tile_row;  // tile rows are one beat
+        g_row <= g_row + 32'(g_n);
+        if (is_wf) wf_mem[g_wunit][g_wslot][RW'(g_row)] <= tile_row;  // tile rows are one beat
         // next row, innermost dimension first
-        if (g_i[0] != g_cnt[0] - 16'd1) g_i[0] <= g_i[0] + 16'd1;
+        if (g_i[0] + g_n != g_cnt[0]) g_i[0] <= g_i[0] + g_n;
         else begin
           g_i[0] <= '0;
           if (g_i[1] != g_cnt[1] - 16'd1) g_i[1] <= g_i[1] + 16'd1;
@@ -336,18 +385,13 @@ module vtpu_dma import vtpu_isa_pkg::*; #(
           port_free <= port_next;
           if (d_cycle <= now) err_late <= 1'b1;
           if (is_wf) begin
-            wf_known[g_wslot] <= 1'b1;
-            wf_ready[g_wslot] <= d_cycle;
-            wf_tk[g_wslot]    <= KW'(g_row + 1);
-            wf_tn[g_wslot]    <= NW'((32'(g_dtype) == DTYPE_BF16) ? 32'(g_bytes) / 2 : 32'(g_bytes));
+            wf_known[g_wunit][g_wslot] <= 1'b1;
+            wf_ready[g_wunit][g_wslot] <= d_cycle;
+            wf_tk[g_wunit][g_wslot]    <= KW'(g_row + 1);
+            wf_tn[g_wunit][g_wslot]    <= NW'((32'(g_dtype) == DTYPE_BF16) ? 32'(g_bytes) / 2 : 32'(g_bytes));
           end
         end
       end
     end
-  end
-
-  always_ff @(posedge clk) begin
-    if (wf_pop)
-      for (int r = 0; r < ROWS; r++) wf_stage[r] <= wf_mem[wf_rd][r];
   end
 endmodule

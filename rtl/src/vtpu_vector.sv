@@ -2,7 +2,8 @@
 // docs/rtl.md's subset: vec.add, vec.sub, vec.mul, vec.max, vec.min, vec.relu, vec.clamp,
 // vec.affine and vec.copy on every type, vec.rescale (TOSA RESCALE between integer types),
 // vec.cvt between any two types, the row reductions vec.rsum and vec.rmax, and the pooling
-// windows vec.maxpool and vec.avgpool (one window row per cycle, from the unified buffer),
+// windows vec.maxpool and vec.avgpool (one window row per cycle, from the unified buffer or
+// the accumulators, where offsets and stride are whole rows of COLS * 4 bytes),
 // with the arithmetic of docs/numerics.md. One operation at a time occupies the issue stage for the sum over
 // its rows of max(LANE_PASSES, the row's bank cycles); row i is read, computed and written
 // in its first cycle. The flag increment comes LAT cycles after the last row (done D =
@@ -200,7 +201,8 @@ module vtpu_vector import vtpu_isa_pkg::*, vtpu_num_pkg::*, vtpu_vec_table_pkg::
   // ---------------------------------------------------------------- operands and result
   assign ua_addr    = UAW'(is_pool ? e_a + win_off : e_a);
   assign ubb_addr   = UAW'(e_b);
-  assign acc_a_addr = AW'(e_a);
+  // pooling from the accumulators: byte offsets of whole rows
+  assign acc_a_addr = AW'(is_pool ? e_a + 32'($signed(win_off) / $signed(COLS * 4)) : e_a);
   assign acc_b_addr = AW'(e_b);
 
   logic [PB*8-1:0] xa, xb, y, acc_a_wide, acc_b_wide;
@@ -408,7 +410,8 @@ module vtpu_vector import vtpu_isa_pkg::*, vtpu_num_pkg::*, vtpu_vec_table_pkg::
           end else begin
             row   <= e_row + 16'd1;
             first <= 1'b1;
-            cur_a <= e_aacc ? e_a + 32'd1 : e_a + (is_pool ? pool_step : 32'(row_bytes));
+            if (is_pool) cur_a <= e_a + (e_aacc ? 32'($signed(pool_step) / $signed(COLS * 4)) : pool_step);
+            else cur_a <= e_aacc ? e_a + 32'd1 : e_a + 32'(row_bytes);
             if (b_every_row) cur_b <= e_bacc ? e_b + 32'd1 : e_b + 32'(row_bytes);
             cur_d <= e_dacc ? e_d + 32'd1 : e_d + 32'(drow_bytes);
           end

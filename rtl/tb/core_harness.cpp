@@ -58,8 +58,6 @@ std::string unsupported_in_rtl(const isa::Program& prog, const CoreModelParams& 
                                            "vec.copy, vec.rescale, vec.cvt, vec.rsum/rmax, vec.maxpool/avgpool and "
                                            "the table functions vec.exp/tanh/sigmoid/gelu/erf/recip/rsqrt");
       if (m == "vec.maxpool" || m == "vec.avgpool") {
-        if (isa::field(v, isa::SlotId::Vector, "a_mem") != 0)
-          return refuse(isa::SlotId::Vector, "the RTL pools from the unified buffer only (the window is byte offsets)");
         const size_t pi = size_t(isa::field(v, isa::SlotId::Vector, "param"));
         if (pi < prog.params.size() && prog.params[pi].window.size() > 16)
           return refuse(isa::SlotId::Vector, fmt::format("a window of {} rows; the RTL holds at most 16",
@@ -97,13 +95,14 @@ struct Reader {
   }
 };
 
-const char* unit_of(sim::Unit u) {
+// The unit of a trace event as the comparison names it ("" for units it does not compare).
+std::string unit_of(sim::Unit u, uint16_t lane) {
   switch (u) {
     case sim::Unit::Dma: return "dma";
-    case sim::Unit::Mxu: return "mxu";
-    case sim::Unit::WeightFifo: return "wload";
+    case sim::Unit::Mxu: return unit_event_name("mxu", lane);
+    case sim::Unit::WeightFifo: return unit_event_name("wload", lane);
     case sim::Unit::Vector: return "vector";
-    default: return nullptr;
+    default: return "";
   }
 }
 
@@ -127,7 +126,7 @@ CoreRunResult run_sim(const config::Config& cfg, const isa::Program& prog, const
         }
         std::vector<UnitEvent> ev;
         for (const auto& t : res.trace)
-          if (const char* u = unit_of(t.unit)) ev.push_back({u, t.bundle, t.begin, t.end});
+          if (std::string u = unit_of(t.unit, t.lane); !u.empty()) ev.push_back({u, t.bundle, t.begin, t.end});
         put_u64(s, ev.size());
         for (const auto& e : ev) {
           put_str(s, e.unit);

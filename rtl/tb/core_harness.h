@@ -21,7 +21,7 @@ namespace vtpu::rtl {
 struct CoreModelParams {
   std::string name;    // e.g. core_4x4
   std::string preset;  // the config it mirrors
-  uint32_t rows, cols, in_lat, out_lat, shift, acc_rows;
+  uint32_t rows, cols, in_lat, out_lat, shift, acc_rows, mxus;
   uint64_t ub_bytes, ub_row_bytes;
   uint32_t ub_banks, ub_rd_ports, ub_wr_ports, ub_rd_lat, ub_wr_lat;
   uint32_t lane_passes, vec_lat_alu, branch_penalty, dma_setup, dma_inflight, wf_tiles;
@@ -42,11 +42,16 @@ std::string unsupported_in_rtl(const isa::Program& prog, const CoreModelParams& 
 
 // One unit's occupancy, as the simulator's trace records it: [begin, end) of `bundle`.
 struct UnitEvent {
-  std::string unit;  // dma, mxu, wload, vector
+  std::string unit;  // dma, mxu, wload, vector (MXU m > 0: mxu<m>, wload<m>)
   uint32_t bundle;
   uint64_t begin, end;
   auto operator<=>(const UnitEvent&) const = default;
 };
+
+// "mxu", "wload" for MXU 0; "mxu1", "wload1", ... for the others.
+inline std::string unit_event_name(const char* unit, int64_t mxu) {
+  return mxu == 0 ? std::string(unit) : std::string(unit) + std::to_string(mxu);
+}
 
 struct CoreRunResult {
   bool ok = false;       // false: `error` says why (a simulator error, an unsupported op, ...)

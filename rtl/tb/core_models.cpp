@@ -209,7 +209,8 @@ CoreRunResult run_model(const CoreModelParams& p, const config::Config& cfg, con
   tick();
   m->rst_n = 1;
 
-  std::deque<uint32_t> wload_pcs;  // issued mxu.wload bundles whose shift has not started
+  // issued mxu.wload bundles whose shift has not started, per MXU (the field is checked above)
+  std::vector<std::deque<uint32_t>> wload_pcs(8);
   uint64_t row_done = 0;           // the memory model's completion of the row being moved
   std::vector<isa::Bundle> bundles = isa::decode_program(prog);
   for (uint64_t cycle = 0;; ++cycle) {
@@ -220,30 +221,36 @@ CoreRunResult run_model(const CoreModelParams& p, const config::Config& cfg, con
       return r;
     }
     if (m->mem_req_valid) {
-      // A row is one request to the memory model (timed at its first beat); its data moves
-      // in beats of at most port_bytes.
-      const uint64_t addr = m->mem_req_addr, n = m->mem_req_bytes;
-      const uint64_t off = m->mem_req_offset, beat = m->mem_req_beat_bytes;
+      // A row is one request to the memory model (timed at its first beat); a long row's
+      // data moves in beats of at most port_bytes, and a beat of short rows carries
+      // mem_req_count of them, mem_req_stride apart in memory, packed in the beat.
+      const uint64_t addr = m->mem_req_addr, n = m->mem_req_bytes, rows = m->mem_req_count;
+      const uint64_t off = m->mem_req_offset, beat = m->mem_req_beat_bytes, stride = m->mem_req_stride;
       const bool write = m->mem_req_write;
+      // Byte i of the beat: its memory address.
+      auto at = [&](uint64_t i) { return rows > 1 ? addr + i / n * stride + i % n : addr + off + i; };
       if (m->mem_req_first) {
-        try {
-          row_done = dram.access(addr, n, m->mem_req_ready, write);
-        } catch (const std::exception& e) {
-          r.error = fmt::format("cycle {}: memory request at 0x{:x} ({} bytes): {}", cycle, addr, n, e.what());
-          return r;
+        row_done = 0;
+        for (uint64_t k = 0; k < rows; ++k) {
+          try {
+            row_done = std::max(row_done, dram.access(addr + k * stride, n, m->mem_req_ready, write));
+          } catch (const std::exception& e) {
+            r.error = fmt::format("cycle {}: memory request at 0x{:x} ({} bytes): {}", cycle, addr + k * stride, n,
+                                  e.what());
+            return r;
+          }
         }
       }
       m->mem_resp_done = uint32_t(row_done);
       clear(m->mem_resp_rdata);
       if (write) {
-        std::vector<uint8_t> bytes(beat);
         for (uint64_t i = 0; i < beat; ++i) {
-          bytes[i] = byte_of(m->mem_req_wdata, unsigned(i));
-          r.writes[addr + off + i] = {cycle, m->mem_req_pc};
+          const uint8_t v = byte_of(m->mem_req_wdata, unsigned(i));
+          hbm.write(at(i), &v, 1);
+          r.writes[at(i)] = {cycle, m->mem_req_pc};
         }
-        hbm.write(addr + off, bytes.data(), beat);
       } else {
-        for (uint64_t i = 0; i < beat; ++i) put(m->mem_resp_rdata, unsigned(8 * i), 8, hbm.read(addr + off + i));
+        for (uint64_t i = 0; i < beat; ++i) put(m->mem_resp_rdata, unsigned(8 * i), 8, hbm.read(at(i)));
       }
       m->eval();
     }
@@ -257,17 +264,20 @@ CoreRunResult run_model(const CoreModelParams& p, const config::Config& cfg, con
       const isa::Operation& mm = b.at(isa::SlotId::MxuMatmul);
       if (!mm.is_nop()) {
         const uint64_t rows = uint64_t(isa::field(mm, isa::SlotId::MxuMatmul, "rows"));
-        r.events.push_back({"mxu", pc, cycle + p.in_lat, cycle + p.in_lat + rows});
+        const int64_t mx = isa::field(mm, isa::SlotId::MxuMatmul, "mxu");
+        r.events.push_back({unit_event_name("mxu", mx), pc, cycle + p.in_lat, cycle + p.in_lat + rows});
       }
-      if (!b.at(isa::SlotId::MxuWeight).is_nop()) wload_pcs.push_back(pc);
+      const isa::Operation& wl = b.at(isa::SlotId::MxuWeight);
+      if (!wl.is_nop()) wload_pcs.at(size_t(isa::field(wl, isa::SlotId::MxuWeight, "mxu"))).push_back(pc);
     }
-    if (m->wload_start) {
-      if (wload_pcs.empty()) {
-        r.error = fmt::format("cycle {}: a weight shift started with no mxu.wload issued", cycle);
+    for (uint32_t mx = 0; mx < p.mxus; ++mx) {
+      if (!((uint64_t(m->wload_start) >> mx) & 1)) continue;
+      if (wload_pcs[mx].empty()) {
+        r.error = fmt::format("cycle {}: a weight shift of MXU {} started with no mxu.wload issued", cycle, mx);
         return r;
       }
-      r.events.push_back({"wload", wload_pcs.front(), cycle, cycle + p.shift});
-      wload_pcs.pop_front();
+      r.events.push_back({unit_event_name("wload", mx), wload_pcs[mx].front(), cycle, cycle + p.shift});
+      wload_pcs[mx].pop_front();
     }
     if (m->dma_ev) r.events.push_back({"dma", m->dma_ev_pc, m->dma_ev_t, m->dma_ev_done});
     if (m->vec_ev) r.events.push_back({"vector", m->vec_ev_pc, m->vec_ev_t, cycle + 1});
@@ -300,10 +310,10 @@ CoreRunResult run_model(const CoreModelParams& p, const config::Config& cfg, con
 
 std::vector<CoreModelParams> core_models() {
   std::vector<CoreModelParams> v;
-#define VTPU_CORE_PARAMS(name, cls, preset, R, C, in, out, shift, acc, ub, rb, banks, rp, wp, rl, wl, lp, va, br, \
-                         setup, infl, wf, imem, desc, pb, vm, vr, vc, prm, vred, vpool, vtrans)                      \
-  v.push_back({#name, preset, R, C, in, out, shift, acc, ub, rb, banks, rp, wp, rl, wl, lp, va, br, setup, infl, wf,  \
-               imem, desc, pb, vm, vr, vc, prm, vred, vpool, vtrans});
+#define VTPU_CORE_PARAMS(name, cls, preset, R, C, in, out, shift, acc, mxus, ub, rb, banks, rp, wp, rl, wl, lp, va, \
+                         br, setup, infl, wf, imem, desc, pb, vm, vr, vc, prm, vred, vpool, vtrans)                 \
+  v.push_back({#name, preset, R, C, in, out, shift, acc, mxus, ub, rb, banks, rp, wp, rl, wl, lp, va, br, setup, infl, \
+               wf, imem, desc, pb, vm, vr, vc, prm, vred, vpool, vtrans});
   VTPU_RTL_FOR_EACH_CORE(VTPU_CORE_PARAMS)
 #undef VTPU_CORE_PARAMS
   return v;
@@ -321,7 +331,7 @@ const CoreModelParams& core_model(const std::string& name) {
 std::string model_matches(const CoreModelParams& p, const config::Config& cfg) {
   const auto& c = cfg.core;
   std::vector<std::pair<std::string, std::pair<uint64_t, uint64_t>>> checks = {
-      {"core.mxu.count", {1, c.mxu.count}},
+      {"core.mxu.count", {p.mxus, c.mxu.count}},
       {"core.mxu.rows", {p.rows, c.mxu.rows}},
       {"core.mxu.cols", {p.cols, c.mxu.cols}},
       {"core.mxu.input_latency_cycles", {p.in_lat, c.mxu.input_latency_cycles}},

@@ -86,6 +86,7 @@ std::string random_core_program(const config::Config& cfg, uint64_t seed, const 
   }
 
   std::vector<B> code;
+  std::vector<B>* out = &code;  // where push() appends: the program, or one MXU's stream
   auto noise = [&](std::string& slot) {  // scalar work on registers nothing else reads
     static const char* ops[] = {"add", "sub", "mul", "and", "or", "xor", "shl", "shr", "sra", "slt", "sltu",
                                 "seq", "sne", "min", "max"};
@@ -102,7 +103,7 @@ std::string random_core_program(const config::Config& cfg, uint64_t seed, const 
   };
   auto push = [&](B b) {
     maybe_noise(b);
-    code.push_back(std::move(b));
+    out->push_back(std::move(b));
   };
 
   // --- loads
@@ -119,78 +120,112 @@ std::string random_core_program(const config::Config& cfg, uint64_t seed, const 
     push({.dma = "dma.load desc=x1 src=r1 dst=r2 flag=f1"});
     nloads += 1;
   }
-  // --- weight tiles: two prefetched; tile t+2 after tile t's wload
-  push({.s0 = fmt::format("li r5, {:#x}", HW)});
-  unsigned next_tile = 0;
-  auto wfifo = [&](B& b) {
-    b.dma = fmt::format("dma.wfifo desc=wt{} src=r5 mxu=0{}", next_tile, g.chance(50) ? " flag=f2" : "");
-    b.s0 = fmt::format("addi r5, r5, {}", R * C * esz);
-    ++next_tile;
-  };
-  for (unsigned i = 0; i < 2 && next_tile < ntiles; ++i) {
-    B b;
-    wfifo(b);
-    push(b);
-  }
-  if (g.chance(30)) push({.ctl = "signal f6, 2"});
-  bool signalled = !code.empty() && code.back().ctl == "signal f6, 2";
-  push({.ctl = fmt::format("wait f1, {}", nloads)});
-
-  // --- matmuls
-  std::set<uint32_t> acc_written;  // accumulator rows holding a value
+  // --- weight tiles and matmuls, one stream per MXU (interleaved when there are several):
+  // two tiles prefetched; tile t+2 after tile t's wload. MXU m streams the same tiles
+  // through its own FIFO into its own accumulators.
+  const uint32_t mxus = cfg.core.mxu.count;
+  std::set<uint32_t> acc_written;  // accumulator rows holding a value (m * acc_rows + row)
   unsigned nmm = 0, label_n = 0;
-  auto matmul = [&](bool swap) {
-    const uint32_t s = uint32_t(g.pick(0, nrows - 1));
-    const uint32_t rows = uint32_t(g.pick(1, std::min<uint32_t>(nrows - s, 2 * R)));
-    const uint32_t dst = uint32_t(g.pick(0, ACC_MM - rows));
-    bool all = true;
-    for (uint32_t i = 0; i < rows; ++i) all = all && acc_written.count(dst + i);
-    const bool acc = all && g.chance(60);
-    for (uint32_t i = 0; i < rows; ++i) acc_written.insert(dst + i);
-    ++nmm;
-    return fmt::format("mxu.matmul mxu=0 src=r0+{} dst=r0+{} rows={} dtype={}{}{}{} flag=f3", XU + s * xs, dst, rows,
-                       dtype, xs != xrow ? fmt::format(" stride={}", xs) : "", acc ? " acc=1" : "",
-                       swap ? " swap=1" : "");
-  };
-  push({.mxw = "mxu.wload mxu=0"});
-  for (uint32_t t = 0; t < ntiles; ++t) {
-    B sw{.mxm = matmul(true)};
-    const bool more = t + 1 < ntiles;
-    bool loaded_next = false;
-    if (more && g.chance(50)) sw.mxw = "mxu.wload mxu=0", loaded_next = true;
-    push(sw);
-    const unsigned extra = unsigned(g.pick(0, 2));
-    for (unsigned e = 0; e < extra; ++e) {
-      if (more && !loaded_next && g.chance(40)) {
-        push({.mxw = "mxu.wload mxu=0"});
-        loaded_next = true;
-      }
-      if (g.chance(30)) {  // a counted loop of matmuls over consecutive row blocks
-        const uint32_t b = uint32_t(g.pick(1, std::max<uint32_t>(1, nrows / 2)));
-        const uint32_t nblk = uint32_t(g.pick(1, std::max<uint32_t>(1, nrows / b)));
-        const uint32_t dst = uint32_t(g.pick(0, ACC_MM - b * nblk));
-        push({.s0 = fmt::format("li r21, {}", XU), .s1 = fmt::format("li r22, {}", dst),
-              .ctl = ""});
-        push({.s0 = fmt::format("li r20, {}", nblk)});
-        const std::string L = fmt::format("blk{}", label_n++);
-        B body{.label = L,
-               .s0 = fmt::format("addi r21, r21, {}", b * xs),
-               .s1 = fmt::format("addi r22, r22, {}", b),
-               .mxm = fmt::format("mxu.matmul mxu=0 src=r21+0 dst=r22+0 rows={} dtype={}{} flag=f3", b, dtype,
-                                  xs != xrow ? fmt::format(" stride={}", xs) : ""),
-               .ctl = fmt::format("loop r20, {}", L)};
-        code.push_back(body);
-        for (uint32_t i = 0; i < b * nblk; ++i) acc_written.insert(dst + i);
-        nmm += nblk;
-      } else {
-        push({.mxm = matmul(false)});
-      }
-    }
-    if (more && !loaded_next) push({.mxw = "mxu.wload mxu=0"});
-    if (more && next_tile < ntiles) {  // a strictly later bundle than the wload that makes room
+  bool signalled = false;
+  std::vector<std::vector<B>> streams(mxus);
+  for (uint32_t m = 0; m < mxus; ++m) {
+    if (mxus > 1) out = &streams[m];
+    // registers: the tile address, the loop counter and the loop's row and accumulator bases
+    const unsigned ra = m == 0 ? 5 : 6, rc = m == 0 ? 20 : 17, rx = rc + 1, ry = rc + 2;
+    const uint32_t abase = m * acc_rows;
+    if (m == 0) push({.s0 = fmt::format("li r{}, {:#x}", ra, HW)});
+    else push({.s1 = fmt::format("li r{}, {:#x}", ra, HW)});
+    unsigned next_tile = 0;
+    auto wfifo = [&](B& b) {
+      b.dma = fmt::format("dma.wfifo desc=wt{} src=r{} mxu={}{}", next_tile, ra, m, g.chance(50) ? " flag=f2" : "");
+      b.s0 = fmt::format("addi r{}, r{}, {}", ra, ra, R * C * esz);
+      ++next_tile;
+    };
+    for (unsigned i = 0; i < 2 && next_tile < ntiles; ++i) {
       B b;
       wfifo(b);
       push(b);
+    }
+    if (m == 0) {
+      if (g.chance(30)) push({.ctl = "signal f6, 2"});
+      signalled = !out->empty() && out->back().ctl == "signal f6, 2";
+      push({.ctl = fmt::format("wait f1, {}", nloads)});
+    }
+    auto matmul = [&](bool swap) {
+      const uint32_t s = uint32_t(g.pick(0, nrows - 1));
+      const uint32_t rows = uint32_t(g.pick(1, std::min<uint32_t>(nrows - s, 2 * R)));
+      const uint32_t dst = uint32_t(g.pick(0, ACC_MM - rows));
+      bool all = true;
+      for (uint32_t i = 0; i < rows; ++i) all = all && acc_written.count(abase + dst + i);
+      const bool acc = all && g.chance(60);
+      for (uint32_t i = 0; i < rows; ++i) acc_written.insert(abase + dst + i);
+      ++nmm;
+      return fmt::format("mxu.matmul mxu={} src=r0+{} dst=r0+{} rows={} dtype={}{}{}{} flag=f3", m, XU + s * xs, dst,
+                         rows, dtype, xs != xrow ? fmt::format(" stride={}", xs) : "", acc ? " acc=1" : "",
+                         swap ? " swap=1" : "");
+    };
+    const std::string wload = fmt::format("mxu.wload mxu={}", m);
+    push({.mxw = wload});
+    for (uint32_t t = 0; t < ntiles; ++t) {
+      B sw{.mxm = matmul(true)};
+      const bool more = t + 1 < ntiles;
+      bool loaded_next = false;
+      if (more && g.chance(50)) sw.mxw = wload, loaded_next = true;
+      push(sw);
+      const unsigned extra = unsigned(g.pick(0, 2));
+      for (unsigned e = 0; e < extra; ++e) {
+        if (more && !loaded_next && g.chance(40)) {
+          push({.mxw = wload});
+          loaded_next = true;
+        }
+        if (g.chance(30)) {  // a counted loop of matmuls over consecutive row blocks
+          const uint32_t b = uint32_t(g.pick(1, std::max<uint32_t>(1, nrows / 2)));
+          const uint32_t nblk = uint32_t(g.pick(1, std::max<uint32_t>(1, nrows / b)));
+          const uint32_t dst = uint32_t(g.pick(0, ACC_MM - b * nblk));
+          push({.s0 = fmt::format("li r{}, {}", rx, XU), .s1 = fmt::format("li r{}, {}", ry, dst), .ctl = ""});
+          push({.s0 = fmt::format("li r{}, {}", rc, nblk)});
+          const std::string L = fmt::format("blk{}", label_n++);
+          B body{.label = L,
+                 .s0 = fmt::format("addi r{}, r{}, {}", rx, rx, b * xs),
+                 .s1 = fmt::format("addi r{}, r{}, {}", ry, ry, b),
+                 .mxm = fmt::format("mxu.matmul mxu={} src=r{}+0 dst=r{}+0 rows={} dtype={}{} flag=f3", m, rx, ry, b,
+                                    dtype, xs != xrow ? fmt::format(" stride={}", xs) : ""),
+                 .ctl = fmt::format("loop r{}, {}", rc, L)};
+          out->push_back(body);
+          for (uint32_t i = 0; i < b * nblk; ++i) acc_written.insert(abase + dst + i);
+          nmm += nblk;
+        } else {
+          push({.mxm = matmul(false)});
+        }
+      }
+      if (more && !loaded_next) push({.mxw = wload});
+      if (more && next_tile < ntiles) {  // a strictly later bundle than the wload that makes room
+        B b;
+        wfifo(b);
+        push(b);
+      }
+    }
+  }
+  out = &code;
+  if (mxus > 1) {  // interleave the streams, each in its own order, matmuls after the loads' wait
+    std::vector<size_t> at(mxus, 0);
+    for (uint32_t m = 1; m < mxus; ++m)
+      while (at[m] < streams[m].size() && streams[m][at[m]].mxm.empty()) code.push_back(streams[m][at[m]++]);
+    while (at[0] < streams[0].size() && streams[0][at[0]].ctl.rfind("wait f1", 0) != 0) code.push_back(streams[0][at[0]++]);
+    code.push_back(streams[0][at[0]++]);
+    for (size_t left = 0;;) {
+      left = 0;
+      for (uint32_t m = 0; m < mxus; ++m) left += streams[m].size() - at[m];
+      if (left == 0) break;
+      uint64_t pick = g.rng() % left;
+      for (uint32_t m = 0; m < mxus; ++m) {
+        const size_t rem = streams[m].size() - at[m];
+        if (pick < rem) {
+          code.push_back(streams[m][at[m]++]);
+          break;
+        }
+        pick -= rem;
+      }
     }
   }
   if (g.chance(30)) {  // a taken forward branch over a bundle that must not run
@@ -280,10 +315,14 @@ std::string random_core_program(const config::Config& cfg, uint64_t seed, const 
     // pooling: window offsets (bytes, from each output row's base) and the base step
     std::vector<int64_t> window;
     int64_t pool_stride = 0;
+    // Pooling from the accumulators: the window and stride in whole accumulator rows.
+    const bool pool_acc = pool && acc_ok_src && !acc_rows_list.empty() && g.chance(80);
+    const int64_t acc_row_bytes = 4 * int64_t(C);
     if (pool) {
       const unsigned wn = unsigned(g.pick(1, 5));
-      for (unsigned w = 0; w < wn; ++w) window.push_back(4 * int64_t(g.pick(0, 48)) - 64);
-      pool_stride = g.chance(50) ? 0 : 4 * int64_t(g.pick(1, 24));
+      for (unsigned w = 0; w < wn; ++w)
+        window.push_back(pool_acc ? acc_row_bytes * (int64_t(g.pick(0, 2)) - 1) : 4 * int64_t(g.pick(0, 48)) - 64);
+      pool_stride = g.chance(50) ? 0 : pool_acc ? acc_row_bytes * int64_t(g.pick(1, 2)) : 4 * int64_t(g.pick(1, 24));
     }
     if (op == "vec.clamp" || op == "vec.rescale" || op == "vec.affine" || pool) {  // a fresh .vparam record
       const std::string name = fmt::format("p{}", nparams++);
@@ -347,7 +386,22 @@ std::string random_core_program(const config::Config& cfg, uint64_t seed, const 
     };
     Range ra, rb{}, rd;
     std::string a;
-    if (pool) {  // from the scratch image only; the range covers every window row
+    if (pool_acc) {  // accumulator rows all written before; the range covers every window row
+      const int64_t wmin = *std::min_element(window.begin(), window.end()) / acc_row_bytes;
+      const int64_t wmax = *std::max_element(window.begin(), window.end()) / acc_row_bytes;
+      const int64_t step = pool_stride ? pool_stride / acc_row_bytes : 1;
+      const uint32_t n = uint32_t(int64_t(rows - 1) * step + wmax - wmin + 1);
+      std::vector<uint32_t> starts;  // the lowest row read
+      for (uint32_t lo : acc_rows_list) {
+        bool ok = int64_t(lo) - wmin >= 0;
+        for (uint32_t i = 0; i < n && ok; ++i) ok = acc_written.count(lo + i);
+        if (ok) starts.push_back(lo);
+      }
+      if (starts.empty()) continue;
+      const uint32_t lo = starts[g.rng() % starts.size()];
+      ra = {true, lo, lo + n, false};
+      a = fmt::format("acc[r0+{}]", int64_t(lo) - wmin);
+    } else if (pool) {  // from the scratch image; the range covers every window row
       const int64_t wmin = *std::min_element(window.begin(), window.end());
       const int64_t wmax = *std::max_element(window.begin(), window.end());
       const int64_t step = pool_stride ? pool_stride : int64_t(srow);

@@ -12,6 +12,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <fstream>
+#include <regex>
 #include <sstream>
 #include <string>
 
@@ -105,6 +106,21 @@ TEST_P(CoreRandom, Programs) {
 
 INSTANTIATE_TEST_SUITE_P(Cosim, CoreRandom, ::testing::ValuesIn(cases()),
                          [](const auto& info) { return info.param.model + "_" + info.param.dtype; });
+
+// The quick set's random programs do reach what the newer parts of the subset add: pooling
+// from the accumulators, and matmuls, weight loads and FIFOs of a second MXU.
+TEST(CoreCosim, RandomProgramsUseAccumulatorPoolingAndEveryMxu) {
+  const config::Config two = config::load_preset("tiny-8x8-2mxu");
+  unsigned acc_pool = 0, mxu1 = 0;
+  for (uint64_t seed = 1; seed <= 60; ++seed)
+    for (const char* dt : {"int8", "bf16"}) {
+      const std::string text = random_core_program(two, seed, dt);
+      acc_pool += std::regex_search(text, std::regex("vec\\.(max|avg)pool dst=\\S+ a=acc"));
+      mxu1 += text.find("mxu.matmul mxu=1") != std::string::npos && text.find("dma.wfifo desc=wt0 src=r6 mxu=1") != std::string::npos;
+    }
+  EXPECT_GE(acc_pool, 10u) << acc_pool << " of 120 programs pool from the accumulators";
+  EXPECT_EQ(mxu1, 120u);
+}
 
 TEST(CoreCosim, Reproduce) {
   const uint64_t seed = env("VTPU_COSIM_SEED") ? std::strtoull(env("VTPU_COSIM_SEED"), nullptr, 0) : 1;

@@ -152,6 +152,7 @@ struct RunArgs {
   int64_t batch = 0;
   uint64_t seed = 1;
   bool check = false, quiet = false;
+  std::string reference = "auto";
 };
 
 struct CompareArgs {
@@ -206,7 +207,8 @@ int cmd_run(RunArgs a) {
   opt.precision = precision_of(a.dtype);
   opt.batch = a.batch;
   opt.seed = a.seed;
-  opt.check = a.check;
+  opt.check = a.check || a.reference != "auto";
+  opt.check_reference = a.reference;
   opt.record_trace = !a.trace.empty();
   for (const auto& [name, file] : file_specs("--input", a.inputs)) opt.input_files[name] = file;
   opt.calibration_files = file_specs("--calibrate", a.calibrate);
@@ -402,7 +404,12 @@ int main(int argc, char** argv) {
   run_cmd->add_option("--csv", run_args.csv, "write the per-layer table as CSV here");
   run_cmd->add_option("--html", run_args.html, "write a self-contained HTML report with charts here");
   run_cmd->add_option("--trace", run_args.trace, "write a Chrome-trace/Perfetto timeline here");
-  run_cmd->add_flag("--check", run_args.check, "compare the outputs with the fp32 reference");
+  run_cmd->add_flag("--check", run_args.check,
+                    "compare the outputs with an fp32 reference: onnxruntime on the ONNX file, or vtpu's fp32 interpreter "
+                    "when onnxruntime cannot run (the report says which)");
+  run_cmd->add_option("--reference", run_args.reference, "the reference --check uses (implies --check)")
+      ->check(CLI::IsMember({"auto", "onnxruntime", "interpreter"}))
+      ->capture_default_str();
   run_cmd->add_flag("-q,--quiet", run_args.quiet, "do not print the tables or the progress line");
 
   auto* models_cmd = app.add_subcommand("models", "list the model zoo");

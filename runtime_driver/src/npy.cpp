@@ -98,6 +98,58 @@ NpyArray read_npy(const std::filesystem::path& path) {
   return a;
 }
 
+namespace {
+
+// Calls f(T{}) with the C++ type of a NumPy element type; false for an unknown one.
+template <typename F>
+bool with_element_type(const std::string& descr, F&& f) {
+  if (descr.size() != 3) return false;
+  std::string k = descr.substr(1);
+  if (k == "b1" || k == "u1") return f(uint8_t{}), true;
+  if (k == "i1") return f(int8_t{}), true;
+  if (k == "i2") return f(int16_t{}), true;
+  if (k == "u2") return f(uint16_t{}), true;
+  if (k == "i4") return f(int32_t{}), true;
+  if (k == "u4") return f(uint32_t{}), true;
+  if (k == "i8") return f(int64_t{}), true;
+  if (k == "u8") return f(uint64_t{}), true;
+  if (k == "f2") return f(_Float16{}), true;
+  if (k == "f4") return f(float{}), true;
+  if (k == "f8") return f(double{}), true;
+  return false;
+}
+
+}  // namespace
+
+std::optional<std::vector<double>> npy_values(const NpyArray& a) {
+  std::vector<double> v;
+  bool known = with_element_type(a.descr, [&](auto tag) {
+    using T = decltype(tag);
+    v.resize(a.data.size() / sizeof(T));
+    for (size_t i = 0; i < v.size(); ++i) {
+      T x;
+      std::memcpy(&x, a.data.data() + i * sizeof(T), sizeof(T));
+      v[i] = double(x);
+    }
+  });
+  if (!known) return std::nullopt;
+  return v;
+}
+
+NpyArray npy_of(const std::string& descr, const std::vector<int64_t>& shape, const std::vector<double>& values) {
+  NpyArray a{descr, shape, {}};
+  bool known = with_element_type(descr, [&](auto tag) {
+    using T = decltype(tag);
+    a.data.resize(values.size() * sizeof(T));
+    for (size_t i = 0; i < values.size(); ++i) {
+      T x = descr == "|b1" ? T(values[i] != 0) : T(values[i]);
+      std::memcpy(a.data.data() + i * sizeof(T), &x, sizeof(T));
+    }
+  });
+  if (!known) throw InternalError(fmt::format("npy_of: NumPy type '{}' is not supported", descr));
+  return a;
+}
+
 void write_npy(const std::filesystem::path& path, const NpyArray& a) {
   std::string shape = fmt::format("{}", fmt::join(a.shape, ", "));
   if (a.shape.size() == 1) shape += ",";  // Python's one-element tuple

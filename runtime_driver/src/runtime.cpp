@@ -12,6 +12,7 @@
 #include <set>
 
 #include "vtpu/numerics/float.h"
+#include "check.h"
 #include "vtpu/runtime/npy.h"
 #include "vtpu/support/files.h"
 
@@ -75,25 +76,15 @@ std::vector<float> decode(const isa::TensorInfo& t, const std::vector<uint8_t>& 
 // The values of an integer (or integral float32) array as int32; an error names the input
 // and the first value int32 cannot hold.
 std::vector<int32_t> int32_values(const NpyArray& a, const std::string& tensor, const std::string& file) {
-  std::string k = a.descr.substr(1);
-  size_t esz = size_t(k[1] - '0'), n = a.data.size() / esz;
-  std::vector<int32_t> out(n);
-  for (size_t i = 0; i < n; ++i) {
-    const uint8_t* p = a.data.data() + i * esz;
-    double x = 0;
-    if (k == "i1") x = int8_t(p[0]);
-    else if (k == "u1") x = p[0];
-    else if (k == "i2") { int16_t y; std::memcpy(&y, p, 2); x = y; }
-    else if (k == "u2") { uint16_t y; std::memcpy(&y, p, 2); x = y; }
-    else if (k == "i4") { int32_t y; std::memcpy(&y, p, 4); x = y; }
-    else if (k == "u4") { uint32_t y; std::memcpy(&y, p, 4); x = y; }
-    else if (k == "i8") { int64_t y; std::memcpy(&y, p, 8); x = double(y); }
-    else if (k == "u8") { uint64_t y; std::memcpy(&y, p, 8); x = double(y); }
-    else if (k == "f4") { float y; std::memcpy(&y, p, 4); x = y; }
-    else
-      throw UserError(fmt::format("{}: input '{}' is an integer tensor; the file holds numpy '{}' (use int64, int32, int16, "
-                                  "int8, uint8 or float32 holding integers)",
-                                  file, tensor, a.descr));
+  static const std::set<std::string> kKinds = {"i1", "u1", "i2", "u2", "i4", "u4", "i8", "u8", "f4"};
+  auto values = kKinds.count(a.descr.substr(1)) ? npy_values(a) : std::nullopt;
+  if (!values)
+    throw UserError(fmt::format("{}: input '{}' is an integer tensor; the file holds numpy '{}' (use int64, int32, int16, "
+                                "int8, uint8 or float32 holding integers)",
+                                file, tensor, a.descr));
+  std::vector<int32_t> out(values->size());
+  for (size_t i = 0; i < out.size(); ++i) {
+    double x = (*values)[i];
     if (x != std::floor(x) || x < double(INT32_MIN) || x > double(INT32_MAX))
       throw UserError(fmt::format("{}: input '{}' element {} is {}, which int32 cannot hold (the program keeps integer "
                                   "inputs as int32)",
@@ -107,29 +98,11 @@ std::vector<int32_t> int32_values(const NpyArray& a, const std::string& tensor, 
 // rounded); an error names the file and the input for anything else.
 std::vector<float> float_values(const NpyArray& a, const std::string& tensor, const std::string& file) {
   std::string k = a.descr.substr(1);
-  std::vector<float> v;
-  if (k == "f4") {
-    v.resize(a.data.size() / 4);
-    std::memcpy(v.data(), a.data.data(), v.size() * 4);
-  } else if (k == "f2") {
-    v.resize(a.data.size() / 2);
-    for (size_t i = 0; i < v.size(); ++i) {
-      uint16_t h;
-      std::memcpy(&h, &a.data[i * 2], 2);
-      v[i] = numerics::f32_from_bits(numerics::f16_to_f32_bits(h));
-    }
-  } else if (k == "f8") {
-    v.resize(a.data.size() / 8);
-    for (size_t i = 0; i < v.size(); ++i) {
-      double d;
-      std::memcpy(&d, &a.data[i * 8], 8);
-      v[i] = float(d);
-    }
-  } else {
+  if (k != "f4" && k != "f2" && k != "f8")
     throw UserError(fmt::format("{}: input '{}' must be floating point (numpy '<f4', '<f2' or '<f8'), not '{}'", file,
                                 tensor, a.descr));
-  }
-  return v;
+  std::vector<double> d = *npy_values(a);
+  return {d.begin(), d.end()};
 }
 
 // "a.png,b.png" -> its comma-separated files (one entry for a single .npy).
@@ -313,35 +286,18 @@ ModelRun run_model(const std::filesystem::path& model, const config::Config& cfg
   run.sim = sim::simulate(cfg, run.program, bytes, so);
   run.simulate_seconds = std::chrono::duration<double>(Clock::now() - t1).count();
 
-  std::map<std::string, std::vector<float>> program_layout_outputs;
   for (const auto& t : run.program.tensors) {
     if (t.role != isa::TensorRole::Output) continue;
     std::vector<float> v = decode(t, run.sim.outputs.at(t.name));
-    program_layout_outputs[t.name] = v;
     run.output_shapes[t.name] = t.nhwc ? nchw_shape_of(t.shape) : t.shape;
     run.outputs[t.name] = t.nhwc ? nhwc_to_nchw(v, t.shape) : v;
   }
 
   if (opt.check) {
     if (opt.phase) opt.phase("check", 0);
-    auto ref = compiler::reference_outputs(model, real_inputs, copt);
-    for (const auto& [name, got] : program_layout_outputs) {
-      CheckResult c{name};
-      const auto& want = ref.at(name);
-      c.values = std::max(got.size(), want.size());
-      c.nonfinite_mismatches = c.values - std::min(got.size(), want.size());
-      for (size_t i = 0; i < got.size() && i < want.size(); ++i) {
-        double g = got[i], w = want[i];
-        if (!std::isfinite(g) || !std::isfinite(w)) {
-          bool same = (std::isnan(g) && std::isnan(w)) || g == w;  // NaN and NaN, or an infinity of one sign
-          c.nonfinite_mismatches += !same;
-          continue;
-        }
-        c.max_abs_error = std::max(c.max_abs_error, std::fabs(g - w));
-        c.max_reference = std::max(c.max_reference, std::fabs(w));
-      }
-      run.checks.push_back(c);
-    }
+    Reference ref = check_reference(model, run.program, real_inputs, copt, opt.check_reference);
+    run.checks = compare_outputs(run.outputs, ref);
+    run.check_reference = ref.name, run.check_reference_short = ref.short_name;
   }
 
   run.layers = layer_rows(run.sim.stats, bounds);
@@ -398,15 +354,16 @@ std::string totals_text(const ModelRun& run) {
                    per >= 1e-3 ? fmt::format("{:.3f} mJ", per * 1e3) : fmt::format("{:.3f} uJ", per * 1e6),
                    secs > 0 ? ej / secs : 0.0);
   o += fmt::format("wall time: compile {:.2f} s, simulate {:.2f} s\n", run.compile_seconds, run.simulate_seconds);
+  if (!run.checks.empty()) o += fmt::format("check reference: {}\n", run.check_reference);
   for (const auto& c : run.checks) {
     if (c.failed())
-      o += fmt::format("check {}: FAILED: {} of {} values are NaN or infinite (or missing) where the fp32 reference is not, "
-                       "or the reverse; ",
-                       c.output, c.nonfinite_mismatches, c.values);
+      o += fmt::format("check {}: FAILED: {} of {} values are NaN or infinite where {} is not, or the reverse; ", c.output,
+                       c.nonfinite_mismatches, c.values, run.check_reference_short);
     else
       o += fmt::format("check {}: ", c.output);
-    o += fmt::format("max |error| {:.4g} against the fp32 reference (largest |value| {:.4g}, {:.2f}%){}\n", c.max_abs_error,
-                     c.max_reference, c.max_reference > 0 ? 100 * c.max_abs_error / c.max_reference : 0.0,
+    o += fmt::format("max |error| {:.4g} against {} (largest |value| {:.4g}, {:.2f}%){}\n", c.max_abs_error,
+                     run.check_reference_short, c.max_reference,
+                     c.max_reference > 0 ? 100 * c.max_abs_error / c.max_reference : 0.0,
                      c.failed() ? " over the finite values" : "");
   }
   return o;

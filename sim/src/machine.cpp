@@ -11,6 +11,7 @@
 #include <cstring>
 
 #include "compute.h"
+#include "vtpu/config/timing.h"
 
 namespace vtpu::sim::detail {
 
@@ -572,7 +573,7 @@ void Machine::exec_matmul(const Operation& op, uint64_t T, const OpRef& ref) {
   bool accumulate = f(op, SlotId::MxuMatmul, "acc") != 0;
   // One input row per cycle, or more when a row needs several accesses to one bank.
   uint64_t stream = periodic_sum(B, {stride}, [&](uint64_t j) { return ub_group_cycles({{src + j * stride, row_bytes}}, {}); });
-  uint64_t D = S + stream + R_ + C_ - 2 + mc.output_latency_cycles;
+  uint64_t D = T + stream + config::mxu_fill_drain_cycles(cfg_);
 
   hazards_.check_and_add({Space::Ub, src, src + span, false, T, T + stream, ref}, prog_);
   hazards_.check_and_add({Space::Acc, grow, grow + B, true, T, D, ref, int(m)}, prog_);
@@ -614,17 +615,7 @@ void Machine::exec_vector(const Operation& op, uint64_t T, const OpRef& ref) {
 
   bool pool = def.op_class == isa::OpClass::VecPool;
   uint64_t window = pool ? param->window.size() : 1;
-  uint32_t lat = 0;
-  switch (def.op_class) {
-    case isa::OpClass::VecAlu: case isa::OpClass::VecMove: lat = vc.latency_cycles.alu; break;
-    case isa::OpClass::VecMul: lat = vc.latency_cycles.multiply; break;
-    case isa::OpClass::VecTranscendental: lat = vc.latency_cycles.transcendental; break;
-    case isa::OpClass::VecReduce: lat = vc.latency_cycles.reduce; break;
-    case isa::OpClass::VecRescale: lat = vc.latency_cycles.rescale; break;
-    case isa::OpClass::VecConvert: lat = vc.latency_cycles.convert; break;
-    case isa::OpClass::VecPool: lat = vc.latency_cycles.pool; break;
-    default: break;
-  }
+  uint32_t lat = config::vector_latency(cfg_, def.op_class);
   Counters& c = tagc(ref.tag);
 
   struct Resolved {
@@ -643,16 +634,33 @@ void Machine::exec_vector(const Operation& op, uint64_t T, const OpRef& ref) {
         fail(ref, fmt::format("operand '{}' is in the accumulators, which hold int32 or fp32, not {}", name,
                               isa::dtype_name(type)));
       r.v.row_bytes = W * 4;
-      uint64_t n = rows;
+      uint64_t n = std::max<uint64_t>(rows, 1), first = addr;  // the rows [first, first + n) it touches
       if (!write && V("bcast") && p == "b") n = 1;
-      if (!write && pool) n = 0;  // pooling from accumulators: bound below
-      uint64_t g = check_acc(ref, name, -1, addr, std::max<uint64_t>(n, 1));
+      if (!write && pool) {
+        // Pooling from the accumulators: the window offsets and the stride are whole rows.
+        const int64_t rb = int64_t(r.v.row_bytes), step = param->pool_stride ? param->pool_stride : rb;
+        std::vector<int64_t> whole(param->window.begin(), param->window.end());
+        whole.push_back(step);
+        for (int64_t v : whole)
+          if (v % rb)
+            fail(ref, fmt::format("pooling from the accumulators, whose rows are {} bytes, needs .vparam '{}' to "
+                                  "give window offsets and pool_stride in whole rows (multiples of {}), not {}",
+                                  rb, param->name, rb, v));
+        const int64_t wmin = *std::min_element(param->window.begin(), param->window.end()) / rb;
+        const int64_t wmax = *std::max_element(param->window.begin(), param->window.end()) / rb;
+        const int64_t span = int64_t(std::max<uint64_t>(rows, 1) - 1) * (step / rb);  // last output row's base
+        const int64_t lo = int64_t(addr) + std::min<int64_t>(0, span) + wmin;
+        const int64_t hi = int64_t(addr) + std::max<int64_t>(0, span) + wmax + 1;
+        if (lo < 0) fail(ref, "pooling window reaches below accumulator row 0");
+        first = uint64_t(lo), n = uint64_t(hi - lo);
+      }
+      uint64_t g = check_acc(ref, name, -1, first, n);
       uint64_t mx = g / cfg_.core.accumulators.rows, row = g % cfg_.core.accumulators.rows;
-      r.v.ptr = reinterpret_cast<uint8_t*>(mxu_[mx].acc.data() + row * W);
-      if (row + std::max<uint64_t>(n, 1) > cfg_.core.accumulators.rows)
+      if (row + n > cfg_.core.accumulators.rows)
         fail(ref, fmt::format("operand '{}' spans two MXUs' accumulators (rows {}..{})", name, g, g + n - 1));
-      r.space = Space::Acc, r.lo = g, r.hi = g + std::max<uint64_t>(n, 1);
-      (write ? c.acc_write_bytes : c.acc_read_bytes) += std::max<uint64_t>(n, 1) * r.v.row_bytes;
+      r.v.ptr = reinterpret_cast<uint8_t*>(mxu_[mx].acc.data() + (row + (addr - first)) * W);
+      r.space = Space::Acc, r.lo = g, r.hi = g + n;
+      (write ? c.acc_write_bytes : c.acc_read_bytes) += n * r.v.row_bytes;
     } else {
       r.v.row_bytes = W * isa::dtype_bytes(type);
       uint64_t n = rows;
@@ -683,8 +691,8 @@ void Machine::exec_vector(const Operation& op, uint64_t T, const OpRef& ref) {
   // Issue-stage cycles: the unit takes `sublanes` rows per step (a vector register's worth);
   // a step costs the lanes' passes or the busiest bank over its rows' accesses, whichever is
   // longer (pooling: the window's rows one after another, banks not modelled).
-  uint64_t lane_passes = ceil_div(W, vc.lanes), S = std::max<uint64_t>(1, vc.sublanes);
-  uint64_t steps_n = ceil_div(rows, S);
+  uint64_t lane_passes = config::vector_lane_passes(cfg_), S = std::max<uint64_t>(1, vc.sublanes);
+  uint64_t steps_n = config::vector_steps(cfg_, rows);
   uint64_t occ = steps_n * lane_passes * window;
   if (!pool) {
     bool b_ub = binary && b.space == Space::Ub, b_every_row = b_ub && !V("bcast");

@@ -56,6 +56,39 @@ TEST(SimErrors, OverwritingUbWhileADmaReadsItIsARace) {
                                          "bundle 0 (dma.store)"});
 }
 
+// Pooling from the accumulators (rows of W x 4 bytes): the window and stride are whole rows,
+// the rows it reads are bounded and raced like any other operand's.
+TEST(SimErrors, PoolingFromTheAccumulatorsNeedsWholeRows) {
+  expect_error(fails("tiny-4x4", ".vparam pw window=[0, 8]\n  vec.maxpool dst=ub[r0+0] a=acc[r0+0] rows=2 dt=int32 "
+                                 "param=pw\n  halt\n"),
+               {"bundle 0", "vec.maxpool", "rows are 16 bytes", "'pw'", "not 8"});
+}
+
+TEST(SimErrors, PoolingFromTheAccumulatorsPastTheirEnd) {
+  // Output row i reads rows 250 + 2i and 251 (16-byte rows): rows 250..257 for four output
+  // rows, past tiny-4x4's 256.
+  expect_error(fails("tiny-4x4", ".vparam pw window=[0, 16] pool_stride=32\n  li r1, 250\n"
+                                 "  vec.maxpool dst=ub[r0+0] a=acc[r1+0] rows=4 dt=int32 param=pw\n  halt\n"),
+               {"bundle 1", "reaches accumulator rows 250..257"});
+}
+
+TEST(SimErrors, PoolingFromTheAccumulatorsWhileAMatmulWritesThemIsARace) {
+  std::string text = R"(
+    .desc w bytes=4 dim=[4, 4, 4]
+    .vparam pw window=[0, 16, 32] pool_stride=16
+      dma.wfifo desc=w src=r0 mxu=0 flag=f1
+      wait f1
+      mxu.wload mxu=0
+      mxu.matmul mxu=0 src=r0+0 dst=r0+5 rows=4 dtype=int8 swap=1 flag=f2
+      vec.avgpool dst=ub[r0+256] a=acc[r0+0] rows=4 dt=int32 param=pw
+      halt
+  )";
+  // Output rows 0..3 read accumulator rows 0..5; the matmul writes rows 5..8 (before this
+  // change the check covered row 0 only and missed the race).
+  expect_error(fails("tiny-4x4", text), {"race", "bundle 4 (vec.avgpool)", "reads accumulator rows 5..5",
+                                         "bundle 3 (mxu.matmul)"});
+}
+
 TEST(SimErrors, MatmulSourcePastTheUnifiedBuffer) {
   config::Config cfg = config::load_preset("tiny-4x4");
   std::string text = R"(

@@ -38,6 +38,11 @@ class AsmError : public UserError {
 Program assemble(std::string_view text, std::string_view file_name);
 Program assemble_file(const std::filesystem::path& path);
 
+// `s` as an assembly string literal, as the lexer reads it back: in double quotes, with `"`
+// and `\` escaped by a backslash and a newline, carriage return or tab written `\n`, `\r`,
+// `\t` (so a name with a line break stays on its line).
+std::string quote(std::string_view s);
+
 // Canonical text of a program; assembling it gives back an equal Program.
 std::string disassemble(const Program& p);
 

@@ -7,6 +7,9 @@ namespace vtpu::isa {
 
 std::string generate_markdown_reference();
 std::string generate_sv_package();
+// Typed C++ helpers printing each operation as assembly (vtpu/isa/emit.h, built by
+// vtpu-isa-gen --cpp; emitters_gen.cpp).
+std::string generate_cpp_emitters();
 
 // Replaces the text between the generated-region markers of a markdown document.
 // Throws UserError when the markers are missing.

@@ -4,6 +4,7 @@
 // float32 files (exactly on writing; reading rounds to nearest even).
 #include <cstdint>
 #include <filesystem>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -20,6 +21,13 @@ struct NpyArray {
 
 NpyArray read_npy(const std::filesystem::path& path);
 void write_npy(const std::filesystem::path& path, const NpyArray& a);
+
+// The elements of an array of a numeric NumPy type (b1, i1, i2, i4, i8, u1, u2, u4, u8, f2, f4,
+// f8) as doubles (64-bit integers past 2^53 rounded); nothing for another type.
+std::optional<std::vector<double>> npy_values(const NpyArray& a);
+// An array of NumPy type `descr` (one of those) and `shape` holding `values`, converted as C++
+// converts (integers truncate toward zero; f2 rounds to nearest even).
+NpyArray npy_of(const std::string& descr, const std::vector<int64_t>& shape, const std::vector<double>& values);
 
 // Throws UserError naming the file and the input unless `a` has exactly `shape` (a
 // transposed array with the right element count is an error too).

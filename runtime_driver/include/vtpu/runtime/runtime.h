@@ -37,7 +37,10 @@ struct RunOptions {
   // calibration_from_files. Empty: seeded random calibration samples.
   std::map<std::string, std::string> calibration_files;
   uint64_t seed = 1;          // generated inputs
-  bool check = false;         // compare with the fp32 reference
+  bool check = false;         // compare with an fp32 reference (check_reference says which)
+  // "auto": onnxruntime on the ONNX file when it runs, else vtpu's fp32 interpreter;
+  // "onnxruntime" (an error when it cannot run); "interpreter".
+  std::string check_reference = "auto";
   bool record_trace = false;
   uint64_t max_cycles = sim::SimOptions{}.max_cycles;
   std::function<void(uint64_t cycle, uint64_t bundle)> progress;  // see sim::SimOptions::progress
@@ -83,6 +86,8 @@ struct ModelRun {
   std::map<std::string, std::vector<float>> outputs;  // model layout (NCHW images), real values
   std::map<std::string, std::vector<int64_t>> output_shapes;
   std::vector<CheckResult> checks;
+  std::string check_reference;       // the reference the checks used, with why when not onnxruntime
+  std::string check_reference_short;  // "onnxruntime" or "the fp32 interpreter"
   std::vector<std::string> inputs_used;  // NAME=FILE or NAME=random
   double compile_seconds = 0, simulate_seconds = 0;
   int64_t batch = 1;

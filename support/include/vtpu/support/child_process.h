@@ -1,14 +1,22 @@
 #pragma once
 // SystemC allows one simulation per process, so anything that simulates more than once
 // (the runtime's compare, tests, benches) runs each simulation in a forked child that
-// sends its result back as bytes.
+// sends its result back as bytes. And other programs run as child processes (run_command:
+// onnxruntime through Node.js for `vtpu run --check`).
+#include <fcntl.h>
+#include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cerrno>
+#include <filesystem>
 #include <functional>
 #include <string>
+#include <vector>
 
 #include "vtpu/support/error.h"
+
+extern char** environ;
 
 namespace vtpu {
 
@@ -46,6 +54,40 @@ inline std::string run_in_child(const std::function<std::string()>& fn,
   waitpid(pid, &status, 0);
   if (!WIFEXITED(status)) return crashed;
   return got;
+}
+
+// Runs another program: argv[0] looked up on PATH, the environment this process's plus
+// `extra_env` ("NAME=value" each, overriding), standard output and error both into `log`.
+// Returns its exit code; -1 when it could not be started, 128 + the signal when one ended it.
+inline int run_command(const std::vector<std::string>& argv, const std::vector<std::string>& extra_env,
+                       const std::filesystem::path& log) {
+  std::vector<std::string> env_strings = extra_env;
+  for (char** e = environ; *e; ++e) {
+    std::string kv(*e);
+    std::string name = kv.substr(0, kv.find('='));
+    bool overridden = false;
+    for (const auto& x : extra_env) overridden |= x.compare(0, name.size() + 1, name + "=") == 0;
+    if (!overridden) env_strings.push_back(kv);
+  }
+  std::vector<char*> args, env;
+  for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+  args.push_back(nullptr);
+  for (const auto& e : env_strings) env.push_back(const_cast<char*>(e.c_str()));
+  env.push_back(nullptr);
+  posix_spawn_file_actions_t fa;
+  posix_spawn_file_actions_init(&fa);
+  posix_spawn_file_actions_addopen(&fa, 1, log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  posix_spawn_file_actions_adddup2(&fa, 1, 2);
+  posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+  pid_t pid = 0;
+  int rc = posix_spawnp(&pid, args[0], &fa, nullptr, args.data(), env.data());
+  posix_spawn_file_actions_destroy(&fa);
+  if (rc != 0) return -1;
+  int status = 0;
+  while (waitpid(pid, &status, 0) < 0)
+    if (errno != EINTR) return -1;
+  if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
+  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
 }
 
 }  // namespace vtpu

@@ -1,8 +1,11 @@
-// Runs an ONNX model on onnxruntime (CPU, fp32), the independent reference the compiler's
-// whole-model results are checked against (tests/ort/test_ort_reference.cpp).
+// Runs an ONNX model on onnxruntime (CPU, fp32), the independent reference `vtpu run --check`
+// compares the chip's outputs with (runtime_driver/src/onnxruntime.cpp) and the tests check the
+// compiler against (tests/ort/).
 //
 // usage: node ort_run.js MODEL.onnx OUT_DIR NAME=INPUT.npy ...
-// Inputs and outputs are NumPy .npy files; each output is written as OUT_DIR/<name>.npy.
+// Inputs and outputs are NumPy .npy files: output k (in the model's order) is written as
+// OUT_DIR/output<k>.npy, OUT_DIR/outputs.txt lists the outputs' names one per line (names
+// need not be file names), and OUT_DIR/onnxruntime.txt holds the onnxruntime-node version.
 // onnxruntime-node comes from npm (scripts/install-deps.sh puts it on NODE_PATH's default).
 'use strict';
 const fs = require('fs');
@@ -17,7 +20,9 @@ try {
 
 const TYPES = {
   '<f4': ['float32', Float32Array], '<i8': ['int64', BigInt64Array], '<i4': ['int32', Int32Array],
-  '|i1': ['int8', Int8Array], '|u1': ['uint8', Uint8Array],
+  '|i1': ['int8', Int8Array], '|u1': ['uint8', Uint8Array], '|b1': ['bool', Uint8Array],
+  '<i2': ['int16', Int16Array], '<u2': ['uint16', Uint16Array], '<u4': ['uint32', Uint32Array],
+  '<u8': ['uint64', BigUint64Array], '<f8': ['float64', Float64Array], '<f2': ['float16', Uint16Array],
 };
 
 function readNpy(file) {
@@ -71,7 +76,9 @@ if (require.main !== module) return;
   const session = await ort.InferenceSession.create(model, { intraOpNumThreads: 1, interOpNumThreads: 1 });
   const results = await session.run(feeds);
   fs.mkdirSync(outDir, { recursive: true });
-  for (const name of session.outputNames) writeNpy(path.join(outDir, `${name}.npy`), results[name]);
+  session.outputNames.forEach((name, k) => writeNpy(path.join(outDir, `output${k}.npy`), results[name]));
+  fs.writeFileSync(path.join(outDir, 'outputs.txt'), session.outputNames.map((n) => n + '\n').join(''));
+  fs.writeFileSync(path.join(outDir, 'onnxruntime.txt'), require('onnxruntime-node/package.json').version + '\n');
 })().catch((e) => {
   console.error(`onnxruntime: ${e.message}`);
   process.exit(1);

@@ -1,0 +1,514 @@
+// Attention: head views, batch matmuls, the softmax in the scores' epilogues, early stores (docs/compiler.md, "Code generation").
+#include "codegen_internal.h"
+
+namespace vtpu::compiler::codegen {
+
+// Attention's softmax (optionally after a per-channel affine step, the 1 / sqrt(d) scale)
+// as the only consumer of a bf16 batch matmul whose rows fit one lane block: each output
+// block's epilogue takes the scores straight from the accumulators in fp32 (no rounding to
+// bf16 and no conversion back): scale, mask (the model's, and -inf on padding lanes), row
+// max, subtract, exp, row sum, reciprocal, multiply, convert, one vector operation each,
+// overlapping the next blocks' matmuls. The row statistics go to an fp32 row per
+// accumulator row. Returns the phases of a block (MXU, accumulator row, rows, output
+// address, first row within the mask) and the unified-buffer space to free afterwards.
+std::optional<Codegen::SoftmaxEpilogue> Codegen::fuse_softmax(mlir::Operation* producer, const Act& y, const std::string& into_layer,
+                                                             uint64_t M) {
+  auto sm = mlir::cast<tpu::SoftmaxOp>(planned(producer, "softmax").at(0));
+  // The scale step before it (the planner checked the pattern), whether applied here or,
+  // a power of two, to the queries (role "scale").
+  Value v = sm.getInput();
+  while (auto r = v.getDefiningOp<tpu::ReshapeOp>()) v = r.getInput();
+  tpu::AffineOp af = v.getDefiningOp<tpu::AffineOp>();
+  uint64_t row32 = C_ * 4, N = y.features, acc_rows = cfg_.core.accumulators.rows;
+  std::vector<float> mk;
+  if (sm.getMask()) mk = const_floats(sm.getMask(), sm.getLayer().str());
+  uint64_t stat_bytes = uint64_t(cfg_.core.mxu.count) * acc_rows * row32;
+  uint64_t mask_rows = !mk.empty() ? M : N < C_ ? 1 : 0;
+  if (ub_.largest_free() < stat_bytes + mask_rows * row32 + (1 << 16)) {
+    // Not beside the matmuls: the scale step (unless applied to the queries) in the
+    // epilogues, the softmax on its own.
+    decline(producer, "softmax");
+    if (auto scale = planned(producer, "softmax-scale"); !scale.empty()) {
+      scale[0]->setAttr(kRoleAttr, mlir::StringAttr::get(producer->getContext(), "elementwise"));
+      producer->setAttr(kEpilogueAttr, mlir::StringAttr::get(producer->getContext(), "elementwise"));
+    }
+    return std::nullopt;
+  }
+  SoftmaxEpilogue e;
+  uint64_t stats = ub_take(stat_bytes, fmt::format("the softmax statistics of '{}'", into_layer));
+  e.buffers.push_back(stats);
+  uint64_t masks = 0;
+  if (mask_rows) {
+    std::vector<uint8_t> bytes(mask_rows * row32);
+    for (uint64_t i = 0; i < mask_rows; ++i)
+      for (uint64_t j = 0; j < C_; ++j) {
+        float f = j >= N ? -std::numeric_limits<float>::infinity() : mk.empty() ? 0.0f : mk[i * N + j];
+        std::memcpy(&bytes[(i * C_ + j) * 4], &f, 4);
+      }
+    masks = ub_take(bytes.size(), fmt::format("the attention mask of '{}'", sm.getLayer().str()));
+    e.buffers.push_back(masks);
+    uint64_t n = bytes.size(), hbm = hbm_const(std::move(bytes));
+    code(fmt::format("  dma.load desc={} src=r0 dst=r0 flag=f1", new_desc(fmt::format("bytes={} src_off={} dst_off={}", n, hbm, masks))));
+    code("  wait f1");
+  }
+  std::string scale_p;
+  if (af && !has_role(af, "scale")) scale_p = affine_param(const_floats(af.getScale(), af.getLayer().str()), const_floats(af.getBias(), af.getLayer().str()), 0, 1.0, 1.0);
+  bool per_row_mask = !mk.empty();
+  e.phases = [=](uint32_t m, uint64_t acc_row, uint64_t rows, uint64_t out_ub, uint64_t row_in_m) {
+    uint64_t g = uint64_t(m) * acc_rows + acc_row;
+    std::string a = fmt::format("acc[r0+{}]", g);
+    auto op = [&](const std::string& text, uint64_t ub_addr = UINT64_MAX, uint64_t ub2 = UINT64_MAX) {
+      std::string pre, t = text;
+      if (ub_addr != UINT64_MAX) t = fmt::format(fmt::runtime(t), fmt::arg("S", reg_ref(ub_addr, 6, pre)), fmt::arg("B", ub2 == UINT64_MAX ? "" : reg_ref(ub2, 7, pre)));
+      return pre + "  " + t + " flag={flag}\n";
+    };
+    std::vector<std::string> ph;
+    if (!scale_p.empty()) ph.push_back(op(fmt::format("vec.affine dst={0} a={0} rows={1} dt=fp32 param={2}", a, rows, scale_p)));
+    uint64_t S = stats + g * row32;
+    if (mask_rows)
+      ph.push_back(op(fmt::format("vec.add dst={0} a={0} b=ub[{{B}}] rows={1} dt=fp32{2}", a, rows, per_row_mask ? "" : " bcast=1"), S,
+                      masks + (per_row_mask ? row_in_m * row32 : 0)));
+    ph.push_back(op(fmt::format("vec.rmax dst=ub[{{S}}] a={} rows={} dt=fp32", a, rows), S));
+    ph.push_back(op(fmt::format("vec.sub dst={0} a={0} b=ub[{{S}}] rows={1} dt=fp32", a, rows), S));
+    ph.push_back(op(fmt::format("vec.exp dst={0} a={0} rows={1} dt=fp32", a, rows)));
+    ph.push_back(op(fmt::format("vec.rsum dst=ub[{{S}}] a={} rows={} dt=fp32 odt=fp32", a, rows), S));
+    ph.push_back(op(fmt::format("vec.recip dst=ub[{{S}}] a=ub[{{S}}] rows={} dt=fp32", rows), S));
+    ph.push_back(op(fmt::format("vec.mul dst={0} a={0} b=ub[{{S}}] rows={1} dt=fp32", a, rows), S));
+    ph.push_back(op(fmt::format("vec.cvt dst=ub[{{S}}] a={} rows={} dt=fp32 odt=bf16", a, rows), out_ub));
+    return ph;
+  };
+  for (mlir::Operation* u : {af ? af.getOperation() : nullptr, sm.getOperation()}) {
+    if (!u) continue;
+    Act fy = y;
+    fy.shape = shape_of(u->getResult(0));
+    fused_[u] = fy;
+    fused_bounds_.push_back({into_layer, u->getName().stripDialect().str(), fy.shape});
+  }
+  return e;
+}
+
+// Attention's head split and transpose, [B, S, H*d] -> [B, S, H, d] -> [B, H, S, d], when
+// every consumer of the result (through reshapes that keep the rows) is a batch matmul
+// (head_view_split): no copy then, the batch matmul reads head h of the unsplit tensor in
+// place (its lanes [h*d, h*d + d) of every row): as the left-hand side, matmul rows that
+// start at the head's first lane (the array ignores the lanes past its tile's rows); as the
+// right-hand side, weight tiles that read the head's lanes of the rows stored in HBM.
+// Needs heads that never straddle two lane blocks (d a multiple or a divisor of R).
+// gen_reshape's part: the split and its transpose become views of x.
+bool Codegen::make_head_view(tpu::ReshapeOp op, const Act& x) {
+  auto split = head_view_split(op.getInput(), R_);
+  if (!split || *split != op) return false;
+  auto tp = mlir::cast<tpu::TransposeOp>(*op.getOutput().getUsers().begin());
+  auto ys = shape_of(op.getOutput());
+  HeadView hv{x, uint64_t(ys[1]), uint64_t(ys[2]), uint64_t(ys[3])};
+  // As a left-hand side the last row's read runs past x: only when x has room for it.
+  bool lhs_ok = slack_values_.count(op.getInput().getAsOpaquePointer()) > 0;
+  std::vector<Value> work{tp.getOutput()};
+  while (!work.empty()) {
+    Value u = work.back();
+    work.pop_back();
+    for (mlir::Operation* user : u.getUsers()) {
+      if (auto bm = mlir::dyn_cast<tpu::BatchMatmulOp>(user)) {
+        if (bm.getLhs() == u && !lhs_ok) return false;
+        continue;
+      }
+      work.push_back(user->getResult(0));
+    }
+  }
+  auto alias = [&](Value v) {
+    Act a = x;  // shares x's buffer, so x lives while the view does
+    a.shape = shape_of(v);
+    a.features = uint64_t(a.shape.back());
+    a.rows = numel(a.shape) / a.features;
+    a.blocks = ceil_div(a.features, R_);
+    define(v, a);
+  };
+  alias(op.getOutput());
+  alias(tp.getOutput());
+  views_[tp.getOutput().getAsOpaquePointer()] = hv;
+  deferred_.insert(tp.getOperation());
+  add_bound(op.getLayer().str(), 0, 0);
+  store_rhs_early(tp.getOutput());
+  return true;
+}
+
+// Attention's K^T: a head split whose only consumer is the transpose [0, 2, 3, 1]
+// ([B, S, H, d] -> [B, H, d, S]) is generated as that transpose straight from the unsplit
+// [B * S, H * d] tensor, a range of batch elements at a time: lanes of its fp32 twin
+// gathered into rows. That skips the split's copy and converts half the bytes (the split
+// tensor's rows hold d of R lanes).
+bool Codegen::make_head_transpose(tpu::ReshapeOp op, const Act& x) {
+  auto xs = shape_of(op.getInput()), ys = shape_of(op.getOutput());
+  if (xs.size() != 3 || ys.size() != 4 || xs[0] != ys[0] || xs[1] != ys[1] || ys[2] * ys[3] != xs[2]) return false;
+  if (!op.getOutput().hasOneUse() || cfg_.core.unified_buffer.alignment_bytes > 4) return false;
+  auto tp = mlir::dyn_cast<tpu::TransposeOp>(*op.getOutput().getUsers().begin());
+  if (!tp || tp.getPerm().size() != 4 || tp.getPerm()[0] != 0 || tp.getPerm()[1] != 2 || tp.getPerm()[2] != 3 ||
+      tp.getPerm()[3] != 1)
+    return false;
+  std::string layer = tp.getLayer().str();
+  uint64_t B = uint64_t(xs[0]), S = uint64_t(xs[1]), H = uint64_t(ys[2]), d = uint64_t(ys[3]);
+  Act y0 = new_act(shape_of(tp.getOutput()), fmt::format("the output of '{}'", layer));
+  auto twin_bytes = [&](uint64_t n) {
+    return x.blocks * align_up(n * S * R_ * 4, 64) + y0.blocks * align_up(n * H * d * R_ * 4, 64);
+  };
+  uint64_t per = B;
+  while (per > 1 && twin_bytes(per) > ub_.largest_free()) per = (per + 1) / 2;
+  uint64_t row4 = R_ * 4;
+  // When a batch matmul takes the result as its right-hand side, it goes to HBM group by
+  // group of output rows as they are converted, overlapping the next group's copies.
+  std::optional<Value> target = rhs_target(tp.getOutput());
+  int flag = target ? free_rhs_flag() : 0;
+  RhsCopy store;
+  if (flag) store = {hbm_alloc(y0.blocks * y0.rows * R_ * esz_), flag, 0};
+  for (uint64_t b0 = 0; b0 < B; b0 += per) {
+    uint64_t n = std::min(per, B - b0);
+    Act xv = x, yv = y0;  // batch elements [b0, b0 + n)
+    xv.rows = n * S, xv.base = x.base + b0 * S * R_ * esz_;
+    yv.rows = n * H * d, yv.base = y0.base + b0 * H * d * R_ * esz_;
+    Act xt = fp32_twin(xv, layer, "transpose copies", true), yt = yv;
+    if (S % R_) {
+      yt = fp32_twin(yv, layer, "transpose copies", false);  // zeros on the padding lanes
+    } else {  // the copies write every lane
+      yt.block_bytes = align_up(yv.rows * R_ * 4, 64);
+      yt.base = ub_take(yt.bytes(), fmt::format("the fp32 transpose copies of '{}'", layer));
+    }
+    // Output row (b, h, e) holds lanes s = x's rows (b, s), lane h * d + e: one copy per
+    // run of e within a lane block and output lane block. The (b, h) pairs go in up to 4
+    // groups: a group's conversion back (and store) overlaps the next group's copies.
+    uint64_t pairs = n * H, per_group = ceil_div(pairs, std::min<uint64_t>(pairs, 4));
+    std::optional<std::pair<uint64_t, uint64_t>> converted;  // rows whose conversion is in flight
+    auto store_group = [&](std::pair<uint64_t, uint64_t> r) {
+      code(fmt::format("  wait f20, {}", yv.blocks));  // their conversions (the oldest in flight)
+      if (!flag) return;
+      for (uint64_t nb = 0; nb < y0.blocks; ++nb) {
+        uint64_t rb = rhs_row_bytes(y0, nb), r0 = b0 * H * d + r.first;
+        std::string dsc = new_desc(fmt::format("bytes={} dim=[{}, {}, {}]", rb, r.second - r.first, R_ * esz_, rb));
+        code(fmt::format("  li r1, {} || li r2, {}", y0.base + nb * y0.block_bytes + r0 * R_ * esz_,
+                         store.addr + nb * y0.rows * R_ * esz_ + r0 * rb));
+        code(fmt::format("  dma.store desc={} src=r1 dst=r2 flag=f{}", dsc, flag));
+        ++store.count;
+      }
+    };
+    for (uint64_t p0 = 0; p0 < pairs; p0 += per_group) {
+      uint64_t p1 = std::min(pairs, p0 + per_group);
+      for (uint64_t pr = p0; pr < p1; ++pr) {
+        uint64_t b = pr / H, h = pr % H;
+        for (uint64_t e0 = 0; e0 < d;) {
+          uint64_t lane = h * d + e0, run = std::min(d - e0, R_ - lane % R_);
+          for (uint64_t sb = 0; sb < yv.blocks; ++sb) {
+            uint64_t cnt = std::min<uint64_t>(R_, S - sb * R_);
+            uint64_t src = xt.base + (lane / R_) * xt.block_bytes + (b * S + sb * R_) * row4 + (lane % R_) * 4;
+            uint64_t dst = yt.base + sb * yt.block_bytes + ((b * H + h) * d + e0) * row4;
+            ub_copy_async(src, dst, fmt::format("bytes=4 dim=[{}, {}, 4] dim=[{}, 4, {}]", cnt, row4, run, row4));
+          }
+          e0 += run;
+        }
+      }
+      copies_wait();
+      for (uint64_t sb = 0; sb < yv.blocks; ++sb)
+        code(fmt::format("  li r1, {} || li r2, {}\n  vec.cvt dst=ub[r2+0] a=ub[r1+0] rows={} dt=fp32 odt={} flag=f20",
+                         yt.base + sb * yt.block_bytes + p0 * d * row4, yv.base + sb * yv.block_bytes + p0 * d * R_ * esz_,
+                         (p1 - p0) * d, dt_));
+      if (converted) store_group(*converted);
+      converted = std::make_pair(p0 * d, p1 * d);
+    }
+    store_group(*converted);
+    ub_.release(xt.base);
+    ub_.release(yt.base);
+  }
+  define(tp.getOutput(), y0);
+  deferred_.insert(tp.getOperation());
+  add_bound(op.getLayer().str(), 0, 0);
+  store.issued_at = code_.size();
+  if (flag) stored_rhs_[target->getAsOpaquePointer()] = store;
+  return true;
+}
+
+const Codegen::HeadView* Codegen::view_of(Value v) const {
+  auto it = views_.find(v.getAsOpaquePointer());
+  return it == views_.end() ? nullptr : &it->second;
+}
+
+// Activation x activation, per batch b: lhs[b] [M, K] x rhs[b] [K, N]. The MXU's weights
+// only come from HBM, so rhs's lane blocks are stored there first (one DMA each); a
+// weight tile (b, k block, n block) is then kw rows of its block, read with the block's
+// row stride. INT8: rhs's codes are the weights, with its per-tensor scale.
+// The blocks of batch matmul `op` reading its left-hand side from `a`.
+Codegen::BatchPlan Codegen::plan_batch_matmul(tpu::BatchMatmulOp op, const Act& a) {
+  std::string layer = op.getLayer().str();
+  const HeadView *lv = view_of(op.getLhs()), *rv = view_of(op.getRhs());
+  const Act& w = rv ? rv->x : act(op.getRhs());  // a view's rhs: the unsplit tensor's rows in HBM
+  auto as = shape_of(op.getLhs()), ws = shape_of(op.getRhs());
+  uint64_t B = uint64_t(as[0]), M = uint64_t(as[1]), K = uint64_t(as[2]), N = uint64_t(ws[2]);
+  BatchPlan p;
+  p.y = new_act(shape_of(op.getOutput()), fmt::format("the output of '{}'", layer));
+  const Act& y = p.y;
+  RhsCopy rhs;
+  if (auto it = stored_rhs_.find(op.getRhs().getAsOpaquePointer()); it != stored_rhs_.end()) {
+    rhs = it->second, p.early = true;
+    stored_rhs_.erase(it);
+  } else {
+    rhs = store_rhs(w, 1);
+  }
+  p.ready = fmt::format("  wait f{}, {}\n", rhs.flag, rhs.count);
+  p.issued_at = rhs.issued_at;
+  std::vector<double> acc_scale;
+  if (q8_) acc_scale.assign(N, double(scale(op.getLhs())) * scale(op.getRhs()));
+  p.bias_ub = bias_rows(std::vector<float>(N, 0.0f), acc_scale);
+  auto eps = epilogue_params(N, acc_scale, q8_ ? scale(op.getOutput()) : 1.0, -std::numeric_limits<double>::infinity(),
+                             std::numeric_limits<double>::infinity());
+  uint64_t kt = ceil_div(K, R_), nt = ceil_div(N, C_), mc = row_chunk(M, nt * B);
+  if (epilogue_kind(op) == "softmax") p.softmax = fuse_softmax(op, y, layer, M);
+  FusedPhases fused = epilogue_kind(op) == "elementwise" ? fuse_elementwise(op, y, layer) : FusedPhases();
+  for (uint64_t b = 0; b < B; ++b)
+    for (uint64_t n = 0; n < nt; ++n) {
+      uint64_t nw = std::min<uint64_t>(C_, N - n * C_);
+      std::vector<TileRef> tiles;
+      for (uint64_t k = 0; k < kt; ++k) {
+        uint64_t kw = std::min<uint64_t>(R_, K - k * R_);
+        // Row (b, k*R) of rhs and its lane block / first lane: a view's item b is head
+        // b % H of batch b / H, its lanes start at head * d.
+        uint64_t row = b * K + k * R_, lane = n * C_;
+        if (rv) row = (b / rv->H) * rv->S + k * R_, lane = (b % rv->H) * rv->d + n * C_;
+        uint64_t blk = lane / R_, rb = rhs_row_bytes(w, blk);
+        tiles.push_back({new_desc(fmt::format("bytes={} dtype={} dim=[{}, {}, 0]", nw * esz_, dt_, kw, rb)),
+                         rhs.addr + blk * w.rows * R_ * esz_ + row * rb + (lane % R_) * esz_});
+      }
+      for (uint64_t r0 = 0; r0 < M; r0 += mc) {
+        uint64_t rows = std::min(mc, M - r0), row = b * M + r0;
+        Block blk;
+        for (uint64_t k = 0; k < kt; ++k) {
+          uint64_t src = a.base + k * a.block_bytes + row * R_ * esz_;
+          if (lv) {
+            uint64_t lane = (b % lv->H) * lv->d + k * R_;
+            src = lv->x.base + (lane / R_) * lv->x.block_bytes + ((b / lv->H) * lv->S + r0) * R_ * esz_ + (lane % R_) * esz_;
+          }
+          blk.groups.push_back({tiles[k], {{src, rows, 0, 0, k > 0}}});
+        }
+        uint64_t out = y.base + n * y.block_bytes + row * C_ * esz_, bias_row = bias_at(p.bias_ub, n);
+        std::string ep = eps[n];
+        if (p.softmax) {
+          auto sp = p.softmax->phases;
+          blk.epilogue = [sp, rows, out, r0](uint32_t m, uint64_t acc_row) { return sp(m, acc_row, rows, out, r0); };
+          p.blocks.push_back(std::move(blk));
+          continue;
+        }
+        blk.epilogue = [this, rows, bias_row, ep, out, fused, n, row](uint32_t m, uint64_t acc_row) {
+          auto ph = epilogue(m, acc_row, rows, bias_row, ep, out);
+          if (fused)
+            for (auto& f : fused(n, row * C_ * esz_, rows)) ph.push_back(f);
+          return ph;
+        };
+        p.blocks.push_back(std::move(blk));
+      }
+    }
+  p.macs = B * M * K * N;
+  return p;
+}
+
+void Codegen::finish_batch_matmul(const BatchPlan& p) {
+  ub_.release(p.bias_ub);
+  if (p.softmax)
+    for (uint64_t at : p.softmax->buffers) ub_.release(at);
+}
+
+// The batch matmul that reads `scores`' softmax (fused into its epilogues, through reshapes
+// that keep the rows) as its left-hand side: attention's context, P x V.
+std::optional<tpu::BatchMatmulOp> Codegen::context_of(tpu::BatchMatmulOp scores) {
+  Value v = through_row_reshapes(scores.getOutput());
+  if (!v.hasOneUse()) return std::nullopt;
+  mlir::Operation* u = *v.getUsers().begin();
+  if (mlir::isa<tpu::AffineOp>(u)) {
+    v = through_row_reshapes(u->getResult(0));
+    if (!v.hasOneUse()) return std::nullopt;
+    u = *v.getUsers().begin();
+  }
+  if (!mlir::isa<tpu::SoftmaxOp>(u)) return std::nullopt;
+  v = through_row_reshapes(u->getResult(0));
+  if (!v.hasOneUse()) return std::nullopt;
+  auto ctx = mlir::dyn_cast<tpu::BatchMatmulOp>(*v.getUsers().begin());
+  if (!ctx || ctx.getLhs() != v || view_of(ctx.getLhs())) return std::nullopt;
+  // Its right-hand side must be there, but for reshapes that keep the rows (done now).
+  for (Value r = ctx.getRhs(); !view_of(r) && !acts_.count(r.getAsOpaquePointer());) {
+    auto rs = r.getDefiningOp<tpu::ReshapeOp>();
+    if (!rs || !r.hasOneUse() || shape_of(rs.getOutput()).back() != shape_of(rs.getInput()).back()) return std::nullopt;
+    r = rs.getInput();
+  }
+  auto as = shape_of(ctx.getLhs()), ss = shape_of(scores.getOutput());
+  // Blocks pair up (context block i reads the rows of scores block i) when both have one
+  // column block: the same batch, rows and row chunks.
+  if (as.size() != 3 || numel(as) != numel(ss) || as.back() != ss.back() || shape_of(ctx.getOutput()).back() > int64_t(C_))
+    return std::nullopt;
+  return ctx;
+}
+
+void Codegen::gen_batch_matmul(tpu::BatchMatmulOp op) {
+  std::string layer = op.getLayer().str();
+  tag(layer);
+  BatchPlan p = plan_batch_matmul(op, act(op.getLhs()));
+  std::optional<tpu::BatchMatmulOp> ctx = p.softmax ? context_of(op) : std::nullopt;
+  if (!ctx) {
+    if (p.early) run_blocks(p.blocks, false, std::make_pair(p.ready, p.issued_at));
+    else code_ += p.ready, run_blocks(p.blocks);
+    finish_batch_matmul(p);
+    add_bound(layer, p.macs, 0);
+    add_fused_bounds();
+    define(op.getOutput(), p.y);
+    return;
+  }
+  // Attention: the context's matmuls join the stream, each (batch, head) block a few rounds
+  // of the MXUs after the scores block whose softmax it reads, on the same MXU (blocks go to
+  // the MXUs in turn), so they fill the MXUs while the vector unit runs later softmaxes
+  // instead of waiting for all of them.
+  std::vector<tpu::ReshapeOp> reshapes;
+  for (Value r = ctx->getRhs(); !view_of(r) && !acts_.count(r.getAsOpaquePointer()); r = reshapes.back().getInput())
+    reshapes.push_back(r.getDefiningOp<tpu::ReshapeOp>());
+  for (auto it = reshapes.rbegin(); it != reshapes.rend(); ++it) {
+    gen_reshape(*it);
+    release(it->getInput());
+    done_.insert(it->getOperation());
+  }
+  Act probs = p.y;
+  probs.shape = shape_of(ctx->getLhs());
+  BatchPlan c = plan_batch_matmul(*ctx, probs);
+  std::vector<Block> blocks;
+  // The lag: half the accumulator regions' worth of rounds, so a softmax (seven vector
+  // passes, one per round) is mostly done when its context block comes, and its region is
+  // not yet needed again (measured on BERT-base, batch 1 to 8: 2 rounds stall, 4 to 8 do not).
+  uint64_t span = 1;
+  for (const Block& b : p.blocks)
+    for (const TileGroup& g : b.groups)
+      for (const MatmulStep& st : g.steps) span = std::max(span, st.acc_row + st.rows);
+  size_t nm = cfg_.core.mxu.count, ns = p.blocks.size(), lag = nm * std::max<size_t>(2, acc_regions(span) / 2);
+  if (c.blocks.size() != ns) throw InternalError("attention's context blocks do not pair with its scores blocks");
+  for (size_t i = 0, j = 0; i < ns || j < c.blocks.size();) {
+    for (size_t r = 0; r < nm && i < ns; ++r) blocks.push_back(std::move(p.blocks[i++]));
+    if (i < std::min(ns, lag) && i < ns) continue;
+    for (size_t r = 0; r < nm && j < c.blocks.size(); ++r) {
+      Block& b = c.blocks[j];
+      b.needs = int64_t(j);  // the scores block of the same rows
+      ++j;
+      blocks.push_back(std::move(b));
+    }
+  }
+  // Block indices: `needs` counted scores blocks, which now sit among context blocks.
+  std::vector<size_t> where(ns);
+  for (size_t i = 0, k = 0; i < blocks.size(); ++i)
+    if (blocks[i].needs < 0) where[k++] = i;
+  for (Block& b : blocks)
+    if (b.needs >= 0) b.needs = int64_t(where[size_t(b.needs)]);
+  std::string ready = p.ready + c.ready;
+  if (p.early && c.early) run_blocks(blocks, false, std::make_pair(ready, std::max(p.issued_at, c.issued_at)));
+  else code_ += ready, run_blocks(blocks);
+  finish_batch_matmul(p);
+  finish_batch_matmul(c);
+  add_bound(layer, p.macs, 0);
+  add_fused_bounds();
+  add_bound(layer, c.macs, 0, shape_of(ctx->getOutput()));  // the context's row
+  define(op.getOutput(), p.y);
+  define(ctx->getOutput(), c.y);
+  deferred_.insert(ctx->getOperation());
+}
+
+uint64_t Codegen::rhs_row_bytes(const Act& w, uint64_t nb) const {
+  uint64_t fw = std::min<uint64_t>(R_, w.features - nb * R_);
+  return std::min<uint64_t>(R_ * esz_, align_up(fw * esz_, cfg_.core.unified_buffer.alignment_bytes));
+}
+
+Codegen::RhsCopy Codegen::store_rhs(const Act& w, int flag) {
+  RhsCopy c{hbm_alloc(w.blocks * w.rows * R_ * esz_), flag, w.blocks};
+  for (uint64_t nb = 0; nb < w.blocks; ++nb) {
+    uint64_t rb = rhs_row_bytes(w, nb);
+    std::string d = new_desc(fmt::format("bytes={} dim=[{}, {}, {}]", rb, w.rows, R_ * esz_, rb));
+    code(fmt::format("  li r1, {} || li r2, {}", w.base + nb * w.block_bytes, c.addr + nb * w.rows * R_ * esz_));
+    code(fmt::format("  dma.store desc={} src=r1 dst=r2 flag=f{}", d, flag));
+  }
+  c.issued_at = code_.size();
+  return c;
+}
+
+// Stores an activation to HBM as soon as it is computed when its only consumer (through
+// reshapes that keep the rows) is a later batch matmul's right-hand side: the store then
+// runs during the layers in between (attention's K^T and V during the scores and the
+// softmax) instead of in front of the batch matmul. Flags f40..f47, one per store in
+// flight; the batch matmul waits for it.
+void Codegen::store_rhs_early(Value v) {
+  auto it = acts_.find(v.getAsOpaquePointer());
+  if (it == acts_.end()) return;
+  const HeadView* hv = view_of(v);  // a view stores the unsplit tensor
+  std::optional<Value> target = rhs_target(v);
+  if (!target) return;
+  if (int f = free_rhs_flag()) stored_rhs_[target->getAsOpaquePointer()] = store_rhs(hv ? hv->x : it->second, f);
+}
+
+// The batch-matmul right-hand side `v` becomes through reshapes that keep the rows (its
+// only use chain), when not stored yet.
+std::optional<Value> Codegen::rhs_target(Value v) {
+  while (v.hasOneUse()) {
+    mlir::Operation* u = *v.getUsers().begin();
+    if (auto bm = mlir::dyn_cast<tpu::BatchMatmulOp>(u)) {
+      if (bm.getRhs() != v || bm.getLhs() == v || stored_rhs_.count(v.getAsOpaquePointer())) return std::nullopt;
+      return v;
+    }
+    auto r = mlir::dyn_cast<tpu::ReshapeOp>(u);
+    if (!r || shape_of(r.getOutput()).back() != shape_of(v).back()) return std::nullopt;
+    v = r.getOutput();
+  }
+  return std::nullopt;
+}
+
+// A flag of f40..f47 no early store in flight uses, or 0.
+int Codegen::free_rhs_flag() const {
+  for (int f = 40; f < 48; ++f) {
+    bool busy = false;
+    for (auto& [k, c] : stored_rhs_) busy |= c.flag == f;
+    if (!busy) return f;
+  }
+  return 0;
+}
+
+// A layout change by unified-buffer DMA. For each output row and lane block: if the lanes
+// stay the lanes, one contiguous copy; otherwise the lanes gather one input lane from
+// rows a fixed stride apart. DMA rows must start on unified-buffer words, so a gather
+// moves fp32 copies (4-byte elements), converted exactly from and back to int8/bf16.
+// Attention's head merge, [B, H, S, d] -> [B, S, H, d] (this transpose) -> [B, S, H * d]
+// (its only consumer, a reshape): one pass of copies straight into the merged layout, a
+// copy per head moving its d lanes of every row of every batch element, instead of a
+// transpose's copies and then the reshape's. Needs heads that start on unified-buffer
+// words and never straddle lane blocks.
+bool Codegen::merge_heads(tpu::TransposeOp op) {
+  auto perm = op.getPerm();
+  auto xs = shape_of(op.getInput());
+  if (xs.size() != 4 || perm.size() != 4 || perm[0] != 0 || perm[1] != 2 || perm[2] != 1 || perm[3] != 3) return false;
+  if (!op.getOutput().hasOneUse()) return false;
+  auto r = mlir::dyn_cast<tpu::ReshapeOp>(*op.getOutput().getUsers().begin());
+  if (!r) return false;
+  auto ms = shape_of(r.getOutput());
+  uint64_t B = uint64_t(xs[0]), H = uint64_t(xs[1]), S = uint64_t(xs[2]), d = uint64_t(xs[3]);
+  if (ms.size() != 3 || uint64_t(ms[0]) != B || uint64_t(ms[1]) != S || uint64_t(ms[2]) != H * d) return false;
+  uint64_t align = cfg_.core.unified_buffer.alignment_bytes;
+  if (d % R_ != 0 && R_ % d != 0) return false;  // a head would straddle lane blocks
+  for (uint64_t h = 0; h < H; ++h)
+    if ((h * d % R_) * esz_ % align) return false;
+  const Act& x = act(op.getInput());
+  std::string layer = r.getLayer().str();
+  tag(layer);
+  Act y = new_act(ms, fmt::format("the output of '{}'", layer));
+  if (y.features % R_) clear(y.base + (y.blocks - 1) * y.block_bytes, y.block_bytes);
+  uint64_t row = R_ * esz_;
+  for (uint64_t h = 0; h < H; ++h)
+    for (uint64_t e0 = 0; e0 < d; e0 += std::min<uint64_t>(d, R_)) {
+      uint64_t lane = h * d + e0, n = std::min<uint64_t>(d - e0, R_);
+      // x row (b, h, s), lanes [e0, e0 + n) of block e0 / R -> y row (b, s), lanes from `lane`.
+      uint64_t src = x.base + (e0 / R_) * x.block_bytes + h * S * row;
+      uint64_t dst = y.base + (lane / R_) * y.block_bytes + (lane % R_) * esz_;
+      ub_copy_async(src, dst, fmt::format("bytes={} dim=[{}, {}, {}] dim=[{}, {}, {}]", n * esz_, S, row, row, B, H * S * row, S * row));
+    }
+  copies_wait();
+  define(r.getOutput(), y);
+  deferred_.insert(r.getOperation());
+  add_bound(layer, 0, 0);
+  return true;
+}
+
+}  // namespace vtpu::compiler::codegen

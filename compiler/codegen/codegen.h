@@ -1,0 +1,21 @@
+#pragma once
+// compiler/codegen: tpu dialect -> vtpu program (docs/compiler.md, "Code generation").
+// The same declarations as the pipeline's (compiler/src/import.h), without its default
+// argument, so either header may be included, or both.
+#include <map>
+
+#include "mlir/IR/BuiltinOps.h"
+#include "vtpu/compiler/compiler.h"
+
+namespace vtpu::compiler {
+
+// tpu dialect -> program for the config. INT8 needs `scales`: for every activation value
+// (by Value::getAsOpaquePointer) its symmetric per-tensor scale from calibration.
+CompileResult generate_program(mlir::ModuleOp module, const config::Config& cfg, const CompileOptions& options,
+                               const std::map<const void*, float>& scales);
+
+// Throws the unified-buffer error generate_program would give when the model's inputs
+// alone do not fit (checked before INT8 calibration, which is slow for big models).
+void check_inputs_fit(mlir::ModuleOp module, const config::Config& cfg, const CompileOptions& options);
+
+}  // namespace vtpu::compiler

@@ -1,0 +1,508 @@
+#pragma once
+// tpu dialect -> vtpu program (docs/compiler.md, "Code generation").
+//
+// Activations live in the unified buffer in the chip's blocked layout: a tensor seen as
+// rows x features (an NHWC image is pixels x channels) is split into feature blocks of R
+// lanes; block b holds every row's features [b*R, b*R + R), one R-wide row per tensor row.
+// A matmul then reads K-slices straight from the blocks and its results leave the
+// accumulators as the next layer's blocks. Weights are pre-tiled in HBM, one contiguous
+// K x N tile per (K block, N block), so one DMA descriptor moves a tile.
+//
+// Each MXU works through a stream of weight tiles with the weights two tiles ahead in the
+// FIFO and one ahead in the shadow registers; when an output block's last matmul is
+// issued, its epilogue (bias, activation, conversion into the output blocks) runs one
+// step later, while the next block streams.
+//
+// Internal to compiler/codegen: one context class, Codegen, whose methods are defined in
+// files by concern (docs/compiler.md, "Pipeline", names the file of every stage):
+//   driver.cpp        model inputs, the walk over @main's ops, outputs, assembling
+//   emission.cpp      program text, DMA descriptors, vector parameters, HBM constants
+//   buffers.cpp       unified-buffer allocation and liveness
+//   epilogue.cpp      epilogue phases, bias rows, requantization, weight tiles
+//   scheduler.cpp     the MXU stream scheduler (run_blocks)
+//   fusion.cpp        elementwise ops fused into a matmul's epilogues
+//   matmul.cpp, attention.cpp, conv.cpp, conv_packed.cpp, conv_wide.cpp, pool.cpp,
+//   argmax.cpp, elementwise.cpp, shape.cpp, resize.cpp, normalization.cpp,
+//   quantization.cpp, integer.cpp, embedding.cpp: one op family each.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <deque>
+#include <functional>
+#include <limits>
+#include <map>
+#include <optional>
+#include <set>
+#include <sstream>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Tosa/IR/TosaOps.h"
+#include "mlir/IR/BuiltinAttributes.h"
+#include "ir.h"
+#include "plan.h"
+#include "dialect/tpu_dialect.h"
+#include "vtpu/compiler/compiler.h"
+#include "vtpu/config/config.h"
+#include "vtpu/config/timing.h"
+#include "vtpu/isa/assembler.h"
+#include "vtpu/isa/emit.h"
+#include "vtpu/isa/isa.h"
+#include "vtpu/numerics/float.h"
+
+namespace vtpu::compiler::codegen {
+
+using mlir::Value;
+namespace tosa = mlir::tosa;
+// Operations are printed by the typed helpers generated from the ISA table (vtpu/isa/emit.h).
+namespace emit = isa::emit;
+inline emit::Mem ub_at(uint64_t addr) { return emit::ub(emit::addr(0, addr)); }  // "ub[r0+addr]"
+inline emit::Mem acc_at(uint64_t row) { return emit::acc(emit::addr(0, row)); }  // "acc[r0+row]"
+inline emit::Mem ub_reg(unsigned reg) { return emit::ub(emit::addr(reg, 0)); }    // "ub[rN+0]"
+// The flag run_blocks (or emit_steps) gives an epilogue's operation, filled in when issued.
+inline const emit::Flag kPendingFlag{"{flag}"};
+inline emit::Reg reg(unsigned n) { return {n}; }
+
+
+inline uint64_t align_up(uint64_t x, uint64_t a) { return (x + a - 1) / a * a; }
+inline uint64_t ceil_div(uint64_t a, uint64_t b) { return (a + b - 1) / b; }
+
+inline std::vector<float> const_floats(Value v, const std::string& layer) {
+  auto c = v.getDefiningOp<tosa::ConstOp>();
+  if (!c) throw CompileError(fmt::format("node '{}': expected a constant operand", layer));
+  auto a = mlir::cast<mlir::DenseElementsAttr>(c.getValue());
+  std::vector<float> out;
+  for (float f : a.getValues<float>()) out.push_back(f);
+  return out;
+}
+
+inline uint16_t bf16_of(float f) { return numerics::f32_to_bf16(numerics::f32_bits(f)); }
+
+// An activation in the unified buffer (see the file comment).
+struct Act {
+  uint64_t rows = 0, features = 0;
+  uint64_t base = 0, block_bytes = 0, blocks = 0;
+  std::vector<int64_t> shape;  // logical shape (NHWC for images)
+  uint64_t bytes() const { return block_bytes * blocks; }
+};
+
+// Allocator of unified-buffer bytes (buffers.cpp): activations best fit from the bottom,
+// temporaries first fit from the top.
+class UbAllocator {
+ public:
+  UbAllocator(uint64_t cap, uint64_t align) : cap_(cap), align_(align) { free_[0] = cap; }
+  std::optional<uint64_t> alloc_high(uint64_t bytes);
+  std::optional<uint64_t> alloc(uint64_t bytes);
+  void release(uint64_t at);
+  uint64_t in_use() const;
+  uint64_t capacity() const { return cap_; }
+  uint64_t largest_free() const;
+
+ private:
+  uint64_t cap_, align_, high_ = 0;
+  std::map<uint64_t, uint64_t> free_, used_;
+};
+
+// One matmul of an MXU work stream.
+struct MatmulStep {
+  uint64_t src, rows, stride, acc_row;
+  bool accumulate;
+};
+// A weight tile and the matmuls that use it.
+struct TileRef {
+  std::string desc;  // shared by every tile of the same shape
+  uint64_t addr = 0;  // the tile's HBM address, passed in a register
+};
+struct TileGroup {
+  TileRef tile;
+  std::vector<MatmulStep> steps;
+};
+// An output block: tile groups accumulating into one accumulator region, then an epilogue.
+struct Block {
+  std::vector<TileGroup> groups;
+  std::function<std::vector<std::string>(uint32_t mxu, uint64_t acc_row)> epilogue;
+  uint64_t acc_rows = 0;
+  int64_t after = -1;  // an earlier block whose epilogue must be done before this one's starts
+  int64_t needs = -1;  // an earlier block whose epilogue writes this one's input: done before its first matmul
+};
+
+// One vector operation of a dependent sequence: its text ("{flag}" for its flag), its
+// estimated issue cycles, and whether it waits for the operations before it (else it only
+// issues after them).
+struct VecStep {
+  std::string text;
+  uint64_t occ = 0;
+  bool waits = false;
+};
+// Vector work beside a stream of blocks: `steps` in order, the first once the epilogues of
+// blocks `deps` are done (a layer norm of the rows those blocks complete).
+struct SideWork {
+  std::vector<size_t> deps;
+  std::vector<VecStep> steps;
+};
+
+// A convolution's sizes: NHWC input [N, H, W, CI], weights [KH, KW, CIg = CI / G, CO],
+// output [N, OH, OW, CO]; stride (sh, sw), dilation (dh, dw), pads (pt, pb, pl, pr).
+struct ConvShape {
+  uint64_t N = 0, H = 0, W = 0, CI = 0, KH = 0, KW = 0, CIg = 0, CO = 0, OH = 0, OW = 0, G = 1;
+  uint64_t sh = 1, sw = 1, dh = 1, dw = 1, pt = 0, pb = 0, pl = 0, pr = 0;
+  uint64_t Hp() const { return H + pt + pb; }  // the padded image's
+  uint64_t Wp() const { return W + pl + pr; }
+};
+ConvShape conv_shape(tpu::Conv2DOp op);
+
+class StreamScheduler;
+class PackedConv;
+class EmbeddingLookup;
+
+class Codegen {
+ public:
+  Codegen(const config::Config& cfg, const CompileOptions& opt, std::map<const void*, float> scales);
+  bool read_packed(Value arg) const;
+  bool read_fp32(Value arg) const;
+  void check_inputs_fit(mlir::ModuleOp module);
+  CompileResult run(mlir::ModuleOp module);
+
+ private:
+  friend class StreamScheduler;  // scheduler.cpp: run_blocks
+  friend class PackedConv;  // conv_packed.cpp: gen_conv_packed
+  friend class EmbeddingLookup;  // embedding.cpp: gen_embedding
+
+  // A layer without bias rows (its biases are all zeros): its epilogues skip the add.
+  static constexpr uint64_t kNoBias = UINT64_MAX;
+  // Bias lanes (conv.cpp, bias_lanes_row): kBiasLanes lanes of kBiasBig, then one of 1.
+  static constexpr uint64_t kBiasLanes = 16;
+  static constexpr int kBiasBig = 127;
+
+  // Per-output-channel symmetric int8 weights: q = round(w / s[c]), s[c] = max|w[:, c]| / 127.
+  struct QWeights {
+    std::vector<float> q;  // integer values, [K, N]
+    std::vector<double> s;
+  };
+  // The extra epilogue phases of an op fused into a matmul's epilogues, for output block
+  // (n block, byte offset in the block, rows) (fusion.cpp).
+  using FusedPhases = std::function<std::vector<std::string>(uint64_t, uint64_t, uint64_t)>;
+  // Attention's softmax in the scores' epilogues (attention.cpp, fuse_softmax): the phases of
+  // a block (MXU, accumulator row, rows, output address, first row within the mask) and the
+  // unified-buffer space to free afterwards.
+  struct SoftmaxEpilogue {
+    std::function<std::vector<std::string>(uint32_t, uint64_t, uint64_t, uint64_t, uint64_t)> phases;
+    std::vector<uint64_t> buffers;
+  };
+  // What gen_matmul or gen_matmul_group does after the matmul's blocks have run.
+  struct MatmulPlan {
+    std::string layer;
+    Act y;
+    uint64_t bias_ub = 0, macs = 0, hbm_bytes = 0;
+    Value out;
+    uint64_t parts = kNoBias;  // split K's partial sums
+    std::vector<SideWork> side;  // a layer norm of the output, row chunk by row chunk
+    uint64_t ln_work = kNoBias;  // its fp32 rows and statistics
+  };
+  // A head split and transpose read in place (attention.cpp, head_view_split).
+  struct HeadView {
+    Act x;  // the unsplit [B * S, H * d] activation
+    uint64_t S = 0, H = 0, d = 0;
+  };
+  // A batch matmul's blocks and what finish_batch_matmul frees (attention.cpp).
+  struct BatchPlan {
+    std::vector<Block> blocks;
+    Act y;
+    uint64_t bias_ub = 0, macs = 0;
+    std::optional<SoftmaxEpilogue> softmax;
+    std::string ready;  // the wait for rhs's stores
+    bool early = false;  // stored before this layer (store_rhs_early)
+    size_t issued_at = 0;
+  };
+  // The right-hand side of a batch matmul goes to HBM, where the weight FIFO reads it: lane
+  // block b's rows at addr + b * rows * R * size, holding only the block's valid lanes (a
+  // 64-wide attention head moves half the bytes of a whole block row).
+  struct RhsCopy {
+    uint64_t addr = 0;
+    int flag = 1;  // counts one per lane block when stored
+    uint64_t count = 0;  // stores to wait for
+    size_t issued_at = 0;  // code_'s size once the stores were issued
+  };
+  // A residual add in a convolution's epilogues (conv.cpp, fusable_add).
+  struct FusedAdd {
+    Act other;
+    std::string conv_scale, other_scale, clamp;  // INT8: the two rescales
+    // INT8 through the accumulators (see gen_conv): the other operand rescaled to each
+    // output block's accumulator scale, and the sum's rescale from it (with the add's clamp).
+    double s_other = 0, s_sum = 0, lo = 0, hi = 0;
+    bool in_acc = false;
+    std::vector<std::string> to_acc, to_sum;  // per output block
+  };
+  // gen_conv's decisions and buffers, made in its steps' order (conv.cpp).
+  struct ConvPlan {
+    ConvShape s;
+    bool same = false, padded = false, pairs = false;  // "same" taps, a padded copy, tap pairs
+    Act x, xp, y;  // input, its padded copy (or x), output
+    std::vector<float> w, bias;
+    std::vector<double> acc_scale;  // INT8
+    std::optional<FusedAdd> fused;  // a residual add in the epilogues, through scratch slots:
+    bool int32_slots = false;
+    uint64_t scratch = 0, slot = 0, period = 0, nreg = 0, region_rows = 0;
+    bool bias_on_mxu = false;  // through bias lanes from lane `lanes`, with weights `folded`
+    uint64_t lanes = 0;
+    std::vector<float> folded;
+    uint64_t bias_ub = kNoBias;
+    std::vector<std::string> eps;
+    std::map<std::tuple<uint64_t, uint64_t, uint64_t>, TileRef> tiles;  // (tap, ci block, co block)
+    std::map<std::pair<uint64_t, uint64_t>, TileRef> pair_tiles;  // (tap, co block)
+    std::vector<std::pair<uint64_t, bool>> order;  // (tap, paired)
+  };
+  // Where gen_layernorm keeps its fp32 rows (one block of rows per lane block) and its
+  // statistics rows: on unified-buffer rows whose banks none of the blocks use.
+  struct LnLayout {
+    uint64_t block_bytes = 0, stat_off[3] = {0, 0, 0}, mask_off = 0, total = 0;
+  };
+  // A matmul weight constant's tiles in HBM, shared by the matmuls that read it.
+  struct SharedWeights {
+    std::vector<std::vector<TileRef>> tiles;  // [n block][k block]
+    std::vector<double> scales;               // INT8: per output channel
+  };
+
+
+  // driver.cpp: the driver: model inputs, the walk over @main's ops, outputs, assembling
+  void gen_inputs(mlir::func::FuncOp fn);
+  void gen_outputs(mlir::func::FuncOp fn, mlir::func::ReturnOp ret);
+  void gen_op(mlir::Operation& op);
+  CompileResult assemble();
+  void declare_empty_tensors(mlir::func::FuncOp fn);
+  std::string quant_attrs(Value v, bool nhwc) const;
+  void gen_constant(tpu::ConstantOp op);
+
+  // emission.cpp: emission: program text, descriptors, parameters, HBM constants, DMA and vector helpers, bounds
+  static std::string quote(const std::string& s);
+  void decl(const std::string& s);
+  void code(const std::string& s);
+  void tag(const std::string& layer);
+  void load_wait(const std::string& desc);
+  uint64_t hbm_alloc(uint64_t bytes);
+  uint64_t hbm_const(std::vector<uint8_t> bytes);
+  std::string intern(std::map<std::string, std::string>& names, const char* prefix, const char* directive,
+                     const std::string& body);
+  std::string new_desc(const std::string& body);
+  void ub_copy(uint64_t src, uint64_t dst, const std::string& shape);
+  void ub_copy_async(uint64_t src, uint64_t dst, const std::string& shape);
+  void copies_wait();
+  void vec_wait(const std::string& line);
+  void require_fp32_lane_moves(const std::string& layer, const std::string& what);
+  std::string new_param(const std::string& body);
+  static std::string reg_ref(uint64_t addr, int reg, std::string& pre);
+  std::string addr_ref(uint64_t addr, int reg);
+  void load_act(const Act& a, uint64_t hbm);
+  void store_act(const Act& a, uint64_t hbm);
+  void clear_border(const Act& xp, uint64_t N, uint64_t Hp, uint64_t Wp, uint64_t pt, uint64_t pb, uint64_t pl,
+                    uint64_t pr, bool lowest = false, uint64_t* unwaited = nullptr);
+  void clear(uint64_t ub, uint64_t bytes);
+  void add_bound(const std::string& layer, uint64_t macs, uint64_t hbm_bytes,
+                 std::optional<std::vector<int64_t>> shape = std::nullopt);
+  void add_fused_bounds();
+  void emit_steps(const std::vector<VecStep>& steps);
+  uint64_t vec_latency(const std::string& text) const;
+  uint64_t vec_occ(uint64_t rows) const;
+
+  // buffers.cpp: buffers and liveness: unified-buffer allocation of activations, uses, release
+  Act fp32_twin(const Act& a, const std::string& layer, const std::string& what, bool convert,
+                std::optional<double> rescale = std::nullopt);
+  void from_fp32_twin(const Act& t, const Act& a);
+  uint64_t ub_take(uint64_t bytes, const std::string& what, bool temporary = true);
+  Act new_act(const std::vector<int64_t>& shape, const std::string& what, bool temporary = false, uint64_t slack = 0,
+              std::optional<uint64_t> apart_from = std::nullopt);
+  Act out_in_place(Value out, std::initializer_list<Value> operands, const std::string& layer);
+  bool last_use(Value v);
+  const Act& act(Value v);
+  void define(Value v, const Act& a);
+  void uses_left(mlir::func::FuncOp fn);
+  void release(Value v);
+
+  // epilogue.cpp: epilogues, weights and requantization: bias rows, epilogue phases, RESCALE parameters, weight tiles
+  float scale(Value v) const;
+  static std::pair<int64_t, int64_t> fixed_point(double M);
+  static QWeights quantize(const std::vector<float>& w, uint64_t K, uint64_t N);
+  TileRef weight_tile(const std::vector<float>& w, uint64_t K, uint64_t N, uint64_t kb, uint64_t nb);
+  uint64_t bias_at(uint64_t bias_ub, uint64_t n_block) const;
+  uint64_t bias_rows(const std::vector<float>& bias, const std::vector<double>& acc_scale = {});
+  std::string bias_phase(uint64_t g, uint64_t bias_ub, uint64_t rows) const;
+  std::vector<std::string> epilogue(uint32_t mxu, uint64_t acc_row, uint64_t rows, uint64_t bias_ub,
+                                    const std::string& clamp_param, uint64_t out_ub);
+  std::vector<std::string> epilogue_params(uint64_t N, const std::vector<double>& acc_scale, double out_scale, double lo,
+                                           double hi);
+  std::string clamp_param(double lo, double hi);
+  std::string affine_param(const std::vector<float>& sc, const std::vector<float>& bi, uint64_t blk, double sx, double sy);
+
+  // scheduler.cpp: the MXU stream scheduler (run_blocks) and its row chunking
+  void run_blocks(std::vector<Block>& blocks, bool constant_tiles = false,
+                  std::optional<std::pair<std::string, size_t>> ready = std::nullopt,
+                  std::vector<std::pair<std::string, uint64_t>> background = {}, std::vector<SideWork> side = {},
+                  std::vector<std::pair<std::string, double>> transfers = {});
+  uint64_t acc_regions(uint64_t span) const;
+  uint64_t row_chunk(uint64_t rows, uint64_t n_blocks) const;
+  uint64_t conv_row_chunk(uint64_t out_rows, uint64_t width, uint64_t n_blocks) const;
+
+  // fusion.cpp: fusion of elementwise ops into a matmul's epilogues
+  std::optional<uint64_t> residual_base(Value out);
+  FusedPhases fuse_chain(mlir::Operation* producer, const Act& y, const std::string& into_layer);
+  FusedPhases fuse_elementwise(mlir::Operation* producer, const Act& y, const std::string& into_layer);
+  std::vector<mlir::Operation*> planned(mlir::Operation* producer, llvm::StringRef role) const;
+  static llvm::StringRef epilogue_kind(mlir::Operation* op);
+  static bool has_role(mlir::Operation* op, llvm::StringRef role);
+  void decline(mlir::Operation* producer, llvm::StringRef role);
+  static void drop_plan_role(mlir::Operation* op);
+
+  // matmul.cpp: matmuls with constant weights, alone or as one stream
+  void gen_matmul(tpu::MatmulOp op);
+  void finish_matmul(const MatmulPlan& p, const std::string& report_as);
+  bool gen_matmul_group(tpu::MatmulOp op);
+  std::vector<Block> plan_matmul(tpu::MatmulOp op, uint64_t nt_total, MatmulPlan& plan, bool allow_split = true);
+
+  // attention.cpp: attention: head views, batch matmuls, the softmax in the scores' epilogues, early stores
+  std::optional<SoftmaxEpilogue> fuse_softmax(mlir::Operation* producer, const Act& y, const std::string& into_layer, uint64_t M);
+  bool make_head_view(tpu::ReshapeOp op, const Act& x);
+  bool make_head_transpose(tpu::ReshapeOp op, const Act& x);
+  const HeadView* view_of(Value v) const;
+  BatchPlan plan_batch_matmul(tpu::BatchMatmulOp op, const Act& a);
+  void finish_batch_matmul(const BatchPlan& p);
+  std::optional<tpu::BatchMatmulOp> context_of(tpu::BatchMatmulOp scores);
+  void gen_batch_matmul(tpu::BatchMatmulOp op);
+  uint64_t rhs_row_bytes(const Act& w, uint64_t nb) const;
+  RhsCopy store_rhs(const Act& w, int flag);
+  void store_rhs_early(Value v);
+  std::optional<Value> rhs_target(Value v);
+  int free_rhs_flag() const;
+  bool merge_heads(tpu::TransposeOp op);
+
+  // conv.cpp: convolutions: taps as shifted matmuls, tap pairs, a residual add in the epilogues, bias on the MXU
+  std::optional<FusedAdd> fusable_add(tpu::Conv2DOp op, uint64_t groups, uint64_t scratch_bytes);
+  std::vector<std::string> acc_add_phases(const FusedAdd& f, uint32_t mxu, uint64_t acc_row, uint64_t rows, uint64_t bias_ub,
+                                          uint64_t nb, uint64_t tmp, uint64_t other);
+  std::vector<std::string> fused_add_phases(const FusedAdd& f, uint64_t rows, uint64_t conv, uint64_t other);
+  uint64_t bias_lanes_row(uint64_t at);
+  static std::optional<std::vector<int>> bias_weights(int64_t q);
+  void gen_conv(tpu::Conv2DOp op);
+  void conv_output(tpu::Conv2DOp op, ConvPlan& p);
+  void conv_input(tpu::Conv2DOp op, ConvPlan& p);
+  void conv_weights(tpu::Conv2DOp op, ConvPlan& p);
+  bool group_overlap(const ConvShape& c, uint64_t cb, uint64_t nb) const;
+  void conv_tiles(ConvPlan& p);
+  std::vector<Block> conv_blocks(tpu::Conv2DOp op, ConvPlan& p);
+  std::function<std::vector<std::string>(uint32_t, uint64_t)> conv_epilogue(const ConvPlan& p, uint64_t nb, uint64_t r0,
+                                                                           uint64_t rows);
+
+  // conv_packed.cpp: the packed first convolution (few input channels, read from HBM)
+  bool packable(tpu::Conv2DOp op) const;
+  void gen_conv_packed(tpu::Conv2DOp op, uint64_t hbm);
+
+  // conv_wide.cpp: two output pixels per matmul row
+  bool padding_lanes_unread(Value v);
+  std::pair<uint64_t, std::string> two_pixel_params(const std::vector<float>& bias, const std::vector<double>& acc_scale,
+                                                    uint64_t CO, tpu::Conv2DOp op);
+  bool wide_conv(tpu::Conv2DOp op);
+  void gen_conv_wide(tpu::Conv2DOp op);
+
+  // pool.cpp: pools
+  std::vector<std::pair<std::string, uint64_t>> pool_ops(tpu::PoolOp op, const Act& x, const Act& y, int64_t n0, int64_t n1,
+                                                         int64_t x_first = 0);
+  void gen_pool(tpu::PoolOp op);
+
+  // argmax.cpp: index searches: ArgMax/ArgMin and MaxPool's Indices
+  void index_offer(const std::string& v, const std::string& m, uint64_t rows, const std::string& bias);
+  void gen_argmax(tpu::ArgMaxOp op);
+  void gen_pool_argmax(tpu::PoolArgmaxOp op);
+
+  // elementwise.cpp: elementwise ops
+  void int8_in_fp32(const std::string& kind, uint64_t rows, const std::string& pa, const std::string& pb);
+  void gen_add(tpu::AddOp op);
+  void gen_int_div(tpu::BinaryOp op);
+  void gen_binary(tpu::BinaryOp op);
+  void gen_unary(tpu::UnaryOp op);
+  void gen_affine(tpu::AffineOp op);
+  void gen_clamp(tpu::ClampOp op);
+
+  // shape.cpp: layout ops: broadcast, slice, concat, transpose, reshape
+  void gen_broadcast(tpu::BroadcastOp op);
+  void gen_slice(tpu::SliceOp op);
+  void gen_concat(tpu::ConcatOp op);
+  void gen_transpose(tpu::TransposeOp op);
+  std::optional<Act> split_or_merge_rows(const Act& x, const std::vector<int64_t>& ys, const std::string& layer,
+                                         bool clear_padding = true);
+  void gen_reshape(tpu::ReshapeOp op);
+  void copy_bytes(uint64_t src, uint64_t dst, uint64_t bytes);
+
+  // resize.cpp: resizes and the zero insertion of transposed convolutions
+  void gen_zero_insert(tpu::ZeroInsertOp op);
+  void gen_resize(tpu::ResizeNearestOp op);
+
+  // normalization.cpp: layer normalization and softmax in fp32 rows
+  LnLayout ln_layout(uint64_t rows, uint64_t blocks) const;
+  FusedPhases prepare_layernorm(mlir::Operation* producer, const Act& y, tpu::LayerNormOp* prepared = nullptr);
+  tpu::AffineOp ln_affine(tpu::LayerNormOp ln);
+  void ln_load_mask(const Act& x, uint64_t base, const LnLayout& lay);
+  std::vector<VecStep> ln_steps(tpu::LayerNormOp op, const Act& x, const Act& y, uint64_t base, const LnLayout& lay,
+                                uint64_t r0, uint64_t rows, bool converted, tpu::AffineOp af);
+  void fuse_ln_affine(tpu::AffineOp af, const Act& y, const std::string& into_layer);
+  void gen_layernorm(tpu::LayerNormOp op);
+  void gen_softmax(tpu::SoftmaxOp op);
+
+  // quantization.cpp: fake quantization (QuantizeLinear kept dequantized)
+  void gen_fake_quant(tpu::FakeQuantOp op);
+
+  // integer.cpp: integer tensors: int32 rows, casts
+  Act int32_act(const std::vector<int64_t>& shape, const std::string& what, bool temporary = false);
+  Act out_act(Value v, const std::string& what);
+  void load_rows(const Act& a, uint64_t hbm, uint64_t esz);
+  void store_rows(const Act& a, uint64_t hbm, uint64_t esz);
+  void gen_cast(tpu::CastOp op);
+
+  // embedding.cpp: embedding lookups by run-time ids
+  void gen_embedding(tpu::EmbeddingOp op);
+
+
+  const config::Config& cfg_;
+  CompileOptions opt_;
+  UbAllocator ub_;
+  uint32_t R_ = 0, C_ = 0;
+  uint64_t esz_ = 2, acc_region_ = 0;
+  bool q8_ = false;
+  std::string dt_ = "bf16";
+  isa::Dtype dtype_ = isa::Dtype::Bf16;  // dt_ as the ISA's
+  std::map<const void*, float> scales_;
+  std::map<const void*, SharedWeights> weight_cache_;  // by tpu.matmul weight constant
+  std::string current_op_;  // the op being generated, for its layer's bound
+  bool output_high_ = false;  // its output goes to the top of the unified buffer
+  std::vector<int64_t> current_shape_;
+  std::map<const void*, uint64_t> input_hbm_;  // model inputs left in HBM for packed convolutions
+  std::map<const void*, uint64_t> int_hbm_;    // integer model inputs (int32 in HBM)
+  bool int_out_ = false;     // the op being generated has an int32 result
+  uint64_t out_esz_ = 2;     // bytes per element of that op's output rows
+  std::map<mlir::Operation*, Act> fused_adds_;  // adds done in a convolution's epilogue, and their output
+  std::map<mlir::Operation*, Act> fused_pools_;  // pools done along the convolution before them, and their output
+  uint64_t hbm_next_ = 0, zero_hbm_ = 0, const_bytes_ = 0;
+  uint64_t copies_in_flight_ = 0;  // ub_copy_async copies not yet waited for (on f1)
+  std::optional<size_t> hoist_at_;  // where in code_ the last stream issued its last matmul (run_blocks)
+  std::map<mlir::Operation*, Act> fused_;  // elementwise ops done in a matmul's epilogues, and their outputs
+  std::set<mlir::Operation*> done_;  // ops generated ahead of their turn (gen_matmul_group)
+  std::map<const void*, uint64_t> bias_lanes_;  // activations with bias lanes from this lane on
+  std::map<uint64_t, uint64_t> bias_lanes_rows_;  // the constants' row in the unified buffer, by first lane
+  std::map<int64_t, std::vector<mlir::Operation*>> planned_;  // by tpu.fused_into: the ops the planner put into an op
+  std::map<mlir::Operation*, uint64_t> ln_prepared_;  // layer norms whose fp32 rows a matmul's epilogues fill (prepare_layernorm)
+  std::set<mlir::Operation*> deferred_;  // ops with nothing to generate whose operands are released in turn
+  std::map<const void*, HeadView> views_;  // head split + transpose results read in place (make_head_view)
+  std::set<const void*> slack_values_;  // activations allocated with a row of room after them
+  std::map<const void*, RhsCopy> stored_rhs_;  // batch-matmul right-hand sides stored early (store_rhs_early)
+  std::vector<std::tuple<std::string, std::string, std::vector<int64_t>>> fused_bounds_;
+  std::map<std::string, std::string> desc_names_, param_names_;
+  std::string decls_, code_;
+  std::vector<isa::ConstSegment> segments_;
+  std::map<const void*, Act> acts_;
+  std::map<const void*, int> uses_;
+  std::vector<LayerBound> bounds_;
+};
+
+}  // namespace vtpu::compiler::codegen

@@ -1,0 +1,408 @@
+// Convolutions: taps as shifted matmuls, tap pairs, a residual add in the epilogues, bias on the MXU (docs/compiler.md, "Code generation").
+#include "codegen_internal.h"
+
+namespace vtpu::compiler::codegen {
+
+// A residual add fused into the epilogue of the convolution that produces one operand:
+// when the convolution's output has no other user and the add's other operand is already
+// in the unified buffer with the add as its last user, each output block's epilogue goes
+// on to add it, in place in that operand, so the add's vector work overlaps the matmuls
+// instead of running after them. The operations and roundings are gen_add's (INT8: both
+// operands rescaled to the sum's scale, a saturating add, the clamp; bf16: the add and
+// the clamp), in the same order up to commuting the add, so the results are the same.
+// Only where it pays: when the matmuls of an output block (`groups` tiles of rows) last at
+// least as long as the epilogues the vector unit runs meanwhile (one per MXU, two
+// operations each), so the add's work is not all queued behind them; and where the scratch
+// slots take no more than the output would, or than half the free space.
+std::optional<Codegen::FusedAdd> Codegen::fusable_add(tpu::Conv2DOp op, uint64_t groups, uint64_t scratch_bytes) {
+  Value out = op.getOutput();
+  if (int_out_ || !out.hasOneUse() || groups * cfg_.core.vector.sublanes < 2 * uint64_t(cfg_.core.mxu.count))
+    return std::nullopt;
+  auto ys = shape_of(out);
+  uint64_t out_bytes = numel(ys) / uint64_t(ys.back()) * ceil_div(uint64_t(ys.back()), R_) * R_ * esz_;
+  if (scratch_bytes > std::max(out_bytes, ub_.largest_free() / 2)) return std::nullopt;
+  auto add = mlir::dyn_cast<tpu::AddOp>(*out.getUsers().begin());
+  if (!add || add.getLhs() == add.getRhs()) return std::nullopt;
+  Value other = add.getLhs() == out ? add.getRhs() : add.getLhs();
+  if (!acts_.count(other.getAsOpaquePointer()) || !last_use(other) || shape_of(other) != shape_of(add.getOutput()) ||
+      shape_of(out) != shape_of(add.getOutput()))
+    return std::nullopt;
+  FusedAdd f;
+  f.other = act(other);
+  double lo = add.getClampMin().convertToDouble(), hi = add.getClampMax().convertToDouble();
+  if (q8_) {
+    double sy = scale(add.getOutput());
+    if (scale(out) > sy || scale(other) > sy) return std::nullopt;  // gen_add's fp32 case
+    f.s_other = scale(other), f.s_sum = sy, f.lo = lo, f.hi = hi;
+    f.conv_scale = new_param(fmt::format("scale=[{}]", double(scale(out)) / sy));
+    f.other_scale = new_param(fmt::format("scale=[{}]", double(scale(other)) / sy));
+    f.clamp = clamp_param(std::isinf(lo) ? lo : std::ceil(lo / sy), std::isinf(hi) ? hi : std::floor(hi / sy));
+  } else {
+    f.clamp = clamp_param(lo, hi);
+  }
+  fused_adds_[add.getOperation()] = f.other;
+  return f;
+}
+
+// The INT8 fused add through the accumulators (gen_conv) for `rows` rows of output block
+// nb: bias, the other operand (at `other`) to int32 in the accumulator scale (at `tmp`),
+// added to the sums, which one RESCALE writes over the other operand as the sum.
+std::vector<std::string> Codegen::acc_add_phases(const FusedAdd& f, uint32_t mxu, uint64_t acc_row, uint64_t rows, uint64_t bias_ub,
+                                        uint64_t nb, uint64_t tmp, uint64_t other) {
+  uint64_t g = uint64_t(mxu) * cfg_.core.accumulators.rows + acc_row;
+  std::vector<std::string> ph;
+  std::string pre;
+  if (bias_ub != kNoBias) ph.push_back(bias_phase(g, bias_ub, rows));
+  std::string t = reg_ref(tmp, 8, pre), o = reg_ref(other, 9, pre);
+  ph.push_back(pre + fmt::format("  vec.rescale dst=ub[{}] a=ub[{}] rows={} param={} dt=int8 odt=int32 flag={{flag}}\n", t, o, rows,
+                                 f.to_acc[nb]));
+  pre.clear();
+  t = reg_ref(tmp, 8, pre);
+  ph.push_back(pre + fmt::format("  vec.add dst=acc[r0+{0}] a=acc[r0+{0}] b=ub[{1}] rows={2} dt=int32 flag={{flag}}\n", g, t, rows));
+  pre.clear();
+  o = reg_ref(other, 9, pre);
+  ph.push_back(pre + fmt::format("  vec.rescale dst=ub[{}] a=acc[r0+{}] rows={} param={} flag={{flag}}\n", o, g, rows, f.to_sum[nb]));
+  return ph;
+}
+
+// The fused add's phases for `rows` rows of one lane block: the convolution's output at
+// `conv`, the other operand (and the sum) at `other`. "{flag}" as in epilogue().
+std::vector<std::string> Codegen::fused_add_phases(const FusedAdd& f, uint64_t rows, uint64_t conv, uint64_t other) {
+  std::vector<std::string> ph;
+  auto op = [&](const std::string& fmt_, bool two) {
+    std::string pre, o = reg_ref(other, 8, pre), c = two ? reg_ref(conv, 9, pre) : "";
+    ph.push_back(pre + fmt::format(fmt::runtime(fmt_), fmt::arg("o", o), fmt::arg("c", c), fmt::arg("rows", rows),
+                                   fmt::arg("dt", dt_)) + "\n");
+  };
+  if (q8_) {
+    std::string pre, c = reg_ref(conv, 9, pre);
+    ph.push_back(pre + fmt::format("  vec.affine dst=ub[{0}] a=ub[{0}] rows={1} dt=int8 param={2} flag={{flag}}\n", c, rows,
+                                   f.conv_scale));
+    op("  vec.affine dst=ub[{o}] a=ub[{o}] rows={rows} dt=int8 param=" + f.other_scale + " flag={{flag}}", false);
+  }
+  op("  vec.add dst=ub[{o}] a=ub[{o}] b=ub[{c}] rows={rows} dt={dt} flag={{flag}}", true);
+  if (!f.clamp.empty()) op("  vec.clamp dst=ub[{o}] a=ub[{o}] rows={rows} dt={dt} param=" + f.clamp + " flag={{flag}}", false);
+  return ph;
+}
+
+// INT8 activations whose padding lanes [at, at + kBiasLanes] hold constants (kBiasBig in
+// the first kBiasLanes, then 1): a 1x1 convolution reading at most `at` channels then adds
+// its bias on the MXU, from weight rows at those lanes whose sum over the constants is the
+// bias in the accumulator's scale, instead of a vector pass over every output row.
+// A unified-buffer row of C int8 lanes with the constants from lane `at` (loaded once).
+uint64_t Codegen::bias_lanes_row(uint64_t at) {
+  if (auto it = bias_lanes_rows_.find(at); it != bias_lanes_rows_.end()) return it->second;
+  std::vector<uint8_t> row(C_, 0);
+  for (uint64_t k = 0; k < kBiasLanes; ++k) row[at + k] = uint8_t(kBiasBig);
+  row[at + kBiasLanes] = 1;
+  uint64_t ub = ub_take(C_, "the bias lanes' constants", false);
+  std::string d = new_desc(fmt::format("bytes={} src_off={} dst_off={}", C_, hbm_const(row), ub));
+  code(fmt::format("  dma.load desc={} src=r0 dst=r0 flag=f1", d));
+  code("  wait f1");
+  return bias_lanes_rows_[at] = ub;
+}
+
+// Weight rows (kBiasLanes + 1 int8 values) whose dot product with the constants is q, or
+// nothing when |q| is too large.
+std::optional<std::vector<int>> Codegen::bias_weights(int64_t q) {
+  int64_t big = (q >= 0 ? q + kBiasBig / 2 : q - kBiasBig / 2) / kBiasBig, rest = q - big * kBiasBig;
+  if (std::abs(big) > int64_t(kBiasLanes) * 127 || std::abs(rest) > 127) return std::nullopt;
+  std::vector<int> w(kBiasLanes + 1, 0);
+  for (uint64_t k = 0; k < kBiasLanes && big; ++k) {
+    int64_t v = std::clamp<int64_t>(big, -127, 127);
+    w[k] = int(v), big -= v;
+  }
+  w[kBiasLanes] = int(rest);
+  return w;
+}
+
+ConvShape conv_shape(tpu::Conv2DOp op) {
+  auto xs = shape_of(op.getInput());  // N, H, W, CI
+  auto ws = shape_of(op.getWeight());  // KH, KW, CI / groups, CO
+  auto ys = shape_of(op.getOutput());  // N, OH, OW, CO
+  auto stride = op.getStride(), pad = op.getPad(), dil = op.getDilation();
+  ConvShape s;
+  s.N = uint64_t(xs[0]), s.H = uint64_t(xs[1]), s.W = uint64_t(xs[2]), s.CI = uint64_t(xs[3]);
+  s.KH = uint64_t(ws[0]), s.KW = uint64_t(ws[1]), s.CIg = uint64_t(ws[2]), s.CO = uint64_t(ws[3]);
+  s.OH = uint64_t(ys[1]), s.OW = uint64_t(ys[2]), s.G = uint64_t(op.getGroups());
+  s.sh = uint64_t(stride[0]), s.sw = uint64_t(stride[1]), s.dh = uint64_t(dil[0]), s.dw = uint64_t(dil[1]);
+  s.pt = uint64_t(pad[0]), s.pb = uint64_t(pad[1]), s.pl = uint64_t(pad[2]), s.pr = uint64_t(pad[3]);
+  return s;
+}
+
+void Codegen::gen_conv(tpu::Conv2DOp op) {
+  std::string layer = op.getLayer().str();
+  tag(layer);
+  if (auto it = input_hbm_.find(op.getInput().getAsOpaquePointer()); it != input_hbm_.end())
+    return gen_conv_packed(op, it->second);
+  if (wide_conv(op)) return gen_conv_wide(op);
+  ConvPlan p;
+  p.x = act(op.getInput());
+  p.s = conv_shape(op);
+  p.w = const_floats(op.getWeight(), layer), p.bias = const_floats(op.getBias(), layer);
+  conv_output(op, p);
+  conv_input(op, p);
+  conv_weights(op, p);
+  conv_tiles(p);
+  std::vector<Block> blocks = conv_blocks(op, p);
+  run_blocks(blocks, true);  // constant weights: the prologue hoists into the previous stream
+  const ConvShape& c = p.s;
+  ub_.release(p.bias_ub);
+  if (p.padded) ub_.release(p.xp.base);
+  add_bound(layer, c.N * c.OH * c.OW * c.KH * c.KW * c.CIg * c.CO, c.KH * c.KW * c.CIg * c.CO * esz_);
+  if (p.fused) ub_.release(p.scratch);
+  else define(op.getOutput(), p.y);
+}
+
+// The convolution's output, or with a residual add in its epilogues (fusable_add) the
+// scratch slots its output rows pass through: the sum goes into the add's other operand.
+void Codegen::conv_output(tpu::Conv2DOp op, ConvPlan& p) {
+  const ConvShape& c = p.s;
+  std::string layer = op.getLayer().str();
+  const auto& ubc = cfg_.core.unified_buffer;
+  p.period = ubc.banks > 1 ? uint64_t(ubc.banks) * ubc.row_bytes : 0;
+  // One slot per MXU and accumulator region: run_blocks splits the accumulators by the
+  // largest block, here a full row chunk (the centre tap covers all its rows).
+  uint64_t chunk_px = conv_row_chunk(c.N * c.OH, c.OW, ceil_div(c.CO, C_)) * c.OW;
+  p.nreg = acc_regions(chunk_px), p.region_rows = cfg_.core.accumulators.rows / p.nreg;
+  // INT8 adds through the accumulators need int32 slots (see conv_weights).
+  p.int32_slots = q8_ && std::isinf(op.getClampMin().convertToDouble()) && std::isinf(op.getClampMax().convertToDouble());
+  p.slot = align_up(chunk_px * C_ * (p.int32_slots ? 4 : esz_), 64) + p.period;
+  uint64_t slots = p.nreg * uint64_t(cfg_.core.mxu.count);
+  p.fused = fusable_add(op, c.KH * c.KW * ceil_div(c.CI, R_), slots * p.slot);
+  p.y = p.fused ? Act{} : out_act(op.getOutput(), fmt::format("the output of '{}'", layer));
+  p.scratch = p.fused ? ub_take(slots * p.slot, fmt::format("the output rows of '{}'", layer)) : 0;
+}
+
+// Zero-padded copy of the input when the conv pads, except for "same" convolutions
+// (stride 1, odd kernel, centred pads): their taps read the unpadded input, each clipped
+// to the output pixels and rows it reaches, with the centre tap (which reaches all of
+// them) first to initialize the accumulators.
+// Tap pairs: a "same" convolution on at most R/2 channels leaves half of every matmul
+// row's K empty. When it is its input's last user, one DMA copies each pixel's channels
+// into lanes [CI, 2 CI) of the pixel above (zeros for an image's bottom row), so a
+// matmul row covers kernel rows dy and dy + 1 (K = 2 CI); whatever other padding lanes
+// hold is never read. Pairs start at the centre row (their row read is never above the
+// image); rows above it stay single taps. ResNet-50's 64-channel 3x3 convs take 6
+// matmuls per output row instead of 9.
+void Codegen::conv_input(tpu::Conv2DOp op, ConvPlan& p) {
+  const ConvShape& c = p.s;
+  const Act& x = p.x;
+  uint64_t Hp = c.Hp(), Wp = c.Wp();
+  p.xp = x;
+  p.same = c.sh == 1 && c.sw == 1 && c.dh == 1 && c.dw == 1 && c.KH % 2 == 1 && c.KW % 2 == 1 && c.pt == (c.KH - 1) / 2 &&
+           c.pb == c.pt && c.pl == (c.KW - 1) / 2 && c.pr == c.pl;
+  p.padded = (c.pt || c.pb || c.pl || c.pr) && !p.same;
+  if (p.padded) {
+    p.xp = new_act({int64_t(c.N), int64_t(Hp), int64_t(Wp), int64_t(c.CI)},
+                   fmt::format("the padded input of '{}'", op.getLayer().str()), /*temporary=*/true);
+    // Border fills and interior copies touch disjoint rows: all in flight, one wait.
+    uint64_t inflight = 0;
+    clear_border(p.xp, c.N, Hp, Wp, c.pt, c.pb, c.pl, c.pr, false, &inflight);
+    for (uint64_t b = 0; b < x.blocks; ++b)
+      for (uint64_t n = 0; n < c.N; ++n) {
+        uint64_t src = x.base + b * x.block_bytes + n * c.H * c.W * R_ * esz_;
+        uint64_t dst = p.xp.base + b * p.xp.block_bytes + ((n * Hp + c.pt) * Wp + c.pl) * R_ * esz_;
+        std::string d = new_desc(fmt::format("bytes={} src_off={} dst_off={} dim=[{}, {}, {}]", c.W * R_ * esz_, src, dst, c.H,
+                                             c.W * R_ * esz_, Wp * R_ * esz_));
+        code(fmt::format("  dma.copy desc={} src=r0 dst=r0 flag=f1", d));
+        ++inflight;
+      }
+    for (; inflight; inflight -= std::min<uint64_t>(inflight, 65535))
+      code(fmt::format("  wait f1, {}", std::min<uint64_t>(inflight, 65535)));
+  }
+  p.pairs = p.same && c.G == 1 && c.KH > 1 && c.H > 1 && 2 * c.CI <= R_ &&
+            (c.CI * esz_) % cfg_.core.unified_buffer.alignment_bytes == 0 && last_use(op.getInput());
+  if (p.pairs) {
+    uint64_t px = R_ * esz_, img = c.H * c.W * px;
+    std::string d = new_desc(fmt::format("bytes={} src_off={} dst_off={} dim=[{}, {}, {}] dim=[{}, {}, {}]", c.CI * esz_,
+                                         x.base + c.W * px, x.base + c.CI * esz_, (c.H - 1) * c.W, px, px, c.N, img, img));
+    code(fmt::format("  dma.copy desc={} src=r0 dst=r0 flag=f1", d));
+    code("  wait f1");  // the two transfers' spans interleave
+    d = new_desc(fmt::format("bytes={} src_off={} dst_off={} dim=[{}, 0, {}] dim=[{}, 0, {}]", c.CI * esz_, zero_hbm_,
+                             x.base + (c.H - 1) * c.W * px + c.CI * esz_, c.W, px, c.N, img));
+    code(fmt::format("  dma.load desc={} src=r0 dst=r0 flag=f1", d));
+    code("  wait f1");
+  }
+}
+
+// INT8 weights per output channel, the bias (rows, or on the MXU through bias lanes), the
+// epilogue parameters, and a fused INT8 add's parameters through the accumulators.
+void Codegen::conv_weights(tpu::Conv2DOp op, ConvPlan& p) {
+  const ConvShape& c = p.s;
+  if (q8_) {
+    // Per output channel over all taps: [KH*KW*CI, CO] is the same layout as w.
+    QWeights qw = quantize(p.w, c.KH * c.KW * c.CIg, c.CO);
+    p.w = std::move(qw.q);
+    for (double sw : qw.s) p.acc_scale.push_back(sw * scale(op.getInput()));
+  }
+  // The bias on the MXU (bias_lanes_): a 1x1 convolution of an input with bias lanes.
+  if (auto it = bias_lanes_.find(op.getInput().getAsOpaquePointer()); it != bias_lanes_.end() && q8_ && c.KH == 1 && c.KW == 1 &&
+                                                                         c.sh == 1 && c.sw == 1 && c.G == 1 && !p.padded &&
+                                                                         c.CI <= it->second) {
+    p.lanes = it->second;
+    p.folded.assign((p.lanes + kBiasLanes + 1) * c.CO, 0.0f);
+    p.bias_on_mxu = true;
+    for (uint64_t co = 0; co < c.CO && p.bias_on_mxu; ++co) {
+      for (uint64_t ci = 0; ci < c.CI; ++ci) p.folded[ci * c.CO + co] = p.w[ci * c.CO + co];
+      auto bw = bias_weights(int64_t(std::nearbyint(double(p.bias[co]) / p.acc_scale[co])));
+      if (!bw) p.bias_on_mxu = false;
+      for (uint64_t k = 0; bw && k <= kBiasLanes; ++k) p.folded[(p.lanes + k) * c.CO + co] = float((*bw)[k]);
+    }
+  }
+  p.bias_ub = p.bias_on_mxu ? kNoBias : bias_rows(p.bias, p.acc_scale);
+  p.eps = epilogue_params(c.CO, p.acc_scale, q8_ ? scale(op.getOutput()) : 1.0, op.getClampMin().convertToDouble(),
+                          op.getClampMax().convertToDouble());
+  // An INT8 residual add with the convolution's output unclamped goes through the
+  // accumulators: the other operand, rescaled to each channel's accumulator scale (int32,
+  // in the slot), is added to the sums, and one RESCALE takes them to the sum's scale with
+  // the add's clamp. Three vector passes after the bias instead of five (the convolution's
+  // own rescale, both operands' rescales to the sum's scale, the add, the clamp), and one
+  // rounding instead of three. Needs every ratio well inside RESCALE's range and int32.
+  std::optional<FusedAdd>& fused = p.fused;
+  if (fused && p.int32_slots) {
+    bool fits = true;
+    for (double a : p.acc_scale) fits &= a > 0 && fused->s_other / a < double(1 << 20) && fused->s_other / a > 1.0 / double(1 << 20);
+    if (fits) {
+      fused->in_acc = true;
+      std::vector<double> inv;
+      for (double a : p.acc_scale) inv.push_back(fused->s_other / a);
+      for (uint64_t nb = 0; nb < ceil_div(c.CO, C_); ++nb) {
+        std::vector<int64_t> mult, shift;
+        for (uint64_t ch = nb * C_; ch < nb * C_ + C_; ++ch) {
+          auto [m, sh2] = ch < c.CO ? fixed_point(inv[ch]) : std::pair<int64_t, int64_t>{0, 31};
+          mult.push_back(m), shift.push_back(sh2);
+        }
+        fused->to_acc.push_back(new_param(fmt::format("mult=[{}] shift=[{}]", fmt::join(mult, ", "), fmt::join(shift, ", "))));
+      }
+      fused->to_sum = epilogue_params(c.CO, p.acc_scale, fused->s_sum, fused->lo, fused->hi);
+    }
+  }
+}
+
+// Whether input channel block cb and output channel block nb share a group (a tile of
+// channel pairs of different groups is all zeros).
+bool Codegen::group_overlap(const ConvShape& c, uint64_t cb, uint64_t nb) const {
+  uint64_t ci0 = cb * R_, ci1 = std::min(c.CI, ci0 + R_), co0 = nb * C_, co1 = std::min(c.CO, co0 + C_), COg = c.CO / c.G;
+  return ci0 / c.CIg <= (co1 - 1) / COg && co0 / COg <= (ci1 - 1) / c.CIg;
+}
+
+// Weight tiles per (tap, ci block, co block): rows = input channels, cols = output
+// channels. Grouped weights [KH, KW, CI/G, CO] spread into the tap's CI x CO matrix,
+// zero across groups (a depthwise tap is diagonal); a tile with no channel pair of one
+// group is all zeros and is skipped, with its matmuls.
+// Then the order taps go in ("same": the centre first, it reaches every output and
+// initializes the accumulators) and, with pairs, which of them take kernel row dy + 1
+// along (their tiles: rows [0, CI) tap (dy, dx), rows [CI, 2 CI) tap (dy + 1, dx)).
+void Codegen::conv_tiles(ConvPlan& p) {
+  const ConvShape& c = p.s;
+  const std::vector<float>& w = p.w;
+  uint64_t CI = c.CI, CO = c.CO, KH = c.KH, KW = c.KW, COg = CO / c.G, cbs = ceil_div(CI, R_), nbs = ceil_div(CO, C_);
+  std::vector<float> tap(CI * CO);
+  for (uint64_t t = 0; t < KH * KW; ++t) {
+    if (c.G == 1) {
+      std::copy(w.begin() + long(t * CI * CO), w.begin() + long((t + 1) * CI * CO), tap.begin());
+    } else {
+      std::fill(tap.begin(), tap.end(), 0.0f);
+      for (uint64_t co = 0; co < CO; ++co)
+        for (uint64_t i = 0; i < c.CIg; ++i) tap[(co / COg * c.CIg + i) * CO + co] = w[(t * c.CIg + i) * CO + co];
+    }
+    for (uint64_t cb = 0; cb < cbs; ++cb)
+      for (uint64_t nb = 0; nb < nbs; ++nb)
+        if (group_overlap(c, cb, nb))
+          p.tiles[{t, cb, nb}] = p.bias_on_mxu ? weight_tile(p.folded, p.lanes + kBiasLanes + 1, CO, 0, nb)
+                                               : weight_tile(tap, CI, CO, cb, nb);
+  }
+  uint64_t centre = (KH / 2) * KW + KW / 2;
+  for (uint64_t i = 0; i < KH * KW && !p.pairs; ++i)
+    p.order.push_back({!p.same ? i : i == 0 ? centre : i <= centre ? i - 1 : i, false});
+  for (uint64_t dx = 0; p.pairs && dx < KW; ++dx) {
+    uint64_t col = (dx + c.pl) % KW;  // from the centre column on
+    for (uint64_t dy = c.pt; dy + 1 < KH; dy += 2) {
+      p.order.push_back({dy * KW + col, true});
+      // w holds tap t's CI x CO block at t * CI * CO.
+      std::vector<float> t(2 * CI * CO);
+      std::copy(w.begin() + long((dy * KW + col) * CI * CO), w.begin() + long((dy * KW + col + 1) * CI * CO), t.begin());
+      std::copy(w.begin() + long(((dy + 1) * KW + col) * CI * CO), w.begin() + long(((dy + 1) * KW + col + 1) * CI * CO),
+                t.begin() + long(CI * CO));
+      for (uint64_t nb = 0; nb < nbs; ++nb) p.pair_tiles[{dy * KW + col, nb}] = weight_tile(t, 2 * CI, CO, 0, nb);
+    }
+    if ((KH - c.pt) % 2) p.order.push_back({(KH - 1) * KW + col, false});
+    for (uint64_t dy = 0; dy < c.pt; ++dy) p.order.push_back({dy * KW + col, false});
+  }
+}
+
+// The blocks: output rows (n, oy) in chunks that fit an accumulator region, per output
+// channel block; a tap's matmul per output row reads the input rows it reaches.
+std::vector<Block> Codegen::conv_blocks(tpu::Conv2DOp op, ConvPlan& p) {
+  const ConvShape& c = p.s;
+  uint64_t N = c.N, H = c.H, W = c.W, OH = c.OH, OW = c.OW, KW = c.KW, Hp = c.Hp(), Wp = c.Wp();
+  uint64_t cbs = ceil_div(c.CI, R_), nbs = ceil_div(c.CO, C_);
+  uint64_t rows_per_chunk = conv_row_chunk(N * OH, OW, nbs);
+  if (OW > acc_region_)
+    throw DoesNotFitError("core.accumulators.rows", 2 * OW, cfg_.core.accumulators.rows,
+                          fmt::format("node '{}': an output row of {} pixels exceeds half the {} accumulator rows "
+                                      "(core.accumulators.rows)",
+                                      op.getLayer().str(), OW, cfg_.core.accumulators.rows));
+  const Act &x = p.x, &xp = p.xp;
+  std::vector<Block> blocks;
+  for (uint64_t nb = 0; nb < nbs; ++nb)
+    for (uint64_t r0 = 0; r0 < N * OH; r0 += rows_per_chunk) {
+      uint64_t r1 = std::min(N * OH, r0 + rows_per_chunk);
+      Block b;
+      bool first = true;
+      for (auto [t, paired] : p.order)
+        for (uint64_t cb = 0; cb < cbs; ++cb) {
+          if (!group_overlap(c, cb, nb)) continue;
+          TileGroup g{paired ? p.pair_tiles[{t, nb}] : p.tiles[{t, cb, nb}], {}};
+          uint64_t dy = t / KW, dx = t % KW;
+          for (uint64_t r = r0; r < r1; ++r) {
+            uint64_t n = r / OH, oy = r % OH;
+            if (p.same) {
+              int64_t iy = int64_t(oy + dy) - int64_t(c.pt);
+              // Output columns [lo, hi) whose tap dx lands inside the row (none when the kernel
+              // reaches past a narrow image: W + pl < dx).
+              uint64_t lo = c.pl > dx ? c.pl - dx : 0,
+                       hi = uint64_t(std::clamp<int64_t>(int64_t(W + c.pl) - int64_t(dx), 0, int64_t(OW)));
+              if (iy < 0 || iy >= int64_t(H) || lo >= hi) continue;
+              uint64_t src = x.base + cb * x.block_bytes + ((n * H + uint64_t(iy)) * W + lo + dx - c.pl) * R_ * esz_;
+              g.steps.push_back({src, hi - lo, 0, (r - r0) * OW + lo, !first});
+              continue;
+            }
+            uint64_t iy = oy * c.sh + dy * c.dh, ix = dx * c.dw;  // in the padded image
+            uint64_t src = xp.base + cb * xp.block_bytes + ((n * Hp + iy) * Wp + ix) * R_ * esz_;
+            g.steps.push_back({src, OW, c.sw == 1 ? 0 : c.sw * R_ * esz_, (r - r0) * OW, !first});
+          }
+          first = false;
+          if (!g.steps.empty()) b.groups.push_back(std::move(g));
+        }
+      b.epilogue = conv_epilogue(p, nb, r0, (r1 - r0) * OW);
+      blocks.push_back(std::move(b));
+    }
+  return blocks;
+}
+
+// The epilogue of output block (nb, rows from output row r0): into the output, or with a
+// fused add through its scratch slot, started one unified-buffer bank after the other
+// operand's rows so the add's two reads never share a bank.
+std::function<std::vector<std::string>(uint32_t, uint64_t)> Codegen::conv_epilogue(const ConvPlan& p, uint64_t nb, uint64_t r0,
+                                                                                    uint64_t rows) {
+  uint64_t OW = p.s.OW;
+  uint64_t out = p.y.base + nb * p.y.block_bytes + r0 * OW * C_ * out_esz_, bias_row = bias_at(p.bias_ub, nb);
+  std::string ep = p.eps[nb];
+  if (!p.fused)
+    return [this, rows, bias_row, ep, out](uint32_t m, uint64_t acc_row) { return epilogue(m, acc_row, rows, bias_row, ep, out); };
+  uint64_t other = p.fused->other.base + nb * p.fused->other.block_bytes + r0 * OW * C_ * esz_;
+  return [this, rows, bias_row, ep, other, f = *p.fused, scratch = p.scratch, slot = p.slot, period = p.period, nreg = p.nreg,
+          region_rows = p.region_rows, nb](uint32_t m, uint64_t acc_row) {
+    if (acc_row % region_rows || acc_row / region_rows >= nreg) throw InternalError("fused add: unexpected accumulator region");
+    uint64_t at = scratch + (nreg * uint64_t(m) + acc_row / region_rows) * slot;
+    if (period) at += (other + cfg_.core.unified_buffer.row_bytes + period - at % period) % period;
+    if (f.in_acc) return acc_add_phases(f, m, acc_row, rows, bias_row, nb, at, other);
+    auto ph = epilogue(m, acc_row, rows, bias_row, ep, at);
+    for (auto& extra : fused_add_phases(f, rows, at, other)) ph.push_back(std::move(extra));
+    return ph;
+  };
+}
+
+}  // namespace vtpu::compiler::codegen

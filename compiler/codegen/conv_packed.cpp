@@ -1,0 +1,309 @@
+// The packed first convolution (few input channels, read from HBM) (docs/compiler.md, "Code generation").
+#include "codegen_internal.h"
+
+namespace vtpu::compiler::codegen {
+
+// A convolution whose input has few channels can read it packed: each matmul row then
+// covers the KW taps of one kernel row side by side (K = KW x channels rounded to a
+// word), instead of one tap per matmul with the channels padded to R lanes.
+bool Codegen::packable(tpu::Conv2DOp op) const {
+  auto xs = shape_of(op.getInput()), ws = shape_of(op.getWeight());
+  uint64_t CIp = align_up(uint64_t(xs[3]), std::max<uint64_t>(1, 4 / esz_));
+  return op.getGroups() == 1 && op.getDilation()[1] == 1 && uint64_t(ws[1]) * CIp <= R_ && uint64_t(xs[3]) * 4 <= R_;
+}
+
+// The packed convolution's steps; its locals are members (see gen_conv_packed).
+class PackedConv {
+ public:
+  PackedConv(Codegen& cg, tpu::Conv2DOp op, uint64_t hbm)
+      : cg_(cg), op_(op), hbm_(hbm), layer_(op.getLayer().str()), c_(conv_shape(op)), R_(cg.R_), C_(cg.C_), esz_(cg.esz_) {
+    CIp_ = align_up(c_.CI, std::max<uint64_t>(1, 4 / esz_));
+    pix_ = CIp_ * esz_;
+    // Two output pixels per matmul row (as in gen_conv_wide): with the output channels in at
+    // most half the columns, a matmul row covering the KW + sw taps of pixels x and x + 1
+    // computes both (columns [0, C/2) and [C/2, C)); its rows then spread into the output
+    // (their padding lanes holding the other pixel: only for convolutions, or a pool whose
+    // readers are all convolutions, which never read past their input's channels).
+    span_ = c_.KW;
+    two_px_ = R_ == C_ && c_.CO * 2 <= C_ && c_.OW % 2 == 0 && !cg.int_out_ && c_.N > 1 && (c_.KW + c_.sw) * CIp_ * 2 <= R_ &&
+              cg.padding_lanes_unread(op.getOutput());
+    if (two_px_) span_ = c_.KW + c_.sw;
+    // Kernel rows stacked in one matmul row: as many as the array's R rows hold (see stacking()).
+    S_ = std::max<uint64_t>(1, std::min<uint64_t>(c_.KH, R_ / (span_ * CIp_)));
+  }
+
+  void run() {
+    load_input();
+    output();
+    weights();
+    stacking();
+    make_tiles();
+    buffers();
+    if (S_ == 1) run_rows(0, c_.N * c_.OH, zb_, 0, {}, {});
+    // The next image's load goes in pieces of a few rows spread over the steps of this one's
+    // matmuls (each pixel is a request of its own: one long transfer would hold up the weight
+    // loads queued behind it; 24 pieces measured best for ResNet-50 at batch 8), its stacking
+    // after the last matmul is issued (waiting for the load then stalls no matmul).
+    pieces_ = std::min<uint64_t>(c_.H, 24);
+    if (xq2_) load_image(0, xq_);
+    if (zb2_) stack(xq_, zb_);
+    for (uint64_t n = 0; S_ > 1 && n < c_.N; ++n) run_image(n);
+    finish();
+  }
+
+ private:
+  // The packed, zero-padded image (+ one row of slack: a matmul reads R lanes per row):
+  // all images, or with stacking one at a time (each is copied into its stacked form
+  // before the next is loaded).
+  void load_input() {
+    bytes_ = (S_ > 1 ? 1 : c_.N) * c_.Hp() * c_.Wp() * pix_ + R_ * esz_;
+    xq_ = cg_.ub_take(bytes_, fmt::format("the packed input of '{}'", layer_));
+    cg_.clear(xq_, bytes_);
+    for (uint64_t n = 0; S_ == 1 && n < c_.N; ++n) load_image(n, xq_ + n * c_.Hp() * c_.Wp() * pix_);
+    w_ = const_floats(op_.getWeight(), layer_), bias_ = const_floats(op_.getBias(), layer_);
+  }
+  // Image rows [h0, h1) of image n into the packed image at `at`: the instruction.
+  std::string load_rows(uint64_t n, uint64_t at, uint64_t h0, uint64_t h1, int flag) {
+    uint64_t H = c_.H, W = c_.W, CI = c_.CI;
+    std::string d = cg_.new_desc(fmt::format("bytes={} src_off={} dst_off={} dim=[{}, {}, {}] dim=[{}, {}, {}]", CI * esz_,
+                                             hbm_ + (n * H + h0) * W * CI * esz_, at + ((c_.pt + h0) * c_.Wp() + c_.pl) * pix_, W,
+                                             CI * esz_, pix_, h1 - h0, W * CI * esz_, c_.Wp() * pix_));
+    return fmt::format("  dma.load desc={} src=r0 dst=r0 flag=f{}\n", d, flag);
+  }
+  void load_image(uint64_t n, uint64_t at) {
+    cg_.code_ += load_rows(n, at, 0, c_.H, 1);
+    cg_.code("  wait f1");
+  }
+
+  // A pool that is the output's only use (ResNet-50's max pool after conv1) runs image by
+  // image along the next image's matmuls, as run_blocks' background work on the vector
+  // unit the epilogues leave free (with stacking, where its output fits beside this one).
+  // The output then only needs two images' rows: image n goes to slot n % 2 while the pool
+  // reads image n - 1 from the other (ResNet-50 at batch 8: 3.2 MB instead of 12.8 MB).
+  void output() {
+    if (S_ > 1 && c_.N > 1 && !cg_.int_out_ && op_.getOutput().hasOneUse())
+      if (auto p = mlir::dyn_cast<tpu::PoolOp>(*op_.getOutput().getUsers().begin())) {
+        auto ps = shape_of(p.getOutput());
+        uint64_t c = uint64_t(ps.back()), need = align_up(numel(ps) / c * R_ * esz_, 64) * ceil_div(c, R_);
+        y_ = cg_.new_act({2, int64_t(c_.OH), int64_t(c_.OW), int64_t(c_.CO)}, fmt::format("the output of '{}'", layer_));
+        if (need <= cg_.ub_.largest_free()) {
+          bool high = cg_.output_high_;
+          cg_.output_high_ = y_.base + y_.bytes() / 2 < cg_.ub_.capacity() / 2;  // where gen_pool would put it
+          py_ = cg_.new_act(ps, fmt::format("the output of '{}'", p.getLayer().str()));
+          cg_.output_high_ = high;
+          cg_.fused_pools_[p.getOperation()] = py_;
+          pool_ = p;
+        } else {
+          cg_.ub_.release(y_.base);
+        }
+      }
+    if (!pool_) y_ = cg_.out_act(op_.getOutput(), fmt::format("the output of '{}'", layer_));
+  }
+  // The output row (image n's row oy is row n * OH + oy) that y's first row holds.
+  uint64_t first_row(uint64_t n) const { return pool_ ? (n - n % 2) * c_.OH : 0; }
+
+  void weights() {
+    if (cg_.q8_) {
+      Codegen::QWeights qw = Codegen::quantize(w_, c_.KH * c_.KW * c_.CI, c_.CO);
+      w_ = std::move(qw.q);
+      for (double s2 : qw.s) acc_scale_.push_back(s2 * cg_.scale(op_.getInput()));
+    }
+    if (two_px_) {
+      auto [b2, ep2] = cg_.two_pixel_params(bias_, acc_scale_, c_.CO, op_);
+      bias_ub_ = b2, eps_ = {ep2};
+    } else {
+      bias_ub_ = cg_.bias_rows(bias_, acc_scale_);
+      eps_ = cg_.epilogue_params(c_.CO, acc_scale_, cg_.q8_ ? cg_.scale(op_.getOutput()) : 1.0, op_.getClampMin().convertToDouble(),
+                                 op_.getClampMax().convertToDouble());
+    }
+  }
+
+  // Kernel rows stacked in one matmul row: as many as the array's R rows hold (KW x CIp
+  // each), so ResNet-50's conv1 on a 128-row array runs 2 matmuls per output row, not 7.
+  // Stacking reads a copy of the image whose pixel (j, x) holds the channels of padded
+  // rows j*rs + s*dh, s < S, side by side (one 4-byte-aligned copy per s, built in the
+  // unified buffer from the packed image); rs = the stride when the stack's height is a
+  // multiple of it, so only the rows output rows start on are kept.
+  void stacking() {
+    G_ = ceil_div(c_.KH, S_), zp_ = S_ * pix_, nbs_ = ceil_div(c_.CO, C_), K_ = span_ * S_ * CIp_;
+    per_row_ = two_px_ ? c_.OW / 2 : c_.OW;
+    rs_ = S_ > 1 && (S_ * c_.dh) % c_.sh == 0 ? c_.sh : 1;
+    ZH_ = S_ > 1 ? ((c_.OH - 1) * c_.sh + (G_ - 1) * S_ * c_.dh) / rs_ + 1 : 0, zbytes_ = ZH_ * c_.Wp() * zp_ + R_ * esz_;
+    zb_ = S_ > 1 ? cg_.ub_take(zbytes_, fmt::format("the row-stacked input of '{}'", layer_)) : 0;
+    if (S_ > 1) cg_.clear(zb_, zbytes_);  // rows past the image stay zero for every image
+  }
+
+  // One tile per kernel-row group g: row k = (dx * S + s) * CIp + c holds
+  // w[g * S + s][dx][c][:] (zero for c >= CI and past the last kernel row).
+  // Two pixels: row k = (dx' * S + s) * CIp + c (dx' < KW + sw) holds tap dx' of pixel x in
+  // column co and tap dx' - sw of pixel x + 1 in column C/2 + co.
+  void make_tiles() {
+    uint64_t cols = two_px_ ? C_ : c_.CO, KW = c_.KW, CI = c_.CI, CO = c_.CO;
+    for (uint64_t g = 0; g < G_; ++g) {
+      std::vector<float> t(K_ * cols, 0.0f);
+      for (uint64_t s = 0; s < S_ && g * S_ + s < c_.KH; ++s)
+        for (uint64_t o = 0; o < (two_px_ ? 2 : 1); ++o)
+          for (uint64_t dx = 0; dx < KW; ++dx)
+            for (uint64_t c = 0; c < CI; ++c)
+              for (uint64_t co = 0; co < CO; ++co)
+                t[(((dx + o * c_.sw) * S_ + s) * CIp_ + c) * cols + o * (C_ / 2) + co] = w_[(((g * S_ + s) * KW + dx) * CI + c) * CO + co];
+      for (uint64_t nb = 0; nb < nbs_; ++nb) tiles_[{g, nb}] = cg_.weight_tile(t, K_, cols, 0, nb);
+    }
+    rows_per_chunk_ = cg_.conv_row_chunk(S_ > 1 ? c_.OH : c_.N * c_.OH, per_row_, nbs_);
+  }
+
+  void buffers() {
+    // Two pixels: an image's two-pixel rows, spread into the output after its matmuls (+ a
+    // row of slack: the second spreading copy reads half a row past the last).
+    uint64_t qbytes = two_px_ ? c_.OH * per_row_ * C_ * esz_ + R_ * esz_ : 0;
+    q2_ = two_px_ ? cg_.ub_take(qbytes, fmt::format("the two-pixel output of '{}'", layer_)) : 0;
+    if (two_px_) cg_.clear(q2_, qbytes);
+    // With room (after the pool's output) for a second packed image, image n + 1 loads from
+    // HBM while image n's matmuls run (one request per pixel: about 3,000 cycles for a
+    // 224 x 224 image on tpu-v4-core) and only its stacking copies wait between images.
+    if (S_ > 1 && c_.N > 1 && cg_.ub_.largest_free() >= bytes_ + (1 << 16)) {
+      xq2_ = cg_.ub_take(bytes_, fmt::format("the packed input of '{}'", layer_));
+      cg_.clear(xq2_, bytes_);
+    }
+    // With room for a second stacked copy too, image n + 1 is also stacked during image n's
+    // matmuls (once its load is done): the next image's matmuls then start at once.
+    if (xq2_ && cg_.ub_.largest_free() >= zbytes_ + (1 << 16)) {
+      zb2_ = cg_.ub_take(zbytes_, fmt::format("the row-stacked input of '{}'", layer_));
+      cg_.clear(zb2_, zbytes_);
+    }
+  }
+
+  // In flight on kSpread until the next image's matmuls (whose epilogues reuse the
+  // two-pixel rows, and whose background pool reads this image) start.
+  static constexpr int kSpread = 50, kLoaded = 48, kStacked = 49;
+  void spread(uint64_t n) {
+    uint64_t row = C_ * esz_, at = y_.base + (n * c_.OH - first_row(n)) * c_.OW * row;
+    for (uint64_t h = 0; h < 2; ++h)
+      cg_.code(fmt::format("  dma.copy desc={} src=r0 dst=r0 flag=f{}",
+                           cg_.new_desc(fmt::format("bytes={} src_off={} dst_off={} dim=[{}, {}, {}]", row, q2_ + h * (C_ / 2) * esz_,
+                                                    at + h * row, c_.OH * per_row_, row, 2 * row)),
+                           kSpread));
+  }
+
+  // Output rows [q0, q1): without stacking all images at once from the packed image, with
+  // it one image at a time from its stacked copy at zb.
+  void run_rows(uint64_t q0, uint64_t q1, uint64_t zb, uint64_t row0, std::vector<std::pair<std::string, double>> transfers,
+                std::vector<std::pair<std::string, uint64_t>> background) {
+    uint64_t OH = c_.OH, Hp = c_.Hp(), Wp = c_.Wp();
+    std::vector<Block> blocks;
+    for (uint64_t nb = 0; nb < nbs_; ++nb)
+      for (uint64_t r0 = q0; r0 < q1; r0 += rows_per_chunk_) {
+        uint64_t r1 = std::min(q1, r0 + rows_per_chunk_);
+        Block b;
+        for (uint64_t g = 0; g < G_; ++g) {
+          TileGroup tg{tiles_[{g, nb}], {}};
+          for (uint64_t r = r0; r < r1; ++r) {
+            uint64_t n = r / OH, oy = r % OH;
+            uint64_t src = S_ > 1 ? zb + (oy * c_.sh + g * S_ * c_.dh) / rs_ * Wp * zp_ : xq_ + ((n * Hp + oy * c_.sh + g * c_.dh) * Wp) * pix_;
+            tg.steps.push_back({src, per_row_, (two_px_ ? 2 : 1) * c_.sw * zp_, (r - r0) * per_row_, g > 0});
+          }
+          b.groups.push_back(std::move(tg));
+        }
+        uint64_t rows = (r1 - r0) * per_row_;
+        uint64_t out = two_px_ ? q2_ + (r0 - q0) * per_row_ * C_ * esz_ : y_.base + nb * y_.block_bytes + (r0 - row0) * c_.OW * C_ * cg_.out_esz_;
+        uint64_t bias_row = cg_.bias_at(bias_ub_, nb);
+        std::string ep = eps_[nb];
+        Codegen* cg = &cg_;
+        b.epilogue = [cg, rows, bias_row, ep, out](uint32_t m, uint64_t acc_row) { return cg->epilogue(m, acc_row, rows, bias_row, ep, out); };
+        blocks.push_back(std::move(b));
+      }
+    cg_.run_blocks(blocks, true, std::nullopt, std::move(background), {}, std::move(transfers));  // constant weights: the prologue hoists
+  }
+
+  // The copies that stack a packed image, on `flag`, and their count.
+  std::pair<std::string, uint64_t> stack_copies(uint64_t from, uint64_t to, int flag) {
+    std::string text;
+    uint64_t copies = 0, Hp = c_.Hp(), Wp = c_.Wp();
+    for (uint64_t s = 0; s < S_ && s * c_.dh < Hp; ++s, ++copies) {
+      uint64_t rows = std::min(ZH_, ceil_div(Hp - s * c_.dh, rs_));
+      std::string d =
+          cg_.new_desc(fmt::format("bytes={} dim=[{}, {}, {}] dim=[{}, {}, {}]", pix_, Wp, pix_, zp_, rows, rs_ * Wp * pix_, Wp * zp_));
+      text += fmt::format("  li r1, {} || li r2, {}\n", from + s * c_.dh * Wp * pix_, to + s * pix_);
+      text += fmt::format("  dma.copy desc={} src=r1 dst=r2 flag=f{}\n", d, flag);
+    }
+    return std::make_pair(text, copies);
+  }
+  void stack(uint64_t from, uint64_t to) {
+    auto [text, copies] = stack_copies(from, to, 1);
+    cg_.code_ += text;
+    cg_.code(fmt::format("  wait f1, {}", copies));
+  }
+
+  // Image n's matmuls from its stacked copy, with the next image's load and stacking (and
+  // the pool of the previous image) beside them.
+  void run_image(uint64_t n) {
+    uint64_t N = c_.N, H = c_.H, OH = c_.OH;
+    uint64_t packed = xq2_ && n % 2 ? xq2_ : xq_, other = packed == xq_ ? xq2_ : xq_;
+    uint64_t z = zb2_ && n % 2 ? zb2_ : zb_;
+    // run_blocks has waited for every matmul of the previous image: its stacked copy is free.
+    if (!xq2_) {
+      load_image(n, xq_);
+      stack(xq_, zb_);
+    } else if (!zb2_) {
+      if (n > 0) cg_.code(fmt::format("  wait f{}, {}", kLoaded, pieces_));
+      stack(packed, zb_);
+    } else if (n > 0) {
+      cg_.code(fmt::format("  wait f{}, {}", kStacked, stacked_));
+    }
+    if (two_px_ && n > 0) cg_.code(fmt::format("  wait f{}, 2", kSpread));
+    std::vector<std::pair<std::string, double>> next;
+    for (uint64_t i = 0; xq2_ && n + 1 < N && i < pieces_; ++i)  // into the other packed image, free now
+      next.push_back({load_rows(n + 1, other, i * H / pieces_, (i + 1) * H / pieces_, kLoaded), double(i + 1) / double(pieces_)});
+    if (zb2_ && n + 1 < N) {
+      auto [text, copies] = stack_copies(other, z == zb_ ? zb2_ : zb_, kStacked);
+      next.push_back({fmt::format("  wait f{}, {}\n", kLoaded, pieces_) + text, 1.0});
+      stacked_ = copies;
+    }
+    run_rows(n * OH, (n + 1) * OH, z, first_row(n), std::move(next),
+             pool_ && n > 0 ? cg_.pool_ops(*pool_, y_, py_, int64_t(n) - 1, int64_t(n), first_row(n - 1) / OH)
+                            : std::vector<std::pair<std::string, uint64_t>>{});
+    if (two_px_) spread(n);
+    if (two_px_ && n + 1 == N) cg_.code(fmt::format("  wait f{}, 2", kSpread));
+  }
+
+  void finish() {
+    uint64_t N = c_.N;
+    if (pool_)
+      for (auto& [text, occ] : cg_.pool_ops(*pool_, y_, py_, int64_t(N) - 1, int64_t(N), first_row(N - 1) / c_.OH)) {
+        cg_.code_ += text.replace(text.find("{flag}"), 6, "f20");
+        cg_.code("  wait f20");
+      }
+    cg_.ub_.release(bias_ub_);
+    cg_.ub_.release(xq_);
+    if (S_ > 1) cg_.ub_.release(zb_);
+    if (xq2_) cg_.ub_.release(xq2_);
+    if (zb2_) cg_.ub_.release(zb2_);
+    if (two_px_) cg_.ub_.release(q2_);
+    uint64_t macs = N * c_.OH * c_.OW * c_.KH * c_.KW * c_.CI * c_.CO;
+    cg_.add_bound(layer_, macs, c_.KH * c_.KW * c_.CI * c_.CO * esz_ + N * c_.H * c_.W * c_.CI * esz_);
+    cg_.define(op_.getOutput(), y_);
+  }
+
+  Codegen& cg_;
+  tpu::Conv2DOp op_;
+  uint64_t hbm_;  // the model input, in HBM
+  std::string layer_;
+  ConvShape c_;
+  uint64_t R_, C_, esz_;
+  uint64_t CIp_ = 0, pix_ = 0, span_ = 0, S_ = 1;  // channels rounded to a word, a pixel's bytes, taps per row, stacked rows
+  bool two_px_ = false;
+  uint64_t bytes_ = 0, xq_ = 0, xq2_ = 0;  // packed images
+  std::vector<float> w_, bias_;
+  std::vector<double> acc_scale_;
+  std::optional<tpu::PoolOp> pool_;
+  Act py_, y_;
+  uint64_t bias_ub_ = Codegen::kNoBias;
+  std::vector<std::string> eps_;
+  uint64_t G_ = 0, zp_ = 0, nbs_ = 0, K_ = 0, per_row_ = 0, rs_ = 1, ZH_ = 0, zbytes_ = 0, zb_ = 0, zb2_ = 0;  // stacking
+  std::map<std::pair<uint64_t, uint64_t>, TileRef> tiles_;
+  uint64_t rows_per_chunk_ = 0, q2_ = 0, pieces_ = 0, stacked_ = 0;
+};
+
+void Codegen::gen_conv_packed(tpu::Conv2DOp op, uint64_t hbm) { PackedConv(*this, op, hbm).run(); }
+
+}  // namespace vtpu::compiler::codegen

@@ -1,0 +1,303 @@
+// The driver: model inputs, the walk over @main's ops, outputs, assembling (docs/compiler.md, "Code generation").
+#include "codegen.h"
+#include "codegen_internal.h"
+
+namespace vtpu::compiler::codegen {
+
+Codegen::Codegen(const config::Config& cfg, const CompileOptions& opt, std::map<const void*, float> scales)
+    : cfg_(cfg), opt_(opt), ub_(cfg.core.unified_buffer.bytes, 64), scales_(std::move(scales)) {
+  R_ = cfg.core.mxu.rows;
+  C_ = cfg.core.mxu.cols;
+  if (R_ != C_)
+    throw CompileError(fmt::format("config '{}': the compiler needs square arrays (core.mxu.rows = core.mxu.cols); "
+                                   "this one is {}x{}",
+                                   cfg.name, R_, C_));
+  q8_ = opt.precision == Precision::Int8;
+  config::require_dtype(cfg, q8_ ? config::DType::kInt8 : config::DType::kBf16);
+  esz_ = q8_ ? 1 : 2;
+  dt_ = q8_ ? "int8" : "bf16";
+  dtype_ = q8_ ? isa::Dtype::Int8 : isa::Dtype::Bf16;
+  acc_region_ = cfg.core.accumulators.rows / 2;
+}
+
+// An image with few channels that only convolutions read stays in HBM: those
+// convolutions load it packed (see gen_conv_packed) instead of R lanes per pixel.
+bool Codegen::read_packed(Value arg) const {
+  bool packed = !arg.use_empty();
+  for (mlir::Operation* u : arg.getUsers()) {
+    auto c = mlir::dyn_cast<tpu::Conv2DOp>(u);
+    packed &= c && packable(c);
+  }
+  return packed;
+}
+
+// A float model input read only by softmaxes stays fp32 in HBM, and each softmax loads it
+// straight into its fp32 work rows: logits too close together for bf16 (10000 and 10001)
+// keep their differences.
+bool Codegen::read_fp32(Value arg) const {
+  if (is_int32(arg) || arg.use_empty()) return false;
+  for (mlir::Operation* u : arg.getUsers()) {
+    auto sm = mlir::dyn_cast<tpu::SoftmaxOp>(u);
+    if (!sm || sm.getInput() != arg) return false;
+  }
+  return true;
+}
+
+// The unified-buffer rows the model's inputs take, allocated as run() does, so a model
+// whose inputs alone do not fit fails with the same error before INT8 calibration (which
+// runs the model in fp32, seconds for big models) instead of after it.
+void Codegen::check_inputs_fit(mlir::ModuleOp module) {
+  auto fn = module.lookupSymbol<mlir::func::FuncOp>("main");
+  if (!fn) throw InternalError("no func @main");
+  for (unsigned i = 0; i < fn.getNumArguments(); ++i) {
+    Value arg = fn.getArgument(i);
+    if (is_int32(arg) || read_packed(arg) || read_fp32(arg)) continue;
+    new_act(shape_of(arg), "input '" + fn.getArgAttrOfType<mlir::StringAttr>(i, "vtpu.name").str() + "'");
+  }
+}
+
+CompileResult Codegen::run(mlir::ModuleOp module) {
+  auto fn = module.lookupSymbol<mlir::func::FuncOp>("main");
+  if (!fn) throw InternalError("no func @main");
+  for (mlir::Operation& op : fn.getBody().front())  // what the planner put into other ops (plan.h)
+    if (auto id = op.getAttrOfType<mlir::IntegerAttr>(kFusedIntoAttr)) planned_[id.getInt()].push_back(&op);
+  decl(fmt::format(".config {}", cfg_.name));
+  // Zero region in HBM (never written) for clearing UB buffers.
+  zero_hbm_ = hbm_alloc(1 << 20);
+  hoist_at_ = 0;  // the first stream's weights may load while the inputs do
+  gen_inputs(fn);
+  declare_empty_tensors(fn);
+  uses_left(fn);
+  for (mlir::Operation& op : fn.getBody().front()) {
+    if (mlir::isa<tosa::ConstOp>(op)) continue;
+    if (auto ret = mlir::dyn_cast<mlir::func::ReturnOp>(op)) gen_outputs(fn, ret);
+    else gen_op(op);
+  }
+  code("  halt");
+  return assemble();
+}
+
+// Inputs: HBM -> UB blocked layout (integer, fp32 and packed inputs stay in HBM).
+void Codegen::gen_inputs(mlir::func::FuncOp fn) {
+  for (unsigned i = 0; i < fn.getNumArguments(); ++i) {
+    Value arg = fn.getArgument(i);
+    std::string name = fn.getArgAttrOfType<mlir::StringAttr>(i, "vtpu.name").str();
+    auto shape = shape_of(arg);
+    // An integer input stays in HBM as int32 (its readers load what they need: tpu.cast
+    // converts it, tpu.embedding reads the ids); a float one read only by softmaxes as fp32.
+    bool integer = is_int32(arg);
+    if (integer || read_fp32(arg)) {
+      uint64_t addr = hbm_alloc(numel(shape) * 4);
+      decl(fmt::format(".tensor {} role=input dtype={} shape=[{}] addr={}{}", quote(name), integer ? "int32" : "fp32",
+                       fmt::join(shape, ", "), addr, fn.getArgAttr(i, "vtpu.nhwc") ? " layout=nhwc" : ""));
+      (integer ? int_hbm_ : input_hbm_)[arg.getAsOpaquePointer()] = addr;
+      continue;
+    }
+    uint64_t bytes = numel(shape) * esz_;
+    uint64_t addr = hbm_alloc(bytes);
+    decl(fmt::format(".tensor {} role=input dtype={} shape=[{}] addr={}{}", quote(name), dt_, fmt::join(shape, ", "), addr,
+                     quant_attrs(arg, bool(fn.getArgAttr(i, "vtpu.nhwc")))));
+    if (read_packed(arg)) {
+      input_hbm_[arg.getAsOpaquePointer()] = addr;
+      continue;
+    }
+    tag("input " + name);
+    Act a = new_act(shape, "input '" + name + "'");
+    load_act(a, addr);
+    acts_[arg.getAsOpaquePointer()] = a;
+  }
+}
+
+// The model's outputs: stored from the unified buffer to their program tensors, or
+// preloaded with the program when constant.
+void Codegen::gen_outputs(mlir::func::FuncOp fn, mlir::func::ReturnOp ret) {
+  for (unsigned i = 0; i < ret.getNumOperands(); ++i) {
+    Value v = ret.getOperand(i);
+    std::string name = fn.getResultAttrOfType<mlir::StringAttr>(i, "vtpu.name").str();
+    auto shape = shape_of(v);
+    if (auto c = v.getDefiningOp<tosa::ConstOp>()) {  // a constant output: its bytes preloaded, no code
+      auto attr = mlir::cast<mlir::DenseElementsAttr>(c.getValue());
+      std::vector<uint8_t> bytes;
+      std::string dt = is_int32(v) ? "int32" : dt_, extra;
+      if (is_int32(v)) {
+        for (int32_t x : attr.getValues<int32_t>()) bytes.insert(bytes.end(), (uint8_t*)&x, (uint8_t*)&x + 4);
+      } else {
+        std::vector<float> f(attr.getValues<float>().begin(), attr.getValues<float>().end());
+        float mx = 0;
+        for (float x : f) mx = std::max(mx, std::fabs(x));
+        double sc = mx > 0 ? mx / 127.0 : 1.0;
+        if (q8_) extra = fmt::format(" scale={} zp=0", sc);
+        for (float x : f) {
+          if (q8_) {
+            bytes.push_back(uint8_t(int8_t(std::clamp<double>(std::nearbyint(x / sc), -127, 127))));
+          } else {
+            uint16_t h = bf16_of(x);
+            bytes.push_back(uint8_t(h)), bytes.push_back(uint8_t(h >> 8));
+          }
+        }
+      }
+      decl(fmt::format(".tensor {} role=output dtype={} shape=[{}] addr={}{}", quote(name), dt, fmt::join(shape, ", "),
+                       hbm_const(std::move(bytes)), extra));
+      continue;
+    }
+    if (is_int32(v)) {  // an integer output: int32 rows, stored as they are
+      if (int_hbm_.count(v.getAsOpaquePointer()))
+        throw CompileError(fmt::format("output '{}' is a model input; nothing computes it", name));
+      uint64_t addr = hbm_alloc(numel(shape) * 4);
+      decl(fmt::format(".tensor {} role=output dtype=int32 shape=[{}] addr={}{}", quote(name), fmt::join(shape, ", "),
+                       addr, fn.getResultAttr(i, "vtpu.nhwc") ? " layout=nhwc" : ""));
+      tag("output " + name);
+      store_rows(act(v), addr, 4);
+      continue;
+    }
+    uint64_t addr = hbm_alloc(numel(shape) * esz_);
+    decl(fmt::format(".tensor {} role=output dtype={} shape=[{}] addr={}{}", quote(name), dt_, fmt::join(shape, ", "),
+                     addr, quant_attrs(v, bool(fn.getResultAttr(i, "vtpu.nhwc")))));
+    tag("output " + name);
+    store_act(act(v), addr);
+  }
+}
+
+// One op of @main, unless an earlier op generated it already.
+void Codegen::gen_op(mlir::Operation& op) {
+  if (done_.count(&op)) return;  // generated with an earlier op (gen_matmul_group)
+  if (deferred_.count(&op)) {  // nothing to generate (a head view's transpose): operands released in turn
+    for (Value operand : op.getOperands()) release(operand);
+    return;
+  }
+  if (auto mm = mlir::dyn_cast<tpu::MatmulOp>(op); mm && !is_int32(mm.getOutput())) {
+    current_op_ = "matmul";
+    current_shape_ = shape_of(mm.getOutput());
+    output_high_ = false;
+    int_out_ = false, out_esz_ = esz_;
+    if (gen_matmul_group(mm)) return;
+  }
+  if (auto f = fused_.find(&op); f != fused_.end()) {  // already done in a matmul's epilogues
+    define(op.getResult(0), f->second);
+    for (Value operand : op.getOperands()) release(operand);
+    return;
+  }
+  current_op_ = op.getName().stripDialect().str();
+  // Outputs go to the end of the unified buffer away from the op's main input, so a
+  // chain of layers alternates ends and frees contiguous space behind it.
+  output_high_ = false;
+  if (op.getNumOperands())
+    if (auto it = acts_.find(op.getOperand(0).getAsOpaquePointer()); it != acts_.end())
+      output_high_ = it->second.base + it->second.bytes() / 2 < ub_.capacity() / 2;
+  current_shape_ = op.getNumResults() ? shape_of(op.getResult(0)) : std::vector<int64_t>{};
+  // A matmul or convolution with an int32 result (an integer model output) writes int32 rows.
+  int_out_ = op.getNumResults() && is_int32(op.getResult(0));
+  out_esz_ = int_out_ ? 4 : esz_;
+  if (auto m = mlir::dyn_cast<tpu::MatmulOp>(op)) gen_matmul(m);
+  else if (auto ca = mlir::dyn_cast<tpu::CastOp>(op)) gen_cast(ca);
+  else if (auto em = mlir::dyn_cast<tpu::EmbeddingOp>(op)) gen_embedding(em);
+  else if (auto bm = mlir::dyn_cast<tpu::BatchMatmulOp>(op)) gen_batch_matmul(bm);
+  else if (auto c = mlir::dyn_cast<tpu::Conv2DOp>(op)) gen_conv(c);
+  else if (auto p = mlir::dyn_cast<tpu::PoolOp>(op)) gen_pool(p);
+  else if (auto am = mlir::dyn_cast<tpu::PoolArgmaxOp>(op)) gen_pool_argmax(am);
+  else if (auto ax = mlir::dyn_cast<tpu::ArgMaxOp>(op)) gen_argmax(ax);
+  else if (auto a = mlir::dyn_cast<tpu::AddOp>(op)) gen_add(a);
+  else if (auto bo = mlir::dyn_cast<tpu::BinaryOp>(op)) gen_binary(bo);
+  else if (auto bc = mlir::dyn_cast<tpu::BroadcastOp>(op)) gen_broadcast(bc);
+  else if (auto tp = mlir::dyn_cast<tpu::TransposeOp>(op)) gen_transpose(tp);
+  else if (auto cc = mlir::dyn_cast<tpu::ConcatOp>(op)) gen_concat(cc);
+  else if (auto sl = mlir::dyn_cast<tpu::SliceOp>(op)) gen_slice(sl);
+  else if (auto s = mlir::dyn_cast<tpu::SoftmaxOp>(op)) gen_softmax(s);
+  else if (auto ln = mlir::dyn_cast<tpu::LayerNormOp>(op)) gen_layernorm(ln);
+  else if (auto k = mlir::dyn_cast<tpu::ConstantOp>(op)) gen_constant(k);
+  else if (auto fq = mlir::dyn_cast<tpu::FakeQuantOp>(op)) gen_fake_quant(fq);
+  else if (auto rz = mlir::dyn_cast<tpu::ResizeNearestOp>(op)) gen_resize(rz);
+  else if (auto zi = mlir::dyn_cast<tpu::ZeroInsertOp>(op)) gen_zero_insert(zi);
+  else if (auto r = mlir::dyn_cast<tpu::ReshapeOp>(op)) gen_reshape(r);
+  else if (auto c = mlir::dyn_cast<tpu::ClampOp>(op)) gen_clamp(c);
+  else if (auto af = mlir::dyn_cast<tpu::AffineOp>(op)) gen_affine(af);
+  else if (auto un = mlir::dyn_cast<tpu::UnaryOp>(op)) gen_unary(un);
+  else throw CompileError(fmt::format("code generation does not handle {}", op.getName().getStringRef().str()));
+  for (Value result : op.getResults()) store_rhs_early(result);
+  for (Value operand : op.getOperands()) release(operand);
+}
+
+// The program text assembled, with its constant segments and the layers' bounds.
+CompileResult Codegen::assemble() {
+  CompileResult r;
+  r.assembly = decls_ + code_;
+  try {
+    r.program = isa::assemble(r.assembly, "<compiler>");
+  } catch (const isa::AsmError& e) {
+    // Name the generated line too: a compiler bug is then reportable as it is.
+    const auto& d = e.diagnostics().front();
+    std::string line;
+    std::istringstream in(r.assembly);
+    for (int i = 0; i < d.line && std::getline(in, line);) ++i;
+    throw CompileError(fmt::format("the generated program does not fit the instruction set ({}, at generated line "
+                                   "'{}'); the model is too large for this compiler version on config '{}'",
+                                   d.message, line, cfg_.name));
+  }
+  for (auto& seg : segments_) r.program.constants.push_back(std::move(seg));
+  r.program.config_fingerprint = config::fingerprint(cfg_);
+  r.program.config_name = cfg_.name;
+  r.bounds = std::move(bounds_);
+  r.assembly += fmt::format("# {} bytes of weights and constants in {} HBM segments (not listed)\n", const_bytes_,
+                            r.program.constants.size());
+  return r;
+}
+
+// Empty model inputs and outputs (a 0 in the shape; the importer left them out of @main):
+// program tensors of no bytes, so callers see every name the model has.
+void Codegen::declare_empty_tensors(mlir::func::FuncOp fn) {
+  auto list = fn->getAttrOfType<mlir::ArrayAttr>("vtpu.empty_tensors");
+  if (!list) return;
+  for (mlir::Attribute e : list) {
+    auto f = mlir::cast<mlir::ArrayAttr>(e);
+    bool integer = mlir::cast<mlir::BoolAttr>(f[3]).getValue();
+    decl(fmt::format(".tensor {} role={} dtype={} shape=[{}] addr=0{}", quote(mlir::cast<mlir::StringAttr>(f[1]).str()),
+                     mlir::cast<mlir::StringAttr>(f[0]).str(), integer ? "int32" : dt_,
+                     fmt::join(mlir::cast<mlir::DenseI64ArrayAttr>(f[2]).asArrayRef(), ", "),
+                     q8_ && !integer ? " scale=1 zp=0" : ""));
+  }
+}
+
+std::string Codegen::quant_attrs(Value v, bool nhwc) const {
+  std::string s = q8_ ? fmt::format(" scale={} zp=0", double(scale(v))) : "";
+  if (nhwc) s += " layout=nhwc";  // an image the model sees as NCHW
+  return s;
+}
+
+// A constant activation: its values (int8 in its calibrated scale, or bf16) row-major in
+// HBM, loaded into the blocked layout like a model input.
+void Codegen::gen_constant(tpu::ConstantOp op) {
+  std::string layer = op.getLayer().str();
+  tag(layer);
+  std::vector<float> v;
+  for (float f : mlir::cast<mlir::DenseElementsAttr>(op.getValue()).getValues<float>()) v.push_back(f);
+  std::vector<uint8_t> bytes(v.size() * esz_);
+  double s = q8_ ? double(scale(op.getOutput())) : 1.0;
+  for (size_t i = 0; i < v.size(); ++i) {
+    if (q8_) {
+      bytes[i] = uint8_t(int8_t(std::clamp<double>(std::nearbyint(v[i] / s), -128, 127)));
+    } else {
+      uint16_t h = bf16_of(v[i]);
+      std::memcpy(&bytes[i * 2], &h, 2);
+    }
+  }
+  Act a = new_act(shape_of(op.getOutput()), fmt::format("the constant of '{}'", layer));
+  load_act(a, hbm_const(std::move(bytes)));
+  add_bound(layer, 0, a.rows * a.features * esz_);
+  define(op.getOutput(), a);
+}
+
+}  // namespace vtpu::compiler::codegen
+
+namespace vtpu::compiler {
+
+CompileResult generate_program(mlir::ModuleOp module, const config::Config& cfg, const CompileOptions& options,
+                               const std::map<const void*, float>& scales) {
+  codegen::plan_codegen(module, cfg, options.precision == Precision::Int8);
+  return codegen::Codegen(cfg, options, scales).run(module);
+}
+
+void check_inputs_fit(mlir::ModuleOp module, const config::Config& cfg, const CompileOptions& options) {
+  codegen::Codegen(cfg, options, {}).check_inputs_fit(module);
+}
+
+}  // namespace vtpu::compiler

@@ -1,0 +1,260 @@
+// Elementwise ops (docs/compiler.md, "Code generation").
+#include "codegen_internal.h"
+
+namespace vtpu::compiler::codegen {
+
+// INT8 y = a <kind> b through fp32 rows, each operand rescaled to the output's scale
+// (params pa, pb) and the result rounded once: for operands whose range exceeds the
+// output's, which int8 rescaling would saturate before the op. Registers: r1 = a, r2 = b,
+// r3 = y, r4 and r5 = fp32 temporaries of `rows` rows.
+void Codegen::int8_in_fp32(const std::string& kind, uint64_t rows, const std::string& pa, const std::string& pb) {
+  vec_wait(fmt::format("vec.cvt dst=ub[r4+0] a=ub[r1+0] rows={} dt=int8 odt=fp32", rows));
+  vec_wait(fmt::format("vec.affine dst=ub[r4+0] a=ub[r4+0] rows={} dt=fp32 param={}", rows, pa));
+  vec_wait(fmt::format("vec.cvt dst=ub[r5+0] a=ub[r2+0] rows={} dt=int8 odt=fp32", rows));
+  vec_wait(fmt::format("vec.affine dst=ub[r5+0] a=ub[r5+0] rows={} dt=fp32 param={}", rows, pb));
+  vec_wait(fmt::format("vec.{} dst=ub[r4+0] a=ub[r4+0] b=ub[r5+0] rows={} dt=fp32", kind, rows));
+  vec_wait(fmt::format("vec.cvt dst=ub[r3+0] a=ub[r4+0] rows={} dt=fp32 odt=int8", rows));
+}
+
+void Codegen::gen_add(tpu::AddOp op) {
+  std::string layer = op.getLayer().str();
+  tag(layer);
+  if (auto it = fused_adds_.find(op.getOperation()); it != fused_adds_.end()) {
+    add_bound(layer, 0, 0);  // done in the convolution's epilogue (fusable_add)
+    define(op.getOutput(), it->second);
+    return;
+  }
+  const Act& a = act(op.getLhs());
+  const Act& b = act(op.getRhs());
+  Act y = out_in_place(op.getOutput(), {op.getLhs(), op.getRhs()}, layer);
+  double lo = op.getClampMin().convertToDouble(), hi = op.getClampMax().convertToDouble();
+  double sy = q8_ ? scale(op.getOutput()) : 1.0;
+  std::string cp = q8_ ? clamp_param(std::isinf(lo) ? lo : std::ceil(lo / sy), std::isinf(hi) ? hi : std::floor(hi / sy))
+                       : clamp_param(lo, hi);
+  // INT8: bring both operands to the output scale first (one rounding each), then add:
+  // b's rescaled rows into a temporary first (y may be b's own buffer), a's into y, y += it.
+  // When an operand's range exceeds the output's (terms that cancel), that would saturate
+  // it before the sum: then the sum is taken in fp32 rows and rounded once. Temporaries
+  // cover a chunk of rows at a time.
+  std::string pa, pb;
+  bool wide = q8_ && (scale(op.getLhs()) > sy || scale(op.getRhs()) > sy);
+  uint64_t row_tmp = wide ? C_ * 4 : R_ * esz_, cr = std::min<uint64_t>(y.rows, std::max<uint64_t>(1, (1u << 20) / row_tmp));
+  uint64_t tmp = 0, tmp_bytes = align_up(cr * row_tmp, 64);
+  // vec.add reads y and the rescaled b together: the temporary starts one unified-buffer
+  // bank after y's rows (mod the banks' period), so the two reads never share a bank.
+  const auto& ubc = cfg_.core.unified_buffer;
+  uint64_t period = ubc.banks > 1 ? uint64_t(ubc.banks) * ubc.row_bytes : 0;
+  if (q8_) {
+    pa = new_param(fmt::format("scale=[{}]", double(scale(op.getLhs())) / sy));
+    pb = new_param(fmt::format("scale=[{}]", double(scale(op.getRhs())) / sy));
+    tmp = ub_take((wide ? 2 : 1) * tmp_bytes + (wide ? 0 : period), fmt::format("the rescaled operands of '{}'", layer));
+  }
+  uint64_t rowb = R_ * esz_;
+  for (uint64_t blk = 0; blk < y.blocks; ++blk)
+    for (uint64_t r0 = 0; r0 < y.rows; r0 += (q8_ ? cr : y.rows)) {
+      uint64_t n = q8_ ? std::min(cr, y.rows - r0) : y.rows;
+      uint64_t ya = y.base + blk * y.block_bytes + r0 * rowb, aa = a.base + blk * a.block_bytes + r0 * rowb,
+               ba = b.base + blk * b.block_bytes + r0 * rowb;
+      uint64_t tb = tmp;
+      if (q8_ && !wide && period) tb += (ya + ubc.row_bytes + period - tmp % period) % period;
+      code(fmt::format("  li r1, {} || li r2, {}", aa, ba));
+      code(fmt::format("  li r3, {} || li r4, {}", ya, tb));
+      if (wide) {
+        code(fmt::format("  li r5, {}", tmp + tmp_bytes));
+        int8_in_fp32("add", n, pa, pb);
+      } else if (q8_) {
+        vec_wait(fmt::format("vec.affine dst=ub[r4+0] a=ub[r2+0] rows={} dt=int8 param={}", n, pb));
+        vec_wait(fmt::format("vec.affine dst=ub[r3+0] a=ub[r1+0] rows={} dt=int8 param={}", n, pa));
+        vec_wait(fmt::format("vec.add dst=ub[r3+0] a=ub[r3+0] b=ub[r4+0] rows={} dt=int8", n));
+      } else {
+        vec_wait(fmt::format("vec.add dst=ub[r3+0] a=ub[r1+0] b=ub[r2+0] rows={} dt={}", n, dt_));
+      }
+      if (!cp.empty()) vec_wait(fmt::format("vec.clamp dst=ub[r3+0] a=ub[r3+0] rows={} dt={} param={}", n, dt_, cp));
+    }
+  if (q8_) ub_.release(tmp);
+  add_bound(layer, 0, 0);
+  define(op.getOutput(), y);
+}
+
+// bf16 runs vec.sub/mul/max/min directly. INT8 subtracts and compares like gen_add adds
+// (both operands rescaled to the output's scale first; rounding is monotonic, so max and
+// min commute with it) and multiplies in fp32 rows, since the product of two int8 codes
+// needs the combined scale s_a * s_b / s_y applied before requantizing.
+// ONNX integer Div, trunc(a / b), in fp32 rows: q = round(|a| * (1 / |b|)) (vec.recip is
+// correctly rounded, so q is within one of the quotient while the integers stay below
+// 2^22), corrected by one either way from the exact remainder |a| - q |b|, times the sign
+// of a * b. Division by zero is left to the arithmetic (ONNX leaves it undefined).
+void Codegen::gen_int_div(tpu::BinaryOp op) {
+  std::string layer = op.getLayer().str();
+  tag(layer);
+  const Act& a = act(op.getLhs());
+  const Act& b = act(op.getRhs());
+  Act y = new_act(shape_of(op.getOutput()), fmt::format("the output of '{}'", layer));
+  auto sc = [&](Value v) { return q8_ ? std::optional<double>(scale(v)) : std::nullopt; };
+  Act A = fp32_twin(a, layer, "dividend", true, sc(op.getLhs())), B = fp32_twin(b, layer, "divisor", true, sc(op.getRhs()));
+  Act S = fp32_twin(a, layer, "sign", false), T = fp32_twin(a, layer, "quotient", false), U = fp32_twin(a, layer, "remainder", false);
+  std::string neg = new_param("scale=[-1]"), unit = clamp_param(-1.0, 1.0), bit = clamp_param(0.0, 1.0),
+              plus1 = new_param("scale=[1] bias=[1]");
+  for (uint64_t blk = 0; blk < y.blocks; ++blk) {
+    uint64_t o = blk * A.block_bytes;
+    auto u = [&](const Act& t) { return fmt::format("ub[r0+{}]", t.base + o); };
+    auto v = [&](const std::string& op_, const Act& d, const Act& x, const Act* z, const std::string& tail = "") {
+      vec_wait(fmt::format("vec.{} dst={} a={}{} rows={} dt=fp32{}", op_, u(d), u(x), z ? " b=" + u(*z) : "", y.rows, tail));
+    };
+    v("mul", S, A, &B), v("clamp", S, S, nullptr, " param=" + unit);  // the sign of a * b
+    v("affine", U, A, nullptr, " param=" + neg), v("max", A, A, &U);  // |a|
+    v("affine", U, B, nullptr, " param=" + neg), v("max", B, B, &U);  // |b|
+    v("recip", T, B, nullptr), v("mul", T, T, &A);
+    vec_wait(fmt::format("vec.cvt dst={0} a={0} rows={1} dt=fp32 odt=int32", u(T), y.rows));  // round half to even
+    vec_wait(fmt::format("vec.cvt dst={0} a={0} rows={1} dt=int32 odt=fp32", u(T), y.rows));
+    v("mul", U, T, &B), v("sub", U, A, &U);  // the remainder |a| - q |b|
+    v("affine", A, U, nullptr, " param=" + neg), v("clamp", A, A, nullptr, " param=" + bit), v("sub", T, T, &A);  // q -= (r < 0)
+    v("sub", U, U, &B), v("affine", U, U, nullptr, " param=" + plus1), v("clamp", U, U, nullptr, " param=" + bit);
+    v("add", T, T, &U);  // q += (r >= |b|)
+    v("mul", T, T, &S);
+    if (q8_) v("affine", T, T, nullptr, " param=" + new_param(fmt::format("scale=[{}]", 1.0 / double(scale(op.getOutput())))));
+  }
+  from_fp32_twin(T, y);
+  for (const Act* t : {&A, &B, &S, &U}) ub_.release(t->base);
+  add_bound(layer, 0, 0);
+  define(op.getOutput(), y);
+}
+
+void Codegen::gen_binary(tpu::BinaryOp op) {
+  std::string layer = op.getLayer().str();
+  if (op.getKind() == "div") return gen_int_div(op);
+  tag(layer);
+  const Act& a = act(op.getLhs());
+  const Act& b = act(op.getRhs());
+  Act y = out_in_place(op.getOutput(), {op.getLhs(), op.getRhs()}, layer);
+  // sub, max, min: both rescaled to the output's scale, then one int8 op. Saturating an
+  // operand first is harmless for max and min (monotonic) but not for a difference of
+  // terms that cancel: such a sub goes through fp32 rows like mul.
+  bool rescale_both = op.getKind() != "mul";
+  if (q8_ && op.getKind() == "sub" &&
+      (scale(op.getLhs()) > scale(op.getOutput()) || scale(op.getRhs()) > scale(op.getOutput())))
+    rescale_both = false;
+  uint64_t tmp = 0, tmp_bytes = 0;
+  std::string pa, pb;
+  if (q8_) {
+    double sa = scale(op.getLhs()), sb = scale(op.getRhs()), sy = scale(op.getOutput());
+    tmp_bytes = rescale_both ? y.block_bytes : y.rows * C_ * 4;
+    tmp = ub_take(2 * tmp_bytes, fmt::format("the rescaled operands of '{}'", layer));
+    bool mul = op.getKind() == "mul";
+    pa = new_param(fmt::format("scale=[{}]", mul ? sa * sb / sy : sa / sy));
+    if (!mul) pb = new_param(fmt::format("scale=[{}]", sb / sy));
+  }
+  for (uint64_t blk = 0; blk < y.blocks; ++blk) {
+    uint64_t ya = y.base + blk * y.block_bytes, aa = a.base + blk * a.block_bytes, ba = b.base + blk * b.block_bytes;
+    code(fmt::format("  li r1, {} || li r2, {}", aa, ba));
+    code(fmt::format("  li r3, {} || li r4, {}", ya, tmp));
+    code(fmt::format("  li r5, {}", tmp + tmp_bytes));
+    if (!q8_) {
+      vec_wait(fmt::format("vec.{} dst=ub[r3+0] a=ub[r1+0] b=ub[r2+0] rows={} dt={}", op.getKind().str(), y.rows, dt_));
+    } else if (rescale_both) {
+      vec_wait(fmt::format("vec.affine dst=ub[r4+0] a=ub[r1+0] rows={} dt=int8 param={}", y.rows, pa));
+      vec_wait(fmt::format("vec.affine dst=ub[r5+0] a=ub[r2+0] rows={} dt=int8 param={}", y.rows, pb));
+      vec_wait(fmt::format("vec.{} dst=ub[r3+0] a=ub[r4+0] b=ub[r5+0] rows={} dt=int8", op.getKind().str(), y.rows));
+    } else if (op.getKind() == "mul") {
+      vec_wait(fmt::format("vec.cvt dst=ub[r4+0] a=ub[r1+0] rows={} dt=int8 odt=fp32", y.rows));
+      vec_wait(fmt::format("vec.cvt dst=ub[r5+0] a=ub[r2+0] rows={} dt=int8 odt=fp32", y.rows));
+      vec_wait(fmt::format("vec.mul dst=ub[r4+0] a=ub[r4+0] b=ub[r5+0] rows={} dt=fp32", y.rows));
+      vec_wait(fmt::format("vec.affine dst=ub[r4+0] a=ub[r4+0] rows={} dt=fp32 param={}", y.rows, pa));
+      vec_wait(fmt::format("vec.cvt dst=ub[r3+0] a=ub[r4+0] rows={} dt=fp32 odt=int8", y.rows));
+    } else {  // a sub whose operands exceed the output's range: in fp32, rounded once
+      int8_in_fp32(op.getKind().str(), y.rows, pa, pb);
+    }
+  }
+  if (q8_) ub_.release(tmp);
+  add_bound(layer, 0, 0);
+  define(op.getOutput(), y);
+}
+
+// Table functions run on bf16 or fp32; INT8 goes through fp32 rows (dequantize, function,
+// requantize to the output's scale).
+void Codegen::gen_unary(tpu::UnaryOp op) {
+  std::string layer = op.getLayer().str();
+  tag(layer);
+  const Act& x = act(op.getInput());
+  Act y = out_in_place(op.getOutput(), {op.getInput()}, layer);
+  std::string fn = op.getFn().str();
+  uint64_t tmp = 0;
+  std::string in_s, out_s;
+  if (q8_) {
+    tmp = ub_take(x.rows * C_ * 4, fmt::format("the fp32 work rows of '{}'", layer));
+    in_s = new_param(fmt::format("scale=[{}]", double(scale(op.getInput()))));
+    out_s = new_param(fmt::format("scale=[{}]", 1.0 / double(scale(op.getOutput()))));
+  }
+  for (uint64_t blk = 0; blk < y.blocks; ++blk) {
+    code(fmt::format("  li r1, {} || li r2, {}", x.base + blk * x.block_bytes, y.base + blk * y.block_bytes));
+    if (!q8_) {
+      vec_wait(fmt::format("vec.{} dst=ub[r2+0] a=ub[r1+0] rows={} dt=bf16", fn, y.rows));
+      continue;
+    }
+    code(fmt::format("  li r3, {}", tmp));
+    vec_wait(fmt::format("vec.cvt dst=ub[r3+0] a=ub[r1+0] rows={} dt=int8 odt=fp32", y.rows));
+    vec_wait(fmt::format("vec.affine dst=ub[r3+0] a=ub[r3+0] rows={} dt=fp32 param={}", y.rows, in_s));
+    vec_wait(fmt::format("vec.{} dst=ub[r3+0] a=ub[r3+0] rows={} dt=fp32", fn, y.rows));
+    vec_wait(fmt::format("vec.affine dst=ub[r3+0] a=ub[r3+0] rows={} dt=fp32 param={}", y.rows, out_s));
+    vec_wait(fmt::format("vec.cvt dst=ub[r2+0] a=ub[r3+0] rows={} dt=fp32 odt=int8", y.rows));
+  }
+  if (q8_) ub_.release(tmp);
+  add_bound(layer, 0, 0);
+  define(op.getOutput(), y);
+}
+
+void Codegen::gen_affine(tpu::AffineOp op) {
+  std::string layer = op.getLayer().str();
+  if (has_role(op, "scale")) {  // applied to the queries (plan.cpp, attention_scale)
+    Act y = act(op.getInput());
+    y.shape = shape_of(op.getOutput());
+    define(op.getOutput(), y);
+    return;
+  }
+  tag(layer);
+  const Act& x = act(op.getInput());
+  Act y = out_in_place(op.getOutput(), {op.getInput()}, layer);
+  auto sc = const_floats(op.getScale(), layer), bi = const_floats(op.getBias(), layer);
+  // INT8: y_q = (x_q * s_x * scale + bias) / s_y, folded into the lane constants.
+  double sx = q8_ ? scale(op.getInput()) : 1.0, sy = q8_ ? scale(op.getOutput()) : 1.0;
+  for (uint64_t blk = 0; blk < y.blocks; ++blk) {
+    std::string p = affine_param(sc, bi, blk, sx, sy);
+    code(fmt::format("  li r1, {} || li r2, {}", x.base + blk * x.block_bytes, y.base + blk * y.block_bytes));
+    code(fmt::format("  vec.affine dst=ub[r2+0] a=ub[r1+0] rows={} dt={} param={} flag=f20", y.rows, dt_, p));
+    code("  wait f20");
+  }
+  add_bound(layer, 0, 0);
+  define(op.getOutput(), y);
+}
+
+void Codegen::gen_clamp(tpu::ClampOp op) {
+  std::string layer = op.getLayer().str();
+  tag(layer);
+  const Act& x = act(op.getInput());
+  Act y = out_in_place(op.getOutput(), {op.getInput()}, layer);
+  double lo = op.getClampMin().convertToDouble(), hi = op.getClampMax().convertToDouble();
+  std::string cp;
+  std::string rq;
+  if (q8_) {
+    // RESCALE from the input's scale to the output's, clamped to the bounds in output units.
+    double sx = scale(op.getInput()), sy = scale(op.getOutput());
+    auto [m, sh] = fixed_point(sx / sy);
+    std::string body = fmt::format("mult=[{}] shift=[{}]", m, sh);
+    if (!std::isinf(lo)) body += fmt::format(" min={}", std::max(-128.0, std::ceil(lo / sy)));
+    if (!std::isinf(hi)) body += fmt::format(" max={}", std::min(127.0, std::floor(hi / sy)));
+    rq = new_param(body);
+  } else {
+    cp = clamp_param(lo, hi);
+  }
+  for (uint64_t blk = 0; blk < y.blocks; ++blk) {
+    code(fmt::format("  li r1, {} || li r2, {}", x.base + blk * x.block_bytes, y.base + blk * y.block_bytes));
+    if (q8_) code(fmt::format("  vec.rescale dst=ub[r2+0] a=ub[r1+0] rows={} dt=int8 odt=int8 param={} flag=f20", y.rows, rq));
+    else if (cp.empty()) code(fmt::format("  vec.copy dst=ub[r2+0] a=ub[r1+0] rows={} dt=bf16 flag=f20", y.rows));
+    else code(fmt::format("  vec.clamp dst=ub[r2+0] a=ub[r1+0] rows={} dt=bf16 param={} flag=f20", y.rows, cp));
+    code("  wait f20");
+  }
+  add_bound(layer, 0, 0);
+  define(op.getOutput(), y);
+}
+
+}  // namespace vtpu::compiler::codegen

@@ -1,0 +1,283 @@
+// Embedding lookups by run-time ids (docs/compiler.md, "Code generation").
+#include "codegen_internal.h"
+
+namespace vtpu::compiler::codegen {
+
+// Embedding lookup by run-time ids: the chip cannot address memory by a loaded value, so
+// each id becomes a one-hot row over the table's V rows and the lookup is one-hot x table
+// on the MXUs (the table as weights, per-channel int8 or bf16). Per chunk of ids:
+//  - the ids (int32 in HBM) land one per UB row in lane 0; vec.rsum spreads each over
+//    its row as fp32 (exact below 2^24); a negative id gets V added (min(max(-V id, 0), V));
+//  - e = id - lane; per block k of R table rows: one-hot = 1 - min(e_k^2, 1), exactly 1
+//    where e_k = id - kR - lane = 0 and 0 elsewhere, converted to the MXU dtype;
+//  - matmuls of the one-hot blocks with the table's tiles; each output is one table row
+//    times 1 plus zeros, so the selection is exact (INT8: the row's codes, then the
+//    per-channel RESCALE to the output's scale). Ids outside [-V, V) match no row: zeros.
+// Schedule: every output block (column block n, table-row range s) keeps its accumulator
+// rows for the whole lookup; the MXUs walk the table's row blocks in step, one matmul per
+// block and step, and between those rounds the vector unit builds the one-hot blocks the
+// next steps need, so building them overlaps the matmuls. The row ranges (ks of them)
+// spread the blocks evenly over the MXUs; their partial results are added at the end
+// (exact: one row plus zeros).
+// The lookup's steps; its locals are members (see gen_embedding).
+class EmbeddingLookup {
+ public:
+  EmbeddingLookup(Codegen& cg, tpu::EmbeddingOp op)
+      : cg_(cg), op_(op), layer_(op.getLayer().str()), R_(cg.R_), C_(cg.C_), esz_(cg.esz_), nm_(cg.cfg_.core.mxu.count) {}
+
+  void run() {
+    cg_.tag(layer_);
+    table();
+    constants();
+    uint64_t chunks = 0;
+    for (uint64_t t0 = 0; t0 < S_; t0 += chunk_, ++chunks) run_chunk(t0);
+    if (ks_ > 1) cg_.ub_.release(parts_);
+    cg_.ub_.release(iota_);
+    cg_.add_bound(layer_, S_ * V_ * D_, chunks * V_ * D_ * esz_ + S_ * 4);
+    cg_.define(op_.getOutput(), y_);
+  }
+
+ private:
+  // The ids, the output and the table's tiles.
+  void table() {
+    auto it = cg_.int_hbm_.find(op_.getIds().getAsOpaquePointer());
+    if (it == cg_.int_hbm_.end())
+      throw CompileError(fmt::format("node '{}': embedding ids must be an integer model input", layer_));
+    cg_.require_fp32_lane_moves(layer_, "loading one token id per row copies");
+    ids_hbm_ = it->second, S_ = numel(shape_of(op_.getIds()));
+    auto ts = shape_of(op_.getTable());
+    V_ = uint64_t(ts[0]), D_ = uint64_t(ts[1]);
+    auto w = const_floats(op_.getTable(), layer_);
+    y_ = cg_.new_act(shape_of(op_.getOutput()), fmt::format("the output of '{}'", layer_));
+    std::vector<double> acc_scale;
+    if (cg_.q8_) {
+      Codegen::QWeights qw = Codegen::quantize(w, V_, D_);
+      w = std::move(qw.q);
+      acc_scale = qw.s;  // the one-hot's scale is 1
+    }
+    kt_ = ceil_div(V_, R_), nt_ = ceil_div(D_, C_);
+    // The one-hot rows of a single id must fit before the table is tiled (a large table on a
+    // small config fails here, quickly, with the unified buffer's error).
+    if (uint64_t one = kt_ * align_up(R_ * esz_, 64) + (nm_ + 2) * align_up(C_ * 4, 64); cg_.ub_.largest_free() < one)
+      cg_.ub_take(one, fmt::format("the one-hot rows of '{}' (1 id x {} table rows)", layer_, V_));
+    pack_tiles(w);
+    eps_ = cg_.epilogue_params(D_, acc_scale, cg_.q8_ ? cg_.scale(op_.getOutput()) : 1.0, -std::numeric_limits<double>::infinity(),
+                               std::numeric_limits<double>::infinity());
+  }
+
+  // The table's tiles packed back to back in one HBM segment (a vocabulary makes many
+  // small tiles; one page each would multiply the table's HBM footprint on small arrays).
+  void pack_tiles(const std::vector<float>& w) {
+    tiles_.assign(nt_, std::vector<TileRef>(kt_));
+    std::vector<uint8_t> blob;
+    blob.reserve(V_ * D_ * esz_);
+    std::vector<std::vector<uint64_t>> at(nt_, std::vector<uint64_t>(kt_));
+    for (uint64_t n = 0; n < nt_; ++n)
+      for (uint64_t k = 0; k < kt_; ++k) {
+        uint64_t kw = std::min<uint64_t>(R_, V_ - k * R_), nw = std::min<uint64_t>(C_, D_ - n * C_);
+        at[n][k] = blob.size();
+        for (uint64_t r = 0; r < kw; ++r)
+          for (uint64_t c = 0; c < nw; ++c) {
+            float v = w[(k * R_ + r) * D_ + n * C_ + c];
+            if (cg_.q8_) {
+              blob.push_back(uint8_t(int8_t(v)));
+            } else {
+              uint16_t h = bf16_of(v);
+              blob.push_back(uint8_t(h & 0xFF)), blob.push_back(uint8_t(h >> 8));
+            }
+          }
+        tiles_[n][k].desc = cg_.new_desc(fmt::format("bytes={} dtype={} dim=[{}, {}, 0]", nw * esz_, cg_.dt_, kw, nw * esz_));
+      }
+    uint64_t base = cg_.hbm_const(std::move(blob));
+    for (uint64_t n = 0; n < nt_; ++n)
+      for (uint64_t k = 0; k < kt_; ++k) tiles_[n][k].addr = base + at[n][k];
+  }
+
+  // The table-row ranges, the lane numbers, the one-hot steps' parameters and the chunks.
+  void constants() {
+    // Row ranges: the fewest that minimize the busiest MXU's matmuls.
+    for (uint64_t k2 = 2; k2 <= std::min<uint64_t>(nm_, kt_); ++k2)
+      if (ceil_div(nt_ * k2, nm_) * ceil_div(kt_, k2) < ceil_div(nt_ * ks_, nm_) * ceil_div(kt_, ks_)) ks_ = k2;
+    k_start_.resize(ks_ + 1);
+    for (uint64_t s = 0; s <= ks_; ++s) k_start_[s] = s * kt_ / ks_;
+    items_ = nt_ * ks_, per_mxu_ = ceil_div(items_, nm_), steps_ = ceil_div(kt_, ks_);
+    // The lane numbers 0..R-1 as one fp32 row, and the parameters of the one-hot steps.
+    std::vector<uint8_t> lanes(C_ * 4);
+    for (uint64_t i = 0; i < C_; ++i) {
+      float f = float(i);
+      std::memcpy(&lanes[i * 4], &f, 4);
+    }
+    row32_ = C_ * 4, acc_rows_ = cg_.cfg_.core.accumulators.rows;
+    iota_ = cg_.ub_take(row32_, fmt::format("the lane numbers of '{}'", layer_));
+    std::string d = cg_.new_desc(fmt::format("bytes={} src_off={} dst_off={}", row32_, cg_.hbm_const(std::move(lanes)), iota_));
+    cg_.code(fmt::format("  dma.load desc={} src=r0 dst=r0 flag=f1", d));
+    cg_.code("  wait f1");
+    neg_scale_ = cg_.new_param(fmt::format("scale=[{}] bias=[0]", -double(V_)));
+    neg_clamp_ = cg_.new_param(fmt::format("min=0 max={}", V_));
+    at_most_1_ = cg_.new_param("max=1");
+    one_minus_ = cg_.new_param("scale=[-1] bias=[1]");
+    next_block_ = cg_.new_param(fmt::format("scale=[1] bias=[{}]", -double(R_)));
+    // Ids per chunk: as many as half the free unified buffer holds (one-hot rows, the id
+    // rows, a work row and one e row per range each) and one MXU's accumulators hold.
+    uint64_t per_row = kt_ * R_ * esz_ + (ks_ + 2) * row32_;
+    chunk_ = std::min<uint64_t>({S_, 8192, acc_rows_, std::max<uint64_t>(1, cg_.ub_.largest_free() / 2 / per_row)});
+    pb_ = align_up(chunk_ * R_ * esz_, 64);  // one lane block of a partial result
+    parts_ = ks_ > 1 ? cg_.ub_take((ks_ - 1) * nt_ * pb_, fmt::format("the partial results of '{}'", layer_)) : 0;
+  }
+
+  // Ids [t0, t0 + T): their rows, the one-hot blocks built between the passes' matmuls,
+  // and the ranges' partial results added up.
+  void run_chunk(uint64_t t0) {
+    t0_ = t0, T_ = std::min(chunk_, S_ - t0);
+    bb_ = align_up(T_ * R_ * esz_, 64), fb_ = align_up(T_ * row32_, 64);
+    hot_ = cg_.ub_take(kt_ * bb_ + (ks_ + 2) * fb_, fmt::format("the one-hot rows of '{}' ({} ids x {} table rows)", layer_, T_, V_));
+    load_ids();
+    // One-hot block k_start[s] + j, and e of range s moved on to the next block.
+    gens_.clear(), next_gen_ = 0;  // (range, step) in the order the steps need them
+    for (uint64_t j = 0; j < steps_; ++j)
+      for (uint64_t s = 0; s < ks_; ++s)
+        if (k_start_[s] + j < k_start_[s + 1]) gens_.push_back({s, j});
+    // Items (column block n, range s), item i on MXU i % nm in slot i / nm; slots of one
+    // MXU that fit its accumulators at once form a pass.
+    uint64_t slots = std::max<uint64_t>(1, acc_rows_ / T_);
+    for (uint64_t p0 = 0; p0 < per_mxu_; p0 += slots) run_pass(p0, std::min(per_mxu_, p0 + slots));
+    for (uint64_t s = 1; s < ks_; ++s)
+      for (uint64_t n = 0; n < nt_; ++n) {
+        cg_.code(fmt::format("  li r1, {} || li r2, {}", y_.base + n * y_.block_bytes + t0_ * C_ * esz_, parts_ + ((s - 1) * nt_ + n) * pb_));
+        cg_.vec_wait(fmt::format("vec.add dst=ub[r1+0] a=ub[r1+0] b=ub[r2+0] rows={} dt={}", T_, cg_.dt_));
+      }
+    cg_.ub_.release(hot_);
+  }
+
+  // The chunk's ids, one per row in lane 0, spread over their rows as fp32 (a negative id
+  // plus V), then e = id - lane for each range.
+  void load_ids() {
+    uint64_t T = T_, idr = hot_ + kt_ * bb_, tmp = idr + fb_, e0 = tmp + fb_;  // e rows of range s at e0 + s * fb
+    cg_.clear(idr, fb_);
+    std::string d = cg_.new_desc(fmt::format("bytes=4 src_off={} dst_off={} dim=[{}, 4, {}]", ids_hbm_ + t0_ * 4, idr, T, row32_));
+    cg_.code(fmt::format("  dma.load desc={} src=r0 dst=r0 flag=f1", d));
+    cg_.code("  wait f1");
+    cg_.code(fmt::format("  li r1, {} || li r2, {}", idr, e0));
+    cg_.code(fmt::format("  li r3, {} || li r4, {}", tmp, iota_));
+    cg_.vec_wait(fmt::format("vec.rsum dst=ub[r2+0] a=ub[r1+0] rows={} dt=int32 odt=fp32", T));
+    cg_.vec_wait(fmt::format("vec.affine dst=ub[r3+0] a=ub[r2+0] rows={} dt=fp32 param={}", T, neg_scale_));
+    cg_.vec_wait(fmt::format("vec.clamp dst=ub[r3+0] a=ub[r3+0] rows={} dt=fp32 param={}", T, neg_clamp_));
+    cg_.vec_wait(fmt::format("vec.add dst=ub[r2+0] a=ub[r2+0] b=ub[r3+0] rows={} dt=fp32", T));
+    cg_.vec_wait(fmt::format("vec.sub dst=ub[r2+0] a=ub[r2+0] b=ub[r4+0] rows={} dt=fp32 bcast=1", T));
+    for (uint64_t s = 1; s < ks_; ++s) {  // e of range s starts at its first row block
+      cg_.code(fmt::format("  li r1, {}", e0 + s * fb_));
+      cg_.vec_wait(fmt::format("vec.affine dst=ub[r1+0] a=ub[r2+0] rows={} dt=fp32 param={}", T,
+                               cg_.new_param(fmt::format("scale=[1] bias=[{}]", -double(k_start_[s] * R_)))));
+    }
+  }
+
+  // The next one-hot block: 1 - min(e^2, 1), and e moved on to the range's next block.
+  void gen_one() {
+    uint64_t tmp = hot_ + kt_ * bb_ + fb_, e0 = tmp + fb_;
+    auto [s, j] = gens_[next_gen_++];
+    uint64_t k = k_start_[s] + j, T = T_;
+    cg_.code(fmt::format("  li r2, {} || li r3, {}", e0 + s * fb_, tmp));
+    cg_.code(fmt::format("  li r5, {}", hot_ + k * bb_));
+    cg_.vec_wait(fmt::format("vec.mul dst=ub[r3+0] a=ub[r2+0] b=ub[r2+0] rows={} dt=fp32", T));
+    cg_.vec_wait(fmt::format("vec.clamp dst=ub[r3+0] a=ub[r3+0] rows={} dt=fp32 param={}", T, at_most_1_));
+    cg_.vec_wait(fmt::format("vec.cvt dst=ub[r5+0] a=ub[r3+0] rows={} dt=fp32 odt={}", T, cg_.dt_));
+    cg_.vec_wait(fmt::format("vec.affine dst=ub[r5+0] a=ub[r5+0] rows={} dt={} param={}", T, cg_.dt_, one_minus_));
+    if (k + 1 < k_start_[s + 1]) cg_.vec_wait(fmt::format("vec.affine dst=ub[r2+0] a=ub[r2+0] rows={} dt=fp32 param={}", T, next_block_));
+  }
+  size_t gens_through(uint64_t j) const {  // gens for steps <= j
+    size_t c = 0;
+    while (c < gens_.size() && gens_[c].second <= j) ++c;
+    return c;
+  }
+
+  // Slots [p0, p1) of every MXU: the matmuls of the table's row blocks in step, the one-hot
+  // blocks built between them (first pass), then the epilogues.
+  void run_pass(uint64_t p0, uint64_t p1) {
+    struct Mm {
+      uint64_t item, k;
+    };
+    std::vector<std::vector<std::vector<Mm>>> rounds;  // [round][mxu] -> at most one matmul
+    for (uint64_t j = 0; j < steps_; ++j)
+      for (uint64_t q = p0; q < p1; ++q) {
+        std::vector<std::vector<Mm>> r(nm_);
+        for (uint64_t m = 0; m < nm_; ++m) {
+          uint64_t i = q * nm_ + m;
+          if (i >= items_) continue;
+          uint64_t s = i / nt_;
+          if (k_start_[s] + j < k_start_[s + 1]) r[m].push_back({i, k_start_[s] + j});
+        }
+        rounds.push_back(std::move(r));
+      }
+    std::vector<std::vector<const Mm*>> stream(nm_);  // each MXU's matmuls in order
+    for (const auto& r : rounds)
+      for (uint64_t m = 0; m < nm_; ++m)
+        for (const Mm& mm : r[m]) stream[m].push_back(&mm);
+    auto tile_of = [&](const Mm& mm) -> const TileRef& { return tiles_[mm.item % nt_][mm.k]; };
+    cg_.hoist_at_.reset();  // MXU work outside run_blocks: no later prologue may move before it
+    for (uint64_t m = 0; m < nm_; ++m) {  // two tiles into each FIFO, one into each shadow
+      for (size_t t = 0; t < std::min<size_t>(2, stream[m].size()); ++t) {
+        cg_.code(fmt::format("  li r{}, {}", 16 + m, tile_of(*stream[m][t]).addr));
+        cg_.code(fmt::format("  dma.wfifo desc={} src=r{} mxu={}", tile_of(*stream[m][t]).desc, 16 + m, m));
+      }
+      if (!stream[m].empty()) cg_.code(fmt::format("  mxu.wload mxu={}", m));
+    }
+    std::vector<size_t> pos(nm_, 0);
+    for (size_t ri = 0; ri < rounds.size(); ++ri) {
+      uint64_t j = ri / (p1 - p0);
+      if (p0 == 0)
+        for (size_t need = gens_through(j); next_gen_ < need;) gen_one();  // this step's one-hot blocks first
+      for (uint64_t m = 0; m < nm_; ++m)
+        for (const Mm& mm : rounds[ri][m]) {
+          size_t t = pos[m]++;
+          uint64_t s = mm.item / nt_, slot = mm.item / nm_ - p0;
+          std::string op = fmt::format("mxu.matmul mxu={} src={} dst=r0+{} rows={} dtype={} swap=1{}{}", m,
+                                       cg_.addr_ref(hot_ + mm.k * bb_, 10 + int(m)), slot * T_, T_, cg_.dt_,
+                                       mm.k > k_start_[s] ? " acc=1" : "", t + 1 == stream[m].size() ? fmt::format(" flag=f{}", 2 + m) : "");
+          if (t + 1 < stream[m].size()) op += fmt::format(" || mxu.wload mxu={}", m);
+          if (t + 2 < stream[m].size()) {
+            cg_.code(fmt::format("  li r{}, {}", 16 + m, tile_of(*stream[m][t + 2]).addr));
+            op += fmt::format(" || dma.wfifo desc={} src=r{} mxu={}", tile_of(*stream[m][t + 2]).desc, 16 + m, m);
+          }
+          cg_.code("  " + op);
+        }
+      if (p0 == 0 && next_gen_ < gens_.size()) gen_one();  // builds ahead while the MXUs stream
+    }
+    // Epilogues: accumulators -> output rows (a range's partial results aside).
+    for (uint64_t m = 0; m < nm_; ++m)
+      if (!stream[m].empty()) cg_.code(fmt::format("  wait f{}", 2 + m));
+    for (uint64_t q = p0; q < p1; ++q)
+      for (uint64_t m = 0; m < nm_; ++m) {
+        uint64_t i = q * nm_ + m;
+        if (i >= items_) continue;
+        uint64_t s = i / nt_, n = i % nt_;
+        uint64_t out = s == 0 ? y_.base + n * y_.block_bytes + t0_ * C_ * esz_ : parts_ + ((s - 1) * nt_ + n) * pb_;
+        for (std::string ph : cg_.epilogue(uint32_t(m), (q - p0) * T_, T_, Codegen::kNoBias, eps_[n], out)) {
+          for (size_t at = ph.find("{flag}"); at != std::string::npos; at = ph.find("{flag}")) ph.replace(at, 6, "f20");
+          cg_.code_ += ph;
+          cg_.code("  wait f20");
+        }
+      }
+  }
+
+  Codegen& cg_;
+  tpu::EmbeddingOp op_;
+  std::string layer_;
+  uint64_t R_, C_, esz_, nm_;
+  uint64_t ids_hbm_ = 0, S_ = 0, V_ = 0, D_ = 0, kt_ = 0, nt_ = 0;  // ids, table [V, D], their blocks
+  Act y_;
+  std::vector<std::vector<TileRef>> tiles_;  // [n block][k block]
+  std::vector<std::string> eps_;
+  uint64_t ks_ = 1, items_ = 0, per_mxu_ = 0, steps_ = 0;  // table-row ranges, (n block, range) items
+  std::vector<uint64_t> k_start_;
+  uint64_t row32_ = 0, acc_rows_ = 0, iota_ = 0, chunk_ = 0, pb_ = 0, parts_ = 0;
+  std::string neg_scale_, neg_clamp_, at_most_1_, one_minus_, next_block_;
+  // The chunk being generated: ids [t0, t0 + T), its one-hot blocks at hot (bb bytes each),
+  // then the id rows, a work row and the ranges' e rows (fb bytes each).
+  uint64_t t0_ = 0, T_ = 0, bb_ = 0, fb_ = 0, hot_ = 0;
+  std::vector<std::pair<uint64_t, uint64_t>> gens_;
+  size_t next_gen_ = 0;
+};
+
+void Codegen::gen_embedding(tpu::EmbeddingOp op) { EmbeddingLookup(*this, op).run(); }
+
+}  // namespace vtpu::compiler::codegen

@@ -1,0 +1,234 @@
+// Emission: program text, descriptors, parameters, HBM constants, DMA and vector helpers, bounds (docs/compiler.md, "Code generation").
+#include "codegen_internal.h"
+
+namespace vtpu::compiler::codegen {
+
+std::string Codegen::quote(const std::string& s) { return isa::quote(s); }
+
+void Codegen::decl(const std::string& s) { decls_ += s + "\n"; }
+
+void Codegen::code(const std::string& s) { code_ += s + "\n"; }
+
+void Codegen::tag(const std::string& layer) { code(".tag " + quote(layer)); }
+
+// One DMA load with descriptor d (its addresses in the descriptor), waited for.
+void Codegen::load_wait(const std::string& d) {
+  code("  " + emit::dma_load({d}, reg(0), reg(0), emit::flag(1)));
+  code("  " + emit::wait(emit::flag(1)));
+}
+
+uint64_t Codegen::hbm_alloc(uint64_t bytes) {
+  uint64_t at = hbm_next_;
+  hbm_next_ = align_up(hbm_next_ + bytes, 4096);
+  if (hbm_next_ > cfg_.memory.bytes)
+    throw DoesNotFitError("memory.bytes", hbm_next_, cfg_.memory.bytes,
+                          fmt::format("the model needs {} bytes of HBM but the config has {} (memory.bytes)", hbm_next_,
+                                      cfg_.memory.bytes));
+  return at;
+}
+
+uint64_t Codegen::hbm_const(std::vector<uint8_t> bytes) {
+  uint64_t at = hbm_alloc(bytes.size());
+  const_bytes_ += bytes.size();
+  segments_.push_back({at, std::move(bytes)});
+  return at;
+}
+
+// Identical descriptors and parameters are shared (each table holds 4096 at most): the
+// name of `body`'s entry, declared with `directive` the first time.
+std::string Codegen::intern(std::map<std::string, std::string>& names, const char* prefix, const char* directive,
+                            const std::string& body) {
+  auto it = names.find(body);
+  if (it != names.end()) return it->second;
+  std::string name = fmt::format("{}{}", prefix, names.size());
+  decl(fmt::format("{} {} {}", directive, name, body));
+  names[body] = name;
+  return name;
+}
+
+std::string Codegen::new_desc(const std::string& body) { return intern(desc_names_, "d", ".desc", body); }
+
+// One unified-buffer copy of `shape` ("bytes=... [dim=[...]]"). The addresses go in
+// registers, so copies of one shape share a descriptor (the table holds 4096).
+void Codegen::ub_copy(uint64_t src, uint64_t dst, const std::string& shape) {
+  std::string d = new_desc(shape);
+  code("  " + emit::li(reg(1), int64_t(src)) + " || " + emit::li(reg(2), int64_t(dst)));
+  code("  " + emit::dma_copy({d}, reg(1), reg(2), emit::flag(1)));
+  code("  " + emit::wait(emit::flag(1)));
+}
+
+// A unified-buffer copy that is not waited for: independent copies (a transpose's or a
+// head split's runs) overlap in the DMA engine instead of paying its setup one by one.
+// They count on f1 until copies_wait().
+void Codegen::ub_copy_async(uint64_t src, uint64_t dst, const std::string& shape) {
+  std::string d = new_desc(shape);
+  code("  " + emit::li(reg(1), int64_t(src)) + " || " + emit::li(reg(2), int64_t(dst)));
+  code("  " + emit::dma_copy({d}, reg(1), reg(2), emit::flag(1)));
+  if (++copies_in_flight_ == 1024) copies_wait();
+}
+
+void Codegen::copies_wait() {
+  if (copies_in_flight_) code("  " + emit::wait(emit::flag(1), copies_in_flight_));
+  copies_in_flight_ = 0;
+}
+
+// One vector instruction, waited for.
+void Codegen::vec_wait(const std::string& line) {
+  code("  " + line + " flag=f20");
+  code("  " + emit::wait(emit::flag(20)));
+}
+
+// Copies that move single lanes move 4-byte (fp32) elements, since DMA rows start on
+// unified-buffer words; `what` names the move in the error.
+void Codegen::require_fp32_lane_moves(const std::string& layer, const std::string& what) {
+  if (cfg_.core.unified_buffer.alignment_bytes > 4)
+    throw CompileError(fmt::format("node '{}': {} 4-byte elements, finer than core.unified_buffer.alignment_bytes = {}",
+                                   layer, what, cfg_.core.unified_buffer.alignment_bytes));
+}
+
+std::string Codegen::new_param(const std::string& body) { return intern(param_names_, "p", ".vparam", body); }
+
+// An operand address for a vector operation's text: "r0+addr" when it fits the 24-bit
+// offset fields, else "rN+0" with the `li` that loads it appended to `pre` (emitted in
+// front of the operation, in bundles of their own).
+std::string Codegen::reg_ref(uint64_t addr, int reg, std::string& pre) {
+  if (addr <= 0xFFFFFF) return fmt::format("r0+{}", addr);
+  pre += "  " + emit::li(codegen::reg(unsigned(reg)), int64_t(addr)) + "\n";
+  return fmt::format("r{}+0", reg);
+}
+
+// "r0+addr" when the address fits the 24-bit offset fields, else loads it into `reg`
+// (in a bundle of its own: registers are read before a bundle writes them).
+std::string Codegen::addr_ref(uint64_t addr, int reg) {
+  if (addr <= 0xFFFFFF) return fmt::format("r0+{}", addr);
+  if (addr > UINT32_MAX) throw CompileError(fmt::format("address {} exceeds the 32-bit registers", addr));
+  code("  " + emit::li(codegen::reg(unsigned(reg)), int64_t(addr)));
+  return fmt::format("r{}+0", reg);
+}
+
+// Blocked-layout DMA between HBM row-major [rows, features] and UB. The blocks' transfers
+// are independent: all are issued, then waited for together, so they share the HBM
+// channels instead of each paying the memory's latency alone.
+void Codegen::load_act(const Act& a, uint64_t hbm) {
+  for (uint64_t b = 0; b < a.blocks; ++b) {
+    uint64_t fw = std::min<uint64_t>(R_, a.features - b * R_);
+    // Clear the padding lanes of a partial block first so no stale value is read as data.
+    if (fw < R_) clear(a.base + b * a.block_bytes, a.block_bytes);
+  }
+  for (uint64_t b = 0; b < a.blocks; ++b) {
+    uint64_t fw = std::min<uint64_t>(R_, a.features - b * R_);
+    std::string d = new_desc(fmt::format("bytes={} src_off={} dst_off={} dim=[{}, {}, {}]", fw * esz_, hbm + b * R_ * esz_,
+                                         a.base + b * a.block_bytes, a.rows, a.features * esz_, R_ * esz_));
+    code("  " + emit::dma_load({d}, reg(0), reg(0), emit::flag(1)));
+  }
+  if (a.blocks) code("  " + emit::wait(emit::flag(1), a.blocks));
+}
+
+void Codegen::store_act(const Act& a, uint64_t hbm) {
+  for (uint64_t b = 0; b < a.blocks; ++b) {
+    uint64_t fw = std::min<uint64_t>(R_, a.features - b * R_);
+    std::string d = new_desc(fmt::format("bytes={} src_off={} dst_off={} dim=[{}, {}, {}]", fw * esz_,
+                                         a.base + b * a.block_bytes, hbm + b * R_ * esz_, a.rows, R_ * esz_, a.features * esz_));
+    code("  " + emit::dma_store({d}, reg(0), reg(0), emit::flag(1)));
+  }
+  if (a.blocks) code("  " + emit::wait(emit::flag(1), a.blocks));
+}
+
+// Zero the padding border of a padded image buffer [N, Hp, Wp] x blocks (the interior is
+// about to be overwritten): top and bottom rows whole, left and right columns as strided
+// rows that all read the same zero bytes of HBM.
+// With `lowest`, the border holds the dtype's lowest value instead (-inf, or -128): the
+// padding of a max pool over inputs that may be negative.
+// With `unwaited`, the loads are left in flight on f1 and counted there.
+void Codegen::clear_border(const Act& xp, uint64_t N, uint64_t Hp, uint64_t Wp, uint64_t pt, uint64_t pb, uint64_t pl,
+                  uint64_t pr, bool lowest, uint64_t* unwaited) {
+  uint64_t px = R_ * esz_, H = Hp - pt - pb;
+  uint64_t src = zero_hbm_;
+  if (lowest) {
+    std::vector<uint8_t> pat(std::max(pt, pb) * Wp * px + std::max(pl, pr) * px);
+    for (size_t i = 0; i < pat.size(); i += esz_)
+      if (q8_) pat[i] = 0x80;
+      else pat[i] = 0x80, pat[i + 1] = 0xFF;  // bf16 -inf, little-endian
+    src = hbm_const(std::move(pat));
+  }
+  auto fill = [&](uint64_t dst, uint64_t bytes, uint64_t rows, uint64_t dst_stride) {
+    std::string d = new_desc(rows > 1 ? fmt::format("bytes={} src_off={} dst_off={} dim=[{}, 0, {}]", bytes, src, dst, rows, dst_stride)
+                                      : fmt::format("bytes={} src_off={} dst_off={}", bytes, src, dst));
+    code("  " + emit::dma_load({d}, reg(0), reg(0), emit::flag(1)));
+    if (unwaited) ++*unwaited;
+    else code("  " + emit::wait(emit::flag(1)));
+  };
+  for (uint64_t b = 0; b < xp.blocks; ++b)
+    for (uint64_t n = 0; n < N; ++n) {
+      uint64_t img = xp.base + b * xp.block_bytes + n * Hp * Wp * px;
+      if (pt) fill(img, pt * Wp * px, 1, 0);
+      if (pb) fill(img + (pt + H) * Wp * px, pb * Wp * px, 1, 0);
+      if (pl && H) fill(img + pt * Wp * px, pl * px, H, Wp * px);
+      if (pr && H) fill(img + (pt * Wp + Wp - pr) * px, pr * px, H, Wp * px);
+    }
+}
+
+// Zero-fill UB bytes by loading from HBM that is never written.
+void Codegen::clear(uint64_t ub, uint64_t bytes) {
+  while (bytes) {
+    uint64_t n = std::min<uint64_t>(bytes, 1 << 20);
+    std::string d = new_desc(fmt::format("bytes={} src_off={} dst_off={}", n, zero_hbm_, ub));
+    load_wait(d);
+    ub += n, bytes -= n;
+  }
+}
+
+// The op being generated's bound row; `shape` for another op generated along with it.
+void Codegen::add_bound(const std::string& layer, uint64_t macs, uint64_t hbm_bytes,
+               std::optional<std::vector<int64_t>> shape) {
+  LayerBound lb;
+  lb.layer = layer;
+  lb.op = current_op_;
+  lb.shape = shape ? *shape : current_shape_;
+  lb.macs = macs;
+  lb.hbm_bytes = hbm_bytes;
+  uint64_t per_cycle = uint64_t(cfg_.core.mxu.count) * R_ * C_;
+  lb.compute_cycles = ceil_div(macs, per_cycle);
+  double bytes_per_cycle = cfg_.memory.bandwidth_gbytes_per_s * 1e9 / (cfg_.clock_mhz * 1e6);
+  lb.memory_cycles = uint64_t(std::ceil(double(hbm_bytes) / bytes_per_cycle));
+  bounds_.push_back(lb);
+}
+
+// The bounds rows of the ops fused into `layer`'s epilogues (after the layer's own row).
+void Codegen::add_fused_bounds() {
+  for (auto& [layer, opname, shape] : fused_bounds_) {
+    LayerBound lb;
+    lb.layer = layer;
+    lb.op = opname;
+    lb.shape = shape;
+    bounds_.push_back(lb);
+  }
+  fused_bounds_.clear();
+}
+
+// Issues `steps` in order on f20 and waits for the last.
+void Codegen::emit_steps(const std::vector<VecStep>& steps) {
+  uint64_t in_flight = 0;
+  for (const VecStep& st : steps) {
+    if (st.waits && in_flight) code("  " + emit::wait(emit::flag(20), in_flight)), in_flight = 0;
+    std::string text = st.text;
+    for (size_t at = text.find("{flag}"); at != std::string::npos; at = text.find("{flag}")) text.replace(at, 6, "f20");
+    code_ += text;
+    ++in_flight;
+  }
+  if (in_flight) code("  " + emit::wait(emit::flag(20), in_flight));
+}
+
+// The latency of the vector operation in `text` (by its class, docs/isa.md).
+uint64_t Codegen::vec_latency(const std::string& text) const {
+  size_t at = text.find("vec.");
+  if (at == std::string::npos) throw InternalError("not a vector operation: " + text);
+  const isa::OpDef* def = isa::find_op(text.substr(at, text.find(' ', at) - at));
+  if (!def) throw InternalError("unknown vector operation: " + text);
+  return config::vector_latency(cfg_, def->op_class);
+}
+
+// Issue cycles of a vector operation over `rows` rows (docs/microarch.md, banks aside).
+uint64_t Codegen::vec_occ(uint64_t rows) const { return config::vector_issue_cycles(cfg_, rows); }
+
+}  // namespace vtpu::compiler::codegen

@@ -1,0 +1,304 @@
+// Layer normalization and softmax in fp32 rows (docs/compiler.md, "Code generation").
+#include "codegen_internal.h"
+
+namespace vtpu::compiler::codegen {
+
+Codegen::LnLayout Codegen::ln_layout(uint64_t rows, uint64_t blocks) const {
+  const auto& ubc = cfg_.core.unified_buffer;
+  uint64_t rb = ubc.row_bytes, banks = ubc.banks, row32 = C_ * 4;
+  LnLayout l;
+  l.block_bytes = align_up(rows * row32, rb);
+  std::vector<bool> taken(banks, false);
+  for (uint64_t b = 0; b < blocks; ++b) taken[(b * l.block_bytes / rb) % banks] = true;
+  uint64_t at = blocks * l.block_bytes;
+  for (int i = 0; i < 3; ++i) {
+    for (uint64_t k = 0; k < banks && taken[(at / rb) % banks]; ++k) at += rb;
+    taken[(at / rb) % banks] = true;
+    l.stat_off[i] = at;
+    at += l.block_bytes;
+  }
+  l.mask_off = at;
+  l.total = at + row32 + rb;  // a row of room to align the start to a bank row
+  return l;
+}
+
+// A bf16 layer norm of `out` (a matmul's output) plus a residual added in the matmul's
+// epilogues: its work rows are allocated now and each output block's epilogue converts
+// the block's rows to fp32 into them (the conversion the layer norm starts with), which
+// overlaps the matmuls instead of running after them. Returns the extra phase, or nothing.
+Codegen::FusedPhases Codegen::prepare_layernorm(mlir::Operation* producer, const Act& y, tpu::LayerNormOp* prepared) {
+  auto planned_ln = planned(producer, "layernorm");  // plan.cpp, beside_layernorm
+  if (planned_ln.empty()) return {};
+  auto ln = mlir::cast<tpu::LayerNormOp>(planned_ln[0]);
+  LnLayout lay = ln_layout(y.rows, y.blocks);
+  if (ub_.largest_free() < lay.total) return decline(producer, "layernorm"), FusedPhases();
+  uint64_t work = ub_take(lay.total, fmt::format("the fp32 rows and statistics of '{}'", ln.getLayer().str()));
+  ln_prepared_[ln.getOperation()] = work;
+  if (prepared) *prepared = ln;
+  uint64_t base = align_up(work, cfg_.core.unified_buffer.row_bytes), row32 = C_ * 4;
+  return [this, y, base, lay, row32](uint64_t n, uint64_t off, uint64_t rows) {
+    uint64_t src = y.base + n * y.block_bytes + off, dst = base + n * lay.block_bytes + off / (C_ * esz_) * row32;
+    std::string pre, d = reg_ref(dst, 6, pre), a = reg_ref(src, 7, pre);
+    return std::vector<std::string>{pre + fmt::format("  vec.cvt dst=ub[{}] a=ub[{}] rows={} dt=bf16 odt=fp32 flag={{flag}}\n", d, a, rows)};
+  };
+}
+
+// The per-channel scale and shift after a bf16 layer norm (its only user), which the
+// layer norm then applies to its fp32 rows before their one rounding to bf16.
+tpu::AffineOp Codegen::ln_affine(tpu::LayerNormOp ln) {
+  auto af = planned(ln, "ln-affine");  // plan.cpp, layernorm_affine
+  return af.empty() ? tpu::AffineOp() : mlir::cast<tpu::AffineOp>(af[0]);
+}
+
+// The row of ones (valid lanes) the layer norm masks its last lane block with, when that
+// block is partial.
+void Codegen::ln_load_mask(const Act& x, uint64_t base, const LnLayout& lay) {
+  uint64_t valid = x.features - (x.blocks - 1) * C_, row32 = C_ * 4;
+  if (valid == C_) return;
+  std::vector<uint8_t> m(row32, 0);
+  for (uint64_t i = 0; i < valid; ++i) {
+    float one = 1.0f;
+    std::memcpy(&m[i * 4], &one, 4);
+  }
+  std::string d = new_desc(fmt::format("bytes={} src_off={} dst_off={}", row32, hbm_const(m), base + lay.mask_off));
+  code(fmt::format("  dma.load desc={} src=r0 dst=r0 flag=f1", d));
+  code("  wait f1");
+}
+
+// The vector operations of a layer norm of rows [r0, r0 + rows) of x into y, with its fp32
+// rows and statistics at `base` (ln_layout); `converted`: the fp32 rows are there already;
+// `af`: the gamma/beta step applied too (ln_affine).
+std::vector<VecStep> Codegen::ln_steps(tpu::LayerNormOp op, const Act& x, const Act& y, uint64_t base, const LnLayout& lay,
+                              uint64_t r0, uint64_t rows, bool converted, tpu::AffineOp af) {
+  uint64_t row32 = C_ * 4, off = r0 * row32;
+  uint64_t sum = base + lay.stat_off[0] + off, part = base + lay.stat_off[1] + off, sq = base + lay.stat_off[2] + off;
+  uint64_t mask = base + lay.mask_off, valid = x.features - (x.blocks - 1) * C_, occ = vec_occ(rows);
+  auto block = [&](uint64_t b) { return base + b * lay.block_bytes + off; };
+  auto io = [&](const Act& a, uint64_t b) { return a.base + b * a.block_bytes + r0 * C_ * esz_; };
+  std::vector<VecStep> steps;
+  std::string pre;
+  int reg = 6;
+  auto U = [&](uint64_t a) {
+    if (a <= 0xFFFFFF) return fmt::format("ub[r0+{}]", a);
+    pre += fmt::format("  li r{}, {}\n", reg, a);
+    return fmt::format("ub[r{}+0]", reg++);
+  };
+  bool wait_next = false;
+  // `wait`: the next operation waits for this one (and every one before it).
+  auto vec = [&](const std::string& line, bool wait) {
+    steps.push_back({pre + "  " + line + " flag={flag}\n", occ, wait_next});
+    pre.clear(), reg = 6, wait_next = wait;
+  };
+  std::string in_scale = q8_ ? new_param(fmt::format("scale=[{}]", double(scale(op.getInput())))) : "";
+  for (uint64_t b = 0; b < x.blocks && !converted; ++b) {
+    vec(fmt::format("vec.cvt dst={} a={} rows={} dt={} odt=fp32", U(block(b)), U(io(x, b)), rows, dt_), q8_);
+    if (q8_) vec(fmt::format("vec.affine dst={0} a={0} rows={1} dt=fp32 param={2}", U(block(b)), rows, in_scale), true);
+  }
+  if (!converted) wait_next = true;
+  // The blocks added up by add_block (into `part`, or `single` when there is one block),
+  // then their row sums into `sum`.
+  auto row_sums = [&](const std::function<void(uint64_t)>& add_block, uint64_t single) {
+    for (uint64_t b = 0; b < x.blocks; ++b) add_block(b);
+    vec(fmt::format("vec.rsum dst={} a={} rows={} dt=fp32 odt=fp32", U(sum), U(x.blocks == 1 ? single : part), rows), true);
+  };
+  row_sums([&](uint64_t b) {
+    if (b == 1) vec(fmt::format("vec.add dst={} a={} b={} rows={} dt=fp32", U(part), U(block(0)), U(block(1)), rows), true);
+    if (b > 1) vec(fmt::format("vec.add dst={0} a={0} b={1} rows={2} dt=fp32", U(part), U(block(b)), rows), true);
+  }, block(0));
+  vec(fmt::format("vec.affine dst={0} a={0} rows={1} dt=fp32 param={2}", U(sum), rows,
+                  new_param(fmt::format("scale=[{}]", 1.0 / double(x.features)))), true);
+  for (uint64_t b = 0; b < x.blocks; ++b) {
+    bool masked = b + 1 == x.blocks && valid < C_;
+    vec(fmt::format("vec.sub dst={0} a={0} b={1} rows={2} dt=fp32", U(block(b)), U(sum), rows), masked || b + 1 == x.blocks);
+    if (masked) vec(fmt::format("vec.mul dst={0} a={0} b={1} rows={2} dt=fp32 bcast=1", U(block(b)), U(mask), rows), true);
+  }
+  // Squares block by block, summed like the values.
+  row_sums([&](uint64_t b) {
+    uint64_t dst = b == 0 ? part : sq;
+    vec(fmt::format("vec.mul dst={} a={} b={} rows={} dt=fp32", U(dst), U(block(b)), U(block(b)), rows), true);
+    if (b > 0) vec(fmt::format("vec.add dst={0} a={0} b={1} rows={2} dt=fp32", U(part), U(sq), rows), true);
+  }, part);
+  std::string var_eps = new_param(fmt::format("scale=[{}] bias=[{}]", 1.0 / double(x.features), op.getEpsilon().convertToDouble()));
+  vec(fmt::format("vec.affine dst={0} a={0} rows={1} dt=fp32 param={2}", U(sum), rows, var_eps), true);
+  vec(fmt::format("vec.rsqrt dst={0} a={0} rows={1} dt=fp32", U(sum), rows), true);
+  std::string out_scale = q8_ ? new_param(fmt::format("scale=[{}]", 1.0 / double(scale(op.getOutput())))) : "";
+  std::vector<float> gamma, beta;
+  if (af) gamma = const_floats(af.getScale(), af.getLayer().str()), beta = const_floats(af.getBias(), af.getLayer().str());
+  for (uint64_t b = 0; b < x.blocks; ++b) {
+    vec(fmt::format("vec.mul dst={0} a={0} b={1} rows={2} dt=fp32", U(block(b)), U(sum), rows), true);
+    if (q8_) vec(fmt::format("vec.affine dst={0} a={0} rows={1} dt=fp32 param={2}", U(block(b)), rows, out_scale), true);
+    if (af)
+      vec(fmt::format("vec.affine dst={0} a={0} rows={1} dt=fp32 param={2}", U(block(b)), rows, affine_param(gamma, beta, b, 1.0, 1.0)),
+          true);
+    vec(fmt::format("vec.cvt dst={} a={} rows={} dt=fp32 odt={}", U(io(y, b)), U(block(b)), rows, dt_), false);
+  }
+  return steps;
+}
+
+// The gamma/beta step `af` as done by the layer norm that produced y.
+void Codegen::fuse_ln_affine(tpu::AffineOp af, const Act& y, const std::string& into_layer) {
+  Act fy = y;
+  fy.shape = shape_of(af.getOutput());
+  fused_[af.getOperation()] = fy;
+  fused_bounds_.push_back({into_layer, "affine", fy.shape});
+}
+
+// Layer normalization in fp32 rows. The lane blocks are added up first and the sum takes
+// one vec.rsum (which fills every lane with its row's sum), so the mean and 1/std are whole
+// rows that subtract and multiply lane by lane; padding lanes are masked back to zero after
+// the mean is taken out so they do not count in the variance. The fp32 rows and the
+// statistics rows sit on unified-buffer rows whose banks differ, so a vector step that
+// reads values and a statistic does not read one bank twice. Operations on different
+// blocks are issued back to back; dependent ones wait.
+void Codegen::gen_layernorm(tpu::LayerNormOp op) {
+  std::string layer = op.getLayer().str();
+  tag(layer);
+  const Act& x = act(op.getInput());
+  Act y = new_act(shape_of(op.getOutput()), fmt::format("the output of '{}'", layer));
+  LnLayout lay = ln_layout(x.rows, x.blocks);
+  // The fp32 rows may already be there: converted in the epilogues of the matmul whose
+  // output (with a residual added) this normalizes (prepare_layernorm).
+  bool converted = false;
+  uint64_t work = 0;
+  if (auto it = ln_prepared_.find(op.getOperation()); it != ln_prepared_.end()) {
+    work = it->second, converted = true;
+    ln_prepared_.erase(it);
+  } else {
+    work = ub_take(lay.total, fmt::format("the fp32 rows and statistics of '{}'", layer));
+  }
+  uint64_t base = align_up(work, cfg_.core.unified_buffer.row_bytes);
+  ln_load_mask(x, base, lay);
+  tpu::AffineOp af = ln_affine(op);
+  emit_steps(ln_steps(op, x, y, base, lay, 0, x.rows, converted, af));
+  ub_.release(work);
+  add_bound(layer, 0, 0);
+  if (af) fuse_ln_affine(af, y, layer);
+  add_fused_bounds();
+  define(op.getOutput(), y);
+}
+
+// Softmax in fp32 rows: per lane block, the values (+ masks), running row max and sum over
+// the blocks (vec.rmax / vec.rsum fill every lane with the row's result). Rows go in
+// chunks as large as the free unified buffer holds (attention's batch x heads x queries
+// rows can be many).
+void Codegen::gen_softmax(tpu::SoftmaxOp op) {
+  std::string layer = op.getLayer().str();
+  tag(layer);
+  // An fp32 model input (read_fp32) is read from HBM row by row; x then only gives the shape.
+  auto fp32_in = input_hbm_.find(op.getInput().getAsOpaquePointer());
+  bool from_hbm = fp32_in != input_hbm_.end();
+  Act shape_only;
+  if (from_hbm) {
+    shape_only.shape = shape_of(op.getInput());
+    shape_only.features = uint64_t(shape_only.shape.back());
+    shape_only.rows = numel(shape_only.shape) / shape_only.features;
+    shape_only.blocks = ceil_div(shape_only.features, R_);
+  }
+  const Act& x = from_hbm ? shape_only : act(op.getInput());
+  Act y = new_act(shape_of(op.getOutput()), fmt::format("the output of '{}'", layer));
+  uint64_t row32 = C_ * 4, rows = x.rows, xrow = R_ * esz_;
+  std::string in_scale, out_scale;
+  if (q8_) {
+    in_scale = new_param(fmt::format("scale=[{}]", double(scale(op.getInput()))));
+    out_scale = new_param(fmt::format("scale=[{}]", 1.0 / double(scale(op.getOutput()))));
+  }
+  // Mask rows: 0 on valid lanes, -inf on padding, so padding never wins the max.
+  std::vector<uint8_t> pad_mask(x.blocks * row32);
+  for (uint64_t b = 0; b < x.blocks; ++b) {
+    uint64_t valid = std::min<uint64_t>(C_, x.features - b * C_);
+    for (uint64_t i = 0; i < C_; ++i) {
+      float f = i < valid ? 0.0f : -std::numeric_limits<float>::infinity();
+      std::memcpy(&pad_mask[b * row32 + i * 4], &f, 4);
+    }
+  }
+  uint64_t masks = ub_take(pad_mask.size(), fmt::format("the lane masks of '{}'", layer));
+  {
+    uint64_t n = pad_mask.size(), hbm = hbm_const(std::move(pad_mask));
+    code(fmt::format("  dma.load desc={} src=r0 dst=r0 flag=f1", new_desc(fmt::format("bytes={} src_off={} dst_off={}", n, hbm, masks))));
+    code("  wait f1");
+  }
+  // The model's own mask [M, N] (fp32, blocked like the values), added to each group of M rows.
+  uint64_t mask_rows = 0, user_mask = 0;
+  if (op.getMask()) {
+    auto mk = const_floats(op.getMask(), layer);
+    mask_rows = mk.size() / x.features;
+    if (rows % mask_rows) throw InternalError("softmax mask rows do not divide the input rows");
+    std::vector<uint8_t> bytes(x.blocks * mask_rows * row32, 0);
+    for (uint64_t i = 0; i < mask_rows; ++i)
+      for (uint64_t j = 0; j < x.features; ++j)
+        std::memcpy(&bytes[((j / C_) * mask_rows + i) * row32 + (j % C_) * 4], &mk[i * x.features + j], 4);
+    user_mask = ub_take(bytes.size(), fmt::format("the attention mask of '{}'", layer));
+    uint64_t n = bytes.size(), hbm = hbm_const(std::move(bytes));
+    std::string d = new_desc(fmt::format("bytes={} src_off={} dst_off={}", n, hbm, user_mask));
+    code(fmt::format("  dma.load desc={} src=r0 dst=r0 flag=f1", d));
+    code("  wait f1");
+  }
+  // Work rows per chunk: one per block for the values, plus the max, sum and a spare row.
+  uint64_t unit = std::max<uint64_t>(mask_rows, 1), cr = rows;
+  auto work_bytes = [&](uint64_t n) { return (x.blocks + 3) * align_up(n * row32, 64); };
+  while (cr > unit && work_bytes(cr) > ub_.largest_free()) cr = std::max(unit, (cr / 2 + unit - 1) / unit * unit);
+  uint64_t span = align_up(cr * row32, 64);
+  uint64_t vals = ub_take(work_bytes(cr), fmt::format("the fp32 work rows of '{}'", layer));
+  uint64_t mx = vals + x.blocks * span, sum = mx + span, tmp = sum + span;
+  for (uint64_t r0 = 0; r0 < rows; r0 += cr) {
+    uint64_t n = std::min(cr, rows - r0);
+    // Row `red` (rmax, rsum) of block b's values (r2) into `into`, combined over the blocks
+    // by `combine` (max, add) through tmp.
+    auto row_reduce = [&](const char* red, const char* extra, const char* combine, uint64_t into, uint64_t b) {
+      code(fmt::format("  li r4, {}", b == 0 ? into : tmp));
+      vec_wait(fmt::format("vec.{} dst=ub[r4+0] a=ub[r2+0] rows={} dt=fp32{}", red, n, extra));
+      if (b) {
+        code(fmt::format("  li r5, {} || li r6, {}", into, tmp));
+        vec_wait(fmt::format("vec.{} dst=ub[r5+0] a=ub[r5+0] b=ub[r6+0] rows={} dt=fp32", combine, n));
+      }
+    };
+    for (uint64_t b = 0; b < x.blocks; ++b) {
+      uint64_t v = vals + b * span;
+      if (from_hbm) {
+        uint64_t fw = std::min<uint64_t>(C_, x.features - b * C_);
+        if (fw < C_) clear(v, span);
+        std::string d = new_desc(fmt::format("bytes={} src_off={} dst_off={} dim=[{}, {}, {}]", fw * 4,
+                                             fp32_in->second + (r0 * x.features + b * C_) * 4, v, n, x.features * 4, row32));
+        code(fmt::format("  dma.load desc={} src=r0 dst=r0 flag=f1", d));
+        code("  wait f1");
+        code(fmt::format("  li r2, {}", v));
+      } else {
+        code(fmt::format("  li r1, {} || li r2, {}", x.base + b * x.block_bytes + r0 * xrow, v));
+        vec_wait(fmt::format("vec.cvt dst=ub[r2+0] a=ub[r1+0] rows={} dt={} odt=fp32", n, dt_));
+        if (q8_) vec_wait(fmt::format("vec.affine dst=ub[r2+0] a=ub[r2+0] rows={} dt=fp32 param={}", n, in_scale));
+      }
+      if (x.features - b * C_ < C_) {  // only a partial block has padding lanes to mask
+        code(fmt::format("  li r3, {}", masks + b * row32));
+        vec_wait(fmt::format("vec.add dst=ub[r2+0] a=ub[r2+0] b=ub[r3+0] rows={} dt=fp32 bcast=1", n));
+      }
+      for (uint64_t g = 0; mask_rows && g < n / mask_rows; ++g) {
+        code(fmt::format("  li r3, {} || li r4, {}", v + g * mask_rows * row32, user_mask + b * mask_rows * row32));
+        vec_wait(fmt::format("vec.add dst=ub[r3+0] a=ub[r3+0] b=ub[r4+0] rows={} dt=fp32", mask_rows));
+      }
+      row_reduce("rmax", "", "max", mx, b);
+    }
+    for (uint64_t b = 0; b < x.blocks; ++b) {
+      uint64_t v = vals + b * span;
+      code(fmt::format("  li r2, {} || li r5, {}", v, mx));
+      vec_wait(fmt::format("vec.sub dst=ub[r2+0] a=ub[r2+0] b=ub[r5+0] rows={} dt=fp32", n));
+      vec_wait(fmt::format("vec.exp dst=ub[r2+0] a=ub[r2+0] rows={} dt=fp32", n));
+      row_reduce("rsum", " odt=fp32", "add", sum, b);
+    }
+    code(fmt::format("  li r5, {}", sum));
+    vec_wait(fmt::format("vec.recip dst=ub[r5+0] a=ub[r5+0] rows={} dt=fp32", n));
+    for (uint64_t b = 0; b < x.blocks; ++b) {
+      uint64_t v = vals + b * span;
+      code(fmt::format("  li r2, {} || li r3, {}", v, y.base + b * y.block_bytes + r0 * xrow));
+      vec_wait(fmt::format("vec.mul dst=ub[r2+0] a=ub[r2+0] b=ub[r5+0] rows={} dt=fp32", n));
+      if (q8_) vec_wait(fmt::format("vec.affine dst=ub[r2+0] a=ub[r2+0] rows={} dt=fp32 param={}", n, out_scale));
+      vec_wait(fmt::format("vec.cvt dst=ub[r3+0] a=ub[r2+0] rows={} dt=fp32 odt={}", n, dt_));
+    }
+  }
+  ub_.release(vals);
+  ub_.release(masks);
+  if (mask_rows) ub_.release(user_mask);
+  add_bound(layer, 0, 0);
+  define(op.getOutput(), y);
+}
+
+}  // namespace vtpu::compiler::codegen

@@ -1,0 +1,379 @@
+// The code-generation planner (plan.h): matmul streams and what runs in epilogues.
+#include "plan.h"
+
+#include <map>
+#include <set>
+#include <string>
+
+#include "ir.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Tosa/IR/TosaOps.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/Pass/Pass.h"
+#include "vtpu/compiler/compiler.h"
+
+namespace vtpu::compiler::codegen {
+
+using mlir::Value;
+
+std::vector<int64_t> shape_of(Value v) {
+  auto t = mlir::cast<mlir::RankedTensorType>(v.getType());
+  return {t.getShape().begin(), t.getShape().end()};
+}
+
+uint64_t numel(const std::vector<int64_t>& s) {
+  uint64_t n = 1;
+  for (int64_t d : s) n *= uint64_t(d);
+  return n;
+}
+
+bool is_int32(Value v) { return mlir::cast<mlir::RankedTensorType>(v.getType()).getElementType().isInteger(32); }
+
+Value through_row_reshapes(Value v) {
+  while (v.hasOneUse()) {
+    auto r = mlir::dyn_cast<tpu::ReshapeOp>(*v.getUsers().begin());
+    if (!r || shape_of(r.getOutput()).back() != shape_of(v).back()) break;
+    v = r.getOutput();
+  }
+  return v;
+}
+
+std::optional<tpu::ReshapeOp> head_view_split(Value v, uint64_t lanes) {
+  if (!v.hasOneUse()) return std::nullopt;
+  auto split = mlir::dyn_cast<tpu::ReshapeOp>(*v.getUsers().begin());
+  if (!split) return std::nullopt;
+  auto xs = shape_of(split.getInput()), ys = shape_of(split.getOutput());
+  if (xs.size() != 3 || ys.size() != 4 || xs[0] != ys[0] || xs[1] != ys[1] || ys[2] * ys[3] != xs[2] || ys[2] < 2)
+    return std::nullopt;
+  uint64_t d = uint64_t(ys[3]);
+  if (d % lanes != 0 && lanes % d != 0) return std::nullopt;
+  if (!split.getOutput().hasOneUse()) return std::nullopt;
+  auto tp = mlir::dyn_cast<tpu::TransposeOp>(*split.getOutput().getUsers().begin());
+  if (!tp || tp.getPerm().size() != 4 || tp.getPerm()[0] != 0 || tp.getPerm()[1] != 2 || tp.getPerm()[2] != 1 ||
+      tp.getPerm()[3] != 3)
+    return std::nullopt;
+  // Every consumer, through row-keeping reshapes, is a batch matmul.
+  std::vector<Value> work{tp.getOutput()};
+  while (!work.empty()) {
+    Value u = work.back();
+    work.pop_back();
+    if (u.use_empty()) return std::nullopt;
+    for (mlir::Operation* user : u.getUsers()) {
+      if (mlir::isa<tpu::BatchMatmulOp>(user)) continue;
+      auto r = mlir::dyn_cast<tpu::ReshapeOp>(user);
+      if (!r || uint64_t(shape_of(r.getOutput()).back()) != d) return std::nullopt;
+      work.push_back(r.getOutput());
+    }
+  }
+  return split;
+}
+
+namespace {
+
+const char* const kPlanAttrs[] = {kStreamAttr, kIdAttr, kEpilogueAttr, kFusedIntoAttr, kRoleAttr, kSlotAttr};
+
+class Planner {
+ public:
+  Planner(const config::Config& cfg, bool int8) : R_(cfg.core.mxu.rows), q8_(int8) {}
+
+  void run(mlir::func::FuncOp fn) {
+    mlir::Block& body = fn.getBody().front();
+    for (mlir::Operation& op : body) drop_plan(&op);
+    int64_t i = 0;
+    for (mlir::Operation& op : body) pos_[&op] = 2 * i++;
+    streams(body);
+    for (mlir::Operation& op : body)
+      if (auto mm = mlir::dyn_cast<tpu::MatmulOp>(op)) attention_scale(mm);
+    for (mlir::Operation& op : body) {
+      if (auto mm = mlir::dyn_cast<tpu::MatmulOp>(op)) matmul_epilogue(mm);
+      if (auto bm = mlir::dyn_cast<tpu::BatchMatmulOp>(op)) batch_matmul_epilogue(bm);
+      if (auto ln = mlir::dyn_cast<tpu::LayerNormOp>(op)) layernorm_affine(ln);
+    }
+  }
+
+ private:
+  // Matmuls that read the same activation (attention's query, key and value projections)
+  // and follow each other (only constants and reshapes that keep the rows in between, which
+  // alias that activation) run as one stream of blocks; see gen_matmul_stream.
+  void streams(mlir::Block& body) {
+    auto root = [](Value v) {
+      while (auto r = v.getDefiningOp<tpu::ReshapeOp>()) {
+        if (shape_of(r.getOutput()).back() != shape_of(r.getInput()).back()) break;
+        v = r.getInput();
+      }
+      return v;
+    };
+    int64_t next = 0;
+    for (mlir::Operation& first : body) {
+      auto op = mlir::dyn_cast<tpu::MatmulOp>(first);
+      if (!op || is_int32(op.getOutput()) || op->hasAttr(kStreamAttr)) continue;
+      Value x = root(op.getInput());
+      std::vector<mlir::Operation*> members{op}, aliases;
+      for (mlir::Operation* n = op->getNextNode(); n; n = n->getNextNode()) {
+        if (mlir::isa<mlir::tosa::ConstOp>(n)) continue;
+        if (auto r = mlir::dyn_cast<tpu::ReshapeOp>(n); r && root(r.getOutput()) == x && r.getOutput() != x) {
+          aliases.push_back(r);
+          continue;
+        }
+        auto m = mlir::dyn_cast<tpu::MatmulOp>(n);
+        if (!m || root(m.getInput()) != x || is_int32(m.getOutput())) break;
+        members.push_back(m);
+      }
+      if (members.size() < 2) continue;
+      // Generated at the first one's turn: the aliases first, then the matmuls together.
+      for (mlir::Operation* m : members) set_int(m, kStreamAttr, next), gen_pos_[m] = pos_[op];
+      for (mlir::Operation* a : aliases) set_int(a, kStreamAttr, next), gen_pos_[a] = pos_[op] - 1;
+      ++next;
+    }
+  }
+
+  // Attention's 1 / sqrt(d) when it is a power of two (d = 64: 1/8): the queries' matmul
+  // multiplies its bf16 output by it in its epilogues (exact for a power of two, so
+  // (c Q) K^T is c (Q K^T) bit for bit) and the scores' epilogue skips its scaling pass,
+  // which on a vector-bound softmax is a pass over every score. Applies when `q` (a
+  // matmul's output) is read through a head view only as the left-hand side of one batch
+  // matmul whose output feeds, through reshapes, a per-channel affine step with one scale
+  // and no bias, then a softmax fused into that batch matmul (rows within one lane block).
+  void attention_scale(tpu::MatmulOp op) {
+    Value q = op.getOutput();
+    if (q8_ || is_int32(q)) return;
+    auto split = head_view_split(q, R_);
+    if (!split) return;
+    auto single_user = [](Value v) -> mlir::Operation* { return v.hasOneUse() ? *v.getUsers().begin() : nullptr; };
+    Value v = through_row_reshapes(mlir::cast<tpu::TransposeOp>(single_user(split->getOutput())).getOutput());
+    auto bm = mlir::dyn_cast_or_null<tpu::BatchMatmulOp>(single_user(v));
+    if (!bm || bm.getLhs() != v || bm.getRhs() == v || uint64_t(shape_of(bm.getRhs())[2]) > R_) return;
+    Value s = through_row_reshapes(bm.getOutput());
+    auto af = mlir::dyn_cast_or_null<tpu::AffineOp>(single_user(s));
+    if (!af) return;
+    auto sc = constant(af.getScale()), bi = constant(af.getBias());
+    uint64_t N = uint64_t(shape_of(bm.getRhs())[2]);
+    if (sc.size() < N || bi.size() < N) return;
+    int e = 0;
+    if (!(sc[0] > 0) || std::frexp(double(sc[0]), &e) != 0.5) return;
+    for (uint64_t i = 0; i < N; ++i)
+      if (sc[i] != sc[0] || bi[i] != 0.0f) return;
+    auto sm = mlir::dyn_cast_or_null<tpu::SoftmaxOp>(single_user(through_row_reshapes(af.getOutput())));
+    if (!sm || sm.getInput() != through_row_reshapes(af.getOutput())) return;
+    fuse(op, "scale", af, "scale");
+  }
+  bool folded(mlir::Operation* op) const { return role(op) == "scale"; }
+
+  void matmul_epilogue(tpu::MatmulOp op) {
+    if (q8_ || is_int32(op.getOutput()) || op->hasAttr(kEpilogueAttr)) return;
+    if (mlir::Operation* u = elementwise(op.getOutput(), op)) {
+      fuse(op, "elementwise", u, "elementwise");
+      beside_layernorm(op, u);
+      return;
+    }
+    chain(op);
+  }
+
+  // An elementwise op that is the only consumer of a matmul's output (through reshapes that
+  // keep the rows), in bf16: a table function (BERT's GELU), a per-channel affine step
+  // (attention's 1 / sqrt(d)) or an add of an activation computed before the matmul (a
+  // residual), with its clamp. It runs in the matmul's epilogues (fuse_elementwise).
+  mlir::Operation* elementwise(Value out, mlir::Operation* producer) {
+    Value v = through_row_reshapes(out);
+    if (!v.hasOneUse()) return nullptr;
+    mlir::Operation* u = *v.getUsers().begin();
+    auto ys = shape_of(out);
+    if (u->getNumResults() != 1 || numel(shape_of(u->getResult(0))) != numel(ys) || shape_of(u->getResult(0)).back() != ys.back())
+      return nullptr;
+    if (mlir::isa<tpu::UnaryOp>(u)) return u;
+    if (mlir::isa<tpu::AffineOp>(u)) return folded(u) ? nullptr : u;
+    auto ad = mlir::dyn_cast<tpu::AddOp>(u);
+    if (!ad) return nullptr;
+    Value other = ad.getLhs() == v ? ad.getRhs() : ad.getLhs();
+    if (other == v || !generated_before(other, producer)) return nullptr;
+    auto os = shape_of(other);
+    if (numel(os) / uint64_t(os.back()) != numel(ys) / uint64_t(ys.back()) || os.back() != ys.back()) return nullptr;
+    return u;
+  }
+
+  // A chain of bf16 elementwise ops after a matmul (GPT-2's tanh-form GELU: x*x*x, scales, an
+  // add, tanh, a product with x) whose every operand is the matmul's output or an earlier
+  // link, and whose every link but the last is read only inside the chain: it runs in the
+  // matmul's epilogues (fuse_chain). Links live in the output's buffer (slot 0) and one
+  // scratch buffer (slot 1): a link writes the slot of an operand it reads for the last
+  // time, else a free one; the last link must end in the output's buffer.
+  void chain(tpu::MatmulOp op) {
+    Value out = op.getOutput();
+    if (out.use_empty()) return;
+    std::vector<mlir::Operation*> links;
+    std::set<const void*> in_chain{out.getAsOpaquePointer()};
+    auto shape = shape_of(out);
+    for (mlir::Operation* n = op->getNextNode(); n; n = n->getNextNode()) {
+      if (mlir::isa<mlir::tosa::ConstOp>(n)) continue;
+      bool link = mlir::isa<tpu::BinaryOp, tpu::AddOp, tpu::UnaryOp, tpu::AffineOp>(n) && n->getNumResults() == 1 &&
+                  shape_of(n->getResult(0)) == shape;
+      if (auto b = mlir::dyn_cast<tpu::BinaryOp>(n); b && b.getKind() == "div") link = false;
+      if (mlir::isa<tpu::AffineOp>(n) && folded(n)) link = false;
+      for (Value v : link ? link_operands(n) : std::vector<Value>{}) link &= in_chain.count(v.getAsOpaquePointer()) > 0;
+      if (!link) break;
+      links.push_back(n);
+      in_chain.insert(n->getResult(0).getAsOpaquePointer());
+    }
+    if (links.size() < 2) return;
+    // Every value but the last is read only by later links.
+    std::set<mlir::Operation*> ops(links.begin(), links.end());
+    std::vector<Value> values{out};
+    for (mlir::Operation* l : links) values.push_back(l->getResult(0));
+    for (size_t i = 0; i + 1 < values.size(); ++i)
+      for (mlir::Operation* u : values[i].getUsers())
+        if (!ops.count(u)) return;
+    std::map<const void*, size_t> last;  // value -> index of the last link reading it
+    for (size_t i = 0; i < links.size(); ++i)
+      for (Value v : link_operands(links[i])) last[v.getAsOpaquePointer()] = i;
+    std::map<const void*, int> slot{{out.getAsOpaquePointer(), 0}};
+    std::vector<int> dst(links.size());
+    for (size_t i = 0; i < links.size(); ++i) {
+      std::set<int> busy;
+      for (auto& [v, s] : slot)
+        if (last.count(v) && last[v] > i) busy.insert(s);
+      int d = !busy.count(0) ? 0 : !busy.count(1) ? 1 : -1;
+      if (d < 0) return;  // a third live value: not handled
+      dst[i] = d;
+      slot[links[i]->getResult(0).getAsOpaquePointer()] = d;
+    }
+    if (dst.back() != 0) return;  // the result must end in the output's buffer
+    for (size_t i = 0; i < links.size(); ++i) {
+      fuse(op, "chain", links[i], "link");
+      set_int(links[i], kSlotAttr, dst[i]);
+    }
+  }
+
+  // A bf16 layer norm of a matmul's output plus the residual added in its epilogues
+  // (BERT's post-norm): the matmul's epilogues also convert the rows to fp32 for it, and it
+  // may run beside the matmul's stream (prepare_layernorm, plan_matmul).
+  void beside_layernorm(tpu::MatmulOp op, mlir::Operation* add) {
+    Value out = op.getOutput();
+    if (!mlir::isa<tpu::AddOp>(add) || !out.hasOneUse() || *out.getUsers().begin() != add) return;
+    Value v = through_row_reshapes(add->getResult(0));
+    if (!v.hasOneUse()) return;
+    auto ln = mlir::dyn_cast<tpu::LayerNormOp>(*v.getUsers().begin());
+    if (!ln || ln.getInput() != v) return;
+    fuse(op, "elementwise", ln, "layernorm");
+  }
+
+  // Attention's softmax (optionally after a per-channel affine step, the 1 / sqrt(d) scale)
+  // as the only consumer of a bf16 batch matmul whose rows fit one lane block: it runs in
+  // the batch matmul's epilogues on the fp32 accumulators (fuse_softmax). Else an
+  // elementwise op as after a matmul.
+  void batch_matmul_epilogue(tpu::BatchMatmulOp op) {
+    Value out = op.getOutput();
+    if (q8_ || is_int32(out)) return;
+    auto ys = shape_of(out);
+    if (ceil_div(uint64_t(ys.back()), R_) == 1) {
+      Value v = through_row_reshapes(out);
+      tpu::AffineOp af = v.hasOneUse() ? mlir::dyn_cast<tpu::AffineOp>(*v.getUsers().begin()) : tpu::AffineOp();
+      if (af) v = through_row_reshapes(af.getOutput());
+      auto sm = v.hasOneUse() ? mlir::dyn_cast<tpu::SoftmaxOp>(*v.getUsers().begin()) : tpu::SoftmaxOp();
+      bool ok = sm && sm.getInput() == v && numel(shape_of(sm.getOutput())) == numel(ys);
+      uint64_t M = uint64_t(shape_of(op.getLhs())[1]);
+      if (ok && sm.getMask()) ok = constant(sm.getMask()).size() == M * uint64_t(ys.back());
+      if (ok) {
+        if (af && !folded(af)) fuse(op, "softmax", af, "softmax-scale");
+        fuse(op, "softmax", sm, "softmax");
+        return;
+      }
+    }
+    if (mlir::Operation* u = elementwise(out, op)) fuse(op, "elementwise", u, "elementwise");
+  }
+
+  // The per-channel scale and shift after a bf16 layer norm (its only user), which the
+  // layer norm then applies to its fp32 rows before their one rounding to bf16.
+  void layernorm_affine(tpu::LayerNormOp ln) {
+    if (q8_ || !ln.getOutput().hasOneUse()) return;
+    auto af = mlir::dyn_cast<tpu::AffineOp>(*ln.getOutput().getUsers().begin());
+    if (!af || folded(af) || shape_of(af.getOutput()) != shape_of(ln.getOutput())) return;
+    fuse(ln, "affine", af, "ln-affine");
+  }
+
+  // Whether v is in the unified buffer when `producer` is generated: a model input, or the
+  // result of an op generated before it (a stream's matmuls are generated together, after
+  // the ops before the stream's first).
+  bool generated_before(Value v, mlir::Operation* producer) const {
+    mlir::Operation* d = v.getDefiningOp();
+    if (!d) return true;
+    if (!d->getDialect() || d->getDialect()->getNamespace() != "tpu") return false;
+    return gen_pos(d) < gen_pos(producer);
+  }
+  int64_t gen_pos(mlir::Operation* op) const {
+    auto it = gen_pos_.find(op);
+    return it != gen_pos_.end() ? it->second : pos_.at(op);
+  }
+
+  // A link's activation operands (an affine step's scale and shift are constants).
+  static std::vector<Value> link_operands(mlir::Operation* n) {
+    if (auto a = mlir::dyn_cast<tpu::AffineOp>(n)) return {a.getInput()};
+    return {n->getOperands().begin(), n->getOperands().end()};
+  }
+  static std::vector<float> constant(Value v) {
+    std::vector<float> out;
+    if (auto c = v.getDefiningOp<mlir::tosa::ConstOp>())
+      for (float f : mlir::cast<mlir::DenseElementsAttr>(c.getValue()).getValues<float>()) out.push_back(f);
+    return out;
+  }
+  static uint64_t ceil_div(uint64_t a, uint64_t b) { return (a + b - 1) / b; }
+  static llvm::StringRef role(mlir::Operation* op) {
+    auto r = op->getAttrOfType<mlir::StringAttr>(kRoleAttr);
+    return r ? r.getValue() : llvm::StringRef();
+  }
+  static void set_int(mlir::Operation* op, const char* name, int64_t v) {
+    op->setAttr(name, mlir::IntegerAttr::get(mlir::IntegerType::get(op->getContext(), 64), v));
+  }
+  // `op` does `what` as `role` of producer's epilogues (kind `kind`).
+  void fuse(mlir::Operation* producer, const char* kind, mlir::Operation* what, const char* role) {
+    if (!producer->hasAttr(kIdAttr)) set_int(producer, kIdAttr, next_id_++);
+    producer->setAttr(kEpilogueAttr, mlir::StringAttr::get(producer->getContext(), kind));
+    what->setAttr(kFusedIntoAttr, producer->getAttr(kIdAttr));
+    what->setAttr(kRoleAttr, mlir::StringAttr::get(what->getContext(), role));
+  }
+
+  uint64_t R_;
+  bool q8_;
+  int64_t next_id_ = 0;
+  std::map<mlir::Operation*, int64_t> pos_, gen_pos_;  // 2 x block order; where a stream's ops are generated
+};
+
+}  // namespace
+
+void drop_plan(mlir::Operation* op) {
+  for (const char* a : kPlanAttrs) op->removeAttr(a);
+}
+
+void plan_codegen(mlir::ModuleOp module, const config::Config& cfg, bool int8) {
+  for (auto fn : module.getOps<mlir::func::FuncOp>()) Planner(cfg, int8).run(fn);
+}
+
+}  // namespace vtpu::compiler::codegen
+
+namespace vtpu::compiler::codegen {
+
+#define GEN_PASS_DECL_PLANCODEGEN
+#define GEN_PASS_DEF_PLANCODEGEN
+#include "vtpu/compiler/CodegenPasses.h.inc"
+
+namespace {
+
+struct PlanCodegenPass : impl::PlanCodegenBase<PlanCodegenPass> {
+  using PlanCodegenBase::PlanCodegenBase;
+  void runOnOperation() override {
+    try {
+      if (dtype != "bf16" && dtype != "int8") throw UserError("dtype must be bf16 or int8, not '" + dtype + "'");
+      plan_codegen(getOperation(), config::resolve(config), dtype == "int8");
+    } catch (const std::exception& e) {
+      getOperation().emitError() << "tpu-plan-codegen: " << e.what();
+      signalPassFailure();
+    }
+  }
+};
+
+}  // namespace
+
+void register_codegen_passes() {
+  mlir::registerPass([]() -> std::unique_ptr<mlir::Pass> { return createPlanCodegen(); });
+}
+
+}  // namespace vtpu::compiler::codegen

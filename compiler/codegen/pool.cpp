@@ -1,0 +1,98 @@
+// Pools (docs/compiler.md, "Code generation").
+#include "codegen_internal.h"
+
+namespace vtpu::compiler::codegen {
+
+// Pools read the unpadded input: each output pixel's window is clipped to the image (max
+// over what it covers is max with -inf padding; an average divides by what it covers, or
+// with count_include_pad by the window clipped to the padded image). Runs of output pixels
+// with the same clipped window are one vec.maxpool/avgpool each: the interior of a row is
+// one run, border pixels their own.
+// The vector instructions of a pool of x into y for images [n0, n1), each with its
+// estimated issue cycles; "{flag}" stands for the completion flag.
+// x's first row is image x_first's (a convolution's two-image ring, gen_conv_packed).
+std::vector<std::pair<std::string, uint64_t>> Codegen::pool_ops(tpu::PoolOp op, const Act& x, const Act& y, int64_t n0, int64_t n1,
+                                                       int64_t x_first) {
+  std::string layer = op.getLayer().str();
+  auto ys = shape_of(op.getOutput());
+  int64_t N = n1 - n0, H = x.shape[1], W = x.shape[2], OH = ys[1], OW = ys[2];
+  auto k = op.getKernel(), st = op.getStride(), pad = op.getPad();
+  bool maxp = op.getKind() == "max", include_pad = op.getCountIncludePad();
+  int64_t dh = op.getDilation() ? (*op.getDilation())[0] : 1, dw = op.getDilation() ? (*op.getDilation())[1] : 1;
+  uint64_t px = R_ * esz_;
+  std::vector<std::pair<std::string, uint64_t>> ops;
+  // The taps [lo, hi) of a window (origin o, kk taps d apart) inside [0, size), and how
+  // many lie inside the padded extent.
+  struct Span {
+    int64_t lo, hi, padded;
+  };
+  auto first_at = [](int64_t from, int64_t o, int64_t d) { return from <= o ? int64_t(0) : (from - o + d - 1) / d; };
+  auto span = [&](int64_t o, int64_t kk, int64_t size, int64_t before, int64_t after, int64_t d) {
+    int64_t lo = first_at(0, o, d), hi = std::min<int64_t>(kk, std::max<int64_t>(0, first_at(size, o, d)));
+    int64_t plo = first_at(-before, o, d), phi = std::min<int64_t>(kk, std::max<int64_t>(0, first_at(size + after, o, d)));
+    return Span{std::min(lo, kk), hi, std::max<int64_t>(0, phi - plo)};
+  };
+  struct Run {
+    int64_t ox0, ox1;
+    Span sx;
+  };
+  std::vector<Run> runs;
+  for (int64_t ox = 0; ox < OW; ++ox) {
+    Span sx = span(ox * st[1] - pad[2], k[1], W, pad[2], pad[3], dw);
+    if (!runs.empty() && runs.back().sx.lo == sx.lo && runs.back().sx.hi == sx.hi && runs.back().sx.padded == sx.padded &&
+        sx.lo == 0)  // a left-clipped window shifts its origin: those stay single
+      runs.back().ox1 = ox + 1;
+    else
+      runs.push_back({ox, ox + 1, sx});
+  }
+  // One output pixel per image (a global pool): one instruction per lane block covers
+  // every image, its rows an image apart.
+  bool per_image = OH == 1 && OW == 1 && runs.size() == 1;
+  for (uint64_t b = 0; b < x.blocks; ++b)
+    for (int64_t n = n0; n < (per_image ? n0 + 1 : n1); ++n)
+      for (int64_t oy = 0; oy < OH; ++oy) {
+        int64_t y0 = oy * st[0] - pad[0];
+        Span sy = span(y0, k[0], H, pad[0], pad[1], dh);
+        for (const Run& r : runs) {
+          int64_t x0 = r.ox0 * st[1] - pad[2];
+          int64_t cnt = std::max<int64_t>(0, sy.hi - sy.lo) * std::max<int64_t>(0, r.sx.hi - r.sx.lo);
+          if (cnt == 0) throw CompileError(fmt::format("node '{}': a pooling window covers only padding", layer));
+          std::vector<int64_t> window;
+          for (int64_t dy = sy.lo; dy < sy.hi; ++dy)
+            for (int64_t dx = r.sx.lo; dx < r.sx.hi; ++dx)
+              window.push_back(((dy - sy.lo) * dh * W + (dx - r.sx.lo) * dw) * int64_t(px));
+          std::string body = fmt::format("window=[{}] pool_stride={}", fmt::join(window, ", "),
+                                         per_image ? uint64_t(H * W) * px : uint64_t(st[1]) * px);
+          int64_t divisor = include_pad ? sy.padded * r.sx.padded : cnt;
+          std::string p = new_param(maxp ? body : body + fmt::format(" scale=[{}]", 1.0 / double(divisor)));
+          uint64_t src = x.base + b * x.block_bytes + uint64_t(((n - x_first) * H + y0 + sy.lo * dh) * W + x0 + r.sx.lo * dw) * px;
+          uint64_t dst = y.base + b * y.block_bytes + uint64_t((n * OH + oy) * OW + r.ox0) * px;
+          uint64_t rows = uint64_t(per_image ? N : r.ox1 - r.ox0);
+          ops.push_back({fmt::format("  li r1, {} || li r2, {}\n  vec.{}pool dst=ub[r2+0] a=ub[r1+0] rows={} dt={} param={} "
+                                     "flag={{flag}}\n",
+                                     src, dst, maxp ? "max" : "avg", rows, dt_, p),
+                         config::vector_issue_cycles(cfg_, rows) * window.size()});
+        }
+      }
+  return ops;
+}
+
+void Codegen::gen_pool(tpu::PoolOp op) {
+  std::string layer = op.getLayer().str();
+  tag(layer);
+  if (auto it = fused_pools_.find(op.getOperation()); it != fused_pools_.end()) {
+    add_bound(layer, 0, 0);  // done along the convolution that produces its input (gen_conv_packed)
+    define(op.getOutput(), it->second);
+    return;
+  }
+  const Act& x = act(op.getInput());
+  Act y = new_act(shape_of(op.getOutput()), fmt::format("the output of '{}'", layer));
+  for (auto& [text, occ] : pool_ops(op, x, y, 0, x.shape[0])) {
+    code_ += text.replace(text.find("{flag}"), 6, "f20");
+    code("  wait f20");
+  }
+  add_bound(layer, 0, 0);
+  define(op.getOutput(), y);
+}
+
+}  // namespace vtpu::compiler::codegen

@@ -1,0 +1,73 @@
+// Quantized models (QDQ, QLinear): models built in C++, compiled, run on the simulator and compared with a plain
+// fp32 forward pass written from the ONNX operator definitions (e2e_fixture.h).
+#include "e2e_fixture.h"
+
+namespace vtpu::compiler {
+namespace {
+
+// A model that arrives quantized: QuantizeLinear/DequantizeLinear around activations (int8,
+// and uint8 after the ReLU), int8 weights with per-column scales, then a QLinearMatMul.
+// Compared with the same fake-quantized arithmetic in fp32.
+TEST_P(CompileE2E, QuantizedQdqAndQLinearModelMatchesItsArithmetic) {
+  const int64_t B = 4, K = 16, H = 12, N = 10;
+  const float sx = 0.02f, sh = 0.03f, sy = 0.05f;
+  OnnxBuilder m;
+  m.input("x", {B, K});
+  std::mt19937 rng(47);
+  std::vector<int> wq(size_t(K * H)), w2q(size_t(H * N));
+  for (auto& v : wq) v = int(rng() % 255) - 127;
+  for (auto& v : w2q) v = int(rng() % 255) - 127;
+  Vec ws(static_cast<size_t>(H)), b1(static_cast<size_t>(H));
+  for (int64_t j = 0; j < H; ++j) ws[size_t(j)] = 0.002f + 0.0005f * float(j), b1[size_t(j)] = 0.05f * float(j % 3 - 1);
+  m.init_q("w1_q", {K, H}, wq, false);
+  m.init("w1_scale", {H}, 0, ws);
+  m.init_q("w1_zero", {H}, std::vector<int>(size_t(H), 0), false);
+  m.init("b1", {H}, 0, b1);
+  m.init("x_scale", {}, 0, {sx});
+  m.init_q("x_zero", {}, {0}, false);
+  m.init("h_scale", {}, 0, {sh});
+  m.init_q("h_zero", {}, {0}, true);  // uint8 after the ReLU
+  m.init_q("w2_q", {H, N}, w2q, false);
+  m.init("w2_scale", {}, 0, {0.004f});
+  m.init_q("w2_zero", {}, {0}, false);
+  m.init("y_scale", {}, 0, {sy});
+  m.init_q("y_zero", {}, {0}, false);
+  m.node("QuantizeLinear", "x_q", {"x", "x_scale", "x_zero"}, {"xq"});
+  m.node("DequantizeLinear", "x_dq", {"xq", "x_scale", "x_zero"}, {"xd"});
+  OnnxBuilder::attr(m.node("DequantizeLinear", "w1_dq", {"w1_q", "w1_scale", "w1_zero"}, {"w1"}), "axis", int64_t(1));
+  m.node("MatMul", "fc1", {"xd", "w1"}, {"h0"});
+  m.node("Add", "fc1_bias", {"h0", "b1"}, {"h1"});
+  m.node("Relu", "relu", {"h1"}, {"h"});
+  m.node("QuantizeLinear", "h_q", {"h", "h_scale", "h_zero"}, {"hq"});
+  m.node("QLinearMatMul", "fc2", {"hq", "h_scale", "h_zero", "w2_q", "w2_scale", "w2_zero", "y_scale", "y_zero"}, {"yq"});
+  m.node("DequantizeLinear", "y_dq", {"yq", "y_scale", "y_zero"}, {"y"});
+  m.output("y", {B, N});
+  auto path = m.save("vtpu_qdq_" + id() + ".onnx");
+
+  Vec x(size_t(B * K));
+  for (auto& v : x) v = float(int(rng() % 2001) - 1000) / 500.0f;  // beyond 127 * sx: clamps too
+  Vec got = compile_and_run(path, {{"x", x}});
+  auto fq = [](float v, float s, float lo, float hi) { return s * std::nearbyint(std::clamp(v / s, lo, hi)); };
+  Vec xd(x.size()), w1(size_t(K * H)), w2(size_t(H * N));
+  for (size_t i = 0; i < x.size(); ++i) xd[i] = fq(x[i], sx, -128, 127);
+  for (int64_t k = 0; k < K; ++k)
+    for (int64_t j = 0; j < H; ++j) w1[size_t(k * H + j)] = float(wq[size_t(k * H + j)]) * ws[size_t(j)];
+  for (size_t i = 0; i < w2.size(); ++i) w2[i] = float(w2q[i]) * 0.004f;
+  Vec h = relu(gemm(xd, B, K, w1, H, b1, false));
+  for (auto& v : h) v = fq(v, sh, 0, 255);
+  Vec want = gemm(h, B, H, w2, N, {}, false);
+  for (auto& v : want) v = fq(v, sy, -128, 127);
+  expect_close(got, want, tolerance(0.03));
+  if (int8()) {
+    // INT8 programs take the model's own scale for its quantized output: every value is an
+    // integer multiple of y_scale, the integers the model defines.
+    CompileOptions opt = options();
+    opt.calibration = {{{"x", x}}};
+    CompileResult r = compile_onnx(path, config::load_preset(preset()), opt);
+    EXPECT_FLOAT_EQ(float(tensor(r.program, "y").quant_scale), sy);
+    for (float v : got) EXPECT_NEAR(v / sy, std::nearbyint(v / sy), 1e-3);
+  }
+}
+
+}  // namespace
+}  // namespace vtpu::compiler

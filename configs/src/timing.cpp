@@ -1,0 +1,40 @@
+// Timing rules derived from a Config (vtpu/config/timing.h).
+#include "vtpu/config/timing.h"
+
+#include <algorithm>
+
+namespace vtpu::config {
+namespace {
+uint64_t ceil_div(uint64_t a, uint64_t b) { return (a + b - 1) / b; }
+}  // namespace
+
+uint64_t mxu_fill_drain_cycles(const Config& c) {
+  const auto& m = c.core.mxu;
+  return uint64_t(m.input_latency_cycles) + m.rows + m.cols - 2 + m.output_latency_cycles;
+}
+
+uint64_t mxu_swap_to_next_weights_cycles(const Config& c) {
+  return uint64_t(c.core.mxu.input_latency_cycles) + c.core.mxu.weight_shift_cycles;
+}
+
+uint32_t vector_latency(const Config& c, isa::OpClass op_class) {
+  const auto& l = c.core.vector.latency_cycles;
+  switch (op_class) {
+    case isa::OpClass::VecMul: return l.multiply;
+    case isa::OpClass::VecTranscendental: return l.transcendental;
+    case isa::OpClass::VecReduce: return l.reduce;
+    case isa::OpClass::VecRescale: return l.rescale;
+    case isa::OpClass::VecConvert: return l.convert;
+    case isa::OpClass::VecPool: return l.pool;
+    case isa::OpClass::VecAlu: case isa::OpClass::VecMove: return l.alu;
+    default: return 0;  // not a vector operation
+  }
+}
+
+uint64_t vector_lane_passes(const Config& c) { return ceil_div(c.core.mxu.cols, std::max<uint32_t>(1, c.core.vector.lanes)); }
+
+uint64_t vector_steps(const Config& c, uint64_t rows) { return ceil_div(rows, std::max<uint32_t>(1, c.core.vector.sublanes)); }
+
+uint64_t vector_issue_cycles(const Config& c, uint64_t rows) { return vector_steps(c, rows) * vector_lane_passes(c); }
+
+}  // namespace vtpu::config
