@@ -405,6 +405,25 @@ void Machine::exec_dma(const Operation& op, uint64_t T, const OpRef& ref) {
     return start + occ;
   };
 
+  // A transfer that cannot end inside the cycle limit stops the run before it is simulated
+  // row by row (2^32 - 1 rows once ran for hours). Each HBM row takes at least its bursts'
+  // time on the memory bus at the full bandwidth of every channel (docs/dram.md); a UB copy
+  // takes the cycles computed for it below.
+  auto check_duration = [&](uint64_t least, const char* how) {
+    if (least > opt_.max_cycles || S + least > opt_.max_cycles)
+      fail(ref, fmt::format("descriptor '{}' moves {} rows of {} bytes, at least {} cycles {}, past the cycle limit {} "
+                            "at cycle {}; check the descriptor's counts or raise --max-cycles",
+                            d.name, nrows, d.bytes, least, how, opt_.max_cycles, S));
+  };
+  if (kind != "dma.copy") {
+    const uint64_t bb = std::max<uint64_t>(1, cfg_.memory.burst_bytes);
+    const double bytes_per_cycle = cfg_.memory.bandwidth_gbytes_per_s * 1e3 / cfg_.clock_mhz;
+    const double bus = double(nrows) * double(ceil_div(d.bytes, bb) * bb) / bytes_per_cycle;
+    check_duration(uint64_t(std::min(bus * (1 - 1e-9), 1.8e19)), "on the memory bus at its full bandwidth");
+  } else {
+    check_duration(2 * ceil_div(N, ub_cfg.row_bytes), "through the unified buffer's port");
+  }
+
   if (kind == "dma.load") {
     uint64_t H = S;
     for (uint64_t r = 0; r < nrows; ++r) {

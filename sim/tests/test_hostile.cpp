@@ -1,7 +1,9 @@
 // Hostile programs and configs (issue 19): loops that can never end are reported at once,
-// the scalar unit's registers are enforced, instruction memory costs time, and a
+// the scalar unit's registers and sync flags are enforced, instruction memory costs time, and a
 // descriptor of billions of rows needs no bookkeeping of its own.
 #include <sys/resource.h>
+
+#include <fmt/format.h>
 
 #include <cmath>
 
@@ -128,6 +130,25 @@ TEST(SimHostile, DescriptorOfManyRowsNeedsNoBookkeeping) {
     return cycles(simulate(config::load_preset("tiny-4x4"), p, in));
   });
   EXPECT_EQ(got.rfind("ran ", 0), 0u) << got;
+}
+
+TEST(SimHostile, TransferPastTheCycleLimitIsRefusedBeforeItRuns) {
+  // 2^32 - 1 rows from one HBM address: simulated row by row this ran for hours; each row
+  // takes at least a burst on the memory bus, so the transfer cannot end inside 10^9 cycles.
+  config::Config cfg = config::load_preset("tiny-4x4");
+  const char* many = ".desc d bytes=4 dim=[4294967295, 0, 0]\n  {} desc=d src=r0 dst=r0 flag=f1\n  wait f1\n  halt\n";
+  for (const char* op : {"dma.load", "dma.store", "dma.copy"})
+    expect_error(run(cfg, fmt::format(fmt::runtime(many), op)),
+                 {"bundle 0", op, "descriptor 'd'", "4294967295 rows of 4 bytes", "past the cycle limit 1000000000"});
+  // The bound is a lower one: a transfer whose run ends at cycle C runs under a limit of C.
+  for (const char* op : {"dma.load", "dma.store", "dma.copy"}) {
+    std::string fits = fmt::format(".desc d bytes=64 dim=[4096, 0, 0]\n  {} desc=d src=r0 dst=r0 flag=f1\n  wait f1\n  halt\n", op);
+    std::string got = run(cfg, fits);
+    ASSERT_EQ(got.rfind("ran ", 0), 0u) << got;
+    SimOptions limit;
+    limit.max_cycles = std::stoull(got.substr(4));
+    EXPECT_EQ(run(cfg, fits, limit), got) << op;
+  }
 }
 
 }  // namespace
