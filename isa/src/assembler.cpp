@@ -434,12 +434,6 @@ class Assembler {
   }
 
   void bundle(std::string_view text, int line_no, int col0) {
-    // A tag enters the program's table with its first bundle: a `.tag` with no bundles
-    // before the next one is nothing the disassembly could show, so it is not kept.
-    if (tag_pending_) {
-      tag_pending_ = false;
-      current_tag_ = intern_tag(pending_tag_, pending_tag_loc_);
-    }
     PendingBundle pb{current_tag_, {}, {line_no, col0}};
     bool slot_used[kNumSlots] = {};
     size_t pos = 0;
@@ -578,14 +572,13 @@ class Assembler {
     if (name == ".tag") {
       if (ps.at_end()) {
         current_tag_ = 0;
-        tag_pending_ = false;
         return;
       }
       Token n = ps.next();
       if (n.kind != Tok::Ident && n.kind != Tok::String)
         throw LineError{n.loc, ".tag needs a name (an identifier or a \"string\")"};
       if (!ps.at_end()) throw LineError{ps.peek().loc, ".tag takes one name"};
-      pending_tag_ = n.text, pending_tag_loc_ = n.loc, tag_pending_ = true;
+      current_tag_ = intern_tag(n.text, n.loc);
     } else if (name == ".config") {
       // Preset names contain '-' (tiny-8x8): take the rest of the line as written.
       std::string n;
@@ -974,9 +967,6 @@ class Assembler {
   std::map<std::string, uint32_t> descs_, params_;
   std::map<std::string, int64_t> equs_;
   uint16_t current_tag_ = 0;
-  std::string pending_tag_;  // a .tag not yet used by a bundle
-  Loc pending_tag_loc_{};
-  bool tag_pending_ = false;
 };
 
 uint16_t float_to_bf16_rne(float f) {

@@ -177,18 +177,28 @@ std::string disassemble(const Program& p) {
   for (const Symbol& s : p.symbols)
     if (label_ok(p, s)) labels.emplace(s.bundle, s.name);
     else out += fmt::format("# symbol {} at bundle {} cannot be a label\n", quote_if_needed(s.name), s.bundle);
+  // The assembler adds a tag to the table where a `.tag` line first names it, so tags are
+  // written in table order: one no bundle starts (a layer that made no code) gets its line
+  // before the next tag's, and those after the last bundle's at the end.
+  auto tag_line = [&](size_t t) {
+    return t < p.tags.size() ? (p.tags[t].empty() ? std::string("  .tag\n") : fmt::format("  .tag {}\n", quote_if_needed(p.tags[t])))
+                             : fmt::format("  # tag {} out of range\n", t);
+  };
   uint16_t tag = 0;
+  size_t named = 0;  // tags 1..named have had their line
   for (size_t i = 0; i < p.code.size(); ++i) {
     Bundle b = decode(p.code[i], i);
     auto [lo, hi] = labels.equal_range(uint32_t(i));
     for (auto it = lo; it != hi; ++it) out += it->second + ":\n";
     if (b.tag != tag) {
       tag = b.tag;
-      out += tag < p.tags.size() ? (p.tags[tag].empty() ? std::string("  .tag\n") : fmt::format("  .tag {}\n", quote_if_needed(p.tags[tag])))
-                                 : fmt::format("  # tag {} out of range\n", tag);
+      for (; named + 1 < std::min<size_t>(tag, p.tags.size()); ++named) out += tag_line(named + 1);
+      named = std::max<size_t>(named, std::min<size_t>(tag, p.tags.size() - 1));
+      out += tag_line(tag);
     }
     out += "  " + format_bundle(b, &p) + "\n";
   }
+  for (; named + 1 < p.tags.size(); ++named) out += tag_line(named + 1);
   // Labels that point one past the last bundle.
   for (const Symbol& s : p.symbols)
     if (s.bundle >= p.code.size() && label_ok(p, s)) out += s.name + ":\n";

@@ -59,19 +59,25 @@ TEST(ProgramLimits, RegisterLikeNamesSurviveDisassembly) {
   EXPECT_EQ(assemble(disassemble(p), "back.s"), p);
 }
 
-TEST(ProgramLimits, TagWithoutBundlesIsNotKept) {
-  // `.tag requant` straight before `.tag conv` once put "requant" in the tag table, which the
-  // disassembly (tags where bundles start) cannot show: it assembled back to another program.
+TEST(ProgramLimits, TagWithoutBundlesAssemblesBackToTheSameTable) {
+  // `.tag requant` straight before `.tag conv` puts "requant" in the tag table though no
+  // bundle carries it (the compiler's tag for a layer that made no code); the disassembly
+  // once showed tags only where bundles start, so it assembled back to another table.
+  // "late" is named before "conv" but first used after it; "tail" follows the last bundle.
   Program p = assemble(R"(
       .tag load
       nop
       .tag requant
+      .tag late
       .tag conv
       nop
+      .tag late
+      nop
       halt
+      .tag tail
   )", "tags.s");
-  EXPECT_EQ(p.tags, (std::vector<std::string>{"", "load", "conv"}));
-  EXPECT_EQ(assemble(disassemble(p), "back.s"), p);
+  EXPECT_EQ(p.tags, (std::vector<std::string>{"", "load", "requant", "late", "conv", "tail"}));
+  EXPECT_EQ(assemble(disassemble(p), "back.s"), p) << disassemble(p);
 }
 
 TEST(ProgramLimits, SymbolsThatCannotBeLabelsBecomeComments) {
