@@ -1,6 +1,6 @@
 // Hostile programs and configs (issue 19): loops that can never end are reported at once,
-// the scalar unit's registers and sync flags are enforced, instruction memory costs time, and a
-// descriptor of billions of rows needs no bookkeeping of its own.
+// the scalar unit's registers are enforced, instruction memory costs time, a descriptor of
+// billions of rows needs no bookkeeping of its own, and one that cannot end in time stops the run.
 #include <sys/resource.h>
 
 #include <fmt/format.h>
