@@ -132,7 +132,7 @@ std::vector<std::string> candidates(const config::KeyInfo& k, const config::Conf
       for (auto a : k.allowed) out.emplace_back(a);
       break;
     case config::KeyType::kEnumList: out = {"[bf16, int8]", "[int8, bf16]"}; break;
-    case config::KeyType::kIntList: out = {"[2]"}; break;
+    case config::KeyType::kIntList: out = {k.path == "ici.twist" ? "[1, 0]" : "[2]"}; break;  // a twist ends in 0
     case config::KeyType::kSramTable: out = {"[{bytes: 8KiB, pj: 1}, {bytes: 1MiB, pj: 50}]"}; break;
     default:
       for (double x : {*v * 1.5, *v * 0.5, *v + 1}) num(x);
@@ -158,7 +158,8 @@ TEST_P(Fingerprint, AKeyLeftOutChangesNoProgramAndAKeyInItChangesTheFingerprint)
     return;
   }
   // The first candidate that makes a valid config, changed in this key alone — except that
-  // the chip count, the torus shape and the links only change together.
+  // the chip count, the torus shape and the links only change together, and a twist needs a
+  // torus of two dimensions.
   std::optional<config::Config> perturbed;
   for (const std::string& v : candidates(*info, b)) {
     YAML::Node doc = YAML::Load(config::to_yaml(b));
@@ -170,6 +171,7 @@ TEST_P(Fingerprint, AKeyLeftOutChangesNoProgramAndAKeyInItChangesTheFingerprint)
     set(key, v);
     if (key == "system.chips") set("ici.shape", "[" + v + "]"), set("ici.links", "2");
     if (key == "ici.shape") set("system.chips", "2"), set("ici.links", "1");
+    if (key == "ici.twist") set("ici.shape", "[2, 2]"), set("system.chips", "4"), set("ici.links", "2");
     YAML::Emitter out;
     out << doc;
     try {

@@ -191,4 +191,16 @@ double sram_pj_per_64b(const EnergyTable& energy, uint64_t macro_bytes) {
   return std::exp(y0 + (y1 - y0) * (x - x0) / (x1 - x0));
 }
 
+uint64_t parse_size(std::string_view text, std::string_view what) {
+  double v = 0;
+  std::string err = detail::parse_quantity(text, KeyType::kBytes, v);
+  if (err.empty() && (v < 0 || v != std::floor(v))) err = "not a whole number of bytes";
+  if (!err.empty())
+    throw UserError(fmt::format("{} '{}': {}; write a size such as 64MiB, 512KiB or 4096 ({})", what, text, err,
+                                detail::unit_list(KeyType::kBytes)));
+  return uint64_t(v);
+}
+
+std::string format_size(uint64_t bytes) { return detail::format_bytes(bytes); }
+
 }  // namespace vtpu::config

@@ -688,6 +688,42 @@ class Loader {
                "each dimension longer than 2 needs 2 links per chip, a dimension of 2 needs 1",
                std::to_string(c.ici.links), fmt::format(">= {}", links_needed));
     }
+    check_twist(c.ici);
+    // The chips run ahead of each other by up to one hop's delay (docs/microarch.md, "Time
+    // across chips"), which must therefore be at least a cycle.
+    if (c.system.chips > 1 && (c.ici.link_latency_ns + c.ici.router_delay_ns) * c.clock_mhz / 1000.0 < 0.5) {
+      fail_key("ici.link_latency_ns",
+               fmt::format("a hop takes {} ns (link latency + router delay), less than one {} MHz cycle",
+                           c.ici.link_latency_ns + c.ici.router_delay_ns, c.clock_mhz),
+               "a multi-chip system needs link_latency_ns + router_delay_ns of at least one clock cycle",
+               detail::format_number(c.ici.link_latency_ns), ">= 1 cycle with router_delay_ns");
+    }
+  }
+
+  void check_twist(const IciConfig& ici) const {
+    if (ici.twist.empty()) return;
+    if (ici.twist.size() != ici.shape.size()) {
+      fail_key("ici.twist",
+               fmt::format("{} entries for a {}-dimensional torus {}", ici.twist.size(), ici.shape.size(),
+                           shape_text(ici.shape)),
+               "give one entry per dimension of ici.shape, or leave ici.twist empty", shape_text(ici.twist),
+               fmt::format("{} entries", ici.shape.size()));
+    }
+    if (!ici.wraparound) {
+      fail_key("ici.twist", "a twist needs the wraparound links of a torus (ici.wraparound: false)",
+               "set ici.wraparound: true or remove ici.twist", shape_text(ici.twist), "[] for a mesh");
+    }
+    const uint32_t last = ici.shape.back();
+    for (size_t d = 0; d < ici.twist.size(); ++d) {
+      const bool ok = d + 1 == ici.twist.size() ? ici.twist[d] == 0 : ici.twist[d] < last;
+      if (!ok) {
+        fail_key("ici.twist",
+                 fmt::format("entry {} is {}", d, ici.twist[d]),
+                 "the last entry must be 0 and the others smaller than the last dimension of ici.shape",
+                 shape_text(ici.twist),
+                 d + 1 == ici.twist.size() ? std::string("0") : fmt::format("0 .. {}", last - 1));
+      }
+    }
   }
 
   std::string source_;

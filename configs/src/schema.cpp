@@ -302,6 +302,28 @@ std::vector<Field> build_fields() {
       opt("ici.wraparound", T::kBool, "", "true", 0, 0,
           "Whether each dimension closes into a ring (torus) or stays a line (mesh).",
           SLOT(ici.wraparound)),
+      with_allowed(
+          opt("ici.twist", T::kIntList, "chips", "[]", 0, 4096,
+              "Twisted torus: empty, or one entry per dimension of ici.shape; a route that wraps "
+              "around dimension d also moves twist[d] chips along the last dimension (TPU v4 "
+              "4x4x8: [4, 4, 0]). The last entry must be 0.",
+              SLOT(ici.twist)),
+          {}, 0, 4),
+      opt("ici.router_delay_ns", T::kTime, "ns", "20", 0, 1e6,
+          "Delay of a packet through each router it enters (every hop, the destination's "
+          "included).",
+          SLOT(ici.router_delay_ns)),
+      opt("ici.packet_bytes", T::kBytes, "bytes", "2KiB", 64, kMiB,
+          "Transfers move in packets of this size (the last one shorter); links forward whole "
+          "packets.",
+          SLOT(ici.packet_bytes)),
+      opt("ici.buffer_packets", T::kInt, "packets", "32", 1, 65536,
+          "Credit-based flow control: packet slots per virtual channel (2 per link) at each "
+          "link's receiving end.",
+          SLOT(ici.buffer_packets)),
+      opt("ici.max_in_flight", T::kInt, "transfers", "16", 1, 1024,
+          "Sends the ICI engine of a chip works on at once; more stall the sequencer.",
+          SLOT(ici.max_in_flight)),
 
       // --- energy ---------------------------------------------------------------------
       opt("energy.node_nm", T::kNumber, "nm", "45", 3, 180,

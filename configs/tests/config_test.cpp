@@ -82,11 +82,47 @@ TEST(Presets, TpuV4MatchesPublishedFigures) {
   EXPECT_EQ(c.core.vector.lanes * c.core.vector.sublanes, 128u * 8);
   EXPECT_EQ(c.memory.bandwidth_gbytes_per_s, 1200);
   EXPECT_EQ(c.ici.links, 6u);
-  EXPECT_EQ(c.ici.shape, (std::vector<uint32_t>{4, 4, 4}));
-  EXPECT_EQ(c.system.chips, 64u);
+  EXPECT_EQ(c.ici.link_bandwidth_gbytes_per_s, 50);  // ISCA 2023, Table 4
+  // A run on this preset simulates one chip (issue 16); the slices below are its pods.
+  EXPECT_EQ(c.ici.shape, (std::vector<uint32_t>{1}));
+  EXPECT_EQ(c.system.chips, 1u);
   EXPECT_TRUE(supports(c, DType::kBf16));
   EXPECT_TRUE(supports(c, DType::kInt8));
   EXPECT_EQ(c.energy.node_nm, 7);
+}
+
+// The v4 slices are the tpu-v4-core chip in a torus: only the chip count and ICI differ, so
+// the copies of the chip's sections in their YAML files cannot drift apart.
+TEST(Presets, TpuV4SlicesAreTheV4CoreChipInATorus) {
+  const Config core = load_preset("tpu-v4-core");
+  for (auto [name, shape] : {std::pair{"tpu-v4-2x2x2", std::vector<uint32_t>{2, 2, 2}},
+                             std::pair{"tpu-v4-4x4x4", std::vector<uint32_t>{4, 4, 4}},
+                             std::pair{"tpu-v4-16x16x16", std::vector<uint32_t>{16, 16, 16}}}) {
+    SCOPED_TRACE(name);
+    const Config c = load_preset(name);
+    EXPECT_EQ(c.ici.shape, shape);
+    EXPECT_EQ(c.system.chips, shape[0] * shape[1] * shape[2]);
+    EXPECT_TRUE(c.ici.wraparound);
+    EXPECT_EQ(c.ici.links, 6u);
+    EXPECT_EQ(c.ici.link_bandwidth_gbytes_per_s, core.ici.link_bandwidth_gbytes_per_s);
+    EXPECT_EQ(c.ici.link_latency_ns, core.ici.link_latency_ns);
+    EXPECT_EQ(c.clock_mhz, core.clock_mhz);
+    EXPECT_EQ(c.system.cores_per_chip, core.system.cores_per_chip);
+    EXPECT_TRUE(c.core == core.core);
+    EXPECT_TRUE(c.memory == core.memory);
+    EXPECT_TRUE(c.energy == core.energy);
+  }
+}
+
+TEST(Presets, TpuV5eLikeMatchesPublishedFigures) {
+  const Config c = load_preset("tpu-v5e-like-16x16");
+  EXPECT_NEAR(peak_ops_per_s_per_chip(c), 197e12, 0.5e12);  // 197 TFLOPS bf16
+  EXPECT_EQ(c.system.chips, 256u);
+  EXPECT_EQ(c.ici.shape, (std::vector<uint32_t>{16, 16}));
+  EXPECT_EQ(c.ici.links, 4u);
+  // 400 GB/s bidirectional per chip over 4 links.
+  EXPECT_EQ(4 * 2 * c.ici.link_bandwidth_gbytes_per_s, 400);
+  EXPECT_EQ(c.memory.bandwidth_gbytes_per_s, 819);
 }
 
 TEST(Presets, TinyPresetsAreSmallSingleChipAndSupportBothTypes) {
@@ -165,7 +201,8 @@ TEST(Canonical, YamlListsEveryKeyInSchemaOrder) {
     ASSERT_NE(at, std::string::npos) << path;
     pos = at;
   }
-  EXPECT_NE(yaml.find("shape: [4, 4, 4]"), std::string::npos);
+  EXPECT_NE(yaml.find("shape: [1]"), std::string::npos);  // tpu-v4-core is one chip; its slices are presets
+  EXPECT_NE(to_yaml(load_preset("tpu-v4-4x4x4")).find("shape: [4, 4, 4]"), std::string::npos);
   EXPECT_NE(yaml.find("bytes: 16MiB"), std::string::npos);
   EXPECT_NE(yaml.find("- {bytes: 8KiB, pj: 7.5}"), std::string::npos);
 }
@@ -212,7 +249,8 @@ TEST(Canonical, FingerprintChangesWhenAnyFieldChanges) {
           } else if constexpr (std::is_same_v<T, std::vector<DType>>) {
             p->pop_back();
           } else if constexpr (std::is_same_v<T, std::vector<uint32_t>>) {
-            p->back() += 1;
+            if (p->empty()) p->push_back(1);  // ici.twist: none on the base
+            else p->back() += 1;
           } else if constexpr (std::is_same_v<T, std::vector<SramPoint>>) {
             p->back().pj += 0.5;
           } else {

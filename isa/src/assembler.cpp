@@ -123,7 +123,7 @@ struct Value {
   Loc loc;
 };
 
-std::optional<int64_t> parse_int(std::string_view t) {
+std::optional<uint64_t> parse_u64(std::string_view t) {
   std::string s;
   for (char c : t)
     if (c != '_') s += c;
@@ -134,8 +134,13 @@ std::optional<int64_t> parse_int(std::string_view t) {
   uint64_t u = 0;
   auto [p, ec] = std::from_chars(v.data(), v.data() + v.size(), u, base);
   if (ec != std::errc() || p != v.data() + v.size()) return std::nullopt;
-  if (u > uint64_t(INT64_MAX)) return std::nullopt;
-  return int64_t(u);
+  return u;
+}
+
+std::optional<int64_t> parse_int(std::string_view t) {
+  auto u = parse_u64(t);
+  if (!u || *u > uint64_t(INT64_MAX)) return std::nullopt;
+  return int64_t(*u);
 }
 
 std::optional<double> parse_float(std::string_view t) {
@@ -586,9 +591,12 @@ class Assembler {
       if (n.empty()) throw LineError{d.loc, ".config needs a preset name or a config file path"};
       prog_.config_name = n;
     } else if (name == ".fingerprint") {
-      Value v = ps.value();
-      if (v.kind != Value::Int) throw LineError{v.loc, ".fingerprint needs an integer"};
-      prog_.config_fingerprint = uint64_t(v.i);
+      // A 64-bit hash: all of it, the top bit too (vtpu disasm prints it in hex).
+      if (ps.at_end()) throw LineError{d.loc, ".fingerprint needs an integer"};
+      Token t = ps.next();
+      auto u = t.kind == Tok::Number ? parse_u64(t.text) : std::nullopt;
+      if (!u) throw LineError{t.loc, ".fingerprint needs an integer"};
+      prog_.config_fingerprint = *u;
     } else if (name == ".equ") {
       Token n = need_name(".equ");
       if (ps.is_punct(",")) ps.next();

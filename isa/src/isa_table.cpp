@@ -15,6 +15,7 @@ namespace {
 
 constexpr std::string_view kDtypeNames[] = {"int8", "bf16", "int32", "fp32", "uint8", "int16"};
 constexpr std::string_view kMemNames[] = {"ub", "acc"};
+constexpr std::string_view kIciMemNames[] = {"ub", "hbm"};
 
 int64_t umax(unsigned w) { return (int64_t{1} << w) - 1; }
 
@@ -68,6 +69,7 @@ IsaTable build() {
   IsaTable t;
   const EnumDef& dt = kDtypeEnum;
   const EnumDef& mem = kMemSpaceEnum;
+  const EnumDef& xmem = kIciMemEnum;
 
   t.slots = {
       {SlotId::S0, SlotClass::Scalar, "s0",
@@ -126,6 +128,19 @@ IsaTable build() {
         typed("target", 24, FieldKind::Target, "absolute bundle index of the branch target")},
        0, 0, "sequencer control: sync-flag waits and signals, cross-chip barriers, branches, "
              "loops, halt"},
+      // Added after the other slots had settled: it lives in what were padding bits, so
+      // programs without ICI operations encode exactly as before.
+      {SlotId::Ici, SlotClass::Ici, "ici",
+       {opcode_field(2), typed("desc", 12, FieldKind::Desc, "DMA descriptor index (shape of the transfer)"),
+        reg("src", "register holding the source base address (bytes) on this chip"),
+        reg("dst", "register holding the destination base address (bytes) on the destination chip"),
+        reg("chip", "register holding the destination chip's id (docs/microarch.md, \"Chips and links\")"),
+        enumf("src_mem", 1, xmem, "memory the transfer reads on this chip"),
+        enumf("dst_mem", 1, xmem, "memory the transfer writes on the destination chip"),
+        flag("flag", "sync flag incremented on the destination chip when the data has landed"),
+        flag("sflag", "sync flag incremented on this chip when the destination has acknowledged the transfer")},
+       0, 0, "ICI engine: sends data and flag signals to other chips over the inter-chip links; "
+             "runs asynchronously"},
   };
 
   using SC = SlotClass;
@@ -197,6 +212,15 @@ IsaTable build() {
       dma("dma.send", 5, {F("desc"), F("src"), F("dst"), As("link", "unit"), Opt("flag", 0)},
           "unified buffer to the unified buffer of the chip across an ICI link; the flag is "
           "incremented on the receiving chip"),
+
+      // ICI
+      OpDef{"ici.send", SC::Ici, 1, OC::IciSend,
+            {F("desc"), F("src"), F("dst"), F("chip"), Opt("src_mem", 0), Opt("dst_mem", 0), Opt("flag", 0),
+             Opt("sflag", 0)},
+            "copy the descriptor's rows from src (src_mem of this chip) to dst (dst_mem of chip `chip`), routed "
+            "over the ICI links; flag counts on the destination, sflag here"},
+      OpDef{"ici.signal", SC::Ici, 2, OC::IciSignal, {F("chip"), F("flag")},
+            "add 1 to flag on chip `chip` (a packet without payload, routed like a send)"},
 
       // MXU
       OpDef{"mxu.wload", SC::MxuWeight, 1, OC::WeightLoad, {F("mxu")},
@@ -271,7 +295,7 @@ IsaTable build() {
     pos += off;
   }
   t.used_bits = pos;
-  t.enums = {&kDtypeEnum, &kMemSpaceEnum};
+  t.enums = {&kDtypeEnum, &kMemSpaceEnum, &kIciMemEnum};
 
   // Self-checks that keep the table honest.
   auto fail = [](const std::string& m) { throw InternalError("ISA table: " + m); };
@@ -307,6 +331,7 @@ IsaTable build() {
 
 const EnumDef kDtypeEnum{"dtype", kDtypeNames};
 const EnumDef kMemSpaceEnum{"mem", kMemNames};
+const EnumDef kIciMemEnum{"xmem", kIciMemNames};
 
 int SlotDef::field_index(std::string_view field_name) const {
   for (size_t i = 0; i < fields.size(); ++i)
@@ -362,6 +387,8 @@ std::string_view op_class_name(OpClass c) {
     case OpClass::Dma: return "dma";
     case OpClass::WeightLoad: return "weight-load";
     case OpClass::Matmul: return "matmul";
+    case OpClass::IciSend: return "ici-send";
+    case OpClass::IciSignal: return "ici-signal";
     case OpClass::VecAlu: return "vector-alu";
     case OpClass::VecMul: return "vector-mul";
     case OpClass::VecTranscendental: return "vector-transcendental";

@@ -35,6 +35,14 @@ TEST(Program, SerializeRoundTrip) {
   EXPECT_EQ(back.constants[0].data, (std::vector<uint8_t>{0xde, 0xad, 0xbe, 0xef}));
 }
 
+// A fingerprint is a 64-bit hash: one with the top bit set reads back whole (the listing of
+// `vtpu disasm` prints it so).
+TEST(Program, FingerprintWithTheTopBitSet) {
+  Program p = assemble(".fingerprint 0xe47eb5fcde08e969\n  halt\n", "fp.s");
+  EXPECT_EQ(p.config_fingerprint, 0xe47eb5fcde08e969ull);
+  EXPECT_THROW(assemble(".fingerprint 1.5\n  halt\n", "fp.s"), AsmError);
+}
+
 TEST(Program, BadMagicAndVersion) {
   auto bytes = serialize(sample());
   auto bad = bytes;

@@ -141,6 +141,28 @@ package vtpu_isa_pkg;
   localparam int CTL_TARGET_LSB = 440;
   localparam int CTL_TARGET_WIDTH = 24;
 
+  // slot ici
+  localparam int ICI_LSB = 464;
+  localparam int ICI_WIDTH = 43;
+  localparam int ICI_OP_LSB = 464;
+  localparam int ICI_OP_WIDTH = 2;
+  localparam int ICI_DESC_LSB = 466;
+  localparam int ICI_DESC_WIDTH = 12;
+  localparam int ICI_SRC_LSB = 478;
+  localparam int ICI_SRC_WIDTH = 5;
+  localparam int ICI_DST_LSB = 483;
+  localparam int ICI_DST_WIDTH = 5;
+  localparam int ICI_CHIP_LSB = 488;
+  localparam int ICI_CHIP_WIDTH = 5;
+  localparam int ICI_SRC_MEM_LSB = 493;
+  localparam int ICI_SRC_MEM_WIDTH = 1;
+  localparam int ICI_DST_MEM_LSB = 494;
+  localparam int ICI_DST_MEM_WIDTH = 1;
+  localparam int ICI_FLAG_LSB = 495;
+  localparam int ICI_FLAG_WIDTH = 6;
+  localparam int ICI_SFLAG_LSB = 501;
+  localparam int ICI_SFLAG_WIDTH = 6;
+
   // opcodes
   localparam int OP_SCALAR_ADD = 1;
   localparam int OP_SCALAR_SUB = 2;
@@ -172,6 +194,8 @@ package vtpu_isa_pkg;
   localparam int OP_DMA_DMA_WFIFO = 3;
   localparam int OP_DMA_DMA_COPY = 4;
   localparam int OP_DMA_DMA_SEND = 5;
+  localparam int OP_ICI_ICI_SEND = 1;
+  localparam int OP_ICI_ICI_SIGNAL = 2;
   localparam int OP_MXW_MXU_WLOAD = 1;
   localparam int OP_MXM_MXU_MATMUL = 1;
   localparam int OP_VEC_VEC_ADD = 1;
@@ -216,5 +240,7 @@ package vtpu_isa_pkg;
   localparam int DTYPE_INT16 = 5;
   localparam int MEM_UB = 0;
   localparam int MEM_ACC = 1;
+  localparam int XMEM_UB = 0;
+  localparam int XMEM_HBM = 1;
   /* verilator lint_on UNUSEDPARAM */
 endpackage

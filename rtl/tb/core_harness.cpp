@@ -45,6 +45,7 @@ std::string unsupported_in_rtl(const isa::Program& prog, const CoreModelParams& 
     const isa::Operation& dma = b.at(isa::SlotId::Dma);
     if (!dma.is_nop() && dma.def->mnemonic == "dma.send")
       return refuse(isa::SlotId::Dma, "the core has no ICI links");
+    if (!b.at(isa::SlotId::Ici).is_nop()) return refuse(isa::SlotId::Ici, "the core has no ICI links");
     const isa::Operation& v = b.at(isa::SlotId::Vector);
     if (!v.is_nop()) {
       const std::string_view m = v.def->mnemonic;

@@ -24,9 +24,11 @@
 #include "vtpu/support/error.h"
 #include "vtpu/support/files.h"
 #include "vtpu/support/layout.h"
-#include "sweep_cmd.h"
-
+#include "collective_cmd.h"
+#include "output_files.h"
+#include "parallel_run.h"
 #include "progress.h"
+#include "sweep_cmd.h"
 
 namespace {
 
@@ -152,6 +154,8 @@ struct RunArgs {
   int64_t batch = 0;
   uint64_t seed = 1;
   bool check = false, quiet = false;
+  std::string parallel;  // "", "data": across the config's chips (parallel_run.h)
+  bool no_baseline = false;
   std::string reference = "auto";
 };
 
@@ -221,30 +225,20 @@ int cmd_run(RunArgs a) {
   opt.progress = [&](uint64_t cycle, uint64_t bundle) {
     progress.update(bundle, fmt::format("{:.1f}M cycles", double(cycle) / 1e6));
   };
+  if (!a.parallel.empty()) {
+    cli::ParallelArgs p{a.parallel, a.model, a.dtype, a.report, a.trace, a.output_dir, a.seed, a.quiet, !a.no_baseline};
+    int rc = cli::run_parallel_model(p, cfg, opt);
+    progress.finish();
+    return rc;
+  }
   runtime::ModelRun run = runtime::run_model(a.model, cfg, opt);
   progress.finish();
   if (!a.quiet) {
     std::cout << fmt::format("{} on {} ({}):\n", a.model, cfg.name, a.dtype);
     std::cout << runtime::layer_table(run) << "\n" << runtime::totals_text(run);
   }
-  if (!a.output_dir.empty()) {
-    make_output_dir(a.output_dir);
-    for (const auto& [name, v] : run.outputs) {
-      runtime::NpyArray arr{"<f4", run.output_shapes.at(name), std::vector<uint8_t>(v.size() * 4)};
-      std::memcpy(arr.data.data(), v.data(), arr.data.size());
-      for (const auto& t : run.program.tensors)
-        if (t.name == name && t.role == isa::TensorRole::Output && t.dtype == isa::Dtype::Int32) {
-          // Integer outputs are written as int32, bit for bit (images back in NCHW order).
-          const auto& b = run.sim.outputs.at(name);
-          std::vector<float> pos(b.size() / 4);
-          for (size_t i = 0; i < pos.size(); ++i) pos[i] = float(i);
-          if (t.nhwc) pos = nhwc_to_nchw(pos, t.shape);
-          arr.descr = "<i4";
-          for (size_t i = 0; i < pos.size(); ++i) std::memcpy(&arr.data[i * 4], &b[size_t(pos[i]) * 4], 4);
-        }
-      runtime::write_npy(file_in_dir(a.output_dir, name, ".npy", "output"), arr);
-    }
-  }
+  if (!a.output_dir.empty())
+    cli::write_output_files(a.output_dir, run.program.tensors, run.outputs, run.output_shapes, run.sim.outputs);
   if (!a.report.empty()) {
     sim::ReportMeta meta{VTPU_VERSION, a.model, a.seed, run.inputs_used};
     write_file(a.report, sim::report_json(run.sim, cfg, meta));
@@ -401,15 +395,23 @@ int main(int argc, char** argv) {
   run_cmd->add_option("--seed", run_args.seed, "seed for generated inputs")->capture_default_str();
   run_cmd->add_option("--output-dir", run_args.output_dir, "write every output as NAME.npy (float32) here");
   run_cmd->add_option("--report", run_args.report, "write the JSON report here");
-  run_cmd->add_option("--csv", run_args.csv, "write the per-layer table as CSV here");
-  run_cmd->add_option("--html", run_args.html, "write a self-contained HTML report with charts here");
+  auto* run_csv = run_cmd->add_option("--csv", run_args.csv, "write the per-layer table as CSV here");
+  auto* run_html = run_cmd->add_option("--html", run_args.html, "write a self-contained HTML report with charts here");
   run_cmd->add_option("--trace", run_args.trace, "write a Chrome-trace/Perfetto timeline here");
-  run_cmd->add_flag("--check", run_args.check,
-                    "compare the outputs with an fp32 reference: onnxruntime on the ONNX file, or vtpu's fp32 interpreter "
-                    "when onnxruntime cannot run (the report says which)");
-  run_cmd->add_option("--reference", run_args.reference, "the reference --check uses (implies --check)")
-      ->check(CLI::IsMember({"auto", "onnxruntime", "interpreter"}))
-      ->capture_default_str();
+  auto* run_check = run_cmd->add_flag("--check", run_args.check,
+                                     "compare the outputs with an fp32 reference: onnxruntime on the ONNX file, or vtpu's "
+                                     "fp32 interpreter when onnxruntime cannot run (the report says which)");
+  auto* run_reference = run_cmd->add_option("--reference", run_args.reference, "the reference --check uses (implies --check)")
+                            ->check(CLI::IsMember({"auto", "onnxruntime", "interpreter"}))
+                            ->capture_default_str();
+  auto* run_parallel =
+      run_cmd
+          ->add_option("--parallel", run_args.parallel,
+                       "split the model across the config's chips: data (the batch; docs/runtime.md, \"Models across chips\")")
+          ->check(CLI::IsMember({"data"}))
+          ->excludes(run_csv, run_html, run_check, run_reference);
+  run_cmd->add_flag("--no-baseline", run_args.no_baseline, "with --parallel: do not also run the batch on one chip")
+      ->needs(run_parallel);
   run_cmd->add_flag("-q,--quiet", run_args.quiet, "do not print the tables or the progress line");
 
   auto* models_cmd = app.add_subcommand("models", "list the model zoo");
@@ -443,6 +445,8 @@ int main(int argc, char** argv) {
       ->check(CLI::PositiveNumber);
   sim_cmd->add_flag("-q,--quiet", sim_args.quiet, "do not print the summary table");
 
+  std::function<int()> collective_action;
+  auto* collective_cmd = vtpu::cli::add_collective_command(app, collective_action);
   vtpu::cli::SweepCommand sweep_cmd = vtpu::cli::add_sweep_command(app);
 
   try {
@@ -456,6 +460,7 @@ int main(int argc, char** argv) {
     // Exit code 3 end to end, for the test of every documented exit code (docs/runtime.md).
     if (std::getenv("VTPU_TEST_INTERNAL_ERROR")) throw InternalError("VTPU_TEST_INTERNAL_ERROR is set");
     if (*asm_cmd) return with_stdout_checked(cmd_asm(asm_in, asm_out, asm_cfg));
+    if (*collective_cmd) return with_stdout_checked(collective_action());
     if (*sim_cmd) return with_stdout_checked(cmd_sim(sim_args));
     if (*compile_cmd) return with_stdout_checked(cmd_compile(compile_args));
     if (*run_cmd) return with_stdout_checked(cmd_run(run_args));

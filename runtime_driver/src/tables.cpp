@@ -7,8 +7,12 @@
 
 #include "vtpu/runtime/runtime.h"
 
+#include "text_table.h"
+
 namespace vtpu::runtime {
 namespace {
+
+using detail::TextTable;
 
 // A name as one printable line: control characters (a newline in an ONNX node name) are
 // shown escaped, so every row of the table stays one row.
@@ -23,39 +27,6 @@ std::string printable(const std::string& s) {
   }
   return o;
 }
-
-// Display width of a UTF-8 string: code points, not bytes (names may be non-ASCII).
-size_t width(const std::string& s) {
-  return size_t(std::count_if(s.begin(), s.end(), [](char c) { return (static_cast<unsigned char>(c) & 0xC0) != 0x80; }));
-}
-
-// A text table whose every column is as wide as its widest cell; numbers right-aligned.
-struct TextTable {
-  std::vector<std::string> header;
-  std::vector<bool> right;  // per column
-  std::vector<std::vector<std::string>> rows;
-
-  std::string render() const {
-    std::vector<size_t> w(header.size());
-    for (size_t c = 0; c < header.size(); ++c) w[c] = width(header[c]);
-    for (const auto& r : rows)
-      for (size_t c = 0; c < r.size(); ++c) w[c] = std::max(w[c], width(r[c]));
-    std::string o;
-    auto line = [&](const std::vector<std::string>& cells) {
-      std::string l;
-      for (size_t c = 0; c < cells.size(); ++c) {
-        std::string pad(w[c] - width(cells[c]), ' ');
-        if (c) l += "  ";
-        l += right[c] ? pad + cells[c] : cells[c] + pad;
-      }
-      while (!l.empty() && l.back() == ' ') l.pop_back();
-      o += l + "\n";
-    };
-    line(header);
-    for (const auto& r : rows) line(r);
-    return o;
-  }
-};
 
 // One CSV field: as is when it needs no quoting, else quoted by libcsv (quotes doubled).
 std::string csv_field(const std::string& s) {

@@ -3,17 +3,13 @@
 // whole transactions (temporal decoupling) and synchronises through a quantum keeper.
 #include <fmt/format.h>
 
+#include "chip.h"
+
 #include <cstdlib>
 #include <random>
-#include <systemc>
-#include <tlm>
-#include <tlm_utils/simple_initiator_socket.h>
-#include <tlm_utils/simple_target_socket.h>
 #include <tlm_utils/tlm_quantumkeeper.h>
 
 #include "energy.h"
-#include "machine.h"
-#include "vtpu/memory/dram_timing.h"
 
 // Debian's SystemC links a main() that calls sc_main; vtpu's tools have their own main and
 // drive the kernel through vtpu::sim::simulate, so this one only satisfies the linker.
@@ -21,114 +17,84 @@ int sc_main(int, char**) { return 3; }
 
 namespace vtpu::sim {
 namespace detail {
-namespace {
 
 using memory::DramStats;
 using memory::DramTiming;
 using sc_core::sc_module_name;
 using sc_core::sc_time;
 
-// Off-chip memory: contents plus the timing model of docs/dram.md, behind a TLM-2.0 socket.
-// The initiator annotates the delay at which a request is ready; the target returns the
-// delay at which its last byte is delivered.
-class Hbm : public sc_core::sc_module {
- public:
-  tlm_utils::simple_target_socket<Hbm> socket{"socket"};
+Hbm::Hbm(sc_module_name name, const config::Config& cfg, sc_time period, bool timing_only)
+    : sc_module(name), store(cfg.memory.bytes), timing(cfg.memory, cfg.clock_mhz), period_(period),
+      timing_only_(timing_only) {
+  socket.register_b_transport(this, &Hbm::b_transport);
+}
 
-  Hbm(sc_module_name name, const config::Config& cfg, sc_time period, bool timing_only)
-      : sc_module(name), store(cfg.memory.bytes), timing(cfg.memory, cfg.clock_mhz), period_(period),
-        timing_only_(timing_only) {
-    socket.register_b_transport(this, &Hbm::b_transport);
+void Hbm::b_transport(tlm::tlm_generic_payload& trans, sc_time& delay) {
+  uint64_t now = uint64_t((sc_core::sc_time_stamp() + delay) / period_);
+  uint64_t addr = trans.get_address(), n = trans.get_data_length();
+  bool write = trans.get_command() == tlm::TLM_WRITE_COMMAND;
+  uint64_t done = timing.access(addr, n, now, write);
+  if (!timing_only_ && write) store.write(addr, trans.get_data_ptr(), n);
+  if (!timing_only_ && !write) store.read(addr, trans.get_data_ptr(), n);
+  delay = period_ * double(done) - sc_core::sc_time_stamp();
+  trans.set_response_status(tlm::TLM_OK_RESPONSE);
+}
+
+Chip::Chip(sc_module_name name, const config::Config& cfg, const isa::Program& prog, const SimOptions& opt, Hbm& hbm,
+           Fabric* fabric, std::function<void()> on_end)
+    : sc_module(name),
+      period_(1e3 / cfg.clock_mhz, sc_core::SC_NS),
+      machine_(cfg, prog, opt, hbm.store,
+               [this](uint64_t addr, uint8_t* data, uint64_t bytes, uint64_t ready, bool write) {
+                 return transport(addr, data, bytes, ready, write);
+               },
+               fabric),
+      on_end_(std::move(on_end)) {
+  SC_THREAD(sequencer);
+}
+
+uint64_t Chip::transport(uint64_t addr, uint8_t* data, uint64_t bytes, uint64_t ready, bool write) {
+  tlm::tlm_generic_payload trans;
+  trans.set_command(write ? tlm::TLM_WRITE_COMMAND : tlm::TLM_READ_COMMAND);
+  trans.set_address(addr);
+  trans.set_data_ptr(data);
+  trans.set_data_length(unsigned(bytes));
+  trans.set_streaming_width(unsigned(bytes));
+  trans.set_byte_enable_ptr(nullptr);
+  trans.set_dmi_allowed(false);
+  trans.set_response_status(tlm::TLM_INCOMPLETE_RESPONSE);
+  sc_time delay = period_ * double(ready) - sc_core::sc_time_stamp();
+  dma_socket->b_transport(trans, delay);
+  if (trans.is_response_error()) throw InternalError("HBM transaction failed: " + trans.get_response_string());
+  return uint64_t((sc_core::sc_time_stamp() + delay) / period_ + 0.5);
+}
+
+void Chip::sequencer() {
+  tlm_utils::tlm_quantumkeeper qk;
+  qk.reset();
+  try {
+    machine_.run([&](uint64_t cycle) {
+      // Catch the kernel up with the sequencer's local time.
+      sc_time target = period_ * double(cycle);
+      if (target > sc_core::sc_time_stamp()) {
+        qk.set(target - sc_core::sc_time_stamp());
+        qk.sync();
+      }
+    });
+    finished = true;
+  } catch (...) {
+    error = std::current_exception();
   }
+  if (on_end_) on_end_();
+  else sc_core::sc_stop();
+}
 
-  HbmStore store;
-  DramTiming timing;
-
- private:
-  void b_transport(tlm::tlm_generic_payload& trans, sc_time& delay) {
-    uint64_t now = uint64_t((sc_core::sc_time_stamp() + delay) / period_);
-    uint64_t addr = trans.get_address(), n = trans.get_data_length();
-    bool write = trans.get_command() == tlm::TLM_WRITE_COMMAND;
-    uint64_t done = timing.access(addr, n, now, write);
-    if (!timing_only_ && write) store.write(addr, trans.get_data_ptr(), n);
-    if (!timing_only_ && !write) store.read(addr, trans.get_data_ptr(), n);
-    delay = period_ * double(done) - sc_core::sc_time_stamp();
-    trans.set_response_status(tlm::TLM_OK_RESPONSE);
-  }
-  sc_time period_;
-  bool timing_only_;
-};
-
-// The chip: the sequencer thread drives the Machine (sequencer, scalar unit, DMA engine,
-// MXUs, vector unit, unified buffer, accumulators, sync flags); the DMA engine reaches the
-// memory through its initiator socket.
-class Chip : public sc_core::sc_module {
- public:
-  SC_HAS_PROCESS(Chip);
-  tlm_utils::simple_initiator_socket<Chip> dma_socket{"dma_socket"};
-
-  Chip(sc_module_name name, const config::Config& cfg, const isa::Program& prog, const SimOptions& opt, Hbm& hbm)
-      : sc_module(name),
-        period_(1e3 / cfg.clock_mhz, sc_core::SC_NS),
-        machine_(cfg, prog, opt, hbm.store,
-                 [this](uint64_t addr, uint8_t* data, uint64_t bytes, uint64_t ready, bool write) {
-                   return transport(addr, data, bytes, ready, write);
-                 }) {
-    SC_THREAD(sequencer);
-  }
-
-  Machine& machine() { return machine_; }
-  std::exception_ptr error;
-  bool finished = false;
-
- private:
-  uint64_t transport(uint64_t addr, uint8_t* data, uint64_t bytes, uint64_t ready, bool write) {
-    tlm::tlm_generic_payload trans;
-    trans.set_command(write ? tlm::TLM_WRITE_COMMAND : tlm::TLM_READ_COMMAND);
-    trans.set_address(addr);
-    trans.set_data_ptr(data);
-    trans.set_data_length(unsigned(bytes));
-    trans.set_streaming_width(unsigned(bytes));
-    trans.set_byte_enable_ptr(nullptr);
-    trans.set_dmi_allowed(false);
-    trans.set_response_status(tlm::TLM_INCOMPLETE_RESPONSE);
-    sc_time delay = period_ * double(ready) - sc_core::sc_time_stamp();
-    dma_socket->b_transport(trans, delay);
-    if (trans.is_response_error()) throw InternalError("HBM transaction failed: " + trans.get_response_string());
-    return uint64_t((sc_core::sc_time_stamp() + delay) / period_ + 0.5);
-  }
-
-  void sequencer() {
-    tlm_utils::tlm_quantumkeeper qk;
-    qk.reset();
-    try {
-      machine_.run([&](uint64_t cycle) {
-        // Catch the kernel up with the sequencer's local time.
-        sc_time target = period_ * double(cycle);
-        if (target > sc_core::sc_time_stamp()) {
-          qk.set(target - sc_core::sc_time_stamp());
-          qk.sync();
-        }
-      });
-      finished = true;
-    } catch (...) {
-      error = std::current_exception();
-    }
-    sc_core::sc_stop();
-  }
-
-  sc_time period_;
-  Machine machine_;
-};
-
+namespace {
 bool g_simulated = false;
-
 }  // namespace
-}  // namespace detail
 
-RunResult simulate(const config::Config& cfg, const isa::Program& prog,
-                   const std::map<std::string, std::vector<uint8_t>>& inputs, const SimOptions& opt) {
-  using namespace detail;
+void check_run(const config::Config& cfg, const isa::Program& prog,
+               const std::map<std::string, std::vector<uint8_t>>& inputs) {
   if (prog.config_fingerprint != 0 && prog.config_fingerprint != config::fingerprint(cfg))
     throw UserError(fmt::format(
         "the program was built for config '{}' (fingerprint 0x{:016x}) but this run uses '{}' (fingerprint "
@@ -154,6 +120,9 @@ RunResult simulate(const config::Config& cfg, const isa::Program& prog,
     if (t.role == isa::TensorRole::Input && !inputs.count(t.name))
       throw UserError(fmt::format("no data for input tensor '{}'", t.name));
   check_fits_memory(cfg, prog);
+}
+
+sc_time start_kernel(const config::Config& cfg) {
   if (g_simulated)
     throw InternalError("SystemC allows one simulation per process; run each simulation in its own process");
   g_simulated = true;
@@ -164,20 +133,55 @@ RunResult simulate(const config::Config& cfg, const isa::Program& prog,
   sc_core::sc_set_time_resolution(1, sc_core::SC_PS);
   sc_time period(1e3 / cfg.clock_mhz, sc_core::SC_NS);
   tlm_utils::tlm_quantumkeeper::set_global_quantum(period * 65536.0);
+  return period;
+}
 
-  auto hbm = std::make_unique<Hbm>("hbm", cfg, period, opt.timing_only);
-  auto chip = std::make_unique<Chip>("chip", cfg, prog, opt, *hbm);
-  chip->dma_socket.bind(hbm->socket);
-
+void load_memory(Hbm& hbm, const config::Config& cfg, const isa::Program& prog,
+                 const std::map<std::string, std::vector<uint8_t>>& inputs, bool timing_only) {
   auto place = [&](uint64_t addr, const std::vector<uint8_t>& data, const std::string& what) {
     if (addr > cfg.memory.bytes || data.size() > cfg.memory.bytes - addr)
       throw UserError(fmt::format("{} at HBM address 0x{:x} ({} bytes) does not fit the {} bytes of memory.bytes",
                                   what, addr, data.size(), cfg.memory.bytes));
-    if (!opt.timing_only) hbm->store.write(addr, data.data(), data.size());
+    if (!timing_only) hbm.store.write(addr, data.data(), data.size());
   };
   for (const auto& seg : prog.constants) place(seg.hbm_addr, seg.data, "a constant");
   for (const auto& t : prog.tensors)
     if (t.role == isa::TensorRole::Input) place(t.hbm_addr, inputs.at(t.name), "input '" + t.name + "'");
+}
+
+std::map<std::string, std::vector<uint8_t>> read_outputs(const Hbm& hbm, const config::Config& cfg,
+                                                         const isa::Program& prog, bool timing_only) {
+  std::map<std::string, std::vector<uint8_t>> outs;
+  for (const auto& t : prog.tensors) {
+    if (t.role != isa::TensorRole::Output) continue;
+    if (t.hbm_addr > cfg.memory.bytes || t.bytes() > cfg.memory.bytes - t.hbm_addr)
+      throw UserError(fmt::format("output '{}' at HBM address 0x{:x} does not fit memory.bytes", t.name, t.hbm_addr));
+    if (timing_only) continue;
+    std::vector<uint8_t> bytes(t.bytes());
+    hbm.store.read(t.hbm_addr, bytes.data(), bytes.size());
+    outs[t.name] = std::move(bytes);
+  }
+  return outs;
+}
+
+}  // namespace detail
+
+RunResult simulate(const config::Config& cfg, const isa::Program& prog,
+                   const std::map<std::string, std::vector<uint8_t>>& inputs, const SimOptions& opt) {
+  using namespace detail;
+  if (cfg.system.chips > 1)
+    throw UserError(fmt::format("config '{}' describes a system of {} chips (system.chips) but a program runs on one "
+                                "chip: use a single-chip preset such as tpu-v4-core, `vtpu run MODEL --parallel data` "
+                                "to split a model's batch across the chips, or `vtpu collective` for collectives across "
+                                "them",
+                                cfg.name, cfg.system.chips));
+  check_run(cfg, prog, inputs);
+  sc_core::sc_time period = start_kernel(cfg);
+
+  auto hbm = std::make_unique<Hbm>("hbm", cfg, period, opt.timing_only);
+  auto chip = std::make_unique<Chip>("chip", cfg, prog, opt, *hbm);
+  chip->dma_socket.bind(hbm->socket);
+  load_memory(*hbm, cfg, prog, inputs, opt.timing_only);
 
   sc_core::sc_start();
   if (chip->error) std::rethrow_exception(chip->error);
@@ -191,15 +195,7 @@ RunResult simulate(const config::Config& cfg, const isa::Program& prog,
   r.stats.hbm_row_empty = ds.total.row_empty;
   compute_energy(cfg, r.stats);
   r.trace = std::move(chip->machine().trace());
-  for (const auto& t : prog.tensors) {
-    if (t.role != isa::TensorRole::Output) continue;
-    if (t.hbm_addr > cfg.memory.bytes || t.bytes() > cfg.memory.bytes - t.hbm_addr)
-      throw UserError(fmt::format("output '{}' at HBM address 0x{:x} does not fit memory.bytes", t.name, t.hbm_addr));
-    if (opt.timing_only) continue;
-    std::vector<uint8_t> bytes(t.bytes());
-    hbm->store.read(t.hbm_addr, bytes.data(), bytes.size());
-    r.outputs[t.name] = std::move(bytes);
-  }
+  r.outputs = read_outputs(*hbm, cfg, prog, opt.timing_only);
   return r;
 }
 

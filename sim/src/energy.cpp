@@ -10,6 +10,7 @@ struct Rates {
   double vec_add, vec_mul;
   double scalar;
   double dram_per_byte;
+  double ici_per_byte;  // per byte per link crossed
   double static_w;  // chip static power, watts
 };
 
@@ -31,6 +32,7 @@ Rates rates_of(const config::Config& cfg) {
   r.vec_mul = e.vector_mul_pj.fp32;
   r.scalar = e.scalar_op_pj;
   r.dram_per_byte = e.dram_pj_per_bit * 8.0;
+  r.ici_per_byte = e.ici_pj_per_bit * 8.0;
   double sram_mib = double(core.unified_buffer.bytes + acc_bytes * core.mxu.count + fifo_bytes * core.mxu.count) /
                     double(1 << 20);
   r.static_w = e.static_power_w + e.sram_leakage_mw_per_mib * 1e-3 * sram_mib;
@@ -50,6 +52,8 @@ void fill(const Rates& r, double clock_mhz, uint64_t cycles, Counters& c) {
   e[size_t(Unit::Scalar)] = double(c.scalar_ops) * r.scalar;
   e[size_t(Unit::Sequencer)] = double(c.bundles) * r.scalar;
   e[size_t(Unit::Hbm)] = double(c.hbm_read_bytes + c.hbm_write_bytes) * r.dram_per_byte;
+  // A send pays for every link its bytes cross (docs/energy.md).
+  e[size_t(Unit::Ici)] = double(c.ici_hop_bytes) * r.ici_per_byte;
   // watts x seconds = joules; x 1e12 = pJ.
   e[size_t(Unit::Static)] = r.static_w * double(cycles) / (clock_mhz * 1e6) * 1e12;
 }

@@ -46,6 +46,11 @@ void HazardChecker::retire_before(uint64_t cycle) {
   std::erase_if(live_, [&](const Access& a) { return a.t1 <= cycle; });
 }
 
+void HazardChecker::set_end(uint64_t xfer, uint64_t t1) {
+  for (Access& a : live_)
+    if (a.xfer == xfer) a.t1 = t1;
+}
+
 namespace {
 // Does any touched range of `x` intersect one of `y`? Both bounding boxes overlap already.
 bool overlaps(const Access& x, const Access& y) {
@@ -81,13 +86,20 @@ void HazardChecker::check_and_add(const Access& a, const isa::Program& prog) {
     if (l.op.bundle == a.op.bundle && l.op.slot == a.op.slot) continue;  // an operation's own operands
     if (a.space == Space::Acc && l.mxu >= 0 && l.mxu == a.mxu) continue;  // in-order array
     uint64_t lo = std::max(l.lo, a.lo), hi = std::min(l.hi, a.hi);
-    auto tagname = [&](uint16_t t) { return t < prog.tags.size() && !prog.tags[t].empty() ? " [" + prog.tags[t] + "]" : std::string(); };
+    auto tagname = [&](const Access& x) {
+      // Another chip's tags are not this program's.
+      uint16_t t = x.op.tag;
+      return x.remote_chip < 0 && t < prog.tags.size() && !prog.tags[t].empty() ? " [" + prog.tags[t] + "]" : std::string();
+    };
+    auto chip = [](const Access& x) { return x.remote_chip < 0 ? std::string() : fmt::format("chip {}'s ", x.remote_chip); };
+    auto until = [](uint64_t t1) { return t1 == kUnknown ? std::string("its transfer completes") : fmt::format("cycle {}", t1); };
+    auto last = [](uint64_t t1) { return t1 == kUnknown ? std::string("its completion") : std::to_string(t1 - 1); };
     throw SimError(fmt::format(
-        "race: bundle {} ({}){} {} {} {}..{} during cycles {}..{}, but bundle {} ({}){} {} them until "
-        "cycle {}. Make bundle {} wait on a flag that bundle {} increments (or move one of them).",
-        a.op.bundle, a.op.def->mnemonic, tagname(a.op.tag), a.write ? "writes" : "reads", space_name(a.space),
-        lo, hi - 1, a.t0, a.t1 - 1, l.op.bundle, l.op.def->mnemonic, tagname(l.op.tag),
-        l.write ? "writes" : "reads", l.t1, a.op.bundle, l.op.bundle));
+        "race: {}bundle {} ({}){} {} {} {}..{} during cycles {}..{}, but {}bundle {} ({}){} {} them until "
+        "{}. Make bundle {} wait on a flag that bundle {} increments (or move one of them).",
+        chip(a), a.op.bundle, a.op.def->mnemonic, tagname(a), a.write ? "writes" : "reads", space_name(a.space),
+        lo, hi - 1, a.t0, last(a.t1), chip(l), l.op.bundle, l.op.def->mnemonic, tagname(l),
+        l.write ? "writes" : "reads", until(l.t1), a.op.bundle, l.op.bundle));
   }
   live_.push_back(a);
 }
@@ -115,8 +127,18 @@ void HbmStore::read(uint64_t addr, uint8_t* dst, uint64_t n) const {
 void HbmStore::write(uint64_t addr, const uint8_t* src, uint64_t n) {
   while (n) {
     uint64_t page = addr / kPage, off = addr % kPage, len = std::min(n, kPage - off);
-    auto& p = pages_[page];
-    if (!p) p = std::make_unique<uint8_t[]>(kPage);  // zero-filled
+    auto it = pages_.find(page);
+    if (it == pages_.end()) {
+      // Zeros into a page never written leave it as it reads (zero) without holding memory:
+      // large pods mostly move zeros when only their timing is asked for.
+      static const uint8_t kZeros[kPage] = {};
+      if (std::memcmp(src, kZeros, len) == 0) {
+        addr += len, src += len, n -= len;
+        continue;
+      }
+      it = pages_.emplace(page, std::make_unique<uint8_t[]>(kPage)).first;  // zero-filled
+    }
+    auto& p = it->second;
     std::memcpy(p.get() + off, src, len);
     addr += len, src += len, n -= len;
   }
@@ -126,8 +148,8 @@ void HbmStore::write(uint64_t addr, const uint8_t* src, uint64_t n) {
 // Machine
 
 Machine::Machine(const config::Config& cfg, const isa::Program& prog, const SimOptions& opt,
-                 HbmStore& hbm, HbmPort hbm_port)
-    : cfg_(cfg), prog_(prog), opt_(opt), hbm_(hbm), hbm_port_(std::move(hbm_port)) {
+                 HbmStore& hbm, HbmPort hbm_port, Fabric* fabric)
+    : cfg_(cfg), prog_(prog), opt_(opt), hbm_(hbm), hbm_port_(std::move(hbm_port)), fabric_(fabric) {
   bundles_ = isa::decode_program(prog);
   // The program may name only the registers the config's scalar unit has. Flags are checked
   // against the ISA's 63 only: the code generator uses flags up to f50 whatever
@@ -140,7 +162,7 @@ Machine::Machine(const config::Config& cfg, const isa::Program& prog, const SimO
   ub_.reset(static_cast<uint8_t*>(std::calloc(ub_bytes_, 1)));
   if (!ub_) throw UserError(fmt::format("cannot allocate the {}-byte unified buffer", ub_bytes_));
   mxu_.resize(cfg.core.mxu.count);
-  for (MxuState& m : mxu_) m.acc.assign(size_t(cfg.core.accumulators.rows) * C_, 0);
+  for (MxuState& m : mxu_) m.acc.resize(size_t(cfg.core.accumulators.rows) * C_);  // zeroed
   flags_.resize(isa::kNumFlags);
   per_tag_.resize(prog.tags.size());
   stats_.clock_mhz = cfg.clock_mhz;
@@ -274,6 +296,11 @@ Machine::Accept Machine::accept_wait(const Operation& op, uint64_t t, const OpRe
   }
   std::string who;
   for (const auto& p : fs.pending) who += fmt::format(" bundle {} (done at cycle {});", p.bundle, p.done);
+  if (fabric_) {  // another chip may still signal it: decided at a synchronisation
+    blocked_ = fmt::format("{}: waits for f{} >= {}; f{} can reach {} with what is known so far.{}", where(ref), flag, n,
+                           flag, v, who.empty() ? "" : " Pending increments:" + who);
+    return {kUnknown, StallReason::WaitIci};
+  }
   fail(ref, fmt::format("deadlock: waits for f{} >= {}, but f{} can only reach {} — no issued operation "
                         "will increment it further.{} Check the flag numbers and counts of the operations "
                         "that should signal f{}.",
@@ -293,25 +320,6 @@ void Machine::exec_wait(const Operation& op, uint64_t t) {
 
 // ---- DMA ----
 
-namespace {
-struct DmaShape {
-  uint64_t min_off = 0, max_off = 0;  // extremes of row start offsets
-  uint64_t rows = 1;
-};
-DmaShape shape_of(const isa::DmaDescriptor& d, bool src) {
-  int64_t lo = 0, hi = 0;
-  uint64_t rows = 1;
-  for (const auto& dim : d.dims) {
-    int64_t s = src ? dim.src_stride : dim.dst_stride;
-    int64_t span = int64_t(dim.count - 1) * s;
-    if (span >= 0) hi += span;
-    else lo += span;
-    rows *= dim.count;
-  }
-  return {uint64_t(lo), uint64_t(hi), rows};
-}
-}  // namespace
-
 Machine::Accept Machine::accept_dma(const Operation& op, uint64_t t, const OpRef& ref) {
   Accept a{t, StallReason::DmaBusy};
   std::erase_if(dma_done_, [&](uint64_t d) { return d <= t; });
@@ -321,9 +329,12 @@ Machine::Accept Machine::accept_dma(const Operation& op, uint64_t t, const OpRef
     std::sort(d.begin(), d.end());
     a.t = d[d.size() - slots];  // the earliest cycle at which only slots-1 remain in flight
   }
-  if (ref.def->mnemonic == "dma.send")
-    fail(ref, "dma.send moves data between chips, which needs a multi-chip run; this is a single-chip "
-              "simulation");
+  if (ref.def->mnemonic == "dma.send") {
+    if (!fabric_)
+      fail(ref, "dma.send moves data between chips, which needs a multi-chip run; this is a single-chip "
+                "simulation");
+    return accept_ici(t, ref);  // the ICI engine carries it (docs/microarch.md, "ICI engine")
+  }
   if (ref.def->mnemonic == "dma.wfifo") {
     uint32_t m = check_mxu(ref, "mxu", f(op, SlotId::Dma, "unit"));
     const MxuState& ms = mxu_[m];
@@ -348,6 +359,7 @@ Machine::Accept Machine::accept_dma(const Operation& op, uint64_t t, const OpRef
 }
 
 void Machine::exec_dma(const Operation& op, uint64_t T, const OpRef& ref) {
+  if (ref.def->mnemonic == "dma.send") return exec_dma_send(op, T, ref);
   const auto& ub_cfg = cfg_.core.unified_buffer;
   const isa::DmaDescriptor& d = prog_.descriptors[size_t(f(op, SlotId::Dma, "desc"))];
   std::string_view kind = ref.def->mnemonic;
@@ -355,33 +367,15 @@ void Machine::exec_dma(const Operation& op, uint64_t T, const OpRef& ref) {
   bool dst_ub = kind == "dma.load" || kind == "dma.copy";
   uint64_t src = uint64_t(reg(f(op, SlotId::Dma, "src"))) + d.src_offset;
   uint64_t dst = kind == "dma.wfifo" ? 0 : uint64_t(reg(f(op, SlotId::Dma, "dst"))) + d.dst_offset;
-  DmaShape ss = shape_of(d, true), ds = shape_of(d, false);
+  DmaShape ss = dma_shape(d, true), ds = dma_shape(d, false);
   uint64_t N = d.total_bytes();
   if (d.bytes == 0) fail(ref, fmt::format("descriptor '{}' moves 0 bytes", d.name));
 
-  auto check_side = [&](bool ub, uint64_t base, const DmaShape& s, const char* field, int64_t stride_check) {
-    if (s.min_off > 0 && base < uint64_t(-int64_t(s.min_off)))
-      fail(ref, fmt::format("'{}' (descriptor '{}') reaches below address 0", field, d.name));
-    uint64_t lo = base + s.min_off, hi = base + s.max_off + d.bytes;
-    if (ub) {
-      check_ub(ref, field, lo, hi - lo, true);
-      uint64_t al = ub_cfg.alignment_bytes;
-      if (al > 1 && stride_check % int64_t(al))
-        fail(ref, fmt::format("descriptor '{}': every row must start on a multiple of {} bytes on the "
-                              "unified-buffer side (core.unified_buffer.alignment_bytes), so its strides must "
-                              "be multiples of it",
-                              d.name, al));
-    } else if (hi > hbm_.capacity()) {
-      fail(ref, fmt::format("'{}' (descriptor '{}') reaches HBM bytes {}..{}, past its {} bytes (memory.bytes)",
-                            field, d.name, lo, hi - 1, hbm_.capacity()));
-    }
-    return std::pair{lo, hi};
-  };
   int64_t src_strides = 0, dst_strides = 0;
   for (const auto& dim : d.dims) src_strides |= dim.src_stride, dst_strides |= dim.dst_stride;
-  auto [slo, shi] = check_side(src_ub, src, ss, "src", src_strides);
+  auto [slo, shi] = check_dma_side(ref, d, src_ub, src, ss, "src", src_strides);
   std::pair<uint64_t, uint64_t> dr{0, 0};
-  if (kind != "dma.wfifo") dr = check_side(dst_ub, dst, ds, "dst", dst_strides);
+  if (kind != "dma.wfifo") dr = check_dma_side(ref, d, dst_ub, dst, ds, "dst", dst_strides);
 
   // Row r's source and destination, innermost dimension first; computed as the transfer goes,
   // so a descriptor of 2^32 - 1 rows costs time, not bookkeeping.
@@ -798,7 +792,7 @@ void Machine::check_loop_bound(size_t pc, size_t target, uint32_t count, const O
 void Machine::run(const std::function<void(uint64_t)>& sync) {
   const auto& sc = cfg_.core.scalar;
   // Tie-break order for stall attribution, and the order operations take effect.
-  static constexpr SlotId kAcceptOrder[] = {SlotId::Control, SlotId::Dma, SlotId::MxuWeight,
+  static constexpr SlotId kAcceptOrder[] = {SlotId::Control, SlotId::Dma, SlotId::Ici, SlotId::MxuWeight,
                                             SlotId::MxuMatmul, SlotId::Vector};
   uint64_t prev = 0, penalty = 0;
   bool first = true;
@@ -812,12 +806,10 @@ void Machine::run(const std::function<void(uint64_t)>& sync) {
     const Bundle& b = bundles_[pc];
     auto ref_of = [&](SlotId s) { return OpRef{uint32_t(pc), s, b.at(s).def, b.tag}; };
     uint64_t earliest = first ? 0 : prev + 1 + penalty;
-    uint64_t fetched = earliest;  // past an instruction fetch from HBM
-    if (imem_fetch_cycles_ && (pc < imem_window_ || pc >= imem_window_ + cfg_.core.scalar.imem_bundles)) {
-      imem_window_ = pc - pc % cfg_.core.scalar.imem_bundles;
-      fetched = earliest + imem_fetch_cycles_;
-      tagc(b.tag).hbm_read_bytes += uint64_t(cfg_.core.scalar.imem_bundles) * isa::kBundleBytes;
-    }
+    // Past an instruction fetch from HBM when the bundle is outside the resident window (the
+    // window moves once the bundle issues: in a system it may be accepted more than once).
+    const bool outside = imem_fetch_cycles_ && (pc < imem_window_ || pc >= imem_window_ + cfg_.core.scalar.imem_bundles);
+    const uint64_t fetched = outside ? earliest + imem_fetch_cycles_ : earliest;
     Accept best{fetched, StallReason::ImemFetch};
     SlotId stall_slot = SlotId::Control;
     for (SlotId s : kAcceptOrder) {
@@ -828,8 +820,10 @@ void Machine::run(const std::function<void(uint64_t)>& sync) {
       switch (s) {
         case SlotId::Control:
           if (op.def->mnemonic == "wait") a = accept_wait(op, fetched, ref);
+          else if (op.def->mnemonic == "barrier") a = accept_barrier(op, fetched, ref);
           break;
         case SlotId::Dma: a = accept_dma(op, fetched, ref); break;
+        case SlotId::Ici: a = accept_ici(fetched, ref); break;
         case SlotId::MxuWeight: a = accept_wload(op, fetched, ref); break;
         case SlotId::MxuMatmul: a = accept_matmul(op, fetched, ref); break;
         case SlotId::Vector: a = accept_vector(op, fetched, ref); break;
@@ -837,12 +831,22 @@ void Machine::run(const std::function<void(uint64_t)>& sync) {
       }
       if (a.t > best.t) best = a, stall_slot = s;
     }
+    // In a system, a bundle issues only below the horizon, with everything the network
+    // can still deliver before it known (docs/microarch.md, "Time across chips").
+    if (fabric_ && (best.t == kUnknown || best.t >= fabric_->horizon())) {
+      apply_deliveries(fabric_->synchronize(best.t));
+      continue;
+    }
     T = best.t;
     if (T > opt_.max_cycles)
       throw SimError(fmt::format("{}: cycle limit {} reached (the program may loop forever or wait on a very "
                                  "long transfer); raise it with --max-cycles",
                                  where(ref_of(stall_slot)), opt_.max_cycles));
     Counters& c = tagc(b.tag);
+    if (outside) {
+      imem_window_ = pc - pc % cfg_.core.scalar.imem_bundles;
+      c.hbm_read_bytes += uint64_t(cfg_.core.scalar.imem_bundles) * isa::kBundleBytes;
+    }
     if (T > earliest) {
       uint64_t stall = T - earliest;
       c.stall[size_t(best.why)] += stall;
@@ -851,6 +855,7 @@ void Machine::run(const std::function<void(uint64_t)>& sync) {
     }
     c.bundles++;
     c.first_issue = std::min(c.first_issue, T);
+    if (fabric_) land_writes(T);
     hazards_.retire_before(T);
 
     // Effects, in the order docs/microarch.md gives.
@@ -858,6 +863,7 @@ void Machine::run(const std::function<void(uint64_t)>& sync) {
     if (!ctl.is_nop() && ctl.def->mnemonic == "wait") exec_wait(ctl, T);
     auto t0 = std::chrono::steady_clock::now();
     if (!b.at(SlotId::Dma).is_nop()) exec_dma(b.at(SlotId::Dma), T, ref_of(SlotId::Dma));
+    if (!b.at(SlotId::Ici).is_nop()) exec_ici(b.at(SlotId::Ici), T, ref_of(SlotId::Ici));
     auto t1 = std::chrono::steady_clock::now();
     if (!b.at(SlotId::MxuMatmul).is_nop()) exec_matmul(b.at(SlotId::MxuMatmul), T, ref_of(SlotId::MxuMatmul));
     auto t2 = std::chrono::steady_clock::now();
@@ -924,7 +930,7 @@ void Machine::run(const std::function<void(uint64_t)>& sync) {
         taken = nv != 0;
         if (taken) check_loop_bound(pc, target, nv, ref_of(SlotId::Control), T);
       }
-      // barrier: a single chip reaches every barrier at once.
+      else if (m == "barrier") exec_barrier(ctl);  // a single chip reaches every barrier at once
       if (taken) next = target;
     }
     for (size_t i = 0; i < nw; ++i)
@@ -932,7 +938,7 @@ void Machine::run(const std::function<void(uint64_t)>& sync) {
     if (taken) check_progress(uint32_t(next), ref_of(SlotId::Control), T);
 
     last_done_ = std::max(last_done_, T + 1);
-    if (T >= next_sync) {
+    if (!fabric_ && T >= next_sync) {
       sync(T);
       if (opt_.progress) opt_.progress(T, pc);
       next_sync = T + (1 << 16);
@@ -946,6 +952,12 @@ void Machine::run(const std::function<void(uint64_t)>& sync) {
 
   if (std::getenv("VTPU_SIM_PROFILE"))
     fmt::print(stderr, "sim profile: dma {:.1f} ms, matmul {:.1f} ms, vector {:.1f} ms\n", prof_[0] * 1e3, prof_[1] * 1e3, prof_[2] * 1e3);
+  if (fabric_) return;  // the system finalizes once the network has drained
+  finalize();
+  sync(stats_.total_cycles);
+}
+
+void Machine::finalize() {
   stats_.total_cycles = last_done_;
   for (size_t t = 0; t < per_tag_.size(); ++t) {
     if (per_tag_[t].bundles == 0 && per_tag_[t].last_done == 0) continue;
@@ -954,7 +966,6 @@ void Machine::run(const std::function<void(uint64_t)>& sync) {
   }
   std::stable_sort(stats_.per_tag.begin(), stats_.per_tag.end(),
                    [](const TagStats& a, const TagStats& b) { return a.c.first_issue < b.c.first_issue; });
-  sync(stats_.total_cycles);
 }
 
 }  // namespace vtpu::sim::detail

@@ -5,6 +5,7 @@
 // (the hazard checker makes sure that equals the timed behaviour).
 #include <cstdint>
 #include <deque>
+#include <cstdlib>
 #include <functional>
 #include <memory>
 #include <optional>
@@ -16,6 +17,7 @@
 #include "vtpu/isa/bundle.h"
 #include "vtpu/isa/program.h"
 #include "vtpu/sim/simulator.h"
+#include "ici.h"
 
 namespace vtpu::sim::detail {
 
@@ -43,7 +45,11 @@ struct Access {
   int mxu = -1;     // set for matmul accumulator accesses (same-MXU overlap is allowed)
   // For strided DMA patterns: the [begin, end) byte ranges actually touched, sorted by
   // begin; null means all of [lo, hi).
-  std::shared_ptr<const std::vector<std::pair<uint64_t, uint64_t>>> rows;
+  std::shared_ptr<const std::vector<std::pair<uint64_t, uint64_t>>> rows{};
+  // ICI transfers: t1 may be kUnknown until the network reports the end (set_end); an
+  // access by another chip's send names that chip.
+  uint64_t xfer = 0;
+  int remote_chip = -1;
 };
 
 class HazardChecker {
@@ -51,6 +57,8 @@ class HazardChecker {
   // Throws SimError if `a` races with an operation still in flight; then records it.
   void check_and_add(const Access& a, const isa::Program& prog);
   void retire_before(uint64_t cycle);
+  // Ends the accesses of ICI transfer `xfer` at t1 (they were open-ended).
+  void set_end(uint64_t xfer, uint64_t t1);
 
  private:
   std::vector<Access> live_;
@@ -65,6 +73,27 @@ struct Tile {
   uint32_t loaded_by_bundle = 0;
 };
 
+// Zeroed memory from calloc, left untouched until used: systems of hundreds of chips do not
+// pay for accumulators their programs never write.
+template <class T>
+struct ZeroedAllocator {
+  using value_type = T;
+  ZeroedAllocator() = default;
+  template <class U>
+  ZeroedAllocator(const ZeroedAllocator<U>&) {}
+  T* allocate(size_t n) {
+    void* p = std::calloc(n, sizeof(T));
+    if (!p) throw std::bad_alloc();
+    return static_cast<T*>(p);
+  }
+  void deallocate(T* p, size_t) { std::free(p); }
+  template <class U>
+  void construct(U*) {}  // already zero
+  template <class U, class... A>
+  void construct(U* p, A&&... a) { ::new (static_cast<void*>(p)) U(std::forward<A>(a)...); }
+  bool operator==(const ZeroedAllocator&) const { return true; }
+};
+
 struct MxuState {
   // Weight FIFO: tiles reserved by dma.wfifo and not yet taken by an mxu.wload.
   std::deque<std::shared_ptr<Tile>> fifo;
@@ -77,7 +106,7 @@ struct MxuState {
   // Active buffer.
   std::shared_ptr<Tile> active;
   uint64_t data_free = 0;           // T_prev + B_prev
-  std::vector<uint32_t> acc;        // rows x C 32-bit words (int32 or fp32 bits)
+  std::vector<uint32_t, ZeroedAllocator<uint32_t>> acc;  // rows x C 32-bit words (int32 or fp32 bits)
 
   uint64_t fifo_occupancy(uint64_t t) const;
 };
@@ -107,6 +136,19 @@ class HbmStore {
   std::unordered_map<uint64_t, std::unique_ptr<uint8_t[]>> pages_;
 };
 
+// A DMA descriptor's rows: extremes of the row offsets on one side, and every row's
+// (source, destination) address, innermost dimension first.
+struct DmaShape {
+  uint64_t min_off = 0, max_off = 0;
+  uint64_t rows = 1;
+};
+DmaShape dma_shape(const isa::DmaDescriptor& d, bool src);
+std::vector<std::pair<uint64_t, uint64_t>> dma_rows(const isa::DmaDescriptor& d, uint64_t src, uint64_t dst);
+// The byte ranges one side of those rows touches, sorted, for the hazard checker; null when
+// they fill [lo, hi) without gaps.
+std::shared_ptr<const std::vector<std::pair<uint64_t, uint64_t>>> dma_pattern(
+    const std::vector<std::pair<uint64_t, uint64_t>>& rows, uint64_t bytes, bool src_side, uint64_t lo, uint64_t hi);
+
 // Callback the DMA engine uses to reach the memory model: one request per contiguous row,
 // returning the completion cycle. chip.cpp routes it through a TLM-2.0 socket.
 using HbmPort = std::function<uint64_t(uint64_t addr, uint8_t* data, uint64_t bytes,
@@ -114,11 +156,21 @@ using HbmPort = std::function<uint64_t(uint64_t addr, uint8_t* data, uint64_t by
 
 class Machine {
  public:
+  // `fabric` joins the chip to a multi-chip system (null: a single chip, docs/microarch.md).
   Machine(const config::Config& cfg, const isa::Program& prog, const SimOptions& opt,
-          HbmStore& hbm, HbmPort hbm_port);
+          HbmStore& hbm, HbmPort hbm_port, Fabric* fabric = nullptr);
 
-  // Runs the program; `sync(cycle)` lets the SystemC sequencer advance simulated time.
+  // Runs the program; `sync(cycle)` lets the SystemC sequencer advance simulated time. On
+  // one chip it ends with finalize(); in a system the system finalizes once all drained.
   void run(const std::function<void(uint64_t)>& sync);
+  // Totals and per-tag stats from the counters (after the last operation is known).
+  void finalize();
+
+  // Multi-chip (machine_ici.cpp): takes what the network reports; writes every landed
+  // transfer into memory; says what the chip waits for when it cannot go on.
+  void apply_deliveries(std::vector<IciDelivery>&& ds);
+  void land_all();
+  const std::string& blocked_description() const { return blocked_; }
 
   Stats& stats() { return stats_; }
   std::vector<TraceEvent>& trace() { return trace_; }
@@ -135,12 +187,32 @@ class Machine {
   Accept accept_wload(const Operation& op, uint64_t t, const OpRef& ref);
   Accept accept_matmul(const Operation& op, uint64_t t, const OpRef& ref);
   Accept accept_vector(const Operation& op, uint64_t t, const OpRef& ref);
+  Accept accept_ici(uint64_t t, const OpRef& ref);
+  Accept accept_barrier(const Operation& op, uint64_t t, const OpRef& ref);
 
   void exec_wait(const Operation& op, uint64_t t);
   void exec_dma(const Operation& op, uint64_t t, const OpRef& ref);
   void exec_wload(const Operation& op, uint64_t t, const OpRef& ref);
   void exec_matmul(const Operation& op, uint64_t t, const OpRef& ref);
   void exec_vector(const Operation& op, uint64_t t, const OpRef& ref);
+  void exec_ici(const Operation& op, uint64_t t, const OpRef& ref);
+  void exec_dma_send(const Operation& op, uint64_t t, const OpRef& ref);
+  void exec_barrier(const Operation& op);
+  struct SendArgs {
+    uint32_t desc = 0;
+    uint64_t src = 0, dst = 0;
+    uint32_t dst_chip = 0;
+    IciSpace src_space = IciSpace::Ub, dst_space = IciSpace::Ub;
+    int flag = 0, sflag = 0;
+  };
+  void start_send(const SendArgs& a, uint64_t T, const OpRef& ref);
+  void start_signal(uint32_t dst_chip, int flag, uint64_t T, const OpRef& ref);
+  uint32_t check_destination(const OpRef& ref, int64_t chip);
+  // Applies the landed remote writes with done cycle <= T (in that order).
+  void land_writes(uint64_t T);
+  // Where a DMA side lies; checks bounds and alignment and returns its [lo, hi).
+  std::pair<uint64_t, uint64_t> check_dma_side(const OpRef& ref, const isa::DmaDescriptor& d, bool ub, uint64_t base,
+                                               const DmaShape& s, const char* field, int64_t strides);
 
   void add_increment(int64_t flag, uint64_t done, StallReason source, uint32_t bundle, int64_t amount = 1);
   [[noreturn]] void fail(const OpRef& ref, const std::string& what) const;
@@ -197,6 +269,34 @@ class Machine {
   // that many bundles, each fetched from HBM when execution enters it (docs/microarch.md).
   uint64_t imem_window_ = 0;  // first bundle of the resident window (the first is loaded before the start)
   uint64_t imem_fetch_cycles_ = 0;
+
+  // ICI engine and the system around it (machine_ici.cpp)
+  Fabric* fabric_ = nullptr;
+  struct InFlight {
+    uint64_t seq, acked;  // acked: the sender's done cycle, kUnknown until reported
+    uint16_t tag;
+    uint32_t bundle;
+    int sflag;
+    uint64_t issue;
+    uint16_t lane;  // timeline track, free again once acknowledged
+    const char* name;
+  };
+  std::vector<InFlight> ici_inflight_;
+  uint64_t ici_seq_ = 0;
+  uint64_t ici_port_free_ = 0;  // the ICI engine's unified-buffer read port
+  struct Landing {
+    uint64_t done;
+    std::shared_ptr<const IciTransfer> t;
+  };
+  std::vector<Landing> landings_;  // remote writes not yet in memory
+  struct BarrierWait {
+    uint32_t id;
+    uint64_t generation;
+    uint32_t bundle;
+  };
+  std::optional<BarrierWait> barrier_wait_;  // the barrier of the current bundle, once reached
+  std::vector<uint64_t> barrier_gen_ = std::vector<uint64_t>(256, 0);
+  std::string blocked_;  // why the last accept was kUnknown
 
   uint64_t last_done_ = 0;
   double prof_[3] = {};  // wall seconds in DMA, matmul, vector work (VTPU_SIM_PROFILE=1)

@@ -36,6 +36,8 @@ json counters_json(const Counters& c, uint64_t span_cycles, const Stats& s) {
   j["vector"] = {{"ops", c.vector_ops}, {"busy_cycles", c.vector_busy_cycles}, {"elements", c.vector_elements}};
   j["ub_bank_conflict_cycles"] = c.ub_bank_extra_cycles;
   j["dma"] = {{"transfers", c.dma_transfers}, {"busy_cycles", c.dma_busy_cycles}};
+  j["ici"] = {{"sends", c.ici_sends}, {"signals", c.ici_signals}, {"bytes_sent", c.ici_bytes_sent},
+              {"hop_bytes", c.ici_hop_bytes}, {"bytes_received", c.ici_bytes_received}};
   j["mxu"]["weight_shift_cycles"] = c.weight_shift_cycles;
   j["scalar_ops"] = c.scalar_ops;
   j["bytes"] = {{"hbm_read", c.hbm_read_bytes},  {"hbm_write", c.hbm_write_bytes},

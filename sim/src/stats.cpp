@@ -17,6 +17,9 @@ std::string_view stall_reason_name(StallReason r) {
     case StallReason::MxuBusy: return "mxu_busy";
     case StallReason::WeightPathBusy: return "weight_path_busy";
     case StallReason::VectorBusy: return "vector_busy";
+    case StallReason::WaitIci: return "wait_ici";
+    case StallReason::IciBusy: return "ici_busy";
+    case StallReason::Barrier: return "barrier";
     case StallReason::ImemFetch: return "imem_fetch";
   }
   return "?";
@@ -34,6 +37,7 @@ std::string_view unit_name(Unit u) {
     case Unit::WeightFifo: return "weight_fifo";
     case Unit::Hbm: return "hbm";
     case Unit::Static: return "static";
+    case Unit::Ici: return "ici";
   }
   return "?";
 }
@@ -66,6 +70,11 @@ void Counters::add(const Counters& o) {
   vector_elements += o.vector_elements;
   vector_mul_elements += o.vector_mul_elements;
   ub_bank_extra_cycles += o.ub_bank_extra_cycles;
+  ici_sends += o.ici_sends;
+  ici_signals += o.ici_signals;
+  ici_bytes_sent += o.ici_bytes_sent;
+  ici_hop_bytes += o.ici_hop_bytes;
+  ici_bytes_received += o.ici_bytes_received;
   first_issue = std::min(first_issue, o.first_issue);
   last_done = std::max(last_done, o.last_done);
   for (size_t i = 0; i < energy_pj.size(); ++i) energy_pj[i] += o.energy_pj[i];

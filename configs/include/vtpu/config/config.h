@@ -137,6 +137,11 @@ struct IciConfig {                       // inter-chip interconnect
   double link_latency_ns{};
   std::vector<uint32_t> shape;  // torus dimensions; their product = system.chips
   bool wraparound{};
+  std::vector<uint32_t> twist;  // empty, or per dimension: shift of the last dimension when wrapping
+  double router_delay_ns{};     // per hop, on entering a router
+  uint64_t packet_bytes{};      // transfers move in packets of this size (the last one shorter)
+  uint32_t buffer_packets{};    // credits: packet slots per virtual channel at each link's receiver
+  uint32_t max_in_flight{};     // transfers the ICI engine of a chip works on at once
   bool operator==(const IciConfig&) const = default;
 };
 
@@ -255,5 +260,10 @@ double mac_pj(const EnergyTable& energy, DType dtype);
 // interpolation between the table's neighbouring points, extrapolated from the end
 // segments outside them; a one-point table is constant. Requires macro_bytes > 0.
 double sram_pj_per_64b(const EnergyTable& energy, uint64_t macro_bytes);
+
+// A size in the config grammar ("64MiB", "4 KiB", "1024"; docs/config.md), for command
+// lines; throws UserError naming `what` and the units. format_size prints it back ("64MiB").
+uint64_t parse_size(std::string_view text, std::string_view what);
+std::string format_size(uint64_t bytes);
 
 }  // namespace vtpu::config

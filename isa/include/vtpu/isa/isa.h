@@ -26,11 +26,12 @@ inline constexpr unsigned kMaxDmaDims = 3;      // outer dimensions of a DMA des
 inline constexpr unsigned kMxuIndexBits = 3;    // the mxu fields: a config may have up to 8 MXUs
 inline constexpr unsigned kMaxMxus = 1u << kMxuIndexBits;
 
-enum class SlotId : uint8_t { S0, S1, Dma, MxuWeight, MxuMatmul, Vector, Control };
-inline constexpr unsigned kNumSlots = 7;
+// Ici is last: it was added in bits that were padding, so older programs encode the same.
+enum class SlotId : uint8_t { S0, S1, Dma, MxuWeight, MxuMatmul, Vector, Control, Ici };
+inline constexpr unsigned kNumSlots = 8;
 
 // Which slots an operation may occupy. Scalar operations go to s0 or s1.
-enum class SlotClass : uint8_t { Scalar, Dma, MxuWeight, MxuMatmul, Vector, Control };
+enum class SlotClass : uint8_t { Scalar, Dma, MxuWeight, MxuMatmul, Vector, Control, Ici };
 
 enum class FieldKind : uint8_t {
   Opcode,
@@ -90,7 +91,7 @@ struct OperandDef {
 // What a unit does with an operation; the simulator keys latency and energy on it.
 enum class OpClass : uint8_t {
   Nop, ScalarAlu, ScalarMul, Branch, Sync, Halt,
-  Dma, WeightLoad, Matmul,
+  Dma, WeightLoad, Matmul, IciSend, IciSignal,
   VecAlu, VecMul, VecTranscendental, VecReduce, VecRescale, VecConvert, VecPool, VecMove,
 };
 
@@ -125,10 +126,12 @@ std::string_view op_class_name(OpClass c);
 enum class Dtype : uint8_t { Int8 = 0, Bf16 = 1, Int32 = 2, Fp32 = 3, Uint8 = 4, Int16 = 5 };
 extern const EnumDef kDtypeEnum;
 extern const EnumDef kMemSpaceEnum;  // ub | acc
+extern const EnumDef kIciMemEnum;    // ub | hbm: where an ICI transfer reads and writes
 unsigned dtype_bytes(Dtype d);
 std::string_view dtype_name(Dtype d);
 std::optional<Dtype> parse_dtype(std::string_view name);
 
 enum class MemSpace : uint8_t { UnifiedBuffer = 0, Accumulator = 1 };
+enum class IciMem : uint8_t { UnifiedBuffer = 0, Hbm = 1 };
 
 }  // namespace vtpu::isa

@@ -20,14 +20,17 @@ enum class StallReason : uint8_t {
   MxuBusy,         // matmul data path still streaming the previous matmul
   WeightPathBusy,  // previous mxu.wload still shifting
   VectorBusy,      // vector issue stage occupied
+  WaitIci,         // wait on a flag an ICI transfer or signal increments (multi-chip)
+  IciBusy,         // all ICI engine slots hold unacknowledged sends
+  Barrier,         // waiting for the other chips at a barrier
   ImemFetch,       // the next bundle is outside instruction memory: fetched from HBM
 };
-inline constexpr size_t kNumStallReasons = 11;
+inline constexpr size_t kNumStallReasons = 14;
 std::string_view stall_reason_name(StallReason r);
 
 // The units that report busy time and energy.
-enum class Unit : uint8_t { Sequencer, Scalar, Dma, Mxu, Vector, UnifiedBuffer, Accumulators, WeightFifo, Hbm, Static };
-inline constexpr size_t kNumUnits = 10;
+enum class Unit : uint8_t { Sequencer, Scalar, Dma, Mxu, Vector, UnifiedBuffer, Accumulators, WeightFifo, Hbm, Static, Ici };
+inline constexpr size_t kNumUnits = 11;
 std::string_view unit_name(Unit u);
 
 // Counters that are kept both for the whole run and per tag.
@@ -57,6 +60,11 @@ struct Counters {
   uint64_t vector_elements = 0;
   uint64_t vector_mul_elements = 0;     // multiply-class lane operations (mul, affine, rescale, transcendental)
   uint64_t ub_bank_extra_cycles = 0;    // MXU/vector cycles lost to unified-buffer bank conflicts
+  uint64_t ici_sends = 0;               // ici.send and dma.send issued
+  uint64_t ici_signals = 0;             // ici.signal issued
+  uint64_t ici_bytes_sent = 0;          // payload bytes of those sends
+  uint64_t ici_hop_bytes = 0;           // payload bytes x links crossed (link energy)
+  uint64_t ici_bytes_received = 0;      // bytes other chips' sends wrote here (untagged)
   uint64_t first_issue = UINT64_MAX;    // cycle of the first bundle with this tag
   uint64_t last_done = 0;               // latest done cycle of an operation with this tag
   std::array<double, kNumUnits> energy_pj{};

@@ -1,0 +1,61 @@
+#include "parallel_run.h"
+
+#include <fmt/format.h>
+
+#include <fstream>
+#include <iostream>
+#include <nlohmann/json.hpp>
+
+#include "output_files.h"
+#include "vtpu/runtime/parallel.h"
+#include "vtpu/sim/system_report.h"
+#include "vtpu/support/error.h"
+#include "vtpu/support/files.h"
+
+namespace vtpu::cli {
+
+int run_parallel_model(const ParallelArgs& a, const config::Config& system, const runtime::RunOptions& options) {
+  runtime::Parallelism p = runtime::parallelism_from_name(a.parallelism);
+  runtime::ParallelRun run = runtime::run_parallel(a.model, system, p, options, a.baseline);
+  if (!a.quiet) {
+    std::cout << fmt::format("{} on {} ({}), {} parallel: a batch of {} over {} chips\n\n", a.model, system.name, a.dtype,
+                             runtime::parallelism_name(p), run.batch, run.parts.size());
+    std::cout << runtime::parts_table(run) << "\n" << runtime::scaling_table(run) << "\n"
+              << sim::system_summary_table(run.system, system);
+  }
+  if (!a.output_dir.empty())
+    write_output_files(a.output_dir, run.programs[0].tensors, run.outputs, run.output_shapes, run.output_bytes);
+  if (!a.report.empty()) {
+    sim::ReportMeta meta{VTPU_VERSION, a.model, a.seed, run.inputs_used};
+    nlohmann::json j = nlohmann::json::parse(sim::system_report_json(run.system, system, meta));
+    nlohmann::json parts = nlohmann::json::array();
+    for (const auto& part : run.parts) parts.push_back({{"batch_begin", part.batch_begin}, {"batch", part.batch}});
+    double speedup = run.baseline_ran && run.seconds() > 0 ? run.baseline_seconds() / run.seconds() : 0;
+    j["parallel"] = {{"kind", runtime::parallelism_name(p)},
+                     {"batch", run.batch},
+                     {"parts", parts},
+                     {"seconds", run.seconds()},
+                     {"collective_seconds", run.collective_seconds()},
+                     {"baseline", run.baseline_ran ? nlohmann::json{{"config", run.chip.name},
+                                                                    {"cycles", run.baseline_cycles},
+                                                                    {"seconds", run.baseline_seconds()},
+                                                                    {"energy_j", run.baseline_energy_pj * 1e-12}}
+                                                   : nlohmann::json(nullptr)},
+                     {"speedup", speedup},
+                     {"efficiency", speedup / double(run.parts.size())},
+                     {"outputs_identical", run.identical},
+                     {"max_abs_difference", run.max_abs_difference},
+                     {"max_relative_difference", run.max_relative_difference}};
+    write_file(a.report, j.dump(2) + "\n");
+  }
+  if (!a.trace.empty()) {
+    OutputFile f(a.trace);
+    std::vector<std::vector<std::string>> tags;
+    for (const auto& part : run.parts) tags.push_back(run.programs[part.program].tags);
+    sim::write_system_trace(f.stream(), run.system, system, tags);
+    f.close();
+  }
+  return kExitOk;
+}
+
+}  // namespace vtpu::cli

@@ -1,0 +1,82 @@
+#pragma once
+// Models split across the chips of a multi-chip config (docs/runtime.md, "Models across
+// chips"). Data parallelism: the batch is cut into one contiguous slice per chip, every chip
+// runs the model on its slice with the same weights, and the outputs are put back together
+// in batch order; inference needs no collective. The same batch on one chip of the config
+// is the baseline of the scaling table and of the outputs' check.
+#include <cstdint>
+#include <filesystem>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "vtpu/config/config.h"
+#include "vtpu/isa/program.h"
+#include "vtpu/runtime/runtime.h"
+#include "vtpu/sim/system.h"
+
+namespace vtpu::runtime {
+
+enum class Parallelism { Data };
+
+// "data" -> Parallelism::Data; anything else is a UserError naming what is implemented.
+Parallelism parallelism_from_name(const std::string& name);
+const char* parallelism_name(Parallelism p);
+
+// One chip of `system`: the same chip, alone (system.chips 1, a torus of one). The
+// single-chip baseline runs on it; its programs equal the system's but for the config stamp
+// (compiler::config_fingerprint does not read the ici section).
+config::Config one_chip_of(const config::Config& system);
+
+struct ChipPart {
+  int64_t batch_begin = 0, batch = 0;  // the chip's samples [begin, begin + batch)
+  size_t program = 0;                  // index into ParallelRun::programs
+};
+
+struct ParallelRun {
+  Parallelism parallelism = Parallelism::Data;
+  config::Config config;      // the system
+  config::Config chip;        // one_chip_of(config): where the baseline ran
+  int64_t batch = 0;          // the whole batch
+  std::vector<ChipPart> parts;             // per chip
+  std::vector<isa::Program> programs;      // one per distinct slice size
+  std::vector<compiler::LayerBound> bounds;  // of programs[0]
+  sim::SystemResult system;
+  std::map<std::string, std::vector<float>> outputs;  // the whole batch, model layout (NCHW images)
+  std::map<std::string, std::vector<int64_t>> output_shapes;
+  std::map<std::string, std::vector<uint8_t>> output_bytes;  // the whole batch as the programs store it
+  std::vector<std::string> inputs_used;
+  double compile_seconds = 0, simulate_seconds = 0;
+
+  // The whole batch on one chip (simulated in a child process).
+  bool baseline_ran = false;
+  std::string baseline_error;  // why it did not run
+  uint64_t baseline_cycles = 0;
+  double baseline_energy_pj = 0;
+  // Outputs against the baseline's: every byte equal, else the largest difference of the
+  // real values relative to the largest |value| of the same output, and that output.
+  bool identical = false;
+  double max_abs_difference = 0, max_relative_difference = 0;
+  std::string worst_output;
+
+  double seconds() const { return double(system.total_cycles) / (config.clock_mhz * 1e6); }
+  double baseline_seconds() const { return double(baseline_cycles) / (config.clock_mhz * 1e6); }
+  double collective_seconds() const;  // time any link carried data (data parallelism: 0)
+};
+
+// Compiles the model once per distinct slice size (int8: with the calibration of the whole
+// batch, so every chip quantizes as the single-chip run does), places every chip's slice of
+// the inputs (files or the seeded random inputs of the whole batch, as run_model makes them),
+// runs the system and, unless `baseline` is false, the whole batch on one chip. The batch is
+// options.batch or the model's, and at least the number of chips. SystemC allows one
+// simulation per process: the system runs in this one.
+ParallelRun run_parallel(const std::filesystem::path& model, const config::Config& system, Parallelism parallelism,
+                         const RunOptions& options, bool baseline = true);
+
+// Per chip: its slice, cycles, MXU utilization, energy (docs/runtime.md).
+std::string parts_table(const ParallelRun& run);
+// One chip against the system: time, speed-up, efficiency against ideal (speed-up / chips),
+// time in collectives, energy; and the outputs' check.
+std::string scaling_table(const ParallelRun& run);
+
+}  // namespace vtpu::runtime

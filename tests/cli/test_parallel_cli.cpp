@@ -1,0 +1,132 @@
+// `vtpu run --parallel data` as a user runs it: the outputs against a plain single-chip run
+// of the same batch (separate command, byte for byte), the tables and report figures against
+// each other, and bad input (docs/runtime.md, "Models across chips").
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+#include <cmath>
+#include <cstring>
+#include <set>
+
+#include "cli_util.h"
+#include "vtpu/config/config.h"
+#include "vtpu/runtime/npy.h"
+
+namespace {
+
+// tiny-8x8 chips in a ring of `n` (a YAML file of its own), and the chip alone.
+fs::path ring_of_tiny(uint32_t n) {
+  vtpu::config::Config c = vtpu::config::load_preset("tiny-8x8");
+  c.name = "tiny-8x8-ring" + std::to_string(n);
+  c.system.chips = n;
+  c.ici.shape = {n};
+  c.ici.links = 2;
+  c.ici.wraparound = true;
+  fs::path p = scratch("parallel") / (c.name + ".yaml");
+  std::ofstream(p) << vtpu::config::to_yaml(c);
+  return p;
+}
+
+// Every output .npy of `a` equals `b`'s byte for byte, or (tolerance > 0) every value is
+// within tolerance x the output's largest |value| (docs/runtime.md: bf16 where the order of a
+// reduction changes).
+void expect_same_outputs(const fs::path& a, const fs::path& b, double tolerance) {
+  size_t n = 0;
+  for (const auto& e : fs::directory_iterator(a)) {
+    ++n;
+    fs::path other = b / e.path().filename();
+    ASSERT_TRUE(fs::exists(other)) << e.path();
+    if (tolerance == 0) {
+      EXPECT_EQ(read_file(e.path()), read_file(other)) << e.path().filename();
+      continue;
+    }
+    vtpu::runtime::NpyArray x = vtpu::runtime::read_npy(e.path()), y = vtpu::runtime::read_npy(other);
+    ASSERT_EQ(x.descr, "<f4");
+    ASSERT_EQ(x.shape, y.shape);
+    std::vector<float> u(x.data.size() / 4), w(y.data.size() / 4);
+    std::memcpy(u.data(), x.data.data(), x.data.size());
+    std::memcpy(w.data(), y.data.data(), y.data.size());
+    double largest = 0, worst = 0;
+    for (size_t i = 0; i < u.size(); ++i)
+      largest = std::max(largest, double(std::fabs(u[i]))), worst = std::max(worst, double(std::fabs(u[i] - w[i])));
+    EXPECT_LE(worst, tolerance * largest) << e.path().filename() << ": largest |value| " << largest;
+  }
+  EXPECT_GT(n, 0u);
+}
+
+TEST(ParallelCli, DataParallelOutputsEqualTheSingleChipRunOfTheBatch) {
+  const std::string ring = ring_of_tiny(4).string();
+  struct Case { const char* model; const char* dtype; int batch; std::string chip, system; double tolerance; };
+  // lenet5 (images) on 4 tiny chips, int8 batch 6: slices of 2, 2, 1, 1, bit-exact; bf16
+  // likewise. gpt2-block (a transformer block over 128 tokens) on a TPU v4 slice of 8: bf16
+  // within 2^-7 of the largest |value| (its matmuls tile differently at batch 1 and 8).
+  for (const Case& c : {Case{"lenet5", "int8", 6, "tiny-8x8", ring, 0}, Case{"lenet5", "bf16", 4, "tiny-8x8", ring, 0},
+                        Case{"gpt2-block", "bf16", 8, "tpu-v4-core", "tpu-v4-2x2x2", 1.0 / 128}}) {
+    SCOPED_TRACE(std::string(c.model) + " " + c.dtype);
+    fs::path one = scratch(std::string("one_") + c.model + c.dtype), par = scratch(std::string("par_") + c.model + c.dtype);
+    std::string common = std::string(c.model) + " --dtype " + c.dtype + " --batch " + std::to_string(c.batch) + " -q";
+    CliResult a = vtpu("run " + common + " -c " + c.chip + " --output-dir " + one.string());
+    ASSERT_EQ(a.code, 0) << a.err;
+    CliResult b = vtpu("run " + common + " -c " + c.system + " --parallel data --no-baseline --output-dir " + par.string());
+    ASSERT_EQ(b.code, 0) << b.err;
+    expect_same_outputs(one, par, c.tolerance);
+  }
+}
+
+TEST(ParallelCli, TablesAndReportAgree) {
+  fs::path ring = ring_of_tiny(4), dir = scratch("tables");
+  CliResult r = vtpu("run lenet5 --dtype int8 --batch 6 -c " + ring.string() + " --parallel data --report " +
+                     (dir / "r.json").string() + " --trace " + (dir / "t.json").string());
+  ASSERT_EQ(r.code, 0) << r.err;
+  for (const char* want : {"data parallel: a batch of 6 over 4 chips", "speed-up", "efficiency", "in collectives",
+                           "outputs: every byte equal to the single-chip run's", "one chip", "link"})
+    EXPECT_NE(r.out.find(want), std::string::npos) << want << "\n" << r.out;
+  auto j = nlohmann::json::parse(std::ifstream(dir / "r.json"));
+  EXPECT_EQ(j["kind"], "system");
+  const auto& p = j["parallel"];
+  EXPECT_EQ(p["kind"], "data");
+  EXPECT_EQ(p["batch"], 6);
+  // Slices as even as they come, in order: 2, 2, 1, 1.
+  std::vector<int> sizes, begins;
+  for (const auto& part : p["parts"]) sizes.push_back(part["batch"]), begins.push_back(part["batch_begin"]);
+  EXPECT_EQ(sizes, (std::vector<int>{2, 2, 1, 1}));
+  EXPECT_EQ(begins, (std::vector<int>{0, 2, 4, 5}));
+  EXPECT_TRUE(p["outputs_identical"].get<bool>());
+  // The system ends with its slowest chip; the chips with two samples take longer.
+  uint64_t slowest = 0;
+  std::vector<uint64_t> cycles;
+  for (const auto& c : j["chips"]) cycles.push_back(c["cycles"]), slowest = std::max(slowest, cycles.back());
+  EXPECT_EQ(j["totals"]["cycles"].get<uint64_t>(), slowest);
+  EXPECT_GT(cycles[0], cycles[3]);
+  // Speed-up and efficiency from the times they are defined by.
+  double t1 = p["baseline"]["seconds"], tn = p["seconds"];
+  EXPECT_NEAR(p["speedup"].get<double>(), t1 / tn, 1e-9);
+  EXPECT_NEAR(p["efficiency"].get<double>(), t1 / tn / 4, 1e-9);
+  EXPECT_GT(t1 / tn, 1.0);
+  EXPECT_LT(t1 / tn, 4.0 + 1e-9);  // never better than ideal
+  // Inference by batch needs no communication: idle links, no time in collectives.
+  EXPECT_EQ(j["totals"]["link_bytes"].get<double>(), 0.0);
+  EXPECT_EQ(p["collective_seconds"].get<double>(), 0.0);
+  auto trace = nlohmann::json::parse(std::ifstream(dir / "t.json"));
+  std::set<int> pids;
+  for (const auto& e : trace["traceEvents"]) pids.insert(e["pid"].get<int>());
+  EXPECT_GE(pids.size(), 4u);  // a process per chip
+}
+
+TEST(ParallelCli, BadInputSaysWhy) {
+  fs::path ring = ring_of_tiny(4);
+  struct Case { std::string args; int code; const char* says; };
+  for (const Case& c : std::vector<Case>{
+           {"lenet5 -c tiny-8x8 --parallel data", 1, "needs a config of several chips"},
+           {"lenet5 -c " + ring.string() + " --parallel data --batch 2", 1, "give --batch 4 or more"},
+           {"lenet5 -c " + ring.string() + " --parallel tensor", 2, "--parallel"},
+           {"lenet5 -c " + ring.string() + " --parallel data --csv x.csv", 2, "--csv"},
+           {"lenet5 -c " + ring.string() + " --batch 4", 1, "--parallel"},
+       }) {
+    CliResult r = vtpu("run " + c.args);
+    EXPECT_EQ(r.code, c.code) << c.args << "\n" << r.err;
+    EXPECT_NE(r.err.find(c.says), std::string::npos) << c.args << "\n" << r.err;
+  }
+}
+
+}  // namespace
