@@ -138,7 +138,11 @@ int cmd_compile(const CompileArgs& a) {
   if (!a.calibrate.empty())
     opt.calibration = runtime::calibration_from_files(model, file_specs("--calibrate", a.calibrate), a.batch,
                                                       runtime::image_norm_from_name(a.image_norm), opt.precision);
+  cli::Progress progress(cli::Progress::shown_on_this_terminal(false));  // on a terminal only (cli/progress.h)
+  progress.phase("compile", 0);
+  opt.progress = [&](const std::string& stage, double done) { progress.update_share(done, stage); };
   compiler::CompileResult r = compiler::compile_onnx(model, cfg, opt);
+  progress.finish();
   std::string out = a.output.empty() ? (model == a.model ? default_output(a.model).string() : a.model + ".vtpu") : a.output;
   isa::write_program(r.program, out);
   if (!a.emit_asm.empty()) write_file(a.emit_asm, r.assembly);
@@ -222,6 +226,7 @@ int cmd_run(RunArgs a) {
   // The phases and how far the simulation is, on a terminal only (cli/progress.h).
   cli::Progress progress(cli::Progress::shown_on_this_terminal(a.quiet));
   opt.phase = [&](const std::string& phase, uint64_t total) { progress.phase(phase, total); };
+  opt.compile_progress = [&](const std::string& stage, double done) { progress.update_share(done, stage); };
   opt.progress = [&](uint64_t cycle, uint64_t bundle) {
     progress.update(bundle, fmt::format("{:.1f}M cycles", double(cycle) / 1e6));
   };

@@ -32,6 +32,7 @@ ModelRun run_model(const std::filesystem::path& model, const config::Config& cfg
   copt.precision = opt.precision;
   copt.batch = opt.batch;
   copt.seed = opt.seed;
+  copt.progress = opt.compile_progress;
   if (!opt.calibration_files.empty()) {
     if (!onnx) throw UserError("--calibrate needs the ONNX model (calibration happens when it compiles), not a .vtpu program");
     copt.calibration = calibration_from_files(model, opt.calibration_files, opt.batch, opt.image_norm, opt.precision);

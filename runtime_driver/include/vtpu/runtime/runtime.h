@@ -47,6 +47,8 @@ struct RunOptions {
   // Called as each phase starts: "compile" (total 0), "simulate" (total: the program's
   // bundles), "check" (the fp32 reference; total 0).
   std::function<void(const std::string& phase, uint64_t total)> phase;
+  // During "compile": the compiler's stage and share done (compiler::CompileOptions::progress).
+  std::function<void(const std::string& stage, double done)> compile_progress;
 };
 
 // One layer (program tag) of a run, beside the compiler's roofline bound.
