@@ -68,13 +68,20 @@ CompileResult Codegen::run(mlir::ModuleOp module) {
   gen_inputs(fn);
   declare_empty_tensors(fn);
   uses_left(fn);
+  // CompileOptions::progress: the share of @main's ops generated, once per percent.
+  size_t ops = fn.getBody().front().getOperations().size(), done = 0;
+  int percent = -1;
   for (mlir::Operation& op : fn.getBody().front()) {
+    if (opt_.progress && int(100 * done / ops) != percent) opt_.progress("codegen", double(percent = int(100 * done / ops)) / 100);
+    ++done;
     if (mlir::isa<tosa::ConstOp>(op)) continue;
     if (auto ret = mlir::dyn_cast<mlir::func::ReturnOp>(op)) gen_outputs(fn, ret);
     else gen_op(op);
   }
   code("  halt");
-  return assemble();
+  CompileResult r = assemble();
+  if (opt_.progress) opt_.progress("codegen", 1.0);
+  return r;
 }
 
 // Inputs: HBM -> UB blocked layout (integer, fp32 and packed inputs stay in HBM).

@@ -7,6 +7,7 @@
 
 #include "import/import_onnx.h"
 #include "import/importer.h"
+#include "validate.h"
 #include "mlir/IR/Verifier.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 
@@ -23,6 +24,7 @@ namespace vtpu::compiler::onnx_import {
 
 mlir::OwningOpRef<mlir::ModuleOp> Importer::run() {
   load();
+  validate_onnx(model_, path_, opt_.batch);  // compiler/validate: nothing below sees a model onnxruntime would refuse
   auto module = mlir::ModuleOp::create(b_.getUnknownLoc());
   for (const auto& init : model_.graph().initializer()) constants_[init.name()] = read_tensor(init);
   mlir::func::FuncOp fn = declare_inputs(module);

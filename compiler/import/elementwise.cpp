@@ -2,6 +2,7 @@
 // broadcasting, and the functions the vector unit's tables and affine steps make.
 #include <fmt/format.h>
 
+#include <cmath>
 #include <limits>
 
 #include "import/importer.h"
@@ -9,6 +10,10 @@
 namespace vtpu::compiler::onnx_import {
 
 Value Importer::make_clamp(Value v, float lo, float hi, mlir::Location loc) {
+  // A NaN bound is no bound: onnxruntime's Clip computes min(max(x, lo), hi), and a
+  // comparison with NaN keeps x.
+  if (std::isnan(lo)) lo = -std::numeric_limits<float>::infinity();
+  if (std::isnan(hi)) hi = std::numeric_limits<float>::infinity();
   float flo = std::max(lo, -std::numeric_limits<float>::max()), fhi = std::min(hi, std::numeric_limits<float>::max());
   return b_.create<mlir::tosa::ClampOp>(loc, v.getType(), v, b_.getI64IntegerAttr(int64_t(std::max(-1e9f, flo))),
                                         b_.getI64IntegerAttr(int64_t(std::min(1e9f, fhi))), b_.getF32FloatAttr(flo),

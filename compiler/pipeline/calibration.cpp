@@ -65,11 +65,15 @@ std::vector<std::vector<RefTensor>> samples(mlir::func::FuncOp fn, const Compile
 }
 
 // Every activation's largest magnitude over the samples.
-std::map<const void*, float> max_abs(mlir::func::FuncOp fn, const std::vector<std::vector<RefTensor>>& runs) {
+// `step` hears the share of the runs done after each.
+std::map<const void*, float> max_abs(mlir::func::FuncOp fn, const std::vector<std::vector<RefTensor>>& runs,
+                                     const std::function<void(double)>& step) {
   std::map<const void*, float> maxabs;
-  for (const auto& in : runs) {
+  for (size_t s = 0; s < runs.size(); ++s) {
+    const auto& in = runs[s];
     std::map<const void*, RefTensor> all;
     evaluate_reference(fn, in, &all);
+    if (step) step(double(s + 1) / double(runs.size()));
     for (const auto& [v, t] : all) {
       float& m = maxabs[v];
       for (float x : t.data) m = std::max(m, std::fabs(x));
@@ -143,9 +147,10 @@ std::vector<const void*> value_order(mlir::func::FuncOp fn) {
   return order;
 }
 
-std::map<const void*, float> calibrate(mlir::ModuleOp module, const CompileOptions& options) {
+std::map<const void*, float> calibrate(mlir::ModuleOp module, const CompileOptions& options,
+                                       const std::function<void(double)>& step) {
   auto fn = module.lookupSymbol<mlir::func::FuncOp>("main");
-  return shared_scales(fn, max_abs(fn, samples(fn, options)));
+  return shared_scales(fn, max_abs(fn, samples(fn, options), step));
 }
 
 }  // namespace vtpu::compiler

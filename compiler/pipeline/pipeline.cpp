@@ -7,6 +7,7 @@
 #include <cmath>
 
 #include "import.h"
+#include "target_limits.h"
 #include "llvm/Support/raw_ostream.h"
 #include "mlir/Dialect/Tosa/IR/TosaOps.h"
 #include "transforms/passes.h"
@@ -73,10 +74,22 @@ std::vector<RefTensor> named_inputs(mlir::func::FuncOp fn, const std::map<std::s
 CompileResult compile_onnx(const std::filesystem::path& model, const config::Config& cfg, const CompileOptions& options) {
   if (!options.emit_mlir_stage.empty() && options.emit_mlir_stage != "tosa" && options.emit_mlir_stage != "tpu")
     throw UserError(fmt::format("--emit-mlir '{}': the stages are tosa and tpu", options.emit_mlir_stage));
+  check_config_for_compiler(cfg);
+  // CompileOptions::progress: each stage spans its usual share of the whole compile
+  // (docs/compiler.md, "Progress"); calibration and code generation report their steps.
+  bool calibrating = options.precision == Precision::Int8 && options.calibration_scales.empty();
+  const double lowered = 0.10, calibrated = calibrating ? 0.55 : lowered;
+  auto report = [&options](const std::string& stage, double lo, double hi) {
+    return [&options, stage, lo, hi](double done) {
+      if (options.progress) options.progress(stage, lo + (hi - lo) * done);
+    };
+  };
   Frontend front(model, options);
   std::string mlir_text;
+  report("import", 0, 0)(0);
   front.import();
   if (options.emit_mlir_stage == "tosa") mlir_text = print_ir(front.module());
+  report("lower", 0.05, 0.05)(0);
   front.lower();
   if (options.emit_mlir_stage == "tpu") mlir_text = print_ir(front.module());
   std::map<const void*, float> scales;
@@ -85,7 +98,7 @@ CompileResult compile_onnx(const std::filesystem::path& model, const config::Con
     check_inputs_fit(front.module(), cfg, options);
     order = value_order(front.main());
     if (options.calibration_scales.empty()) {
-      scales = calibrate(front.module(), options);
+      scales = calibrate(front.module(), options, report("calibrate", lowered, calibrated));
     } else if (options.calibration_scales.size() != order.size()) {
       throw UserError(fmt::format("{}: the calibration scales given are for another model ({} values, this one has {})",
                                   model.string(), options.calibration_scales.size(), order.size()));
@@ -94,7 +107,10 @@ CompileResult compile_onnx(const std::filesystem::path& model, const config::Con
         if (!std::isnan(options.calibration_scales[i])) scales[order[i]] = options.calibration_scales[i];
     }
   }
-  CompileResult r = generate_program(front.module(), cfg, options, scales);
+  CompileOptions generating = options;
+  generating.progress = [step = report("codegen", calibrated, 1.0)](const std::string&, double done) { step(done); };
+  report("codegen", calibrated, calibrated)(0);
+  CompileResult r = generate_program(front.module(), cfg, generating, scales);
   r.mlir = std::move(mlir_text);
   for (const void* v : order) {
     auto it = scales.find(v);

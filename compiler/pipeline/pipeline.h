@@ -5,6 +5,7 @@
 //   model.onnx --import_onnx (import/)--> TOSA --build_tosa_to_tpu_pipeline (transforms/)--> tpu
 //   dialect --calibrate (INT8; reference/)--> generate_program (codegen) --> program
 #include <filesystem>
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -61,8 +62,10 @@ std::vector<RefTensor> named_inputs(mlir::func::FuncOp fn, const std::map<std::s
                                     const char* missing, const char* wrong_size);
 
 // Post-training INT8 calibration (calibration.cpp): for every activation of @main (by
-// Value::getAsOpaquePointer) its symmetric per-tensor scale.
-std::map<const void*, float> calibrate(mlir::ModuleOp module, const CompileOptions& options);
+// Value::getAsOpaquePointer) its symmetric per-tensor scale. `step`, when given, hears the
+// share of the calibration runs done after each (for CompileOptions::progress).
+std::map<const void*, float> calibrate(mlir::ModuleOp module, const CompileOptions& options,
+                                       const std::function<void(double)>& step = {});
 
 // @main's values in a fixed order (its arguments, then every op's results in walk order): the
 // order calibration scales travel in between compiles of one model

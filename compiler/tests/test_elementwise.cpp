@@ -171,7 +171,7 @@ TEST_P(CompileE2E, LaneBroadcastOfAnActivationMatchesDefinition) {
 // MobileNetV3's HardSwish and a Celu on an image, then a GlobalMaxPool, against the definition.
 TEST_P(CompileE2E, HardSwishCeluAndGlobalMaxPoolMatchDefinition) {
   const int64_t N = 2, C = 7, H = 5, W = 6;
-  OnnxBuilder m;
+  OnnxBuilder m(14);  // HardSwish is defined from opset 14
   m.input("x", {N, C, H, W});
   m.node("HardSwish", "hswish", {"x"}, {"h"});
   OnnxBuilder::attr_f(m.node("Celu", "celu", {"h"}, {"c"}), "alpha", 0.5f);

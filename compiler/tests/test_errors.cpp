@@ -70,10 +70,13 @@ TEST(CompileErrors, UnsupportedModesAndRunTimeIndicesNameTheNode) {
       EXPECT_NE(std::string(e.what()).find("antialias"), std::string::npos) << e.what();
     }
   }
-  {
+  {  // indices computed on the chip (an ArgMax of float values; ONNX's Gather takes only integer indices)
     OnnxBuilder m;
-    m.input("table", {10, 4});
-    m.input("ids", {3});
+    m.init("table", {10, 4}, 0.5f);
+    m.input("x", {3, 10});
+    auto* am = m.node("ArgMax", "pick", {"x"}, {"ids"});
+    OnnxBuilder::attr(am, "axis", int64_t(1));
+    OnnxBuilder::attr(am, "keepdims", int64_t(0));
     m.node("Gather", "embed", {"table", "ids"}, {"y"});
     m.output("y", {3, 4});
     try {
@@ -101,8 +104,8 @@ TEST(CompileErrors, UnsupportedModesAndRunTimeIndicesNameTheNode) {
   {  // an input of a type int32 cannot carry names the input and the type
     OnnxBuilder m;
     m.input("x", {3}, onnx::TensorProto::COMPLEX64);
-    m.node("Relu", "relu", {"x"}, {"y"});
-    m.output("y", {3});
+    m.node("Identity", "same", {"x"}, {"y"});  // Identity takes every type (Relu refuses complex numbers)
+    m.output("y", {3}, onnx::TensorProto::COMPLEX64);
     try {
       compile_onnx(m.save("vtpu_complex_input.onnx"), config::load_preset("tiny-8x8"));
       FAIL();

@@ -134,9 +134,10 @@ TEST_P(CompileE2E, ReductionsOverAnyAxesMatchDefinition) {
   OnnxBuilder m;
   m.input("x", {A, B, C});
   m.init_i64("mid", {1});
-  m.init_i64("outer", {0, 2});
-  m.node("ReduceSum", "sum_mid", {"x", "mid"}, {"s"});
-  OnnxBuilder::attr(m.node("ReduceMean", "mean_outer", {"x", "outer"}, {"mo"}), "keepdims", int64_t(0));
+  m.node("ReduceSum", "sum_mid", {"x", "mid"}, {"s"});  // axes as an input: ReduceSum from opset 13
+  auto* mo = m.node("ReduceMean", "mean_outer", {"x"}, {"mo"});  // ReduceMean takes it as an input from 18 only
+  OnnxBuilder::attr(mo, "axes", std::vector<int64_t>{0, 2});
+  OnnxBuilder::attr(mo, "keepdims", int64_t(0));
   m.output("s", {A, 1, C});
   m.output("mo", {B});
   auto path = m.save("vtpu_reductions_" + id() + ".onnx");
@@ -214,7 +215,7 @@ TEST_P(CompileE2E, InstanceNormTileMeanAndPaddedDilatedPoolMatchDefinition) {
 TEST_P(CompileE2E, BatchNormTrainingModeMatchesDefinition) {
   const int64_t N = 3, C = 5, H = 6, W = 7;
   const float eps = 1e-3f, momentum = 0.8f;
-  OnnxBuilder m;
+  OnnxBuilder m(14);  // training_mode and the running statistics as outputs: BatchNormalization from opset 14
   m.input("x", {N, C, H, W});
   auto& gamma = m.init("gamma", {C}, 1.0f);
   auto& beta = m.init("beta", {C}, 0.5f);

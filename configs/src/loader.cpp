@@ -765,6 +765,10 @@ Config load_file(const std::filesystem::path& path) {
   if (std::filesystem::is_directory(path, ec)) {
     throw file_error(path, "is a directory, not a config file", "give the path of a .yaml file");
   }
+  if (auto st = std::filesystem::status(path, ec); !ec && std::filesystem::exists(st) &&
+      !std::filesystem::is_regular_file(st) && !std::filesystem::is_fifo(st)) {
+    throw file_error(path, "is not a regular file (a device?)", "give the path of a .yaml file");
+  }
   std::ifstream in(path, std::ios::binary);
   if (!in) {
     throw file_error(path, "cannot open config file (does it exist and is it readable?)",

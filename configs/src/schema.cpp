@@ -7,6 +7,7 @@
 
 #include "schema_internal.h"
 #include "units.h"
+#include "vtpu/isa/isa.h"
 
 namespace vtpu::config {
 namespace detail {
@@ -104,8 +105,9 @@ std::vector<Field> build_fields() {
           SLOT(system.host_bandwidth_gbytes_per_s)),
 
       // --- core.mxu -----------------------------------------------------------------
-      opt("core.mxu.count", T::kInt, "arrays", "1", 1, 64,
-          "Systolic arrays (MXUs) per core, each with its own weight FIFO and accumulators.",
+      opt("core.mxu.count", T::kInt, "arrays", "1", 1, isa::kMaxMxus,
+          "Systolic arrays (MXUs) per core, each with its own weight FIFO and accumulators (at most "
+          "what the ISA's MXU fields address).",
           SLOT(core.mxu.count)),
       req("core.mxu.rows", T::kInt, "PEs", 1, 4096,
           "PE rows = reduction depth K of a weight tile = elements per input vector.",
@@ -206,16 +208,23 @@ std::vector<Field> build_fields() {
 
       // --- core.scalar ----------------------------------------------------------------
       opt("core.scalar.imem_bundles", T::kInt, "bundles", "16384", 1, 1 << 24,
-          "Instruction memory capacity in VLIW bundles.", SLOT(core.scalar.imem_bundles)),
+          "Instruction memory capacity in VLIW bundles; a longer program runs from windows of "
+          "this many bundles, each fetched from memory when execution enters it (stall "
+          "imem_fetch).",
+          SLOT(core.scalar.imem_bundles)),
       opt("core.scalar.branch_penalty_cycles", T::kInt, "cycles", "2", 0, 1024,
           "Bubble cycles after a taken branch.", SLOT(core.scalar.branch_penalty_cycles)),
-      opt("core.scalar.registers", T::kInt, "registers", "32", 1, 1024,
-          "Scalar registers of 32 bits.", SLOT(core.scalar.registers)),
+      opt("core.scalar.registers", T::kInt, "registers", "32", 1, isa::kNumScalarRegs,
+          "Scalar registers of 32 bits, r0 (always zero) included; programs may name r0 up to "
+          "one less than this (at most what the ISA's register fields address).",
+          SLOT(core.scalar.registers)),
       opt("core.scalar.smem_bytes", T::kBytes, "bytes", "16KiB", 0, kGiB,
           "Scalar data memory (TPU v4 SMEM: 16 KiB).", SLOT(core.scalar.smem_bytes)),
-      opt("core.scalar.sync_flags", T::kInt, "flags", "32", 1, 4096,
+      opt("core.scalar.sync_flags", T::kInt, "flags", "32", 1, isa::kNumFlags - 1,
           "Synchronisation flags that asynchronous units (DMA, ICI) signal and bundles "
-          "wait on.",
+          "wait on (f0 means none; at most what the ISA's flag fields address). Not enforced yet: "
+          "the code generator uses flags up to f50 on every config, and runs may name any flag "
+          "the ISA addresses.",
           SLOT(core.scalar.sync_flags)),
 
       // --- core.dma -------------------------------------------------------------------

@@ -15,6 +15,8 @@
 #include <sstream>
 #include <variant>
 
+#include "vtpu/support/files.h"
+
 namespace vtpu::isa {
 
 std::string Diagnostic::str() const {
@@ -940,15 +942,15 @@ class Assembler {
         break;
       case FieldKind::Desc:
         if (v.kind == Value::Int) x = v.i;
-        else if (v.kind == Value::Ident) x = symbol(descs_, v, "DMA descriptor (define it with .desc)");
-        else throw wrong("a descriptor name");
+        else if (v.kind == Value::Ident || v.kind == Value::String) x = symbol(descs_, v, "DMA descriptor (define it with .desc)");
+        else throw wrong("a descriptor name (a name like a register is written in quotes: desc=\"r1\")");
         if (x >= int64_t(prog_.descriptors.size()))
           throw LineError{v.loc, fmt::format("{}: descriptor {} does not exist ({} defined)", def.mnemonic, x, prog_.descriptors.size())};
         break;
       case FieldKind::Param:
         if (v.kind == Value::Int) x = v.i;
-        else if (v.kind == Value::Ident) x = symbol(params_, v, "vector param (define it with .vparam)");
-        else throw wrong("a vector param name");
+        else if (v.kind == Value::Ident || v.kind == Value::String) x = symbol(params_, v, "vector param (define it with .vparam)");
+        else throw wrong("a vector param name (a name like a register is written in quotes: param=\"r1\")");
         if (x >= int64_t(prog_.params.size()))
           throw LineError{v.loc, fmt::format("{}: vector param {} does not exist ({} defined)", def.mnemonic, x, prog_.params.size())};
         break;
@@ -1035,6 +1037,7 @@ Program assemble(std::string_view text, std::string_view file_name) {
 }
 
 Program assemble_file(const std::filesystem::path& path) {
+  require_readable_file(path, "assembly source");
   std::ifstream f(path, std::ios::binary);
   if (!f) throw UserError(fmt::format("{}: cannot open (does the file exist?)", path.string()));
   std::stringstream ss;

@@ -1,6 +1,7 @@
 // Disassembler: Program -> canonical assembly text that assembles back to an equal Program.
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <map>
 
 #include "vtpu/isa/assembler.h"
@@ -8,11 +9,28 @@
 namespace vtpu::isa {
 namespace {
 
-std::string quote_if_needed(const std::string& s) {
+// A name the assembler reads back as a register (r3) or a flag (f3) rather than a name.
+bool looks_like_register(const std::string& s) {
+  return s.size() >= 2 && (s[0] == 'r' || s[0] == 'f') &&
+         std::all_of(s.begin() + 1, s.end(), [](char c) { return std::isdigit(static_cast<unsigned char>(c)); });
+}
+
+// An identifier the assembler reads back as itself.
+bool plain_name(const std::string& s) {
   bool plain = !s.empty() && !std::isdigit(static_cast<unsigned char>(s[0])) && s[0] != '.';
   for (char c : s) plain &= std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '.' || c == '$';
-  return plain && s != "inf" && s != "nan" ? s : quote(s);
+  return plain && s != "inf" && s != "nan" && !looks_like_register(s);
 }
+
+// A symbol the assembly can carry as a label (the first of its name).
+bool label_ok(const Program& p, const Symbol& s) {
+  if (!plain_name(s.name)) return false;
+  for (const Symbol& t : p.symbols)
+    if (t.name == s.name) return &t == &s;
+  return false;
+}
+
+std::string quote_if_needed(const std::string& s) { return plain_name(s) ? s : quote(s); }
 
 std::string format_field(const FieldDef& f, int64_t v, const Program* p) {
   switch (f.kind) {
@@ -22,7 +40,7 @@ std::string format_field(const FieldDef& f, int64_t v, const Program* p) {
     case FieldKind::Target:
       if (p)
         for (const Symbol& s : p->symbols)
-          if (s.bundle == uint64_t(v)) return s.name;
+          if (s.bundle == uint64_t(v) && label_ok(*p, s)) return s.name;
       return std::to_string(v);
     case FieldKind::Desc:
       if (p && size_t(v) < p->descriptors.size() && !p->descriptors[size_t(v)].name.empty())
@@ -156,22 +174,34 @@ std::string disassemble(const Program& p) {
   }
 
   std::multimap<uint32_t, std::string> labels;
-  for (const Symbol& s : p.symbols) labels.emplace(s.bundle, s.name);
+  for (const Symbol& s : p.symbols)
+    if (label_ok(p, s)) labels.emplace(s.bundle, s.name);
+    else out += fmt::format("# symbol {} at bundle {} cannot be a label\n", quote_if_needed(s.name), s.bundle);
+  // The assembler adds a tag to the table where a `.tag` line first names it, so tags are
+  // written in table order: one no bundle starts (a layer that made no code) gets its line
+  // before the next tag's, and those after the last bundle's at the end.
+  auto tag_line = [&](size_t t) {
+    return t < p.tags.size() ? (p.tags[t].empty() ? std::string("  .tag\n") : fmt::format("  .tag {}\n", quote_if_needed(p.tags[t])))
+                             : fmt::format("  # tag {} out of range\n", t);
+  };
   uint16_t tag = 0;
+  size_t named = 0;  // tags 1..named have had their line
   for (size_t i = 0; i < p.code.size(); ++i) {
     Bundle b = decode(p.code[i], i);
     auto [lo, hi] = labels.equal_range(uint32_t(i));
     for (auto it = lo; it != hi; ++it) out += it->second + ":\n";
     if (b.tag != tag) {
       tag = b.tag;
-      out += tag < p.tags.size() ? (p.tags[tag].empty() ? std::string("  .tag\n") : fmt::format("  .tag {}\n", quote_if_needed(p.tags[tag])))
-                                 : fmt::format("  # tag {} out of range\n", tag);
+      for (; named + 1 < std::min<size_t>(tag, p.tags.size()); ++named) out += tag_line(named + 1);
+      named = std::max<size_t>(named, std::min<size_t>(tag, p.tags.size() - 1));
+      out += tag_line(tag);
     }
     out += "  " + format_bundle(b, &p) + "\n";
   }
+  for (; named + 1 < p.tags.size(); ++named) out += tag_line(named + 1);
   // Labels that point one past the last bundle.
   for (const Symbol& s : p.symbols)
-    if (s.bundle >= p.code.size()) out += s.name + ":\n";
+    if (s.bundle >= p.code.size() && label_ok(p, s)) out += s.name + ":\n";
   return out;
 }
 

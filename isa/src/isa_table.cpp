@@ -85,15 +85,15 @@ IsaTable build() {
         reg("src", "register holding the source base address (bytes)"),
         reg("dst", "register holding the destination base address (bytes)"),
         flag("flag", "sync flag incremented when the whole transfer has landed"),
-        uimm("unit", 3, "target MXU (dma.wfifo) or ICI link (dma.send)")},
+        uimm("unit", kMxuIndexBits, "target MXU (dma.wfifo) or ICI link (dma.send)")},
        0, 0, "DMA engine: strided multi-dimensional copies between HBM, unified buffer, "
              "weight FIFOs and neighbouring chips; runs asynchronously"},
       {SlotId::MxuWeight, SlotClass::MxuWeight, "mxw",
-       {opcode_field(2), uimm("mxu", 3, "MXU index")},
+       {opcode_field(2), uimm("mxu", kMxuIndexBits, "MXU index")},
        0, 0, "MXU weight path: moves the next weight tile from an MXU's weight FIFO into its "
              "shadow weight registers"},
       {SlotId::MxuMatmul, SlotClass::MxuMatmul, "mxm",
-       {opcode_field(2), uimm("mxu", 3, "MXU index"),
+       {opcode_field(2), uimm("mxu", kMxuIndexBits, "MXU index"),
         reg("src_reg", "register added to src_off"),
         uimm("src_off", 24, "unified-buffer byte address of the first input row"),
         reg("dst_reg", "register added to dst_off"),

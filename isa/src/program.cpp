@@ -5,6 +5,10 @@
 #include <bit>
 #include <cstring>
 #include <fstream>
+#include <optional>
+#include <set>
+
+#include "vtpu/support/files.h"
 
 namespace vtpu::isa {
 
@@ -131,6 +135,62 @@ static_assert(std::endian::native == std::endian::little, "vtpu containers are l
 Dtype checked_dtype(Reader& r, uint8_t v) {
   if (v > uint8_t(Dtype::Int16)) r.fail(fmt::format("unknown dtype code {}", v));
   return Dtype(v);
+}
+
+// a * b, or nullopt past kMaxAddressBytes.
+std::optional<uint64_t> mul_bounded(uint64_t a, uint64_t b) {
+  if (a && b > kMaxAddressBytes / a) return std::nullopt;
+  return a * b;
+}
+
+// What the sections' framing does not say: every address and size bounded, so the loader,
+// the runtime and the simulator can add them without wrapping; names unique.
+void check_ranges(const Program& p, std::string_view src) {
+  auto fail = [&](const std::string& what) { throw ProgramFormatError(fmt::format("{}: {}", src, what)); };
+  std::set<std::string> names;
+  for (const TensorInfo& t : p.tensors) {
+    if (t.name.empty() || t.name.find('\0') != std::string::npos) fail("a tensor has an empty name or one holding NUL");
+    if (!names.insert(t.name).second) fail(fmt::format("tensor '{}' appears twice", t.name));
+    std::optional<uint64_t> n = dtype_bytes(t.dtype);
+    for (int64_t d : t.shape) {
+      if (d < 0) fail(fmt::format("tensor '{}' has a negative dimension {}", t.name, d));
+      n = n ? mul_bounded(*n, uint64_t(d)) : n;
+    }
+    if (!n || t.hbm_addr > kMaxAddressBytes - *n)
+      fail(fmt::format("tensor '{}' of shape [{}] at HBM address 0x{:x} reaches past 2^48 bytes", t.name,
+                       fmt::join(t.shape, ", "), t.hbm_addr));
+  }
+  for (size_t i = 0; i < p.constants.size(); ++i)
+    if (p.constants[i].hbm_addr > kMaxAddressBytes - p.constants[i].data.size())
+      fail(fmt::format("constant segment {} at HBM address 0x{:x} ({} bytes) reaches past 2^48 bytes", i,
+                       p.constants[i].hbm_addr, p.constants[i].data.size()));
+  for (const DmaDescriptor& d : p.descriptors) {
+    if (d.src_offset > kMaxAddressBytes || d.dst_offset > kMaxAddressBytes)
+      fail(fmt::format("descriptor '{}' has an offset past 2^48 bytes", d.name));
+    std::optional<uint64_t> total = d.bytes;
+    for (const DmaDim& dim : d.dims) {
+      if (dim.count == 0) fail(fmt::format("descriptor '{}' has a dimension of count 0", d.name));
+      for (int64_t s : {dim.src_stride, dim.dst_stride}) {
+        uint64_t mag = s < 0 ? uint64_t(0) - uint64_t(s) : uint64_t(s);
+        if (!mul_bounded(mag, dim.count - 1))
+          fail(fmt::format("descriptor '{}': stride {} over {} rows reaches past 2^48 bytes", d.name, s, dim.count));
+      }
+      total = total ? mul_bounded(*total, dim.count) : total;
+    }
+    if (!total) fail(fmt::format("descriptor '{}' moves more than 2^48 bytes", d.name));
+  }
+  if (p.tags.size() > (size_t(1) << kTagBits)) fail(fmt::format("{} tags, more than a bundle can name", p.tags.size()));
+  // Names a listing refers to things by are unique (the assembly of `vtpu disasm` reads back).
+  auto unique = [&](const char* what, auto&& items, auto&& name_of) {
+    std::set<std::string> seen;
+    for (const auto& x : items)
+      if (!name_of(x).empty() && !seen.insert(name_of(x)).second) fail(fmt::format("two {} are named '{}'", what, name_of(x)));
+  };
+  unique("DMA descriptors", p.descriptors, [](const DmaDescriptor& d) -> const std::string& { return d.name; });
+  unique("vector params", p.params, [](const VectorParams& v) -> const std::string& { return v.name; });
+  unique("tags", p.tags, [](const std::string& t) -> const std::string& { return t; });
+  for (const Symbol& s : p.symbols)
+    if (s.bundle > p.code.size()) fail(fmt::format("symbol '{}' names bundle {} of {}", s.name, s.bundle, p.code.size()));
 }
 
 }  // namespace
@@ -288,7 +348,7 @@ Program deserialize(std::span<const uint8_t> bytes, std::string_view source_name
         break;
       }
       case kDescriptors: {
-        uint32_t n = s.count(30);
+        uint32_t n = s.count(26);  // the smallest: an empty name, no dims
         for (uint32_t k = 0; k < n; ++k) {
           DmaDescriptor d;
           d.name = s.str();
@@ -382,18 +442,17 @@ Program deserialize(std::span<const uint8_t> bytes, std::string_view source_name
   if (!r.done()) r.fail(fmt::format("{} bytes after the last section", r.remaining()));
   if (!seen[kCode]) r.fail("no code section");
   if (p.tags.empty() || !p.tags[0].empty()) r.fail("tag table must start with the empty tag");
+  check_ranges(p, source_name);
   return p;
 }
 
 void write_program(const Program& p, const std::filesystem::path& path) {
   auto bytes = serialize(p);
-  std::ofstream f(path, std::ios::binary);
-  if (!f) throw UserError(fmt::format("{}: cannot open for writing", path.string()));
-  f.write(reinterpret_cast<const char*>(bytes.data()), std::streamsize(bytes.size()));
-  if (!f) throw UserError(fmt::format("{}: write failed", path.string()));
+  write_file(path, std::string_view(reinterpret_cast<const char*>(bytes.data()), bytes.size()));
 }
 
 Program read_program(const std::filesystem::path& path) {
+  require_readable_file(path, "a program (.vtpu)");
   std::ifstream f(path, std::ios::binary);
   if (!f)
     throw UserError(fmt::format("{}: cannot open program (does the file exist?)", path.string()));

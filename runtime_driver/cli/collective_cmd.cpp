@@ -14,6 +14,7 @@
 #include "vtpu/config/config.h"
 #include "vtpu/config/topology.h"
 #include "vtpu/sim/system_report.h"
+#include "vtpu/support/files.h"
 #include "vtpu/support/error.h"
 
 namespace vtpu::cli {
@@ -93,13 +94,10 @@ int run(const Args& a) {
 
   collectives::Plan p = collectives::plan(cfg, s);
   if (!a.emit_asm.empty()) {
-    std::filesystem::create_directories(a.emit_asm);
-    for (uint32_t c = 0; c < (ro.symmetric ? 1 : p.chips); ++c) {
-      auto path = std::filesystem::path(a.emit_asm) / fmt::format("chip{}.s", c);
-      std::ofstream f(path);
-      if (!f) throw UserError(fmt::format("{}: cannot open for writing", path.string()));
-      f << collectives::assembly(cfg, p, c, {ro.data && !ro.symmetric});
-    }
+    make_output_dir(a.emit_asm);
+    for (uint32_t c = 0; c < (ro.symmetric ? 1 : p.chips); ++c)
+      write_file(std::filesystem::path(a.emit_asm) / fmt::format("chip{}.s", c),
+                 collectives::assembly(cfg, p, c, {ro.data && !ro.symmetric}));
   }
   collectives::Outcome o = collectives::run(cfg, s, ro);
   if (!o.mismatch.empty())
@@ -123,13 +121,13 @@ int run(const Args& a) {
                        {"model_latency_seconds", o.bound.alpha_s},
                        {"model_terms", o.bound.terms},
                        {"checked", o.checked}};
-    std::ofstream f = output_file(a.report);
-    f << j.dump(2) << "\n";
+    write_file(a.report, j.dump(2) + "\n");
   }
   if (!a.trace.empty()) {
-    std::ofstream f = output_file(a.trace);
+    OutputFile f(a.trace);
     std::vector<std::vector<std::string>> tags(o.system.chips.size(), std::vector<std::string>{""});
-    sim::write_system_trace(f, o.system, cfg, tags);
+    sim::write_system_trace(f.stream(), o.system, cfg, tags);
+    f.close();
   }
   return kExitOk;
 }

@@ -9,6 +9,8 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <functional>
+#include <new>
 
 #include "vtpu/compiler/compiler.h"
 #include "vtpu/config/config.h"
@@ -20,6 +22,7 @@
 #include "vtpu/sim/report.h"
 #include "vtpu/sim/simulator.h"
 #include "vtpu/support/error.h"
+#include "vtpu/support/files.h"
 #include "vtpu/support/layout.h"
 #include "collective_cmd.h"
 #include "output_files.h"
@@ -140,17 +143,18 @@ int cmd_compile(const CompileArgs& a) {
   opt.rnn_schedule = rnn_schedule_of(a.rnn_schedule);
   opt.emit_mlir_stage = a.emit_mlir;
   std::filesystem::path model = m.path;
+  require_readable_file(model, "the model (.onnx)");
   if (!a.calibrate.empty())
     opt.calibration = runtime::calibration_from_files(model, file_specs("--calibrate", a.calibrate), a.batch,
                                                       runtime::image_norm_from_name(a.image_norm), opt.precision);
+  cli::Progress progress(cli::Progress::shown_on_this_terminal(false));  // on a terminal only (cli/progress.h)
+  progress.phase("compile", 0);
+  opt.progress = [&](const std::string& stage, double done) { progress.update_share(done, stage); };
   compiler::CompileResult r = compiler::compile_onnx(model, cfg, opt);
+  progress.finish();
   std::string out = a.output.empty() ? (model == a.model ? default_output(a.model).string() : a.model + ".vtpu") : a.output;
   isa::write_program(r.program, out);
-  if (!a.emit_asm.empty()) {
-    std::ofstream f(a.emit_asm);
-    if (!f) throw UserError(fmt::format("{}: cannot open for writing", a.emit_asm));
-    f << r.assembly;
-  }
+  if (!a.emit_asm.empty()) write_file(a.emit_asm, r.assembly);
   if (!a.emit_mlir.empty()) std::cout << r.mlir;
   std::cerr << fmt::format("vtpu compile: wrote {} ({} bundles, {} layers, config {}, {})\n", out, r.program.code.size(),
                            r.bounds.size(), cfg.name, m.dtype);
@@ -232,6 +236,7 @@ int cmd_run(RunArgs a) {
   // The phases and how far the simulation is, on a terminal only (cli/progress.h).
   cli::Progress progress(cli::Progress::shown_on_this_terminal(a.quiet));
   opt.phase = [&](const std::string& phase, uint64_t total) { progress.phase(phase, total); };
+  opt.compile_progress = [&](const std::string& stage, double done) { progress.update_share(done, stage); };
   opt.progress = [&](uint64_t cycle, uint64_t bundle) {
     progress.update(bundle, fmt::format("{:.1f}M cycles", double(cycle) / 1e6));
   };
@@ -251,44 +256,37 @@ int cmd_run(RunArgs a) {
     cli::write_output_files(a.output_dir, run.program.tensors, run.outputs, run.output_shapes, run.sim.outputs);
   if (!a.report.empty()) {
     sim::ReportMeta meta{VTPU_VERSION, a.model, a.seed, run.inputs_used};
-    std::ofstream f(a.report);
-    if (!f) throw UserError(fmt::format("{}: cannot open for writing", a.report));
-    f << sim::report_json(run.sim, cfg, meta);
+    write_file(a.report, sim::report_json(run.sim, cfg, meta));
   }
-  if (!a.html.empty()) {
-    std::ofstream f(a.html);
-    if (!f) throw UserError(fmt::format("{}: cannot open for writing", a.html));
-    f << runtime::html_report(run, fmt::format("{} on {} ({})", std::filesystem::path(a.model).stem().string(), cfg.name, a.dtype));
-  }
-  if (!a.csv.empty()) {
-    std::ofstream f(a.csv);
-    if (!f) throw UserError(fmt::format("{}: cannot open for writing", a.csv));
-    f << runtime::layers_csv(run);
-  }
+  if (!a.html.empty())
+    write_file(a.html, runtime::html_report(run, fmt::format("{} on {} ({})", std::filesystem::path(a.model).stem().string(),
+                                                             cfg.name, a.dtype)));
+  if (!a.csv.empty()) write_file(a.csv, runtime::layers_csv(run));
   if (!a.trace.empty()) {
-    std::ofstream f(a.trace);
-    if (!f) throw UserError(fmt::format("{}: cannot open for writing", a.trace));
-    sim::write_trace(f, run.sim.trace, run.program.tags, cfg.clock_mhz);
+    OutputFile f(a.trace);
+    sim::write_trace(f.stream(), run.sim.trace, run.program.tags, cfg.clock_mhz);
+    f.close();
   }
-  return kExitOk;
+  return runtime::check_failed(run) ? kExitUserError : kExitOk;
 }
 
 struct SimArgs {
   std::string program, config, output_dir, report, trace;
   std::vector<std::string> inputs;
   uint64_t seed = 1;
-  uint64_t max_cycles = 10'000'000'000ull;
+  uint64_t max_cycles = sim::SimOptions{}.max_cycles;
   bool quiet = false;
 };
 
 int cmd_sim(const SimArgs& a) {
   isa::Program prog = isa::read_program(a.program);
-  std::string cfg_name = !a.config.empty() ? a.config : prog.config_name;
-  if (cfg_name.empty())
+  if (a.config.empty() && prog.config_name.empty())
     throw UserError(fmt::format("{}: the program names no config; pass one with -c (vtpu config list shows the "
                                 "presets)",
                                 a.program));
-  config::Config cfg = config::resolve(cfg_name);
+  // A config the program names is a preset: a name inside a file from anywhere must not make
+  // vtpu read files the user did not name. A YAML config is given with -c.
+  config::Config cfg = !a.config.empty() ? config::resolve(a.config) : config::load_preset(prog.config_name);
 
   std::map<std::string, std::vector<uint8_t>> inputs;
   sim::ReportMeta meta;
@@ -315,31 +313,36 @@ int cmd_sim(const SimArgs& a) {
   }
   for (const auto& t : prog.tensors)
     if (t.role == isa::TensorRole::Input && !inputs.count(t.name)) meta.inputs.push_back(t.name + "=random");
+  sim::check_fits_memory(cfg, prog);  // before the missing inputs are made up, byte by byte
   sim::fill_missing_inputs(prog, a.seed, inputs);
 
   sim::SimOptions opt;
   opt.max_cycles = a.max_cycles;
   opt.record_trace = !a.trace.empty();
+  // How far the simulation is, on a terminal only (cli/progress.h), against the cycle limit.
+  cli::Progress progress(cli::Progress::shown_on_this_terminal(a.quiet));
+  progress.phase("simulate", prog.code.size());
+  opt.progress = [&](uint64_t cycle, uint64_t bundle) {
+    progress.update(bundle, fmt::format("{:.1f}M cycles (stops at --max-cycles {:.0f}M)", double(cycle) / 1e6,
+                                        double(a.max_cycles) / 1e6));
+  };
   sim::RunResult r = sim::simulate(cfg, prog, inputs, opt);
+  progress.finish();
 
   if (!a.quiet) std::cout << sim::summary_table(r, cfg);
   if (!a.output_dir.empty()) {
-    std::filesystem::create_directories(a.output_dir);
+    make_output_dir(a.output_dir);
     for (const auto& t : prog.tensors) {
       if (t.role != isa::TensorRole::Output) continue;
-      auto path = std::filesystem::path(a.output_dir) / (t.name + ".npy");
+      auto path = file_in_dir(a.output_dir, t.name, ".npy", "output tensor");
       runtime::write_npy(path, runtime::npy_from_tensor_bytes(r.outputs.at(t.name), t.dtype, t.shape));
     }
   }
-  if (!a.report.empty()) {
-    std::ofstream f(a.report);
-    if (!f) throw UserError(fmt::format("{}: cannot open for writing", a.report));
-    f << sim::report_json(r, cfg, meta);
-  }
+  if (!a.report.empty()) write_file(a.report, sim::report_json(r, cfg, meta));
   if (!a.trace.empty()) {
-    std::ofstream f(a.trace);
-    if (!f) throw UserError(fmt::format("{}: cannot open for writing", a.trace));
-    sim::write_trace(f, r.trace, prog.tags, cfg.clock_mhz);
+    OutputFile f(a.trace);
+    sim::write_trace(f.stream(), r.trace, prog.tags, cfg.clock_mhz);
+    f.close();
   }
   return kExitOk;
 }
@@ -477,19 +480,25 @@ int main(int argc, char** argv) {
   try {
     // Exit code 3 end to end, for the test of every documented exit code (docs/runtime.md).
     if (std::getenv("VTPU_TEST_INTERNAL_ERROR")) throw InternalError("VTPU_TEST_INTERNAL_ERROR is set");
-    if (*asm_cmd) return cmd_asm(asm_in, asm_out, asm_cfg);
-    if (*collective_cmd) return collective_action();
-    if (*sim_cmd) return cmd_sim(sim_args);
-    if (*compile_cmd) return cmd_compile(compile_args);
-    if (*run_cmd) return cmd_run(run_args);
-    if (*models_cmd) return cmd_models();
-    if (*cmp_cmd) return cmd_compare(cmp_args);
-    if (*dis_cmd) return cmd_disasm(dis_in);
-    if (*check_cmd) return cmd_config_check(cfg_file);
-    if (*list_cmd) return cmd_config_list();
-    if (*sweep_cmd.command) return sweep_cmd.run();
+    if (*asm_cmd) return with_stdout_checked(cmd_asm(asm_in, asm_out, asm_cfg));
+    if (*collective_cmd) return with_stdout_checked(collective_action());
+    if (*sim_cmd) return with_stdout_checked(cmd_sim(sim_args));
+    if (*compile_cmd) return with_stdout_checked(cmd_compile(compile_args));
+    if (*run_cmd) return with_stdout_checked(cmd_run(run_args));
+    if (*models_cmd) return with_stdout_checked(cmd_models());
+    if (*cmp_cmd) return with_stdout_checked(cmd_compare(cmp_args));
+    if (*dis_cmd) return with_stdout_checked(cmd_disasm(dis_in));
+    if (*check_cmd) return with_stdout_checked(cmd_config_check(cfg_file));
+    if (*list_cmd) return with_stdout_checked(cmd_config_list());
+    if (*sweep_cmd.command) return with_stdout_checked(sweep_cmd.run());
   } catch (const UserError& e) {
     std::cerr << e.what() << "\n";
+    return kExitUserError;
+  } catch (const std::bad_alloc&) {
+    // Sizes are checked against the config before anything is allocated from them; what is
+    // left is an input that fits the chip but not the memory this process may use.
+    std::cerr << "vtpu: out of host memory: this input needs more memory than the machine (or its ulimit -v) gives "
+                 "vtpu\n";
     return kExitUserError;
   } catch (const std::exception& e) {
     std::cerr << "vtpu: internal error: " << e.what()

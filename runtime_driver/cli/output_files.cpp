@@ -6,21 +6,16 @@
 
 #include "vtpu/runtime/npy.h"
 #include "vtpu/support/error.h"
+#include "vtpu/support/files.h"
 #include "vtpu/support/layout.h"
 
 namespace vtpu::cli {
-
-std::ofstream output_file(const std::string& path) {
-  std::ofstream f(path);
-  if (!f) throw UserError(fmt::format("{}: cannot open for writing", path));
-  return f;
-}
 
 void write_output_files(const std::filesystem::path& dir, const std::vector<isa::TensorInfo>& tensors,
                         const std::map<std::string, std::vector<float>>& outputs,
                         const std::map<std::string, std::vector<int64_t>>& shapes,
                         const std::map<std::string, std::vector<uint8_t>>& raw) {
-  std::filesystem::create_directories(dir);
+  make_output_dir(dir);
   for (const auto& [name, v] : outputs) {
     runtime::NpyArray arr{"<f4", shapes.at(name), std::vector<uint8_t>(v.size() * 4)};
     std::memcpy(arr.data.data(), v.data(), arr.data.size());
@@ -34,7 +29,7 @@ void write_output_files(const std::filesystem::path& dir, const std::vector<isa:
         arr.descr = "<i4";
         for (size_t i = 0; i < pos.size(); ++i) std::memcpy(&arr.data[i * 4], &b[size_t(pos[i]) * 4], 4);
       }
-    runtime::write_npy(dir / (name + ".npy"), arr);
+    runtime::write_npy(file_in_dir(dir, name, ".npy", "output"), arr);
   }
 }
 

@@ -13,11 +13,9 @@
 
 namespace vtpu::cli {
 
-// A file the command writes (--report, --trace, ...), or a UserError naming it.
-std::ofstream output_file(const std::string& path);
-
 // `tensors`: the program's (for each output's dtype, stored shape and layout); `raw`: each
-// output's bytes as the program stored them.
+// output's bytes as the program stored them. An output whose name is not a plain file name
+// (`../x`, `/abs/x`) is an error: nothing is written outside `dir`.
 void write_output_files(const std::filesystem::path& dir, const std::vector<isa::TensorInfo>& tensors,
                         const std::map<std::string, std::vector<float>>& outputs,
                         const std::map<std::string, std::vector<int64_t>>& shapes,

@@ -10,6 +10,7 @@
 #include "vtpu/runtime/parallel.h"
 #include "vtpu/sim/system_report.h"
 #include "vtpu/support/error.h"
+#include "vtpu/support/files.h"
 
 namespace vtpu::cli {
 
@@ -45,14 +46,14 @@ int run_parallel_model(const ParallelArgs& a, const config::Config& system, cons
                      {"outputs_identical", run.identical},
                      {"max_abs_difference", run.max_abs_difference},
                      {"max_relative_difference", run.max_relative_difference}};
-    std::ofstream f = output_file(a.report);
-    f << j.dump(2) << "\n";
+    write_file(a.report, j.dump(2) + "\n");
   }
   if (!a.trace.empty()) {
-    std::ofstream f = output_file(a.trace);
+    OutputFile f(a.trace);
     std::vector<std::vector<std::string>> tags;
     for (const auto& part : run.parts) tags.push_back(run.programs[part.program].tags);
-    sim::write_system_trace(f, run.system, system, tags);
+    sim::write_system_trace(f.stream(), run.system, system, tags);
+    f.close();
   }
   return kExitOk;
 }

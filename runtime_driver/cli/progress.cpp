@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 
 namespace vtpu::cli {
@@ -27,7 +28,7 @@ Progress::~Progress() { finish(); }
 void Progress::phase(const std::string& name, uint64_t total) {
   if (!enabled_) return;
   std::lock_guard<std::mutex> l(mu_);
-  name_ = name, total_ = total, done_ = 0, note_.clear();
+  name_ = name, total_ = total, done_ = 0, share_ = -1, note_.clear();
   start_ = Clock::now();
   draw();
 }
@@ -36,6 +37,13 @@ void Progress::update(uint64_t done, const std::string& note) {
   if (!enabled_) return;
   std::lock_guard<std::mutex> l(mu_);
   done_ = done, note_ = note;
+  draw();
+}
+
+void Progress::update_share(double share, const std::string& note) {
+  if (!enabled_) return;
+  std::lock_guard<std::mutex> l(mu_);
+  share_ = std::clamp(share, 0.0, 1.0), note_ = note;
   draw();
 }
 
@@ -49,6 +57,9 @@ void Progress::draw() {
     if (!note_.empty()) line += ", " + note_;
     line += ", " + duration(t);
     line += share > 0 ? ", ETA " + duration(t * (1 - share) / share) : ", ETA -";
+  } else if (share_ >= 0) {
+    line += fmt::format("{} {:.0f}%, {}", note_, 100 * share_, duration(t));
+    line += share_ > 0 ? ", ETA " + duration(t * (1 - share_) / share_) : ", ETA -";
   } else {
     line += duration(t);
   }

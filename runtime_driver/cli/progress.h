@@ -22,6 +22,8 @@ class Progress {
   void phase(const std::string& name, uint64_t total);
   // `done` of the phase's total, and a note ("1.2M cycles") shown beside it.
   void update(uint64_t done, const std::string& note);
+  // For a phase without a total: the share done (0 to 1) and a note ("codegen").
+  void update_share(double share, const std::string& note);
   void finish();  // clears the line; later calls do nothing
 
   // Whether a progress line belongs here: not quiet, stdout and stderr both terminals.
@@ -38,6 +40,7 @@ class Progress {
   bool stop_ = false;
   std::string name_, note_;
   uint64_t total_ = 0, done_ = 0;
+  double share_ = -1;  // update_share's, or < 0
   Clock::time_point start_;
   size_t width_ = 0;  // of the line last drawn
   std::thread ticker_;

@@ -58,6 +58,9 @@ function writeNpy(file, tensor) {
   fs.writeFileSync(file, Buffer.concat([pre, Buffer.from(header, 'latin1'), data]));
 }
 
+module.exports = { ort, readNpy, writeNpy };
+if (require.main !== module) return;
+
 (async () => {
   const [model, outDir, ...specs] = process.argv.slice(2);
   if (!model || !outDir) {

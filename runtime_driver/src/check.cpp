@@ -155,10 +155,17 @@ std::vector<CheckResult> compare_outputs(const std::map<std::string, std::vector
     if (want.size() != v.size())
       throw InternalError(fmt::format("--check: output '{}' has {} values on the chip and {} in {}", name, v.size(), want.size(),
                                       ref.short_name));
-    CheckResult c{name, 0, 0};
+    CheckResult c{name};
+    c.values = v.size();
     for (size_t i = 0; i < v.size(); ++i) {
-      c.max_abs_error = std::max(c.max_abs_error, std::fabs(double(v[i]) - want[i]));
-      c.max_reference = std::max(c.max_reference, std::fabs(double(want[i])));
+      double g = v[i], w = want[i];
+      if (!std::isfinite(g) || !std::isfinite(w)) {
+        bool same = (std::isnan(g) && std::isnan(w)) || g == w;  // NaN and NaN, or an infinity of one sign
+        c.nonfinite_mismatches += !same;
+        continue;
+      }
+      c.max_abs_error = std::max(c.max_abs_error, std::fabs(g - w));
+      c.max_reference = std::max(c.max_reference, std::fabs(w));
     }
     r.push_back(c);
   }

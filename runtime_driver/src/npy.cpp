@@ -1,5 +1,7 @@
 #include "vtpu/runtime/npy.h"
 
+#include "vtpu/support/files.h"
+
 #include <fmt/format.h>
 
 #include <cstring>
@@ -29,6 +31,7 @@ bool same_descr(const std::string& a, const std::string& b) {
 }  // namespace
 
 NpyArray read_npy(const std::filesystem::path& path) {
+  require_readable_file(path, "a .npy file");
   std::ifstream f(path, std::ios::binary);
   if (!f) throw UserError(fmt::format("{}: cannot open (does the file exist?)", path.string()));
   std::vector<uint8_t> b((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
@@ -154,14 +157,11 @@ void write_npy(const std::filesystem::path& path, const NpyArray& a) {
   size_t total = 10 + h.size() + 1;
   h.append((64 - total % 64) % 64, ' ');
   h += '\n';
-  std::ofstream f(path, std::ios::binary);
-  if (!f) throw UserError(fmt::format("{}: cannot open for writing", path.string()));
-  f.write("\x93NUMPY\x01\x00", 8);
+  std::string bytes("\x93NUMPY\x01\x00", 8);
   uint16_t hl = uint16_t(h.size());
-  f.write(reinterpret_cast<const char*>(&hl), 2);
-  f.write(h.data(), std::streamsize(h.size()));
-  f.write(reinterpret_cast<const char*>(a.data.data()), std::streamsize(a.data.size()));
-  if (!f) throw UserError(fmt::format("{}: write failed", path.string()));
+  bytes.append(reinterpret_cast<const char*>(&hl), 2).append(h);
+  bytes.append(reinterpret_cast<const char*>(a.data.data()), a.data.size());
+  write_file(path, bytes);
 }
 
 void check_npy_shape(const NpyArray& a, const std::vector<int64_t>& shape, const std::string& tensor,

@@ -14,6 +14,7 @@
 
 #include "check.h"
 #include "vtpu/runtime/npy.h"
+#include "vtpu/support/files.h"
 
 namespace vtpu::runtime {
 namespace {
@@ -32,12 +33,14 @@ ModelRun run_model(const std::filesystem::path& model, const config::Config& cfg
   copt.batch = opt.batch;
   copt.rnn_schedule = opt.rnn_schedule;
   copt.seed = opt.seed;
+  copt.progress = opt.compile_progress;
   if (!opt.calibration_files.empty()) {
     if (!onnx) throw UserError("--calibrate needs the ONNX model (calibration happens when it compiles), not a .vtpu program");
     copt.calibration = calibration_from_files(model, opt.calibration_files, opt.batch, opt.image_norm, opt.precision);
   }
   auto t0 = Clock::now();
   if (onnx) {
+    require_readable_file(model, "the model (.onnx)");
     if (opt.phase) opt.phase("compile", 0);
     compiler::CompileResult c = compiler::compile_onnx(model, cfg, copt);
     run.program = std::move(c.program);
@@ -155,11 +158,22 @@ std::string totals_text(const ModelRun& run) {
                    secs > 0 ? ej / secs : 0.0);
   o += fmt::format("wall time: compile {:.2f} s, simulate {:.2f} s\n", run.compile_seconds, run.simulate_seconds);
   if (!run.checks.empty()) o += fmt::format("check reference: {}\n", run.check_reference);
-  for (const auto& c : run.checks)
-    o += fmt::format("check {}: max |error| {:.4g} against {} (largest |value| {:.4g}, {:.2f}%)\n", c.output, c.max_abs_error,
+  for (const auto& c : run.checks) {
+    if (c.failed())
+      o += fmt::format("check {}: FAILED: {} of {} values are NaN or infinite where {} is not, or the reverse; ", c.output,
+                       c.nonfinite_mismatches, c.values, run.check_reference_short);
+    else
+      o += fmt::format("check {}: ", c.output);
+    o += fmt::format("max |error| {:.4g} against {} (largest |value| {:.4g}, {:.2f}%){}\n", c.max_abs_error,
                      run.check_reference_short, c.max_reference,
-                     c.max_reference > 0 ? 100 * c.max_abs_error / c.max_reference : 0.0);
+                     c.max_reference > 0 ? 100 * c.max_abs_error / c.max_reference : 0.0,
+                     c.failed() ? " over the finite values" : "");
+  }
   return o;
+}
+
+bool check_failed(const ModelRun& run) {
+  return std::any_of(run.checks.begin(), run.checks.end(), [](const CheckResult& c) { return c.failed(); });
 }
 
 }  // namespace vtpu::runtime
@@ -199,8 +213,13 @@ std::vector<CompareRow> compare(const std::filesystem::path& model, const config
       j["power_w"] = secs > 0 ? ej / secs : 0.0;
       j["mxu_utilization"] = s.mxu_overall_utilization();
       double rel = -1;
-      for (const auto& c : run.checks) rel = std::max(rel, c.max_reference > 0 ? c.max_abs_error / c.max_reference : 0.0);
+      uint64_t nonfinite = 0;
+      for (const auto& c : run.checks) {
+        rel = std::max(rel, c.max_reference > 0 ? c.max_abs_error / c.max_reference : 0.0);
+        nonfinite += c.nonfinite_mismatches;
+      }
       j["max_relative_error"] = rel;
+      j["nonfinite_mismatches"] = nonfinite;
       for (size_t u = 0; u < sim::kNumUnits; ++u)
         j["energy_by_unit_mj"][std::string(sim::unit_name(sim::Unit(u)))] = s.total.energy_pj[u] * 1e-9 / double(run.batch);
       return j.dump();
@@ -214,6 +233,7 @@ std::vector<CompareRow> compare(const std::filesystem::path& model, const config
       r.latency_ms = j["latency_ms"], r.throughput = j["throughput"], r.tops = j["tops"];
       r.energy_mj = j["energy_mj"], r.power_w = j["power_w"], r.mxu_utilization = j["mxu_utilization"];
       r.max_relative_error = j["max_relative_error"];
+      r.nonfinite_mismatches = j["nonfinite_mismatches"];
       for (auto it = j["energy_by_unit_mj"].begin(); it != j["energy_by_unit_mj"].end(); ++it)
         r.energy_by_unit_mj[it.key()] = it.value();
     }
@@ -238,6 +258,7 @@ std::string compare_table(const std::vector<CompareRow>& rows) {
   line("energy / inference (mJ)", [](const CompareRow& r) { return fmt::format("{:.4f}", r.energy_mj); });
   line("average power (W)", [](const CompareRow& r) { return fmt::format("{:.2f}", r.power_w); });
   line("error vs fp32", [](const CompareRow& r) {
+    if (r.nonfinite_mismatches) return fmt::format("{} NaN/Inf", r.nonfinite_mismatches);
     return r.max_relative_error < 0 ? std::string("-") : fmt::format("{:.2f}%", 100 * r.max_relative_error);
   });
   if (!rows.empty() && rows[0].accuracy >= 0) {
@@ -256,7 +277,8 @@ std::string compare_table(const std::vector<CompareRow>& rows) {
     });
   for (const auto& r : rows)
     if (!r.error.empty()) o += fmt::format("{} failed: {}\n", r.dtype, r.error);
-  o += "error vs fp32: the largest |output - fp32 reference| over the largest |reference|, on the same inputs\n";
+  o += "error vs fp32: the largest |output - fp32 reference| over the largest |reference|, on the same inputs (N NaN/Inf: "
+       "values non-finite on one side only)\n";
   return o;
 }
 

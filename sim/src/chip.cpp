@@ -119,6 +119,7 @@ void check_run(const config::Config& cfg, const isa::Program& prog,
   for (const auto& t : prog.tensors)
     if (t.role == isa::TensorRole::Input && !inputs.count(t.name))
       throw UserError(fmt::format("no data for input tensor '{}'", t.name));
+  check_fits_memory(cfg, prog);
 }
 
 sc_time start_kernel(const config::Config& cfg) {
@@ -138,7 +139,7 @@ sc_time start_kernel(const config::Config& cfg) {
 void load_memory(Hbm& hbm, const config::Config& cfg, const isa::Program& prog,
                  const std::map<std::string, std::vector<uint8_t>>& inputs, bool timing_only) {
   auto place = [&](uint64_t addr, const std::vector<uint8_t>& data, const std::string& what) {
-    if (addr + data.size() > cfg.memory.bytes)
+    if (addr > cfg.memory.bytes || data.size() > cfg.memory.bytes - addr)
       throw UserError(fmt::format("{} at HBM address 0x{:x} ({} bytes) does not fit the {} bytes of memory.bytes",
                                   what, addr, data.size(), cfg.memory.bytes));
     if (!timing_only) hbm.store.write(addr, data.data(), data.size());
@@ -153,7 +154,7 @@ std::map<std::string, std::vector<uint8_t>> read_outputs(const Hbm& hbm, const c
   std::map<std::string, std::vector<uint8_t>> outs;
   for (const auto& t : prog.tensors) {
     if (t.role != isa::TensorRole::Output) continue;
-    if (t.hbm_addr + t.bytes() > cfg.memory.bytes)
+    if (t.hbm_addr > cfg.memory.bytes || t.bytes() > cfg.memory.bytes - t.hbm_addr)
       throw UserError(fmt::format("output '{}' at HBM address 0x{:x} does not fit memory.bytes", t.name, t.hbm_addr));
     if (timing_only) continue;
     std::vector<uint8_t> bytes(t.bytes());
@@ -196,6 +197,22 @@ RunResult simulate(const config::Config& cfg, const isa::Program& prog,
   r.trace = std::move(chip->machine().trace());
   r.outputs = read_outputs(*hbm, cfg, prog, opt.timing_only);
   return r;
+}
+
+void check_fits_memory(const config::Config& cfg, const isa::Program& prog) {
+  auto fits = [&](uint64_t addr, uint64_t bytes) { return addr <= cfg.memory.bytes && bytes <= cfg.memory.bytes - addr; };
+  for (const auto& seg : prog.constants)
+    if (!fits(seg.hbm_addr, seg.data.size()))
+      throw UserError(fmt::format("a constant segment at HBM address 0x{:x} ({} bytes) does not fit the {} bytes of "
+                                  "memory.bytes",
+                                  seg.hbm_addr, seg.data.size(), cfg.memory.bytes));
+  for (const auto& t : prog.tensors)
+    if (!fits(t.hbm_addr, t.bytes()))
+      throw UserError(fmt::format("{} tensor '{}' ({} {}, {} bytes) at HBM address 0x{:x} does not fit the {} bytes of "
+                                  "memory.bytes; compile the model for this config, or use a config with more memory",
+                                  isa::tensor_role_name(t.role),
+                                  t.name, isa::dtype_name(t.dtype), fmt::join(t.shape, "x"), t.bytes(), t.hbm_addr,
+                                  cfg.memory.bytes));
 }
 
 void fill_missing_inputs(const isa::Program& prog, uint64_t seed, std::map<std::string, std::vector<uint8_t>>& inputs) {

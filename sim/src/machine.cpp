@@ -151,6 +151,11 @@ Machine::Machine(const config::Config& cfg, const isa::Program& prog, const SimO
                  HbmStore& hbm, HbmPort hbm_port, Fabric* fabric)
     : cfg_(cfg), prog_(prog), opt_(opt), hbm_(hbm), hbm_port_(std::move(hbm_port)), fabric_(fabric) {
   bundles_ = isa::decode_program(prog);
+  // The program may name only the registers the config's scalar unit has. Flags are checked
+  // against the ISA's 63 only: the code generator uses flags up to f50 whatever
+  // core.scalar.sync_flags says (docs/microarch.md), so that key is not enforced yet.
+  if (auto v = isa::first_register_or_flag_past(bundles_, cfg.core.scalar.registers, isa::kNumFlags - 1))
+    fail(OpRef{uint32_t(v->bundle), v->slot, bundles_[v->bundle].at(v->slot).def, bundles_[v->bundle].tag}, v->message);
   R_ = cfg.core.mxu.rows;
   C_ = cfg.core.mxu.cols;
   ub_bytes_ = cfg.core.unified_buffer.bytes;
@@ -164,6 +169,12 @@ Machine::Machine(const config::Config& cfg, const isa::Program& prog, const SimO
   stats_.mxu_count = cfg.core.mxu.count;
   stats_.mxu_rows = R_;
   stats_.mxu_cols = C_;
+  if (bundles_.size() > cfg.core.scalar.imem_bundles) {
+    const auto& m = cfg.memory;
+    double bytes_per_cycle = m.bandwidth_gbytes_per_s * 1e3 / cfg.clock_mhz;
+    imem_fetch_cycles_ = uint64_t(std::ceil(double(cfg.core.scalar.imem_bundles) * isa::kBundleBytes / bytes_per_cycle)) +
+                         uint64_t(std::ceil(m.access_latency_ns * cfg.clock_mhz / 1e3));
+  }
 }
 
 std::string Machine::where(const OpRef& ref) const {
@@ -366,8 +377,17 @@ void Machine::exec_dma(const Operation& op, uint64_t T, const OpRef& ref) {
   std::pair<uint64_t, uint64_t> dr{0, 0};
   if (kind != "dma.wfifo") dr = check_dma_side(ref, d, dst_ub, dst, ds, "dst", dst_strides);
 
-  // Row addresses, innermost dimension first.
-  std::vector<std::pair<uint64_t, uint64_t>> rows = dma_rows(d, src, dst);
+  // Row r's source and destination, innermost dimension first; computed as the transfer goes,
+  // so a descriptor of 2^32 - 1 rows costs time, not bookkeeping.
+  std::array<uint32_t, isa::kMaxDmaDims> cnt{1, 1, 1};
+  std::array<int64_t, isa::kMaxDmaDims> sst{0, 0, 0}, dst_st{0, 0, 0};
+  for (size_t i = 0; i < d.dims.size(); ++i) cnt[i] = d.dims[i].count, sst[i] = d.dims[i].src_stride, dst_st[i] = d.dims[i].dst_stride;
+  const uint64_t nrows = ss.rows;
+  auto row = [&](uint64_t r) {
+    int64_t i0 = int64_t(r % cnt[0]), i1 = int64_t(r / cnt[0] % cnt[1]), i2 = int64_t(r / (uint64_t(cnt[0]) * cnt[1]));
+    return std::pair{src + uint64_t(i0 * sst[0] + i1 * sst[1] + i2 * sst[2]),
+                     dst + uint64_t(i0 * dst_st[0] + i1 * dst_st[1] + i2 * dst_st[2])};
+  };
 
   uint64_t S = T + cfg_.core.dma.setup_cycles;
   uint64_t D = S;
@@ -379,14 +399,39 @@ void Machine::exec_dma(const Operation& op, uint64_t T, const OpRef& ref) {
     return start + occ;
   };
 
+  // A transfer that cannot end inside the cycle limit stops the run before it is simulated
+  // row by row (2^32 - 1 rows once ran for hours). Each HBM row takes at least its bursts'
+  // time on the memory bus at the full bandwidth of every channel (docs/dram.md); a UB copy
+  // takes the cycles computed for it below.
+  auto check_duration = [&](uint64_t least, const char* how) {
+    if (least > opt_.max_cycles || S + least > opt_.max_cycles)
+      fail(ref, fmt::format("descriptor '{}' moves {} rows of {} bytes, at least {} cycles {}, past the cycle limit {} "
+                            "at cycle {}; check the descriptor's counts or raise --max-cycles",
+                            d.name, nrows, d.bytes, least, how, opt_.max_cycles, S));
+  };
+  if (kind != "dma.copy") {
+    const uint64_t bb = std::max<uint64_t>(1, cfg_.memory.burst_bytes);
+    const double bytes_per_cycle = cfg_.memory.bandwidth_gbytes_per_s * 1e3 / cfg_.clock_mhz;
+    const double bus = double(nrows) * double(ceil_div(d.bytes, bb) * bb) / bytes_per_cycle;
+    check_duration(uint64_t(std::min(bus * (1 - 1e-9), 1.8e19)), "on the memory bus at its full bandwidth");
+  } else {
+    check_duration(2 * ceil_div(N, ub_cfg.row_bytes), "through the unified buffer's port");
+  }
+
   if (kind == "dma.load") {
     uint64_t H = S;
-    for (auto [s, t] : rows) H = std::max(H, hbm_port_(s, ub_.get() + t, d.bytes, S, false));
+    for (uint64_t r = 0; r < nrows; ++r) {
+      auto [s, t] = row(r);
+      H = std::max(H, hbm_port_(s, ub_.get() + t, d.bytes, S, false));
+    }
     D = std::max(H, ub_port(ub_cfg.write_ports)) + ub_cfg.write_latency_cycles;
     c.hbm_read_bytes += N, c.ub_write_bytes += N;
   } else if (kind == "dma.store") {
     uint64_t ready = S + ub_cfg.read_latency_cycles, H = ready;
-    for (auto [s, t] : rows) H = std::max(H, hbm_port_(t, ub_.get() + s, d.bytes, ready, true));
+    for (uint64_t r = 0; r < nrows; ++r) {
+      auto [s, t] = row(r);
+      H = std::max(H, hbm_port_(t, ub_.get() + s, d.bytes, ready, true));
+    }
     D = std::max(H, ub_port(ub_cfg.read_ports));
     c.hbm_write_bytes += N, c.ub_read_bytes += N;
   } else if (kind == "dma.copy") {
@@ -395,7 +440,10 @@ void Machine::exec_dma(const Operation& op, uint64_t T, const OpRef& ref) {
     dma_port_free_ = start + 2 * occ;
     D = start + 2 * occ + ub_cfg.read_latency_cycles + ub_cfg.write_latency_cycles;
     if (!opt_.timing_only)
-      for (auto [s, t] : rows) std::memmove(ub_.get() + t, ub_.get() + s, d.bytes);
+      for (uint64_t r = 0; r < nrows; ++r) {
+        auto [s, t] = row(r);
+        std::memmove(ub_.get() + t, ub_.get() + s, d.bytes);
+      }
     c.ub_read_bytes += N, c.ub_write_bytes += N;
   } else if (kind == "dma.wfifo") {
     uint32_t m = check_mxu(ref, "mxu", f(op, SlotId::Dma, "unit"));
@@ -404,7 +452,7 @@ void Machine::exec_dma(const Operation& op, uint64_t T, const OpRef& ref) {
       fail(ref, fmt::format("descriptor '{}' has dtype {}; weight tiles are int8 or bf16", d.name, isa::dtype_name(d.dtype)));
     if (d.bytes % esz)
       fail(ref, fmt::format("descriptor '{}': row of {} bytes is not a whole number of {} elements", d.name, d.bytes, isa::dtype_name(d.dtype)));
-    uint64_t K = rows.size(), Ncol = d.bytes / esz;
+    uint64_t K = nrows, Ncol = d.bytes / esz;
     if (K > R_ || Ncol > C_)
       fail(ref, fmt::format("descriptor '{}' describes a {}x{} weight tile but the array is {}x{} "
                             "(core.mxu.rows x core.mxu.cols)",
@@ -413,8 +461,8 @@ void Machine::exec_dma(const Operation& op, uint64_t T, const OpRef& ref) {
     if (!opt_.timing_only) tile->data.resize(N);
     tile->k = uint32_t(K), tile->n = uint32_t(Ncol), tile->dtype = d.dtype;
     uint64_t H = S;
-    for (size_t r = 0; r < rows.size(); ++r)
-      H = std::max(H, hbm_port_(rows[r].first, opt_.timing_only ? nullptr : tile->data.data() + r * d.bytes, d.bytes, S, false));
+    for (uint64_t r = 0; r < nrows; ++r)
+      H = std::max(H, hbm_port_(row(r).first, opt_.timing_only ? nullptr : tile->data.data() + r * d.bytes, d.bytes, S, false));
     D = H;
     tile->ready = D;
     tile->loaded_by_bundle = ref.bundle;
@@ -422,9 +470,21 @@ void Machine::exec_dma(const Operation& op, uint64_t T, const OpRef& ref) {
     c.hbm_read_bytes += N, c.wfifo_bytes += N;
   }
 
-  // Occupancy for the hazard checker: exact row ranges when the rows leave gaps.
+  // Occupancy for the hazard checker: exact row ranges when the rows leave gaps (up to 2^22
+  // rows; a larger strided pattern counts as its bounding box, which can only add races).
   auto space = [](bool ub) { return ub ? Space::Ub : Space::Hbm; };
-  auto pattern = [&](bool src_side, uint64_t lo, uint64_t hi) { return dma_pattern(rows, d.bytes, src_side, lo, hi); };
+  auto pattern = [&](bool src_side, uint64_t lo, uint64_t hi) {
+    std::shared_ptr<std::vector<std::pair<uint64_t, uint64_t>>> v;
+    if (nrows * d.bytes == hi - lo || nrows > (uint64_t(1) << 22)) return v;  // contiguous, or too many to list
+    v = std::make_shared<std::vector<std::pair<uint64_t, uint64_t>>>();
+    v->reserve(nrows);
+    for (uint64_t r = 0; r < nrows; ++r) {
+      uint64_t b = src_side ? row(r).first : row(r).second;
+      v->emplace_back(b, b + d.bytes);
+    }
+    std::sort(v->begin(), v->end());
+    return v;
+  };
   Access src_acc{space(src_ub), slo, shi, false, T, D, ref};
   src_acc.rows = pattern(true, slo, shi);
   hazards_.check_and_add(src_acc, prog_);
@@ -697,6 +757,38 @@ void Machine::exec_vector(const Operation& op, uint64_t T, const OpRef& ref) {
 // ---------------------------------------------------------------------------------------
 // Sequencer
 
+// Branches depend on the scalar registers alone (nothing loads them from memory), so a taken
+// branch to a bundle with the same registers as the last taken branch there repeats that
+// path forever: the program can never halt, and says so at once instead of at the cycle limit.
+void Machine::check_progress(uint32_t target, const OpRef& ref, uint64_t cycle) {
+  auto [it, fresh] = regs_at_branch_.try_emplace(target, RegsAt{regs_, cycle});
+  if (fresh) return;
+  if (it->second.regs == regs_)
+    fail(ref, fmt::format("the program loops forever: it branches to bundle {} with the same registers as at cycle {}, "
+                          "and branches depend only on registers, so the same path repeats; check the loop's counter",
+                          target, it->second.cycle));
+  it->second = {regs_, cycle};
+}
+
+// A counted loop whose body has no other branch runs `count` more times, each at least one
+// cycle per bundle: when that passes the cycle limit, say so now, not after simulating it
+// (a `loop r5, 0` with r5 = 0 repeats 2^32 times).
+void Machine::check_loop_bound(size_t pc, size_t target, uint32_t count, const OpRef& ref, uint64_t cycle) {
+  if (target > pc) return;
+  if (plain_loop_.empty()) plain_loop_.assign(bundles_.size(), -1);
+  if (plain_loop_[pc] < 0) {
+    bool plain = true;
+    for (size_t i = target; i < pc && plain; ++i) plain = bundles_[i].at(SlotId::Control).is_nop();
+    plain_loop_[pc] = plain;
+  }
+  if (!plain_loop_[pc]) return;
+  uint64_t least = uint64_t(count) * (pc - target + 1) + uint64_t(count - 1) * cfg_.core.scalar.branch_penalty_cycles;
+  if (least > opt_.max_cycles || cycle + least > opt_.max_cycles)
+    fail(ref, fmt::format("the loop back to bundle {} repeats {} more times (its counter), at least {} cycles in all, "
+                          "past the cycle limit {} at cycle {}; check the loop's counter or raise --max-cycles",
+                          target, count, least, opt_.max_cycles, cycle));
+}
+
 void Machine::run(const std::function<void(uint64_t)>& sync) {
   const auto& sc = cfg_.core.scalar;
   // Tie-break order for stall attribution, and the order operations take effect.
@@ -714,23 +806,27 @@ void Machine::run(const std::function<void(uint64_t)>& sync) {
     const Bundle& b = bundles_[pc];
     auto ref_of = [&](SlotId s) { return OpRef{uint32_t(pc), s, b.at(s).def, b.tag}; };
     uint64_t earliest = first ? 0 : prev + 1 + penalty;
-    Accept best{earliest, StallReason::WaitFlag};
+    // Past an instruction fetch from HBM when the bundle is outside the resident window (the
+    // window moves once the bundle issues: in a system it may be accepted more than once).
+    const bool outside = imem_fetch_cycles_ && (pc < imem_window_ || pc >= imem_window_ + cfg_.core.scalar.imem_bundles);
+    const uint64_t fetched = outside ? earliest + imem_fetch_cycles_ : earliest;
+    Accept best{fetched, StallReason::ImemFetch};
     SlotId stall_slot = SlotId::Control;
     for (SlotId s : kAcceptOrder) {
       const Operation& op = b.at(s);
       if (op.is_nop()) continue;
       OpRef ref = ref_of(s);
-      Accept a{earliest, StallReason::WaitFlag};
+      Accept a{fetched, StallReason::WaitFlag};
       switch (s) {
         case SlotId::Control:
-          if (op.def->mnemonic == "wait") a = accept_wait(op, earliest, ref);
-          else if (op.def->mnemonic == "barrier") a = accept_barrier(op, earliest, ref);
+          if (op.def->mnemonic == "wait") a = accept_wait(op, fetched, ref);
+          else if (op.def->mnemonic == "barrier") a = accept_barrier(op, fetched, ref);
           break;
-        case SlotId::Dma: a = accept_dma(op, earliest, ref); break;
-        case SlotId::Ici: a = accept_ici(earliest, ref); break;
-        case SlotId::MxuWeight: a = accept_wload(op, earliest, ref); break;
-        case SlotId::MxuMatmul: a = accept_matmul(op, earliest, ref); break;
-        case SlotId::Vector: a = accept_vector(op, earliest, ref); break;
+        case SlotId::Dma: a = accept_dma(op, fetched, ref); break;
+        case SlotId::Ici: a = accept_ici(fetched, ref); break;
+        case SlotId::MxuWeight: a = accept_wload(op, fetched, ref); break;
+        case SlotId::MxuMatmul: a = accept_matmul(op, fetched, ref); break;
+        case SlotId::Vector: a = accept_vector(op, fetched, ref); break;
         default: break;
       }
       if (a.t > best.t) best = a, stall_slot = s;
@@ -747,6 +843,10 @@ void Machine::run(const std::function<void(uint64_t)>& sync) {
                                  "long transfer); raise it with --max-cycles",
                                  where(ref_of(stall_slot)), opt_.max_cycles));
     Counters& c = tagc(b.tag);
+    if (outside) {
+      imem_window_ = pc - pc % cfg_.core.scalar.imem_bundles;
+      c.hbm_read_bytes += uint64_t(cfg_.core.scalar.imem_bundles) * isa::kBundleBytes;
+    }
     if (T > earliest) {
       uint64_t stall = T - earliest;
       c.stall[size_t(best.why)] += stall;
@@ -828,12 +928,14 @@ void Machine::run(const std::function<void(uint64_t)>& sync) {
         uint32_t nv = uint32_t(a) - 1;
         writes[nw++] = {f(ctl, SlotId::Control, "rs1"), nv};
         taken = nv != 0;
+        if (taken) check_loop_bound(pc, target, nv, ref_of(SlotId::Control), T);
       }
       else if (m == "barrier") exec_barrier(ctl);  // a single chip reaches every barrier at once
       if (taken) next = target;
     }
     for (size_t i = 0; i < nw; ++i)
       if (writes[i].first != 0) regs_[size_t(writes[i].first)] = writes[i].second;
+    if (taken) check_progress(uint32_t(next), ref_of(SlotId::Control), T);
 
     last_done_ = std::max(last_done_, T + 1);
     if (!fabric_ && T >= next_sync) {

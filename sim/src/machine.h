@@ -220,6 +220,7 @@ class Machine {
   int64_t f(const Operation& op, SlotId s, std::string_view name) const;
   uint32_t reg(int64_t r) const { return regs_[size_t(r)]; }
   void check_ub(const OpRef& ref, std::string_view field, uint64_t addr, uint64_t bytes, bool aligned);
+  void check_progress(uint32_t target, const OpRef& ref, uint64_t cycle);
   uint64_t check_acc(const OpRef& ref, std::string_view field, int mxu, uint64_t row, uint64_t rows);
   uint32_t check_mxu(const OpRef& ref, std::string_view field, int64_t mxu);
   Counters& tagc(uint16_t tag) { return per_tag_[tag]; }
@@ -246,6 +247,15 @@ class Machine {
   std::vector<MxuState> mxu_;
   std::vector<FlagState> flags_;
   std::array<uint32_t, isa::kNumScalarRegs> regs_{};
+  struct RegsAt {
+    std::array<uint32_t, isa::kNumScalarRegs> regs;
+    uint64_t cycle;
+  };
+  std::unordered_map<uint32_t, RegsAt> regs_at_branch_;  // by branch target (check_progress)
+  // check_loop_bound: per loop bundle, whether its body (target..loop) has no other control
+  // operation (-1: not looked at yet), so the counter alone says how often it repeats.
+  std::vector<int8_t> plain_loop_;
+  void check_loop_bound(size_t pc, size_t target, uint32_t count, const OpRef& ref, uint64_t cycle);
   HazardChecker hazards_;
 
   // DMA engine
@@ -254,6 +264,11 @@ class Machine {
   uint64_t dma_busy_end_ = 0;       // end of the union of in-flight intervals so far
   // Vector unit
   uint64_t vec_free_ = 0;
+
+  // Instruction memory: a program longer than core.scalar.imem_bundles runs from windows of
+  // that many bundles, each fetched from HBM when execution enters it (docs/microarch.md).
+  uint64_t imem_window_ = 0;  // first bundle of the resident window (the first is loaded before the start)
+  uint64_t imem_fetch_cycles_ = 0;
 
   // ICI engine and the system around it (machine_ici.cpp)
   Fabric* fabric_ = nullptr;

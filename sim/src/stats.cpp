@@ -20,6 +20,7 @@ std::string_view stall_reason_name(StallReason r) {
     case StallReason::WaitIci: return "wait_ici";
     case StallReason::IciBusy: return "ici_busy";
     case StallReason::Barrier: return "barrier";
+    case StallReason::ImemFetch: return "imem_fetch";
   }
   return "?";
 }

@@ -95,7 +95,17 @@ TEST(MultiChipErrors, WrongProgramCountAndSymmetryOnAMesh) {
 TEST(MultiChipErrors, ALoopThatNeverEndsHitsTheCycleLimit) {
   SystemOptions o;
   o.sim.max_cycles = 5000;
-  expect_error(fails(small_system({2}), {"here:\n  jmp here\n", "  halt\n"}, o), {"chip 0 (0)", "cycle limit 5000"});
+  // A counter that changes every time round: only the cycle limit can stop it.
+  expect_error(fails(small_system({2}), {"here:\n  addi r1, r1, 1\n  jmp here\n", "  halt\n"}, o),
+               {"chip 0 (0)", "cycle limit 5000"});
+}
+
+TEST(MultiChipErrors, AJumpToItselfIsReportedAtOnce) {
+  // The same bundle with the same registers: the path repeats whatever the other chips do
+  // (flags they signal change no register), so the run stops at the first repeat.
+  SystemOptions o;
+  o.sim.max_cycles = 5000;
+  expect_error(fails(small_system({2}), {"here:\n  jmp here\n", "  halt\n"}, o), {"chip 0 (0)", "bundle 0", "loops forever"});
 }
 
 }  // namespace

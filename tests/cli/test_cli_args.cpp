@@ -113,8 +113,8 @@ TEST(CliArgs, ZooModelsBringTheirOwnDefaultsInRunAndCompile) {
 }
 
 // On a terminal (a pseudo-terminal from util-linux's `script`), `vtpu run` shows its phases,
-// the simulation's progress in bundles of the program's total, and an ETA; piped or with
-// -q it prints none of it.
+// the compile's stage and share, the simulation's progress in bundles of the program's
+// total, and an ETA; `vtpu compile` shows the compile's; piped or with -q it prints none of it.
 TEST(CliArgs, ProgressShowsPhasesTotalAndEtaOnATerminalOnly) {
   if (std::system("command -v script >/dev/null 2>&1") != 0) GTEST_SKIP() << "util-linux's script is not installed";
   fs::path dir = scratch("progress");
@@ -134,6 +134,11 @@ TEST(CliArgs, ProgressShowsPhasesTotalAndEtaOnATerminalOnly) {
   CliResult tty = on_terminal("run mlp0");
   ASSERT_EQ(tty.code, 0) << tty.out;
   EXPECT_NE(tty.out.find("compiling: "), std::string::npos) << tty.out;
+  // The compile phase: the compiler's stage and share of the compile, and an ETA.
+  EXPECT_TRUE(std::regex_search(tty.out, std::regex("compiling: codegen \\d+%, \\d+ s, ETA "))) << tty.out;
+  CliResult compiled = on_terminal("compile mlp0 -o " + (dir / "tty.vtpu").string());
+  ASSERT_EQ(compiled.code, 0) << compiled.out;
+  EXPECT_TRUE(std::regex_search(compiled.out, std::regex("compiling: (import|lower|calibrate|codegen) \\d+%"))) << compiled.out;
   EXPECT_NE(tty.out.find("simulating: bundle "), std::string::npos) << tty.out;
   EXPECT_NE(tty.out.find(" of " + bundles + " ("), std::string::npos) << tty.out;
   EXPECT_NE(tty.out.find(", ETA "), std::string::npos) << tty.out;

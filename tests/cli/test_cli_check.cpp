@@ -109,4 +109,25 @@ TEST(CliCheck, ACheckAgainstADoctoredOnnxRuntimeFails) {
   fs::remove(fake);
 }
 
+TEST(CliCheck, NonFiniteValuesOnOneSideFailTheCheck) {
+  // onnxruntime's first output made all NaN: "max |error| 0" over no finite values once
+  // passed; the check must fail (exit 1) and say how many values differ in kind.
+  fs::path model = check_model(), fake = fs::temp_directory_path() / ("cli_check_nan_" + std::to_string(::getpid()) + ".js");
+  std::ofstream(fake) << "const { execFileSync } = require('child_process');\n"
+                         "const fs = require('fs'), path = require('path');\n"
+                         "execFileSync('node', ['"
+                      << (kRoot / "runtime_driver/ort/ort_run.js").string()
+                      << "', ...process.argv.slice(2)], { stdio: 'inherit' });\n"
+                         "const f = path.join(process.argv[3], 'output0.npy'), b = fs.readFileSync(f), h = b.readUInt16LE(8);\n"
+                         "for (let i = 10 + h; i + 4 <= b.length; i += 4) b.writeFloatLE(NaN, i);\n"
+                         "fs.writeFileSync(f, b);\n";
+  CliResult r = vtpu("run " + model.string() + " -c tiny-8x8 --dtype bf16 --check" + ids_input(), "VTPU_ORT_SCRIPT=" + fake.string() + " ");
+  EXPECT_EQ(r.code, 1) << r.err << r.out;
+  EXPECT_NE(r.out.find("check feat: FAILED: 48 of 48 values are NaN or infinite where onnxruntime is not, or the reverse"),
+            std::string::npos)
+      << r.out;
+  EXPECT_LT(check_percent(r.out, "logits"), 3.0) << r.out;  // the other outputs are compared as before
+  fs::remove(fake);
+}
+
 }  // namespace

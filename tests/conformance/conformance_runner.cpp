@@ -6,7 +6,9 @@
 // runner turns every input after the first of weight-taking operators into an initializer
 // holding the test's data.
 //
-// usage: conformance_runner DATA_DIR EXPECTED_PASS_FILE [CONFIG] [--write-expected]
+// usage: conformance_runner DATA_DIR EXPECTED_PASS_FILE [CONFIG] [--write-expected] [--bake DIR]
+// --bake DIR writes each test's baked model to DIR/<test>.onnx and runs nothing (the fuzz
+// targets and tests/fuzz/mutate.py start from these: small valid models of every operator).
 #include <fmt/format.h>
 #include "vtpu/support/layout.h"
 #include "vtpu/support/child_process.h"
@@ -116,7 +118,7 @@ std::string in_child(const std::function<std::string()>& fn) {
 // the graph may hold several nodes and keeps its initializers; every other graph input is
 // a run-time input, fed input_K.pb in order. op_out is then the graph's operator types.
 std::string run_test(const fs::path& dir, const config::Config& cfg, std::string& op_out, bool runtime_indices = false,
-                     bool models = false) {
+                     bool models = false, const fs::path& bake_dir = {}) {
   onnx::ModelProto model;
   {
     std::ifstream f(dir / "model.onnx", std::ios::binary);
@@ -165,11 +167,14 @@ std::string run_test(const fs::path& dir, const config::Config& cfg, std::string
     while (nn->output_size() > 1) nn->mutable_output()->RemoveLast();
     while (g->output_size() > 1) g->mutable_output()->RemoveLast();
   }
-  fs::path tmp = fs::temp_directory_path() / fmt::format("vtpu_conf_{}.onnx", dir.filename().string());
+  fs::path tmp = (bake_dir.empty() ? fs::temp_directory_path() : bake_dir) /
+                fmt::format("{}{}.onnx", bake_dir.empty() ? "vtpu_conf_" : "", dir.filename().string());
   {
     std::ofstream f(tmp, std::ios::binary);
     baked.SerializeToOstream(&f);
+    if (!f) throw UserError(tmp.string() + ": write failed");
   }
+  if (!bake_dir.empty()) return "";
   compiler::CompileResult r;
   try {
     r = compiler::compile_onnx(tmp, cfg);
@@ -273,16 +278,19 @@ std::string run_test(const fs::path& dir, const config::Config& cfg, std::string
 
 int main(int argc, char** argv) {
   if (argc < 3) {
-    std::cerr << "usage: conformance_runner DATA_DIR EXPECTED_PASS_FILE [CONFIG] [--models] [--write-expected]\n"
-                 "  --models: DATA_DIR holds small exported models (pytorch-converted, pytorch-operator)\n";
+    std::cerr << "usage: conformance_runner DATA_DIR EXPECTED_PASS_FILE [CONFIG] [--models] [--write-expected] [--bake DIR]\n"
+                 "  --models: DATA_DIR holds small exported models (pytorch-converted, pytorch-operator)\n"
+                 "  --bake DIR: only write the baked models (weights as initializers) to DIR\n";
     return 2;
   }
   fs::path data = argv[1], expected_file = argv[2];
   bool write = false, models = false;
   std::string cfg_name = "tpu-v4-core";
+  fs::path bake_dir;
   for (int i = 3; i < argc; ++i) {
     std::string a = argv[i];
     if (a == "--write-expected") write = true;
+    else if (a == "--bake" && i + 1 < argc) bake_dir = argv[++i];
     else if (a == "--models") models = true;
     else cfg_name = a;
   }
@@ -316,7 +324,8 @@ int main(int argc, char** argv) {
     std::string op;
     std::string why;
     try {
-      why = run_test(d, cfg, op, runtime_indices, models);
+      if (!bake_dir.empty() && runtime_indices) continue;
+      why = run_test(d, cfg, op, runtime_indices, models, bake_dir);
     } catch (const std::exception& e) {
       why = e.what();
     }

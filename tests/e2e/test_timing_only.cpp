@@ -9,6 +9,7 @@
 #include "vtpu/sim/report.h"
 #include "vtpu/sim/simulator.h"
 #include "vtpu/support/child_process.h"
+#include "zoo_params.h"
 
 namespace {
 
@@ -44,16 +45,7 @@ TEST_P(TimingOnly, GivesTheCyclesAndStatsOfAFullSimulation) {
   EXPECT_EQ(timing, full);
 }
 
-INSTANTIATE_TEST_SUITE_P(EveryZooModel, TimingOnly, ::testing::ValuesIn([] {
-                           std::vector<std::string> names;
-                           for (const auto& e : models::zoo()) names.push_back(e.name);
-                           return names;
-                         }()),
-                         [](const auto& info) {
-                           std::string n = info.param;
-                           for (char& c : n)
-                             if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
-                           return n;
-                         });
+INSTANTIATE_TEST_SUITE_P(EveryZooModel, TimingOnly, ::testing::ValuesIn(vtpu::testing::zoo_model_names()),
+                         vtpu::testing::zoo_test_name);
 
 }  // namespace

@@ -9,6 +9,7 @@
 #include "vtpu/models/zoo.h"
 #include "vtpu/runtime/runtime.h"
 #include "vtpu/sim/report.h"
+#include "zoo_params.h"
 
 namespace {
 
@@ -126,17 +127,8 @@ TEST_P(ZooOnEveryPreset, CompilesOrSaysWhichBufferIsTooSmall) {
   EXPECT_GE(compiled, 2) << GetParam();
 }
 
-INSTANTIATE_TEST_SUITE_P(Models, ZooOnEveryPreset, ::testing::ValuesIn([] {
-                           std::vector<std::string> names;
-                           for (const auto& e : models::zoo()) names.push_back(e.name);
-                           return names;
-                         }()),
-                         [](const auto& info) {
-                           std::string n = info.param;
-                           for (char& c : n)
-                             if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
-                           return n;
-                         });
+INSTANTIATE_TEST_SUITE_P(Models, ZooOnEveryPreset, ::testing::ValuesIn(vtpu::testing::zoo_model_names()),
+                         vtpu::testing::zoo_test_name);
 
 TEST(ZooList, UnknownNameListsTheZoo) {
   try {

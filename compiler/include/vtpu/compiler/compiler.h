@@ -3,6 +3,7 @@
 // This header carries no MLIR types; the pipeline and its passes live in compiler/src.
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <map>
 #include <string>
 #include <vector>
@@ -37,6 +38,10 @@ struct CompileOptions {
   // calibration does not read the config, so it is reused instead of run again. Empty:
   // calibrate.
   std::vector<float> calibration_scales;
+  // Called as the compile goes, for a progress line with an ETA: the stage ("import",
+  // "lower", "calibrate", "codegen") and the share of the whole compile done, from 0 to 1,
+  // never decreasing, 1 at the end (docs/compiler.md, "Progress").
+  std::function<void(const std::string& stage, double done)> progress;
 };
 
 // The roofline of one layer on the config: whichever of compute and memory takes longer.

@@ -23,6 +23,8 @@ inline constexpr unsigned kTagBits = 16;
 inline constexpr unsigned kNumScalarRegs = 32;  // r0 reads as zero, writes to it are dropped
 inline constexpr unsigned kNumFlags = 64;       // f0 means "no flag"
 inline constexpr unsigned kMaxDmaDims = 3;      // outer dimensions of a DMA descriptor
+inline constexpr unsigned kMxuIndexBits = 3;    // the mxu fields: a config may have up to 8 MXUs
+inline constexpr unsigned kMaxMxus = 1u << kMxuIndexBits;
 
 // Ici is last: it was added in bits that were padding, so older programs encode the same.
 enum class SlotId : uint8_t { S0, S1, Dma, MxuWeight, MxuMatmul, Vector, Control, Ici };

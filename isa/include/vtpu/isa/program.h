@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <limits>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -17,6 +18,9 @@ namespace vtpu::isa {
 
 inline constexpr char kMagic[4] = {'V', 'T', 'P', 'U'};
 inline constexpr uint16_t kFormatVersion = 2;
+// Every address, offset and size in a container is below 2^48 bytes (256 TiB, more than any
+// memory a config describes), so an address plus a size can never wrap around 2^64.
+inline constexpr uint64_t kMaxAddressBytes = uint64_t(1) << 48;
 
 // One outer dimension of a DMA transfer: repeat the inner copy `count` times, advancing the
 // source and destination by their strides (bytes).
@@ -105,7 +109,8 @@ struct Program {
 };
 
 // A container that cannot be read: wrong magic, unsupported version, truncated section,
-// an index out of range. The message names the file and the section.
+// an index out of range, an address or size past kMaxAddressBytes, a shape whose size
+// overflows, two tensors of one name. The message names the file and the section or entry.
 class ProgramFormatError : public UserError {
  public:
   using UserError::UserError;
@@ -118,5 +123,15 @@ Program read_program(const std::filesystem::path& path);
 
 // Decodes every bundle, and checks that descriptor, param, tag and branch indices exist.
 std::vector<Bundle> decode_program(const Program& p);
+
+// The first operation naming a register r >= `registers` or a flag f > `flags` (f0 means
+// none), which a scalar unit of that many registers and flags cannot run; nullopt if none.
+struct Violation {
+  size_t bundle;
+  SlotId slot;
+  std::string message;  // names the field, the register or flag and the config key
+};
+std::optional<Violation> first_register_or_flag_past(const std::vector<Bundle>& code, uint32_t registers,
+                                                     uint32_t flags);
 
 }  // namespace vtpu::isa

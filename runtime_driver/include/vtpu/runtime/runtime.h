@@ -43,11 +43,13 @@ struct RunOptions {
   // "onnxruntime" (an error when it cannot run); "interpreter".
   std::string check_reference = "auto";
   bool record_trace = false;
-  uint64_t max_cycles = 10'000'000'000ull;
+  uint64_t max_cycles = sim::SimOptions{}.max_cycles;
   std::function<void(uint64_t cycle, uint64_t bundle)> progress;  // see sim::SimOptions::progress
   // Called as each phase starts: "compile" (total 0), "simulate" (total: the program's
   // bundles), "check" (the fp32 reference; total 0).
   std::function<void(const std::string& phase, uint64_t total)> phase;
+  // During "compile": the compiler's stage and share done (compiler::CompileOptions::progress).
+  std::function<void(const std::string& stage, double done)> compile_progress;
 };
 
 // One layer (program tag) of a run, beside the compiler's roofline bound.
@@ -69,10 +71,16 @@ struct LayerRow {
   std::string bound_by;        // compute, memory or vector: the busiest unit over the span
 };
 
+// An output against the fp32 reference. Values that are NaN or infinite are compared by
+// kind (NaN with NaN, +Inf with +Inf); every other pairing of a non-finite value counts in
+// `nonfinite_mismatches`, and so does a missing or extra value. The finite ones give the error.
 struct CheckResult {
   std::string output;
   double max_abs_error = 0;
-  double max_reference = 0;  // largest |reference| value, for scale
+  double max_reference = 0;  // largest finite |reference| value, for scale
+  uint64_t nonfinite_mismatches = 0;
+  uint64_t values = 0;       // values compared
+  bool failed() const { return nonfinite_mismatches > 0; }
 };
 
 struct ModelRun {
@@ -89,6 +97,9 @@ struct ModelRun {
   double compile_seconds = 0, simulate_seconds = 0;
   int64_t batch = 1;
 };
+
+// Whether any --check result failed (totals_text says which and why).
+bool check_failed(const ModelRun& run);
 
 // `model` is an .onnx file (compiled here) or a .vtpu program.
 ModelRun run_model(const std::filesystem::path& model, const config::Config& cfg, const RunOptions& options);
@@ -118,7 +129,8 @@ std::string html_report(const ModelRun& run, const std::string& title);
 struct CompareRow {
   std::string dtype;
   double latency_ms = 0, throughput = 0, tops = 0, energy_mj = 0, power_w = 0, mxu_utilization = 0;
-  double max_relative_error = -1;  // vs the fp32 reference; -1 when not checked
+  double max_relative_error = -1;  // vs the fp32 reference (finite values); -1 when not checked
+  uint64_t nonfinite_mismatches = 0;  // NaN/Inf where the reference has none, or the reverse
   std::map<std::string, double> energy_by_unit_mj;
   double accuracy = -1;       // test-set top-1 accuracy on the chip; -1 when not measured
   double fp32_accuracy = -1;  // the same images through the fp32 reference

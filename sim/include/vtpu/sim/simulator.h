@@ -15,7 +15,9 @@
 namespace vtpu::sim {
 
 struct SimOptions {
-  uint64_t max_cycles = 1'000'000'000'000ull;  // stop with an error past this
+  // Stop with an error past this many cycles: 10x the longest zoo model, and a loop that
+  // never halts reaches it within seconds (vtpu sim and run show progress meanwhile).
+  uint64_t max_cycles = 1'000'000'000ull;
   bool record_trace = false;                   // keep per-operation events for --trace
   // Called every 65536 simulated cycles with the current cycle and the index of the bundle
   // just issued (in a straight-line program, as compiled models are, the share of the
@@ -58,6 +60,11 @@ class SimError : public UserError {
 RunResult simulate(const config::Config& config, const isa::Program& program,
                    const std::map<std::string, std::vector<uint8_t>>& inputs,
                    const SimOptions& options = {});
+
+// Throws UserError when a constant segment or an input or output tensor of `program` does not
+// lie inside the config's memory.bytes (compared without wrapping). simulate() checks this
+// first; call it before fill_missing_inputs, which allocates every input's bytes.
+void check_fits_memory(const config::Config& config, const isa::Program& program);
 
 // Deterministic pseudo-random bytes for every input tensor missing from `inputs`
 // (int8: uniform in [-64, 63]; bf16/fp32: uniform in [-1, 1); int32: [-1000, 1000]).

@@ -23,8 +23,9 @@ enum class StallReason : uint8_t {
   WaitIci,         // wait on a flag an ICI transfer or signal increments (multi-chip)
   IciBusy,         // all ICI engine slots hold unacknowledged sends
   Barrier,         // waiting for the other chips at a barrier
+  ImemFetch,       // the next bundle is outside instruction memory: fetched from HBM
 };
-inline constexpr size_t kNumStallReasons = 13;
+inline constexpr size_t kNumStallReasons = 14;
 std::string_view stall_reason_name(StallReason r);
 
 // The units that report busy time and energy.
