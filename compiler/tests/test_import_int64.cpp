@@ -177,3 +177,44 @@ TEST(ImportInt64, IntegerOutputsOutsideInt32AreRefused) {
 }
 
 }  // namespace
+
+// torch's exporter at opsets 6-8 wrote shapes as int64 Constant nodes, although ONNX's
+// Constant took only floats until opset 9 (pytorch-converted test_PixelShuffle). onnxruntime
+// loads such a model (it turns Constant nodes into initializers first), so the compiler must
+// too; an int64 value where an operator's own type constraint forbids it is still refused.
+TEST(ImportInt64, OldExportersInt64ConstantLoadsAsOnnxruntimeLoadsIt) {
+  OnnxBuilder m(7);
+  m.input("x", {2, 6});
+  auto* c = m.node("Constant", "shape", {}, {"shape"});
+  auto* a = c->add_attribute();
+  a->set_name("value");
+  a->set_type(onnx::AttributeProto::TENSOR);
+  a->mutable_t()->set_data_type(onnx::TensorProto::INT64);
+  a->mutable_t()->add_dims(2);
+  for (int64_t v : {3, 4}) a->mutable_t()->add_int64_data(v);
+  m.node("Reshape", "r", {"x", "shape"}, {"y"});
+  m.output("y", {3, 4});
+  auto model = save(m, "old_constant");
+  std::vector<float> x = iota(12);
+  EXPECT_EQ(compiler::reference_outputs(model, {{"x", x}}).at("y"), x);
+  auto prog = compiler::compile_onnx(model, config::load_preset("tpu-v4-core"), {}).program;
+  std::vector<int64_t> shape;
+  for (const auto& t : prog.tensors)
+    if (t.name == "y") shape = t.shape;
+  EXPECT_EQ(shape, (std::vector<int64_t>{3, 4}));
+
+  // The same int64 value as Relu's input: Relu at opset 7 takes floats only.
+  OnnxBuilder bad(7);
+  auto* k = bad.node("Constant", "k", {}, {"k"});
+  *k->add_attribute() = *a;
+  bad.node("Relu", "relu", {"k"}, {"y"});
+  bad.output("y", {2});
+  try {
+    compiler::compile_onnx(save(bad, "old_constant_relu"), config::load_preset("tpu-v4-core"), {});
+    ADD_FAILURE() << "an int64 Relu input was accepted";
+  } catch (const std::exception& e) {
+    std::string what = e.what();
+    EXPECT_NE(what.find("node name: relu"), std::string::npos) << what;
+    EXPECT_NE(what.find("unsupported type: tensor(int64)"), std::string::npos) << what;
+  }
+}

@@ -27,6 +27,12 @@ struct Ctx {
 // output for an unnamed node) and a tensor ("tensor 'w'").
 std::string node_label(const onnx::NodeProto& n);
 
+// A Constant node holding one tensor (its `value` attribute). onnxruntime turns these into
+// initializers when it loads a model, before it checks any types, so an old exporter's
+// int64 Constant at an opset whose Constant schema takes floats only (torch at opset 6-8)
+// loads there; the checks treat them the same way.
+bool is_value_constant(const onnx::NodeProto& n);
+
 // Product of `dims` without overflow: nullopt when a dim is negative or the product passes
 // kMaxElements.
 std::optional<int64_t> element_count(const google::protobuf::RepeatedField<int64_t>& dims);

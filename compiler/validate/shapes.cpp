@@ -31,7 +31,8 @@ void add_typed_input(onnx::GraphProto* g, const std::string& name, int elem, con
   for (int64_t d : dims) shape->add_dim()->set_dim_value(d);
 }
 
-// The model as shape inference sees it: its nodes, its inputs with the batch the importer
+// The model as shape inference sees it: its nodes (a Constant holding a tensor as an
+// initializer, as onnxruntime loads it), its inputs with the batch the importer
 // applies, its small constants with their values, and its outputs with their declared
 // element types only (onnxruntime warns about a declared output shape that differs from the
 // computed one and uses the computed one; it refuses a differing type).
@@ -41,14 +42,23 @@ onnx::ModelProto light_copy(const onnx::ModelProto& m, const Ctx& ctx) {
   *light.mutable_opset_import() = m.opset_import();
   auto* g = light.mutable_graph();
   g->set_name("validate");
-  *g->mutable_node() = m.graph().node();
   std::set<std::string> inits;
-  for (const auto& t : m.graph().initializer()) {
-    inits.insert(t.name());
+  auto add_constant = [&](const onnx::TensorProto& t, const std::string& name) {
+    inits.insert(name);
     auto n = element_count(t.dims());
-    if (n && *n <= kSmallConstant) *g->add_initializer() = t;
-    else add_typed_input(g, t.name(), t.data_type(), t.dims());
+    if (n && *n <= kSmallConstant) {
+      auto* c = g->add_initializer();
+      *c = t;
+      c->set_name(name);
+    } else {
+      add_typed_input(g, name, t.data_type(), t.dims());
+    }
+  };
+  for (const auto& n : m.graph().node()) {
+    if (is_value_constant(n)) add_constant(n.attribute(0).t(), n.output(0));  // as onnxruntime loads it (checks.h)
+    else *g->add_node() = n;
   }
+  for (const auto& t : m.graph().initializer()) add_constant(t, t.name());
   for (const auto& in : m.graph().input()) {
     if (inits.count(in.name())) continue;
     auto* v = g->add_input();
@@ -78,6 +88,11 @@ std::string clean(std::string msg) {
 }
 
 }  // namespace
+
+bool is_value_constant(const onnx::NodeProto& n) {
+  return n.op_type() == "Constant" && (n.domain().empty() || n.domain() == "ai.onnx") && n.output_size() == 1 &&
+         n.attribute_size() == 1 && n.attribute(0).name() == "value" && n.attribute(0).has_t();
+}
 
 std::optional<std::vector<double>> Shapes::values(const std::string& name) const {
   auto it = initializers.find(name);
