@@ -2,6 +2,7 @@
 #include "vtpu/config/timing.h"
 
 #include <algorithm>
+#include <cmath>
 
 namespace vtpu::config {
 namespace {
@@ -36,5 +37,13 @@ uint64_t vector_lane_passes(const Config& c) { return ceil_div(c.core.mxu.cols, 
 uint64_t vector_steps(const Config& c, uint64_t rows) { return ceil_div(rows, std::max<uint32_t>(1, c.core.vector.sublanes)); }
 
 uint64_t vector_issue_cycles(const Config& c, uint64_t rows) { return vector_steps(c, rows) * vector_lane_passes(c); }
+
+uint64_t imem_fetch_cycles(const Config& c, uint64_t program_bundles) {
+  if (program_bundles <= c.core.scalar.imem_bundles) return 0;
+  const auto& m = c.memory;
+  const double bytes_per_cycle = m.bandwidth_gbytes_per_s * 1e3 / c.clock_mhz;
+  return uint64_t(std::ceil(double(c.core.scalar.imem_bundles) * isa::kBundleBytes / bytes_per_cycle)) +
+         uint64_t(std::ceil(m.access_latency_ns * c.clock_mhz / 1e3));
+}
 
 }  // namespace vtpu::config

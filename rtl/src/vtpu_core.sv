@@ -7,7 +7,10 @@
 // engine's memory port (vtpu_dma) is answered by the testbench's memory model.
 //
 // Cycle 0 is the first cycle with rst_n high. Programs (bundles, DMA descriptors) are
-// written through imem_* / desc_* while rst_n is low.
+// written through imem_* / desc_* while rst_n is low. The instruction memory holds the whole
+// program; a program longer than the config's core.scalar.imem_bundles runs as from windows
+// of imem_window bundles, each costing imem_fetch_cycles when execution enters it
+// (docs/microarch.md, "Instruction memory"; both inputs held while the core runs).
 module vtpu_core import vtpu_isa_pkg::*; #(
   parameter int ROWS           = 4,
   parameter int COLS           = 4,
@@ -57,6 +60,8 @@ module vtpu_core import vtpu_isa_pkg::*; #(
   input  logic              imem_we,
   input  logic [IW-1:0]     imem_waddr,
   input  logic [IB-1:0]     imem_wdata,
+  input  logic [23:0]       imem_window,        // core.scalar.imem_bundles
+  input  logic [31:0]       imem_fetch_cycles,  // config::imem_fetch_cycles; 0: the program is resident
   input  logic              desc_we,
   input  logic [DW-1:0]     desc_waddr,
   input  logic [322:0]      desc_wdata,
@@ -103,7 +108,13 @@ module vtpu_core import vtpu_isa_pkg::*; #(
   logic        halted, unsupported;
   logic        err_unsup, err_late, err_pend;
   assign error = {err_pend, 1'b0, err_late, err_unsup};
-  logic [15:0] bubble;  // branch penalty cycles left
+  logic [31:0] bubble;  // branch penalty and window fetch cycles left
+  // The resident instruction window: its first bundle, the window after this bundle issues
+  // (it moves when the bundle lies outside), and the next bundle to issue.
+  logic [23:0] win_base, win_after, next_pc;
+  function automatic logic outside(input logic [23:0] p, input logic [23:0] base);
+    return imem_fetch_cycles != 32'd0 && (p < base || 25'(p) >= 25'(base) + 25'(imem_window));
+  endfunction
   logic [IB-1:0] b;
   assign b = imem[IW'(pc)];
   assign cycle = now;
@@ -229,7 +240,7 @@ module vtpu_core import vtpu_isa_pkg::*; #(
                   (vec_op != '0 && b[VEC_PARAM_LSB +: 12] >= 12'(PARAM_ENTRIES));
   end
 
-  assign issue = rst_n && !halted && error == 4'd0 && !unsupported && bubble == 16'd0 &&
+  assign issue = rst_n && !halted && error == 4'd0 && !unsupported && bubble == 32'd0 &&
                  ok_wait && ok_dma && ok_wl && ok_mm && ok_vec;
   assign issue_pc = pc;
 
@@ -249,6 +260,8 @@ module vtpu_core import vtpu_isa_pkg::*; #(
       default:     taken = 1'b0;
     endcase
   end
+  assign next_pc = taken ? 24'(b[CTL_TARGET_LSB +: CTL_TARGET_WIDTH]) : pc + 24'd1;
+  assign win_after = outside(pc, win_base) ? pc - pc % imem_window : win_base;
 
   always_ff @(posedge clk) begin
     if (!rst_n) begin
@@ -256,6 +269,7 @@ module vtpu_core import vtpu_isa_pkg::*; #(
       pc <= '0;
       halted <= 1'b0;
       bubble <= '0;
+      win_base <= '0;
       sig_pend <= 1'b0;
       for (int f = 0; f < 64; f++) flags[f] <= '0;
       for (int r = 0; r < 32; r++) regs[r] <= '0;
@@ -265,7 +279,7 @@ module vtpu_core import vtpu_isa_pkg::*; #(
       if (!halted && unsupported) err_unsup <= 1'b1;
       for (int f = 0; f < 64; f++) flags[f] <= flags[f] + inc[f];
       sig_pend <= 1'b0;
-      if (bubble != 16'd0) bubble <= bubble - 16'd1;
+      if (bubble != 32'd0) bubble <= bubble - 32'd1;
       if (issue) begin
         if (is_wait) flags[w_flag] <= flags[w_flag] + inc[w_flag] - 32'(w_count);
         if (32'(ctl_op) == OP_CTL_SIGNAL) begin
@@ -278,12 +292,9 @@ module vtpu_core import vtpu_isa_pkg::*; #(
         if (s0_op != '0) regs[b[S0_RD_LSB +: 5]] <= s0_y;
         if (s1_op != '0) regs[b[S1_RD_LSB +: 5]] <= s1_y;
         if (32'(ctl_op) == OP_CTL_LOOP) regs[b[CTL_RS1_LSB +: 5]] <= c_a - 32'd1;
-        if (taken) begin
-          pc <= 24'(b[CTL_TARGET_LSB +: CTL_TARGET_WIDTH]);
-          bubble <= 16'(BRANCH_PENALTY);
-        end else begin
-          pc <= pc + 24'd1;
-        end
+        pc <= next_pc;
+        win_base <= win_after;
+        bubble <= (taken ? 32'(BRANCH_PENALTY) : 32'd0) + (outside(next_pc, win_after) ? imem_fetch_cycles : 32'd0);
       end
     end
   end

@@ -16,6 +16,7 @@
 #include "core_harness.h"
 #include "vtpu/isa/bundle.h"
 #include "vtpu/numerics/convert.h"
+#include "vtpu/config/timing.h"
 #include "vtpu/memory/dram_timing.h"
 #include "vtpu_rtl_models.h"
 
@@ -176,6 +177,15 @@ CoreRunResult run_model(const CoreModelParams& p, const config::Config& cfg, con
     m->clk = 1;
     m->eval();
   };
+  // The instruction windows as the simulator times them (config::imem_fetch_cycles): the
+  // core holds the whole program and waits out each window's fetch.
+  const uint64_t fetch = config::imem_fetch_cycles(cfg, prog.code.size());
+  if (fetch > UINT32_MAX - p.branch_penalty) {
+    r.error = fmt::format("an instruction window's fetch takes {} cycles; the RTL core counts them in 32 bits", fetch);
+    return r;
+  }
+  m->imem_window = std::min<uint32_t>(cfg.core.scalar.imem_bundles, (1u << 24) - 1);
+  m->imem_fetch_cycles = uint32_t(fetch);
   // Load the program while in reset.
   m->rst_n = 0;
   m->mem_resp_done = 0;

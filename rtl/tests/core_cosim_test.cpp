@@ -20,6 +20,7 @@
 #include "core_harness.h"
 #include "gemm_program.h"
 #include "vtpu/config/config.h"
+#include "vtpu/config/timing.h"
 #include "vtpu/isa/assembler.h"
 
 // The simulator links SystemC, which wants an sc_main; the tests never elaborate in-process.
@@ -236,6 +237,30 @@ e: nop
                  ".tensor o role=output dtype=uint8 shape=[1664] addr=0x100000\n"
                  ".desc word bytes=4 dim=[1, 4, 4]\n.desc img bytes=64 dim=[26, 64, 64]\n"),
             "");
+}
+
+// A program longer than core.scalar.imem_bundles (1024 on the tiny presets) runs from
+// windows fetched from memory (docs/microarch.md, "Instruction memory"): a loop whose body
+// crosses into the second window enters it three times and goes back into the first twice,
+// five fetches in all, each delaying the next bundle by the same cycles on both sides.
+TEST(CoreEdge, InstructionWindowsFetchedFromMemory) {
+  std::string body = "  li r27, 3\ntop:\n  dma.load desc=word src=r0 dst=r0 flag=f1\n";
+  for (int i = 0; i < 1100; ++i) body += "  nop\n";
+  body += "  loop r27, top\n  wait f1, 3\n  li r3, 0x100000\n  dma.store desc=word src=r0 dst=r3 flag=f2\n"
+          "  wait f2\n  halt\n";
+  const std::string head =
+      ".tensor x role=input dtype=uint8 shape=[4] addr=0x0\n.tensor o role=output dtype=uint8 shape=[4] addr=0x100000\n"
+      ".desc word bytes=4\n";
+  const CoreModelParams& p = core_model("core_4x4");
+  const config::Config cfg = config::load_preset(p.preset);
+  const uint64_t fetch = config::imem_fetch_cycles(cfg, 1108);
+  ASSERT_GT(fetch, 1000u);  // 64 KiB at 16 B/cycle, and the access latency
+  uint64_t cycles = 0;
+  EXPECT_EQ(cross_check(p, fmt::format(".config {}\n{}{}", p.preset, head, body), nullptr, 7, "instruction windows",
+                        &cycles),
+            "");
+  EXPECT_GE(cycles, 5 * fetch + 3 * 1100);
+  EXPECT_LT(cycles, 6 * fetch);
 }
 
 TEST(CoreEdge, DmaDrainsAfterHalt) {

@@ -169,12 +169,7 @@ Machine::Machine(const config::Config& cfg, const isa::Program& prog, const SimO
   stats_.mxu_count = cfg.core.mxu.count;
   stats_.mxu_rows = R_;
   stats_.mxu_cols = C_;
-  if (bundles_.size() > cfg.core.scalar.imem_bundles) {
-    const auto& m = cfg.memory;
-    double bytes_per_cycle = m.bandwidth_gbytes_per_s * 1e3 / cfg.clock_mhz;
-    imem_fetch_cycles_ = uint64_t(std::ceil(double(cfg.core.scalar.imem_bundles) * isa::kBundleBytes / bytes_per_cycle)) +
-                         uint64_t(std::ceil(m.access_latency_ns * cfg.clock_mhz / 1e3));
-  }
+  imem_fetch_cycles_ = config::imem_fetch_cycles(cfg, bundles_.size());
 }
 
 std::string Machine::where(const OpRef& ref) const {

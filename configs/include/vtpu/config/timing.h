@@ -30,4 +30,11 @@ uint64_t vector_lane_passes(const Config& c);
 uint64_t vector_steps(const Config& c, uint64_t rows);
 uint64_t vector_issue_cycles(const Config& c, uint64_t rows);  // steps x lane passes
 
+// Cycles a window of core.scalar.imem_bundles bundles takes to come from memory when
+// execution enters it (docs/microarch.md, "Instruction memory"): its bytes at the memory's
+// full bandwidth plus one access latency. 0 when a program of `program_bundles` bundles fits
+// the instruction memory whole (it is loaded before the start). The simulator and the RTL
+// core's harness both take it from here.
+uint64_t imem_fetch_cycles(const Config& c, uint64_t program_bundles);
+
 }  // namespace vtpu::config
