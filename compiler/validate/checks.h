@@ -1,6 +1,7 @@
 #pragma once
 // Internal to compiler/validate: the context every check reports through, and the checks
 // validate_onnx runs in order (validate.h).
+#include <onnx/defs/schema.h>
 #include <onnx/onnx_pb.h>
 
 #include <cstdint>
@@ -47,6 +48,9 @@ void check_graph(const onnx::GraphProto& g, const Ctx& ctx);
 void check_node_schemas(const onnx::ModelProto& m, const Ctx& ctx);
 // attributes.cpp: the attribute ranges the operator definitions state in words.
 void check_attribute_ranges(const onnx::NodeProto& n, const Ctx& ctx);
+// inference_guards.cpp: libonnx's schemas, with guards in front of the inference functions
+// that crash on disagreeing ranks; shape inference runs with these.
+const onnx::ISchemaRegistry* guarded_schemas();
 // shapes.cpp: ONNX shape inference in strict mode, sizes, and the rules that need shapes.
 void check_shapes(const onnx::ModelProto& m, const Ctx& ctx);
 
