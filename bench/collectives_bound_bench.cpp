@@ -11,15 +11,17 @@
 #include <vector>
 
 #include "vtpu/collectives/collectives.h"
+#include "vtpu/config/topology.h"
 
 namespace {
 
 // `preset`'s chip in a torus of `shape` (its own ICI figures).
 vtpu::config::Config torus_of(const char* preset, std::vector<uint32_t> shape) {
   vtpu::config::Config c = vtpu::config::load_preset(preset);
-  uint32_t n = 1, links = 0;
+  uint32_t n = 1;
   std::string name;
-  for (uint32_t d : shape) n *= d, links += d >= 3 ? 2 : d == 2 ? 1 : 0, name += (name.empty() ? "" : "x") + std::to_string(d);
+  for (uint32_t d : shape) n *= d, name += (name.empty() ? "" : "x") + std::to_string(d);
+  const uint32_t links = vtpu::config::links_needed(shape);
   if (shape.size() == c.ici.shape.size() && n == c.system.chips) return c;
   c.name = std::string(preset) + "-" + name;
   c.system.chips = n;

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "vtpu/collectives/collectives.h"
+#include "vtpu/config/topology.h"
 #include <gtest/gtest.h>
 
 namespace vtpu::collectives::testing {
@@ -18,8 +19,9 @@ namespace vtpu::collectives::testing {
 // with two links per dimension and large-message behaviour shows at a MiB.
 inline config::Config small(std::vector<uint32_t> shape, bool wrap = true) {
   config::Config c = config::load_preset("tiny-8x8");
-  uint32_t n = 1, links = 0;
-  for (uint32_t d : shape) n *= d, links += d >= 3 ? 2 : d == 2 ? 1 : 0;
+  uint32_t n = 1;
+  for (uint32_t d : shape) n *= d;
+  const uint32_t links = config::links_needed(shape);
   c.name = fmt::format("tiny-8x8-{}", fmt::join(shape, "x"));
   c.system.chips = n;
   c.ici.shape = std::move(shape);

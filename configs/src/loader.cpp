@@ -17,6 +17,7 @@
 #include "embedded_presets.h"
 #include "schema_internal.h"
 #include "units.h"
+#include "vtpu/config/topology.h"
 #include "vtpu/support/spelling.h"
 
 namespace vtpu::config {
@@ -669,11 +670,8 @@ class Loader {
 
     // Torus: the shape must cover exactly the chips, and each chip needs enough links.
     uint64_t product = 1;
-    uint32_t links_needed = 0;
-    for (uint32_t d : c.ici.shape) {
-      product *= d;
-      links_needed += d >= 3 ? 2 : d == 2 ? 1 : 0;
-    }
+    for (uint32_t d : c.ici.shape) product *= d;
+    const uint32_t links_needed = config::links_needed(c.ici.shape);
     if (product != c.system.chips) {
       fail_key("ici.shape",
                fmt::format("torus shape {} has {} chips but system.chips is {}",

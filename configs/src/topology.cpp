@@ -10,6 +10,12 @@
 
 namespace vtpu::config {
 
+uint32_t links_needed(const std::vector<uint32_t>& shape) {
+  uint32_t links = 0;
+  for (uint32_t d : shape) links += d >= 3 ? 2 : d == 2 ? 1 : 0;
+  return links;
+}
+
 Topology::Topology(const Config& cfg)
     : chips_(cfg.system.chips), shape_(cfg.ici.shape), twist_(cfg.ici.twist), wrap_(cfg.ici.wraparound) {
   uint64_t product = 1;

@@ -10,8 +10,9 @@ namespace {
 
 Config system_of(std::vector<uint32_t> shape, bool wrap = true, std::vector<uint32_t> twist = {}) {
   Config c = load_preset("tiny-8x8");
-  uint32_t n = 1, links = 0;
-  for (uint32_t d : shape) n *= d, links += d >= 3 ? 2 : d == 2 ? 1 : 0;
+  uint32_t n = 1;
+  for (uint32_t d : shape) n *= d;
+  const uint32_t links = config::links_needed(shape);
   c.system.chips = n;
   c.ici.shape = std::move(shape);
   c.ici.wraparound = wrap;

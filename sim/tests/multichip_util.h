@@ -20,8 +20,9 @@ namespace vtpu::sim::testing {
 // 256-byte packets.
 inline config::Config small_system(std::vector<uint32_t> shape, bool wrap = true) {
   config::Config c = config::load_preset("tiny-8x8");
-  uint32_t n = 1, links = 0;
-  for (uint32_t d : shape) n *= d, links += d >= 3 ? 2 : d == 2 ? 1 : 0;
+  uint32_t n = 1;
+  for (uint32_t d : shape) n *= d;
+  const uint32_t links = config::links_needed(shape);
   c.name = "mc-test";
   c.system.chips = n;
   c.ici.shape = std::move(shape);

@@ -11,6 +11,10 @@
 
 namespace vtpu::config {
 
+// ICI links each chip of a torus of `shape` needs (the ici.links check of the loader): 2 per
+// dimension of 3 or more (both ring neighbours), 1 per dimension of 2, none for 1.
+uint32_t links_needed(const std::vector<uint32_t>& shape);
+
 class Topology {
  public:
   explicit Topology(const Config& cfg);
