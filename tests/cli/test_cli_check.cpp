@@ -54,6 +54,23 @@ double check_percent(const std::string& out, const std::string& output) {
   return std::stod(mt[1]);
 }
 
+// A stand-in for runtime_driver/ort/ort_run.js: it runs the real one, then rewrites every
+// float of onnxruntime's first output v as `value_expr` (JavaScript, of v). VTPU_ORT_SCRIPT
+// points the check at it.
+fs::path doctored_onnxruntime(const std::string& tag, const std::string& value_expr) {
+  fs::path fake = fs::temp_directory_path() / ("cli_check_" + tag + "_" + std::to_string(::getpid()) + ".js");
+  std::ofstream(fake) << "const { execFileSync } = require('child_process');\n"
+                         "const fs = require('fs'), path = require('path');\n"
+                         "execFileSync('node', ['"
+                      << (kRoot / "runtime_driver/ort/ort_run.js").string()
+                      << "', ...process.argv.slice(2)], { stdio: 'inherit' });\n"
+                         "const f = path.join(process.argv[3], 'output0.npy'), b = fs.readFileSync(f), h = b.readUInt16LE(8);\n"
+                         "for (let i = 10 + h; i + 4 <= b.length; i += 4) { const v = b.readFloatLE(i); b.writeFloatLE("
+                      << value_expr << ", i); }\n"
+                         "fs.writeFileSync(f, b);\n";
+  return fake;
+}
+
 TEST(CliCheck, ComparesWithOnnxRuntimeOnTheModelFile) {
   fs::path model = check_model();
   CliResult r = vtpu("run " + model.string() + " -c tiny-8x8 --dtype bf16 --check" + ids_input());
@@ -92,15 +109,7 @@ TEST(CliCheck, FallsBackToTheInterpreterAndSaysWhy) {
 
 TEST(CliCheck, ACheckAgainstADoctoredOnnxRuntimeFails) {
   // onnxruntime's first output with every value v turned into 1 - v: the check must see it.
-  fs::path model = check_model(), fake = fs::temp_directory_path() / ("cli_check_fake_" + std::to_string(::getpid()) + ".js");
-  std::ofstream(fake) << "const { execFileSync } = require('child_process');\n"
-                         "const fs = require('fs'), path = require('path');\n"
-                         "execFileSync('node', ['"
-                      << (kRoot / "runtime_driver/ort/ort_run.js").string()
-                      << "', ...process.argv.slice(2)], { stdio: 'inherit' });\n"
-                         "const f = path.join(process.argv[3], 'output0.npy'), b = fs.readFileSync(f), h = b.readUInt16LE(8);\n"
-                         "for (let i = 10 + h; i + 4 <= b.length; i += 4) b.writeFloatLE(1 - b.readFloatLE(i), i);\n"
-                         "fs.writeFileSync(f, b);\n";
+  fs::path model = check_model(), fake = doctored_onnxruntime("fake", "1 - v");
   CliResult r = vtpu("run " + model.string() + " -c tiny-8x8 --dtype bf16 --check" + ids_input(), "VTPU_ORT_SCRIPT=" + fake.string() + " ");
   ASSERT_EQ(r.code, 0) << r.err << r.out;
   EXPECT_NE(r.out.find("against onnxruntime"), std::string::npos) << r.out;
@@ -112,15 +121,7 @@ TEST(CliCheck, ACheckAgainstADoctoredOnnxRuntimeFails) {
 TEST(CliCheck, NonFiniteValuesOnOneSideFailTheCheck) {
   // onnxruntime's first output made all NaN: "max |error| 0" over no finite values once
   // passed; the check must fail (exit 1) and say how many values differ in kind.
-  fs::path model = check_model(), fake = fs::temp_directory_path() / ("cli_check_nan_" + std::to_string(::getpid()) + ".js");
-  std::ofstream(fake) << "const { execFileSync } = require('child_process');\n"
-                         "const fs = require('fs'), path = require('path');\n"
-                         "execFileSync('node', ['"
-                      << (kRoot / "runtime_driver/ort/ort_run.js").string()
-                      << "', ...process.argv.slice(2)], { stdio: 'inherit' });\n"
-                         "const f = path.join(process.argv[3], 'output0.npy'), b = fs.readFileSync(f), h = b.readUInt16LE(8);\n"
-                         "for (let i = 10 + h; i + 4 <= b.length; i += 4) b.writeFloatLE(NaN, i);\n"
-                         "fs.writeFileSync(f, b);\n";
+  fs::path model = check_model(), fake = doctored_onnxruntime("nan", "NaN");
   CliResult r = vtpu("run " + model.string() + " -c tiny-8x8 --dtype bf16 --check" + ids_input(), "VTPU_ORT_SCRIPT=" + fake.string() + " ");
   EXPECT_EQ(r.code, 1) << r.err << r.out;
   EXPECT_NE(r.out.find("check feat: FAILED: 48 of 48 values are NaN or infinite where onnxruntime is not, or the reverse"),
