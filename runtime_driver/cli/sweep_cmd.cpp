@@ -12,6 +12,7 @@
 #include <optional>
 
 #include "vtpu/support/error.h"
+#include "vtpu/support/files.h"
 #include "vtpu/sweep/database.h"
 #include "vtpu/sweep/export.h"
 #include "vtpu/sweep/report.h"
@@ -138,9 +139,7 @@ int run_export(const Args& a) {
   sweep::Database db(dbp, true);
   std::vector<sweep::PointResult> rows = db.all();
   const std::string& out = a.csv.empty() ? a.jsonl : a.csv;
-  std::ofstream f(out);
-  if (!f) throw UserError(fmt::format("{}: cannot open for writing", out));
-  f << (a.csv.empty() ? sweep::export_jsonl(rows) : sweep::export_csv(rows, metrics));
+  write_file(out, a.csv.empty() ? sweep::export_jsonl(rows) : sweep::export_csv(rows, metrics));
   std::cerr << fmt::format("vtpu sweep export: wrote {} rows to {}\n", rows.size(), out);
   return kExitOk;
 }
@@ -159,10 +158,7 @@ int run_plot(const Args& a) {
     if (keep.empty()) return usage("plot: no section starts with the --section given");
     page.sections = keep;
   }
-  std::string html = plots::html_page(page);
-  std::ofstream f(a.out);
-  if (!f) throw UserError(fmt::format("{}: cannot open for writing", a.out));
-  f << html;
+  write_file(a.out, plots::html_page(page));
   std::cerr << fmt::format("vtpu sweep plot: wrote {} ({} points)\n", a.out, rows.size());
   return kExitOk;
 }

@@ -44,6 +44,12 @@ TEST(SweepCli, RunsExportsAndResumes) {
   ASSERT_EQ(j.code, 0) << j.err;
   std::string jsonl = read_file(d / "out.jsonl");
   EXPECT_EQ(std::count(jsonl.begin(), jsonl.end(), '\n'), 8);
+  // A full disk is an error naming the file, not "wrote 8 rows".
+  for (const std::string& cmd : {"sweep export " + db.string() + " --csv /dev/full", "sweep plot " + db.string() + " -o /dev/full"}) {
+    CliResult full = vtpu(cmd);
+    EXPECT_NE(full.code, 0) << cmd << "\n" << full.err;
+    EXPECT_NE(full.err.find("/dev/full: write failed"), std::string::npos) << cmd << "\n" << full.err;
+  }
 }
 
 TEST(SweepCli, ShowsProgressWithAnEtaOnATerminal) {
