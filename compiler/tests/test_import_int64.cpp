@@ -176,7 +176,6 @@ TEST(ImportInt64, IntegerOutputsOutsideInt32AreRefused) {
   }
 }
 
-}  // namespace
 
 // torch's exporter at opsets 6-8 wrote shapes as int64 Constant nodes, although ONNX's
 // Constant took only floats until opset 9 (pytorch-converted test_PixelShuffle). onnxruntime
@@ -218,3 +217,5 @@ TEST(ImportInt64, OldExportersInt64ConstantLoadsAsOnnxruntimeLoadsIt) {
     EXPECT_NE(what.find("unsupported type: tensor(int64)"), std::string::npos) << what;
   }
 }
+
+}  // namespace
