@@ -50,7 +50,7 @@ inline std::string gemm_program(const config::Config& cfg, const GemmShape& g) {
     uint32_t kw = std::min(R, g.K - k * R);
     s += fmt::format(".desc a{} bytes={} src_off={} dst_off={} dim=[{}, {}, {}]\n", k, kw * esz, uint64_t(k) * R * esz,
                      uint64_t(k) * slice, g.M, uint64_t(g.K) * esz, R * esz);
-    code += fmt::format("  dma.load desc=a{} src=r0 dst=r0 flag=f60\n", k);
+    code += fmt::format("  dma.load desc=a{} src=r0 dst=r0 flag=f25\n", k);
   }
   // Weight tiles and output blocks.
   for (uint32_t n = 0; n < nt; ++n)
@@ -75,7 +75,7 @@ inline std::string gemm_program(const config::Config& cfg, const GemmShape& g) {
   for (uint32_t n = 0; n < nt; ++n)
     for (uint32_t c = 0; c < mchunks; ++c)
       for (uint32_t k = 0; k < kt; ++k) work[n % nm].push_back({n, c, k});
-  // Flags: f1+m matmul done, f9+m vector done, f17+m store done, f60 A loaded.
+  // Flags: f1+m matmul done, f9+m vector done, f17+m store done, f25 A loaded (within the default 32 sync flags).
   auto wfifo = [&](uint32_t m, const Tile& t) {
     return fmt::format("dma.wfifo desc=w{}_{} src=r0 mxu={}", t.n, t.k, m);
   };
@@ -84,7 +84,7 @@ inline std::string gemm_program(const config::Config& cfg, const GemmShape& g) {
     for (size_t i = 0; i < std::min<size_t>(2, work[m].size()); ++i) pro += "  " + wfifo(m, work[m][i]) + "\n";
     if (!work[m].empty()) pro += fmt::format("  mxu.wload mxu={}\n", m);
   }
-  code = pro + code + fmt::format("  wait f60, {}\n", kt);
+  code = pro + code + fmt::format("  wait f25, {}\n", kt);
 
   // Drain pipeline per MXU, one stage per step so it hides behind the next matmuls:
   // step t: the block's last matmul; end of step t+1: wait for it, vector op into a staging

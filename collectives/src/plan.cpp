@@ -89,9 +89,17 @@ Plan plan(const config::Config& cfg, const Spec& spec) {
       for (unsigned d = 0; d < D; ++d)
         if (topo.shape()[d] > 1) region *= topo.shape()[d], p.phases.push_back(ring_phase(Phase::Op::AllGather, d));
   }
-  if (p.phases.size() > detail::kMaxPhases)
-    throw UserError(fmt::format("a {}-dimensional torus needs {} phases; vtpu's flag plan has room for {}", D,
-                                p.phases.size(), detail::kMaxPhases));
+  // Every phase has its own flags (schedule.h): at least kSlots slots per ring must fit
+  // core.scalar.sync_flags.
+  const unsigned flags = cfg.core.scalar.sync_flags, rings = detail::flag_rings(p.phases);
+  const uint64_t need = detail::flags_needed(p.phases.size(), rings, kSlots);
+  if (need > flags)
+    throw UserError(fmt::format("config '{}': a {} over {} chips runs {} phase(s) of up to {} ring(s) and needs at least "
+                                "{} sync flags (docs/collectives.md, \"Flags\"), but core.scalar.sync_flags is {}; {}",
+                                cfg.name, kind_name(spec.kind), N, p.phases.size(), rings, need, flags,
+                                need < isa::kNumFlags ? fmt::format("raise it to {} or more", need)
+                                                      : fmt::format("that is more than the ISA's {} flags: use a torus of "
+                                                                    "fewer dimensions", isa::kNumFlags - 1)));
 
   // Pieces: long enough that a link spends several hop delays on each (so the hop latency
   // hides behind the stream), short enough for the buffers and the first phase's halves.
@@ -125,7 +133,8 @@ Plan plan(const config::Config& cfg, const Spec& spec) {
   const double hop = std::round((cfg.ici.link_latency_ns + cfg.ici.router_delay_ns) * cfg.clock_mhz / 1000);
   const double t_piece = double(p.piece_bytes) / bpc, t_packet = double(cfg.ici.packet_bytes) / bpc;
   const double round_trip = t_piece + far * (2 * hop + t_packet) + 2 * cfg.core.dma.setup_cycles + 64;
-  const unsigned most = detail::max_slots(most_rings);
+  unsigned most = kSlots;  // the most slots the flags leave room for
+  while (detail::flags_needed(p.phases.size(), most_rings, most + 1) <= cfg.core.scalar.sync_flags) ++most;
   unsigned want = unsigned(std::ceil(round_trip / t_piece)) + 1;
   p.slots = std::clamp(want, kSlots, most);
   while (p.slots > kSlots && 6 * p.slots * p.piece_bytes > cfg.core.unified_buffer.bytes) --p.slots;

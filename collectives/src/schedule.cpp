@@ -133,7 +133,7 @@ class Builder {
     for (RsRing& g : rings)
       while (g.loaded < g.adds.size() && g.loaded < K) load_own(g, src_base);
     for (RsRing& g : rings)
-      for (unsigned s = 0; s < K; ++s) signal_remote(g.prev, credit_flag(phase, g.r));
+      for (unsigned s = 0; s < K; ++s) signal_remote(g.prev, credit_flag(p_, phase, g.r));
     // Send piece t, then add the piece received d earlier (sum t - raw is needed by send t).
     constexpr size_t d = 2;
     size_t longest = 0;
@@ -155,8 +155,8 @@ class Builder {
     // Drain: every send acknowledged, every store written, before the next phase's senders
     // are let in.
     for (RsRing& g : rings) {
-      wait(ack_flag(g.r, K), uint32_t(g.sends.size()));
-      for (unsigned s = 0; s < K; ++s) settle(store_flag(g.r, K, s));
+      wait(ack_flag(p_, g.r), uint32_t(g.sends.size()));
+      for (unsigned s = 0; s < K; ++s) settle(store_flag(p_, g.r, s));
     }
   }
 
@@ -164,10 +164,10 @@ class Builder {
     const unsigned K = p_.slots;
     Range q = g.adds[g.loaded];
     uint64_t slot = g.loaded % K;
-    settle(load_flag(g.r, K, unsigned(slot)));  // never two loads in flight into one slot
-    ops_.push_back({Op::Kind::Load, load_flag(g.r, K, unsigned(slot)), 1, 0, 0, true, false, src_base + q.a,
+    settle(load_flag(p_, g.r, unsigned(slot)));  // never two loads in flight into one slot
+    ops_.push_back({Op::Kind::Load, load_flag(p_, g.r, unsigned(slot)), 1, 0, 0, true, false, src_base + q.a,
                     ub_slot(p_, g.r, Buffer::Own, slot), 0, q.size()});
-    pending_[load_flag(g.r, K, unsigned(slot))]++;
+    pending_[load_flag(p_, g.r, unsigned(slot))]++;
     g.loaded++;
   }
 
@@ -176,9 +176,9 @@ class Builder {
     size_t t = g.sent;
     Range q = g.sends[t];
     uint64_t src = t < g.raw ? src_base + q.a : p_.out_addr + q.a;
-    if (t >= g.raw) settle(store_flag(g.r, K, unsigned((t - g.raw) % K)));  // the sum is in HBM
-    wait(credit_flag(phase, g.r));
-    ops_.push_back({Op::Kind::Send, arrival_flag(phase, g.r), 1, ack_flag(g.r, K), g.next, true, false, src,
+    if (t >= g.raw) settle(store_flag(p_, g.r, unsigned((t - g.raw) % K)));  // the sum is in HBM
+    wait(credit_flag(p_, phase, g.r));
+    ops_.push_back({Op::Kind::Send, arrival_flag(p_, phase, g.r), 1, ack_flag(p_, g.r), g.next, true, false, src,
                     ub_slot(p_, g.r, Buffer::Received, t), 0, q.size()});
     g.sent++;
   }
@@ -188,16 +188,16 @@ class Builder {
     size_t a = g.added;
     Range q = g.adds[a];
     unsigned slot = unsigned(a % K);
-    wait(arrival_flag(phase, g.r));
-    settle(load_flag(g.r, K, slot));
-    settle(store_flag(g.r, K, slot));  // the sum slot's previous store has read it
+    wait(arrival_flag(p_, phase, g.r));
+    settle(load_flag(p_, g.r, slot));
+    settle(store_flag(p_, g.r, slot));  // the sum slot's previous store has read it
     ops_.push_back({Op::Kind::Add, kVectorFlag, 1, 0, 0, false, false, ub_slot(p_, g.r, Buffer::Received, a),
                     ub_slot(p_, g.r, Buffer::Sum, a), ub_slot(p_, g.r, Buffer::Own, a), q.size()});
     wait(kVectorFlag);
-    signal_remote(g.prev, credit_flag(phase, g.r));  // the received slot is free again
-    ops_.push_back({Op::Kind::Store, store_flag(g.r, K, slot), 1, 0, 0, false, true, ub_slot(p_, g.r, Buffer::Sum, a),
+    signal_remote(g.prev, credit_flag(p_, phase, g.r));  // the received slot is free again
+    ops_.push_back({Op::Kind::Store, store_flag(p_, g.r, slot), 1, 0, 0, false, true, ub_slot(p_, g.r, Buffer::Sum, a),
                     p_.out_addr + q.a, 0, q.size()});
-    pending_[store_flag(g.r, K, slot)]++;
+    pending_[store_flag(p_, g.r, slot)]++;
     g.added++;
     if (g.loaded < g.adds.size()) load_own(g, src_base);
   }
@@ -207,7 +207,6 @@ class Builder {
   // step 0, then what arrived at step k - 1) straight from HBM into the next chip's HBM.
   void all_gather(size_t phase, const Phase& ph, Range region) {
     const uint64_t unit = p_.unit_bytes;
-    const unsigned K = p_.slots;
     struct AgRing {
       unsigned r;
       uint32_t next, prev;
@@ -228,20 +227,20 @@ class Builder {
                           .size();
       rings.push_back(std::move(g));
     }
-    for (AgRing& g : rings) signal_remote(g.prev, credit_flag(phase, g.r));  // ready to receive
-    for (AgRing& g : rings) wait(credit_flag(phase, g.r));
+    for (AgRing& g : rings) signal_remote(g.prev, credit_flag(p_, phase, g.r));  // ready to receive
+    for (AgRing& g : rings) wait(credit_flag(p_, phase, g.r));
     size_t longest = 0;
     for (const AgRing& g : rings) longest = std::max(longest, g.sends.size());
     for (size_t t = 0; t < longest; ++t)
       for (AgRing& g : rings) {
         if (t >= g.sends.size()) continue;
-        if (t >= g.own) wait(arrival_flag(phase, g.r)), g.waited++;  // forward what has arrived
+        if (t >= g.own) wait(arrival_flag(p_, phase, g.r)), g.waited++;  // forward what has arrived
         Range q = g.sends[t];
-        ops_.push_back({Op::Kind::Send, arrival_flag(phase, g.r), 1, ack_flag(g.r, K), g.next, true, true,
+        ops_.push_back({Op::Kind::Send, arrival_flag(p_, phase, g.r), 1, ack_flag(p_, g.r), g.next, true, true,
                         p_.out_addr + q.a, p_.out_addr + q.a, 0, q.size()});
       }
-    for (AgRing& g : rings) wait(arrival_flag(phase, g.r), uint32_t(g.arrivals - g.waited));
-    for (AgRing& g : rings) wait(ack_flag(g.r, K), uint32_t(g.sends.size()));
+    for (AgRing& g : rings) wait(arrival_flag(p_, phase, g.r), uint32_t(g.arrivals - g.waited));
+    for (AgRing& g : rings) wait(ack_flag(p_, g.r), uint32_t(g.sends.size()));
   }
 
   // ---- all-to-all: block j of every chip goes to chip j, routed ----
@@ -267,14 +266,14 @@ class Builder {
         if (k < js.size()) order.push_back(js[k]);
     for (size_t i = 0; i < order.size(); ++i) {
       uint32_t j = order[i];
-      ops_.push_back({Op::Kind::Send, arrival_flag(0, 0), 1, ack_flag(0, K), j, true, true, p_.in_addr + uint64_t(j) * B,
+      ops_.push_back({Op::Kind::Send, arrival_flag(p_, 0, 0), 1, ack_flag(p_, 0), j, true, true, p_.in_addr + uint64_t(j) * B,
                       p_.out_addr + uint64_t(chip_) * B, 0, B});
       if (i == 0) copy_own_block(B, K);
     }
     if (order.empty()) copy_own_block(B, K);
-    for (unsigned s = 0; s < K; ++s) settle(store_flag(0, K, s));
-    wait(arrival_flag(0, 0), N - 1);
-    wait(ack_flag(0, K), N - 1);
+    for (unsigned s = 0; s < K; ++s) settle(store_flag(p_, 0, s));
+    wait(arrival_flag(p_, 0, 0), N - 1);
+    wait(ack_flag(p_, 0), N - 1);
   }
 
   // The chip's own block, through the unified buffer.
@@ -283,13 +282,13 @@ class Builder {
     size_t k = 0;
     for (Range q : pieces({0, B}, p_.piece_bytes)) {
       unsigned slot = unsigned(k++ % K);
-      settle(store_flag(0, K, slot));
-      ops_.push_back({Op::Kind::Load, load_flag(0, K, slot), 1, 0, 0, true, false, base + q.a,
+      settle(store_flag(p_, 0, slot));
+      ops_.push_back({Op::Kind::Load, load_flag(p_, 0, slot), 1, 0, 0, true, false, base + q.a,
                       ub_slot(p_, 0, Buffer::Own, slot), 0, q.size()});
-      wait(load_flag(0, K, slot));
-      ops_.push_back({Op::Kind::Store, store_flag(0, K, slot), 1, 0, 0, false, true, ub_slot(p_, 0, Buffer::Own, slot),
+      wait(load_flag(p_, 0, slot));
+      ops_.push_back({Op::Kind::Store, store_flag(p_, 0, slot), 1, 0, 0, false, true, ub_slot(p_, 0, Buffer::Own, slot),
                       out + q.a, 0, q.size()});
-      pending_[store_flag(0, K, slot)]++;
+      pending_[store_flag(p_, 0, slot)]++;
     }
   }
 

@@ -1,6 +1,7 @@
 #pragma once
 // Internal: a chip's part of a collective as a list of operations in issue order, decided by
 // schedule() and only printed by the emitter (emit.cpp).
+#include <algorithm>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -31,21 +32,36 @@ struct Op {
   std::string text;
 };
 
-// Flags (docs/collectives.md, "Flags"): every phase has its own arrival and credit flags per
-// ring, so that a neighbour already in the next phase cannot be mistaken for this one.
+// Flags (docs/collectives.md, "Flags"), laid out from the plan so that a program names none
+// past core.scalar.sync_flags: f1 the vector unit; then an arrival and a credit flag per
+// phase and ring, so that a neighbour already in a later phase cannot be mistaken for this
+// one; then per ring an acknowledgement flag and one flag per slot for its loads and one
+// for its stores.
 inline constexpr int kVectorFlag = 1;
-inline int arrival_flag(size_t phase, unsigned ring) { return 2 + int(phase) * 4 + int(ring) * 2; }
-inline int credit_flag(size_t phase, unsigned ring) { return 3 + int(phase) * 4 + int(ring) * 2; }
-inline constexpr size_t kMaxPhases = 8;
-inline int local_base(unsigned ring, unsigned slots) { return 2 + int(kMaxPhases) * 4 + int(ring) * int(1 + 2 * slots); }
-inline int ack_flag(unsigned ring, unsigned slots) { return local_base(ring, slots); }
-inline int load_flag(unsigned ring, unsigned slots, unsigned slot) { return local_base(ring, slots) + 1 + int(slot); }
-inline int store_flag(unsigned ring, unsigned slots, unsigned slot) {
-  return local_base(ring, slots) + 1 + int(slots) + int(slot);
+// The most rings of any ring phase (all-to-all has one): each phase gets flags for that many.
+inline unsigned flag_rings(const std::vector<Phase>& phases) {
+  unsigned most = 1;
+  for (const Phase& ph : phases)
+    if (ph.op != Phase::Op::AllToAll) most = std::max(most, ph.rings);
+  return most;
 }
-
-// The most slots the flags leave room for, with 1 or 2 rings per phase (63 flags).
-inline unsigned max_slots(unsigned rings) { return (63 - unsigned(local_base(0, 0))) / rings / 2 - 1; }
+inline int arrival_flag(const Plan& p, size_t phase, unsigned ring) {
+  return 2 + 2 * int(phase * flag_rings(p.phases) + ring);
+}
+inline int credit_flag(const Plan& p, size_t phase, unsigned ring) { return arrival_flag(p, phase, ring) + 1; }
+inline int local_base(const Plan& p, unsigned ring) {
+  return 2 + 2 * int(p.phases.size() * flag_rings(p.phases)) + int(ring) * int(1 + 2 * p.slots);
+}
+inline int ack_flag(const Plan& p, unsigned ring) { return local_base(p, ring); }
+inline int load_flag(const Plan& p, unsigned ring, unsigned slot) { return local_base(p, ring) + 1 + int(slot); }
+inline int store_flag(const Plan& p, unsigned ring, unsigned slot) {
+  return local_base(p, ring) + 1 + int(p.slots) + int(slot);
+}
+// The flags a plan of `phases` phases of up to `rings` rings and `slots` slots names: f1
+// up to the last ring's last store flag.
+inline uint64_t flags_needed(size_t phases, unsigned rings, unsigned slots) {
+  return 1 + 2 * uint64_t(phases) * rings + uint64_t(rings) * (1 + 2 * uint64_t(slots));
+}
 
 // Unified-buffer slots of `piece_bytes`: per ring, `slots` each for received pieces, own data
 // and sums.

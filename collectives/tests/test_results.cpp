@@ -92,6 +92,28 @@ TEST(Results, BadSpecsAreErrors) {
   s.kind = Kind::AllReduce;
   s.bytes = uint64_t(1) << 32;
   EXPECT_NE(err(small({4}), s).find("does not fit"), std::string::npos);
+  // docs/collectives.md, "Flags": 6 phases of 2 rings and 4 slots per ring name 43 flags.
+  s.bytes = 16 * 1024;
+  config::Config few = small({4, 4, 4});
+  few.core.scalar.sync_flags = 42;
+  for (const char* part : {"needs at least 43 sync flags", "core.scalar.sync_flags is 42", "raise it to 43"})
+    EXPECT_NE(err(few, s).find(part), std::string::npos) << part << " in: " << err(few, s);
+  few.core.scalar.sync_flags = 43;
+  EXPECT_EQ(err(few, s), "no error");
+}
+
+// A plan names no flag past the config's (the simulator refuses a program that does): the
+// cube's all-reduce on exactly the flags it needs gives every chip the right output.
+TEST(Results, AllReduceOnTheFewestSyncFlags) {
+  config::Config cfg = small({4, 4, 4});
+  cfg.core.scalar.sync_flags = 43;
+  Spec s;
+  s.bytes = 16 * 1024;
+  EXPECT_EQ(plan(cfg, s).slots, 4u);
+  Summary f = run_isolated(cfg, s);
+  ASSERT_EQ(f.error, "");
+  EXPECT_TRUE(f.checked);
+  EXPECT_EQ(f.mismatch, "");
 }
 
 }  // namespace

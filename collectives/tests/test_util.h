@@ -16,7 +16,8 @@ namespace vtpu::collectives::testing {
 
 // tiny-8x8 chips joined by slow links (2 GB/s = 2 bytes per cycle at 1 GHz, 100 ns latency,
 // 10 ns router delay, 1 KiB packets), so that the chips' vector units and memories keep up
-// with two links per dimension and large-message behaviour shows at a MiB.
+// with two links per dimension and large-message behaviour shows at a MiB. All 63 sync flags,
+// as the TPU v4 presets: a 3-D torus all-reduce names 43 (docs/collectives.md, "Flags").
 inline config::Config small(std::vector<uint32_t> shape, bool wrap = true) {
   config::Config c = config::load_preset("tiny-8x8");
   uint32_t n = 1;
@@ -32,6 +33,7 @@ inline config::Config small(std::vector<uint32_t> shape, bool wrap = true) {
   c.ici.router_delay_ns = 10;
   c.ici.packet_bytes = 1024;
   c.memory.bandwidth_gbytes_per_s = 128;
+  c.core.scalar.sync_flags = 63;
   return c;
 }
 

@@ -178,7 +178,7 @@ bool Codegen::make_head_transpose(tpu::ReshapeOp op, const Act& x) {
     uint64_t pairs = n * H, per_group = ceil_div(pairs, std::min<uint64_t>(pairs, 4));
     std::optional<std::pair<uint64_t, uint64_t>> converted;  // rows whose conversion is in flight
     auto store_group = [&](std::pair<uint64_t, uint64_t> r) {
-      code(fmt::format("  wait f20, {}", yv.blocks));  // their conversions (the oldest in flight)
+      code(fmt::format("  wait f{}, {}", flags_.vector, yv.blocks));  // their conversions (the oldest in flight)
       if (!flag) return;
       for (uint64_t nb = 0; nb < y0.blocks; ++nb) {
         uint64_t rb = rhs_row_bytes(y0, nb), r0 = b0 * H * d + r.first;
@@ -206,9 +206,9 @@ bool Codegen::make_head_transpose(tpu::ReshapeOp op, const Act& x) {
       }
       copies_wait();
       for (uint64_t sb = 0; sb < yv.blocks; ++sb)
-        code(fmt::format("  li r1, {} || li r2, {}\n  vec.cvt dst=ub[r2+0] a=ub[r1+0] rows={} dt=fp32 odt={} flag=f20",
+        code(fmt::format("  li r1, {} || li r2, {}\n  vec.cvt dst=ub[r2+0] a=ub[r1+0] rows={} dt=fp32 odt={} flag=f{}",
                          yt.base + sb * yt.block_bytes + p0 * d * row4, yv.base + sb * yv.block_bytes + p0 * d * R_ * esz_,
-                         (p1 - p0) * d, dt_));
+                         (p1 - p0) * d, dt_, flags_.vector));
       if (converted) store_group(*converted);
       converted = std::make_pair(p0 * d, p1 * d);
     }
@@ -430,8 +430,8 @@ Codegen::RhsCopy Codegen::store_rhs(const Act& w, int flag) {
 // Stores an activation to HBM as soon as it is computed when its only consumer (through
 // reshapes that keep the rows) is a later batch matmul's right-hand side: the store then
 // runs during the layers in between (attention's K^T and V during the scores and the
-// softmax) instead of in front of the batch matmul. Flags f40..f47, one per store in
-// flight; the batch matmul waits for it.
+// softmax) instead of in front of the batch matmul. One flag per store in flight, of those
+// the flag plan leaves for early stores (flags.h); the batch matmul waits for it.
 void Codegen::store_rhs_early(Value v) {
   auto it = acts_.find(v.getAsOpaquePointer());
   if (it == acts_.end()) return;
@@ -457,9 +457,9 @@ std::optional<Value> Codegen::rhs_target(Value v) {
   return std::nullopt;
 }
 
-// A flag of f40..f47 no early store in flight uses, or 0.
+// An early-store flag (flags.h) no early store in flight uses, or 0.
 int Codegen::free_rhs_flag() const {
-  for (int f = 40; f < 48; ++f) {
+  for (int f = flags_.first_store; f < flags_.first_store + flags_.stores; ++f) {
     bool busy = false;
     for (auto& [k, c] : stored_rhs_) busy |= c.flag == f;
     if (!busy) return f;

@@ -43,6 +43,7 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Tosa/IR/TosaOps.h"
 #include "mlir/IR/BuiltinAttributes.h"
+#include "flags.h"
 #include "ir.h"
 #include "plan.h"
 #include "dialect/tpu_dialect.h"
@@ -65,6 +66,13 @@ inline emit::Mem acc_at(uint64_t row) { return emit::acc(emit::addr(0, row)); } 
 inline emit::Mem ub_reg(unsigned reg) { return emit::ub(emit::addr(reg, 0)); }    // "ub[rN+0]"
 // The flag run_blocks (or emit_steps) gives an epilogue's operation, filled in when issued.
 inline const emit::Flag kPendingFlag{"{flag}"};
+// `text` with every "{flag}" replaced by flag f.
+inline std::string with_flag(std::string text, int f) {
+  const std::string name = fmt::format("f{}", f);
+  for (size_t at = text.find("{flag}"); at != std::string::npos; at = text.find("{flag}", at + name.size()))
+    text.replace(at, 6, name);
+  return text;
+}
 inline emit::Reg reg(unsigned n) { return {n}; }
 
 
@@ -469,6 +477,7 @@ class Codegen {
 
 
   const config::Config& cfg_;
+  FlagPlan flags_;  // the program's sync flags (flags.h)
   CompileOptions opt_;
   UbAllocator ub_;
   uint32_t R_ = 0, C_ = 0;

@@ -173,16 +173,15 @@ class PackedConv {
     }
   }
 
-  // In flight on kSpread until the next image's matmuls (whose epilogues reuse the
+  // In flight on the spread flag until the next image's matmuls (whose epilogues reuse the
   // two-pixel rows, and whose background pool reads this image) start.
-  static constexpr int kSpread = 50, kLoaded = 48, kStacked = 49;
   void spread(uint64_t n) {
     uint64_t row = C_ * esz_, at = y_.base + (n * c_.OH - first_row(n)) * c_.OW * row;
     for (uint64_t h = 0; h < 2; ++h)
       cg_.code(fmt::format("  dma.copy desc={} src=r0 dst=r0 flag=f{}",
                            cg_.new_desc(fmt::format("bytes={} src_off={} dst_off={} dim=[{}, {}, {}]", row, q2_ + h * (C_ / 2) * esz_,
                                                     at + h * row, c_.OH * per_row_, row, 2 * row)),
-                           kSpread));
+                           cg_.flags_.spread));
   }
 
   // Output rows [q0, q1): without stacking all images at once from the packed image, with
@@ -245,33 +244,33 @@ class PackedConv {
       load_image(n, xq_);
       stack(xq_, zb_);
     } else if (!zb2_) {
-      if (n > 0) cg_.code(fmt::format("  wait f{}, {}", kLoaded, pieces_));
+      if (n > 0) cg_.code(fmt::format("  wait f{}, {}", cg_.flags_.loaded, pieces_));
       stack(packed, zb_);
     } else if (n > 0) {
-      cg_.code(fmt::format("  wait f{}, {}", kStacked, stacked_));
+      cg_.code(fmt::format("  wait f{}, {}", cg_.flags_.stacked, stacked_));
     }
-    if (two_px_ && n > 0) cg_.code(fmt::format("  wait f{}, 2", kSpread));
+    if (two_px_ && n > 0) cg_.code(fmt::format("  wait f{}, 2", cg_.flags_.spread));
     std::vector<std::pair<std::string, double>> next;
     for (uint64_t i = 0; xq2_ && n + 1 < N && i < pieces_; ++i)  // into the other packed image, free now
-      next.push_back({load_rows(n + 1, other, i * H / pieces_, (i + 1) * H / pieces_, kLoaded), double(i + 1) / double(pieces_)});
+      next.push_back({load_rows(n + 1, other, i * H / pieces_, (i + 1) * H / pieces_, cg_.flags_.loaded), double(i + 1) / double(pieces_)});
     if (zb2_ && n + 1 < N) {
-      auto [text, copies] = stack_copies(other, z == zb_ ? zb2_ : zb_, kStacked);
-      next.push_back({fmt::format("  wait f{}, {}\n", kLoaded, pieces_) + text, 1.0});
+      auto [text, copies] = stack_copies(other, z == zb_ ? zb2_ : zb_, cg_.flags_.stacked);
+      next.push_back({fmt::format("  wait f{}, {}\n", cg_.flags_.loaded, pieces_) + text, 1.0});
       stacked_ = copies;
     }
     run_rows(n * OH, (n + 1) * OH, z, first_row(n), std::move(next),
              pool_ && n > 0 ? cg_.pool_ops(*pool_, y_, py_, int64_t(n) - 1, int64_t(n), first_row(n - 1) / OH)
                             : std::vector<std::pair<std::string, uint64_t>>{});
     if (two_px_) spread(n);
-    if (two_px_ && n + 1 == N) cg_.code(fmt::format("  wait f{}, 2", kSpread));
+    if (two_px_ && n + 1 == N) cg_.code(fmt::format("  wait f{}, 2", cg_.flags_.spread));
   }
 
   void finish() {
     uint64_t N = c_.N;
     if (pool_)
       for (auto& [text, occ] : cg_.pool_ops(*pool_, y_, py_, int64_t(N) - 1, int64_t(N), first_row(N - 1) / c_.OH)) {
-        cg_.code_ += text.replace(text.find("{flag}"), 6, "f20");
-        cg_.code("  wait f20");
+        cg_.code_ += with_flag(text, cg_.flags_.vector);
+        cg_.code(fmt::format("  wait f{}", cg_.flags_.vector));
       }
     cg_.ub_.release(bias_ub_);
     cg_.ub_.release(xq_);

@@ -5,7 +5,7 @@
 namespace vtpu::compiler::codegen {
 
 Codegen::Codegen(const config::Config& cfg, const CompileOptions& opt, std::map<const void*, float> scales)
-    : cfg_(cfg), opt_(opt), ub_(cfg.core.unified_buffer.bytes, 64), scales_(std::move(scales)) {
+    : cfg_(cfg), flags_(FlagPlan::of(cfg)), opt_(opt), ub_(cfg.core.unified_buffer.bytes, 64), scales_(std::move(scales)) {
   R_ = cfg.core.mxu.rows;
   C_ = cfg.core.mxu.cols;
   if (R_ != C_)

@@ -220,8 +220,8 @@ void Codegen::gen_affine(tpu::AffineOp op) {
   for (uint64_t blk = 0; blk < y.blocks; ++blk) {
     std::string p = affine_param(sc, bi, blk, sx, sy);
     code(fmt::format("  li r1, {} || li r2, {}", x.base + blk * x.block_bytes, y.base + blk * y.block_bytes));
-    code(fmt::format("  vec.affine dst=ub[r2+0] a=ub[r1+0] rows={} dt={} param={} flag=f20", y.rows, dt_, p));
-    code("  wait f20");
+    code(fmt::format("  vec.affine dst=ub[r2+0] a=ub[r1+0] rows={} dt={} param={} flag=f{}", y.rows, dt_, p, flags_.vector));
+    code(fmt::format("  wait f{}", flags_.vector));
   }
   add_bound(layer, 0, 0);
   define(op.getOutput(), y);
@@ -248,10 +248,10 @@ void Codegen::gen_clamp(tpu::ClampOp op) {
   }
   for (uint64_t blk = 0; blk < y.blocks; ++blk) {
     code(fmt::format("  li r1, {} || li r2, {}", x.base + blk * x.block_bytes, y.base + blk * y.block_bytes));
-    if (q8_) code(fmt::format("  vec.rescale dst=ub[r2+0] a=ub[r1+0] rows={} dt=int8 odt=int8 param={} flag=f20", y.rows, rq));
-    else if (cp.empty()) code(fmt::format("  vec.copy dst=ub[r2+0] a=ub[r1+0] rows={} dt=bf16 flag=f20", y.rows));
-    else code(fmt::format("  vec.clamp dst=ub[r2+0] a=ub[r1+0] rows={} dt=bf16 param={} flag=f20", y.rows, cp));
-    code("  wait f20");
+    if (q8_) code(fmt::format("  vec.rescale dst=ub[r2+0] a=ub[r1+0] rows={} dt=int8 odt=int8 param={} flag=f{}", y.rows, rq, flags_.vector));
+    else if (cp.empty()) code(fmt::format("  vec.copy dst=ub[r2+0] a=ub[r1+0] rows={} dt=bf16 flag=f{}", y.rows, flags_.vector));
+    else code(fmt::format("  vec.clamp dst=ub[r2+0] a=ub[r1+0] rows={} dt=bf16 param={} flag=f{}", y.rows, cp, flags_.vector));
+    code(fmt::format("  wait f{}", flags_.vector));
   }
   add_bound(layer, 0, 0);
   define(op.getOutput(), y);

@@ -234,7 +234,7 @@ class EmbeddingLookup {
           uint64_t s = mm.item / nt_, slot = mm.item / nm_ - p0;
           std::string op = fmt::format("mxu.matmul mxu={} src={} dst=r0+{} rows={} dtype={} swap=1{}{}", m,
                                        cg_.addr_ref(hot_ + mm.k * bb_, 10 + int(m)), slot * T_, T_, cg_.dt_,
-                                       mm.k > k_start_[s] ? " acc=1" : "", t + 1 == stream[m].size() ? fmt::format(" flag=f{}", 2 + m) : "");
+                                       mm.k > k_start_[s] ? " acc=1" : "", t + 1 == stream[m].size() ? fmt::format(" flag=f{}", FlagPlan::mxu(m)) : "");
           if (t + 1 < stream[m].size()) op += fmt::format(" || mxu.wload mxu={}", m), ++cg_.wloads_;
           if (t + 2 < stream[m].size()) {
             cg_.code(fmt::format("  li r{}, {}", 16 + m, tile_of(*stream[m][t + 2]).addr));
@@ -246,7 +246,7 @@ class EmbeddingLookup {
     }
     // Epilogues: accumulators -> output rows (a range's partial results aside).
     for (uint64_t m = 0; m < nm_; ++m)
-      if (!stream[m].empty()) cg_.code(fmt::format("  wait f{}", 2 + m));
+      if (!stream[m].empty()) cg_.code(fmt::format("  wait f{}", FlagPlan::mxu(m)));
     for (uint64_t q = p0; q < p1; ++q)
       for (uint64_t m = 0; m < nm_; ++m) {
         uint64_t i = q * nm_ + m;
@@ -254,9 +254,8 @@ class EmbeddingLookup {
         uint64_t s = i / nt_, n = i % nt_;
         uint64_t out = s == 0 ? y_.base + n * y_.block_bytes + t0_ * C_ * esz_ : parts_ + ((s - 1) * nt_ + n) * pb_;
         for (std::string ph : cg_.epilogue(uint32_t(m), (q - p0) * T_, T_, Codegen::kNoBias, eps_[n], out)) {
-          for (size_t at = ph.find("{flag}"); at != std::string::npos; at = ph.find("{flag}")) ph.replace(at, 6, "f20");
-          cg_.code_ += ph;
-          cg_.code("  wait f20");
+          cg_.code_ += with_flag(ph, cg_.flags_.vector);
+          cg_.code(fmt::format("  wait f{}", cg_.flags_.vector));
         }
       }
   }

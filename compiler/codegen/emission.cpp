@@ -74,8 +74,8 @@ void Codegen::copies_wait() {
 
 // One vector instruction, waited for.
 void Codegen::vec_wait(const std::string& line) {
-  code("  " + line + " flag=f20");
-  code("  " + emit::wait(emit::flag(20)));
+  code(fmt::format("  {} flag=f{}", line, flags_.vector));
+  code("  " + emit::wait(emit::flag(flags_.vector)));
 }
 
 // Copies that move single lanes move 4-byte (fp32) elements, since DMA rows start on
@@ -214,17 +214,15 @@ void Codegen::add_fused_bounds() {
   fused_bounds_.clear();
 }
 
-// Issues `steps` in order on f20 and waits for the last.
+// Issues `steps` in order on the vector flag and waits for the last.
 void Codegen::emit_steps(const std::vector<VecStep>& steps) {
   uint64_t in_flight = 0;
   for (const VecStep& st : steps) {
-    if (st.waits && in_flight) code("  " + emit::wait(emit::flag(20), in_flight)), in_flight = 0;
-    std::string text = st.text;
-    for (size_t at = text.find("{flag}"); at != std::string::npos; at = text.find("{flag}")) text.replace(at, 6, "f20");
-    code_ += text;
+    if (st.waits && in_flight) code("  " + emit::wait(emit::flag(flags_.vector), in_flight)), in_flight = 0;
+    code_ += with_flag(st.text, flags_.vector);
     ++in_flight;
   }
-  if (in_flight) code("  " + emit::wait(emit::flag(20), in_flight));
+  if (in_flight) code("  " + emit::wait(emit::flag(flags_.vector), in_flight));
 }
 
 // The latency of the vector operation in `text` (by its class, docs/isa.md).

@@ -88,8 +88,8 @@ void Codegen::gen_pool(tpu::PoolOp op) {
   const Act& x = act(op.getInput());
   Act y = new_act(shape_of(op.getOutput()), fmt::format("the output of '{}'", layer));
   for (auto& [text, occ] : pool_ops(op, x, y, 0, x.shape[0])) {
-    code_ += text.replace(text.find("{flag}"), 6, "f20");
-    code("  wait f20");
+    code_ += with_flag(text, flags_.vector);
+    code(fmt::format("  wait f{}", flags_.vector));
   }
   add_bound(layer, 0, 0);
   define(op.getOutput(), y);

@@ -11,7 +11,7 @@ namespace vtpu::compiler::codegen {
 // only between steps would leave the MXUs idle meanwhile. The accumulators are split
 // into as many regions as the largest block leaves room for (acc_regions), so blocks
 // keep streaming while earlier epilogues wait. Flags: f(2+m) matmul done per block
-// (waited in block order per MXU), f24 epilogue operations.
+// (waited in block order per MXU), the epilogue flag its epilogue operations (flags.h).
 //
 // Two ways to place the epilogues' operations, by the stream's shape:
 // - steps of several short matmuls (a convolution's one per output row), or background
@@ -22,7 +22,7 @@ namespace vtpu::compiler::codegen {
 //   then takes one phase per step. There the per-matmul slotting measured slower (BERT-base
 //   layer, bf16, batch 1: 23676 cycles against 23090).
 //
-// f24 counts the epilogue operations done, so an epilogue's next phase waits until f24
+// The epilogue flag counts the epilogue operations done, so an epilogue's next phase waits until it
 // has counted up to its own previous operation j: the other epilogues' operations issued
 // after it keep the unit busy. Operations issue in order but finish after their class's
 // latency, so one issued after j with a shorter latency may finish first and count in its
@@ -91,7 +91,7 @@ class StreamScheduler {
     uint32_t mxu;
     uint64_t region;
     std::vector<std::string> phases;
-    uint64_t last = 0;  // the f24 count of its last operation issued
+    uint64_t last = 0;  // the epilogue flag's count of its last operation issued
     uint64_t start_at = 0;  // not slotted: the `clock` from which its first operation may wait
     size_t next = 0;
     bool closed = false;
@@ -201,7 +201,7 @@ class StreamScheduler {
     auto opt = [](bool on) { return on ? std::optional(true) : std::nullopt; };
     std::string op = emit::mxu_matmul(m, {src}, emit::addr(0, base + st.acc_row), st.rows, cg_.dtype_,
                                       st.stride ? std::optional(st.stride) : std::nullopt, opt(st.accumulate), opt(k == 0),
-                                      last ? std::optional(emit::flag(2 + m)) : std::nullopt);
+                                      last ? std::optional(emit::flag(FlagPlan::mxu(m))) : std::nullopt);
     if (k == 0) {
       if (tile_pos_[m] + 1 < s.tiles.size()) op += " || " + emit::mxu_wload(m), ++cg_.wloads_;
       if (tile_pos_[m] + 2 < s.tiles.size()) {
@@ -257,12 +257,12 @@ class StreamScheduler {
   // One more bundle, issued no earlier than cycle `at`.
   void bundle(uint64_t at) { now_ = std::max(now_ + 1, at + 1); }
 
-  // Waits on f24 for operation j (and those that may finish before it, above).
+  // Waits on the epilogue flag for operation j (and those that may finish before it, above).
   void wait_upto(uint64_t j, uint64_t done_at) {
     uint64_t need = j;
     for (uint64_t k = j + 1, between = 0; k <= issued_ && between < op_lat_[j]; between += op_occ_[k], ++k)
       if (between + op_occ_[k] + op_lat_[k] < op_lat_[j]) ++need;
-    if (consumed_ < need) cg_.code("  " + emit::wait(emit::flag(24), need - consumed_)), bundle(done_at);
+    if (consumed_ < need) cg_.code("  " + emit::wait(emit::flag(cg_.flags_.epilogue), need - consumed_)), bundle(done_at);
     consumed_ = std::max(consumed_, need);
   }
 
@@ -299,13 +299,12 @@ class StreamScheduler {
         wait_upto(p.last, p.ready);
     } else if (p.next == 0) {
       if (blocks_[p.block].after >= 0) close_block(size_t(blocks_[p.block].after));
-      cg_.code("  " + emit::wait(emit::flag(2 + p.mxu))), bundle(p.ready);
+      cg_.code("  " + emit::wait(emit::flag(FlagPlan::mxu(p.mxu)))), bundle(p.ready);
     } else {
       wait_upto(p.last, p.ready);
     }
     uint64_t occ = p.free ? p.occs[p.next] : p.occ;
-    std::string text = p.phases[p.next++];
-    for (size_t at = text.find("{flag}"); at != std::string::npos; at = text.find("{flag}")) text.replace(at, 6, "f24");
+    std::string text = with_flag(p.phases[p.next++], cg_.flags_.epilogue);
     cg_.code_ += text;
     for (size_t at = text.find('\n'); at != std::string::npos && at + 1 < text.size(); at = text.find('\n', at + 1)) bundle(now_);
     uint64_t t = std::max(now_, vfree_);
@@ -396,7 +395,7 @@ class StreamScheduler {
   uint64_t drain_lat_ = 0, vlat_ = 0, lag_ = 0, clock_ = 0;
   double bytes_per_cycle_ = 0;
   uint64_t issued_ = 0, consumed_ = 0;
-  std::vector<uint64_t> op_lat_{0}, op_occ_{0};  // per f24 operation, from 1
+  std::vector<uint64_t> op_lat_{0}, op_occ_{0};  // per epilogue-flag operation, from 1
   std::vector<size_t> tile_pos_, blocks_done_;
   std::vector<uint64_t> block_done_;  // estimated done cycle of each MXU's current block
   size_t next_transfer_ = 0, step_ = 0, steps_ = 1;

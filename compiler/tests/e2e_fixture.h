@@ -230,6 +230,8 @@ class CompileE2E : public ::testing::TestWithParam<E2EParam> {
   // bf16 rounds inputs, weights and outputs; int8 quantizes them (8 bits per tensor).
   double tolerance(double bf16) const { return int8() ? 4 * bf16 : bf16; }
   std::string id() const { return preset() + (int8() ? "_int8" : "_bf16"); }
+  // Applied to the preset before compile_and_run compiles and simulates, when set.
+  std::function<void(config::Config&)> tweak_config;
   // Compiles the model for this preset and precision (INT8 calibrated on `inputs`), runs it
   // on the simulator and returns output `out` as floats; a failed run fails the test.
   // Images go in and come out as the program stores them (NHWC), or with `nchw` as the
@@ -237,6 +239,7 @@ class CompileE2E : public ::testing::TestWithParam<E2EParam> {
   Vec compile_and_run(const std::string& path, const std::map<std::string, Vec>& inputs, const std::string& out = "y",
                       bool nchw = false) {
     config::Config cfg = config::load_preset(preset());
+    if (tweak_config) tweak_config(cfg);
     CompileOptions opt = options();
     opt.calibration = {inputs};
     CompileResult r = compile_onnx(path, cfg, opt);

@@ -1,5 +1,7 @@
 // Multi-head and causal attention: models built in C++, compiled, run on the simulator and compared with a plain
 // fp32 forward pass written from the ONNX operator definitions (e2e_fixture.h).
+#include <fmt/format.h>
+
 #include "e2e_fixture.h"
 
 namespace vtpu::compiler {
@@ -85,6 +87,25 @@ TEST_P(CompileE2E, MultiHeadAttentionMatchesFp32Reference) {
 // its lanes in HBM), for two batch elements.
 TEST_P(CompileE2E, MultiHeadAttentionReadsHeadsInPlace) {
   AttentionCase c = attention_case(2, 12, 64, 4, "vtpu_attention_heads_" + id() + ".onnx");
+  expect_close(compile_and_run(c.path, {{"x", c.x}}), c.want, tolerance(0.03));
+}
+
+// With the fewest sync flags the compiler takes (the MXU count + 6; docs/compiler.md, "Sync
+// flags") none are left for early stores of right-hand sides: they are stored in front of
+// their batch matmuls, and the program (which the simulator runs under the same config,
+// refusing any flag past it) gives the same answer.
+TEST_P(CompileE2E, MultiHeadAttentionWithTheFewestSyncFlags) {
+  AttentionCase c = attention_case(2, 12, 64, 4, "vtpu_attention_few_flags_" + id() + ".onnx");
+  // With the preset's flags, the keys and values go early, on the flag after the packed
+  // convolution's three.
+  config::Config cfg = config::load_preset(preset());
+  const std::string early = fmt::format("flag=f{}\n", cfg.core.mxu.count + 7);
+  CompileOptions opt = options();
+  opt.calibration = {{{"x", c.x}}};
+  EXPECT_NE(compile_onnx(c.path, cfg, opt).assembly.find(early), std::string::npos);
+  tweak_config = [](config::Config& cfg) { cfg.core.scalar.sync_flags = cfg.core.mxu.count + 6; };
+  cfg.core.scalar.sync_flags = cfg.core.mxu.count + 6;
+  EXPECT_EQ(compile_onnx(c.path, cfg, opt).assembly.find(early), std::string::npos);
   expect_close(compile_and_run(c.path, {{"x", c.x}}), c.want, tolerance(0.03));
 }
 

@@ -19,6 +19,26 @@ TEST(CompileErrors, UnsupportedOperatorNamesTheNode) {
   }
 }
 
+// docs/compiler.md, "Sync flags": DMA, one per MXU, vector, epilogue and three for packed
+// convolutions; a config with fewer is refused with the number it needs.
+TEST(CompileErrors, TooFewSyncFlagsSaysHowMany) {
+  OnnxBuilder m;
+  m.input("x", {1, 4});
+  m.node("Relu", "relu", {"x"}, {"y"});
+  m.output("y", {1, 4});
+  config::Config cfg = config::load_preset("tiny-8x8-2mxu");
+  cfg.core.scalar.sync_flags = 7;
+  try {
+    compile_onnx(m.save("vtpu_few_flags.onnx"), cfg);
+    FAIL();
+  } catch (const CompileError& e) {
+    for (const char* part : {"needs 8 sync flags", "2 MXU(s)", "core.scalar.sync_flags is 7", "at least 8"})
+      EXPECT_NE(std::string(e.what()).find(part), std::string::npos) << part << " in: " << e.what();
+  }
+  cfg.core.scalar.sync_flags = 8;
+  EXPECT_NO_THROW(compile_onnx(m.save("vtpu_few_flags.onnx"), cfg));
+}
+
 TEST(CompileErrors, UnsupportedAttributeNamesIt) {
   OnnxBuilder m;
   m.input("x", {1, 4, 6, 6});

@@ -35,7 +35,7 @@
 // INT8: vec.add {{.*}} dt=int8
 // INT8: .tag "mul"
 // INT8: vec.mul {{.*}} dt=fp32
-// INT8-NEXT: wait f20
+// INT8-NEXT: wait f3
 // INT8-NEXT: vec.affine {{.*}} dt=fp32 param=[[S]]
 // INT8: .tag "sig"
 // INT8: vec.affine {{.*}} dt=fp32 param=[[S]]

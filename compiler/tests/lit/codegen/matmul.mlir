@@ -12,10 +12,10 @@
 // CHECK: .tag "fc"
 // CHECK: mxu.matmul mxu=0 src=r0+0 dst=r0+0 rows=4 dtype=bf16 swap=1 flag=f2
 // CHECK-NEXT: wait f2
-// CHECK-NEXT: vec.add dst=acc[r0+0] a=acc[r0+0] b=ub[{{.*}}] rows=4 dt=fp32 bcast=1 flag=f24
-// CHECK: vec.clamp dst=acc[r0+0] a=acc[r0+0] rows=4 dt=fp32 param=[[RELU]] flag=f24
-// CHECK: vec.cvt dst=ub[r0+[[Y:[0-9]+]]] a=acc[r0+0] rows=4 dt=fp32 odt=bf16 flag=f24
-// CHECK: vec.gelu dst=ub[r0+[[Y]]] a=ub[r0+[[Y]]] rows=4 dt=bf16 flag=f24
+// CHECK-NEXT: vec.add dst=acc[r0+0] a=acc[r0+0] b=ub[{{.*}}] rows=4 dt=fp32 bcast=1 flag=f4
+// CHECK: vec.clamp dst=acc[r0+0] a=acc[r0+0] rows=4 dt=fp32 param=[[RELU]] flag=f4
+// CHECK: vec.cvt dst=ub[r0+[[Y:[0-9]+]]] a=acc[r0+0] rows=4 dt=fp32 odt=bf16 flag=f4
+// CHECK: vec.gelu dst=ub[r0+[[Y]]] a=ub[r0+[[Y]]] rows=4 dt=bf16 flag=f4
 // CHECK-NOT: .tag "gelu"
 // CHECK: .tag "output y"
 

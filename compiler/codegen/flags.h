@@ -1,0 +1,47 @@
+#pragma once
+// The sync flags of a compiled program (docs/compiler.md, "Sync flags"), laid out once from
+// the config so that a program names no flag past core.scalar.sync_flags:
+//   f1                 DMA transfers (loads, stores, copies; waited in issue order)
+//   f2 .. f(M+1)       one per MXU: its output blocks' last matmuls
+//   f(M+2)             vector operations outside an MXU stream
+//   f(M+3)             epilogue operations of the MXU stream scheduler
+//   f(M+4) .. f(M+6)   the packed convolution's row loads, row stacks and two-pixel spreads
+//   f(M+7) ..          up to kMostEarlyStores early stores of attention's right-hand sides,
+//                      as many as the config's flags leave (none: no early stores)
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "vtpu/compiler/compiler.h"
+#include "vtpu/config/config.h"
+
+namespace vtpu::compiler::codegen {
+
+struct FlagPlan {
+  static constexpr int kDma = 1;
+  static constexpr int kMostEarlyStores = 8;
+  int vector = 0, epilogue = 0;
+  int loaded = 0, stacked = 0, spread = 0;
+  int first_store = 0, stores = 0;  // early stores on f(first_store) .. f(first_store + stores - 1)
+
+  static int mxu(unsigned m) { return 2 + int(m); }
+
+  static FlagPlan of(const config::Config& cfg) {
+    const int mxus = int(cfg.core.mxu.count), have = int(cfg.core.scalar.sync_flags);
+    const int need = mxus + 6;
+    if (have < need)
+      throw CompileError(fmt::format("config '{}': the code generator needs {} sync flags for {} MXU(s) (DMA, one per "
+                                     "MXU, vector, epilogue and three for packed convolutions), but "
+                                     "core.scalar.sync_flags is {}; raise it to at least {}",
+                                     cfg.name, need, mxus, have, need));
+    FlagPlan p;
+    p.vector = mxus + 2;
+    p.epilogue = mxus + 3;
+    p.loaded = mxus + 4, p.stacked = mxus + 5, p.spread = mxus + 6;
+    p.first_store = mxus + 7;
+    p.stores = std::min(kMostEarlyStores, have - need);
+    return p;
+  }
+};
+
+}  // namespace vtpu::compiler::codegen
