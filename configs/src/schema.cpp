@@ -222,9 +222,9 @@ std::vector<Field> build_fields() {
           "Scalar data memory (TPU v4 SMEM: 16 KiB).", SLOT(core.scalar.smem_bytes)),
       opt("core.scalar.sync_flags", T::kInt, "flags", "32", 1, isa::kNumFlags - 1,
           "Synchronisation flags that asynchronous units (DMA, ICI) signal and bundles "
-          "wait on (f0 means none; at most what the ISA's flag fields address). Not enforced yet: "
-          "the code generator uses flags up to f50 on every config, and runs may name any flag "
-          "the ISA addresses.",
+          "wait on (f0 means none; at most what the ISA's flag fields address). A program naming "
+          "a flag past f<sync_flags> is refused before it runs; the compiler needs the MXU count + 6 "
+          "and collectives more (docs/compiler.md, docs/collectives.md).",
           SLOT(core.scalar.sync_flags)),
 
       // --- core.dma -------------------------------------------------------------------

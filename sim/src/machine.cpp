@@ -151,10 +151,8 @@ Machine::Machine(const config::Config& cfg, const isa::Program& prog, const SimO
                  HbmStore& hbm, HbmPort hbm_port, Fabric* fabric)
     : cfg_(cfg), prog_(prog), opt_(opt), hbm_(hbm), hbm_port_(std::move(hbm_port)), fabric_(fabric) {
   bundles_ = isa::decode_program(prog);
-  // The program may name only the registers the config's scalar unit has. Flags are checked
-  // against the ISA's 63 only: the code generator uses flags up to f50 whatever
-  // core.scalar.sync_flags says (docs/microarch.md), so that key is not enforced yet.
-  if (auto v = isa::first_register_or_flag_past(bundles_, cfg.core.scalar.registers, isa::kNumFlags - 1))
+  // The program may name only the registers and sync flags the config's scalar unit has.
+  if (auto v = isa::first_register_or_flag_past(bundles_, cfg.core.scalar.registers, cfg.core.scalar.sync_flags))
     fail(OpRef{uint32_t(v->bundle), v->slot, bundles_[v->bundle].at(v->slot).def, bundles_[v->bundle].tag}, v->message);
   R_ = cfg.core.mxu.rows;
   C_ = cfg.core.mxu.cols;

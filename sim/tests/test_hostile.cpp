@@ -82,12 +82,12 @@ TEST(SimHostile, RegisterPastTheConfigIsRefused) {
   EXPECT_EQ(run(cfg, "  li r7, 1\n  halt\n").rfind("ran ", 0), 0u);
 }
 
-TEST(SimHostile, FlagsAreNotLimitedByTheConfigYet) {
-  // core.scalar.sync_flags is not enforced yet: the code generator uses up to f50 on every
-  // config (docs/microarch.md). The ISA's flag fields address no more than f63.
+TEST(SimHostile, FlagPastTheConfigIsRefused) {
   config::Config cfg = config::load_preset("tiny-4x4");
   cfg.core.scalar.sync_flags = 8;
-  EXPECT_EQ(run(cfg, "  signal f9, 1\n  wait f9\n  halt\n").rfind("ran ", 0), 0u);
+  expect_error(run(cfg, "  signal f8, 1\n  wait f8\n  signal f9, 1\n  wait f9\n  halt\n"),
+               {"bundle 2", "f9", "8 sync flags", "core.scalar.sync_flags"});
+  EXPECT_EQ(run(cfg, "  signal f8, 1\n  wait f8\n  halt\n").rfind("ran ", 0), 0u);
 }
 
 // docs/microarch.md, "Instruction memory": a window of imem_bundles bundles arrives at the
