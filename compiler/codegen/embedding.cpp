@@ -19,6 +19,11 @@ namespace vtpu::compiler::codegen {
 // next steps need, so building them overlaps the matmuls. The row ranges (ks of them)
 // spread the blocks evenly over the MXUs; their partial results are added at the end
 // (exact: one row plus zeros).
+// A bf16 table with NaN or infinite entries would poison every lookup (0 x NaN = NaN), so
+// those entries are 0 in the table's tiles and each kind present (+Inf, -Inf, NaN) gets
+// mask columns, 1 where the table has it, looked up with the values (more column blocks);
+// each selected mask then becomes +-Inf (1 x 2^100 x 2^100; 0 stays 0) added to the row,
+// and for NaN added and subtracted again (Inf - Inf), as a Gather of the row would give.
 // The lookup's steps; its locals are members (see gen_embedding).
 class EmbeddingLookup {
  public:
@@ -32,6 +37,7 @@ class EmbeddingLookup {
     uint64_t chunks = 0;
     for (uint64_t t0 = 0; t0 < S_; t0 += chunk_, ++chunks) run_chunk(t0);
     if (ks_ > 1) cg_.ub_.release(parts_);
+    if (nb_ > nt_) cg_.ub_.release(mask_rows_);
     cg_.ub_.release(iota_);
     // A Gather has no products (docs/reports.md): the one-hot matmuls are array work, which
     // the table's weight tiles bound through the weight path and the memory.
@@ -51,36 +57,78 @@ class EmbeddingLookup {
     V_ = uint64_t(ts[0]), D_ = uint64_t(ts[1]);
     auto w = const_floats(op_.getTable(), layer_);
     y_ = cg_.new_act(shape_of(op_.getOutput()), fmt::format("the output of '{}'", layer_));
+    kt_ = ceil_div(V_, R_), nt_ = nb_ = ceil_div(D_, C_);
+    if (non_finite(w)) return masked_table(w);
     std::vector<double> acc_scale;
     if (cg_.q8_) {
       Codegen::QWeights qw = Codegen::quantize(w, V_, D_);
       w = std::move(qw.q);
       acc_scale = qw.s;  // the one-hot's scale is 1
     }
-    kt_ = ceil_div(V_, R_), nt_ = ceil_div(D_, C_);
-    // The one-hot rows of a single id must fit before the table is tiled (a large table on a
-    // small config fails here, quickly, with the unified buffer's error).
-    if (uint64_t one = kt_ * align_up(R_ * esz_, 64) + (nm_ + 2) * align_up(C_ * 4, 64); cg_.ub_.largest_free() < one)
-      cg_.ub_take(one, fmt::format("the one-hot rows of '{}' (1 id x {} table rows)", layer_, V_));
-    pack_tiles(w);
+    one_fits();
+    pack_tiles(w, D_);
     eps_ = cg_.epilogue_params(D_, acc_scale, cg_.q8_ ? cg_.scale(op_.getOutput()) : 1.0, -std::numeric_limits<double>::infinity(),
                                std::numeric_limits<double>::infinity());
   }
 
-  // The table's tiles packed back to back in one HBM segment (a vocabulary makes many
-  // small tiles; one page each would multiply the table's HBM footprint on small arrays).
-  void pack_tiles(const std::vector<float>& w) {
-    tiles_.assign(nt_, std::vector<TileRef>(kt_));
+  // The one-hot rows of a single id must fit before the table is tiled (a large table on a
+  // small config fails here, quickly, with the unified buffer's error).
+  void one_fits() {
+    if (uint64_t one = kt_ * align_up(R_ * esz_, 64) + (nm_ + 2) * align_up(C_ * 4, 64); cg_.ub_.largest_free() < one)
+      cg_.ub_take(one, fmt::format("the one-hot rows of '{}' (1 id x {} table rows)", layer_, V_));
+  }
+
+  // The non-finite kinds the table has (masks_), or false.
+  bool non_finite(const std::vector<float>& w) {
+    const Mask kinds[] = {{"+Inf", 1, false}, {"-Inf", -1, false}, {"NaN", 1, true}};
+    for (const Mask& k : kinds)
+      for (size_t i = 0; i < w.size(); ++i)
+        if (k.is(w[i])) {
+          if (cg_.q8_)
+            throw CompileError(fmt::format("node '{}': the embedding table has {} at row {}, column {}, which INT8 cannot "
+                                           "represent; compile this model in bf16",
+                                           layer_, k.name, i / D_, i % D_));
+          masks_.push_back(k);
+          break;
+        }
+    return !masks_.empty();
+  }
+
+  // bf16 tiles of the finite values (non-finite ones 0), then per kind in masks_ its mask
+  // columns, every part whole column blocks (see the top of the file).
+  void masked_table(const std::vector<float>& w) {
+    nb_ = nt_ * (1 + masks_.size());
+    const uint64_t width = nb_ * C_;
+    std::vector<float> x(V_ * width, 0.0f);
+    for (uint64_t r = 0; r < V_; ++r)
+      for (uint64_t c = 0; c < D_; ++c) {
+        float v = w[r * D_ + c];
+        if (std::isfinite(v)) x[r * width + c] = v;
+        for (size_t k = 0; k < masks_.size(); ++k)
+          if (masks_[k].is(v)) x[r * width + (1 + k) * nt_ * C_ + c] = 1.0f;
+      }
+    one_fits();
+    pack_tiles(x, width);
+    eps_ = cg_.epilogue_params(width, {}, 1.0, -std::numeric_limits<double>::infinity(), std::numeric_limits<double>::infinity());
+    huge_ = cg_.new_param("scale=[1.2676506002282294e+30] bias=[0]");  // 2^100
+    neg_huge_ = cg_.new_param("scale=[-1.2676506002282294e+30] bias=[0]");
+  }
+
+  // The table's tiles (rows of `width` values, nb_ column blocks) packed back to back in
+  // one HBM segment (a vocabulary makes many small tiles; one page each would multiply the
+  // table's HBM footprint on small arrays).
+  void pack_tiles(const std::vector<float>& w, uint64_t width) {
+    tiles_.assign(nb_, std::vector<TileRef>(kt_));
     std::vector<uint8_t> blob;
-    blob.reserve(V_ * D_ * esz_);
-    std::vector<std::vector<uint64_t>> at(nt_, std::vector<uint64_t>(kt_));
-    for (uint64_t n = 0; n < nt_; ++n)
+    blob.reserve(V_ * width * esz_);
+    std::vector<std::vector<uint64_t>> at(nb_, std::vector<uint64_t>(kt_));
+    for (uint64_t n = 0; n < nb_; ++n)
       for (uint64_t k = 0; k < kt_; ++k) {
-        uint64_t kw = std::min<uint64_t>(R_, V_ - k * R_), nw = std::min<uint64_t>(C_, D_ - n * C_);
+        uint64_t kw = std::min<uint64_t>(R_, V_ - k * R_), nw = std::min<uint64_t>(C_, width - n * C_);
         at[n][k] = blob.size();
         for (uint64_t r = 0; r < kw; ++r)
           for (uint64_t c = 0; c < nw; ++c) {
-            float v = w[(k * R_ + r) * D_ + n * C_ + c];
+            float v = w[(k * R_ + r) * width + n * C_ + c];
             if (cg_.q8_) {
               blob.push_back(uint8_t(int8_t(v)));
             } else {
@@ -91,7 +139,7 @@ class EmbeddingLookup {
         tiles_[n][k].desc = cg_.new_desc(fmt::format("bytes={} dtype={} dim=[{}, {}, 0]", nw * esz_, cg_.dt_, kw, nw * esz_));
       }
     uint64_t base = cg_.hbm_const(std::move(blob));
-    for (uint64_t n = 0; n < nt_; ++n)
+    for (uint64_t n = 0; n < nb_; ++n)
       for (uint64_t k = 0; k < kt_; ++k) tiles_[n][k].addr = base + at[n][k];
   }
 
@@ -99,10 +147,10 @@ class EmbeddingLookup {
   void constants() {
     // Row ranges: the fewest that minimize the busiest MXU's matmuls.
     for (uint64_t k2 = 2; k2 <= std::min<uint64_t>(nm_, kt_); ++k2)
-      if (ceil_div(nt_ * k2, nm_) * ceil_div(kt_, k2) < ceil_div(nt_ * ks_, nm_) * ceil_div(kt_, ks_)) ks_ = k2;
+      if (ceil_div(nb_ * k2, nm_) * ceil_div(kt_, k2) < ceil_div(nb_ * ks_, nm_) * ceil_div(kt_, ks_)) ks_ = k2;
     k_start_.resize(ks_ + 1);
     for (uint64_t s = 0; s <= ks_; ++s) k_start_[s] = s * kt_ / ks_;
-    items_ = nt_ * ks_, per_mxu_ = ceil_div(items_, nm_), steps_ = ceil_div(kt_, ks_);
+    items_ = nb_ * ks_, per_mxu_ = ceil_div(items_, nm_), steps_ = ceil_div(kt_, ks_);
     // The lane numbers 0..R-1 as one fp32 row, and the parameters of the one-hot steps.
     std::vector<uint8_t> lanes(C_ * 4);
     for (uint64_t i = 0; i < C_; ++i) {
@@ -120,11 +168,31 @@ class EmbeddingLookup {
     one_minus_ = cg_.new_param("scale=[-1] bias=[1]");
     next_block_ = cg_.new_param(fmt::format("scale=[1] bias=[{}]", -double(R_)));
     // Ids per chunk: as many as half the free unified buffer holds (one-hot rows, the id
-    // rows, a work row and one e row per range each) and one MXU's accumulators hold.
-    uint64_t per_row = kt_ * R_ * esz_ + (ks_ + 2) * row32_;
+    // rows, a work row and one e row per range each, and the masks) and one MXU's
+    // accumulators hold.
+    uint64_t per_row = kt_ * R_ * esz_ + (ks_ + 2) * row32_ + (nb_ - nt_) * R_ * esz_;
     chunk_ = std::min<uint64_t>({S_, 8192, acc_rows_, std::max<uint64_t>(1, cg_.ub_.largest_free() / 2 / per_row)});
     pb_ = align_up(chunk_ * R_ * esz_, 64);  // one lane block of a partial result
-    parts_ = ks_ > 1 ? cg_.ub_take((ks_ - 1) * nt_ * pb_, fmt::format("the partial results of '{}'", layer_)) : 0;
+    parts_ = ks_ > 1 ? cg_.ub_take((ks_ - 1) * nb_ * pb_, fmt::format("the partial results of '{}'", layer_)) : 0;
+    if (nb_ > nt_) mask_rows_ = cg_.ub_take((nb_ - nt_) * pb_, fmt::format("the non-finite masks of '{}'", layer_));
+  }
+
+  // Where column block n of the chunk's lookup goes: the output's rows, or a mask's.
+  uint64_t out_at(uint64_t n) const {
+    return n < nt_ ? y_.base + n * y_.block_bytes + t0_ * C_ * esz_ : mask_rows_ + (n - nt_) * pb_;
+  }
+
+  // The chunk's selected masks made +-Inf (or 0) and added to its rows (NaN: subtracted again).
+  void apply_masks() {
+    for (size_t k = 0; k < masks_.size(); ++k)
+      for (uint64_t n = 0; n < nt_; ++n) {
+        cg_.code(fmt::format("  li r1, {} || li r2, {}", out_at(n), out_at((1 + k) * nt_ + n)));
+        cg_.vec_wait(fmt::format("vec.affine dst=ub[r2+0] a=ub[r2+0] rows={} dt={} param={}", T_, cg_.dt_,
+                                 masks_[k].sign < 0 ? neg_huge_ : huge_));
+        cg_.vec_wait(fmt::format("vec.affine dst=ub[r2+0] a=ub[r2+0] rows={} dt={} param={}", T_, cg_.dt_, huge_));
+        cg_.vec_wait(fmt::format("vec.add dst=ub[r1+0] a=ub[r1+0] b=ub[r2+0] rows={} dt={}", T_, cg_.dt_));
+        if (masks_[k].nan) cg_.vec_wait(fmt::format("vec.sub dst=ub[r1+0] a=ub[r1+0] b=ub[r2+0] rows={} dt={}", T_, cg_.dt_));
+      }
   }
 
   // Ids [t0, t0 + T): their rows, the one-hot blocks built between the passes' matmuls,
@@ -144,10 +212,11 @@ class EmbeddingLookup {
     uint64_t slots = std::max<uint64_t>(1, acc_rows_ / T_);
     for (uint64_t p0 = 0; p0 < per_mxu_; p0 += slots) run_pass(p0, std::min(per_mxu_, p0 + slots));
     for (uint64_t s = 1; s < ks_; ++s)
-      for (uint64_t n = 0; n < nt_; ++n) {
-        cg_.code(fmt::format("  li r1, {} || li r2, {}", y_.base + n * y_.block_bytes + t0_ * C_ * esz_, parts_ + ((s - 1) * nt_ + n) * pb_));
+      for (uint64_t n = 0; n < nb_; ++n) {
+        cg_.code(fmt::format("  li r1, {} || li r2, {}", out_at(n), parts_ + ((s - 1) * nb_ + n) * pb_));
         cg_.vec_wait(fmt::format("vec.add dst=ub[r1+0] a=ub[r1+0] b=ub[r2+0] rows={} dt={}", T_, cg_.dt_));
       }
+    apply_masks();
     cg_.ub_.release(hot_);
   }
 
@@ -205,7 +274,7 @@ class EmbeddingLookup {
         for (uint64_t m = 0; m < nm_; ++m) {
           uint64_t i = q * nm_ + m;
           if (i >= items_) continue;
-          uint64_t s = i / nt_;
+          uint64_t s = i / nb_;
           if (k_start_[s] + j < k_start_[s + 1]) r[m].push_back({i, k_start_[s] + j});
         }
         rounds.push_back(std::move(r));
@@ -214,7 +283,7 @@ class EmbeddingLookup {
     for (const auto& r : rounds)
       for (uint64_t m = 0; m < nm_; ++m)
         for (const Mm& mm : r[m]) stream[m].push_back(&mm);
-    auto tile_of = [&](const Mm& mm) -> const TileRef& { return tiles_[mm.item % nt_][mm.k]; };
+    auto tile_of = [&](const Mm& mm) -> const TileRef& { return tiles_[mm.item % nb_][mm.k]; };
     cg_.hoist_at_.reset();  // MXU work outside run_blocks: no later prologue may move before it
     for (uint64_t m = 0; m < nm_; ++m) {  // two tiles into each FIFO, one into each shadow
       for (size_t t = 0; t < std::min<size_t>(2, stream[m].size()); ++t) {
@@ -231,7 +300,7 @@ class EmbeddingLookup {
       for (uint64_t m = 0; m < nm_; ++m)
         for (const Mm& mm : rounds[ri][m]) {
           size_t t = pos[m]++;
-          uint64_t s = mm.item / nt_, slot = mm.item / nm_ - p0;
+          uint64_t s = mm.item / nb_, slot = mm.item / nm_ - p0;
           std::string op = fmt::format("mxu.matmul mxu={} src={} dst=r0+{} rows={} dtype={} swap=1{}{}", m,
                                        cg_.addr_ref(hot_ + mm.k * bb_, 10 + int(m)), slot * T_, T_, cg_.dt_,
                                        mm.k > k_start_[s] ? " acc=1" : "", t + 1 == stream[m].size() ? fmt::format(" flag=f{}", FlagPlan::mxu(m)) : "");
@@ -251,8 +320,8 @@ class EmbeddingLookup {
       for (uint64_t m = 0; m < nm_; ++m) {
         uint64_t i = q * nm_ + m;
         if (i >= items_) continue;
-        uint64_t s = i / nt_, n = i % nt_;
-        uint64_t out = s == 0 ? y_.base + n * y_.block_bytes + t0_ * C_ * esz_ : parts_ + ((s - 1) * nt_ + n) * pb_;
+        uint64_t s = i / nb_, n = i % nb_;
+        uint64_t out = s == 0 ? out_at(n) : parts_ + ((s - 1) * nb_ + n) * pb_;
         for (std::string ph : cg_.epilogue(uint32_t(m), (q - p0) * T_, T_, Codegen::kNoBias, eps_[n], out)) {
           cg_.code_ += with_flag(ph, cg_.flags_.vector);
           cg_.code(fmt::format("  wait f{}", cg_.flags_.vector));
@@ -265,6 +334,17 @@ class EmbeddingLookup {
   std::string layer_;
   uint64_t R_, C_, esz_, nm_;
   uint64_t ids_hbm_ = 0, S_ = 0, V_ = 0, D_ = 0, kt_ = 0, nt_ = 0;  // ids, table [V, D], their blocks
+  // A kind of non-finite table entry, and its mask's part: the +-Inf it becomes (sign), and
+  // whether it is then subtracted again (NaN).
+  struct Mask {
+    const char* name;
+    int sign;
+    bool nan;
+    bool is(float v) const { return nan ? std::isnan(v) : std::isinf(v) && (v > 0) == (sign > 0); }
+  };
+  std::vector<Mask> masks_;
+  uint64_t nb_ = 0, mask_rows_ = 0;  // column blocks looked up (nt_ and the masks'), the masks' rows
+  std::string huge_, neg_huge_;
   Act y_;
   std::vector<std::vector<TileRef>> tiles_;  // [n block][k block]
   std::vector<std::string> eps_;

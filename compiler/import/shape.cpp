@@ -356,16 +356,7 @@ void Importer::gather_runtime(const onnx::NodeProto& n, mlir::Location loc) {
   if (V >= (int64_t(1) << 24)) fail(fmt::format("Gather table of {} rows: run-time indices need fewer than 2^24", V), node_name(n));
   int64_t D = outer * inner, S = numel(ids.shape);
   if (S == 0 || D == 0) fail("Gather with an empty table or no indices is not supported", node_name(n));
-  // One-hot x table multiplies every table value by 0 for the rows not looked up, and
-  // 0 x NaN or 0 x Inf is NaN: one non-finite value would poison every lookup, where
-  // onnxruntime returns it only in the rows that hold it.
-  for (size_t i = 0; i < data.data.size(); ++i)
-    if (!std::isfinite(data.data[i]))
-      fail(fmt::format("Gather table '{}' holds {} at element {}; vtpu looks rows up as a one-hot matrix times the "
-                       "table, where a NaN or infinite value would make every lookup NaN; replace the non-finite "
-                       "values (e.g. with the largest finite float) or gather the rows outside the model",
-                       n.input(0), data.data[i], i),
-           node_name(n));
+  // Non-finite table values are looked up through masks (codegen/embedding.cpp).
   std::vector<float> table(size_t(V * D));
   for (int64_t o = 0; o < outer; ++o)
     for (int64_t v = 0; v < V; ++v)
