@@ -502,15 +502,19 @@ void Machine::check_progress(uint32_t target, const OpRef& ref, uint64_t cycle) 
   it->second = {regs_, cycle};
 }
 
-// A counted loop whose body has no other branch runs `count` more times, each at least one
-// cycle per bundle: when that passes the cycle limit, say so now, not after simulating it
-// (a `loop r5, 0` with r5 = 0 repeats 2^32 times).
+// A counted loop whose body has no other branch (nor a halt; waits and signals only add
+// time) runs `count` more times, each at least one cycle per bundle: when that passes the
+// cycle limit, say so now, not after simulating it (a `loop r5, 0` with r5 = 0 repeats 2^32
+// times).
 void Machine::check_loop_bound(size_t pc, size_t target, uint32_t count, const OpRef& ref, uint64_t cycle) {
   if (target > pc) return;
   if (plain_loop_.empty()) plain_loop_.assign(bundles_.size(), -1);
   if (plain_loop_[pc] < 0) {
     bool plain = true;
-    for (size_t i = target; i < pc && plain; ++i) plain = bundles_[i].at(SlotId::Control).is_nop();
+    for (size_t i = target; i < pc && plain; ++i) {
+      const Operation& c = bundles_[i].at(SlotId::Control);
+      plain = c.is_nop() || (c.def->op_class != isa::OpClass::Branch && c.def->op_class != isa::OpClass::Halt);
+    }
     plain_loop_[pc] = plain;
   }
   if (!plain_loop_[pc]) return;

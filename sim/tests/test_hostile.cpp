@@ -55,6 +55,9 @@ TEST(SimHostile, LoopPastTheCycleLimitIsReportedAtOnce) {
   EXPECT_EQ(run(cfg, "  li r1, 1000\ntop: nop\n  loop r1, top\n  halt\n", small).rfind("ran ", 0), 0u);
   std::string exits = run(cfg, "  li r1, 3000\n  li r2, 2990\ntop: beq r1, r2, out\n  loop r1, top\nout: halt\n", small);
   EXPECT_EQ(exits.rfind("ran ", 0), 0u) << exits;
+  // Waits and signals in the body only add time: still predicted (the mutation campaign's
+  // `loop r5, 0` after a softmax's waits simulated 10^9 cycles for 36 s first).
+  expect_error(run(cfg, "top: signal f1, 1\n  wait f1\n  loop r5, top\n  halt\n"), {"bundle 2", "4294967295 more times"});
 }
 
 TEST(SimHostile, TensorPastMemoryIsRefusedBeforeAnythingIsAllocated) {
