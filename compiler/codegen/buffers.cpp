@@ -115,7 +115,7 @@ Act Codegen::new_act(const std::vector<int64_t>& shape, const std::string& what,
             std::optional<uint64_t> apart_from) {
   Act a;
   a.shape = shape;
-  a.features = uint64_t(shape.back());
+  a.features = shape.empty() ? 1 : uint64_t(shape.back());  // a scalar: one row of one feature
   a.rows = numel(shape) / a.features;
   a.blocks = ceil_div(a.features, R_);
   a.block_bytes = align_up(a.rows * R_ * esz_, 64);

@@ -23,6 +23,32 @@ TEST_P(CompileE2E, TableFunctionsMatchFp32Reference) {
   expect_close(got, want, tolerance(0.02));
 }
 
+// Unary ops whose input is an initializer (as a mutated Clip with its data input removed
+// makes of its min): the initializer becomes a constant activation, also a rank-0 one;
+// this was an internal error ("activation used before it was produced"), and a scalar one
+// crashed once materialized.
+TEST_P(CompileE2E, UnaryOpsOfInitializersMatchFp32Reference) {
+  OnnxBuilder m;
+  const int64_t B = 3, H = 20;
+  m.input("x", {B, H});
+  const Vec& c = m.init("c", {B, H}, 3.0f);
+  m.init("lo", {}, 0, {0.5f});
+  m.init("s", {}, 0, {-0.25f});
+  m.node("Sigmoid", "sig", {"c"}, {"g"});
+  m.node("Add", "add", {"g", "x"}, {"y"});
+  m.node("Clip", "clip", {"s", "lo"}, {"z"});
+  m.output("y", {B, H});
+  m.output("z", {});
+  auto path = m.save("vtpu_unary_of_init_" + id() + ".onnx");
+  Vec x = uniform_values(size_t(B * H), 4, 900.0f);
+  Vec want(x.size());
+  for (size_t i = 0; i < x.size(); ++i) want[i] = float(1.0 / (1.0 + std::exp(-double(c[i])))) + x[i];
+  expect_close(compile_and_run(path, {{"x", x}}), want, tolerance(0.02));
+  Vec z = compile_and_run(path, {{"x", x}}, "z");
+  ASSERT_EQ(z.size(), 1u);
+  EXPECT_NEAR(z[0], 0.5f, 0.01);  // Clip(-0.25, min 0.5)
+}
+
 // Elementwise ops on two activations (tpu.binary) from two matmuls of x:
 // d = h1 - h2, p = d * h1, y = leaky_relu(h1) + min(max(d, h2), h1, p).
 TEST_P(CompileE2E, BinaryOpsOfActivationsMatchFp32Reference) {

@@ -37,12 +37,25 @@ using lowering::softmax_mask;
 
 // An elementwise op with a constant operand that is neither per-channel nor a scalar (and
 // not an attention mask) gets that operand as a tpu.constant of the result's shape, so it
-// lowers like an op of two activations.
+// lowers like an op of two activations. A unary one of a constant (a Clip or Sigmoid of an
+// initializer, which the importer does not evaluate) gets it as a tpu.constant too.
 void materialize_constants(mlir::func::FuncOp fn, mlir::OpBuilder& b) {
-  std::vector<mlir::Operation*> ops;
+  std::vector<mlir::Operation*> ops, unary;
   fn.walk([&](mlir::Operation* op) {
     if (mlir::isa<tosa::AddOp, tosa::SubOp, tosa::MulOp, tosa::MaximumOp, tosa::MinimumOp>(op)) ops.push_back(op);
+    if (mlir::isa<tosa::ClampOp, tosa::SigmoidOp, tosa::TanhOp, tosa::ExpOp, tosa::ErfOp, tosa::ReciprocalOp,
+                  tosa::RsqrtOp>(op) &&
+        const_data(op->getOperand(0)))
+      unary.push_back(op);
   });
+  for (mlir::Operation* op : unary) {
+    b.setInsertionPoint(op);
+    auto type = mlir::RankedTensorType::get(shape_of(op->getOperand(0)), b.getF32Type());
+    auto data = *const_data(op->getOperand(0));
+    Value c = b.create<ConstantOp>(op->getLoc(), type, mlir::DenseElementsAttr::get(type, llvm::ArrayRef<float>(data)),
+                                   b.getStringAttr(layer_name(op) + ".const"));
+    op->setOperand(0, c);
+  }
   for (mlir::Operation* op : ops) {
     bool k0 = bool(const_data(op->getOperand(0))), k1 = bool(const_data(op->getOperand(1)));
     if (k0 == k1 || softmax_mask(op)) continue;
