@@ -503,17 +503,23 @@ void Machine::check_progress(uint32_t target, const OpRef& ref, uint64_t cycle) 
 }
 
 // A counted loop whose body has no other branch (nor a halt; waits and signals only add
-// time) runs `count` more times, each at least one cycle per bundle: when that passes the
-// cycle limit, say so now, not after simulating it (a `loop r5, 0` with r5 = 0 repeats 2^32
-// times).
+// time) and never writes its counter runs `count` more times, each at least one cycle per
+// bundle: when that passes the cycle limit, say so now, not after simulating it (a
+// `loop r5, 0` with r5 = 0 repeats 2^32 times).
 void Machine::check_loop_bound(size_t pc, size_t target, uint32_t count, const OpRef& ref, uint64_t cycle) {
   if (target > pc) return;
   if (plain_loop_.empty()) plain_loop_.assign(bundles_.size(), -1);
   if (plain_loop_[pc] < 0) {
     bool plain = true;
-    for (size_t i = target; i < pc && plain; ++i) {
+    const int64_t counter = f(bundles_[pc].at(SlotId::Control), SlotId::Control, "rs1");
+    for (size_t i = target; i <= pc && plain; ++i) {
       const Operation& c = bundles_[i].at(SlotId::Control);
-      plain = c.is_nop() || (c.def->op_class != isa::OpClass::Branch && c.def->op_class != isa::OpClass::Halt);
+      if (i < pc)
+        plain = c.is_nop() || (c.def->op_class != isa::OpClass::Branch && c.def->op_class != isa::OpClass::Halt);
+      for (size_t s = 0; s < isa::kNumSlots && plain; ++s) {
+        const Operation& op = bundles_[i].slots[s];
+        plain = op.is_nop() || !has_operand(*op.def, "rd") || f(op, SlotId(s), "rd") != counter;
+      }
     }
     plain_loop_[pc] = plain;
   }

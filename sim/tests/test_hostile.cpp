@@ -58,6 +58,10 @@ TEST(SimHostile, LoopPastTheCycleLimitIsReportedAtOnce) {
   // Waits and signals in the body only add time: still predicted (the mutation campaign's
   // `loop r5, 0` after a softmax's waits simulated 10^9 cycles for 36 s first).
   expect_error(run(cfg, "top: signal f1, 1\n  wait f1\n  loop r5, top\n  halt\n"), {"bundle 2", "4294967295 more times"});
+  // A body that writes the counter is not predicted: entered with r5 = 0 (2^32 - 1 more
+  // times), it sets r5 to 1 and the loop ends after one pass.
+  std::string ends = run(cfg, "  jmp check\ntop: li r5, 1\n  signal f1, 1\n  wait f1\ncheck: loop r5, top\n  halt\n", small);
+  EXPECT_EQ(ends.rfind("ran ", 0), 0u) << ends;
 }
 
 TEST(SimHostile, TensorPastMemoryIsRefusedBeforeAnythingIsAllocated) {
