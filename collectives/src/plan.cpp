@@ -123,18 +123,14 @@ Plan plan(const config::Config& cfg, const Spec& spec) {
   // a sender needs that many pieces' worth of slots to keep its link busy. A mesh ring's
   // wraparound pair is n - 1 hops apart.
   uint32_t far = 1;
-  unsigned most_rings = 1;
-  for (const Phase& ph : p.phases) {
-    if (ph.op == Phase::Op::AllToAll) continue;
-    most_rings = std::max(most_rings, ph.rings);
-    if (!cfg.ici.wraparound) far = std::max(far, ph.ring - 1);
-  }
+  for (const Phase& ph : p.phases)
+    if (ph.op != Phase::Op::AllToAll && !cfg.ici.wraparound) far = std::max(far, ph.ring - 1);
   const double bpc = cfg.ici.link_bandwidth_gbytes_per_s * 1e3 / cfg.clock_mhz;
   const double hop = std::round((cfg.ici.link_latency_ns + cfg.ici.router_delay_ns) * cfg.clock_mhz / 1000);
   const double t_piece = double(p.piece_bytes) / bpc, t_packet = double(cfg.ici.packet_bytes) / bpc;
   const double round_trip = t_piece + far * (2 * hop + t_packet) + 2 * cfg.core.dma.setup_cycles + 64;
   unsigned most = kSlots;  // the most slots the flags leave room for
-  while (detail::flags_needed(p.phases.size(), most_rings, most + 1) <= cfg.core.scalar.sync_flags) ++most;
+  while (detail::flags_needed(p.phases.size(), rings, most + 1) <= flags) ++most;
   unsigned want = unsigned(std::ceil(round_trip / t_piece)) + 1;
   p.slots = std::clamp(want, kSlots, most);
   while (p.slots > kSlots && 6 * p.slots * p.piece_bytes > cfg.core.unified_buffer.bytes) --p.slots;

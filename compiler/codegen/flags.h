@@ -18,7 +18,6 @@
 namespace vtpu::compiler::codegen {
 
 struct FlagPlan {
-  static constexpr int kDma = 1;
   static constexpr int kMostEarlyStores = 8;
   int vector = 0, epilogue = 0;
   int loaded = 0, stacked = 0, spread = 0;
