@@ -129,7 +129,7 @@ void Codegen::gen_outputs(mlir::func::FuncOp fn, mlir::func::ReturnOp ret) {
       if (is_int32(v)) {
         for (int32_t x : attr.getValues<int32_t>()) bytes.insert(bytes.end(), (uint8_t*)&x, (uint8_t*)&x + 4);
       } else {
-        std::vector<float> f(attr.getValues<float>().begin(), attr.getValues<float>().end());
+        std::vector<float> f = tpu::float_values(attr);
         float mx = 0;
         for (float x : f) mx = std::max(mx, std::fabs(x));
         double sc = mx > 0 ? mx / 127.0 : 1.0;
@@ -275,8 +275,7 @@ std::string Codegen::quant_attrs(Value v, bool nhwc) const {
 void Codegen::gen_constant(tpu::ConstantOp op) {
   std::string layer = op.getLayer().str();
   tag(layer);
-  std::vector<float> v;
-  for (float f : mlir::cast<mlir::DenseElementsAttr>(op.getValue()).getValues<float>()) v.push_back(f);
+  std::vector<float> v = tpu::float_values(mlir::cast<mlir::DenseElementsAttr>(op.getValue()));
   std::vector<uint8_t> bytes(v.size() * esz_);
   double s = q8_ ? double(scale(op.getOutput())) : 1.0;
   for (size_t i = 0; i < v.size(); ++i) {

@@ -310,10 +310,8 @@ class Planner {
     return {n->getOperands().begin(), n->getOperands().end()};
   }
   static std::vector<float> constant(Value v) {
-    std::vector<float> out;
-    if (auto c = v.getDefiningOp<mlir::tosa::ConstOp>())
-      for (float f : mlir::cast<mlir::DenseElementsAttr>(c.getValue()).getValues<float>()) out.push_back(f);
-    return out;
+    if (auto c = v.getDefiningOp<mlir::tosa::ConstOp>()) return tpu::float_values(mlir::cast<mlir::DenseElementsAttr>(c.getValue()));
+    return {};
   }
   static uint64_t ceil_div(uint64_t a, uint64_t b) { return (a + b - 1) / b; }
   static llvm::StringRef role(mlir::Operation* op) {

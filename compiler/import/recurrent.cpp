@@ -48,8 +48,7 @@ Importer::Rnn Importer::rnn_setup(const onnx::NodeProto& n, mlir::Location loc, 
 Value Importer::rnn_fc(Rnn& r, Value v, int64_t rows, const float* w, int64_t K, const std::vector<float>& b, mlir::Location loc) {
   int64_t H = r.H;
   if (auto kc = v.getDefiningOp<mlir::tosa::ConstOp>()) {  // a constant state: the product is a constant too
-    std::vector<float> in, out(size_t(rows * H));
-    for (float f : mlir::cast<mlir::DenseElementsAttr>(kc.getValue()).getValues<float>()) in.push_back(f);
+    std::vector<float> in = tpu::float_values(mlir::cast<mlir::DenseElementsAttr>(kc.getValue())), out(size_t(rows * H));
     for (int64_t i = 0; i < rows; ++i)
       for (int64_t j = 0; j < H; ++j) {
         double acc = b[size_t(j)];

@@ -83,8 +83,7 @@ void eval(tpu::FakeQuantOp fq, const Env& env, RefTensor& y) {
 }
 
 void eval(tpu::ConstantOp k, const Env& env, RefTensor& y) {
-  size_t i = 0;
-  for (float v : mlir::cast<mlir::DenseElementsAttr>(k.getValue()).getValues<float>()) y.data[i++] = v;
+  y.data = tpu::float_values(mlir::cast<mlir::DenseElementsAttr>(k.getValue()));
 }
 
 }  // namespace vtpu::compiler::reference

@@ -14,9 +14,7 @@ namespace reference {
 std::vector<float> consts(mlir::Value v) {
   auto c = v.getDefiningOp<mlir::tosa::ConstOp>();
   if (!c) throw InternalError("reference: expected a constant");
-  std::vector<float> out;
-  for (float f : mlir::cast<mlir::DenseElementsAttr>(c.getValue()).getValues<float>()) out.push_back(f);
-  return out;
+  return tpu::float_values(mlir::cast<mlir::DenseElementsAttr>(c.getValue()));
 }
 
 float clampf(double x, double lo, double hi) { return float(std::min(std::max(x, lo), hi)); }

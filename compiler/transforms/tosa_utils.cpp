@@ -40,10 +40,7 @@ std::optional<std::vector<float>> const_data(Value v) {
   if (!c) return std::nullopt;
   auto attr = mlir::dyn_cast<mlir::DenseElementsAttr>(c.getValue());
   if (!attr || !attr.getElementType().isF32()) return std::nullopt;
-  std::vector<float> out;
-  out.reserve(size_t(attr.getNumElements()));
-  for (float f : attr.getValues<float>()) out.push_back(f);
-  return out;
+  return tpu::float_values(attr);
 }
 
 bool is_constant(Value v) {
