@@ -77,7 +77,8 @@ Constant Constant::take(std::vector<int64_t> to_shape, const std::vector<int64_t
 Constant read_tensor(const onnx::TensorProto& t, const std::filesystem::path& dir) {
   std::vector<int64_t> shape(t.dims().begin(), t.dims().end());
   int64_t n = numel(shape);
-  std::string raw;
+  std::string external;  // the bytes of external data, read from its file
+  std::string_view raw;  // the raw bytes: external data, or the proto's own (not copied)
   if (t.data_location() == onnx::TensorProto::EXTERNAL) {
     std::string loc;
     int64_t offset = 0, length = -1;
@@ -90,17 +91,22 @@ Constant read_tensor(const onnx::TensorProto& t, const std::filesystem::path& di
     std::ifstream f(file, std::ios::binary);
     if (!f) throw ConstantError(fmt::format("external data file '{}' cannot be opened", file.string()));
     f.seekg(offset);
-    raw.assign(size_t(length >= 0 ? length : n * 8), '\0');
-    f.read(raw.data(), std::streamsize(raw.size()));
-    raw.resize(size_t(f.gcount()));
+    external.assign(size_t(length >= 0 ? length : n * 8), '\0');
+    f.read(external.data(), std::streamsize(external.size()));
+    external.resize(size_t(f.gcount()));
+    raw = external;
   } else if (t.has_raw_data()) {
     raw = t.raw_data();
   }
+  std::vector<float> floats;
+  std::vector<int64_t> ints;
   // Fixed-width little-endian values from the raw bytes.
   auto from_raw = [&](auto type_tag, auto&& put) {
     using T = decltype(type_tag);
     if (raw.size() != size_t(n) * sizeof(T))
       throw ConstantError(fmt::format("initializer holds {} bytes, its shape needs {}", raw.size(), size_t(n) * sizeof(T)));
+    // n values are there: room for them in the vector `put` fills.
+    (is_integer_elem_type(t.data_type()) ? void(ints.reserve(size_t(n))) : void(floats.reserve(size_t(n))));
     for (int64_t i = 0; i < n; ++i) {
       T v;
       std::memcpy(&v, raw.data() + size_t(i) * sizeof(T), sizeof(T));
@@ -110,8 +116,6 @@ Constant read_tensor(const onnx::TensorProto& t, const std::filesystem::path& di
   auto count = [&](int given, const char* what) {
     if (given != n) throw ConstantError(fmt::format("{} initializer holds {} values, its shape needs {}", what, given, n));
   };
-  std::vector<float> floats;
-  std::vector<int64_t> ints;
   auto put_float = [&](auto v) { floats.push_back(float(v)); };
   auto put_int = [&](auto v) { ints.push_back(int64_t(v)); };
   const std::string type_name = onnx::TensorProto::DataType_Name(onnx::TensorProto::DataType(t.data_type()));

@@ -3,6 +3,12 @@
 // reads from @main (docs/compiler.md, "Integer inputs and outputs", empty tensors).
 #include <fmt/format.h>
 
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <climits>
 #include <fstream>
 
 #include "import/import_onnx.h"
@@ -26,9 +32,28 @@ mlir::OwningOpRef<mlir::ModuleOp> Importer::run() {
   load();
   validate_onnx(model_, path_, opt_.batch);  // compiler/validate: nothing below sees a model onnxruntime would refuse
   auto module = mlir::ModuleOp::create(b_.getUnknownLoc());
-  for (const auto& init : model_.graph().initializer()) constants_[init.name()] = read_tensor(init);
+  // The initializers' values, each read once; the proto's bytes are released as they are
+  // read, so that the two copies are not both held (ResNet-50: 100 MB less memory to touch).
+  for (auto& init : *model_.mutable_graph()->mutable_initializer()) {
+    constants_[init.name()] = read_tensor(init);
+    if (init.has_raw_data()) {
+      std::string().swap(*init.mutable_raw_data());
+      init.clear_raw_data();
+    }
+  }
   mlir::func::FuncOp fn = declare_inputs(module);
-  for (const auto& node : model_.graph().node()) import_node(node);
+  // A constant is released once the last node that reads it is imported: a layer's weights
+  // are not held as floats beside their MLIR attribute (ResNet-50: 100 MB less memory to
+  // touch). Graph outputs are read at the end.
+  std::map<std::string, int64_t> readers;
+  for (const auto& node : model_.graph().node())
+    for (const auto& in : node.input()) ++readers[in];
+  for (const auto& out : model_.graph().output()) readers[out.name()] += int64_t(1) << 40;
+  for (const auto& node : model_.graph().node()) {
+    import_node(node);
+    for (const auto& in : node.input())
+      if (--readers[in] == 0) constants_.erase(in);
+  }
   GraphOutputs outs = collect_outputs();
   b_.create<mlir::func::ReturnOp>(b_.getUnknownLoc(), outs.values);
   remove_unused(&fn.getBody().front());
@@ -197,10 +222,33 @@ void Importer::fail(const std::string& what, const std::string& node) const {
   throw CompileError(fmt::format("{}: node '{}': {}", path_.string(), node, what));
 }
 
+namespace {
+
+// A regular file under 2 GiB is parsed from its pages mapped into memory (one pass, no copy
+// into a stream's buffers: most of a model is initializer bytes); anything else from a stream.
+bool parse_model_file(const std::filesystem::path& path, onnx::ModelProto& model) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  struct stat st {};
+  if (fd >= 0 && ::fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0 && st.st_size < INT_MAX) {
+    void* p = ::mmap(nullptr, size_t(st.st_size), PROT_READ, MAP_PRIVATE | MAP_POPULATE, fd, 0);
+    ::close(fd);
+    if (p != MAP_FAILED) {
+      bool ok = model.ParseFromArray(p, int(st.st_size));
+      ::munmap(p, size_t(st.st_size));
+      return ok;
+    }
+  } else if (fd >= 0) {
+    ::close(fd);
+  }
+  std::ifstream f(path, std::ios::binary);
+  if (!f) throw UserError(fmt::format("{}: cannot open the model (does the file exist?)", path.string()));
+  return model.ParseFromIstream(&f);
+}
+
+}  // namespace
+
 void Importer::load() {
-  std::ifstream f(path_, std::ios::binary);
-  if (!f) throw UserError(fmt::format("{}: cannot open the model (does the file exist?)", path_.string()));
-  if (!model_.ParseFromIstream(&f))
+  if (!parse_model_file(path_, model_))
     throw UserError(fmt::format("{}: not a valid ONNX model (protobuf parse failed)", path_.string()));
   for (const auto& o : model_.opset_import())
     if (o.domain().empty() || o.domain() == "ai.onnx") opset_ = o.version();
