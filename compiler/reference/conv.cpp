@@ -1,4 +1,6 @@
 // Reference semantics of tpu.conv2d and tpu.zero_insert.
+#include <algorithm>
+
 #include "reference/interpreter.h"
 
 namespace vtpu::compiler::reference {
@@ -8,18 +10,64 @@ using tpu::shape_of;
 
 namespace {
 
+// One group: kPixels neighbouring output pixels of row (nn, oy) from ox0 at a time, so that each
+// weight row is read once for all of them (a deep layer's weights do not stay in cache from one
+// pixel to the next). Each output's sum runs over taps and input channels in the same order as
+// one pixel at a time, so the values are the same.
+constexpr int64_t kPixels = 4;
+
+VTPU_REFERENCE_KERNEL void conv_pixels(const RefTensor& x, const float* w, const std::vector<float>& b, int64_t KH, int64_t KW,
+                                       int64_t CO, llvm::ArrayRef<int64_t> st, llvm::ArrayRef<int64_t> pad,
+                                       llvm::ArrayRef<int64_t> dil, int64_t nn, int64_t oy, int64_t ox0, int64_t P, double* a) {
+  int64_t H = x.shape[1], W = x.shape[2], CI = x.shape[3];
+  for (int64_t p = 0; p < P; ++p)
+    for (int64_t co = 0; co < CO; ++co) a[p * CO + co] = b[size_t(co)];
+  for (int64_t ky = 0; ky < KH; ++ky)
+    for (int64_t kx = 0; kx < KW; ++kx) {
+      int64_t iy = oy * st[0] + ky * dil[0] - pad[0];
+      if (iy < 0 || iy >= H) continue;
+      const float* xr[kPixels] = {};
+      for (int64_t p = 0; p < P; ++p) {
+        int64_t ix = (ox0 + p) * st[1] + kx * dil[1] - pad[2];
+        if (ix >= 0 && ix < W) xr[p] = x.data.data() + ((nn * H + iy) * W + ix) * CI;
+      }
+      for (int64_t i = 0; i < CI; ++i) {
+        const float* wr = w + ((ky * KW + kx) * CI + i) * CO;
+        for (int64_t p = 0; p < P; ++p) {
+          if (!xr[p]) continue;
+          double xv = xr[p][i];
+          if (xv == 0.0) continue;  // zero inputs (most of a ReLU's output) add nothing
+          double* ap = a + p * CO;
+          for (int64_t co = 0; co < CO; ++co) ap[co] += xv * wr[co];
+        }
+      }
+    }
+}
+
 // y = clamp(conv(x, w) + b) of an NHWC x with w [KH, KW, CI / groups, CO], in double. A
 // function of its own so the compiler optimizes its loops alone; zero inputs (most of a
 // ReLU's output) add nothing and are skipped.
-__attribute__((noinline)) void conv_reference(const RefTensor& x, const std::vector<float>& w, const std::vector<float>& b,
+VTPU_REFERENCE_KERNEL void conv_reference(const RefTensor& x, const std::vector<float>& w, const std::vector<float>& b,
                                               const std::vector<int64_t>& ws, int64_t groups, llvm::ArrayRef<int64_t> st,
                                               llvm::ArrayRef<int64_t> pad, llvm::ArrayRef<int64_t> dil, double lo, double hi,
                                               RefTensor& y) {
   int64_t N = x.shape[0], H = x.shape[1], W = x.shape[2], CI = x.shape[3];
   int64_t KH = ws[0], KW = ws[1], CO = ws[3], OH = y.shape[1], OW = y.shape[2];
   int64_t CIg = ws[2], COg = CO / groups;  // per group
-  std::vector<double> acc(static_cast<size_t>(CO));
+  std::vector<double> acc(static_cast<size_t>(CO * kPixels));
   double* a = acc.data();
+  if (CIg == CI) {  // one group
+    for (int64_t nn = 0; nn < N; ++nn)
+      for (int64_t oy = 0; oy < OH; ++oy)
+        for (int64_t ox0 = 0; ox0 < OW; ox0 += kPixels) {
+          int64_t P = std::min(kPixels, OW - ox0);
+          conv_pixels(x, w.data(), b, KH, KW, CO, st, pad, dil, nn, oy, ox0, P, a);
+          for (int64_t p = 0; p < P; ++p)
+            for (int64_t co = 0; co < CO; ++co)
+              y.data[size_t(((nn * OH + oy) * OW + ox0 + p) * CO + co)] = clampf(a[p * CO + co], lo, hi);
+        }
+    return;
+  }
   for (int64_t nn = 0; nn < N; ++nn)
     for (int64_t oy = 0; oy < OH; ++oy)
       for (int64_t ox = 0; ox < OW; ++ox) {

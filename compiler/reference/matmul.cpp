@@ -8,22 +8,32 @@ namespace vtpu::compiler::reference {
 using mlir::Value;
 using tpu::shape_of;
 
+namespace {
+
+// y = clamp(x w + b) of x [M, K] and w [K, N], in double; i-k-j order so the inner loop runs
+// over contiguous weights (vectorizes).
+VTPU_REFERENCE_KERNEL void matmul_reference(const float* x, const float* w, const float* b, int64_t M, int64_t K, int64_t N,
+                                            double lo, double hi, float* y) {
+  std::vector<double> acc(static_cast<size_t>(N));
+  for (int64_t i = 0; i < M; ++i) {
+    for (int64_t j = 0; j < N; ++j) acc[size_t(j)] = b[j];
+    for (int64_t k = 0; k < K; ++k) {
+      double xv = x[i * K + k];
+      const float* wr = w + k * N;
+      for (int64_t j = 0; j < N; ++j) acc[size_t(j)] += xv * wr[j];
+    }
+    for (int64_t j = 0; j < N; ++j) y[i * N + j] = clampf(acc[size_t(j)], lo, hi);
+  }
+}
+
+}  // namespace
+
 void eval(tpu::MatmulOp m, const Env& env, RefTensor& y) {
   const RefTensor& x = env.get(m.getInput());
   auto w = consts(m.getWeight()), b = consts(m.getBias());
   int64_t K = shape_of(m.getWeight())[0], N = shape_of(m.getWeight())[1], M = int64_t(x.data.size()) / K;
-  double lo = m.getClampMin().convertToDouble(), hi = m.getClampMax().convertToDouble();
-  // i-k-j order so the inner loop runs over contiguous weights (vectorizes).
-  std::vector<double> acc(static_cast<size_t>(N));
-  for (int64_t i = 0; i < M; ++i) {
-    for (int64_t j = 0; j < N; ++j) acc[size_t(j)] = b[size_t(j)];
-    for (int64_t k = 0; k < K; ++k) {
-      double xv = x.data[size_t(i * K + k)];
-      const float* wr = w.data() + k * N;
-      for (int64_t j = 0; j < N; ++j) acc[size_t(j)] += xv * wr[j];
-    }
-    for (int64_t j = 0; j < N; ++j) y.data[size_t(i * N + j)] = clampf(acc[size_t(j)], lo, hi);
-  }
+  matmul_reference(x.data.data(), w.data(), b.data(), M, K, N, m.getClampMin().convertToDouble(), m.getClampMax().convertToDouble(),
+                   y.data.data());
 }
 
 void eval(tpu::BatchMatmulOp bm, const Env& env, RefTensor& y) {
