@@ -21,13 +21,14 @@ std::pair<int64_t, int64_t> Codegen::fixed_point(double M) {
 }
 
 Codegen::QWeights Codegen::quantize(const std::vector<float>& w, uint64_t K, uint64_t N) {
+  // Row by row (the matrix is row-major): each column's largest magnitude, then the codes.
   QWeights r{std::vector<float>(w.size()), std::vector<double>(N)};
-  for (uint64_t n = 0; n < N; ++n) {
-    double mx = 0;
-    for (uint64_t k = 0; k < K; ++k) mx = std::max(mx, double(std::fabs(w[k * N + n])));
-    r.s[n] = mx > 0 ? mx / 127.0 : 1.0;
-    for (uint64_t k = 0; k < K; ++k) r.q[k * N + n] = float(std::clamp<double>(std::nearbyint(w[k * N + n] / r.s[n]), -127, 127));
-  }
+  std::vector<float> mx(N, 0.0f);
+  for (uint64_t k = 0; k < K; ++k)
+    for (uint64_t n = 0; n < N; ++n) mx[n] = std::max(mx[n], std::fabs(w[k * N + n]));
+  for (uint64_t n = 0; n < N; ++n) r.s[n] = mx[n] > 0 ? double(mx[n]) / 127.0 : 1.0;
+  for (uint64_t k = 0; k < K; ++k)
+    for (uint64_t n = 0; n < N; ++n) r.q[k * N + n] = float(std::clamp<double>(std::nearbyint(w[k * N + n] / r.s[n]), -127, 127));
   return r;
 }
 

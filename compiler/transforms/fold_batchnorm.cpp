@@ -44,7 +44,10 @@ struct FoldBatchNorm : impl::FoldBatchNormPassBase<FoldBatchNorm> {
           for (size_t c = 0; c < size_t(C); ++c) (*bias)[c] += (*k)[c];
         }
         b.setInsertionPoint(op);
+        // An add changes the bias only: the weights' constant stays as it is.
+        bool weights_changed = mlir::isa<tosa::MulOp>(user);
         for (unsigned i : {1u, 2u}) {
+          if (i == 1 && !weights_changed) continue;
           Value old = op->getOperand(i);
           op->setOperand(i, make_const(b, op->getLoc(), shape_of(old), i == 1 ? *w : *bias));
           if (old.use_empty()) old.getDefiningOp()->erase();

@@ -1,5 +1,7 @@
 // Convolutions: tosa.conv2d and tosa.depthwise_conv2d become tpu.conv2d (weights
 // [KH, KW, CI / groups, CO]) with a following per-channel bias add and clamp fused.
+#include <algorithm>
+
 #include "transforms/lower_tosa/lowering.h"
 
 namespace vtpu::tpu::lowering {
@@ -31,12 +33,14 @@ struct Conv : Lowering<tosa::Conv2DOp> {
     if (!w || !bias) fail(cv, "convolution weights and bias must be constants");
     auto ws = shape_of(cv.getWeight());  // OHWI
     int64_t CO = ws[0], KH = ws[1], KW = ws[2], CI = ws[3];
+    // OHWI is a [CO, KH * KW * CI] matrix and HWIO its transpose: moved in square blocks, so
+    // that reads and writes both stay within a few cache lines (ResNet-50 has 100 MB of them).
     std::vector<float> hwio(w->size());
-    for (int64_t o = 0; o < CO; ++o)
-      for (int64_t h = 0; h < KH; ++h)
-        for (int64_t ww = 0; ww < KW; ++ww)
-          for (int64_t i = 0; i < CI; ++i)
-            hwio[size_t(((h * KW + ww) * CI + i) * CO + o)] = (*w)[size_t(((o * KH + h) * KW + ww) * CI + i)];
+    const int64_t rows = KH * KW * CI, kBlock = 32;
+    for (int64_t o0 = 0; o0 < CO; o0 += kBlock)
+      for (int64_t r0 = 0; r0 < rows; r0 += kBlock)
+        for (int64_t o = o0; o < std::min(CO, o0 + kBlock); ++o)
+          for (int64_t r = r0; r < std::min(rows, r0 + kBlock); ++r) hwio[size_t(r * CO + o)] = (*w)[size_t(o * rows + r)];
     lower_conv(state, b, cv, cv.getInput(), {KH, KW, CI, CO}, hwio, *bias, cv.getStrideAttr(), cv.getPadAttr(), cv.getDilationAttr(), 1);
   }
 };
