@@ -18,6 +18,7 @@
 #include "vtpu/models/zoo.h"
 #include "vtpu/sim/simulator.h"
 #include "vtpu/support/child_process.h"
+#include "vtpu/support/heap.h"
 #include "vtpu/sweep/runner.h"
 #include "vtpu/sweep/spec.h"
 
@@ -104,4 +105,11 @@ BENCHMARK(BM_Sweep1000)->Iterations(1)->Unit(benchmark::kSecond)->UseRealTime();
 
 }  // namespace
 
-BENCHMARK_MAIN();
+int main(int argc, char** argv) {
+  vtpu::heap_on_huge_pages();  // as the vtpu tool's main does: the compiles it measures fork from here
+  benchmark::Initialize(&argc, argv);
+  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  return 0;
+}

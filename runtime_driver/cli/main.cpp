@@ -23,6 +23,7 @@
 #include "vtpu/sim/simulator.h"
 #include "vtpu/support/error.h"
 #include "vtpu/support/files.h"
+#include "vtpu/support/heap.h"
 #include "vtpu/support/layout.h"
 #include "collective_cmd.h"
 #include "output_files.h"
@@ -350,6 +351,7 @@ int cmd_sim(const SimArgs& a) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  vtpu::heap_on_huge_pages();
   CLI::App app{"vtpu: a virtual TPU (cycle-accurate simulator, compiler, RTL cross-check)"};
   app.require_subcommand(1);
   app.set_version_flag("--version", std::string("vtpu ") + VTPU_VERSION);
