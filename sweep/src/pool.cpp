@@ -1,6 +1,7 @@
 #include "pool.h"
 
 #include <fcntl.h>
+#include <malloc.h>
 #include <poll.h>
 #include <signal.h>
 #include <sys/prctl.h>
@@ -28,6 +29,10 @@ uint64_t ProcessPool::launch(const std::function<std::string()>& fn,
   int fds[2];
   if (pipe(fds) != 0) throw InternalError(std::string("pipe failed: ") + std::strerror(errno));
   pid_t parent = getpid();
+  // Memory the coordinator has freed (a model imported for its inputs: hundreds of MB, kept by
+  // vtpu's heap settings, support/heap.h) goes back to the system first: a worker would
+  // otherwise copy each page of it it writes to.
+  malloc_trim(0);
   pid_t pid = fork();
   if (pid < 0) throw InternalError(std::string("fork failed: ") + std::strerror(errno));
   if (pid == 0) {
