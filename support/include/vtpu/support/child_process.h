@@ -4,6 +4,7 @@
 // sends its result back as bytes. And other programs run as child processes (run_command:
 // onnxruntime through Node.js for `vtpu run --check`).
 #include <fcntl.h>
+#include <malloc.h>
 #include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -27,6 +28,9 @@ inline std::string run_in_child(const std::function<std::string()>& fn,
                                 const std::string& crashed) {
   int fds[2];
   if (pipe(fds) != 0) throw InternalError("pipe failed");
+  // Freed memory goes back to the system first (kept otherwise: vtpu/support/heap.h), or the
+  // child would copy each page of it it writes to.
+  malloc_trim(0);
   pid_t pid = fork();
   if (pid < 0) throw InternalError("fork failed");
   if (pid == 0) {
