@@ -106,7 +106,8 @@ Constant read_tensor(const onnx::TensorProto& t, const std::filesystem::path& di
     if (raw.size() != size_t(n) * sizeof(T))
       throw ConstantError(fmt::format("initializer holds {} bytes, its shape needs {}", raw.size(), size_t(n) * sizeof(T)));
     // n values are there: room for them in the vector `put` fills.
-    (is_integer_elem_type(t.data_type()) ? void(ints.reserve(size_t(n))) : void(floats.reserve(size_t(n))));
+    if (is_integer_elem_type(t.data_type())) ints.reserve(size_t(n));
+    else floats.reserve(size_t(n));
     for (int64_t i = 0; i < n; ++i) {
       T v;
       std::memcpy(&v, raw.data() + size_t(i) * sizeof(T), sizeof(T));

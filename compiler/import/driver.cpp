@@ -44,15 +44,16 @@ mlir::OwningOpRef<mlir::ModuleOp> Importer::run() {
   mlir::func::FuncOp fn = declare_inputs(module);
   // A constant is released once the last node that reads it is imported: a layer's weights
   // are not held as floats beside their MLIR attribute (ResNet-50: 100 MB less memory to
-  // touch). Graph outputs are read at the end.
+  // touch). Graph outputs are kept: collect_outputs reads them at the end.
   std::map<std::string, int64_t> readers;
   for (const auto& node : model_.graph().node())
     for (const auto& in : node.input()) ++readers[in];
-  for (const auto& out : model_.graph().output()) readers[out.name()] += int64_t(1) << 40;
+  std::set<std::string> outputs;
+  for (const auto& out : model_.graph().output()) outputs.insert(out.name());
   for (const auto& node : model_.graph().node()) {
     import_node(node);
     for (const auto& in : node.input())
-      if (--readers[in] == 0) constants_.erase(in);
+      if (--readers[in] == 0 && !outputs.count(in)) constants_.erase(in);
   }
   GraphOutputs outs = collect_outputs();
   b_.create<mlir::func::ReturnOp>(b_.getUnknownLoc(), outs.values);

@@ -44,13 +44,12 @@ VTPU_REFERENCE_KERNEL void conv_pixels(const RefTensor& x, const float* w, const
     }
 }
 
-// y = clamp(conv(x, w) + b) of an NHWC x with w [KH, KW, CI / groups, CO], in double. A
-// function of its own so the compiler optimizes its loops alone; zero inputs (most of a
-// ReLU's output) add nothing and are skipped.
+// y = clamp(conv(x, w) + b) of an NHWC x with w [KH, KW, CI / groups, CO], in double: one
+// group through conv_pixels, several one pixel at a time here.
 VTPU_REFERENCE_KERNEL void conv_reference(const RefTensor& x, const std::vector<float>& w, const std::vector<float>& b,
-                                              const std::vector<int64_t>& ws, int64_t groups, llvm::ArrayRef<int64_t> st,
-                                              llvm::ArrayRef<int64_t> pad, llvm::ArrayRef<int64_t> dil, double lo, double hi,
-                                              RefTensor& y) {
+                                          const std::vector<int64_t>& ws, int64_t groups, llvm::ArrayRef<int64_t> st,
+                                          llvm::ArrayRef<int64_t> pad, llvm::ArrayRef<int64_t> dil, double lo, double hi,
+                                          RefTensor& y) {
   int64_t N = x.shape[0], H = x.shape[1], W = x.shape[2], CI = x.shape[3];
   int64_t KH = ws[0], KW = ws[1], CO = ws[3], OH = y.shape[1], OW = y.shape[2];
   int64_t CIg = ws[2], COg = CO / groups;  // per group
@@ -79,13 +78,7 @@ VTPU_REFERENCE_KERNEL void conv_reference(const RefTensor& x, const std::vector<
             const float* xr = x.data.data() + ((nn * H + iy) * W + ix) * CI;
             for (int64_t i = 0; i < CIg; ++i) {
               const float* wr = w.data() + ((ky * KW + kx) * CIg + i) * CO;
-              if (CIg == CI) {  // one group: every output reads input channel i
-                double xv = xr[i];
-                if (xv == 0.0) continue;
-                for (int64_t co = 0; co < CO; ++co) a[co] += xv * wr[co];
-              } else {
-                for (int64_t co = 0; co < CO; ++co) a[co] += double(xr[co / COg * CIg + i]) * wr[co];
-              }
+              for (int64_t co = 0; co < CO; ++co) a[co] += double(xr[co / COg * CIg + i]) * wr[co];
             }
           }
         for (int64_t co = 0; co < CO; ++co) y.data[size_t(((nn * OH + oy) * OW + ox) * CO + co)] = clampf(a[co], lo, hi);
