@@ -22,7 +22,7 @@ void fail(mlir::Operation* op, const std::string& what) {
   throw compiler::CompileError(fmt::format("node '{}': {}", layer_name(op), what));
 }
 
-std::optional<std::vector<float>> const_data(Value v) {
+mlir::DenseElementsAttr const_attr(Value v) {
   while (true) {
     if (auto rs = v.getDefiningOp<tosa::ReshapeOp>()) {
       v = rs.getInput1();
@@ -30,17 +30,22 @@ std::optional<std::vector<float>> const_data(Value v) {
     }
     if (auto tr = v.getDefiningOp<tosa::TransposeOp>()) {
       auto t = mlir::cast<mlir::RankedTensorType>(tr.getInput1().getType());
-      if (llvm::count_if(t.getShape(), [](int64_t d) { return d != 1; }) > 1) return std::nullopt;
+      if (llvm::count_if(t.getShape(), [](int64_t d) { return d != 1; }) > 1) return {};
       v = tr.getInput1();
       continue;
     }
     break;
   }
   auto c = v.getDefiningOp<tosa::ConstOp>();
-  if (!c) return std::nullopt;
+  if (!c) return {};
   auto attr = mlir::dyn_cast<mlir::DenseElementsAttr>(c.getValue());
-  if (!attr || !attr.getElementType().isF32()) return std::nullopt;
-  return tpu::float_values(attr);
+  if (!attr || !attr.getElementType().isF32()) return {};
+  return attr;
+}
+
+std::optional<std::vector<float>> const_data(Value v) {
+  if (mlir::DenseElementsAttr attr = const_attr(v)) return tpu::float_values(attr);
+  return std::nullopt;
 }
 
 bool is_constant(Value v) {

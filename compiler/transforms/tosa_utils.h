@@ -19,9 +19,12 @@ std::string layer_name(mlir::Operation* op);
 // Throws the CompileError "node '<layer>': what".
 [[noreturn]] void fail(mlir::Operation* op, const std::string& what);
 
-// The float data of a tosa.const, or nullopt. Looks through the reshapes the importer adds
+// The f32 attribute of a tosa.const, or null. Looks through the reshapes the importer adds
 // for ONNX broadcasting, and through transposes that cannot reorder the data (at most one
 // dimension above 1), so `x + bias[C]` is seen as a constant operand.
+mlir::DenseElementsAttr const_attr(mlir::Value v);
+
+// The float data of const_attr(v), or nullopt.
 std::optional<std::vector<float>> const_data(mlir::Value v);
 
 // True if v is a tosa.const seen through any reshapes and transposes (weights in the making).
