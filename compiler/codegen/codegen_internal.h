@@ -31,11 +31,13 @@
 #include <cstring>
 #include <deque>
 #include <functional>
+#include <initializer_list>
 #include <limits>
 #include <map>
 #include <optional>
 #include <set>
 #include <sstream>
+#include <stdexcept>
 #include <string>
 #include <tuple>
 #include <vector>
@@ -74,6 +76,27 @@ inline std::string with_flag(std::string text, int f) {
   return text;
 }
 inline emit::Reg reg(unsigned n) { return {n}; }
+// A unified-buffer or accumulator operand at an address given as text: "rN+offset" from
+// addr_ref/reg_ref, or a placeholder filled in later ("{S}").
+inline emit::Mem ub_ref(const std::string& addr) { return emit::ub(emit::Addr{addr}); }
+inline emit::Mem acc_ref(const std::string& addr) { return emit::acc(emit::Addr{addr}); }
+// One bundle's line: its operations side by side ("  a || b").
+inline std::string bundle(std::initializer_list<std::string> ops) {
+  std::string line;
+  for (const std::string& o : ops) line += (line.empty() ? "  " : " || ") + o;
+  return line;
+}
+// The two-operand vector operation named `kind` ("add", "sub", "mul", "max", "min").
+inline std::string vec_binary(const std::string& kind, const emit::Mem& dst, const emit::Mem& a, const emit::Mem& b,
+                              uint64_t rows, isa::Dtype dt, std::optional<bool> bcast = std::nullopt,
+                              std::optional<emit::Flag> flag = std::nullopt) {
+  if (kind == "add") return emit::vec_add(dst, a, b, rows, dt, bcast, flag);
+  if (kind == "sub") return emit::vec_sub(dst, a, b, rows, dt, bcast, flag);
+  if (kind == "mul") return emit::vec_mul(dst, a, b, rows, dt, bcast, flag);
+  if (kind == "max") return emit::vec_max(dst, a, b, rows, dt, bcast, flag);
+  if (kind == "min") return emit::vec_min(dst, a, b, rows, dt, bcast, flag);
+  throw std::logic_error("vec_binary: no vector operation '" + kind + "'");
+}
 
 
 inline uint64_t align_up(uint64_t x, uint64_t a) { return (x + a - 1) / a * a; }
