@@ -105,8 +105,10 @@ std::string generate_cpp_emitters() {
                          : fmt::format("const {}& {}", p.type, p.name));
       std::string value = p.print(p.optional ? "(*" + p.name + ")" : p.name);
       std::string prefix = positional ? (first ? " " : ", ") : fmt::format(" {}=", op.operands[i].name);
-      if (p.optional) body += fmt::format("  if ({}) s += \"{}\" + {};\n", p.name, prefix, value);
-      else body += fmt::format("  s += \"{}\" + {};\n", prefix, value);
+      // The name and the value appended one after the other: `s += "name=" + value` builds a
+      // temporary in which GCC 12 at -O3 sees a false -Wstringop-overflow.
+      if (p.optional) body += fmt::format("  if ({}) {{ s += \"{}\"; s += {}; }}\n", p.name, prefix, value);
+      else body += fmt::format("  s += \"{}\";\n  s += {};\n", prefix, value);
       first = false;
     }
     o += fmt::format("\n// {} ({}): {}\ninline std::string {}({}) {{\n{}  return s;\n}}\n", op.mnemonic,
