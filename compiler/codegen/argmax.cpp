@@ -15,15 +15,17 @@ namespace vtpu::compiler::codegen {
 // The offer both index searches make (gen_argmax, gen_pool_argmax), in fp32 rows: v =
 // min((M - v) * 2^200, 1) * 2^30 + bias, so where v equals the maximum M it offers the
 // bias (an index: one value, or one per lane) and elsewhere at least 2^30 - 2^24. v and M
-// are operand addresses ("ub[rN+0]"); M - v is never negative.
+// are unified-buffer addresses ("rN+0", the operands ub[rN+0]); M - v is never negative.
 void Codegen::index_offer(const std::string& v, const std::string& m, uint64_t rows, const std::string& bias) {
+  const emit::Mem V = ub_ref(v), Mx = ub_ref(m);
+  const isa::Dtype f32 = isa::Dtype::Fp32;
   std::string huge = new_param(fmt::format("scale=[{}]", std::ldexp(1.0, 100)));
-  vec_wait(fmt::format("vec.sub dst={0} a={1} b={0} rows={2} dt=fp32", v, m, rows));
-  vec_wait(fmt::format("vec.affine dst={0} a={0} rows={1} dt=fp32 param={2}", v, rows, huge));  // twice: 2^200
-  vec_wait(fmt::format("vec.affine dst={0} a={0} rows={1} dt=fp32 param={2}", v, rows, huge));
-  vec_wait(fmt::format("vec.clamp dst={0} a={0} rows={1} dt=fp32 param={2}", v, rows, clamp_param(0.0, 1.0)));
-  vec_wait(fmt::format("vec.affine dst={0} a={0} rows={1} dt=fp32 param={2}", v, rows,
-                       new_param(fmt::format("scale=[{}] bias=[{}]", std::ldexp(1.0, 30), bias))));
+  vec_wait(emit::vec_sub(V, Mx, V, rows, f32));
+  vec_wait(emit::vec_affine(V, V, rows, f32, emit::Param{huge}));  // twice: 2^200
+  vec_wait(emit::vec_affine(V, V, rows, f32, emit::Param{huge}));
+  vec_wait(emit::vec_clamp(V, V, rows, f32, emit::Param{clamp_param(0.0, 1.0)}));
+  vec_wait(emit::vec_affine(V, V, rows, f32,
+                            emit::Param{new_param(fmt::format("scale=[{}] bias=[{}]", std::ldexp(1.0, 30), bias))}));
 }
 
 // ArgMax/ArgMin of each row, in fp32 rows: v = x (or -x for a minimum), padding lanes
@@ -50,18 +52,20 @@ void Codegen::gen_argmax(tpu::ArgMaxOp op) {
     }
   {
     uint64_t n = mask.size(), hbm = hbm_const(std::move(mask));
-    code(fmt::format("  dma.load desc={} src=r0 dst=r0 flag=f1", new_desc(fmt::format("bytes={} src_off={} dst_off={}", n, hbm, masks))));
-    code("  wait f1");
+    code("  " + emit::dma_load(emit::Desc{new_desc(fmt::format("bytes={} src_off={} dst_off={}", n, hbm, masks))}, reg(0), reg(0),
+                               emit::flag(1)));
+    code("  " + emit::wait(emit::flag(1)));
   }
   std::string neg = new_param("scale=[-1]");
+  const isa::Dtype f32 = isa::Dtype::Fp32;
   auto blk = [&](uint64_t b) { return v.base + b * v.block_bytes; };
   for (uint64_t b = 0; b < x.blocks; ++b) {
-    code(fmt::format("  li r1, {} || li r2, {}", blk(b), masks + b * row32));
-    if (op.getMin()) vec_wait(fmt::format("vec.affine dst=ub[r1+0] a=ub[r1+0] rows={} dt=fp32 param={}", rows, neg));
-    vec_wait(fmt::format("vec.add dst=ub[r1+0] a=ub[r1+0] b=ub[r2+0] rows={} dt=fp32 bcast=1", rows));
-    code(fmt::format("  li r3, {} || li r4, {}", b == 0 ? mx : tmp, mx));
-    vec_wait(fmt::format("vec.rmax dst=ub[r3+0] a=ub[r1+0] rows={} dt=fp32", rows));
-    if (b) vec_wait(fmt::format("vec.max dst=ub[r4+0] a=ub[r4+0] b=ub[r3+0] rows={} dt=fp32", rows));
+    code(bundle({emit::li(reg(1), int64_t(blk(b))), emit::li(reg(2), int64_t(masks + b * row32))}));
+    if (op.getMin()) vec_wait(emit::vec_affine(ub_reg(1), ub_reg(1), rows, f32, emit::Param{neg}));
+    vec_wait(emit::vec_add(ub_reg(1), ub_reg(1), ub_reg(2), rows, f32, std::optional<bool>(true)));
+    code(bundle({emit::li(reg(3), int64_t(b == 0 ? mx : tmp)), emit::li(reg(4), int64_t(mx))}));
+    vec_wait(emit::vec_rmax(ub_reg(3), ub_reg(1), rows, f32));
+    if (b) vec_wait(emit::vec_max(ub_reg(4), ub_reg(4), ub_reg(3), rows, f32));
   }
   for (uint64_t b = 0; b < x.blocks; ++b) {
     std::vector<double> lane(R_);
@@ -69,22 +73,22 @@ void Codegen::gen_argmax(tpu::ArgMaxOp op) {
       double idx = double(std::min<uint64_t>(b * R_ + l, K - 1));
       lane[l] = op.getLast() ? double(K - 1) - idx : idx;
     }
-    code(fmt::format("  li r1, {} || li r4, {}", blk(b), mx));
-    code(fmt::format("  li r3, {} || li r5, {}", b == 0 ? best : tmp, best));
-    index_offer("ub[r1+0]", "ub[r4+0]", rows, fmt::format("{}", fmt::join(lane, ", ")));
-    vec_wait(fmt::format("vec.affine dst=ub[r1+0] a=ub[r1+0] rows={} dt=fp32 param={}", rows, neg));
-    vec_wait(fmt::format("vec.rmax dst=ub[r3+0] a=ub[r1+0] rows={} dt=fp32", rows));  // -(row minimum)
-    if (b) vec_wait(fmt::format("vec.max dst=ub[r5+0] a=ub[r5+0] b=ub[r3+0] rows={} dt=fp32", rows));
+    code(bundle({emit::li(reg(1), int64_t(blk(b))), emit::li(reg(4), int64_t(mx))}));
+    code(bundle({emit::li(reg(3), int64_t(b == 0 ? best : tmp)), emit::li(reg(5), int64_t(best))}));
+    index_offer("r1+0", "r4+0", rows, fmt::format("{}", fmt::join(lane, ", ")));
+    vec_wait(emit::vec_affine(ub_reg(1), ub_reg(1), rows, f32, emit::Param{neg}));
+    vec_wait(emit::vec_rmax(ub_reg(3), ub_reg(1), rows, f32));  // -(row minimum)
+    if (b) vec_wait(emit::vec_max(ub_reg(5), ub_reg(5), ub_reg(3), rows, f32));
   }
   // best = -(index), or -(K - 1 - index) for the last of equal values.
   std::string back = op.getLast() ? new_param(fmt::format("scale=[1] bias=[{}]", double(K - 1))) : neg;
-  code(fmt::format("  li r5, {}", best));
-  vec_wait(fmt::format("vec.affine dst=ub[r5+0] a=ub[r5+0] rows={} dt=fp32 param={}", rows, back));
-  vec_wait(fmt::format("vec.cvt dst=ub[r5+0] a=ub[r5+0] rows={} dt=fp32 odt=int32", rows));
+  code("  " + emit::li(reg(5), int64_t(best)));
+  vec_wait(emit::vec_affine(ub_reg(5), ub_reg(5), rows, f32, emit::Param{back}));
+  vec_wait(emit::vec_cvt(ub_reg(5), ub_reg(5), rows, f32, isa::Dtype::Int32));
   uint64_t hbm = hbm_alloc(rows * 4);
   std::string d = new_desc(fmt::format("bytes=4 src_off={} dst_off={} dim=[{}, {}, 4]", best, hbm, rows, row32));
-  code(fmt::format("  dma.store desc={} src=r0 dst=r0 flag=f1", d));
-  code("  wait f1");
+  code("  " + emit::dma_store(emit::Desc{d}, reg(0), reg(0), emit::flag(1)));
+  code("  " + emit::wait(emit::flag(1)));
   auto ys = shape_of(op.getOutput());
   if (ys.empty()) ys = {1};  // a scalar: one row of one
   Act y = int32_act(ys, fmt::format("the output of '{}'", layer));
@@ -109,10 +113,12 @@ void Codegen::gen_pool_argmax(tpu::PoolArgmaxOp op) {
   uint64_t row32 = R_ * 4, rows = z.rows;
   std::string fill_low = new_param("scale=[0] bias=[-3e38]"), fill_high = new_param("scale=[0] bias=[3e38]"),
               gather = new_param(fmt::format("window=[0] pool_stride={}", uint64_t(st[1]) * row32));
+  const isa::Dtype f32 = isa::Dtype::Fp32;
   auto at = [&](const Act& a, uint64_t b, uint64_t row) { return a.base + b * a.block_bytes + row * row32; };
   // T = tap (i, j) of every window, block b.
   auto gather_tap = [&](uint64_t b, int64_t i, int64_t j) {
-    vec_wait(fmt::format("vec.affine dst=ub[{0}] a=ub[{0}] rows={1} dt=fp32 param={2}", addr_ref(at(T, b, 0), 1), rows, fill_low));
+    const emit::Mem t = ub_ref(addr_ref(at(T, b, 0), 1));
+    vec_wait(emit::vec_affine(t, t, rows, f32, emit::Param{fill_low}));
     int64_t lo = std::max<int64_t>(0, (pad[2] - j + st[1] - 1) / st[1]);
     int64_t hi = std::min<int64_t>(OW, (W - 1 + pad[2] - j) / st[1] + 1);
     if (W - 1 + pad[2] - j < 0 || lo >= hi) return;
@@ -121,26 +127,26 @@ void Codegen::gen_pool_argmax(tpu::PoolArgmaxOp op) {
         int64_t h = oh * st[0] + i - pad[0];
         if (h < 0 || h >= H) continue;
         uint64_t src = at(X, b, uint64_t((n * H + h) * W + lo * st[1] + j - pad[2])), dst = at(T, b, uint64_t((n * OH + oh) * OW + lo));
-        code(fmt::format("  li r1, {} || li r2, {}", src, dst));
-        vec_wait(fmt::format("vec.maxpool dst=ub[r2+0] a=ub[r1+0] rows={} dt=fp32 param={}", hi - lo, gather));
+        code(bundle({emit::li(reg(1), int64_t(src)), emit::li(reg(2), int64_t(dst))}));
+        vec_wait(emit::vec_maxpool(ub_reg(2), ub_reg(1), uint64_t(hi - lo), f32, emit::Param{gather}));
       }
   };
   for (uint64_t b = 0; b < z.blocks; ++b) {
-    code(fmt::format("  li r3, {} || li r4, {}", at(M, b, 0), at(T, b, 0)));
-    code(fmt::format("  li r5, {}", at(B, b, 0)));
-    vec_wait(fmt::format("vec.affine dst=ub[r3+0] a=ub[r3+0] rows={} dt=fp32 param={}", rows, fill_low));
+    code(bundle({emit::li(reg(3), int64_t(at(M, b, 0))), emit::li(reg(4), int64_t(at(T, b, 0)))}));
+    code("  " + emit::li(reg(5), int64_t(at(B, b, 0))));
+    vec_wait(emit::vec_affine(ub_reg(3), ub_reg(3), rows, f32, emit::Param{fill_low}));
     for (int64_t i = 0; i < k[0]; ++i)
       for (int64_t j = 0; j < k[1]; ++j) {
         gather_tap(b, i, j);
-        vec_wait(fmt::format("vec.max dst=ub[r3+0] a=ub[r3+0] b=ub[r4+0] rows={} dt=fp32", rows));
+        vec_wait(emit::vec_max(ub_reg(3), ub_reg(3), ub_reg(4), rows, f32));
       }
-    vec_wait(fmt::format("vec.affine dst=ub[r5+0] a=ub[r5+0] rows={} dt=fp32 param={}", rows, fill_high));
+    vec_wait(emit::vec_affine(ub_reg(5), ub_reg(5), rows, f32, emit::Param{fill_high}));
     for (int64_t i = 0; i < k[0]; ++i)
       for (int64_t j = 0; j < k[1]; ++j) {
         gather_tap(b, i, j);
         int64_t off = column_major ? (j - pad[2]) * H + (i - pad[0]) : (i - pad[0]) * W + (j - pad[2]);
-        index_offer("ub[r4+0]", "ub[r3+0]", rows, std::to_string(off));
-        vec_wait(fmt::format("vec.min dst=ub[r5+0] a=ub[r5+0] b=ub[r4+0] rows={} dt=fp32", rows));
+        index_offer("r4+0", "r3+0", rows, std::to_string(off));
+        vec_wait(emit::vec_min(ub_reg(5), ub_reg(5), ub_reg(4), rows, f32));
       }
   }
   // The row part of each output row's index, spread over the lanes (into T, block 0).
@@ -153,18 +159,18 @@ void Codegen::gen_pool_argmax(tpu::PoolArgmaxOp op) {
       }
   clear(T.base, T.block_bytes);
   std::string d = new_desc(fmt::format("bytes=4 src_off={} dst_off={} dim=[{}, 4, {}]", hbm_const(std::move(row_part)), T.base, rows, row32));
-  code(fmt::format("  dma.load desc={} src=r0 dst=r0 flag=f1", d));
-  code("  wait f1");
-  code(fmt::format("  li r4, {}", T.base));
-  vec_wait(fmt::format("vec.rsum dst=ub[r4+0] a=ub[r4+0] rows={} dt=fp32 odt=fp32", rows));
+  code("  " + emit::dma_load(emit::Desc{d}, reg(0), reg(0), emit::flag(1)));
+  code("  " + emit::wait(emit::flag(1)));
+  code("  " + emit::li(reg(4), int64_t(T.base)));
+  vec_wait(emit::vec_rsum(ub_reg(4), ub_reg(4), rows, f32, f32));
   for (uint64_t b = 0; b < z.blocks; ++b) {
     std::vector<double> lane(R_);
     for (uint64_t l = 0; l < R_; ++l) lane[l] = double(std::min<uint64_t>(b * R_ + l, uint64_t(C - 1)) * uint64_t(H * W));
-    code(fmt::format("  li r5, {} || li r6, {}", at(B, b, 0), z.base + b * z.block_bytes));
-    vec_wait(fmt::format("vec.add dst=ub[r5+0] a=ub[r5+0] b=ub[r4+0] rows={} dt=fp32", rows));
-    vec_wait(fmt::format("vec.affine dst=ub[r5+0] a=ub[r5+0] rows={} dt=fp32 param={}", rows,
-                         new_param(fmt::format("scale=[1] bias=[{}]", fmt::join(lane, ", ")))));
-    vec_wait(fmt::format("vec.cvt dst=ub[r6+0] a=ub[r5+0] rows={} dt=fp32 odt=int32", rows));
+    code(bundle({emit::li(reg(5), int64_t(at(B, b, 0))), emit::li(reg(6), int64_t(z.base + b * z.block_bytes))}));
+    vec_wait(emit::vec_add(ub_reg(5), ub_reg(5), ub_reg(4), rows, f32));
+    vec_wait(emit::vec_affine(ub_reg(5), ub_reg(5), rows, f32,
+                              emit::Param{new_param(fmt::format("scale=[1] bias=[{}]", fmt::join(lane, ", ")))}));
+    vec_wait(emit::vec_cvt(ub_reg(6), ub_reg(5), rows, f32, isa::Dtype::Int32));
   }
   for (const Act* t : {&X, &M, &T, &B}) ub_.release(t->base);
   add_bound(layer, 0, 0);

@@ -8,12 +8,13 @@ namespace vtpu::compiler::codegen {
 // output's, which int8 rescaling would saturate before the op. Registers: r1 = a, r2 = b,
 // r3 = y, r4 and r5 = fp32 temporaries of `rows` rows.
 void Codegen::int8_in_fp32(const std::string& kind, uint64_t rows, const std::string& pa, const std::string& pb) {
-  vec_wait(fmt::format("vec.cvt dst=ub[r4+0] a=ub[r1+0] rows={} dt=int8 odt=fp32", rows));
-  vec_wait(fmt::format("vec.affine dst=ub[r4+0] a=ub[r4+0] rows={} dt=fp32 param={}", rows, pa));
-  vec_wait(fmt::format("vec.cvt dst=ub[r5+0] a=ub[r2+0] rows={} dt=int8 odt=fp32", rows));
-  vec_wait(fmt::format("vec.affine dst=ub[r5+0] a=ub[r5+0] rows={} dt=fp32 param={}", rows, pb));
-  vec_wait(fmt::format("vec.{} dst=ub[r4+0] a=ub[r4+0] b=ub[r5+0] rows={} dt=fp32", kind, rows));
-  vec_wait(fmt::format("vec.cvt dst=ub[r3+0] a=ub[r4+0] rows={} dt=fp32 odt=int8", rows));
+  const isa::Dtype f32 = isa::Dtype::Fp32, i8 = isa::Dtype::Int8;
+  vec_wait(emit::vec_cvt(ub_reg(4), ub_reg(1), rows, i8, f32));
+  vec_wait(emit::vec_affine(ub_reg(4), ub_reg(4), rows, f32, emit::Param{pa}));
+  vec_wait(emit::vec_cvt(ub_reg(5), ub_reg(2), rows, i8, f32));
+  vec_wait(emit::vec_affine(ub_reg(5), ub_reg(5), rows, f32, emit::Param{pb}));
+  vec_wait(vec_binary(kind, ub_reg(4), ub_reg(4), ub_reg(5), rows, f32));
+  vec_wait(emit::vec_cvt(ub_reg(3), ub_reg(4), rows, f32, i8));
 }
 
 void Codegen::gen_add(tpu::AddOp op) {
@@ -57,19 +58,19 @@ void Codegen::gen_add(tpu::AddOp op) {
                ba = b.base + blk * b.block_bytes + r0 * rowb;
       uint64_t tb = tmp;
       if (q8_ && !wide && period) tb += (ya + ubc.row_bytes + period - tmp % period) % period;
-      code(fmt::format("  li r1, {} || li r2, {}", aa, ba));
-      code(fmt::format("  li r3, {} || li r4, {}", ya, tb));
+      code(bundle({emit::li(reg(1), int64_t(aa)), emit::li(reg(2), int64_t(ba))}));
+      code(bundle({emit::li(reg(3), int64_t(ya)), emit::li(reg(4), int64_t(tb))}));
       if (wide) {
-        code(fmt::format("  li r5, {}", tmp + tmp_bytes));
+        code("  " + emit::li(reg(5), int64_t(tmp + tmp_bytes)));
         int8_in_fp32("add", n, pa, pb);
       } else if (q8_) {
-        vec_wait(fmt::format("vec.affine dst=ub[r4+0] a=ub[r2+0] rows={} dt=int8 param={}", n, pb));
-        vec_wait(fmt::format("vec.affine dst=ub[r3+0] a=ub[r1+0] rows={} dt=int8 param={}", n, pa));
-        vec_wait(fmt::format("vec.add dst=ub[r3+0] a=ub[r3+0] b=ub[r4+0] rows={} dt=int8", n));
+        vec_wait(emit::vec_affine(ub_reg(4), ub_reg(2), n, isa::Dtype::Int8, emit::Param{pb}));
+        vec_wait(emit::vec_affine(ub_reg(3), ub_reg(1), n, isa::Dtype::Int8, emit::Param{pa}));
+        vec_wait(emit::vec_add(ub_reg(3), ub_reg(3), ub_reg(4), n, isa::Dtype::Int8));
       } else {
-        vec_wait(fmt::format("vec.add dst=ub[r3+0] a=ub[r1+0] b=ub[r2+0] rows={} dt={}", n, dt_));
+        vec_wait(emit::vec_add(ub_reg(3), ub_reg(1), ub_reg(2), n, dtype_));
       }
-      if (!cp.empty()) vec_wait(fmt::format("vec.clamp dst=ub[r3+0] a=ub[r3+0] rows={} dt={} param={}", n, dt_, cp));
+      if (!cp.empty()) vec_wait(emit::vec_clamp(ub_reg(3), ub_reg(3), n, dtype_, emit::Param{cp}));
     }
   if (q8_) ub_.release(tmp);
   add_bound(layer, 0, 0);
@@ -97,22 +98,30 @@ void Codegen::gen_int_div(tpu::BinaryOp op) {
               plus1 = new_param("scale=[1] bias=[1]");
   for (uint64_t blk = 0; blk < y.blocks; ++blk) {
     uint64_t o = blk * A.block_bytes;
-    auto u = [&](const Act& t) { return fmt::format("ub[r0+{}]", t.base + o); };
-    auto v = [&](const std::string& op_, const Act& d, const Act& x, const Act* z, const std::string& tail = "") {
-      vec_wait(fmt::format("vec.{} dst={} a={}{} rows={} dt=fp32{}", op_, u(d), u(x), z ? " b=" + u(*z) : "", y.rows, tail));
+    const isa::Dtype f32 = isa::Dtype::Fp32;
+    auto u = [&](const Act& t) { return ub_at(t.base + o); };
+    // d = x <kind> z (add, sub, mul, max), d = x * param (affine), d = clamp(x, param), d = 1 / x.
+    auto v = [&](const std::string& kind, const Act& d, const Act& x, const Act& z) {
+      vec_wait(vec_binary(kind, u(d), u(x), u(z), y.rows, f32));
     };
-    v("mul", S, A, &B), v("clamp", S, S, nullptr, " param=" + unit);  // the sign of a * b
-    v("affine", U, A, nullptr, " param=" + neg), v("max", A, A, &U);  // |a|
-    v("affine", U, B, nullptr, " param=" + neg), v("max", B, B, &U);  // |b|
-    v("recip", T, B, nullptr), v("mul", T, T, &A);
-    vec_wait(fmt::format("vec.cvt dst={0} a={0} rows={1} dt=fp32 odt=int32", u(T), y.rows));  // round half to even
-    vec_wait(fmt::format("vec.cvt dst={0} a={0} rows={1} dt=int32 odt=fp32", u(T), y.rows));
-    v("mul", U, T, &B), v("sub", U, A, &U);  // the remainder |a| - q |b|
-    v("affine", A, U, nullptr, " param=" + neg), v("clamp", A, A, nullptr, " param=" + bit), v("sub", T, T, &A);  // q -= (r < 0)
-    v("sub", U, U, &B), v("affine", U, U, nullptr, " param=" + plus1), v("clamp", U, U, nullptr, " param=" + bit);
-    v("add", T, T, &U);  // q += (r >= |b|)
-    v("mul", T, T, &S);
-    if (q8_) v("affine", T, T, nullptr, " param=" + new_param(fmt::format("scale=[{}]", 1.0 / double(scale(op.getOutput())))));
+    auto affine = [&](const Act& d, const Act& x, const std::string& p) {
+      vec_wait(emit::vec_affine(u(d), u(x), y.rows, f32, emit::Param{p}));
+    };
+    auto clamp = [&](const Act& d, const Act& x, const std::string& p) {
+      vec_wait(emit::vec_clamp(u(d), u(x), y.rows, f32, emit::Param{p}));
+    };
+    v("mul", S, A, B), clamp(S, S, unit);  // the sign of a * b
+    affine(U, A, neg), v("max", A, A, U);  // |a|
+    affine(U, B, neg), v("max", B, B, U);  // |b|
+    vec_wait(emit::vec_recip(u(T), u(B), y.rows, f32)), v("mul", T, T, A);
+    vec_wait(emit::vec_cvt(u(T), u(T), y.rows, f32, isa::Dtype::Int32));  // round half to even
+    vec_wait(emit::vec_cvt(u(T), u(T), y.rows, isa::Dtype::Int32, f32));
+    v("mul", U, T, B), v("sub", U, A, U);  // the remainder |a| - q |b|
+    affine(A, U, neg), clamp(A, A, bit), v("sub", T, T, A);  // q -= (r < 0)
+    v("sub", U, U, B), affine(U, U, plus1), clamp(U, U, bit);
+    v("add", T, T, U);  // q += (r >= |b|)
+    v("mul", T, T, S);
+    if (q8_) affine(T, T, new_param(fmt::format("scale=[{}]", 1.0 / double(scale(op.getOutput())))));
   }
   from_fp32_twin(T, y);
   for (const Act* t : {&A, &B, &S, &U}) ub_.release(t->base);
@@ -146,21 +155,22 @@ void Codegen::gen_binary(tpu::BinaryOp op) {
   }
   for (uint64_t blk = 0; blk < y.blocks; ++blk) {
     uint64_t ya = y.base + blk * y.block_bytes, aa = a.base + blk * a.block_bytes, ba = b.base + blk * b.block_bytes;
-    code(fmt::format("  li r1, {} || li r2, {}", aa, ba));
-    code(fmt::format("  li r3, {} || li r4, {}", ya, tmp));
-    code(fmt::format("  li r5, {}", tmp + tmp_bytes));
+    code(bundle({emit::li(reg(1), int64_t(aa)), emit::li(reg(2), int64_t(ba))}));
+    code(bundle({emit::li(reg(3), int64_t(ya)), emit::li(reg(4), int64_t(tmp))}));
+    code("  " + emit::li(reg(5), int64_t(tmp + tmp_bytes)));
+    const isa::Dtype f32 = isa::Dtype::Fp32, i8 = isa::Dtype::Int8;
     if (!q8_) {
-      vec_wait(fmt::format("vec.{} dst=ub[r3+0] a=ub[r1+0] b=ub[r2+0] rows={} dt={}", op.getKind().str(), y.rows, dt_));
+      vec_wait(vec_binary(op.getKind().str(), ub_reg(3), ub_reg(1), ub_reg(2), y.rows, dtype_));
     } else if (rescale_both) {
-      vec_wait(fmt::format("vec.affine dst=ub[r4+0] a=ub[r1+0] rows={} dt=int8 param={}", y.rows, pa));
-      vec_wait(fmt::format("vec.affine dst=ub[r5+0] a=ub[r2+0] rows={} dt=int8 param={}", y.rows, pb));
-      vec_wait(fmt::format("vec.{} dst=ub[r3+0] a=ub[r4+0] b=ub[r5+0] rows={} dt=int8", op.getKind().str(), y.rows));
+      vec_wait(emit::vec_affine(ub_reg(4), ub_reg(1), y.rows, i8, emit::Param{pa}));
+      vec_wait(emit::vec_affine(ub_reg(5), ub_reg(2), y.rows, i8, emit::Param{pb}));
+      vec_wait(vec_binary(op.getKind().str(), ub_reg(3), ub_reg(4), ub_reg(5), y.rows, i8));
     } else if (op.getKind() == "mul") {
-      vec_wait(fmt::format("vec.cvt dst=ub[r4+0] a=ub[r1+0] rows={} dt=int8 odt=fp32", y.rows));
-      vec_wait(fmt::format("vec.cvt dst=ub[r5+0] a=ub[r2+0] rows={} dt=int8 odt=fp32", y.rows));
-      vec_wait(fmt::format("vec.mul dst=ub[r4+0] a=ub[r4+0] b=ub[r5+0] rows={} dt=fp32", y.rows));
-      vec_wait(fmt::format("vec.affine dst=ub[r4+0] a=ub[r4+0] rows={} dt=fp32 param={}", y.rows, pa));
-      vec_wait(fmt::format("vec.cvt dst=ub[r3+0] a=ub[r4+0] rows={} dt=fp32 odt=int8", y.rows));
+      vec_wait(emit::vec_cvt(ub_reg(4), ub_reg(1), y.rows, i8, f32));
+      vec_wait(emit::vec_cvt(ub_reg(5), ub_reg(2), y.rows, i8, f32));
+      vec_wait(emit::vec_mul(ub_reg(4), ub_reg(4), ub_reg(5), y.rows, f32));
+      vec_wait(emit::vec_affine(ub_reg(4), ub_reg(4), y.rows, f32, emit::Param{pa}));
+      vec_wait(emit::vec_cvt(ub_reg(3), ub_reg(4), y.rows, f32, i8));
     } else {  // a sub whose operands exceed the output's range: in fp32, rounded once
       int8_in_fp32(op.getKind().str(), y.rows, pa, pb);
     }
@@ -185,18 +195,30 @@ void Codegen::gen_unary(tpu::UnaryOp op) {
     in_s = new_param(fmt::format("scale=[{}]", double(scale(op.getInput()))));
     out_s = new_param(fmt::format("scale=[{}]", 1.0 / double(scale(op.getOutput()))));
   }
+  // The table function fn (UnaryOp::verify names them).
+  auto table = [&](const emit::Mem& dst, const emit::Mem& a, uint64_t rows, isa::Dtype dt) {
+    if (fn == "sigmoid") return emit::vec_sigmoid(dst, a, rows, dt);
+    if (fn == "tanh") return emit::vec_tanh(dst, a, rows, dt);
+    if (fn == "erf") return emit::vec_erf(dst, a, rows, dt);
+    if (fn == "exp") return emit::vec_exp(dst, a, rows, dt);
+    if (fn == "recip") return emit::vec_recip(dst, a, rows, dt);
+    if (fn == "rsqrt") return emit::vec_rsqrt(dst, a, rows, dt);
+    if (fn == "gelu") return emit::vec_gelu(dst, a, rows, dt);
+    throw std::logic_error("gen_unary: no vector table function '" + fn + "'");
+  };
+  const isa::Dtype f32 = isa::Dtype::Fp32, i8 = isa::Dtype::Int8;
   for (uint64_t blk = 0; blk < y.blocks; ++blk) {
-    code(fmt::format("  li r1, {} || li r2, {}", x.base + blk * x.block_bytes, y.base + blk * y.block_bytes));
+    code(bundle({emit::li(reg(1), int64_t(x.base + blk * x.block_bytes)), emit::li(reg(2), int64_t(y.base + blk * y.block_bytes))}));
     if (!q8_) {
-      vec_wait(fmt::format("vec.{} dst=ub[r2+0] a=ub[r1+0] rows={} dt=bf16", fn, y.rows));
+      vec_wait(table(ub_reg(2), ub_reg(1), y.rows, isa::Dtype::Bf16));
       continue;
     }
-    code(fmt::format("  li r3, {}", tmp));
-    vec_wait(fmt::format("vec.cvt dst=ub[r3+0] a=ub[r1+0] rows={} dt=int8 odt=fp32", y.rows));
-    vec_wait(fmt::format("vec.affine dst=ub[r3+0] a=ub[r3+0] rows={} dt=fp32 param={}", y.rows, in_s));
-    vec_wait(fmt::format("vec.{} dst=ub[r3+0] a=ub[r3+0] rows={} dt=fp32", fn, y.rows));
-    vec_wait(fmt::format("vec.affine dst=ub[r3+0] a=ub[r3+0] rows={} dt=fp32 param={}", y.rows, out_s));
-    vec_wait(fmt::format("vec.cvt dst=ub[r2+0] a=ub[r3+0] rows={} dt=fp32 odt=int8", y.rows));
+    code("  " + emit::li(reg(3), int64_t(tmp)));
+    vec_wait(emit::vec_cvt(ub_reg(3), ub_reg(1), y.rows, i8, f32));
+    vec_wait(emit::vec_affine(ub_reg(3), ub_reg(3), y.rows, f32, emit::Param{in_s}));
+    vec_wait(table(ub_reg(3), ub_reg(3), y.rows, f32));
+    vec_wait(emit::vec_affine(ub_reg(3), ub_reg(3), y.rows, f32, emit::Param{out_s}));
+    vec_wait(emit::vec_cvt(ub_reg(2), ub_reg(3), y.rows, f32, i8));
   }
   if (q8_) ub_.release(tmp);
   add_bound(layer, 0, 0);
@@ -219,9 +241,9 @@ void Codegen::gen_affine(tpu::AffineOp op) {
   double sx = q8_ ? scale(op.getInput()) : 1.0, sy = q8_ ? scale(op.getOutput()) : 1.0;
   for (uint64_t blk = 0; blk < y.blocks; ++blk) {
     std::string p = affine_param(sc, bi, blk, sx, sy);
-    code(fmt::format("  li r1, {} || li r2, {}", x.base + blk * x.block_bytes, y.base + blk * y.block_bytes));
-    code(fmt::format("  vec.affine dst=ub[r2+0] a=ub[r1+0] rows={} dt={} param={} flag=f{}", y.rows, dt_, p, flags_.vector));
-    code(fmt::format("  wait f{}", flags_.vector));
+    code(bundle({emit::li(reg(1), int64_t(x.base + blk * x.block_bytes)), emit::li(reg(2), int64_t(y.base + blk * y.block_bytes))}));
+    code("  " + emit::vec_affine(ub_reg(2), ub_reg(1), y.rows, dtype_, emit::Param{p}, emit::flag(flags_.vector)));
+    code("  " + emit::wait(emit::flag(flags_.vector)));
   }
   add_bound(layer, 0, 0);
   define(op.getOutput(), y);
@@ -247,11 +269,13 @@ void Codegen::gen_clamp(tpu::ClampOp op) {
     cp = clamp_param(lo, hi);
   }
   for (uint64_t blk = 0; blk < y.blocks; ++blk) {
-    code(fmt::format("  li r1, {} || li r2, {}", x.base + blk * x.block_bytes, y.base + blk * y.block_bytes));
-    if (q8_) code(fmt::format("  vec.rescale dst=ub[r2+0] a=ub[r1+0] rows={} dt=int8 odt=int8 param={} flag=f{}", y.rows, rq, flags_.vector));
-    else if (cp.empty()) code(fmt::format("  vec.copy dst=ub[r2+0] a=ub[r1+0] rows={} dt=bf16 flag=f{}", y.rows, flags_.vector));
-    else code(fmt::format("  vec.clamp dst=ub[r2+0] a=ub[r1+0] rows={} dt=bf16 param={} flag=f{}", y.rows, cp, flags_.vector));
-    code(fmt::format("  wait f{}", flags_.vector));
+    code(bundle({emit::li(reg(1), int64_t(x.base + blk * x.block_bytes)), emit::li(reg(2), int64_t(y.base + blk * y.block_bytes))}));
+    const emit::Flag done = emit::flag(flags_.vector);
+    if (q8_)
+      code("  " + emit::vec_rescale(ub_reg(2), ub_reg(1), y.rows, emit::Param{rq}, isa::Dtype::Int8, isa::Dtype::Int8, done));
+    else if (cp.empty()) code("  " + emit::vec_copy(ub_reg(2), ub_reg(1), y.rows, isa::Dtype::Bf16, done));
+    else code("  " + emit::vec_clamp(ub_reg(2), ub_reg(1), y.rows, isa::Dtype::Bf16, emit::Param{cp}, done));
+    code("  " + emit::wait(done));
   }
   add_bound(layer, 0, 0);
   define(op.getOutput(), y);

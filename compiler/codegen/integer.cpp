@@ -25,8 +25,8 @@ void Codegen::load_rows(const Act& a, uint64_t hbm, uint64_t esz) {
     std::string d = new_desc(fmt::format("bytes={} src_off={} dst_off={} dim=[{}, {}, {}]", fw * esz, hbm + b * R_ * esz,
                                          a.base + b * a.block_bytes, a.rows, a.features * esz, R_ * esz));
     if (fw < R_) clear(a.base + b * a.block_bytes, a.block_bytes);
-    code(fmt::format("  dma.load desc={} src=r0 dst=r0 flag=f1", d));
-    code("  wait f1");
+    code("  " + emit::dma_load(emit::Desc{d}, reg(0), reg(0), emit::flag(1)));
+    code("  " + emit::wait(emit::flag(1)));
   }
 }
 
@@ -35,8 +35,8 @@ void Codegen::store_rows(const Act& a, uint64_t hbm, uint64_t esz) {
     uint64_t fw = std::min<uint64_t>(R_, a.features - b * R_);
     std::string d = new_desc(fmt::format("bytes={} src_off={} dst_off={} dim=[{}, {}, {}]", fw * esz, a.base + b * a.block_bytes,
                                          hbm + b * R_ * esz, a.rows, R_ * esz, a.features * esz));
-    code(fmt::format("  dma.store desc={} src=r0 dst=r0 flag=f1", d));
-    code("  wait f1");
+    code("  " + emit::dma_store(emit::Desc{d}, reg(0), reg(0), emit::flag(1)));
+    code("  " + emit::wait(emit::flag(1)));
   }
 }
 
@@ -65,15 +65,15 @@ void Codegen::gen_cast(tpu::CastOp op) {
     Act y = new_act(shape_of(out), fmt::format("the output of '{}'", layer));
     std::string p = q8_ ? new_param(fmt::format("scale=[{}] bias=[0]", 1.0 / double(scale(out)))) : "";
     for (uint64_t b = 0; b < y.blocks; ++b) {
-      code(fmt::format("  li r1, {} || li r2, {}", src.base + b * src.block_bytes, y.base + b * y.block_bytes));
+      code(bundle({emit::li(reg(1), int64_t(src.base + b * src.block_bytes)), emit::li(reg(2), int64_t(y.base + b * y.block_bytes))}));
       if (!q8_) {
-        vec_wait(fmt::format("vec.cvt dst=ub[r2+0] a=ub[r1+0] rows={} dt=int32 odt=bf16", y.rows));
+        vec_wait(emit::vec_cvt(ub_reg(2), ub_reg(1), y.rows, isa::Dtype::Int32, isa::Dtype::Bf16));
         continue;
       }
       if (!loaded) throw InternalError("an int32 activation converted in place");
-      vec_wait(fmt::format("vec.cvt dst=ub[r1+0] a=ub[r1+0] rows={} dt=int32 odt=fp32", y.rows));
-      vec_wait(fmt::format("vec.affine dst=ub[r1+0] a=ub[r1+0] rows={} dt=fp32 param={}", y.rows, p));
-      vec_wait(fmt::format("vec.cvt dst=ub[r2+0] a=ub[r1+0] rows={} dt=fp32 odt=int8", y.rows));
+      vec_wait(emit::vec_cvt(ub_reg(1), ub_reg(1), y.rows, isa::Dtype::Int32, isa::Dtype::Fp32));
+      vec_wait(emit::vec_affine(ub_reg(1), ub_reg(1), y.rows, isa::Dtype::Fp32, emit::Param{p}));
+      vec_wait(emit::vec_cvt(ub_reg(2), ub_reg(1), y.rows, isa::Dtype::Fp32, isa::Dtype::Int8));
     }
     if (loaded) ub_.release(src.base);
     add_bound(layer, 0, numel(shape_of(in)) * 4);
@@ -84,14 +84,14 @@ void Codegen::gen_cast(tpu::CastOp op) {
   Act y = int32_act(shape_of(out), fmt::format("the output of '{}'", layer));
   std::string p = q8_ ? new_param(fmt::format("scale=[{}] bias=[0]", double(scale(in)))) : "";
   for (uint64_t b = 0; b < y.blocks; ++b) {
-    code(fmt::format("  li r1, {} || li r2, {}", x.base + b * x.block_bytes, y.base + b * y.block_bytes));
+    code(bundle({emit::li(reg(1), int64_t(x.base + b * x.block_bytes)), emit::li(reg(2), int64_t(y.base + b * y.block_bytes))}));
     if (!q8_) {
-      vec_wait(fmt::format("vec.cvt dst=ub[r2+0] a=ub[r1+0] rows={} dt=bf16 odt=int32", y.rows));
+      vec_wait(emit::vec_cvt(ub_reg(2), ub_reg(1), y.rows, isa::Dtype::Bf16, isa::Dtype::Int32));
       continue;
     }
-    vec_wait(fmt::format("vec.cvt dst=ub[r2+0] a=ub[r1+0] rows={} dt=int8 odt=fp32", y.rows));
-    vec_wait(fmt::format("vec.affine dst=ub[r2+0] a=ub[r2+0] rows={} dt=fp32 param={}", y.rows, p));
-    vec_wait(fmt::format("vec.cvt dst=ub[r2+0] a=ub[r2+0] rows={} dt=fp32 odt=int32", y.rows));
+    vec_wait(emit::vec_cvt(ub_reg(2), ub_reg(1), y.rows, isa::Dtype::Int8, isa::Dtype::Fp32));
+    vec_wait(emit::vec_affine(ub_reg(2), ub_reg(2), y.rows, isa::Dtype::Fp32, emit::Param{p}));
+    vec_wait(emit::vec_cvt(ub_reg(2), ub_reg(2), y.rows, isa::Dtype::Fp32, isa::Dtype::Int32));
   }
   add_bound(layer, 0, 0);
   define(out, y);

@@ -68,9 +68,9 @@ std::vector<std::pair<std::string, uint64_t>> Codegen::pool_ops(tpu::PoolOp op, 
           uint64_t src = x.base + b * x.block_bytes + uint64_t(((n - x_first) * H + y0 + sy.lo * dh) * W + x0 + r.sx.lo * dw) * px;
           uint64_t dst = y.base + b * y.block_bytes + uint64_t((n * OH + oy) * OW + r.ox0) * px;
           uint64_t rows = uint64_t(per_image ? N : r.ox1 - r.ox0);
-          ops.push_back({fmt::format("  li r1, {} || li r2, {}\n  vec.{}pool dst=ub[r2+0] a=ub[r1+0] rows={} dt={} param={} "
-                                     "flag={{flag}}\n",
-                                     src, dst, maxp ? "max" : "avg", rows, dt_, p),
+          std::string pool = maxp ? emit::vec_maxpool(ub_reg(2), ub_reg(1), rows, dtype_, emit::Param{p}, kPendingFlag)
+                                  : emit::vec_avgpool(ub_reg(2), ub_reg(1), rows, dtype_, emit::Param{p}, kPendingFlag);
+          ops.push_back({bundle({emit::li(reg(1), int64_t(src)), emit::li(reg(2), int64_t(dst))}) + "\n  " + pool + "\n",
                          config::vector_issue_cycles(cfg_, rows) * window.size()});
         }
       }
@@ -89,7 +89,7 @@ void Codegen::gen_pool(tpu::PoolOp op) {
   Act y = new_act(shape_of(op.getOutput()), fmt::format("the output of '{}'", layer));
   for (auto& [text, occ] : pool_ops(op, x, y, 0, x.shape[0])) {
     code_ += with_flag(text, flags_.vector);
-    code(fmt::format("  wait f{}", flags_.vector));
+    code("  " + emit::wait(emit::flag(flags_.vector)));
   }
   add_bound(layer, 0, 0);
   define(op.getOutput(), y);

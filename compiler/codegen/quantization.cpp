@@ -18,13 +18,14 @@ void Codegen::gen_fake_quant(tpu::FakeQuantOp op) {
   std::string to_int = new_param(fmt::format("scale=[{}]", 1.0 / s));
   std::string range = new_param(fmt::format("min={} max={}", op.getLo().convertToDouble(), op.getHi().convertToDouble()));
   std::string back = new_param(fmt::format("scale=[{}]", q8_ ? s / double(scale(op.getOutput())) : s));
+  const isa::Dtype f32 = isa::Dtype::Fp32, i32 = isa::Dtype::Int32;
   for (uint64_t b = 0; b < t.blocks; ++b) {
-    code(fmt::format("  li r1, {}", t.base + b * t.block_bytes));
-    vec_wait(fmt::format("vec.affine dst=ub[r1+0] a=ub[r1+0] rows={} dt=fp32 param={}", t.rows, to_int));
-    vec_wait(fmt::format("vec.clamp dst=ub[r1+0] a=ub[r1+0] rows={} dt=fp32 param={}", t.rows, range));
-    vec_wait(fmt::format("vec.cvt dst=ub[r1+0] a=ub[r1+0] rows={} dt=fp32 odt=int32", t.rows));
-    vec_wait(fmt::format("vec.cvt dst=ub[r1+0] a=ub[r1+0] rows={} dt=int32 odt=fp32", t.rows));
-    vec_wait(fmt::format("vec.affine dst=ub[r1+0] a=ub[r1+0] rows={} dt=fp32 param={}", t.rows, back));
+    code("  " + emit::li(reg(1), int64_t(t.base + b * t.block_bytes)));
+    vec_wait(emit::vec_affine(ub_reg(1), ub_reg(1), t.rows, f32, emit::Param{to_int}));
+    vec_wait(emit::vec_clamp(ub_reg(1), ub_reg(1), t.rows, f32, emit::Param{range}));
+    vec_wait(emit::vec_cvt(ub_reg(1), ub_reg(1), t.rows, f32, i32));
+    vec_wait(emit::vec_cvt(ub_reg(1), ub_reg(1), t.rows, i32, f32));
+    vec_wait(emit::vec_affine(ub_reg(1), ub_reg(1), t.rows, f32, emit::Param{back}));
   }
   from_fp32_twin(t, y);
   add_bound(layer, 0, 0);

@@ -140,8 +140,8 @@ void Codegen::gen_concat(tpu::ConcatOp op) {
       std::optional<uint64_t> t = ub_take(x.bytes(), fmt::format("a rescaled input of '{}'", layer));
       std::string p = new_param(fmt::format("scale=[{}]", rs));
       for (uint64_t blk = 0; blk < x.blocks; ++blk) {
-        code(fmt::format("  li r1, {} || li r2, {}", x.base + blk * x.block_bytes, *t + blk * x.block_bytes));
-        vec_wait(fmt::format("vec.affine dst=ub[r2+0] a=ub[r1+0] rows={} dt=int8 param={}", x.rows, p));
+        code(bundle({emit::li(reg(1), int64_t(x.base + blk * x.block_bytes)), emit::li(reg(2), int64_t(*t + blk * x.block_bytes))}));
+        vec_wait(emit::vec_affine(ub_reg(2), ub_reg(1), x.rows, isa::Dtype::Int8, emit::Param{p}));
       }
       xtmp = *t;
       x.base = *t;
@@ -379,8 +379,8 @@ void Codegen::copy_bytes(uint64_t src, uint64_t dst, uint64_t bytes) {
                                    "should be multiples of {}",
                                    al, al / esz_));
   std::string d = new_desc(fmt::format("bytes={} src_off={} dst_off={}", bytes, src, dst));
-  code(fmt::format("  dma.copy desc={} src=r0 dst=r0 flag=f1", d));
-  code("  wait f1");
+  code("  " + emit::dma_copy(emit::Desc{d}, reg(0), reg(0), emit::flag(1)));
+  code("  " + emit::wait(emit::flag(1)));
 }
 
 }  // namespace vtpu::compiler::codegen
