@@ -160,8 +160,8 @@ class EmbeddingLookup {
     row32_ = C_ * 4, acc_rows_ = cg_.cfg_.core.accumulators.rows;
     iota_ = cg_.ub_take(row32_, fmt::format("the lane numbers of '{}'", layer_));
     std::string d = cg_.new_desc(fmt::format("bytes={} src_off={} dst_off={}", row32_, cg_.hbm_const(std::move(lanes)), iota_));
-    cg_.code(fmt::format("  dma.load desc={} src=r0 dst=r0 flag=f1", d));
-    cg_.code("  wait f1");
+    cg_.code("  " + emit::dma_load(emit::Desc{d}, reg(0), reg(0), emit::flag(1)));
+    cg_.code("  " + emit::wait(emit::flag(1)));
     neg_scale_ = cg_.new_param(fmt::format("scale=[{}] bias=[0]", -double(V_)));
     neg_clamp_ = cg_.new_param(fmt::format("min=0 max={}", V_));
     at_most_1_ = cg_.new_param("max=1");
@@ -186,12 +186,11 @@ class EmbeddingLookup {
   void apply_masks() {
     for (size_t k = 0; k < masks_.size(); ++k)
       for (uint64_t n = 0; n < nt_; ++n) {
-        cg_.code(fmt::format("  li r1, {} || li r2, {}", out_at(n), out_at((1 + k) * nt_ + n)));
-        cg_.vec_wait(fmt::format("vec.affine dst=ub[r2+0] a=ub[r2+0] rows={} dt={} param={}", T_, cg_.dt_,
-                                 masks_[k].sign < 0 ? neg_huge_ : huge_));
-        cg_.vec_wait(fmt::format("vec.affine dst=ub[r2+0] a=ub[r2+0] rows={} dt={} param={}", T_, cg_.dt_, huge_));
-        cg_.vec_wait(fmt::format("vec.add dst=ub[r1+0] a=ub[r1+0] b=ub[r2+0] rows={} dt={}", T_, cg_.dt_));
-        if (masks_[k].nan) cg_.vec_wait(fmt::format("vec.sub dst=ub[r1+0] a=ub[r1+0] b=ub[r2+0] rows={} dt={}", T_, cg_.dt_));
+        cg_.code(bundle({emit::li(reg(1), int64_t(out_at(n))), emit::li(reg(2), int64_t(out_at((1 + k) * nt_ + n)))}));
+        cg_.vec_wait(emit::vec_affine(ub_reg(2), ub_reg(2), T_, cg_.dtype_, emit::Param{masks_[k].sign < 0 ? neg_huge_ : huge_}));
+        cg_.vec_wait(emit::vec_affine(ub_reg(2), ub_reg(2), T_, cg_.dtype_, emit::Param{huge_}));
+        cg_.vec_wait(emit::vec_add(ub_reg(1), ub_reg(1), ub_reg(2), T_, cg_.dtype_));
+        if (masks_[k].nan) cg_.vec_wait(emit::vec_sub(ub_reg(1), ub_reg(1), ub_reg(2), T_, cg_.dtype_));
       }
   }
 
@@ -213,8 +212,8 @@ class EmbeddingLookup {
     for (uint64_t p0 = 0; p0 < per_mxu_; p0 += slots) run_pass(p0, std::min(per_mxu_, p0 + slots));
     for (uint64_t s = 1; s < ks_; ++s)
       for (uint64_t n = 0; n < nb_; ++n) {
-        cg_.code(fmt::format("  li r1, {} || li r2, {}", out_at(n), parts_ + ((s - 1) * nb_ + n) * pb_));
-        cg_.vec_wait(fmt::format("vec.add dst=ub[r1+0] a=ub[r1+0] b=ub[r2+0] rows={} dt={}", T_, cg_.dt_));
+        cg_.code(bundle({emit::li(reg(1), int64_t(out_at(n))), emit::li(reg(2), int64_t(parts_ + ((s - 1) * nb_ + n) * pb_))}));
+        cg_.vec_wait(emit::vec_add(ub_reg(1), ub_reg(1), ub_reg(2), T_, cg_.dtype_));
       }
     apply_masks();
     cg_.ub_.release(hot_);
@@ -226,19 +225,20 @@ class EmbeddingLookup {
     uint64_t T = T_, idr = hot_ + kt_ * bb_, tmp = idr + fb_, e0 = tmp + fb_;  // e rows of range s at e0 + s * fb
     cg_.clear(idr, fb_);
     std::string d = cg_.new_desc(fmt::format("bytes=4 src_off={} dst_off={} dim=[{}, 4, {}]", ids_hbm_ + t0_ * 4, idr, T, row32_));
-    cg_.code(fmt::format("  dma.load desc={} src=r0 dst=r0 flag=f1", d));
-    cg_.code("  wait f1");
-    cg_.code(fmt::format("  li r1, {} || li r2, {}", idr, e0));
-    cg_.code(fmt::format("  li r3, {} || li r4, {}", tmp, iota_));
-    cg_.vec_wait(fmt::format("vec.rsum dst=ub[r2+0] a=ub[r1+0] rows={} dt=int32 odt=fp32", T));
-    cg_.vec_wait(fmt::format("vec.affine dst=ub[r3+0] a=ub[r2+0] rows={} dt=fp32 param={}", T, neg_scale_));
-    cg_.vec_wait(fmt::format("vec.clamp dst=ub[r3+0] a=ub[r3+0] rows={} dt=fp32 param={}", T, neg_clamp_));
-    cg_.vec_wait(fmt::format("vec.add dst=ub[r2+0] a=ub[r2+0] b=ub[r3+0] rows={} dt=fp32", T));
-    cg_.vec_wait(fmt::format("vec.sub dst=ub[r2+0] a=ub[r2+0] b=ub[r4+0] rows={} dt=fp32 bcast=1", T));
+    cg_.code("  " + emit::dma_load(emit::Desc{d}, reg(0), reg(0), emit::flag(1)));
+    cg_.code("  " + emit::wait(emit::flag(1)));
+    cg_.code(bundle({emit::li(reg(1), int64_t(idr)), emit::li(reg(2), int64_t(e0))}));
+    cg_.code(bundle({emit::li(reg(3), int64_t(tmp)), emit::li(reg(4), int64_t(iota_))}));
+    const isa::Dtype fp32 = isa::Dtype::Fp32;
+    cg_.vec_wait(emit::vec_rsum(ub_reg(2), ub_reg(1), T, isa::Dtype::Int32, fp32));
+    cg_.vec_wait(emit::vec_affine(ub_reg(3), ub_reg(2), T, fp32, emit::Param{neg_scale_}));
+    cg_.vec_wait(emit::vec_clamp(ub_reg(3), ub_reg(3), T, fp32, emit::Param{neg_clamp_}));
+    cg_.vec_wait(emit::vec_add(ub_reg(2), ub_reg(2), ub_reg(3), T, fp32));
+    cg_.vec_wait(emit::vec_sub(ub_reg(2), ub_reg(2), ub_reg(4), T, fp32, true));
     for (uint64_t s = 1; s < ks_; ++s) {  // e of range s starts at its first row block
-      cg_.code(fmt::format("  li r1, {}", e0 + s * fb_));
-      cg_.vec_wait(fmt::format("vec.affine dst=ub[r1+0] a=ub[r2+0] rows={} dt=fp32 param={}", T,
-                               cg_.new_param(fmt::format("scale=[1] bias=[{}]", -double(k_start_[s] * R_)))));
+      cg_.code("  " + emit::li(reg(1), int64_t(e0 + s * fb_)));
+      cg_.vec_wait(emit::vec_affine(ub_reg(1), ub_reg(2), T, fp32,
+                                    emit::Param{cg_.new_param(fmt::format("scale=[1] bias=[{}]", -double(k_start_[s] * R_)))}));
     }
   }
 
@@ -247,13 +247,14 @@ class EmbeddingLookup {
     uint64_t tmp = hot_ + kt_ * bb_ + fb_, e0 = tmp + fb_;
     auto [s, j] = gens_[next_gen_++];
     uint64_t k = k_start_[s] + j, T = T_;
-    cg_.code(fmt::format("  li r2, {} || li r3, {}", e0 + s * fb_, tmp));
-    cg_.code(fmt::format("  li r5, {}", hot_ + k * bb_));
-    cg_.vec_wait(fmt::format("vec.mul dst=ub[r3+0] a=ub[r2+0] b=ub[r2+0] rows={} dt=fp32", T));
-    cg_.vec_wait(fmt::format("vec.clamp dst=ub[r3+0] a=ub[r3+0] rows={} dt=fp32 param={}", T, at_most_1_));
-    cg_.vec_wait(fmt::format("vec.cvt dst=ub[r5+0] a=ub[r3+0] rows={} dt=fp32 odt={}", T, cg_.dt_));
-    cg_.vec_wait(fmt::format("vec.affine dst=ub[r5+0] a=ub[r5+0] rows={} dt={} param={}", T, cg_.dt_, one_minus_));
-    if (k + 1 < k_start_[s + 1]) cg_.vec_wait(fmt::format("vec.affine dst=ub[r2+0] a=ub[r2+0] rows={} dt=fp32 param={}", T, next_block_));
+    cg_.code(bundle({emit::li(reg(2), int64_t(e0 + s * fb_)), emit::li(reg(3), int64_t(tmp))}));
+    cg_.code("  " + emit::li(reg(5), int64_t(hot_ + k * bb_)));
+    const isa::Dtype fp32 = isa::Dtype::Fp32;
+    cg_.vec_wait(emit::vec_mul(ub_reg(3), ub_reg(2), ub_reg(2), T, fp32));
+    cg_.vec_wait(emit::vec_clamp(ub_reg(3), ub_reg(3), T, fp32, emit::Param{at_most_1_}));
+    cg_.vec_wait(emit::vec_cvt(ub_reg(5), ub_reg(3), T, fp32, cg_.dtype_));
+    cg_.vec_wait(emit::vec_affine(ub_reg(5), ub_reg(5), T, cg_.dtype_, emit::Param{one_minus_}));
+    if (k + 1 < k_start_[s + 1]) cg_.vec_wait(emit::vec_affine(ub_reg(2), ub_reg(2), T, fp32, emit::Param{next_block_}));
   }
   size_t gens_through(uint64_t j) const {  // gens for steps <= j
     size_t c = 0;
@@ -287,10 +288,10 @@ class EmbeddingLookup {
     cg_.hoist_at_.reset();  // MXU work outside run_blocks: no later prologue may move before it
     for (uint64_t m = 0; m < nm_; ++m) {  // two tiles into each FIFO, one into each shadow
       for (size_t t = 0; t < std::min<size_t>(2, stream[m].size()); ++t) {
-        cg_.code(fmt::format("  li r{}, {}", 16 + m, tile_of(*stream[m][t]).addr));
-        cg_.code(fmt::format("  dma.wfifo desc={} src=r{} mxu={}", tile_of(*stream[m][t]).desc, 16 + m, m));
+        cg_.code("  " + emit::li(reg(16 + m), int64_t(tile_of(*stream[m][t]).addr)));
+        cg_.code("  " + emit::dma_wfifo(emit::Desc{tile_of(*stream[m][t]).desc}, reg(16 + m), m));
       }
-      if (!stream[m].empty()) cg_.code(fmt::format("  mxu.wload mxu={}", m)), ++cg_.wloads_;
+      if (!stream[m].empty()) cg_.code("  " + emit::mxu_wload(m)), ++cg_.wloads_;
     }
     std::vector<size_t> pos(nm_, 0);
     for (size_t ri = 0; ri < rounds.size(); ++ri) {
@@ -301,13 +302,14 @@ class EmbeddingLookup {
         for (const Mm& mm : rounds[ri][m]) {
           size_t t = pos[m]++;
           uint64_t s = mm.item / nb_, slot = mm.item / nm_ - p0;
-          std::string op = fmt::format("mxu.matmul mxu={} src={} dst=r0+{} rows={} dtype={} swap=1{}{}", m,
-                                       cg_.addr_ref(hot_ + mm.k * bb_, 10 + int(m)), slot * T_, T_, cg_.dt_,
-                                       mm.k > k_start_[s] ? " acc=1" : "", t + 1 == stream[m].size() ? fmt::format(" flag=f{}", FlagPlan::mxu(m)) : "");
-          if (t + 1 < stream[m].size()) op += fmt::format(" || mxu.wload mxu={}", m), ++cg_.wloads_;
+          std::string op = emit::mxu_matmul(
+              m, emit::Addr{cg_.addr_ref(hot_ + mm.k * bb_, 10 + int(m))}, emit::addr(0, slot * T_), T_, cg_.dtype_, std::nullopt,
+              mm.k > k_start_[s] ? std::optional(true) : std::nullopt, true,
+              t + 1 == stream[m].size() ? std::optional(emit::flag(FlagPlan::mxu(m))) : std::nullopt);
+          if (t + 1 < stream[m].size()) op += " || " + emit::mxu_wload(m), ++cg_.wloads_;
           if (t + 2 < stream[m].size()) {
-            cg_.code(fmt::format("  li r{}, {}", 16 + m, tile_of(*stream[m][t + 2]).addr));
-            op += fmt::format(" || dma.wfifo desc={} src=r{} mxu={}", tile_of(*stream[m][t + 2]).desc, 16 + m, m);
+            cg_.code("  " + emit::li(reg(16 + m), int64_t(tile_of(*stream[m][t + 2]).addr)));
+            op += " || " + emit::dma_wfifo(emit::Desc{tile_of(*stream[m][t + 2]).desc}, reg(16 + m), m);
           }
           cg_.code("  " + op);
         }
@@ -315,7 +317,7 @@ class EmbeddingLookup {
     }
     // Epilogues: accumulators -> output rows (a range's partial results aside).
     for (uint64_t m = 0; m < nm_; ++m)
-      if (!stream[m].empty()) cg_.code(fmt::format("  wait f{}", FlagPlan::mxu(m)));
+      if (!stream[m].empty()) cg_.code("  " + emit::wait(emit::flag(FlagPlan::mxu(m))));
     for (uint64_t q = p0; q < p1; ++q)
       for (uint64_t m = 0; m < nm_; ++m) {
         uint64_t i = q * nm_ + m;
@@ -324,7 +326,7 @@ class EmbeddingLookup {
         uint64_t out = s == 0 ? out_at(n) : parts_ + ((s - 1) * nb_ + n) * pb_;
         for (std::string ph : cg_.epilogue(uint32_t(m), (q - p0) * T_, T_, Codegen::kNoBias, eps_[n], out)) {
           cg_.code_ += with_flag(ph, cg_.flags_.vector);
-          cg_.code(fmt::format("  wait f{}", cg_.flags_.vector));
+          cg_.code("  " + emit::wait(emit::flag(cg_.flags_.vector)));
         }
       }
   }

@@ -39,7 +39,8 @@ Codegen::FusedPhases Codegen::prepare_layernorm(mlir::Operation* producer, const
   return [this, y, base, lay, row32](uint64_t n, uint64_t off, uint64_t rows) {
     uint64_t src = y.base + n * y.block_bytes + off, dst = base + n * lay.block_bytes + off / (C_ * esz_) * row32;
     std::string pre, d = reg_ref(dst, 6, pre), a = reg_ref(src, 7, pre);
-    return std::vector<std::string>{pre + fmt::format("  vec.cvt dst=ub[{}] a=ub[{}] rows={} dt=bf16 odt=fp32 flag={{flag}}\n", d, a, rows)};
+    return std::vector<std::string>{
+        pre + "  " + emit::vec_cvt(ub_ref(d), ub_ref(a), rows, isa::Dtype::Bf16, isa::Dtype::Fp32, kPendingFlag) + "\n"};
   };
 }
 
@@ -61,8 +62,8 @@ void Codegen::ln_load_mask(const Act& x, uint64_t base, const LnLayout& lay) {
     std::memcpy(&m[i * 4], &one, 4);
   }
   std::string d = new_desc(fmt::format("bytes={} src_off={} dst_off={}", row32, hbm_const(m), base + lay.mask_off));
-  code(fmt::format("  dma.load desc={} src=r0 dst=r0 flag=f1", d));
-  code("  wait f1");
+  code("  " + emit::dma_load(emit::Desc{d}, reg(0), reg(0), emit::flag(1)));
+  code("  " + emit::wait(emit::flag(1)));
 }
 
 // The vector operations of a layer norm of rows [r0, r0 + rows) of x into y, with its fp32
@@ -79,58 +80,69 @@ std::vector<VecStep> Codegen::ln_steps(tpu::LayerNormOp op, const Act& x, const 
   std::string pre;
   int reg = 6;
   auto U = [&](uint64_t a) {
-    if (a <= 0xFFFFFF) return fmt::format("ub[r0+{}]", a);
-    pre += fmt::format("  li r{}, {}\n", reg, a);
-    return fmt::format("ub[r{}+0]", reg++);
+    if (a <= 0xFFFFFF) return ub_at(a);
+    pre += "  " + emit::li(codegen::reg(unsigned(reg)), int64_t(a)) + "\n";
+    return ub_reg(unsigned(reg++));
   };
   bool wait_next = false;
-  // `wait`: the next operation waits for this one (and every one before it).
+  // `wait`: the next operation waits for this one (and every one before it). Every
+  // operation carries the pending flag (kPendingFlag).
   auto vec = [&](const std::string& line, bool wait) {
-    steps.push_back({pre + "  " + line + " flag={flag}\n", occ, wait_next});
+    steps.push_back({pre + "  " + line + "\n", occ, wait_next});
     pre.clear(), reg = 6, wait_next = wait;
+  };
+  const isa::Dtype fp32 = isa::Dtype::Fp32;
+  // fp32 d = d `op` b (op: emit::vec_add, vec_sub or vec_mul) and d = d * scale + bias, with
+  // one U per operand; the U calls are one call's arguments, so U numbers its registers
+  // in the order it always has.
+  auto in_place = [&](auto op, const emit::Mem& d, const emit::Mem& b, std::optional<bool> bcast = std::nullopt) {
+    return op(d, d, b, rows, fp32, bcast, kPendingFlag);
+  };
+  auto affine_in_place = [&](const emit::Mem& d, const std::string& param) {
+    return emit::vec_affine(d, d, rows, fp32, emit::Param{param}, kPendingFlag);
   };
   std::string in_scale = q8_ ? new_param(fmt::format("scale=[{}]", double(scale(op.getInput())))) : "";
   for (uint64_t b = 0; b < x.blocks && !converted; ++b) {
-    vec(fmt::format("vec.cvt dst={} a={} rows={} dt={} odt=fp32", U(block(b)), U(io(x, b)), rows, dt_), q8_);
-    if (q8_) vec(fmt::format("vec.affine dst={0} a={0} rows={1} dt=fp32 param={2}", U(block(b)), rows, in_scale), true);
+    vec(emit::vec_cvt(U(block(b)), U(io(x, b)), rows, dtype_, fp32, kPendingFlag), q8_);
+    if (q8_) vec(affine_in_place(U(block(b)), in_scale), true);
   }
   if (!converted) wait_next = true;
   // The blocks added up by add_block (into `part`, or `single` when there is one block),
   // then their row sums into `sum`.
   auto row_sums = [&](const std::function<void(uint64_t)>& add_block, uint64_t single) {
     for (uint64_t b = 0; b < x.blocks; ++b) add_block(b);
-    vec(fmt::format("vec.rsum dst={} a={} rows={} dt=fp32 odt=fp32", U(sum), U(x.blocks == 1 ? single : part), rows), true);
+    vec(emit::vec_rsum(U(sum), U(x.blocks == 1 ? single : part), rows, fp32, fp32, kPendingFlag), true);
   };
   row_sums([&](uint64_t b) {
-    if (b == 1) vec(fmt::format("vec.add dst={} a={} b={} rows={} dt=fp32", U(part), U(block(0)), U(block(1)), rows), true);
-    if (b > 1) vec(fmt::format("vec.add dst={0} a={0} b={1} rows={2} dt=fp32", U(part), U(block(b)), rows), true);
+    if (b == 1) vec(emit::vec_add(U(part), U(block(0)), U(block(1)), rows, fp32, std::nullopt, kPendingFlag), true);
+    if (b > 1) vec(in_place(emit::vec_add, U(part), U(block(b))), true);
   }, block(0));
-  vec(fmt::format("vec.affine dst={0} a={0} rows={1} dt=fp32 param={2}", U(sum), rows,
-                  new_param(fmt::format("scale=[{}]", 1.0 / double(x.features)))), true);
+  vec(affine_in_place(U(sum), new_param(fmt::format("scale=[{}]", 1.0 / double(x.features)))), true);
   for (uint64_t b = 0; b < x.blocks; ++b) {
     bool masked = b + 1 == x.blocks && valid < C_;
-    vec(fmt::format("vec.sub dst={0} a={0} b={1} rows={2} dt=fp32", U(block(b)), U(sum), rows), masked || b + 1 == x.blocks);
-    if (masked) vec(fmt::format("vec.mul dst={0} a={0} b={1} rows={2} dt=fp32 bcast=1", U(block(b)), U(mask), rows), true);
+    vec(in_place(emit::vec_sub, U(block(b)), U(sum)), masked || b + 1 == x.blocks);
+    if (masked) vec(in_place(emit::vec_mul, U(block(b)), U(mask), true), true);
   }
   // Squares block by block, summed like the values.
   row_sums([&](uint64_t b) {
     uint64_t dst = b == 0 ? part : sq;
-    vec(fmt::format("vec.mul dst={} a={} b={} rows={} dt=fp32", U(dst), U(block(b)), U(block(b)), rows), true);
-    if (b > 0) vec(fmt::format("vec.add dst={0} a={0} b={1} rows={2} dt=fp32", U(part), U(sq), rows), true);
+    vec(emit::vec_mul(U(dst), U(block(b)), U(block(b)), rows, fp32, std::nullopt, kPendingFlag), true);
+    if (b > 0) vec(in_place(emit::vec_add, U(part), U(sq)), true);
   }, part);
   std::string var_eps = new_param(fmt::format("scale=[{}] bias=[{}]", 1.0 / double(x.features), op.getEpsilon().convertToDouble()));
-  vec(fmt::format("vec.affine dst={0} a={0} rows={1} dt=fp32 param={2}", U(sum), rows, var_eps), true);
-  vec(fmt::format("vec.rsqrt dst={0} a={0} rows={1} dt=fp32", U(sum), rows), true);
+  vec(affine_in_place(U(sum), var_eps), true);
+  {
+    emit::Mem s = U(sum);
+    vec(emit::vec_rsqrt(s, s, rows, fp32, kPendingFlag), true);
+  }
   std::string out_scale = q8_ ? new_param(fmt::format("scale=[{}]", 1.0 / double(scale(op.getOutput())))) : "";
   std::vector<float> gamma, beta;
   if (af) gamma = const_floats(af.getScale(), af.getLayer().str()), beta = const_floats(af.getBias(), af.getLayer().str());
   for (uint64_t b = 0; b < x.blocks; ++b) {
-    vec(fmt::format("vec.mul dst={0} a={0} b={1} rows={2} dt=fp32", U(block(b)), U(sum), rows), true);
-    if (q8_) vec(fmt::format("vec.affine dst={0} a={0} rows={1} dt=fp32 param={2}", U(block(b)), rows, out_scale), true);
-    if (af)
-      vec(fmt::format("vec.affine dst={0} a={0} rows={1} dt=fp32 param={2}", U(block(b)), rows, affine_param(gamma, beta, b, 1.0, 1.0)),
-          true);
-    vec(fmt::format("vec.cvt dst={} a={} rows={} dt=fp32 odt={}", U(io(y, b)), U(block(b)), rows, dt_), false);
+    vec(in_place(emit::vec_mul, U(block(b)), U(sum)), true);
+    if (q8_) vec(affine_in_place(U(block(b)), out_scale), true);
+    if (af) vec(affine_in_place(U(block(b)), affine_param(gamma, beta, b, 1.0, 1.0)), true);
+    vec(emit::vec_cvt(U(io(y, b)), U(block(b)), rows, fp32, dtype_, kPendingFlag), false);
   }
   return steps;
 }
@@ -214,8 +226,9 @@ void Codegen::gen_softmax(tpu::SoftmaxOp op) {
   uint64_t masks = ub_take(pad_mask.size(), fmt::format("the lane masks of '{}'", layer));
   {
     uint64_t n = pad_mask.size(), hbm = hbm_const(std::move(pad_mask));
-    code(fmt::format("  dma.load desc={} src=r0 dst=r0 flag=f1", new_desc(fmt::format("bytes={} src_off={} dst_off={}", n, hbm, masks))));
-    code("  wait f1");
+    code("  " + emit::dma_load(emit::Desc{new_desc(fmt::format("bytes={} src_off={} dst_off={}", n, hbm, masks))}, reg(0), reg(0),
+                               emit::flag(1)));
+    code("  " + emit::wait(emit::flag(1)));
   }
   // The model's own mask [M, N] (fp32, blocked like the values), added to each group of M rows.
   uint64_t mask_rows = 0, user_mask = 0;
@@ -230,8 +243,8 @@ void Codegen::gen_softmax(tpu::SoftmaxOp op) {
     user_mask = ub_take(bytes.size(), fmt::format("the attention mask of '{}'", layer));
     uint64_t n = bytes.size(), hbm = hbm_const(std::move(bytes));
     std::string d = new_desc(fmt::format("bytes={} src_off={} dst_off={}", n, hbm, user_mask));
-    code(fmt::format("  dma.load desc={} src=r0 dst=r0 flag=f1", d));
-    code("  wait f1");
+    code("  " + emit::dma_load(emit::Desc{d}, reg(0), reg(0), emit::flag(1)));
+    code("  " + emit::wait(emit::flag(1)));
   }
   // Work rows per chunk: one per block for the values, plus the max, sum and a spare row.
   uint64_t unit = std::max<uint64_t>(mask_rows, 1), cr = rows;
@@ -242,14 +255,14 @@ void Codegen::gen_softmax(tpu::SoftmaxOp op) {
   uint64_t mx = vals + x.blocks * span, sum = mx + span, tmp = sum + span;
   for (uint64_t r0 = 0; r0 < rows; r0 += cr) {
     uint64_t n = std::min(cr, rows - r0);
-    // Row `red` (rmax, rsum) of block b's values (r2) into `into`, combined over the blocks
-    // by `combine` (max, add) through tmp.
-    auto row_reduce = [&](const char* red, const char* extra, const char* combine, uint64_t into, uint64_t b) {
-      code(fmt::format("  li r4, {}", b == 0 ? into : tmp));
-      vec_wait(fmt::format("vec.{} dst=ub[r4+0] a=ub[r2+0] rows={} dt=fp32{}", red, n, extra));
+    // The row reduction `red` (vec.rmax, vec.rsum of block b's values (r2) into r4) into
+    // `into`, combined over the blocks by `combine` (max, add) through tmp.
+    auto row_reduce = [&](const std::string& red, const char* combine, uint64_t into, uint64_t b) {
+      code("  " + emit::li(reg(4), int64_t(b == 0 ? into : tmp)));
+      vec_wait(red);
       if (b) {
-        code(fmt::format("  li r5, {} || li r6, {}", into, tmp));
-        vec_wait(fmt::format("vec.{} dst=ub[r5+0] a=ub[r5+0] b=ub[r6+0] rows={} dt=fp32", combine, n));
+        code(bundle({emit::li(reg(5), int64_t(into)), emit::li(reg(6), int64_t(tmp))}));
+        vec_wait(vec_binary(combine, ub_reg(5), ub_reg(5), ub_reg(6), n, isa::Dtype::Fp32));
       }
     };
     for (uint64_t b = 0; b < x.blocks; ++b) {
@@ -259,39 +272,39 @@ void Codegen::gen_softmax(tpu::SoftmaxOp op) {
         if (fw < C_) clear(v, span);
         std::string d = new_desc(fmt::format("bytes={} src_off={} dst_off={} dim=[{}, {}, {}]", fw * 4,
                                              fp32_in->second + (r0 * x.features + b * C_) * 4, v, n, x.features * 4, row32));
-        code(fmt::format("  dma.load desc={} src=r0 dst=r0 flag=f1", d));
-        code("  wait f1");
-        code(fmt::format("  li r2, {}", v));
+        code("  " + emit::dma_load(emit::Desc{d}, reg(0), reg(0), emit::flag(1)));
+        code("  " + emit::wait(emit::flag(1)));
+        code("  " + emit::li(reg(2), int64_t(v)));
       } else {
-        code(fmt::format("  li r1, {} || li r2, {}", x.base + b * x.block_bytes + r0 * xrow, v));
-        vec_wait(fmt::format("vec.cvt dst=ub[r2+0] a=ub[r1+0] rows={} dt={} odt=fp32", n, dt_));
-        if (q8_) vec_wait(fmt::format("vec.affine dst=ub[r2+0] a=ub[r2+0] rows={} dt=fp32 param={}", n, in_scale));
+        code(bundle({emit::li(reg(1), int64_t(x.base + b * x.block_bytes + r0 * xrow)), emit::li(reg(2), int64_t(v))}));
+        vec_wait(emit::vec_cvt(ub_reg(2), ub_reg(1), n, dtype_, isa::Dtype::Fp32));
+        if (q8_) vec_wait(emit::vec_affine(ub_reg(2), ub_reg(2), n, isa::Dtype::Fp32, emit::Param{in_scale}));
       }
       if (x.features - b * C_ < C_) {  // only a partial block has padding lanes to mask
-        code(fmt::format("  li r3, {}", masks + b * row32));
-        vec_wait(fmt::format("vec.add dst=ub[r2+0] a=ub[r2+0] b=ub[r3+0] rows={} dt=fp32 bcast=1", n));
+        code("  " + emit::li(reg(3), int64_t(masks + b * row32)));
+        vec_wait(emit::vec_add(ub_reg(2), ub_reg(2), ub_reg(3), n, isa::Dtype::Fp32, true));
       }
       for (uint64_t g = 0; mask_rows && g < n / mask_rows; ++g) {
-        code(fmt::format("  li r3, {} || li r4, {}", v + g * mask_rows * row32, user_mask + b * mask_rows * row32));
-        vec_wait(fmt::format("vec.add dst=ub[r3+0] a=ub[r3+0] b=ub[r4+0] rows={} dt=fp32", mask_rows));
+        code(bundle({emit::li(reg(3), int64_t(v + g * mask_rows * row32)), emit::li(reg(4), int64_t(user_mask + b * mask_rows * row32))}));
+        vec_wait(emit::vec_add(ub_reg(3), ub_reg(3), ub_reg(4), mask_rows, isa::Dtype::Fp32));
       }
-      row_reduce("rmax", "", "max", mx, b);
+      row_reduce(emit::vec_rmax(ub_reg(4), ub_reg(2), n, isa::Dtype::Fp32), "max", mx, b);
     }
     for (uint64_t b = 0; b < x.blocks; ++b) {
       uint64_t v = vals + b * span;
-      code(fmt::format("  li r2, {} || li r5, {}", v, mx));
-      vec_wait(fmt::format("vec.sub dst=ub[r2+0] a=ub[r2+0] b=ub[r5+0] rows={} dt=fp32", n));
-      vec_wait(fmt::format("vec.exp dst=ub[r2+0] a=ub[r2+0] rows={} dt=fp32", n));
-      row_reduce("rsum", " odt=fp32", "add", sum, b);
+      code(bundle({emit::li(reg(2), int64_t(v)), emit::li(reg(5), int64_t(mx))}));
+      vec_wait(emit::vec_sub(ub_reg(2), ub_reg(2), ub_reg(5), n, isa::Dtype::Fp32));
+      vec_wait(emit::vec_exp(ub_reg(2), ub_reg(2), n, isa::Dtype::Fp32));
+      row_reduce(emit::vec_rsum(ub_reg(4), ub_reg(2), n, isa::Dtype::Fp32, isa::Dtype::Fp32), "add", sum, b);
     }
-    code(fmt::format("  li r5, {}", sum));
-    vec_wait(fmt::format("vec.recip dst=ub[r5+0] a=ub[r5+0] rows={} dt=fp32", n));
+    code("  " + emit::li(reg(5), int64_t(sum)));
+    vec_wait(emit::vec_recip(ub_reg(5), ub_reg(5), n, isa::Dtype::Fp32));
     for (uint64_t b = 0; b < x.blocks; ++b) {
       uint64_t v = vals + b * span;
-      code(fmt::format("  li r2, {} || li r3, {}", v, y.base + b * y.block_bytes + r0 * xrow));
-      vec_wait(fmt::format("vec.mul dst=ub[r2+0] a=ub[r2+0] b=ub[r5+0] rows={} dt=fp32", n));
-      if (q8_) vec_wait(fmt::format("vec.affine dst=ub[r2+0] a=ub[r2+0] rows={} dt=fp32 param={}", n, out_scale));
-      vec_wait(fmt::format("vec.cvt dst=ub[r3+0] a=ub[r2+0] rows={} dt=fp32 odt={}", n, dt_));
+      code(bundle({emit::li(reg(2), int64_t(v)), emit::li(reg(3), int64_t(y.base + b * y.block_bytes + r0 * xrow))}));
+      vec_wait(emit::vec_mul(ub_reg(2), ub_reg(2), ub_reg(5), n, isa::Dtype::Fp32));
+      if (q8_) vec_wait(emit::vec_affine(ub_reg(2), ub_reg(2), n, isa::Dtype::Fp32, emit::Param{out_scale}));
+      vec_wait(emit::vec_cvt(ub_reg(3), ub_reg(2), n, isa::Dtype::Fp32, dtype_));
     }
   }
   ub_.release(vals);
