@@ -48,33 +48,44 @@ std::optional<Codegen::SoftmaxEpilogue> Codegen::fuse_softmax(mlir::Operation* p
     masks = ub_take(bytes.size(), fmt::format("the attention mask of '{}'", sm.getLayer().str()));
     e.buffers.push_back(masks);
     uint64_t n = bytes.size(), hbm = hbm_const(std::move(bytes));
-    code(fmt::format("  dma.load desc={} src=r0 dst=r0 flag=f1", new_desc(fmt::format("bytes={} src_off={} dst_off={}", n, hbm, masks))));
-    code("  wait f1");
+    code("  " + emit::dma_load(emit::Desc{new_desc(fmt::format("bytes={} src_off={} dst_off={}", n, hbm, masks))}, reg(0), reg(0),
+                               emit::flag(1)));
+    code("  " + emit::wait(emit::flag(1)));
   }
   std::string scale_p;
   if (af && !has_role(af, "scale")) scale_p = affine_param(const_floats(af.getScale(), af.getLayer().str()), const_floats(af.getBias(), af.getLayer().str()), 0, 1.0, 1.0);
   bool per_row_mask = !mk.empty();
   e.phases = [=](uint32_t m, uint64_t acc_row, uint64_t rows, uint64_t out_ub, uint64_t row_in_m) {
     uint64_t g = uint64_t(m) * acc_rows + acc_row;
-    std::string a = fmt::format("acc[r0+{}]", g);
-    auto op = [&](const std::string& text, uint64_t ub_addr = UINT64_MAX, uint64_t ub2 = UINT64_MAX) {
-      std::string pre, t = text;
-      if (ub_addr != UINT64_MAX) t = fmt::format(fmt::runtime(t), fmt::arg("S", reg_ref(ub_addr, 6, pre)), fmt::arg("B", ub2 == UINT64_MAX ? "" : reg_ref(ub2, 7, pre)));
-      return pre + "  " + t + " flag={flag}\n";
+    emit::Mem a = acc_at(g);
+    // The phase of operation text(S, B): S the unified-buffer rows at ub_addr, B those at ub2.
+    auto op = [&](auto text, uint64_t ub_addr = UINT64_MAX, uint64_t ub2 = UINT64_MAX) {
+      std::string pre, s_ref, b_ref;
+      if (ub_addr != UINT64_MAX) {
+        b_ref = ub2 == UINT64_MAX ? "" : reg_ref(ub2, 7, pre);  // B's li ahead of S's, as the former text fill ran them
+        s_ref = reg_ref(ub_addr, 6, pre);
+      }
+      return pre + "  " + text(ub_ref(s_ref), ub_ref(b_ref)) + "\n";
     };
+    using Ref = const emit::Mem&;
+    const auto f32 = isa::Dtype::Fp32;
     std::vector<std::string> ph;
-    if (!scale_p.empty()) ph.push_back(op(fmt::format("vec.affine dst={0} a={0} rows={1} dt=fp32 param={2}", a, rows, scale_p)));
+    if (!scale_p.empty())
+      ph.push_back(op([&](Ref, Ref) { return emit::vec_affine(a, a, rows, f32, emit::Param{scale_p}, kPendingFlag); }));
     uint64_t S = stats + g * row32;
     if (mask_rows)
-      ph.push_back(op(fmt::format("vec.add dst={0} a={0} b=ub[{{B}}] rows={1} dt=fp32{2}", a, rows, per_row_mask ? "" : " bcast=1"), S,
-                      masks + (per_row_mask ? row_in_m * row32 : 0)));
-    ph.push_back(op(fmt::format("vec.rmax dst=ub[{{S}}] a={} rows={} dt=fp32", a, rows), S));
-    ph.push_back(op(fmt::format("vec.sub dst={0} a={0} b=ub[{{S}}] rows={1} dt=fp32", a, rows), S));
-    ph.push_back(op(fmt::format("vec.exp dst={0} a={0} rows={1} dt=fp32", a, rows)));
-    ph.push_back(op(fmt::format("vec.rsum dst=ub[{{S}}] a={} rows={} dt=fp32 odt=fp32", a, rows), S));
-    ph.push_back(op(fmt::format("vec.recip dst=ub[{{S}}] a=ub[{{S}}] rows={} dt=fp32", rows), S));
-    ph.push_back(op(fmt::format("vec.mul dst={0} a={0} b=ub[{{S}}] rows={1} dt=fp32", a, rows), S));
-    ph.push_back(op(fmt::format("vec.cvt dst=ub[{{S}}] a={} rows={} dt=fp32 odt=bf16", a, rows), out_ub));
+      ph.push_back(op(
+          [&](Ref, Ref mask) {
+            return emit::vec_add(a, a, mask, rows, f32, per_row_mask ? std::nullopt : std::optional(true), kPendingFlag);
+          },
+          S, masks + (per_row_mask ? row_in_m * row32 : 0)));
+    ph.push_back(op([&](Ref st, Ref) { return emit::vec_rmax(st, a, rows, f32, kPendingFlag); }, S));
+    ph.push_back(op([&](Ref st, Ref) { return emit::vec_sub(a, a, st, rows, f32, std::nullopt, kPendingFlag); }, S));
+    ph.push_back(op([&](Ref, Ref) { return emit::vec_exp(a, a, rows, f32, kPendingFlag); }));
+    ph.push_back(op([&](Ref st, Ref) { return emit::vec_rsum(st, a, rows, f32, f32, kPendingFlag); }, S));
+    ph.push_back(op([&](Ref st, Ref) { return emit::vec_recip(st, st, rows, f32, kPendingFlag); }, S));
+    ph.push_back(op([&](Ref st, Ref) { return emit::vec_mul(a, a, st, rows, f32, std::nullopt, kPendingFlag); }, S));
+    ph.push_back(op([&](Ref st, Ref) { return emit::vec_cvt(st, a, rows, f32, isa::Dtype::Bf16, kPendingFlag); }, out_ub));
     return ph;
   };
   for (mlir::Operation* u : {af ? af.getOperation() : nullptr, sm.getOperation()}) {
@@ -178,14 +189,14 @@ bool Codegen::make_head_transpose(tpu::ReshapeOp op, const Act& x) {
     uint64_t pairs = n * H, per_group = ceil_div(pairs, std::min<uint64_t>(pairs, 4));
     std::optional<std::pair<uint64_t, uint64_t>> converted;  // rows whose conversion is in flight
     auto store_group = [&](std::pair<uint64_t, uint64_t> r) {
-      code(fmt::format("  wait f{}, {}", flags_.vector, yv.blocks));  // their conversions (the oldest in flight)
+      code("  " + emit::wait(emit::flag(flags_.vector), yv.blocks));  // their conversions (the oldest in flight)
       if (!flag) return;
       for (uint64_t nb = 0; nb < y0.blocks; ++nb) {
         uint64_t rb = rhs_row_bytes(y0, nb), r0 = b0 * H * d + r.first;
         std::string dsc = new_desc(fmt::format("bytes={} dim=[{}, {}, {}]", rb, r.second - r.first, R_ * esz_, rb));
-        code(fmt::format("  li r1, {} || li r2, {}", y0.base + nb * y0.block_bytes + r0 * R_ * esz_,
-                         store.addr + nb * y0.rows * R_ * esz_ + r0 * rb));
-        code(fmt::format("  dma.store desc={} src=r1 dst=r2 flag=f{}", dsc, flag));
+        code(bundle({emit::li(reg(1), int64_t(y0.base + nb * y0.block_bytes + r0 * R_ * esz_)),
+                     emit::li(reg(2), int64_t(store.addr + nb * y0.rows * R_ * esz_ + r0 * rb))}));
+        code("  " + emit::dma_store(emit::Desc{dsc}, reg(1), reg(2), emit::flag(flag)));
         ++store.count;
       }
     };
@@ -206,9 +217,9 @@ bool Codegen::make_head_transpose(tpu::ReshapeOp op, const Act& x) {
       }
       copies_wait();
       for (uint64_t sb = 0; sb < yv.blocks; ++sb)
-        code(fmt::format("  li r1, {} || li r2, {}\n  vec.cvt dst=ub[r2+0] a=ub[r1+0] rows={} dt=fp32 odt={} flag=f{}",
-                         yt.base + sb * yt.block_bytes + p0 * d * row4, yv.base + sb * yv.block_bytes + p0 * d * R_ * esz_,
-                         (p1 - p0) * d, dt_, flags_.vector));
+        code(bundle({emit::li(reg(1), int64_t(yt.base + sb * yt.block_bytes + p0 * d * row4)),
+                     emit::li(reg(2), int64_t(yv.base + sb * yv.block_bytes + p0 * d * R_ * esz_))}) +
+             "\n  " + emit::vec_cvt(ub_reg(2), ub_reg(1), (p1 - p0) * d, isa::Dtype::Fp32, dtype_, emit::flag(flags_.vector)));
       if (converted) store_group(*converted);
       converted = std::make_pair(p0 * d, p1 * d);
     }
@@ -250,7 +261,7 @@ Codegen::BatchPlan Codegen::plan_batch_matmul(tpu::BatchMatmulOp op, const Act& 
   } else {
     rhs = store_rhs(w, 1);
   }
-  p.ready = fmt::format("  wait f{}, {}\n", rhs.flag, rhs.count);
+  p.ready = "  " + emit::wait(emit::flag(rhs.flag), rhs.count) + "\n";
   p.issued_at = rhs.issued_at;
   std::vector<double> acc_scale;
   if (q8_) acc_scale.assign(N, double(scale(op.getLhs())) * scale(op.getRhs()));
@@ -420,8 +431,8 @@ Codegen::RhsCopy Codegen::store_rhs(const Act& w, int flag) {
   for (uint64_t nb = 0; nb < w.blocks; ++nb) {
     uint64_t rb = rhs_row_bytes(w, nb);
     std::string d = new_desc(fmt::format("bytes={} dim=[{}, {}, {}]", rb, w.rows, R_ * esz_, rb));
-    code(fmt::format("  li r1, {} || li r2, {}", w.base + nb * w.block_bytes, c.addr + nb * w.rows * R_ * esz_));
-    code(fmt::format("  dma.store desc={} src=r1 dst=r2 flag=f{}", d, flag));
+    code(bundle({emit::li(reg(1), int64_t(w.base + nb * w.block_bytes)), emit::li(reg(2), int64_t(c.addr + nb * w.rows * R_ * esz_))}));
+    code("  " + emit::dma_store(emit::Desc{d}, reg(1), reg(2), emit::flag(flag)));
   }
   c.issued_at = code_.size();
   return c;

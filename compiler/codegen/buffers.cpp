@@ -78,9 +78,9 @@ Act Codegen::fp32_twin(const Act& a, const std::string& layer, const std::string
   }
   std::string p = rescale ? new_param(fmt::format("scale=[{}]", *rescale)) : "";
   for (uint64_t blk = 0; blk < a.blocks; ++blk) {
-    code(fmt::format("  li r1, {} || li r2, {}", a.base + blk * a.block_bytes, t.base + blk * t.block_bytes));
-    vec_wait(fmt::format("vec.cvt dst=ub[r2+0] a=ub[r1+0] rows={} dt={} odt=fp32", a.rows, dt_));
-    if (rescale) vec_wait(fmt::format("vec.affine dst=ub[r2+0] a=ub[r2+0] rows={} dt=fp32 param={}", a.rows, p));
+    code(bundle({emit::li(reg(1), int64_t(a.base + blk * a.block_bytes)), emit::li(reg(2), int64_t(t.base + blk * t.block_bytes))}));
+    vec_wait(emit::vec_cvt(ub_reg(2), ub_reg(1), a.rows, dtype_, isa::Dtype::Fp32));
+    if (rescale) vec_wait(emit::vec_affine(ub_reg(2), ub_reg(2), a.rows, isa::Dtype::Fp32, emit::Param{p}));
   }
   return t;
 }
@@ -88,8 +88,8 @@ Act Codegen::fp32_twin(const Act& a, const std::string& layer, const std::string
 // Converts an fp32 twin back into `a` (rounding to INT8 or bf16) and frees it.
 void Codegen::from_fp32_twin(const Act& t, const Act& a) {
   for (uint64_t blk = 0; blk < a.blocks; ++blk) {
-    code(fmt::format("  li r1, {} || li r2, {}", t.base + blk * t.block_bytes, a.base + blk * a.block_bytes));
-    vec_wait(fmt::format("vec.cvt dst=ub[r2+0] a=ub[r1+0] rows={} dt=fp32 odt={}", a.rows, dt_));
+    code(bundle({emit::li(reg(1), int64_t(t.base + blk * t.block_bytes)), emit::li(reg(2), int64_t(a.base + blk * a.block_bytes))}));
+    vec_wait(emit::vec_cvt(ub_reg(2), ub_reg(1), a.rows, isa::Dtype::Fp32, dtype_));
   }
   ub_.release(t.base);
 }

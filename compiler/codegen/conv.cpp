@@ -54,14 +54,18 @@ std::vector<std::string> Codegen::acc_add_phases(const FusedAdd& f, uint32_t mxu
   std::string pre;
   if (bias_ub != kNoBias) ph.push_back(bias_phase(g, bias_ub, rows));
   std::string t = reg_ref(tmp, 8, pre), o = reg_ref(other, 9, pre);
-  ph.push_back(pre + fmt::format("  vec.rescale dst=ub[{}] a=ub[{}] rows={} param={} dt=int8 odt=int32 flag={{flag}}\n", t, o, rows,
-                                 f.to_acc[nb]));
+  ph.push_back(pre + "  " +
+               emit::vec_rescale(ub_ref(t), ub_ref(o), rows, emit::Param{f.to_acc[nb]}, isa::Dtype::Int8, isa::Dtype::Int32,
+                                 kPendingFlag) +
+               "\n");
   pre.clear();
   t = reg_ref(tmp, 8, pre);
-  ph.push_back(pre + fmt::format("  vec.add dst=acc[r0+{0}] a=acc[r0+{0}] b=ub[{1}] rows={2} dt=int32 flag={{flag}}\n", g, t, rows));
+  ph.push_back(pre + "  " + emit::vec_add(acc_at(g), acc_at(g), ub_ref(t), rows, isa::Dtype::Int32, std::nullopt, kPendingFlag) + "\n");
   pre.clear();
   o = reg_ref(other, 9, pre);
-  ph.push_back(pre + fmt::format("  vec.rescale dst=ub[{}] a=acc[r0+{}] rows={} param={} flag={{flag}}\n", o, g, rows, f.to_sum[nb]));
+  ph.push_back(pre + "  " +
+               emit::vec_rescale(ub_ref(o), acc_at(g), rows, emit::Param{f.to_sum[nb]}, std::nullopt, std::nullopt, kPendingFlag) +
+               "\n");
   return ph;
 }
 
@@ -69,19 +73,24 @@ std::vector<std::string> Codegen::acc_add_phases(const FusedAdd& f, uint32_t mxu
 // `conv`, the other operand (and the sum) at `other`. "{flag}" as in epilogue().
 std::vector<std::string> Codegen::fused_add_phases(const FusedAdd& f, uint64_t rows, uint64_t conv, uint64_t other) {
   std::vector<std::string> ph;
-  auto op = [&](const std::string& fmt_, bool two) {
+  // The phase of operation text(o, c): o the other operand's rows, c the convolution's (when `two`).
+  auto op = [&](bool two, auto text) {
     std::string pre, o = reg_ref(other, 8, pre), c = two ? reg_ref(conv, 9, pre) : "";
-    ph.push_back(pre + fmt::format(fmt::runtime(fmt_), fmt::arg("o", o), fmt::arg("c", c), fmt::arg("rows", rows),
-                                   fmt::arg("dt", dt_)) + "\n");
+    ph.push_back(pre + "  " + text(ub_ref(o), ub_ref(c)) + "\n");
   };
   if (q8_) {
     std::string pre, c = reg_ref(conv, 9, pre);
-    ph.push_back(pre + fmt::format("  vec.affine dst=ub[{0}] a=ub[{0}] rows={1} dt=int8 param={2} flag={{flag}}\n", c, rows,
-                                   f.conv_scale));
-    op("  vec.affine dst=ub[{o}] a=ub[{o}] rows={rows} dt=int8 param=" + f.other_scale + " flag={{flag}}", false);
+    ph.push_back(pre + "  " + emit::vec_affine(ub_ref(c), ub_ref(c), rows, isa::Dtype::Int8, emit::Param{f.conv_scale}, kPendingFlag) +
+                 "\n");
+    op(false, [&](const emit::Mem& o, const emit::Mem&) {
+      return emit::vec_affine(o, o, rows, isa::Dtype::Int8, emit::Param{f.other_scale}, kPendingFlag);
+    });
   }
-  op("  vec.add dst=ub[{o}] a=ub[{o}] b=ub[{c}] rows={rows} dt={dt} flag={{flag}}", true);
-  if (!f.clamp.empty()) op("  vec.clamp dst=ub[{o}] a=ub[{o}] rows={rows} dt={dt} param=" + f.clamp + " flag={{flag}}", false);
+  op(true, [&](const emit::Mem& o, const emit::Mem& c) { return emit::vec_add(o, o, c, rows, dtype_, std::nullopt, kPendingFlag); });
+  if (!f.clamp.empty())
+    op(false, [&](const emit::Mem& o, const emit::Mem&) {
+      return emit::vec_clamp(o, o, rows, dtype_, emit::Param{f.clamp}, kPendingFlag);
+    });
   return ph;
 }
 
@@ -97,8 +106,8 @@ uint64_t Codegen::bias_lanes_row(uint64_t at) {
   row[at + kBiasLanes] = 1;
   uint64_t ub = ub_take(C_, "the bias lanes' constants", false);
   std::string d = new_desc(fmt::format("bytes={} src_off={} dst_off={}", C_, hbm_const(row), ub));
-  code(fmt::format("  dma.load desc={} src=r0 dst=r0 flag=f1", d));
-  code("  wait f1");
+  code("  " + emit::dma_load(emit::Desc{d}, reg(0), reg(0), emit::flag(1)));
+  code("  " + emit::wait(emit::flag(1)));
   return bias_lanes_rows_[at] = ub;
 }
 
@@ -220,11 +229,11 @@ void Codegen::conv_input(tpu::Conv2DOp op, ConvPlan& p) {
         uint64_t dst = p.xp.base + b * p.xp.block_bytes + ((n * Hp + c.pt) * Wp + c.pl) * R_ * esz_;
         std::string d = new_desc(fmt::format("bytes={} src_off={} dst_off={} dim=[{}, {}, {}]", c.W * R_ * esz_, src, dst, c.H,
                                              c.W * R_ * esz_, Wp * R_ * esz_));
-        code(fmt::format("  dma.copy desc={} src=r0 dst=r0 flag=f1", d));
+        code("  " + emit::dma_copy(emit::Desc{d}, reg(0), reg(0), emit::flag(1)));
         ++inflight;
       }
     for (; inflight; inflight -= std::min<uint64_t>(inflight, 65535))
-      code(fmt::format("  wait f1, {}", std::min<uint64_t>(inflight, 65535)));
+      code("  " + emit::wait(emit::flag(1), std::min<uint64_t>(inflight, 65535)));
   }
   p.pairs = p.same && c.G == 1 && c.KH > 1 && c.H > 1 && 2 * c.CI <= R_ &&
             (c.CI * esz_) % cfg_.core.unified_buffer.alignment_bytes == 0 && last_use(op.getInput());
@@ -232,12 +241,12 @@ void Codegen::conv_input(tpu::Conv2DOp op, ConvPlan& p) {
     uint64_t px = R_ * esz_, img = c.H * c.W * px;
     std::string d = new_desc(fmt::format("bytes={} src_off={} dst_off={} dim=[{}, {}, {}] dim=[{}, {}, {}]", c.CI * esz_,
                                          x.base + c.W * px, x.base + c.CI * esz_, (c.H - 1) * c.W, px, px, c.N, img, img));
-    code(fmt::format("  dma.copy desc={} src=r0 dst=r0 flag=f1", d));
-    code("  wait f1");  // the two transfers' spans interleave
+    code("  " + emit::dma_copy(emit::Desc{d}, reg(0), reg(0), emit::flag(1)));
+    code("  " + emit::wait(emit::flag(1)));  // the two transfers' spans interleave
     d = new_desc(fmt::format("bytes={} src_off={} dst_off={} dim=[{}, 0, {}] dim=[{}, 0, {}]", c.CI * esz_, zero_hbm_,
                              x.base + (c.H - 1) * c.W * px + c.CI * esz_, c.W, px, c.N, img));
-    code(fmt::format("  dma.load desc={} src=r0 dst=r0 flag=f1", d));
-    code("  wait f1");
+    code("  " + emit::dma_load(emit::Desc{d}, reg(0), reg(0), emit::flag(1)));
+    code("  " + emit::wait(emit::flag(1)));
   }
 }
 

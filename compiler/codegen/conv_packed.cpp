@@ -68,11 +68,11 @@ class PackedConv {
     std::string d = cg_.new_desc(fmt::format("bytes={} src_off={} dst_off={} dim=[{}, {}, {}] dim=[{}, {}, {}]", CI * esz_,
                                              hbm_ + (n * H + h0) * W * CI * esz_, at + ((c_.pt + h0) * c_.Wp() + c_.pl) * pix_, W,
                                              CI * esz_, pix_, h1 - h0, W * CI * esz_, c_.Wp() * pix_));
-    return fmt::format("  dma.load desc={} src=r0 dst=r0 flag=f{}\n", d, flag);
+    return "  " + emit::dma_load(emit::Desc{d}, reg(0), reg(0), emit::flag(flag)) + "\n";
   }
   void load_image(uint64_t n, uint64_t at) {
     cg_.code_ += load_rows(n, at, 0, c_.H, 1);
-    cg_.code("  wait f1");
+    cg_.code("  " + emit::wait(emit::flag(1)));
   }
 
   // A pool that is the output's only use (ResNet-50's max pool after conv1) runs image by
@@ -178,10 +178,10 @@ class PackedConv {
   void spread(uint64_t n) {
     uint64_t row = C_ * esz_, at = y_.base + (n * c_.OH - first_row(n)) * c_.OW * row;
     for (uint64_t h = 0; h < 2; ++h)
-      cg_.code(fmt::format("  dma.copy desc={} src=r0 dst=r0 flag=f{}",
-                           cg_.new_desc(fmt::format("bytes={} src_off={} dst_off={} dim=[{}, {}, {}]", row, q2_ + h * (C_ / 2) * esz_,
-                                                    at + h * row, c_.OH * per_row_, row, 2 * row)),
-                           cg_.flags_.spread));
+      cg_.code("  " + emit::dma_copy(emit::Desc{cg_.new_desc(fmt::format("bytes={} src_off={} dst_off={} dim=[{}, {}, {}]", row,
+                                                                        q2_ + h * (C_ / 2) * esz_, at + h * row, c_.OH * per_row_,
+                                                                        row, 2 * row))},
+                                     reg(0), reg(0), emit::flag(cg_.flags_.spread)));
   }
 
   // Output rows [q0, q1): without stacking all images at once from the packed image, with
@@ -222,15 +222,15 @@ class PackedConv {
       uint64_t rows = std::min(ZH_, ceil_div(Hp - s * c_.dh, rs_));
       std::string d =
           cg_.new_desc(fmt::format("bytes={} dim=[{}, {}, {}] dim=[{}, {}, {}]", pix_, Wp, pix_, zp_, rows, rs_ * Wp * pix_, Wp * zp_));
-      text += fmt::format("  li r1, {} || li r2, {}\n", from + s * c_.dh * Wp * pix_, to + s * pix_);
-      text += fmt::format("  dma.copy desc={} src=r1 dst=r2 flag=f{}\n", d, flag);
+      text += bundle({emit::li(reg(1), int64_t(from + s * c_.dh * Wp * pix_)), emit::li(reg(2), int64_t(to + s * pix_))}) + "\n";
+      text += "  " + emit::dma_copy(emit::Desc{d}, reg(1), reg(2), emit::flag(flag)) + "\n";
     }
     return std::make_pair(text, copies);
   }
   void stack(uint64_t from, uint64_t to) {
     auto [text, copies] = stack_copies(from, to, 1);
     cg_.code_ += text;
-    cg_.code(fmt::format("  wait f1, {}", copies));
+    cg_.code("  " + emit::wait(emit::flag(1), copies));
   }
 
   // Image n's matmuls from its stacked copy, with the next image's load and stacking (and
@@ -244,25 +244,25 @@ class PackedConv {
       load_image(n, xq_);
       stack(xq_, zb_);
     } else if (!zb2_) {
-      if (n > 0) cg_.code(fmt::format("  wait f{}, {}", cg_.flags_.loaded, pieces_));
+      if (n > 0) cg_.code("  " + emit::wait(emit::flag(cg_.flags_.loaded), pieces_));
       stack(packed, zb_);
     } else if (n > 0) {
-      cg_.code(fmt::format("  wait f{}, {}", cg_.flags_.stacked, stacked_));
+      cg_.code("  " + emit::wait(emit::flag(cg_.flags_.stacked), stacked_));
     }
-    if (two_px_ && n > 0) cg_.code(fmt::format("  wait f{}, 2", cg_.flags_.spread));
+    if (two_px_ && n > 0) cg_.code("  " + emit::wait(emit::flag(cg_.flags_.spread), 2));
     std::vector<std::pair<std::string, double>> next;
     for (uint64_t i = 0; xq2_ && n + 1 < N && i < pieces_; ++i)  // into the other packed image, free now
       next.push_back({load_rows(n + 1, other, i * H / pieces_, (i + 1) * H / pieces_, cg_.flags_.loaded), double(i + 1) / double(pieces_)});
     if (zb2_ && n + 1 < N) {
       auto [text, copies] = stack_copies(other, z == zb_ ? zb2_ : zb_, cg_.flags_.stacked);
-      next.push_back({fmt::format("  wait f{}, {}\n", cg_.flags_.loaded, pieces_) + text, 1.0});
+      next.push_back({"  " + emit::wait(emit::flag(cg_.flags_.loaded), pieces_) + "\n" + text, 1.0});
       stacked_ = copies;
     }
     run_rows(n * OH, (n + 1) * OH, z, first_row(n), std::move(next),
              pool_ && n > 0 ? cg_.pool_ops(*pool_, y_, py_, int64_t(n) - 1, int64_t(n), first_row(n - 1) / OH)
                             : std::vector<std::pair<std::string, uint64_t>>{});
     if (two_px_) spread(n);
-    if (two_px_ && n + 1 == N) cg_.code(fmt::format("  wait f{}, 2", cg_.flags_.spread));
+    if (two_px_ && n + 1 == N) cg_.code("  " + emit::wait(emit::flag(cg_.flags_.spread), 2));
   }
 
   void finish() {
@@ -270,7 +270,7 @@ class PackedConv {
     if (pool_)
       for (auto& [text, occ] : cg_.pool_ops(*pool_, y_, py_, int64_t(N) - 1, int64_t(N), first_row(N - 1) / c_.OH)) {
         cg_.code_ += with_flag(text, cg_.flags_.vector);
-        cg_.code(fmt::format("  wait f{}", cg_.flags_.vector));
+        cg_.code("  " + emit::wait(emit::flag(cg_.flags_.vector)));
       }
     cg_.ub_.release(bias_ub_);
     cg_.ub_.release(xq_);

@@ -62,16 +62,17 @@ void Codegen::gen_conv_wide(tpu::Conv2DOp op) {
   // upper halves: pixel e (zero at e = W). All four transfers write disjoint bytes.
   uint64_t P = ub_take(N * H * E * px, fmt::format("the two-pixel input of '{}'", layer));
   auto copy = [&](uint64_t src, uint64_t dst) {
-    code(fmt::format("  dma.copy desc={} src=r0 dst=r0 flag=f1",
-                     new_desc(fmt::format("bytes={} src_off={} dst_off={} dim=[{}, {}, {}] dim=[{}, {}, {}]", CI * esz_, src,
-                                          dst, W, px, px, N * H, W * px, E * px))));
+    code("  " + emit::dma_copy(emit::Desc{new_desc(fmt::format("bytes={} src_off={} dst_off={} dim=[{}, {}, {}] dim=[{}, {}, {}]",
+                                                                CI * esz_, src, dst, W, px, px, N * H, W * px, E * px))},
+                               reg(0), reg(0), emit::flag(1)));
   };
   copy(x.base, P + px);
   copy(x.base, P + R2 * esz_);
   for (uint64_t at : {P, P + W * px + R2 * esz_})
-    code(fmt::format("  dma.load desc={} src=r0 dst=r0 flag=f1",
-                     new_desc(fmt::format("bytes={} src_off={} dst_off={} dim=[{}, 0, {}]", CI * esz_, zero_hbm_, at, N * H, E * px))));
-  code("  wait f1, 4");
+    code("  " + emit::dma_load(emit::Desc{new_desc(fmt::format("bytes={} src_off={} dst_off={} dim=[{}, 0, {}]", CI * esz_,
+                                                                zero_hbm_, at, N * H, E * px))},
+                               reg(0), reg(0), emit::flag(1)));
+  code("  " + emit::wait(emit::flag(1), 4));
   auto w = const_floats(op.getWeight(), layer), bias = const_floats(op.getBias(), layer);
   std::vector<double> acc_scale;
   if (q8_) {
@@ -129,15 +130,16 @@ void Codegen::gen_conv_wide(tpu::Conv2DOp op) {
   Act y = out_act(op.getOutput(), fmt::format("the output of '{}'", layer));
   uint64_t n = rows_out * half, row = C_ * esz_, pattern = q8_ ? bias_lanes_row(C2) : 0;
   for (uint64_t h = 0; h < 2; ++h)
-    code(fmt::format("  dma.copy desc={} src=r0 dst=r0 flag=f1",
-                     new_desc(fmt::format("bytes={} src_off={} dst_off={} dim=[{}, {}, {}]", C2 * esz_, q.base + h * C2 * esz_,
-                                          y.base + h * row, n, row, 2 * row))));
+    code("  " + emit::dma_copy(emit::Desc{new_desc(fmt::format("bytes={} src_off={} dst_off={} dim=[{}, {}, {}]", C2 * esz_,
+                                                                q.base + h * C2 * esz_, y.base + h * row, n, row, 2 * row))},
+                               reg(0), reg(0), emit::flag(1)));
   if (q8_) {
-    code(fmt::format("  dma.copy desc={} src=r0 dst=r0 flag=f1",
-                     new_desc(fmt::format("bytes={} src_off={} dst_off={} dim=[{}, 0, {}]", C2, pattern + C2, y.base + C2, 2 * n, row))));
+    code("  " + emit::dma_copy(emit::Desc{new_desc(fmt::format("bytes={} src_off={} dst_off={} dim=[{}, 0, {}]", C2, pattern + C2,
+                                                                y.base + C2, 2 * n, row))},
+                               reg(0), reg(0), emit::flag(1)));
     bias_lanes_[op.getOutput().getAsOpaquePointer()] = C2;
   }
-  code(fmt::format("  wait f1, {}", q8_ ? 3 : 2));
+  code("  " + emit::wait(emit::flag(1), q8_ ? 3 : 2));
   ub_.release(q.base);
   // Compulsory HBM bytes: the layer's weights once (its six two-pixel tiles hold them).
   add_bound(layer, conv_useful_macs(conv_shape(op)), 9 * CI * CO * esz_);

@@ -3,6 +3,22 @@
 
 namespace vtpu::compiler::codegen {
 
+namespace {
+// The one-operand vector operation named `fn` (a table function: "sigmoid", "tanh", "erf",
+// "exp", "recip", "rsqrt", "gelu").
+std::string vec_unary(const std::string& fn, const emit::Mem& dst, const emit::Mem& a, uint64_t rows, isa::Dtype dt,
+                      std::optional<emit::Flag> flag = std::nullopt) {
+  if (fn == "sigmoid") return emit::vec_sigmoid(dst, a, rows, dt, flag);
+  if (fn == "tanh") return emit::vec_tanh(dst, a, rows, dt, flag);
+  if (fn == "erf") return emit::vec_erf(dst, a, rows, dt, flag);
+  if (fn == "exp") return emit::vec_exp(dst, a, rows, dt, flag);
+  if (fn == "recip") return emit::vec_recip(dst, a, rows, dt, flag);
+  if (fn == "rsqrt") return emit::vec_rsqrt(dst, a, rows, dt, flag);
+  if (fn == "gelu") return emit::vec_gelu(dst, a, rows, dt, flag);
+  throw std::logic_error("vec_unary: no vector operation '" + fn + "'");
+}
+}  // namespace
+
 // The ops the planner put into `producer`'s epilogues as `role`, in block order.
 std::vector<mlir::Operation*> Codegen::planned(mlir::Operation* producer, llvm::StringRef role) const {
   std::vector<mlir::Operation*> ops;
@@ -115,16 +131,19 @@ Codegen::FusedPhases Codegen::fuse_chain(mlir::Operation* producer, const Act& y
     std::vector<std::string> ph;
     for (const Link& l : links) {
       std::string pre;
-      auto u = [&](int s, int reg) { return "ub[" + reg_ref(at(s).base + n * at(s).block_bytes + off, reg, pre) + "]"; };
-      std::string d = u(l.dst, 6), a = u(l.srcs[0], 7), text;
-      if (l.op == "affine") text = fmt::format("vec.affine dst={} a={} rows={} dt=bf16 param={}", d, a, rows, l.params[n]);
-      else if (l.srcs.size() == 2) text = fmt::format("vec.{} dst={} a={} b={} rows={} dt=bf16", l.op, d, a, u(l.srcs[1], 8), rows);
-      else text = fmt::format("vec.{} dst={} a={} rows={} dt=bf16", l.op, d, a, rows);
-      ph.push_back(pre + "  " + text + " flag={flag}\n");
+      auto u = [&](int s, int reg) { return ub_ref(reg_ref(at(s).base + n * at(s).block_bytes + off, reg, pre)); };
+      emit::Mem d = u(l.dst, 6), a = u(l.srcs[0], 7);
+      std::string text;
+      if (l.op == "affine") text = emit::vec_affine(d, a, rows, isa::Dtype::Bf16, emit::Param{l.params[n]}, kPendingFlag);
+      else if (l.srcs.size() == 2) {
+        emit::Mem b = u(l.srcs[1], 8);
+        text = vec_binary(l.op, d, a, b, rows, isa::Dtype::Bf16, std::nullopt, kPendingFlag);
+      } else text = vec_unary(l.op, d, a, rows, isa::Dtype::Bf16, kPendingFlag);
+      ph.push_back(pre + "  " + text + "\n");
       if (!l.clamp.empty()) {
         pre.clear();
-        std::string c = u(l.dst, 6);
-        ph.push_back(pre + fmt::format("  vec.clamp dst={0} a={0} rows={1} dt=bf16 param={2} flag={{flag}}\n", c, rows, l.clamp));
+        emit::Mem c = u(l.dst, 6);
+        ph.push_back(pre + "  " + emit::vec_clamp(c, c, rows, isa::Dtype::Bf16, emit::Param{l.clamp}, kPendingFlag) + "\n");
       }
     }
     return ph;
@@ -147,7 +166,7 @@ Codegen::FusedPhases Codegen::fuse_elementwise(mlir::Operation* producer, const 
     std::string fn = un.getFn().str();
     f = [this, y, fn](uint64_t n, uint64_t off, uint64_t rows) {
       std::string pre, o = reg_ref(y.base + n * y.block_bytes + off, 6, pre);
-      return std::vector<std::string>{pre + fmt::format("  vec.{} dst=ub[{}] a=ub[{}] rows={} dt=bf16 flag={{flag}}\n", fn, o, o, rows)};
+      return std::vector<std::string>{pre + "  " + vec_unary(fn, ub_ref(o), ub_ref(o), rows, isa::Dtype::Bf16, kPendingFlag) + "\n"};
     };
   } else if (auto af = mlir::dyn_cast<tpu::AffineOp>(u)) {
     std::vector<std::string> params;
@@ -156,7 +175,7 @@ Codegen::FusedPhases Codegen::fuse_elementwise(mlir::Operation* producer, const 
     f = [this, y, params](uint64_t n, uint64_t off, uint64_t rows) {
       std::string pre, o = reg_ref(y.base + n * y.block_bytes + off, 6, pre);
       return std::vector<std::string>{
-          pre + fmt::format("  vec.affine dst=ub[{}] a=ub[{}] rows={} dt=bf16 param={} flag={{flag}}\n", o, o, rows, params[n])};
+          pre + "  " + emit::vec_affine(ub_ref(o), ub_ref(o), rows, isa::Dtype::Bf16, emit::Param{params[n]}, kPendingFlag) + "\n"};
     };
   } else if (auto ad = mlir::dyn_cast<tpu::AddOp>(u)) {
     Value other = ad.getLhs() == v ? ad.getRhs() : ad.getLhs();
@@ -167,10 +186,11 @@ Codegen::FusedPhases Codegen::fuse_elementwise(mlir::Operation* producer, const 
     std::string cp = clamp_param(ad.getClampMin().convertToDouble(), ad.getClampMax().convertToDouble());
     f = [this, y, b, cp](uint64_t n, uint64_t off, uint64_t rows) {
       std::string pre, o = reg_ref(y.base + n * y.block_bytes + off, 6, pre), bo = reg_ref(b.base + n * b.block_bytes + off, 7, pre);
-      std::vector<std::string> ph{pre + fmt::format("  vec.add dst=ub[{0}] a=ub[{0}] b=ub[{1}] rows={2} dt=bf16 flag={{flag}}\n", o, bo, rows)};
+      std::vector<std::string> ph{
+          pre + "  " + emit::vec_add(ub_ref(o), ub_ref(o), ub_ref(bo), rows, isa::Dtype::Bf16, std::nullopt, kPendingFlag) + "\n"};
       if (!cp.empty()) {
         std::string pre2, o2 = reg_ref(y.base + n * y.block_bytes + off, 6, pre2);
-        ph.push_back(pre2 + fmt::format("  vec.clamp dst=ub[{0}] a=ub[{0}] rows={1} dt=bf16 param={2} flag={{flag}}\n", o2, rows, cp));
+        ph.push_back(pre2 + "  " + emit::vec_clamp(ub_ref(o2), ub_ref(o2), rows, isa::Dtype::Bf16, emit::Param{cp}, kPendingFlag) + "\n");
       }
       return ph;
     };

@@ -136,8 +136,9 @@ std::vector<Block> Codegen::plan_matmul(tpu::MatmulOp op, uint64_t nt_total, Mat
     std::string p = new_param(fmt::format("scale=[{}]", double(const_floats(af.getScale(), af.getLayer().str())[0])));
     fused = [this, y, p](uint64_t n, uint64_t off, uint64_t rows) {
       uint64_t o = y.base + n * y.block_bytes + off;
-      std::string pre, at = o <= 0xFFFFFF ? fmt::format("r0+{}", o) : (pre = fmt::format("  li r6, {}\n", o), "r6+0");
-      return std::vector<std::string>{pre + fmt::format("  vec.affine dst=ub[{0}] a=ub[{0}] rows={1} dt=bf16 param={2} flag={{flag}}\n", at, rows, p)};
+      std::string pre, at = o <= 0xFFFFFF ? fmt::format("r0+{}", o) : (pre = "  " + emit::li(reg(6), int64_t(o)) + "\n", "r6+0");
+      return std::vector<std::string>{
+          pre + "  " + emit::vec_affine(ub_ref(at), ub_ref(at), rows, isa::Dtype::Bf16, emit::Param{p}, kPendingFlag) + "\n"};
     };
   }
   // Split K: when the output blocks do not spread evenly over the MXUs (BERT's 768-wide
@@ -157,7 +158,7 @@ std::vector<Block> Codegen::plan_matmul(tpu::MatmulOp op, uint64_t nt_total, Mat
   bool split = allow_split && !is_int32(op.getOutput()) && kt >= 2 && busiest(2 * stream_blocks, kt - kh) < busiest(stream_blocks, kt) &&
                ub_.largest_free() >= part_bytes + (1 << 16);
   uint64_t parts = split ? ub_take(part_bytes, fmt::format("the partial sums of '{}'", layer)) : kNoBias;
-  std::string acc_dt = q8_ ? "int32" : "fp32";
+  isa::Dtype acc_dt = q8_ ? isa::Dtype::Int32 : isa::Dtype::Fp32;
   std::vector<Block> blocks;
   std::vector<std::vector<size_t>> chunk_blocks(ceil_div(x.rows, mc));  // the blocks of each row chunk
   auto add_blocks = [&](uint64_t n, uint64_t r0) {
@@ -169,9 +170,8 @@ std::vector<Block> Codegen::plan_matmul(tpu::MatmulOp op, uint64_t nt_total, Mat
         a.groups.push_back({tiles[n][k], {{x.base + k * x.block_bytes + r0 * R_ * esz_, rows, 0, 0, k > 0}}});
       a.epilogue = [this, rows, part, acc_dt](uint32_t m, uint64_t acc_row) {
         uint64_t g = uint64_t(m) * cfg_.core.accumulators.rows + acc_row;
-        std::string pre, at = part <= 0xFFFFFF ? fmt::format("r0+{}", part) : (pre = fmt::format("  li r8, {}\n", part), "r8+0");
-        return std::vector<std::string>{
-            pre + fmt::format("  vec.copy dst=ub[{}] a=acc[r0+{}] rows={} dt={} flag={{flag}}\n", at, g, rows, acc_dt)};
+        std::string pre, at = part <= 0xFFFFFF ? fmt::format("r0+{}", part) : (pre = "  " + emit::li(reg(8), int64_t(part)) + "\n", "r8+0");
+        return std::vector<std::string>{pre + "  " + emit::vec_copy(ub_ref(at), acc_at(g), rows, acc_dt, kPendingFlag) + "\n"};
       };
       chunk_blocks[r0 / mc].push_back(blocks.size());
       blocks.push_back(std::move(a));
@@ -186,9 +186,8 @@ std::vector<Block> Codegen::plan_matmul(tpu::MatmulOp op, uint64_t nt_total, Mat
       std::vector<std::string> ph;
       if (split) {
         uint64_t g = uint64_t(m) * cfg_.core.accumulators.rows + acc_row;
-        std::string pre, at = part <= 0xFFFFFF ? fmt::format("r0+{}", part) : (pre = fmt::format("  li r8, {}\n", part), "r8+0");
-        ph.push_back(pre + fmt::format("  vec.add dst=acc[r0+{0}] a=acc[r0+{0}] b=ub[{1}] rows={2} dt={3} flag={{flag}}\n", g, at,
-                                       rows, acc_dt));
+        std::string pre, at = part <= 0xFFFFFF ? fmt::format("r0+{}", part) : (pre = "  " + emit::li(reg(8), int64_t(part)) + "\n", "r8+0");
+        ph.push_back(pre + "  " + emit::vec_add(acc_at(g), acc_at(g), ub_ref(at), rows, acc_dt, std::nullopt, kPendingFlag) + "\n");
       }
       for (auto& p : epilogue(m, acc_row, rows, bias_row, ep, out)) ph.push_back(p);
       if (fused)
