@@ -44,7 +44,7 @@
 // INT8: .tag "aff"
 // INT8: vec.affine {{.*}} dt=int8 param=[[AFF]]
 // INT8: .tag "relu6"
-// INT8: vec.rescale {{.*}} dt=int8 odt=int8 param=[[RQ]]
+// INT8: vec.rescale {{.*}} param=[[RQ]] dt=int8 odt=int8
 func.func @main(%a: tensor<4x8xf32> {vtpu.name = "a"}, %b: tensor<4x8xf32> {vtpu.name = "b"}) -> (tensor<4x8xf32> {vtpu.name = "y"}) {
   %s = "tosa.const"() {value = dense<2.0> : tensor<8xf32>} : () -> tensor<8xf32>
   %t = "tosa.const"() {value = dense<1.0> : tensor<8xf32>} : () -> tensor<8xf32>

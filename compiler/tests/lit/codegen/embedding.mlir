@@ -22,7 +22,7 @@
 // CHECK: vec.affine {{.*}} dt=bf16 param=[[ONEMINUS]]
 // CHECK: vec.affine {{.*}} param=[[NEXT]]
 // CHECK: mxu.matmul mxu=0 src=r0+[[HOT:[0-9]+]] dst=r0+0 rows=3 dtype=bf16 swap=1 ||
-// CHECK: mxu.matmul mxu=0 src=r0+{{[0-9]+}} dst=r0+0 rows=3 dtype=bf16 swap=1 acc=1 flag=f2
+// CHECK: mxu.matmul mxu=0 src=r0+{{[0-9]+}} dst=r0+0 rows=3 dtype=bf16 acc=1 swap=1 flag=f2
 // CHECK-NOT: mxu.matmul
 // CHECK: vec.cvt {{.*}} a=acc[r0+0] rows=3 dt=fp32 odt=bf16
 func.func @main(%ids: tensor<3xi32> {vtpu.name = "ids"}) -> (tensor<3x8xf32> {vtpu.name = "y"}) {
