@@ -78,7 +78,7 @@ CompileResult Codegen::run(mlir::ModuleOp module) {
     if (auto ret = mlir::dyn_cast<mlir::func::ReturnOp>(op)) gen_outputs(fn, ret);
     else gen_op(op);
   }
-  code("  halt");
+  code("  " + emit::halt());
   CompileResult r = assemble();
   if (opt_.progress) opt_.progress("codegen", 1.0);
   return r;

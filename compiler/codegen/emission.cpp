@@ -72,9 +72,10 @@ void Codegen::copies_wait() {
   copies_in_flight_ = 0;
 }
 
-// One vector instruction, waited for.
+// One vector instruction (printed by its emitter without a flag), waited for: the flag,
+// every vector operation's last operand, is the vector unit's.
 void Codegen::vec_wait(const std::string& line) {
-  code(fmt::format("  {} flag=f{}", line, flags_.vector));
+  code("  " + line + " flag=" + emit::flag(flags_.vector).text);
   code("  " + emit::wait(emit::flag(flags_.vector)));
 }
 
