@@ -173,15 +173,7 @@ struct SideWork {
   std::vector<VecStep> steps;
 };
 
-// A convolution's sizes: NHWC input [N, H, W, CI], weights [KH, KW, CIg = CI / G, CO],
-// output [N, OH, OW, CO]; stride (sh, sw), dilation (dh, dw), pads (pt, pb, pl, pr).
-struct ConvShape {
-  uint64_t N = 0, H = 0, W = 0, CI = 0, KH = 0, KW = 0, CIg = 0, CO = 0, OH = 0, OW = 0, G = 1;
-  uint64_t sh = 1, sw = 1, dh = 1, dw = 1, pt = 0, pb = 0, pl = 0, pr = 0;
-  uint64_t Hp() const { return H + pt + pb; }  // the padded image's
-  uint64_t Wp() const { return W + pl + pr; }
-};
-ConvShape conv_shape(tpu::Conv2DOp op);
+// A convolution's sizes (ConvShape, conv_shape) are in ir.h.
 // Useful MACs of a convolution (docs/reports.md, "Useful MACs"): for every output position,
 // the kernel taps whose input position lies inside the image, x input channels per group x
 // output channels. Taps on padding are not counted, however the schedule computes them.
@@ -194,7 +186,6 @@ class EmbeddingLookup;
 class Codegen {
  public:
   Codegen(const config::Config& cfg, const CompileOptions& opt, std::map<const void*, float> scales);
-  bool read_packed(Value arg) const;
   bool read_fp32(Value arg) const;
   void check_inputs_fit(mlir::ModuleOp module);
   CompileResult run(mlir::ModuleOp module);
@@ -428,14 +419,11 @@ class Codegen {
                                                                            uint64_t rows);
 
   // conv_packed.cpp: the packed first convolution (few input channels, read from HBM)
-  bool packable(tpu::Conv2DOp op) const;
   void gen_conv_packed(tpu::Conv2DOp op, uint64_t hbm);
 
   // conv_wide.cpp: two output pixels per matmul row
-  bool padding_lanes_unread(Value v);
   std::pair<uint64_t, std::string> two_pixel_params(const std::vector<float>& bias, const std::vector<double>& acc_scale,
                                                     uint64_t CO, tpu::Conv2DOp op);
-  bool wide_conv(tpu::Conv2DOp op);
   void gen_conv_wide(tpu::Conv2DOp op);
 
   // pool.cpp: pools

@@ -159,7 +159,7 @@ void Codegen::gen_conv(tpu::Conv2DOp op) {
   tag(layer);
   if (auto it = input_hbm_.find(op.getInput().getAsOpaquePointer()); it != input_hbm_.end())
     return gen_conv_packed(op, it->second);
-  if (wide_conv(op)) return gen_conv_wide(op);
+  if (wide_conv(op, cfg_, esz_)) return gen_conv_wide(op);
   ConvPlan p;
   p.x = act(op.getInput());
   p.s = conv_shape(op);
@@ -202,20 +202,20 @@ void Codegen::conv_output(tpu::Conv2DOp op, ConvPlan& p) {
 // (stride 1, odd kernel, centred pads): their taps read the unpadded input, each clipped
 // to the output pixels and rows it reaches, with the centre tap (which reaches all of
 // them) first to initialize the accumulators.
-// Tap pairs: a "same" convolution on at most R/2 channels leaves half of every matmul
-// row's K empty. When it is its input's last user, one DMA copies each pixel's channels
-// into lanes [CI, 2 CI) of the pixel above (zeros for an image's bottom row), so a
-// matmul row covers kernel rows dy and dy + 1 (K = 2 CI); whatever other padding lanes
-// hold is never read. Pairs start at the centre row (their row read is never above the
-// image); rows above it stay single taps. ResNet-50's 64-channel 3x3 convs take 6
-// matmuls per output row instead of 9.
+// Tap pairs (the planner's tpu.tap_pairs, plan.cpp): a "same" convolution on at most R/2
+// channels leaves half of every matmul row's K empty. When it is its input's last user,
+// one DMA copies each pixel's channels into lanes [CI, 2 CI) of the pixel above (zeros
+// for an image's bottom row), so a matmul row covers kernel rows dy and dy + 1 (K = 2 CI);
+// whatever other padding lanes hold is never read. Pairs start at the centre row (their
+// row read is never above the image); rows above it stay single taps. ResNet-50's
+// 64-channel 3x3 convs take 6 matmuls per output row instead of 9. The emitter declines
+// (drops the attribute) when an alias shares the input's buffer.
 void Codegen::conv_input(tpu::Conv2DOp op, ConvPlan& p) {
   const ConvShape& c = p.s;
   const Act& x = p.x;
   uint64_t Hp = c.Hp(), Wp = c.Wp();
   p.xp = x;
-  p.same = c.sh == 1 && c.sw == 1 && c.dh == 1 && c.dw == 1 && c.KH % 2 == 1 && c.KW % 2 == 1 && c.pt == (c.KH - 1) / 2 &&
-           c.pb == c.pt && c.pl == (c.KW - 1) / 2 && c.pr == c.pl;
+  p.same = c.same();
   p.padded = (c.pt || c.pb || c.pl || c.pr) && !p.same;
   if (p.padded) {
     p.xp = new_act({int64_t(c.N), int64_t(Hp), int64_t(Wp), int64_t(c.CI)},
@@ -235,8 +235,9 @@ void Codegen::conv_input(tpu::Conv2DOp op, ConvPlan& p) {
     for (; inflight; inflight -= std::min<uint64_t>(inflight, 65535))
       code("  " + emit::wait(emit::flag(1), std::min<uint64_t>(inflight, 65535)));
   }
-  p.pairs = p.same && c.G == 1 && c.KH > 1 && c.H > 1 && 2 * c.CI <= R_ &&
-            (c.CI * esz_) % cfg_.core.unified_buffer.alignment_bytes == 0 && last_use(op.getInput());
+  // Planned (plan.cpp, tap_pairs) unless an alias shares the input's buffer.
+  p.pairs = op->hasAttr(kTapPairsAttr) && last_use(op.getInput());
+  if (!p.pairs) op->removeAttr(kTapPairsAttr);
   if (p.pairs) {
     uint64_t px = R_ * esz_, img = c.H * c.W * px;
     std::string d = new_desc(fmt::format("bytes={} src_off={} dst_off={} dim=[{}, {}, {}] dim=[{}, {}, {}]", c.CI * esz_,

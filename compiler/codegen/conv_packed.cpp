@@ -6,10 +6,21 @@ namespace vtpu::compiler::codegen {
 // A convolution whose input has few channels can read it packed: each matmul row then
 // covers the KW taps of one kernel row side by side (K = KW x channels rounded to a
 // word), instead of one tap per matmul with the channels padded to R lanes.
-bool Codegen::packable(tpu::Conv2DOp op) const {
+bool packable(tpu::Conv2DOp op, uint64_t R, uint64_t esz) {
   auto xs = shape_of(op.getInput()), ws = shape_of(op.getWeight());
-  uint64_t CIp = align_up(uint64_t(xs[3]), std::max<uint64_t>(1, 4 / esz_));
-  return op.getGroups() == 1 && op.getDilation()[1] == 1 && uint64_t(ws[1]) * CIp <= R_ && uint64_t(xs[3]) * 4 <= R_;
+  uint64_t CIp = align_up(uint64_t(xs[3]), std::max<uint64_t>(1, 4 / esz));
+  return op.getGroups() == 1 && op.getDilation()[1] == 1 && uint64_t(ws[1]) * CIp <= R && uint64_t(xs[3]) * 4 <= R;
+}
+
+// An image with few channels that only convolutions read stays in HBM: those
+// convolutions load it packed (see gen_conv_packed) instead of R lanes per pixel.
+bool packed_input(Value arg, uint64_t R, uint64_t esz) {
+  bool packed = !arg.use_empty();
+  for (mlir::Operation* u : arg.getUsers()) {
+    auto c = mlir::dyn_cast<tpu::Conv2DOp>(u);
+    packed &= c && packable(c, R, esz);
+  }
+  return packed;
 }
 
 // The packed convolution's steps; its locals are members (see gen_conv_packed).
@@ -26,7 +37,7 @@ class PackedConv {
     // readers are all convolutions, which never read past their input's channels).
     span_ = c_.KW;
     two_px_ = R_ == C_ && c_.CO * 2 <= C_ && c_.OW % 2 == 0 && !cg.int_out_ && c_.N > 1 && (c_.KW + c_.sw) * CIp_ * 2 <= R_ &&
-              cg.padding_lanes_unread(op.getOutput());
+              padding_lanes_unread(op.getOutput());
     if (two_px_) span_ = c_.KW + c_.sw;
     // Kernel rows stacked in one matmul row: as many as the array's R rows hold (see stacking()).
     S_ = std::max<uint64_t>(1, std::min<uint64_t>(c_.KH, R_ / (span_ * CIp_)));

@@ -5,7 +5,7 @@ namespace vtpu::compiler::codegen {
 
 // Whether every reader of v (through a pool) reads at most its channels' lanes: a
 // convolution, whose weight tiles have no rows past its input channels.
-bool Codegen::padding_lanes_unread(Value v) {
+bool padding_lanes_unread(Value v) {
   if (v.use_empty()) return false;
   for (mlir::Operation* u : v.getUsers()) {
     if (auto p = mlir::dyn_cast<tpu::PoolOp>(u); p && v.hasOneUse()) return padding_lanes_unread(p.getOutput());
@@ -41,10 +41,11 @@ std::pair<uint64_t, std::string> Codegen::two_pixel_params(const std::vector<flo
 // tap pairs' 2 of W): K and N are both full. The epilogue writes these two-pixel rows,
 // and two copies spread them into the output's rows (their padding lanes hold the other
 // pixel, which the consumers, convolutions reading R/2 channels, never read).
-bool Codegen::wide_conv(tpu::Conv2DOp op) {
+bool wide_conv(tpu::Conv2DOp op, const config::Config& cfg, uint64_t esz) {
   auto xs = shape_of(op.getInput()), ws = shape_of(op.getWeight());
-  if (R_ != C_ || R_ % 2 || int_out_ || op.getGroups() != 1 || ws[0] != 3 || ws[1] != 3 || uint64_t(xs[3]) * 2 != R_ ||
-      uint64_t(ws[3]) * 2 > C_ || xs[2] % 2 || xs[1] < 2 || (xs[3] * esz_) % cfg_.core.unified_buffer.alignment_bytes)
+  uint64_t R = cfg.core.mxu.rows, C = cfg.core.mxu.cols;
+  if (R != C || R % 2 || is_int32(op.getOutput()) || op.getGroups() != 1 || ws[0] != 3 || ws[1] != 3 || uint64_t(xs[3]) * 2 != R ||
+      uint64_t(ws[3]) * 2 > C || xs[2] % 2 || xs[1] < 2 || (uint64_t(xs[3]) * esz) % cfg.core.unified_buffer.alignment_bytes)
     return false;
   auto st = op.getStride(), pad = op.getPad(), dil = op.getDilation();
   if (st[0] != 1 || st[1] != 1 || dil[0] != 1 || dil[1] != 1 || pad[0] != 1 || pad[1] != 1 || pad[2] != 1 || pad[3] != 1)

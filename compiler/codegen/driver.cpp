@@ -20,17 +20,6 @@ Codegen::Codegen(const config::Config& cfg, const CompileOptions& opt, std::map<
   acc_region_ = cfg.core.accumulators.rows / 2;
 }
 
-// An image with few channels that only convolutions read stays in HBM: those
-// convolutions load it packed (see gen_conv_packed) instead of R lanes per pixel.
-bool Codegen::read_packed(Value arg) const {
-  bool packed = !arg.use_empty();
-  for (mlir::Operation* u : arg.getUsers()) {
-    auto c = mlir::dyn_cast<tpu::Conv2DOp>(u);
-    packed &= c && packable(c);
-  }
-  return packed;
-}
-
 // A float model input read only by softmaxes stays fp32 in HBM, and each softmax loads it
 // straight into its fp32 work rows: logits too close together for bf16 (10000 and 10001)
 // keep their differences.
@@ -51,7 +40,7 @@ void Codegen::check_inputs_fit(mlir::ModuleOp module) {
   if (!fn) throw InternalError("no func @main");
   for (unsigned i = 0; i < fn.getNumArguments(); ++i) {
     Value arg = fn.getArgument(i);
-    if (is_int32(arg) || read_packed(arg) || read_fp32(arg)) continue;
+    if (is_int32(arg) || packed_input(arg, R_, esz_) || read_fp32(arg)) continue;
     new_act(shape_of(arg), "input '" + fn.getArgAttrOfType<mlir::StringAttr>(i, "vtpu.name").str() + "'");
   }
 }
@@ -104,7 +93,7 @@ void Codegen::gen_inputs(mlir::func::FuncOp fn) {
     uint64_t addr = hbm_alloc(bytes);
     decl(fmt::format(".tensor {} role=input dtype={} shape=[{}] addr={}{}", quote(name), dt_, fmt::join(shape, ", "), addr,
                      quant_attrs(arg, bool(fn.getArgAttr(i, "vtpu.nhwc")))));
-    if (read_packed(arg)) {
+    if (packed_input(arg, R_, esz_)) {
       input_hbm_[arg.getAsOpaquePointer()] = addr;
       continue;
     }

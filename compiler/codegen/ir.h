@@ -1,12 +1,13 @@
 #pragma once
 // Small questions about the tpu-dialect IR that the planner (plan.cpp) and the emitter both
-// ask; defined once, in plan.cpp.
+// ask; defined once, in plan.cpp, or for one op family in that family's file.
 #include <cstdint>
 #include <optional>
 #include <vector>
 
 #include "mlir/IR/Value.h"
 #include "dialect/tpu_dialect.h"
+#include "vtpu/config/config.h"
 
 namespace vtpu::compiler::codegen {
 
@@ -23,5 +24,29 @@ mlir::Value through_row_reshapes(mlir::Value v);
 // that keep the rows) and heads never straddle lane blocks of `lanes` (d a multiple or a
 // divisor of it): the batch matmuls can read the heads in place (attention.cpp).
 std::optional<tpu::ReshapeOp> head_view_split(mlir::Value v, uint64_t lanes);
+
+// A convolution's sizes: NHWC input [N, H, W, CI], weights [KH, KW, CIg = CI / G, CO],
+// output [N, OH, OW, CO]; stride (sh, sw), dilation (dh, dw), pads (pt, pb, pl, pr).
+struct ConvShape {
+  uint64_t N = 0, H = 0, W = 0, CI = 0, KH = 0, KW = 0, CIg = 0, CO = 0, OH = 0, OW = 0, G = 1;
+  uint64_t sh = 1, sw = 1, dh = 1, dw = 1, pt = 0, pb = 0, pl = 0, pr = 0;
+  uint64_t Hp() const { return H + pt + pb; }  // the padded image's
+  uint64_t Wp() const { return W + pl + pr; }
+  // A "same" convolution: stride and dilation 1, an odd kernel, centred pads.
+  bool same() const {
+    return sh == 1 && sw == 1 && dh == 1 && dw == 1 && KH % 2 == 1 && KW % 2 == 1 && pt == (KH - 1) / 2 && pb == pt &&
+           pl == (KW - 1) / 2 && pr == pl;
+  }
+};
+ConvShape conv_shape(tpu::Conv2DOp op);  // conv.cpp
+
+// How a convolution is generated, for `cfg` with `esz`-byte elements: packed from HBM
+// (conv_packed.cpp: packable, and packed_input for the model input only such convolutions
+// read), two output pixels per matmul row (conv_wide.cpp: wide_conv, padding_lanes_unread),
+// else by taps (conv.cpp).
+bool packable(tpu::Conv2DOp op, uint64_t R, uint64_t esz);
+bool packed_input(mlir::Value arg, uint64_t R, uint64_t esz);
+bool padding_lanes_unread(mlir::Value v);
+bool wide_conv(tpu::Conv2DOp op, const config::Config& cfg, uint64_t esz);
 
 }  // namespace vtpu::compiler::codegen

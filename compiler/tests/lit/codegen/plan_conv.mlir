@@ -1,0 +1,55 @@
+// RUN: vtpu-opt --tpu-plan-codegen='config=tiny-8x8 dtype=bf16' %s | FileCheck %s
+// RUN: vtpu-opt --tpu-plan-codegen='config=tiny-8x8 dtype=int8' %s | FileCheck %s
+
+// What the code-generation planner decides around tpu.conv2d (compiler/codegen/plan.cpp),
+// on an 8x8 array.
+
+// Tap pairs: a "same" 3x3 convolution on 4 channels (at most R/2) that is its input's last
+// reader: its matmul rows take kernel rows dy and dy + 1 together.
+// CHECK-LABEL: func.func @pairs
+// CHECK: tpu.conv2d {{.*}}tpu.tap_pairs
+func.func @pairs(%x: tensor<1x4x4x4xf32>) -> tensor<1x4x4x4xf32> {
+  %w = "tosa.const"() {value = dense<0.5> : tensor<3x3x4x4xf32>} : () -> tensor<3x3x4x4xf32>
+  %b = "tosa.const"() {value = dense<0.0> : tensor<4xf32>} : () -> tensor<4xf32>
+  %0 = tpu.conv2d %x, %w, %b {clamp_max = 6.0 : f64, clamp_min = 0.0 : f64, dilation = array<i64: 1, 1>, groups = 1 : i64, layer = "c", pad = array<i64: 1, 1, 1, 1>, stride = array<i64: 1, 1>} : (tensor<1x4x4x4xf32>, tensor<3x3x4x4xf32>, tensor<4xf32>) -> tensor<1x4x4x4xf32>
+  return %0 : tensor<1x4x4x4xf32>
+}
+
+// The input is read again after the convolution (the pairs' copy would overwrite its
+// padding lanes while they are still needed): no pairs.
+// CHECK-LABEL: func.func @input_read_later
+// CHECK-NOT: tpu.tap_pairs
+// CHECK: return
+func.func @input_read_later(%x: tensor<1x4x4x4xf32>) -> (tensor<1x4x4x4xf32>, tensor<1x4x4x4xf32>) {
+  %w = "tosa.const"() {value = dense<0.5> : tensor<3x3x4x4xf32>} : () -> tensor<3x3x4x4xf32>
+  %b = "tosa.const"() {value = dense<0.0> : tensor<4xf32>} : () -> tensor<4xf32>
+  %0 = tpu.conv2d %x, %w, %b {clamp_max = 6.0 : f64, clamp_min = 0.0 : f64, dilation = array<i64: 1, 1>, groups = 1 : i64, layer = "c", pad = array<i64: 1, 1, 1, 1>, stride = array<i64: 1, 1>} : (tensor<1x4x4x4xf32>, tensor<3x3x4x4xf32>, tensor<4xf32>) -> tensor<1x4x4x4xf32>
+  %1 = tpu.unary %x {fn = "exp", layer = "e"} : (tensor<1x4x4x4xf32>) -> tensor<1x4x4x4xf32>
+  return %0, %1 : tensor<1x4x4x4xf32>, tensor<1x4x4x4xf32>
+}
+
+// 8 input channels fill a matmul row's K already: no pairs.
+// CHECK-LABEL: func.func @wide_input
+// CHECK-NOT: tpu.tap_pairs
+// CHECK: return
+func.func @wide_input(%x: tensor<1x4x4x8xf32>) -> tensor<1x4x4x8xf32> {
+  %w = "tosa.const"() {value = dense<0.5> : tensor<3x3x8x8xf32>} : () -> tensor<3x3x8x8xf32>
+  %b = "tosa.const"() {value = dense<0.0> : tensor<8xf32>} : () -> tensor<8xf32>
+  %0 = tpu.conv2d %x, %w, %b {clamp_max = 6.0 : f64, clamp_min = 0.0 : f64, dilation = array<i64: 1, 1>, groups = 1 : i64, layer = "c", pad = array<i64: 1, 1, 1, 1>, stride = array<i64: 1, 1>} : (tensor<1x4x4x8xf32>, tensor<3x3x8x8xf32>, tensor<8xf32>) -> tensor<1x4x4x8xf32>
+  return %0 : tensor<1x4x4x8xf32>
+}
+
+// A convolution read only by convolutions computes two output pixels per matmul row
+// instead (conv_wide.cpp): no pairs for it; the one after it (whose output is returned)
+// has them.
+// CHECK-LABEL: func.func @two_pixels
+// CHECK: tpu.conv2d {{.*}}layer = "c1"
+// CHECK-NOT: tpu.tap_pairs
+// CHECK: tpu.conv2d {{.*}}layer = "c2"{{.*}}tpu.tap_pairs
+func.func @two_pixels(%x: tensor<1x4x4x4xf32>) -> tensor<1x4x4x4xf32> {
+  %w = "tosa.const"() {value = dense<0.5> : tensor<3x3x4x4xf32>} : () -> tensor<3x3x4x4xf32>
+  %b = "tosa.const"() {value = dense<0.0> : tensor<4xf32>} : () -> tensor<4xf32>
+  %0 = tpu.conv2d %x, %w, %b {clamp_max = 6.0 : f64, clamp_min = 0.0 : f64, dilation = array<i64: 1, 1>, groups = 1 : i64, layer = "c1", pad = array<i64: 1, 1, 1, 1>, stride = array<i64: 1, 1>} : (tensor<1x4x4x4xf32>, tensor<3x3x4x4xf32>, tensor<4xf32>) -> tensor<1x4x4x4xf32>
+  %1 = tpu.conv2d %0, %w, %b {clamp_max = 6.0 : f64, clamp_min = 0.0 : f64, dilation = array<i64: 1, 1>, groups = 1 : i64, layer = "c2", pad = array<i64: 1, 1, 1, 1>, stride = array<i64: 1, 1>} : (tensor<1x4x4x4xf32>, tensor<3x3x4x4xf32>, tensor<4xf32>) -> tensor<1x4x4x4xf32>
+  return %1 : tensor<1x4x4x4xf32>
+}
