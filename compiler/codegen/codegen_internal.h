@@ -402,7 +402,7 @@ class Codegen {
   bool merge_heads(tpu::TransposeOp op);
 
   // conv.cpp: convolutions: taps as shifted matmuls, tap pairs, a residual add in the epilogues, bias on the MXU
-  std::optional<FusedAdd> fusable_add(tpu::Conv2DOp op, uint64_t groups, uint64_t scratch_bytes);
+  std::optional<FusedAdd> fusable_add(tpu::Conv2DOp op, uint64_t scratch_bytes);
   std::vector<std::string> acc_add_phases(const FusedAdd& f, uint32_t mxu, uint64_t acc_row, uint64_t rows, uint64_t bias_ub,
                                           uint64_t nb, uint64_t tmp, uint64_t other);
   std::vector<std::string> fused_add_phases(const FusedAdd& f, uint64_t rows, uint64_t conv, uint64_t other);
@@ -502,7 +502,6 @@ class Codegen {
   std::map<const void*, uint64_t> int_hbm_;    // integer model inputs (int32 in HBM)
   bool int_out_ = false;     // the op being generated has an int32 result
   uint64_t out_esz_ = 2;     // bytes per element of that op's output rows
-  std::map<mlir::Operation*, Act> fused_adds_;  // adds done in a convolution's epilogue, and their output
   std::map<mlir::Operation*, Act> fused_pools_;  // pools done along the convolution before them, and their output
   uint64_t hbm_next_ = 0, zero_hbm_ = 0, const_bytes_ = 0;
   uint64_t copies_in_flight_ = 0;  // ub_copy_async copies not yet waited for (on f1)

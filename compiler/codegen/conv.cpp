@@ -3,36 +3,32 @@
 
 namespace vtpu::compiler::codegen {
 
-// A residual add fused into the epilogue of the convolution that produces one operand:
-// when the convolution's output has no other user and the add's other operand is already
-// in the unified buffer with the add as its last user, each output block's epilogue goes
-// on to add it, in place in that operand, so the add's vector work overlaps the matmuls
-// instead of running after them. The operations and roundings are gen_add's (INT8: both
-// operands rescaled to the sum's scale, a saturating add, the clamp; bf16: the add and
-// the clamp), in the same order up to commuting the add, so the results are the same.
-// Only where it pays: when the matmuls of an output block (`groups` tiles of rows) last at
-// least as long as the epilogues the vector unit runs meanwhile (one per MXU, two
-// operations each), so the add's work is not all queued behind them; and where the scratch
-// slots take no more than the output would, or than half the free space.
-std::optional<Codegen::FusedAdd> Codegen::fusable_add(tpu::Conv2DOp op, uint64_t groups, uint64_t scratch_bytes) {
-  Value out = op.getOutput();
-  if (int_out_ || !out.hasOneUse() || groups * cfg_.core.vector.sublanes < 2 * uint64_t(cfg_.core.mxu.count))
-    return std::nullopt;
+// A residual add fused into the epilogue of the convolution that produces one operand
+// (planned: plan.cpp, residual_add; epilogue and role "residual-add"): each output
+// block's epilogue goes on to add the other operand, in place in it, so the add's vector
+// work overlaps the matmuls instead of running after them. The operations and roundings
+// are gen_add's (INT8: both operands rescaled to the sum's scale, a saturating add, the
+// clamp; bf16: the add and the clamp), in the same order up to commuting the add, so the
+// results are the same. The emitter declines (decline() drops the plan) where the scratch
+// slots take more than the output would and more than half the free space, where the
+// other operand is not in the unified buffer alone in its buffer, and (INT8) where an
+// operand's range exceeds the sum's (gen_add then takes the sum in fp32).
+std::optional<Codegen::FusedAdd> Codegen::fusable_add(tpu::Conv2DOp op, uint64_t scratch_bytes) {
+  std::vector<mlir::Operation*> planned_add = planned(op, "residual-add");
+  if (planned_add.empty()) return std::nullopt;
+  auto add = mlir::cast<tpu::AddOp>(planned_add.front());
+  Value out = op.getOutput(), other = add.getLhs() == out ? add.getRhs() : add.getLhs();
   auto ys = shape_of(out);
   uint64_t out_bytes = numel(ys) / uint64_t(ys.back()) * ceil_div(uint64_t(ys.back()), R_) * R_ * esz_;
-  if (scratch_bytes > std::max(out_bytes, ub_.largest_free() / 2)) return std::nullopt;
-  auto add = mlir::dyn_cast<tpu::AddOp>(*out.getUsers().begin());
-  if (!add || add.getLhs() == add.getRhs()) return std::nullopt;
-  Value other = add.getLhs() == out ? add.getRhs() : add.getLhs();
-  if (!acts_.count(other.getAsOpaquePointer()) || !last_use(other) || shape_of(other) != shape_of(add.getOutput()) ||
-      shape_of(out) != shape_of(add.getOutput()))
-    return std::nullopt;
+  bool fits = scratch_bytes <= std::max(out_bytes, ub_.largest_free() / 2);
+  if (!fits || !acts_.count(other.getAsOpaquePointer()) || !last_use(other) ||
+      (q8_ && (scale(out) > scale(add.getOutput()) || scale(other) > scale(add.getOutput()))))
+    return decline(op, "residual-add"), std::nullopt;
   FusedAdd f;
   f.other = act(other);
   double lo = add.getClampMin().convertToDouble(), hi = add.getClampMax().convertToDouble();
   if (q8_) {
     double sy = scale(add.getOutput());
-    if (scale(out) > sy || scale(other) > sy) return std::nullopt;  // gen_add's fp32 case
     f.s_other = scale(other), f.s_sum = sy, f.lo = lo, f.hi = hi;
     f.conv_scale = new_param(fmt::format("scale=[{}]", double(scale(out)) / sy));
     f.other_scale = new_param(fmt::format("scale=[{}]", double(scale(other)) / sy));
@@ -40,7 +36,6 @@ std::optional<Codegen::FusedAdd> Codegen::fusable_add(tpu::Conv2DOp op, uint64_t
   } else {
     f.clamp = clamp_param(lo, hi);
   }
-  fused_adds_[add.getOperation()] = f.other;
   return f;
 }
 
@@ -193,7 +188,7 @@ void Codegen::conv_output(tpu::Conv2DOp op, ConvPlan& p) {
   p.int32_slots = q8_ && std::isinf(op.getClampMin().convertToDouble()) && std::isinf(op.getClampMax().convertToDouble());
   p.slot = align_up(chunk_px * C_ * (p.int32_slots ? 4 : esz_), 64) + p.period;
   uint64_t slots = p.nreg * uint64_t(cfg_.core.mxu.count);
-  p.fused = fusable_add(op, c.KH * c.KW * ceil_div(c.CI, R_), slots * p.slot);
+  p.fused = fusable_add(op, slots * p.slot);
   p.y = p.fused ? Act{} : out_act(op.getOutput(), fmt::format("the output of '{}'", layer));
   p.scratch = p.fused ? ub_take(slots * p.slot, fmt::format("the output rows of '{}'", layer)) : 0;
 }

@@ -20,9 +20,12 @@ void Codegen::int8_in_fp32(const std::string& kind, uint64_t rows, const std::st
 void Codegen::gen_add(tpu::AddOp op) {
   std::string layer = op.getLayer().str();
   tag(layer);
-  if (auto it = fused_adds_.find(op.getOperation()); it != fused_adds_.end()) {
-    add_bound(layer, 0, 0);  // done in the convolution's epilogue (fusable_add)
-    define(op.getOutput(), it->second);
+  if (has_role(op, "residual-add")) {  // done in the convolution's epilogues (conv.cpp, fusable_add)
+    add_bound(layer, 0, 0);
+    // The sum is in the other operand's buffer (the convolution's output has none).
+    mlir::Operation* conv = op.getLhs().getDefiningOp();
+    bool lhs_conv = conv && conv->getAttr(kIdAttr) == op->getAttr(kFusedIntoAttr);
+    define(op.getOutput(), act(lhs_conv ? op.getRhs() : op.getLhs()));
     return;
   }
   const Act& a = act(op.getLhs());

@@ -1,5 +1,5 @@
-// The code-generation planner (plan.h): matmul streams, what runs in epilogues, a
-// convolution's tap pairs.
+// The code-generation planner (plan.h): matmul streams, what runs in epilogues (a
+// convolution's residual add too), a convolution's tap pairs.
 #include "plan.h"
 
 #include <map>
@@ -91,7 +91,10 @@ class Planner {
       if (auto ln = mlir::dyn_cast<tpu::LayerNormOp>(op)) layernorm_affine(ln);
     }
     for (mlir::Operation& op : body)
-      if (auto conv = mlir::dyn_cast<tpu::Conv2DOp>(op); conv && by_taps(conv)) tap_pairs(conv);
+      if (auto conv = mlir::dyn_cast<tpu::Conv2DOp>(op); conv && by_taps(conv)) {
+        tap_pairs(conv);
+        residual_add(conv);
+      }
   }
 
  private:
@@ -310,6 +313,26 @@ class Planner {
     if (c.same() && c.G == 1 && c.KH > 1 && c.H > 1 && 2 * c.CI <= R_ &&
         (c.CI * esz_) % cfg_.core.unified_buffer.alignment_bytes == 0 && read_last_by(op.getInput(), op, op))
       op->setAttr(kTapPairsAttr, mlir::UnitAttr::get(op->getContext()));
+  }
+
+  // A residual add in the convolution's epilogues (conv.cpp, fusable_add): the add is the
+  // only user of the convolution's float output; its other operand, of the same shape, is
+  // a different value computed before the convolution and read by nothing generated after
+  // it but the add (each output block's sum is written over it). Only where it pays: when
+  // an output block's matmuls (taps x the input's lane blocks) last at least as long as
+  // the epilogues the vector unit runs meanwhile (one per MXU, two operations each).
+  void residual_add(tpu::Conv2DOp op) {
+    Value out = op.getOutput();
+    ConvShape c = conv_shape(op);
+    if (is_int32(out) || !out.hasOneUse() ||
+        c.KH * c.KW * ceil_div(c.CI, R_) * cfg_.core.vector.sublanes < 2 * uint64_t(cfg_.core.mxu.count))
+      return;
+    auto add = mlir::dyn_cast<tpu::AddOp>(*out.getUsers().begin());
+    if (!add || add.getLhs() == add.getRhs() || add->hasAttr(kFusedIntoAttr)) return;
+    Value other = add.getLhs() == out ? add.getRhs() : add.getLhs();
+    auto ys = shape_of(add.getOutput());
+    if (shape_of(other) != ys || shape_of(out) != ys || !generated_before(other, op) || !read_last_by(other, add, op)) return;
+    fuse(op, "residual-add", add, "residual-add");
   }
 
   // Whether every reader of v but `last` is generated before `at` (so, at `at`'s turn,

@@ -25,11 +25,14 @@ inline constexpr const char* kStreamAttr = "tpu.stream";
 //   "scale"       (tpu.matmul): attention's power-of-two 1/sqrt(d), applied to the queries
 //   "softmax"     (tpu.batch_matmul): attention's (scale and) softmax on the scores
 //   "affine"      (tpu.layernorm): the gamma/beta step after it
+//   "residual-add" (tpu.conv2d): the add of its output and another activation, the sum
+//                  written over that activation (conv.cpp, fusable_add)
 inline constexpr const char* kIdAttr = "tpu.id";
 inline constexpr const char* kEpilogueAttr = "tpu.epilogue";
 // i64: the number of the op that does this one; kRoleAttr (str) says as what: "elementwise",
 // "link", "scale", "softmax-scale", "softmax", "ln-affine", "layernorm" (the layer norm of a
-// matmul's output plus a fused residual, whose fp32 rows the matmul's epilogues convert).
+// matmul's output plus a fused residual, whose fp32 rows the matmul's epilogues convert),
+// "residual-add" (a convolution's residual add: its output is the other operand's buffer).
 inline constexpr const char* kFusedIntoAttr = "tpu.fused_into";
 inline constexpr const char* kRoleAttr = "tpu.role";
 // i64: a chain link's buffer: 0 the matmul's output, 1 a scratch buffer.

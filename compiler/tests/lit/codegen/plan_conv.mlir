@@ -53,3 +53,60 @@ func.func @two_pixels(%x: tensor<1x4x4x4xf32>) -> tensor<1x4x4x4xf32> {
   %1 = tpu.conv2d %0, %w, %b {clamp_max = 6.0 : f64, clamp_min = 0.0 : f64, dilation = array<i64: 1, 1>, groups = 1 : i64, layer = "c2", pad = array<i64: 1, 1, 1, 1>, stride = array<i64: 1, 1>} : (tensor<1x4x4x4xf32>, tensor<3x3x4x4xf32>, tensor<4xf32>) -> tensor<1x4x4x4xf32>
   return %1 : tensor<1x4x4x4xf32>
 }
+
+// A residual add: the convolution's output is only the add's operand, and the add's other
+// operand (a model input) is read by nothing after the convolution but the add: the add
+// runs in the convolution's epilogues, its sum written over that operand. (Its matmuls,
+// 9 taps per output block, outlast the one MXU's epilogues.)
+// CHECK-LABEL: func.func @residual
+// CHECK: tpu.conv2d {{.*}}tpu.epilogue = "residual-add", tpu.id = [[ID:[0-9]+]] : i64
+// CHECK: tpu.add {{.*}}tpu.fused_into = [[ID]] : i64, tpu.role = "residual-add"
+func.func @residual(%x: tensor<1x4x4x8xf32>, %res: tensor<1x4x4x8xf32>) -> tensor<1x4x4x8xf32> {
+  %w = "tosa.const"() {value = dense<0.5> : tensor<3x3x8x8xf32>} : () -> tensor<3x3x8x8xf32>
+  %b = "tosa.const"() {value = dense<0.0> : tensor<8xf32>} : () -> tensor<8xf32>
+  %0 = tpu.conv2d %x, %w, %b {clamp_max = 0x7FF0000000000000 : f64, clamp_min = 0xFFF0000000000000 : f64, dilation = array<i64: 1, 1>, groups = 1 : i64, layer = "c", pad = array<i64: 1, 1, 1, 1>, stride = array<i64: 1, 1>} : (tensor<1x4x4x8xf32>, tensor<3x3x8x8xf32>, tensor<8xf32>) -> tensor<1x4x4x8xf32>
+  %1 = tpu.add %res, %0 {clamp_max = 6.0 : f64, clamp_min = 0.0 : f64, layer = "res"} : (tensor<1x4x4x8xf32>, tensor<1x4x4x8xf32>) -> tensor<1x4x4x8xf32>
+  return %1 : tensor<1x4x4x8xf32>
+}
+
+// The convolution's output has a second user: it must be written out, not only summed.
+// CHECK-LABEL: func.func @second_user
+// CHECK-NOT: tpu.epilogue
+// CHECK-NOT: tpu.fused_into
+// CHECK: return
+func.func @second_user(%x: tensor<1x4x4x8xf32>, %res: tensor<1x4x4x8xf32>) -> (tensor<1x4x4x8xf32>, tensor<1x4x4x8xf32>) {
+  %w = "tosa.const"() {value = dense<0.5> : tensor<3x3x8x8xf32>} : () -> tensor<3x3x8x8xf32>
+  %b = "tosa.const"() {value = dense<0.0> : tensor<8xf32>} : () -> tensor<8xf32>
+  %0 = tpu.conv2d %x, %w, %b {clamp_max = 0x7FF0000000000000 : f64, clamp_min = 0xFFF0000000000000 : f64, dilation = array<i64: 1, 1>, groups = 1 : i64, layer = "c", pad = array<i64: 1, 1, 1, 1>, stride = array<i64: 1, 1>} : (tensor<1x4x4x8xf32>, tensor<3x3x8x8xf32>, tensor<8xf32>) -> tensor<1x4x4x8xf32>
+  %1 = tpu.add %res, %0 {clamp_max = 6.0 : f64, clamp_min = 0.0 : f64, layer = "res"} : (tensor<1x4x4x8xf32>, tensor<1x4x4x8xf32>) -> tensor<1x4x4x8xf32>
+  return %0, %1 : tensor<1x4x4x8xf32>, tensor<1x4x4x8xf32>
+}
+
+// The add's other operand is read again after the convolution (by another op before the
+// add): the sum may not be written over it.
+// CHECK-LABEL: func.func @operand_read_later
+// CHECK-NOT: tpu.epilogue
+// CHECK-NOT: tpu.fused_into
+// CHECK: return
+func.func @operand_read_later(%x: tensor<1x4x4x8xf32>, %res: tensor<1x4x4x8xf32>) -> (tensor<1x4x4x8xf32>, tensor<1x4x4x8xf32>) {
+  %w = "tosa.const"() {value = dense<0.5> : tensor<3x3x8x8xf32>} : () -> tensor<3x3x8x8xf32>
+  %b = "tosa.const"() {value = dense<0.0> : tensor<8xf32>} : () -> tensor<8xf32>
+  %0 = tpu.conv2d %x, %w, %b {clamp_max = 0x7FF0000000000000 : f64, clamp_min = 0xFFF0000000000000 : f64, dilation = array<i64: 1, 1>, groups = 1 : i64, layer = "c", pad = array<i64: 1, 1, 1, 1>, stride = array<i64: 1, 1>} : (tensor<1x4x4x8xf32>, tensor<3x3x8x8xf32>, tensor<8xf32>) -> tensor<1x4x4x8xf32>
+  %1 = tpu.unary %res {fn = "exp", layer = "e"} : (tensor<1x4x4x8xf32>) -> tensor<1x4x4x8xf32>
+  %2 = tpu.add %res, %0 {clamp_max = 6.0 : f64, clamp_min = 0.0 : f64, layer = "res"} : (tensor<1x4x4x8xf32>, tensor<1x4x4x8xf32>) -> tensor<1x4x4x8xf32>
+  return %1, %2 : tensor<1x4x4x8xf32>, tensor<1x4x4x8xf32>
+}
+
+// A 1x1 convolution on one lane block: one matmul per output block, shorter than the
+// epilogues beside it, so the add runs after it.
+// CHECK-LABEL: func.func @too_short
+// CHECK-NOT: tpu.epilogue
+// CHECK-NOT: tpu.fused_into
+// CHECK: return
+func.func @too_short(%x: tensor<1x4x4x8xf32>, %res: tensor<1x4x4x8xf32>) -> tensor<1x4x4x8xf32> {
+  %w = "tosa.const"() {value = dense<0.5> : tensor<1x1x8x8xf32>} : () -> tensor<1x1x8x8xf32>
+  %b = "tosa.const"() {value = dense<0.0> : tensor<8xf32>} : () -> tensor<8xf32>
+  %0 = tpu.conv2d %x, %w, %b {clamp_max = 0x7FF0000000000000 : f64, clamp_min = 0xFFF0000000000000 : f64, dilation = array<i64: 1, 1>, groups = 1 : i64, layer = "c", pad = array<i64: 0, 0, 0, 0>, stride = array<i64: 1, 1>} : (tensor<1x4x4x8xf32>, tensor<1x1x8x8xf32>, tensor<8xf32>) -> tensor<1x4x4x8xf32>
+  %1 = tpu.add %res, %0 {clamp_max = 6.0 : f64, clamp_min = 0.0 : f64, layer = "res"} : (tensor<1x4x4x8xf32>, tensor<1x4x4x8xf32>) -> tensor<1x4x4x8xf32>
+  return %1 : tensor<1x4x4x8xf32>
+}
