@@ -511,7 +511,6 @@ class Codegen {
   uint64_t wloads_ = 0, wloads_mark_ = 0, hoisted_tiles_ = 0, hoisted_wloads_ = 0;
   std::map<mlir::Operation*, Act> fused_;  // elementwise ops done in a matmul's epilogues, and their outputs
   std::set<mlir::Operation*> done_;  // ops generated ahead of their turn (gen_matmul_group)
-  std::map<const void*, uint64_t> bias_lanes_;  // activations with bias lanes from this lane on
   std::map<uint64_t, uint64_t> bias_lanes_rows_;  // the constants' row in the unified buffer, by first lane
   std::map<int64_t, std::vector<mlir::Operation*>> planned_;  // by tpu.fused_into: the ops the planner put into an op
   std::map<mlir::Operation*, uint64_t> ln_prepared_;  // layer norms whose fp32 rows a matmul's epilogues fill (prepare_layernorm)

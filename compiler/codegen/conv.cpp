@@ -256,11 +256,10 @@ void Codegen::conv_weights(tpu::Conv2DOp op, ConvPlan& p) {
     p.w = std::move(qw.q);
     for (double sw : qw.s) p.acc_scale.push_back(sw * scale(op.getInput()));
   }
-  // The bias on the MXU (bias_lanes_): a 1x1 convolution of an input with bias lanes.
-  if (auto it = bias_lanes_.find(op.getInput().getAsOpaquePointer()); it != bias_lanes_.end() && q8_ && c.KH == 1 && c.KW == 1 &&
-                                                                         c.sh == 1 && c.sw == 1 && c.G == 1 && !p.padded &&
-                                                                         c.CI <= it->second) {
-    p.lanes = it->second;
+  // The bias on the MXU (planned: tpu.bias_lanes): a 1x1 convolution of an input with bias
+  // lanes, unless a bias does not fit the weight rows at those lanes (then the plan is dropped).
+  if (auto at = op->getAttrOfType<mlir::IntegerAttr>(kBiasLanesAttr)) {
+    p.lanes = uint64_t(at.getInt());
     p.folded.assign((p.lanes + kBiasLanes + 1) * c.CO, 0.0f);
     p.bias_on_mxu = true;
     for (uint64_t co = 0; co < c.CO && p.bias_on_mxu; ++co) {
@@ -269,6 +268,7 @@ void Codegen::conv_weights(tpu::Conv2DOp op, ConvPlan& p) {
       if (!bw) p.bias_on_mxu = false;
       for (uint64_t k = 0; bw && k <= kBiasLanes; ++k) p.folded[(p.lanes + k) * c.CO + co] = float((*bw)[k]);
     }
+    if (!p.bias_on_mxu) op->removeAttr(kBiasLanesAttr);
   }
   p.bias_ub = p.bias_on_mxu ? kNoBias : bias_rows(p.bias, p.acc_scale);
   p.eps = epilogue_params(c.CO, p.acc_scale, q8_ ? scale(op.getOutput()) : 1.0, op.getClampMin().convertToDouble(),

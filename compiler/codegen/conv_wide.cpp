@@ -127,19 +127,18 @@ void Codegen::gen_conv_wide(tpu::Conv2DOp op) {
   ub_.release(P);
   ub_.release(bias_ub);
   // Pixel 2i's row takes the two-pixel row's lanes [0, C/2), pixel 2i + 1's its lanes
-  // [C/2, C). INT8: the output's padding lanes get the bias lanes (bias_lanes_row).
+  // [C/2, C). INT8: the output's padding lanes get the bias lanes (bias_lanes_row), which
+  // the 1x1 convolutions reading it add their bias through (planned: tpu.bias_lanes).
   Act y = out_act(op.getOutput(), fmt::format("the output of '{}'", layer));
   uint64_t n = rows_out * half, row = C_ * esz_, pattern = q8_ ? bias_lanes_row(C2) : 0;
   for (uint64_t h = 0; h < 2; ++h)
     code("  " + emit::dma_copy(emit::Desc{new_desc(fmt::format("bytes={} src_off={} dst_off={} dim=[{}, {}, {}]", C2 * esz_,
                                                                 q.base + h * C2 * esz_, y.base + h * row, n, row, 2 * row))},
                                reg(0), reg(0), emit::flag(1)));
-  if (q8_) {
+  if (q8_)
     code("  " + emit::dma_copy(emit::Desc{new_desc(fmt::format("bytes={} src_off={} dst_off={} dim=[{}, 0, {}]", C2, pattern + C2,
                                                                 y.base + C2, 2 * n, row))},
                                reg(0), reg(0), emit::flag(1)));
-    bias_lanes_[op.getOutput().getAsOpaquePointer()] = C2;
-  }
   code("  " + emit::wait(emit::flag(1), q8_ ? 3 : 2));
   ub_.release(q.base);
   // Compulsory HBM bytes: the layer's weights once (its six two-pixel tiles hold them).

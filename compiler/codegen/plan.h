@@ -43,6 +43,12 @@ inline constexpr const char* kSlotAttr = "tpu.slot";
 // that is its input's last reader. The emitter drops it when an alias shares the input's
 // buffer.
 inline constexpr const char* kTapPairsAttr = "tpu.tap_pairs";
+// i64, on an INT8 1x1 tpu.conv2d (stride 1, one group, no padding) reading at most that
+// many channels of a two-pixel convolution's output (conv_wide.cpp), whose padding lanes
+// hold constants from this lane on: it adds its bias on the MXU through weight rows at
+// those lanes (conv.cpp, conv_weights). The emitter drops it when a bias does not fit
+// those weight rows in its accumulator scale.
+inline constexpr const char* kBiasLanesAttr = "tpu.bias_lanes";
 
 // Plans each function of `module` (the compiler's is @main) for `cfg` (INT8 when `int8`,
 // else bf16). Idempotent: the attributes of an earlier plan are replaced.

@@ -1,5 +1,5 @@
-// RUN: vtpu-opt --tpu-plan-codegen='config=tiny-8x8 dtype=bf16' %s | FileCheck %s
-// RUN: vtpu-opt --tpu-plan-codegen='config=tiny-8x8 dtype=int8' %s | FileCheck %s
+// RUN: vtpu-opt --tpu-plan-codegen='config=tiny-8x8 dtype=bf16' %s | FileCheck %s --check-prefixes=CHECK,BF16
+// RUN: vtpu-opt --tpu-plan-codegen='config=tiny-8x8 dtype=int8' %s | FileCheck %s --check-prefixes=CHECK,INT8
 
 // What the code-generation planner decides around tpu.conv2d (compiler/codegen/plan.cpp),
 // on an 8x8 array.
@@ -109,4 +109,22 @@ func.func @too_short(%x: tensor<1x4x4x8xf32>, %res: tensor<1x4x4x8xf32>) -> tens
   %0 = tpu.conv2d %x, %w, %b {clamp_max = 0x7FF0000000000000 : f64, clamp_min = 0xFFF0000000000000 : f64, dilation = array<i64: 1, 1>, groups = 1 : i64, layer = "c", pad = array<i64: 0, 0, 0, 0>, stride = array<i64: 1, 1>} : (tensor<1x4x4x8xf32>, tensor<1x1x8x8xf32>, tensor<8xf32>) -> tensor<1x4x4x8xf32>
   %1 = tpu.add %res, %0 {clamp_max = 6.0 : f64, clamp_min = 0.0 : f64, layer = "res"} : (tensor<1x4x4x8xf32>, tensor<1x4x4x8xf32>) -> tensor<1x4x4x8xf32>
   return %1 : tensor<1x4x4x8xf32>
+}
+
+// In INT8 a two-pixel convolution's output holds the bias lanes' constants in its padding
+// lanes from lane 4 (C/2) on, so the 1x1 convolution reading its 4 channels adds its bias
+// on the MXU through weight rows at those lanes. bf16 has no bias lanes.
+// CHECK-LABEL: func.func @bias_lanes
+// CHECK: tpu.conv2d {{.*}}layer = "c1"
+// CHECK-NOT: tpu.bias_lanes
+// INT8: tpu.conv2d {{.*}}layer = "c2"{{.*}}tpu.bias_lanes = 4 : i64
+// BF16-NOT: tpu.bias_lanes
+// CHECK: return
+func.func @bias_lanes(%x: tensor<1x4x4x4xf32>) -> tensor<1x4x4x4xf32> {
+  %w = "tosa.const"() {value = dense<0.5> : tensor<3x3x4x4xf32>} : () -> tensor<3x3x4x4xf32>
+  %w1 = "tosa.const"() {value = dense<0.25> : tensor<1x1x4x4xf32>} : () -> tensor<1x1x4x4xf32>
+  %b = "tosa.const"() {value = dense<1.0> : tensor<4xf32>} : () -> tensor<4xf32>
+  %0 = tpu.conv2d %x, %w, %b {clamp_max = 6.0 : f64, clamp_min = 0.0 : f64, dilation = array<i64: 1, 1>, groups = 1 : i64, layer = "c1", pad = array<i64: 1, 1, 1, 1>, stride = array<i64: 1, 1>} : (tensor<1x4x4x4xf32>, tensor<3x3x4x4xf32>, tensor<4xf32>) -> tensor<1x4x4x4xf32>
+  %1 = tpu.conv2d %0, %w1, %b {clamp_max = 6.0 : f64, clamp_min = 0.0 : f64, dilation = array<i64: 1, 1>, groups = 1 : i64, layer = "c2", pad = array<i64: 0, 0, 0, 0>, stride = array<i64: 1, 1>} : (tensor<1x4x4x4xf32>, tensor<1x1x4x4xf32>, tensor<4xf32>) -> tensor<1x4x4x4xf32>
+  return %1 : tensor<1x4x4x4xf32>
 }
