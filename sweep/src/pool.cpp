@@ -1,10 +1,8 @@
 #include "pool.h"
 
 #include <fcntl.h>
-#include <malloc.h>
 #include <poll.h>
 #include <signal.h>
-#include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -12,6 +10,7 @@
 #include <cerrno>
 #include <cstring>
 
+#include "vtpu/support/child_process.h"
 #include "vtpu/support/error.h"
 
 namespace vtpu::sweep::detail {
@@ -26,36 +25,10 @@ ProcessPool::~ProcessPool() {
 
 uint64_t ProcessPool::launch(const std::function<std::string()>& fn,
                              const std::function<std::string(const std::exception&)>& describe) {
-  int fds[2];
-  if (pipe(fds) != 0) throw InternalError(std::string("pipe failed: ") + std::strerror(errno));
-  pid_t parent = getpid();
-  // Memory the coordinator has freed (a model imported for its inputs: hundreds of MB, kept by
-  // vtpu's heap settings, support/heap.h) goes back to the system first: a worker would
-  // otherwise copy each page of it it writes to.
-  malloc_trim(0);
-  pid_t pid = fork();
-  if (pid < 0) throw InternalError(std::string("fork failed: ") + std::strerror(errno));
-  if (pid == 0) {
-    prctl(PR_SET_PDEATHSIG, SIGKILL);
-    if (getppid() != parent) _exit(1);  // the coordinator is already gone
-    close(fds[0]);
-    std::string out;
-    try {
-      out = fn();
-    } catch (const std::exception& e) {
-      out = describe(e);
-    }
-    for (size_t off = 0; off < out.size();) {
-      ssize_t n = write(fds[1], out.data() + off, out.size() - off);
-      if (n <= 0) _exit(1);
-      off += size_t(n);
-    }
-    _exit(0);
-  }
-  close(fds[1]);
-  fcntl(fds[0], F_SETFD, FD_CLOEXEC);
+  ForkedWriter child = fork_writer(fn, describe, /*die_with_parent=*/true);
+  fcntl(child.out, F_SETFD, FD_CLOEXEC);
   uint64_t id = next_++;
-  tasks_[fds[0]] = Task{id, pid, fds[0], {}};
+  tasks_[child.out] = Task{id, child.pid, child.out, {}};
   return id;
 }
 

@@ -72,7 +72,9 @@ TEST(SweepRun, RecordsEveryPointOnceWithItsStatusAndResumes) {
   std::map<std::string, int> status;
   for (const auto& [k, r] : rows) {
     ++status[r.status];
-    if (r.status == "ok") EXPECT_GT(r.cycles, 0u);
+    if (r.status == "ok") {
+      EXPECT_GT(r.cycles, 0u);
+    }
   }
   EXPECT_EQ(status["invalid"], 12);      // 16 accumulator rows
   EXPECT_EQ(status["does_not_fit"], 4);  // 16 KiB of unified buffer, both dtypes and bandwidths

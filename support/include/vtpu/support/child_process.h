@@ -5,11 +5,14 @@
 // onnxruntime through Node.js for `vtpu run --check`).
 #include <fcntl.h>
 #include <malloc.h>
+#include <signal.h>
 #include <spawn.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstring>
 #include <filesystem>
 #include <functional>
 #include <string>
@@ -21,19 +24,31 @@ extern char** environ;
 
 namespace vtpu {
 
-// Runs fn in a forked child and returns the bytes it produced. If fn throws, the child
-// sends describe(exception) instead; if the child dies, the result is `crashed`.
-inline std::string run_in_child(const std::function<std::string()>& fn,
+// A child forked to run fn, whose bytes come back through `out` (read it to its end, then
+// reap `pid`).
+struct ForkedWriter {
+  pid_t pid;
+  int out;
+};
+
+// Forks a child that runs fn and writes what it returns (or describe(exception) if fn throws)
+// to a pipe, then exits. Freed memory goes back to the system first (kept otherwise:
+// vtpu/support/heap.h), or the child would copy each page of it it writes to. With
+// `die_with_parent`, the child is killed when this process dies (a sweep's workers).
+inline ForkedWriter fork_writer(const std::function<std::string()>& fn,
                                 const std::function<std::string(const std::exception&)>& describe,
-                                const std::string& crashed) {
+                                bool die_with_parent = false) {
   int fds[2];
-  if (pipe(fds) != 0) throw InternalError("pipe failed");
-  // Freed memory goes back to the system first (kept otherwise: vtpu/support/heap.h), or the
-  // child would copy each page of it it writes to.
+  if (pipe(fds) != 0) throw InternalError(std::string("pipe failed: ") + std::strerror(errno));
+  pid_t parent = getpid();
   malloc_trim(0);
   pid_t pid = fork();
-  if (pid < 0) throw InternalError("fork failed");
+  if (pid < 0) throw InternalError(std::string("fork failed: ") + std::strerror(errno));
   if (pid == 0) {
+    if (die_with_parent) {
+      prctl(PR_SET_PDEATHSIG, SIGKILL);
+      if (getppid() != parent) _exit(1);  // the parent is already gone
+    }
     close(fds[0]);
     std::string out;
     try {
@@ -43,19 +58,27 @@ inline std::string run_in_child(const std::function<std::string()>& fn,
     }
     for (size_t off = 0; off < out.size();) {
       ssize_t n = write(fds[1], out.data() + off, out.size() - off);
-      if (n <= 0) break;
+      if (n <= 0) _exit(1);
       off += size_t(n);
     }
-    close(fds[1]);
     _exit(0);
   }
   close(fds[1]);
+  return {pid, fds[0]};
+}
+
+// Runs fn in a forked child and returns the bytes it produced. If fn throws, the child
+// sends describe(exception) instead; if the child dies, the result is `crashed`.
+inline std::string run_in_child(const std::function<std::string()>& fn,
+                                const std::function<std::string(const std::exception&)>& describe,
+                                const std::string& crashed) {
+  ForkedWriter child = fork_writer(fn, describe);
   std::string got;
   char buf[65536];
-  for (ssize_t n; (n = read(fds[0], buf, sizeof buf)) > 0;) got.append(buf, size_t(n));
-  close(fds[0]);
+  for (ssize_t n; (n = read(child.out, buf, sizeof buf)) > 0;) got.append(buf, size_t(n));
+  close(child.out);
   int status = 0;
-  waitpid(pid, &status, 0);
+  waitpid(child.pid, &status, 0);
   if (!WIFEXITED(status)) return crashed;
   return got;
 }
