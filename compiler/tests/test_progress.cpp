@@ -46,7 +46,9 @@ std::vector<std::string> check_shares(const std::vector<Report>& seen) {
   for (size_t i = 0; i < seen.size(); ++i) {
     EXPECT_GE(seen[i].done, 0.0);
     EXPECT_LE(seen[i].done, 1.0);
-    if (i) EXPECT_GE(seen[i].done, seen[i - 1].done) << seen[i].stage << " after " << seen[i - 1].stage;
+    if (i) {
+      EXPECT_GE(seen[i].done, seen[i - 1].done) << seen[i].stage << " after " << seen[i - 1].stage;
+    }
     if (stages.empty() || stages.back() != seen[i].stage) stages.push_back(seen[i].stage);
   }
   return stages;

@@ -91,7 +91,9 @@ TEST_P(ReportBounds, UsefulMacsFromTheOnnxGraphAndNoLayerBelowItsBound) {
     }
     for (const auto& [layer, macs] : want) EXPECT_EQ(got[layer], macs) << what << ": layer " << layer;
     for (const auto& [layer, macs] : got)
-      if (macs) EXPECT_TRUE(want.count(layer)) << what << ": layer " << layer << " counts " << macs << " MACs the ONNX graph does not have";
+      if (macs) {
+        EXPECT_TRUE(want.count(layer)) << what << ": layer " << layer << " counts " << macs << " MACs the ONNX graph does not have";
+      }
 
     // The simulated cycles of every layer against its bound (timing-only: the same cycles).
     std::string rows = run_in_child(
@@ -123,7 +125,9 @@ TEST_P(ReportBounds, UsefulMacsFromTheOnnxGraphAndNoLayerBelowItsBound) {
       EXPECT_GE(cycles, bound) << what << ": layer " << layer << " ran in " << cycles << " cycles, below its bound (compute "
                                << compute << ", memory " << memory << ", weight path " << weights << ")";
       // The report's MACs are the useful ones wherever the layer has a matmul.
-      if (macs) EXPECT_EQ(macs, row_want[layer]) << what << ": reported MACs of " << layer;
+      if (macs) {
+        EXPECT_EQ(macs, row_want[layer]) << what << ": reported MACs of " << layer;
+      }
     }
     EXPECT_GT(layers, 0) << what;
   }
