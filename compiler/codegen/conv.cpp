@@ -152,9 +152,15 @@ uint64_t conv_useful_macs(const ConvShape& c) {
 void Codegen::gen_conv(tpu::Conv2DOp op) {
   std::string layer = op.getLayer().str();
   tag(layer);
-  if (auto it = input_hbm_.find(op.getInput().getAsOpaquePointer()); it != input_hbm_.end())
+  // The planner's form (plan.h, kConvFormAttr); a packed input was left in HBM (gen_inputs).
+  llvm::StringRef form;
+  if (auto f = op->getAttrOfType<mlir::StringAttr>(kConvFormAttr)) form = f.getValue();
+  if (form == "packed") {
+    auto it = input_hbm_.find(op.getInput().getAsOpaquePointer());
+    if (it == input_hbm_.end()) throw InternalError(fmt::format("'{}': planned packed, but its input is not in HBM", layer));
     return gen_conv_packed(op, it->second);
-  if (wide_conv(op, cfg_, esz_)) return gen_conv_wide(op);
+  }
+  if (form == "two-pixel") return gen_conv_wide(op);
   ConvPlan p;
   p.x = act(op.getInput());
   p.s = conv_shape(op);

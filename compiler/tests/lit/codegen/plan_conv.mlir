@@ -43,7 +43,7 @@ func.func @wide_input(%x: tensor<1x4x4x8xf32>) -> tensor<1x4x4x8xf32> {
 // instead (conv_wide.cpp): no pairs for it; the one after it (whose output is returned)
 // has them.
 // CHECK-LABEL: func.func @two_pixels
-// CHECK: tpu.conv2d {{.*}}layer = "c1"
+// CHECK: tpu.conv2d {{.*}}layer = "c1"{{.*}}tpu.conv_form = "two-pixel"
 // CHECK-NOT: tpu.tap_pairs
 // CHECK: tpu.conv2d {{.*}}layer = "c2"{{.*}}tpu.tap_pairs
 func.func @two_pixels(%x: tensor<1x4x4x4xf32>) -> tensor<1x4x4x4xf32> {
@@ -127,4 +127,18 @@ func.func @bias_lanes(%x: tensor<1x4x4x4xf32>) -> tensor<1x4x4x4xf32> {
   %0 = tpu.conv2d %x, %w, %b {clamp_max = 6.0 : f64, clamp_min = 0.0 : f64, dilation = array<i64: 1, 1>, groups = 1 : i64, layer = "c1", pad = array<i64: 1, 1, 1, 1>, stride = array<i64: 1, 1>} : (tensor<1x4x4x4xf32>, tensor<3x3x4x4xf32>, tensor<4xf32>) -> tensor<1x4x4x4xf32>
   %1 = tpu.conv2d %0, %w1, %b {clamp_max = 6.0 : f64, clamp_min = 0.0 : f64, dilation = array<i64: 1, 1>, groups = 1 : i64, layer = "c2", pad = array<i64: 0, 0, 0, 0>, stride = array<i64: 1, 1>} : (tensor<1x4x4x4xf32>, tensor<1x1x4x4xf32>, tensor<4xf32>) -> tensor<1x4x4x4xf32>
   return %1 : tensor<1x4x4x4xf32>
+}
+
+// A model input of few channels (at most R/4, and KW times its channels rounded up to 4
+// bytes at most R) that only convolutions read stays in HBM, and they load it packed
+// (conv_packed.cpp): planned "packed", so neither tap pairs nor a residual add.
+// CHECK-LABEL: func.func @packed
+// CHECK: tpu.conv2d {{.*}}layer = "p"{{.*}}tpu.conv_form = "packed"
+// CHECK-NOT: tpu.tap_pairs
+// CHECK: return
+func.func @packed(%x: tensor<1x8x8x2xf32>) -> tensor<1x8x8x8xf32> {
+  %w = "tosa.const"() {value = dense<0.5> : tensor<1x1x2x8xf32>} : () -> tensor<1x1x2x8xf32>
+  %b = "tosa.const"() {value = dense<0.0> : tensor<8xf32>} : () -> tensor<8xf32>
+  %0 = tpu.conv2d %x, %w, %b {clamp_max = 6.0 : f64, clamp_min = 0.0 : f64, dilation = array<i64: 1, 1>, groups = 1 : i64, layer = "p", pad = array<i64: 0, 0, 0, 0>, stride = array<i64: 1, 1>} : (tensor<1x8x8x2xf32>, tensor<1x1x2x8xf32>, tensor<8xf32>) -> tensor<1x8x8x8xf32>
+  return %0 : tensor<1x8x8x8xf32>
 }
