@@ -97,6 +97,19 @@ inline std::string vec_binary(const std::string& kind, const emit::Mem& dst, con
   if (kind == "min") return emit::vec_min(dst, a, b, rows, dt, bcast, flag);
   throw std::logic_error("vec_binary: no vector operation '" + kind + "'");
 }
+// The one-operand vector operation named `fn`, a table function ("sigmoid", "tanh", "erf",
+// "exp", "recip", "rsqrt", "gelu"; UnaryOp::verify names them).
+inline std::string vec_unary(const std::string& fn, const emit::Mem& dst, const emit::Mem& a, uint64_t rows, isa::Dtype dt,
+                             std::optional<emit::Flag> flag = std::nullopt) {
+  if (fn == "sigmoid") return emit::vec_sigmoid(dst, a, rows, dt, flag);
+  if (fn == "tanh") return emit::vec_tanh(dst, a, rows, dt, flag);
+  if (fn == "erf") return emit::vec_erf(dst, a, rows, dt, flag);
+  if (fn == "exp") return emit::vec_exp(dst, a, rows, dt, flag);
+  if (fn == "recip") return emit::vec_recip(dst, a, rows, dt, flag);
+  if (fn == "rsqrt") return emit::vec_rsqrt(dst, a, rows, dt, flag);
+  if (fn == "gelu") return emit::vec_gelu(dst, a, rows, dt, flag);
+  throw std::logic_error("vec_unary: no vector table function '" + fn + "'");
+}
 
 
 inline uint64_t align_up(uint64_t x, uint64_t a) { return (x + a - 1) / a * a; }

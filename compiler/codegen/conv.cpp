@@ -153,8 +153,7 @@ void Codegen::gen_conv(tpu::Conv2DOp op) {
   std::string layer = op.getLayer().str();
   tag(layer);
   // The planner's form (plan.h, kConvFormAttr); a packed input was left in HBM (gen_inputs).
-  llvm::StringRef form;
-  if (auto f = op->getAttrOfType<mlir::StringAttr>(kConvFormAttr)) form = f.getValue();
+  llvm::StringRef form = conv_form(op);
   if (form == "packed") {
     auto it = input_hbm_.find(op.getInput().getAsOpaquePointer());
     if (it == input_hbm_.end()) throw InternalError(fmt::format("'{}': planned packed, but its input is not in HBM", layer));

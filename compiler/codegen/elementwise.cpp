@@ -198,28 +198,17 @@ void Codegen::gen_unary(tpu::UnaryOp op) {
     in_s = new_param(fmt::format("scale=[{}]", double(scale(op.getInput()))));
     out_s = new_param(fmt::format("scale=[{}]", 1.0 / double(scale(op.getOutput()))));
   }
-  // The table function fn (UnaryOp::verify names them).
-  auto table = [&](const emit::Mem& dst, const emit::Mem& a, uint64_t rows, isa::Dtype dt) {
-    if (fn == "sigmoid") return emit::vec_sigmoid(dst, a, rows, dt);
-    if (fn == "tanh") return emit::vec_tanh(dst, a, rows, dt);
-    if (fn == "erf") return emit::vec_erf(dst, a, rows, dt);
-    if (fn == "exp") return emit::vec_exp(dst, a, rows, dt);
-    if (fn == "recip") return emit::vec_recip(dst, a, rows, dt);
-    if (fn == "rsqrt") return emit::vec_rsqrt(dst, a, rows, dt);
-    if (fn == "gelu") return emit::vec_gelu(dst, a, rows, dt);
-    throw std::logic_error("gen_unary: no vector table function '" + fn + "'");
-  };
   const isa::Dtype f32 = isa::Dtype::Fp32, i8 = isa::Dtype::Int8;
   for (uint64_t blk = 0; blk < y.blocks; ++blk) {
     code(bundle({emit::li(reg(1), int64_t(x.base + blk * x.block_bytes)), emit::li(reg(2), int64_t(y.base + blk * y.block_bytes))}));
     if (!q8_) {
-      vec_wait(table(ub_reg(2), ub_reg(1), y.rows, isa::Dtype::Bf16));
+      vec_wait(vec_unary(fn, ub_reg(2), ub_reg(1), y.rows, isa::Dtype::Bf16));
       continue;
     }
     code("  " + emit::li(reg(3), int64_t(tmp)));
     vec_wait(emit::vec_cvt(ub_reg(3), ub_reg(1), y.rows, i8, f32));
     vec_wait(emit::vec_affine(ub_reg(3), ub_reg(3), y.rows, f32, emit::Param{in_s}));
-    vec_wait(table(ub_reg(3), ub_reg(3), y.rows, f32));
+    vec_wait(vec_unary(fn, ub_reg(3), ub_reg(3), y.rows, f32));
     vec_wait(emit::vec_affine(ub_reg(3), ub_reg(3), y.rows, f32, emit::Param{out_s}));
     vec_wait(emit::vec_cvt(ub_reg(2), ub_reg(3), y.rows, f32, i8));
   }

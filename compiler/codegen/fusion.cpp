@@ -3,22 +3,6 @@
 
 namespace vtpu::compiler::codegen {
 
-namespace {
-// The one-operand vector operation named `fn` (a table function: "sigmoid", "tanh", "erf",
-// "exp", "recip", "rsqrt", "gelu").
-std::string vec_unary(const std::string& fn, const emit::Mem& dst, const emit::Mem& a, uint64_t rows, isa::Dtype dt,
-                      std::optional<emit::Flag> flag = std::nullopt) {
-  if (fn == "sigmoid") return emit::vec_sigmoid(dst, a, rows, dt, flag);
-  if (fn == "tanh") return emit::vec_tanh(dst, a, rows, dt, flag);
-  if (fn == "erf") return emit::vec_erf(dst, a, rows, dt, flag);
-  if (fn == "exp") return emit::vec_exp(dst, a, rows, dt, flag);
-  if (fn == "recip") return emit::vec_recip(dst, a, rows, dt, flag);
-  if (fn == "rsqrt") return emit::vec_rsqrt(dst, a, rows, dt, flag);
-  if (fn == "gelu") return emit::vec_gelu(dst, a, rows, dt, flag);
-  throw std::logic_error("vec_unary: no vector operation '" + fn + "'");
-}
-}  // namespace
-
 // The ops the planner put into `producer`'s epilogues as `role`, in block order.
 std::vector<mlir::Operation*> Codegen::planned(mlir::Operation* producer, llvm::StringRef role) const {
   std::vector<mlir::Operation*> ops;

@@ -92,7 +92,7 @@ class Planner {
       if (auto ln = mlir::dyn_cast<tpu::LayerNormOp>(op)) layernorm_affine(ln);
     }
     for (mlir::Operation& op : body)
-      if (auto conv = mlir::dyn_cast<tpu::Conv2DOp>(op)) conv_form(conv);
+      if (auto conv = mlir::dyn_cast<tpu::Conv2DOp>(op)) plan_conv_form(conv);
     for (mlir::Operation& op : body)
       if (auto conv = mlir::dyn_cast<tpu::Conv2DOp>(op); conv && by_taps(conv)) {
         tap_pairs(conv);
@@ -302,15 +302,11 @@ class Planner {
 
   // How the convolution is generated (kConvFormAttr): packed from HBM (conv_packed.cpp), two
   // output pixels per matmul row (conv_wide.cpp), or by taps (conv.cpp, no attribute).
-  void conv_form(tpu::Conv2DOp op) {
+  void plan_conv_form(tpu::Conv2DOp op) {
     if (packed(op)) op->setAttr(kConvFormAttr, mlir::StringAttr::get(op->getContext(), "packed"));
     else if (wide_conv(op, cfg_, esz_)) op->setAttr(kConvFormAttr, mlir::StringAttr::get(op->getContext(), "two-pixel"));
   }
-  static bool two_pixel(tpu::Conv2DOp op) {
-    auto form = op->getAttrOfType<mlir::StringAttr>(kConvFormAttr);
-    return form && form.getValue() == "two-pixel";
-  }
-  static bool by_taps(tpu::Conv2DOp op) { return !op->hasAttr(kConvFormAttr); }
+  static bool by_taps(tpu::Conv2DOp op) { return conv_form(op).empty(); }
   bool packed(tpu::Conv2DOp op) const {
     Value x = op.getInput();
     return mlir::isa<mlir::BlockArgument>(x) && !is_int32(x) && packed_input(x, R_, esz_);
@@ -353,7 +349,7 @@ class Planner {
   // those lanes (conv.cpp, conv_weights).
   void bias_lanes(tpu::Conv2DOp op) {
     auto from = op.getInput().getDefiningOp<tpu::Conv2DOp>();
-    if (!q8_ || !from || !two_pixel(from)) return;
+    if (!q8_ || !from || conv_form(from) != "two-pixel") return;
     ConvShape c = conv_shape(op);
     uint64_t lanes = cfg_.core.mxu.cols / 2;
     bool padded = (c.pt || c.pb || c.pl || c.pr) && !c.same();
@@ -416,6 +412,11 @@ class Planner {
 };
 
 }  // namespace
+
+llvm::StringRef conv_form(mlir::Operation* conv) {
+  auto form = conv->getAttrOfType<mlir::StringAttr>(kConvFormAttr);
+  return form ? form.getValue() : llvm::StringRef();
+}
 
 void drop_plan(mlir::Operation* op) {
   for (const char* a : kPlanAttrs) op->removeAttr(a);
