@@ -26,7 +26,8 @@ std::optional<Codegen::SoftmaxEpilogue> Codegen::fuse_softmax(mlir::Operation* p
   uint64_t mask_rows = !mk.empty() ? M : N < C_ ? 1 : 0;
   if (ub_.largest_free() < stat_bytes + mask_rows * row32 + (1 << 16)) {
     // Not beside the matmuls: the scale step (unless applied to the queries) in the
-    // epilogues, the softmax on its own.
+    // epilogues, the softmax and the context on their own.
+    decline(producer, "context");
     decline(producer, "softmax");
     if (auto scale = planned(producer, "softmax-scale"); !scale.empty()) {
       scale[0]->setAttr(kRoleAttr, mlir::StringAttr::get(producer->getContext(), "elementwise"));
@@ -98,34 +99,17 @@ std::optional<Codegen::SoftmaxEpilogue> Codegen::fuse_softmax(mlir::Operation* p
   return e;
 }
 
-// Attention's head split and transpose, [B, S, H*d] -> [B, S, H, d] -> [B, H, S, d], when
-// every consumer of the result (through reshapes that keep the rows) is a batch matmul
-// (head_view_split): no copy then, the batch matmul reads head h of the unsplit tensor in
-// place (its lanes [h*d, h*d + d) of every row): as the left-hand side, matmul rows that
-// start at the head's first lane (the array ignores the lanes past its tile's rows); as the
-// right-hand side, weight tiles that read the head's lanes of the rows stored in HBM.
-// Needs heads that never straddle two lane blocks (d a multiple or a divisor of R).
+// Attention's head split and transpose, [B, S, H*d] -> [B, S, H, d] -> [B, H, S, d], read
+// in place (planned: tpu.heads "view"): no copy, the batch matmuls read head h of the unsplit
+// tensor (its lanes [h*d, h*d + d) of every row): as the left-hand side, matmul rows that
+// start at the head's first lane (the array ignores the lanes past its tile's rows; the
+// last row's read runs into the row of room plan_matmul left after x); as the right-hand
+// side, weight tiles that read the head's lanes of the rows stored in HBM.
 // gen_reshape's part: the split and its transpose become views of x.
-bool Codegen::make_head_view(tpu::ReshapeOp op, const Act& x) {
-  auto split = head_view_split(op.getInput(), R_);
-  if (!split || *split != op) return false;
+void Codegen::make_head_view(tpu::ReshapeOp op, const Act& x) {
   auto tp = mlir::cast<tpu::TransposeOp>(*op.getOutput().getUsers().begin());
   auto ys = shape_of(op.getOutput());
   HeadView hv{x, uint64_t(ys[1]), uint64_t(ys[2]), uint64_t(ys[3])};
-  // As a left-hand side the last row's read runs past x: only when x has room for it.
-  bool lhs_ok = slack_values_.count(op.getInput().getAsOpaquePointer()) > 0;
-  std::vector<Value> work{tp.getOutput()};
-  while (!work.empty()) {
-    Value u = work.back();
-    work.pop_back();
-    for (mlir::Operation* user : u.getUsers()) {
-      if (auto bm = mlir::dyn_cast<tpu::BatchMatmulOp>(user)) {
-        if (bm.getLhs() == u && !lhs_ok) return false;
-        continue;
-      }
-      work.push_back(user->getResult(0));
-    }
-  }
   auto alias = [&](Value v) {
     Act a = x;  // shares x's buffer, so x lives while the view does
     a.shape = shape_of(v);
@@ -137,25 +121,18 @@ bool Codegen::make_head_view(tpu::ReshapeOp op, const Act& x) {
   alias(op.getOutput());
   alias(tp.getOutput());
   views_[tp.getOutput().getAsOpaquePointer()] = hv;
-  deferred_.insert(tp.getOperation());
   add_bound(op.getLayer().str(), 0, 0);
-  store_rhs_early(tp.getOutput());
-  return true;
+  if (op->hasAttr(kEarlyStoreAttr) && !store_rhs_early(tp.getOutput())) op->removeAttr(kEarlyStoreAttr);
 }
 
-// Attention's K^T: a head split whose only consumer is the transpose [0, 2, 3, 1]
-// ([B, S, H, d] -> [B, H, d, S]) is generated as that transpose straight from the unsplit
-// [B * S, H * d] tensor, a range of batch elements at a time: lanes of its fp32 twin
-// gathered into rows. That skips the split's copy and converts half the bytes (the split
-// tensor's rows hold d of R lanes).
-bool Codegen::make_head_transpose(tpu::ReshapeOp op, const Act& x) {
+// Attention's K^T (planned: tpu.heads "transpose"): a head split whose only consumer is the
+// transpose [0, 2, 3, 1] ([B, S, H, d] -> [B, H, d, S]) is generated as that transpose
+// straight from the unsplit [B * S, H * d] tensor, a range of batch elements at a time:
+// lanes of its fp32 twin gathered into rows. That skips the split's copy and converts half
+// the bytes (the split tensor's rows hold d of R lanes).
+void Codegen::make_head_transpose(tpu::ReshapeOp op, const Act& x) {
   auto xs = shape_of(op.getInput()), ys = shape_of(op.getOutput());
-  if (xs.size() != 3 || ys.size() != 4 || xs[0] != ys[0] || xs[1] != ys[1] || ys[2] * ys[3] != xs[2]) return false;
-  if (!op.getOutput().hasOneUse() || cfg_.core.unified_buffer.alignment_bytes > 4) return false;
-  auto tp = mlir::dyn_cast<tpu::TransposeOp>(*op.getOutput().getUsers().begin());
-  if (!tp || tp.getPerm().size() != 4 || tp.getPerm()[0] != 0 || tp.getPerm()[1] != 2 || tp.getPerm()[2] != 3 ||
-      tp.getPerm()[3] != 1)
-    return false;
+  auto tp = mlir::cast<tpu::TransposeOp>(*op.getOutput().getUsers().begin());
   std::string layer = tp.getLayer().str();
   uint64_t B = uint64_t(xs[0]), S = uint64_t(xs[1]), H = uint64_t(ys[2]), d = uint64_t(ys[3]);
   Act y0 = new_act(shape_of(tp.getOutput()), fmt::format("the output of '{}'", layer));
@@ -165,10 +142,12 @@ bool Codegen::make_head_transpose(tpu::ReshapeOp op, const Act& x) {
   uint64_t per = B;
   while (per > 1 && twin_bytes(per) > ub_.largest_free()) per = (per + 1) / 2;
   uint64_t row4 = R_ * 4;
-  // When a batch matmul takes the result as its right-hand side, it goes to HBM group by
-  // group of output rows as they are converted, overlapping the next group's copies.
-  std::optional<Value> target = rhs_target(tp.getOutput());
+  // When a batch matmul takes the result as its right-hand side (planned: tpu.early_store),
+  // it goes to HBM group by group of output rows as they are converted, overlapping the next
+  // group's copies.
+  std::optional<Value> target = op->hasAttr(kEarlyStoreAttr) ? early_target(tp.getOutput()) : std::nullopt;
   int flag = target ? free_rhs_flag() : 0;
+  if (!flag) op->removeAttr(kEarlyStoreAttr);
   RhsCopy store;
   if (flag) store = {hbm_alloc(y0.blocks * y0.rows * R_ * esz_), flag, 0};
   for (uint64_t b0 = 0; b0 < B; b0 += per) {
@@ -228,11 +207,9 @@ bool Codegen::make_head_transpose(tpu::ReshapeOp op, const Act& x) {
     ub_.release(yt.base);
   }
   define(tp.getOutput(), y0);
-  deferred_.insert(tp.getOperation());
   add_bound(op.getLayer().str(), 0, 0);
   store.issued_at = code_.size();
   if (flag) stored_rhs_[target->getAsOpaquePointer()] = store;
-  return true;
 }
 
 const Codegen::HeadView* Codegen::view_of(Value v) const {
@@ -323,42 +300,13 @@ void Codegen::finish_batch_matmul(const BatchPlan& p) {
     for (uint64_t at : p.softmax->buffers) ub_.release(at);
 }
 
-// The batch matmul that reads `scores`' softmax (fused into its epilogues, through reshapes
-// that keep the rows) as its left-hand side: attention's context, P x V.
-std::optional<tpu::BatchMatmulOp> Codegen::context_of(tpu::BatchMatmulOp scores) {
-  Value v = through_row_reshapes(scores.getOutput());
-  if (!v.hasOneUse()) return std::nullopt;
-  mlir::Operation* u = *v.getUsers().begin();
-  if (mlir::isa<tpu::AffineOp>(u)) {
-    v = through_row_reshapes(u->getResult(0));
-    if (!v.hasOneUse()) return std::nullopt;
-    u = *v.getUsers().begin();
-  }
-  if (!mlir::isa<tpu::SoftmaxOp>(u)) return std::nullopt;
-  v = through_row_reshapes(u->getResult(0));
-  if (!v.hasOneUse()) return std::nullopt;
-  auto ctx = mlir::dyn_cast<tpu::BatchMatmulOp>(*v.getUsers().begin());
-  if (!ctx || ctx.getLhs() != v || view_of(ctx.getLhs())) return std::nullopt;
-  // Its right-hand side must be there, but for reshapes that keep the rows (done now).
-  for (Value r = ctx.getRhs(); !view_of(r) && !acts_.count(r.getAsOpaquePointer());) {
-    auto rs = r.getDefiningOp<tpu::ReshapeOp>();
-    if (!rs || !r.hasOneUse() || shape_of(rs.getOutput()).back() != shape_of(rs.getInput()).back()) return std::nullopt;
-    r = rs.getInput();
-  }
-  auto as = shape_of(ctx.getLhs()), ss = shape_of(scores.getOutput());
-  // Blocks pair up (context block i reads the rows of scores block i) when both have one
-  // column block: the same batch, rows and row chunks.
-  if (as.size() != 3 || numel(as) != numel(ss) || as.back() != ss.back() || shape_of(ctx.getOutput()).back() > int64_t(C_))
-    return std::nullopt;
-  return ctx;
-}
-
 void Codegen::gen_batch_matmul(tpu::BatchMatmulOp op) {
   std::string layer = op.getLayer().str();
   tag(layer);
   BatchPlan p = plan_batch_matmul(op, act(op.getLhs()));
-  std::optional<tpu::BatchMatmulOp> ctx = p.softmax ? context_of(op) : std::nullopt;
-  if (!ctx) {
+  // Attention's context (planned: role "context"; fuse_softmax declined it with the softmax).
+  std::vector<mlir::Operation*> planned_ctx = planned(op, "context");
+  if (planned_ctx.empty()) {
     if (p.early) run_blocks(p.blocks, false, std::make_pair(p.ready, p.issued_at));
     else code_ += p.ready, run_blocks(p.blocks);
     finish_batch_matmul(p);
@@ -371,17 +319,21 @@ void Codegen::gen_batch_matmul(tpu::BatchMatmulOp op) {
   // of the MXUs after the scores block whose softmax it reads, on the same MXU (blocks go to
   // the MXUs in turn), so they fill the MXUs while the vector unit runs later softmaxes
   // instead of waiting for all of them.
-  std::vector<tpu::ReshapeOp> reshapes;
-  for (Value r = ctx->getRhs(); !view_of(r) && !acts_.count(r.getAsOpaquePointer()); r = reshapes.back().getInput())
+  auto ctx = mlir::cast<tpu::BatchMatmulOp>(planned_ctx[0]);
+  std::vector<tpu::ReshapeOp> reshapes;  // its right-hand side's reshapes that keep the rows, done now
+  for (Value r = ctx.getRhs(); !view_of(r) && !acts_.count(r.getAsOpaquePointer()); r = reshapes.back().getInput()) {
     reshapes.push_back(r.getDefiningOp<tpu::ReshapeOp>());
+    if (!reshapes.back())
+      throw InternalError(fmt::format("attention's context '{}': its right-hand side is not there", ctx.getLayer().str()));
+  }
   for (auto it = reshapes.rbegin(); it != reshapes.rend(); ++it) {
     gen_reshape(*it);
     release(it->getInput());
     done_.insert(it->getOperation());
   }
   Act probs = p.y;
-  probs.shape = shape_of(ctx->getLhs());
-  BatchPlan c = plan_batch_matmul(*ctx, probs);
+  probs.shape = shape_of(ctx.getLhs());
+  BatchPlan c = plan_batch_matmul(ctx, probs);
   std::vector<Block> blocks;
   // The lag: half the accumulator regions' worth of rounds, so a softmax (seven vector
   // passes, one per round) is mostly done when its context block comes, and its region is
@@ -415,10 +367,9 @@ void Codegen::gen_batch_matmul(tpu::BatchMatmulOp op) {
   finish_batch_matmul(c);
   add_bound(layer, p.macs, 0);
   add_fused_bounds();
-  add_bound(layer, c.macs, 0, shape_of(ctx->getOutput()), ctx->getLayer().str());  // the context's row
+  add_bound(layer, c.macs, 0, shape_of(ctx.getOutput()), ctx.getLayer().str());  // the context's row
   define(op.getOutput(), p.y);
-  define(ctx->getOutput(), c.y);
-  deferred_.insert(ctx->getOperation());
+  define(ctx.getOutput(), c.y);
 }
 
 uint64_t Codegen::rhs_row_bytes(const Act& w, uint64_t nb) const {
@@ -439,33 +390,28 @@ Codegen::RhsCopy Codegen::store_rhs(const Act& w, int flag) {
 }
 
 // Stores an activation to HBM as soon as it is computed when its only consumer (through
-// reshapes that keep the rows) is a later batch matmul's right-hand side: the store then
-// runs during the layers in between (attention's K^T and V during the scores and the
-// softmax) instead of in front of the batch matmul. One flag per store in flight, of those
-// the flag plan leaves for early stores (flags.h); the batch matmul waits for it.
-void Codegen::store_rhs_early(Value v) {
+// reshapes that keep the rows) is a later batch matmul's right-hand side (planned:
+// tpu.early_store on the op that computes it): the store then runs during the layers in
+// between (attention's K^T and V during the scores and the softmax) instead of in front of
+// the batch matmul. One flag per store in flight, of those the flag plan leaves for early
+// stores (flags.h); the batch matmul waits for it. Returns whether it stored v: not when no
+// flag is free or v was stored already (an earlier op of the chain).
+bool Codegen::store_rhs_early(Value v) {
   auto it = acts_.find(v.getAsOpaquePointer());
-  if (it == acts_.end()) return;
+  if (it == acts_.end()) return false;
   const HeadView* hv = view_of(v);  // a view stores the unsplit tensor
-  std::optional<Value> target = rhs_target(v);
-  if (!target) return;
-  if (int f = free_rhs_flag()) stored_rhs_[target->getAsOpaquePointer()] = store_rhs(hv ? hv->x : it->second, f);
+  std::optional<Value> target = early_target(v);
+  if (!target) return false;
+  int f = free_rhs_flag();
+  if (f) stored_rhs_[target->getAsOpaquePointer()] = store_rhs(hv ? hv->x : it->second, f);
+  return f != 0;
 }
 
-// The batch-matmul right-hand side `v` becomes through reshapes that keep the rows (its
-// only use chain), when not stored yet.
-std::optional<Value> Codegen::rhs_target(Value v) {
-  while (v.hasOneUse()) {
-    mlir::Operation* u = *v.getUsers().begin();
-    if (auto bm = mlir::dyn_cast<tpu::BatchMatmulOp>(u)) {
-      if (bm.getRhs() != v || bm.getLhs() == v || stored_rhs_.count(v.getAsOpaquePointer())) return std::nullopt;
-      return v;
-    }
-    auto r = mlir::dyn_cast<tpu::ReshapeOp>(u);
-    if (!r || shape_of(r.getOutput()).back() != shape_of(v).back()) return std::nullopt;
-    v = r.getOutput();
-  }
-  return std::nullopt;
+// The batch-matmul right-hand side `v` becomes (rhs_target), when not stored yet.
+std::optional<Value> Codegen::early_target(Value v) const {
+  std::optional<Value> t = rhs_target(v);
+  if (t && stored_rhs_.count(t->getAsOpaquePointer())) return std::nullopt;
+  return t;
 }
 
 // An early-store flag (flags.h) no early store in flight uses, or 0.
@@ -482,25 +428,15 @@ int Codegen::free_rhs_flag() const {
 // stay the lanes, one contiguous copy; otherwise the lanes gather one input lane from
 // rows a fixed stride apart. DMA rows must start on unified-buffer words, so a gather
 // moves fp32 copies (4-byte elements), converted exactly from and back to int8/bf16.
-// Attention's head merge, [B, H, S, d] -> [B, S, H, d] (this transpose) -> [B, S, H * d]
-// (its only consumer, a reshape): one pass of copies straight into the merged layout, a
-// copy per head moving its d lanes of every row of every batch element, instead of a
-// transpose's copies and then the reshape's. Needs heads that start on unified-buffer
-// words and never straddle lane blocks.
-bool Codegen::merge_heads(tpu::TransposeOp op) {
-  auto perm = op.getPerm();
+// Attention's head merge (planned: tpu.heads "merge"), [B, H, S, d] -> [B, S, H, d] (this
+// transpose) -> [B, S, H * d] (its only consumer, a reshape): one pass of copies straight
+// into the merged layout, a copy per head moving its d lanes of every row of every batch
+// element, instead of a transpose's copies and then the reshape's.
+void Codegen::merge_heads(tpu::TransposeOp op) {
   auto xs = shape_of(op.getInput());
-  if (xs.size() != 4 || perm.size() != 4 || perm[0] != 0 || perm[1] != 2 || perm[2] != 1 || perm[3] != 3) return false;
-  if (!op.getOutput().hasOneUse()) return false;
-  auto r = mlir::dyn_cast<tpu::ReshapeOp>(*op.getOutput().getUsers().begin());
-  if (!r) return false;
+  auto r = mlir::cast<tpu::ReshapeOp>(*op.getOutput().getUsers().begin());
   auto ms = shape_of(r.getOutput());
   uint64_t B = uint64_t(xs[0]), H = uint64_t(xs[1]), S = uint64_t(xs[2]), d = uint64_t(xs[3]);
-  if (ms.size() != 3 || uint64_t(ms[0]) != B || uint64_t(ms[1]) != S || uint64_t(ms[2]) != H * d) return false;
-  uint64_t align = cfg_.core.unified_buffer.alignment_bytes;
-  if (d % R_ != 0 && R_ % d != 0) return false;  // a head would straddle lane blocks
-  for (uint64_t h = 0; h < H; ++h)
-    if ((h * d % R_) * esz_ % align) return false;
   const Act& x = act(op.getInput());
   std::string layer = r.getLayer().str();
   tag(layer);
@@ -517,9 +453,7 @@ bool Codegen::merge_heads(tpu::TransposeOp op) {
     }
   copies_wait();
   define(r.getOutput(), y);
-  deferred_.insert(r.getOperation());
   add_bound(layer, 0, 0);
-  return true;
 }
 
 }  // namespace vtpu::compiler::codegen

@@ -308,6 +308,7 @@ class Codegen {
   void gen_inputs(mlir::func::FuncOp fn);
   void gen_outputs(mlir::func::FuncOp fn, mlir::func::ReturnOp ret);
   void gen_op(mlir::Operation& op);
+  bool done_elsewhere(mlir::Operation& op);
   CompileResult assemble();
   void declare_empty_tensors(mlir::func::FuncOp fn);
   std::string quant_attrs(Value v, bool nhwc) const;
@@ -400,19 +401,18 @@ class Codegen {
 
   // attention.cpp: attention: head views, batch matmuls, the softmax in the scores' epilogues, early stores
   std::optional<SoftmaxEpilogue> fuse_softmax(mlir::Operation* producer, const Act& y, const std::string& into_layer, uint64_t M);
-  bool make_head_view(tpu::ReshapeOp op, const Act& x);
-  bool make_head_transpose(tpu::ReshapeOp op, const Act& x);
+  void make_head_view(tpu::ReshapeOp op, const Act& x);
+  void make_head_transpose(tpu::ReshapeOp op, const Act& x);
   const HeadView* view_of(Value v) const;
   BatchPlan plan_batch_matmul(tpu::BatchMatmulOp op, const Act& a);
   void finish_batch_matmul(const BatchPlan& p);
-  std::optional<tpu::BatchMatmulOp> context_of(tpu::BatchMatmulOp scores);
   void gen_batch_matmul(tpu::BatchMatmulOp op);
   uint64_t rhs_row_bytes(const Act& w, uint64_t nb) const;
   RhsCopy store_rhs(const Act& w, int flag);
-  void store_rhs_early(Value v);
-  std::optional<Value> rhs_target(Value v);
+  bool store_rhs_early(Value v);
+  std::optional<Value> early_target(Value v) const;
   int free_rhs_flag() const;
-  bool merge_heads(tpu::TransposeOp op);
+  void merge_heads(tpu::TransposeOp op);
 
   // conv.cpp: convolutions: taps as shifted matmuls, tap pairs, a residual add in the epilogues, bias on the MXU
   std::optional<FusedAdd> fusable_add(tpu::Conv2DOp op, uint64_t scratch_bytes);
@@ -527,9 +527,9 @@ class Codegen {
   std::map<uint64_t, uint64_t> bias_lanes_rows_;  // the constants' row in the unified buffer, by first lane
   std::map<int64_t, std::vector<mlir::Operation*>> planned_;  // by tpu.fused_into: the ops the planner put into an op
   std::map<mlir::Operation*, uint64_t> ln_prepared_;  // layer norms whose fp32 rows a matmul's epilogues fill (prepare_layernorm)
-  std::set<mlir::Operation*> deferred_;  // ops with nothing to generate whose operands are released in turn
-  std::map<const void*, HeadView> views_;  // head split + transpose results read in place (make_head_view)
-  std::set<const void*> slack_values_;  // activations allocated with a row of room after them
+  // Head split + transpose results read in place (make_head_view) and the reshapes of them:
+  // where the unsplit activation is. The decision is the planner's (tpu.heads "view").
+  std::map<const void*, HeadView> views_;
   std::map<const void*, RhsCopy> stored_rhs_;  // batch-matmul right-hand sides stored early (store_rhs_early)
   std::vector<std::tuple<std::string, std::string, std::vector<int64_t>>> fused_bounds_;
   std::map<std::string, std::string> desc_names_, param_names_;

@@ -154,23 +154,34 @@ void Codegen::gen_outputs(mlir::func::FuncOp fn, mlir::func::ReturnOp ret) {
   }
 }
 
-// One op of @main, unless an earlier op generated it already.
-void Codegen::gen_op(mlir::Operation& op) {
-  if (done_.count(&op)) return;  // generated with an earlier op (gen_matmul_group)
-  if (deferred_.count(&op)) {  // nothing to generate (a head view's transpose): operands released in turn
+// Whether op is done with other ops: generated with an earlier op (gen_matmul_group,
+// gen_batch_matmul), at another op's turn (plan.h, made_elsewhere: operands released in
+// turn), in a matmul's epilogues, or now as a stream with the matmuls after it.
+bool Codegen::done_elsewhere(mlir::Operation& op) {
+  if (done_.count(&op)) return true;
+  if (made_elsewhere(&op)) {
     for (Value operand : op.getOperands()) release(operand);
-    return;
+    return true;
   }
   if (auto mm = mlir::dyn_cast<tpu::MatmulOp>(op); mm && !is_int32(mm.getOutput())) {
     current_op_ = "matmul";
     current_shape_ = shape_of(mm.getOutput());
     output_high_ = false;
     int_out_ = false, out_esz_ = esz_;
-    if (gen_matmul_group(mm)) return;
+    if (gen_matmul_group(mm)) return true;
   }
   if (auto f = fused_.find(&op); f != fused_.end()) {  // already done in a matmul's epilogues
     define(op.getResult(0), f->second);
     for (Value operand : op.getOperands()) release(operand);
+    return true;
+  }
+  return false;
+}
+
+// One op of @main, unless an earlier op generated it already.
+void Codegen::gen_op(mlir::Operation& op) {
+  if (done_elsewhere(op)) {
+    op.removeAttr(kEarlyStoreAttr);  // stored early only at its own turn
     return;
   }
   current_op_ = op.getName().stripDialect().str();
@@ -209,7 +220,11 @@ void Codegen::gen_op(mlir::Operation& op) {
   else if (auto af = mlir::dyn_cast<tpu::AffineOp>(op)) gen_affine(af);
   else if (auto un = mlir::dyn_cast<tpu::UnaryOp>(op)) gen_unary(un);
   else throw CompileError(fmt::format("code generation does not handle {}", op.getName().getStringRef().str()));
-  for (Value result : op.getResults()) store_rhs_early(result);
+  if (op.hasAttr(kEarlyStoreAttr) && heads(&op).empty()) {  // a head split's is make_head_view's or make_head_transpose's
+    bool stored = false;
+    for (Value result : op.getResults()) stored |= store_rhs_early(result);
+    if (!stored) op.removeAttr(kEarlyStoreAttr);
+  }
   for (Value operand : op.getOperands()) release(operand);
 }
 

@@ -25,6 +25,10 @@ mlir::Value through_row_reshapes(mlir::Value v);
 // divisor of it): the batch matmuls can read the heads in place (attention.cpp).
 std::optional<tpu::ReshapeOp> head_view_split(mlir::Value v, uint64_t lanes);
 
+// The batch-matmul right-hand side v becomes through reshapes that keep the rows (its only
+// use chain), when it goes nowhere else (nor to that batch matmul's left-hand side).
+std::optional<mlir::Value> rhs_target(mlir::Value v);
+
 // A convolution's sizes: NHWC input [N, H, W, CI], weights [KH, KW, CIg = CI / G, CO],
 // output [N, OH, OW, CO]; stride (sh, sw), dilation (dh, dw), pads (pt, pb, pl, pr).
 struct ConvShape {

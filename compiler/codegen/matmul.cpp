@@ -83,14 +83,15 @@ std::vector<Block> Codegen::plan_matmul(tpu::MatmulOp op, uint64_t nt_total, Mat
   uint64_t K = uint64_t(ws[0]), N = uint64_t(ws[1]);
   if (x.features != K) throw CompileError(fmt::format("node '{}': input has {} features, weights expect {}", layer, x.features, K));
   auto bias = const_floats(op.getBias(), layer);
-  // A head view read as a batch matmul's left-hand side reads whole array rows from a
-  // head's first lane: the last row's read runs up to a row past the tensor.
-  bool slack = !is_int32(op.getOutput()) && head_view_split(op.getOutput(), R_).has_value();
+  // A head view (planned: tpu.heads "view" on the output's only user) read as a batch
+  // matmul's left-hand side reads whole array rows from a head's first lane: the last row's
+  // read runs up to a row past the tensor.
+  Value out = op.getOutput();
+  bool slack = !is_int32(out) && out.hasOneUse() && heads(*out.getUsers().begin()) == "view";
   Act y = is_int32(op.getOutput())
               ? out_act(op.getOutput(), fmt::format("the output of '{}'", layer))
               : new_act(shape_of(op.getOutput()), fmt::format("the output of '{}'", layer), false, slack ? R_ * esz_ : 0,
                         residual_base(op.getOutput()));
-  if (slack) slack_values_.insert(op.getOutput().getAsOpaquePointer());
   // Matmuls sharing a weight constant share its tiles in HBM (and its INT8 quantization).
   auto cached = weight_cache_.find(op.getWeight().getAsOpaquePointer());
   bool fresh = cached == weight_cache_.end();

@@ -69,10 +69,18 @@ std::optional<tpu::ReshapeOp> head_view_split(Value v, uint64_t lanes) {
   return split;
 }
 
+std::optional<Value> rhs_target(Value v) {
+  Value t = through_row_reshapes(v);
+  if (!t.hasOneUse()) return std::nullopt;
+  auto bm = mlir::dyn_cast<tpu::BatchMatmulOp>(*t.getUsers().begin());
+  if (!bm || bm.getRhs() != t || bm.getLhs() == t) return std::nullopt;
+  return t;
+}
+
 namespace {
 
-const char* const kPlanAttrs[] = {kStreamAttr, kIdAttr, kEpilogueAttr, kFusedIntoAttr, kRoleAttr, kSlotAttr, kTapPairsAttr,
-                                  kBiasLanesAttr, kConvFormAttr};
+const char* const kPlanAttrs[] = {kStreamAttr,   kIdAttr,        kEpilogueAttr, kFusedIntoAttr, kRoleAttr,      kSlotAttr,
+                                  kTapPairsAttr, kBiasLanesAttr, kConvFormAttr, kHeadsAttr,     kEarlyStoreAttr};
 
 class Planner {
  public:
@@ -84,6 +92,7 @@ class Planner {
     int64_t i = 0;
     for (mlir::Operation& op : body) pos_[&op] = 2 * i++;
     streams(body);
+    heads(body);
     for (mlir::Operation& op : body)
       if (auto mm = mlir::dyn_cast<tpu::MatmulOp>(op)) attention_scale(mm);
     for (mlir::Operation& op : body) {
@@ -99,6 +108,7 @@ class Planner {
         residual_add(conv);
         bias_lanes(conv);
       }
+    early_stores(body);
   }
 
  private:
@@ -135,6 +145,66 @@ class Planner {
       for (mlir::Operation* a : aliases) set_int(a, kStreamAttr, next), gen_pos_[a] = pos_[op] - 1;
       ++next;
     }
+  }
+
+  // Attention's layout (kHeadsAttr): head views and head transposes at their splits, then
+  // head merges at the transposes that are neither's.
+  void heads(mlir::Block& body) {
+    for (mlir::Operation& op : body)
+      if (auto r = mlir::dyn_cast<tpu::ReshapeOp>(op)) {
+        if (head_view(r)) pair(r, "view");
+        else if (head_transpose(r)) pair(r, "transpose");
+      }
+    for (mlir::Operation& op : body)
+      if (auto tp = mlir::dyn_cast<tpu::TransposeOp>(op); tp && codegen::heads(tp).empty() && head_merge(tp)) pair(tp, "merge");
+  }
+  // `first` and its only user are a pair of kind `kind`, the user's result made at first's turn.
+  void pair(mlir::Operation* first, const char* kind) {
+    mlir::Operation* second = *first->getResult(0).getUsers().begin();
+    for (mlir::Operation* op : {first, second}) op->setAttr(kHeadsAttr, mlir::StringAttr::get(op->getContext(), kind));
+    made_at_[second] = gen_pos(first);
+  }
+  // A head split read in place; as a batch matmul's left-hand side the last row's read runs
+  // up to a row past the unsplit tensor, which only a float matmul's output has room for.
+  bool head_view(tpu::ReshapeOp r) const {
+    auto split = head_view_split(r.getInput(), R_);
+    if (!split || *split != r) return false;
+    if (auto mm = r.getInput().getDefiningOp<tpu::MatmulOp>(); mm && !is_int32(mm.getOutput())) return true;
+    std::vector<Value> work{(*r.getOutput().getUsers().begin())->getResult(0)};
+    while (!work.empty()) {
+      Value u = work.back();
+      work.pop_back();
+      for (mlir::Operation* user : u.getUsers()) {
+        if (auto bm = mlir::dyn_cast<tpu::BatchMatmulOp>(user); bm && bm.getLhs() == u) return false;
+        if (!mlir::isa<tpu::BatchMatmulOp>(user)) work.push_back(user->getResult(0));
+      }
+    }
+    return true;
+  }
+  // A head split [B, S, H*d] -> [B, S, H, d] (H > 1) whose only user is the transpose to
+  // [B, H, d, S], on an array whose unified-buffer words hold an fp32 lane.
+  bool head_transpose(tpu::ReshapeOp r) const {
+    auto xs = shape_of(r.getInput()), ys = shape_of(r.getOutput());
+    if (xs.size() != 3 || ys.size() != 4 || xs[0] != ys[0] || xs[1] != ys[1] || ys[2] * ys[3] != xs[2] || ys[3] == xs[2])
+      return false;
+    if (!r.getOutput().hasOneUse() || cfg_.core.unified_buffer.alignment_bytes > 4) return false;
+    auto tp = mlir::dyn_cast<tpu::TransposeOp>(*r.getOutput().getUsers().begin());
+    return tp && tp.getPerm() == llvm::ArrayRef<int64_t>{0, 2, 3, 1};
+  }
+  // A head merge: the transpose [B, H, S, d] -> [B, S, H, d] whose only user is a reshape to
+  // [B, S, H*d], heads within lane blocks, each starting on a unified-buffer word.
+  bool head_merge(tpu::TransposeOp tp) const {
+    auto xs = shape_of(tp.getInput());
+    if (xs.size() != 4 || tp.getPerm() != llvm::ArrayRef<int64_t>{0, 2, 1, 3} || !tp.getOutput().hasOneUse()) return false;
+    auto r = mlir::dyn_cast<tpu::ReshapeOp>(*tp.getOutput().getUsers().begin());
+    if (!r) return false;
+    auto ms = shape_of(r.getOutput());
+    uint64_t B = uint64_t(xs[0]), H = uint64_t(xs[1]), S = uint64_t(xs[2]), d = uint64_t(xs[3]);
+    if (ms.size() != 3 || uint64_t(ms[0]) != B || uint64_t(ms[1]) != S || uint64_t(ms[2]) != H * d) return false;
+    if (d % R_ != 0 && R_ % d != 0) return false;
+    for (uint64_t h = 0; h < H; ++h)
+      if ((h * d % R_) * esz_ % cfg_.core.unified_buffer.alignment_bytes) return false;
+    return true;
   }
 
   // Attention's 1 / sqrt(d) when it is a power of two (d = 64: 1/8): the queries' matmul
@@ -285,10 +355,32 @@ class Planner {
       if (ok) {
         if (af && !folded(af)) fuse(op, "softmax", af, "softmax-scale");
         fuse(op, "softmax", sm, "softmax");
+        context(op, sm);
         return;
       }
     }
     if (mlir::Operation* u = elementwise(out, op)) fuse(op, "elementwise", u, "elementwise");
+  }
+
+  // Attention's context (role "context", plan.h): the batch matmul reading the softmax in
+  // the scores' epilogues, whose right-hand side is there at the scores' turn but for
+  // reshapes that keep the rows, and whose blocks pair with the scores' (one column block
+  // each: the same batch, rows and row chunks).
+  void context(tpu::BatchMatmulOp scores, tpu::SoftmaxOp sm) {
+    Value v = through_row_reshapes(sm.getOutput());
+    auto ctx = v.hasOneUse() ? mlir::dyn_cast<tpu::BatchMatmulOp>(*v.getUsers().begin()) : tpu::BatchMatmulOp();
+    if (!ctx || ctx.getLhs() != v) return;
+    for (Value r = ctx.getRhs(); !generated_before(r, scores, true);) {
+      auto rs = r.getDefiningOp<tpu::ReshapeOp>();
+      if (!rs || !r.hasOneUse() || shape_of(rs.getOutput()).back() != shape_of(rs.getInput()).back()) return;
+      r = rs.getInput();
+    }
+    auto as = shape_of(ctx.getLhs()), ss = shape_of(scores.getOutput());
+    if (as.size() != 3 || numel(as) != numel(ss) || as.back() != ss.back() ||
+        shape_of(ctx.getOutput()).back() > int64_t(cfg_.core.mxu.cols))
+      return;
+    fuse(scores, "softmax", ctx, "context");
+    made_at_[ctx] = gen_pos(scores);
   }
 
   // The per-channel scale and shift after a bf16 layer norm (its only user), which the
@@ -357,6 +449,26 @@ class Planner {
       set_int(op, kBiasLanesAttr, int64_t(lanes));
   }
 
+  // Early-store candidates (kEarlyStoreAttr): every op generated at its own turn, or that may
+  // be where the emitter declines what was planned, whose result becomes a batch matmul's
+  // right-hand side (through reshapes that keep the rows); a head view's or head transpose's
+  // split for its transpose's result.
+  void early_stores(mlir::Block& body) {
+    for (mlir::Operation& op : body) {
+      if (!op.getDialect() || op.getDialect()->getNamespace() != "tpu" || op.hasAttr(kStreamAttr) ||
+          (made_elsewhere(&op) && !op.hasAttr(kFusedIntoAttr)))
+        continue;
+      bool candidate = false;
+      llvm::StringRef h = codegen::heads(&op);
+      if (h == "view" || h == "transpose") {
+        candidate = rhs_target((*op.getResult(0).getUsers().begin())->getResult(0)).has_value();
+      } else {
+        for (Value r : op.getResults()) candidate |= rhs_target(r).has_value();
+      }
+      if (candidate) op.setAttr(kEarlyStoreAttr, mlir::UnitAttr::get(op.getContext()));
+    }
+  }
+
   // Whether every reader of v but `last` is generated before `at` (so, at `at`'s turn,
   // `last` is the one reader of v left).
   bool read_last_by(Value v, mlir::Operation* last, mlir::Operation* at) const {
@@ -367,12 +479,14 @@ class Planner {
 
   // Whether v is in the unified buffer when `producer` is generated: a model input, or the
   // result of an op generated before it (a stream's matmuls are generated together, after
-  // the ops before the stream's first).
-  bool generated_before(Value v, mlir::Operation* producer) const {
+  // the ops before the stream's first). `made`: counting results made at another op's turn
+  // (made_elsewhere) as made there, and integer model inputs (left in HBM) as not there.
+  bool generated_before(Value v, mlir::Operation* producer, bool made = false) const {
     mlir::Operation* d = v.getDefiningOp();
-    if (!d) return true;
+    if (!d) return !made || !is_int32(v);
     if (!d->getDialect() || d->getDialect()->getNamespace() != "tpu") return false;
-    return gen_pos(d) < gen_pos(producer);
+    auto it = made ? made_at_.find(d) : made_at_.end();
+    return (it != made_at_.end() ? it->second : gen_pos(d)) < gen_pos(producer);
   }
   int64_t gen_pos(mlir::Operation* op) const {
     auto it = gen_pos_.find(op);
@@ -389,10 +503,7 @@ class Planner {
     return {};
   }
   static uint64_t ceil_div(uint64_t a, uint64_t b) { return (a + b - 1) / b; }
-  static llvm::StringRef role(mlir::Operation* op) {
-    auto r = op->getAttrOfType<mlir::StringAttr>(kRoleAttr);
-    return r ? r.getValue() : llvm::StringRef();
-  }
+  static llvm::StringRef role(mlir::Operation* op) { return str_attr(op, kRoleAttr); }
   static void set_int(mlir::Operation* op, const char* name, int64_t v) {
     op->setAttr(name, mlir::IntegerAttr::get(mlir::IntegerType::get(op->getContext(), 64), v));
   }
@@ -409,13 +520,25 @@ class Planner {
   bool q8_;
   int64_t next_id_ = 0;
   std::map<mlir::Operation*, int64_t> pos_, gen_pos_;  // 2 x block order; where a stream's ops are generated
+  std::map<mlir::Operation*, int64_t> made_at_;  // where the ops made_elsewhere get their results
 };
 
 }  // namespace
 
-llvm::StringRef conv_form(mlir::Operation* conv) {
-  auto form = conv->getAttrOfType<mlir::StringAttr>(kConvFormAttr);
-  return form ? form.getValue() : llvm::StringRef();
+llvm::StringRef str_attr(mlir::Operation* op, const char* name) {
+  auto a = op->getAttrOfType<mlir::StringAttr>(name);
+  return a ? a.getValue() : llvm::StringRef();
+}
+
+llvm::StringRef conv_form(mlir::Operation* conv) { return str_attr(conv, kConvFormAttr); }
+
+llvm::StringRef heads(mlir::Operation* op) { return str_attr(op, kHeadsAttr); }
+
+bool made_elsewhere(mlir::Operation* op) {
+  llvm::StringRef h = heads(op);
+  if (mlir::isa<tpu::TransposeOp>(op)) return h == "view" || h == "transpose";
+  if (mlir::isa<tpu::ReshapeOp>(op)) return h == "merge";
+  return str_attr(op, kRoleAttr) == "context";
 }
 
 void drop_plan(mlir::Operation* op) {

@@ -165,7 +165,7 @@ void Codegen::gen_concat(tpu::ConcatOp op) {
 }
 
 void Codegen::gen_transpose(tpu::TransposeOp op) {
-  if (merge_heads(op)) return;
+  if (heads(op) == "merge") return merge_heads(op);  // planned (plan.cpp, heads)
   std::string layer = op.getLayer().str();
   tag(layer);
   const Act& x0 = act(op.getInput());
@@ -327,7 +327,8 @@ void Codegen::gen_reshape(tpu::ReshapeOp op) {
     return;
   }
   tag(layer);
-  if (make_head_view(op, x) || make_head_transpose(op, x)) return;
+  if (heads(op) == "view") return make_head_view(op, x);  // planned (plan.cpp, heads)
+  if (heads(op) == "transpose") return make_head_transpose(op, x);
   // The lowering only reshapes an image to 2-D for a matmul that expects NHWC order.
   uint64_t lanes_per_word = std::max<uint64_t>(1, cfg_.core.unified_buffer.alignment_bytes / esz_);
   bool image_flatten = x.shape.size() == 4 && ys.size() == 2 && uint64_t(ys[0]) == uint64_t(x.shape[0]) &&
