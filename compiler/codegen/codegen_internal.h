@@ -515,7 +515,7 @@ class Codegen {
   std::map<const void*, uint64_t> int_hbm_;    // integer model inputs (int32 in HBM)
   bool int_out_ = false;     // the op being generated has an int32 result
   uint64_t out_esz_ = 2;     // bytes per element of that op's output rows
-  std::map<mlir::Operation*, Act> fused_pools_;  // pools done along the convolution before them, and their output
+  std::map<mlir::Operation*, Act> fused_pools_;  // pools done along the convolution before them (planned: role "pool"), and their output
   uint64_t hbm_next_ = 0, zero_hbm_ = 0, const_bytes_ = 0;
   uint64_t copies_in_flight_ = 0;  // ub_copy_async copies not yet waited for (on f1)
   std::optional<size_t> hoist_at_;  // where in code_ the last stream issued its last matmul (run_blocks)

@@ -23,24 +23,33 @@ bool packed_input(Value arg, uint64_t R, uint64_t esz) {
   return packed;
 }
 
+PackedRows packed_rows(tpu::Conv2DOp op, const config::Config& cfg, uint64_t esz) {
+  ConvShape c = conv_shape(op);
+  uint64_t R = cfg.core.mxu.rows, C = cfg.core.mxu.cols;
+  PackedRows p;
+  p.CIp = align_up(c.CI, std::max<uint64_t>(1, 4 / esz));
+  // Two output pixels per matmul row (as in gen_conv_wide): with the output channels in at
+  // most half the columns, a matmul row covering the KW + sw taps of pixels x and x + 1
+  // computes both (columns [0, C/2) and [C/2, C)); its rows then spread into the output
+  // (their padding lanes holding the other pixel: only for convolutions, or a pool whose
+  // readers are all convolutions, which never read past their input's channels).
+  p.span = c.KW;
+  p.two_px = R == C && c.CO * 2 <= C && c.OW % 2 == 0 && !is_int32(op.getOutput()) && c.N > 1 &&
+             (c.KW + c.sw) * p.CIp * 2 <= R && padding_lanes_unread(op.getOutput());
+  if (p.two_px) p.span = c.KW + c.sw;
+  // Kernel rows stacked in one matmul row: as many as the array's R rows hold (see stacking()).
+  p.S = std::max<uint64_t>(1, std::min<uint64_t>(c.KH, R / (p.span * p.CIp)));
+  return p;
+}
+
 // The packed convolution's steps; its locals are members (see gen_conv_packed).
 class PackedConv {
  public:
   PackedConv(Codegen& cg, tpu::Conv2DOp op, uint64_t hbm)
       : cg_(cg), op_(op), hbm_(hbm), layer_(op.getLayer().str()), c_(conv_shape(op)), R_(cg.R_), C_(cg.C_), esz_(cg.esz_) {
-    CIp_ = align_up(c_.CI, std::max<uint64_t>(1, 4 / esz_));
+    PackedRows rows = packed_rows(op, cg.cfg_, esz_);
+    CIp_ = rows.CIp, span_ = rows.span, S_ = rows.S, two_px_ = rows.two_px;
     pix_ = CIp_ * esz_;
-    // Two output pixels per matmul row (as in gen_conv_wide): with the output channels in at
-    // most half the columns, a matmul row covering the KW + sw taps of pixels x and x + 1
-    // computes both (columns [0, C/2) and [C/2, C)); its rows then spread into the output
-    // (their padding lanes holding the other pixel: only for convolutions, or a pool whose
-    // readers are all convolutions, which never read past their input's channels).
-    span_ = c_.KW;
-    two_px_ = R_ == C_ && c_.CO * 2 <= C_ && c_.OW % 2 == 0 && !cg.int_out_ && c_.N > 1 && (c_.KW + c_.sw) * CIp_ * 2 <= R_ &&
-              padding_lanes_unread(op.getOutput());
-    if (two_px_) span_ = c_.KW + c_.sw;
-    // Kernel rows stacked in one matmul row: as many as the array's R rows hold (see stacking()).
-    S_ = std::max<uint64_t>(1, std::min<uint64_t>(c_.KH, R_ / (span_ * CIp_)));
   }
 
   void run() {
@@ -86,28 +95,30 @@ class PackedConv {
     cg_.code("  " + emit::wait(emit::flag(1)));
   }
 
-  // A pool that is the output's only use (ResNet-50's max pool after conv1) runs image by
-  // image along the next image's matmuls, as run_blocks' background work on the vector
-  // unit the epilogues leave free (with stacking, where its output fits beside this one).
-  // The output then only needs two images' rows: image n goes to slot n % 2 while the pool
-  // reads image n - 1 from the other (ResNet-50 at batch 8: 3.2 MB instead of 12.8 MB).
+  // A pool that is the output's only use (ResNet-50's max pool after conv1; planned: role
+  // "pool") runs image by image along the next image's matmuls, as run_blocks' background
+  // work on the vector unit the epilogues leave free (declined where its output does not fit
+  // beside this one). The output then only needs two images' rows: image n goes to slot
+  // n % 2 while the pool reads image n - 1 from the other (ResNet-50 at batch 8: 3.2 MB
+  // instead of 12.8 MB).
   void output() {
-    if (S_ > 1 && c_.N > 1 && !cg_.int_out_ && op_.getOutput().hasOneUse())
-      if (auto p = mlir::dyn_cast<tpu::PoolOp>(*op_.getOutput().getUsers().begin())) {
-        auto ps = shape_of(p.getOutput());
-        uint64_t c = uint64_t(ps.back()), need = align_up(numel(ps) / c * R_ * esz_, 64) * ceil_div(c, R_);
-        y_ = cg_.new_act({2, int64_t(c_.OH), int64_t(c_.OW), int64_t(c_.CO)}, fmt::format("the output of '{}'", layer_));
-        if (need <= cg_.ub_.largest_free()) {
-          bool high = cg_.output_high_;
-          cg_.output_high_ = y_.base + y_.bytes() / 2 < cg_.ub_.capacity() / 2;  // where gen_pool would put it
-          py_ = cg_.new_act(ps, fmt::format("the output of '{}'", p.getLayer().str()));
-          cg_.output_high_ = high;
-          cg_.fused_pools_[p.getOperation()] = py_;
-          pool_ = p;
-        } else {
-          cg_.ub_.release(y_.base);
-        }
+    if (auto planned = cg_.planned(op_, "pool"); !planned.empty()) {
+      auto p = mlir::cast<tpu::PoolOp>(planned[0]);
+      auto ps = shape_of(p.getOutput());
+      uint64_t c = uint64_t(ps.back()), need = align_up(numel(ps) / c * R_ * esz_, 64) * ceil_div(c, R_);
+      y_ = cg_.new_act({2, int64_t(c_.OH), int64_t(c_.OW), int64_t(c_.CO)}, fmt::format("the output of '{}'", layer_));
+      if (need <= cg_.ub_.largest_free()) {
+        bool high = cg_.output_high_;
+        cg_.output_high_ = y_.base + y_.bytes() / 2 < cg_.ub_.capacity() / 2;  // where gen_pool would put it
+        py_ = cg_.new_act(ps, fmt::format("the output of '{}'", p.getLayer().str()));
+        cg_.output_high_ = high;
+        cg_.fused_pools_[p.getOperation()] = py_;
+        pool_ = p;
+      } else {
+        cg_.ub_.release(y_.base);
+        cg_.decline(op_, "pool");
       }
+    }
     if (!pool_) y_ = cg_.out_act(op_.getOutput(), fmt::format("the output of '{}'", layer_));
   }
   // The output row (image n's row oy is row n * OH + oy) that y's first row holds.

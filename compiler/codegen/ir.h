@@ -53,4 +53,13 @@ bool packed_input(mlir::Value arg, uint64_t R, uint64_t esz);
 bool padding_lanes_unread(mlir::Value v);
 bool wide_conv(tpu::Conv2DOp op, const config::Config& cfg, uint64_t esz);
 
+// A packed convolution's matmul rows (conv_packed.cpp), for `cfg` with `esz`-byte elements:
+// its input channels rounded to a word (CIp), the taps side by side in a row (span), two
+// output pixels per row (two_px), kernel rows stacked in a row (S).
+struct PackedRows {
+  uint64_t CIp = 0, span = 0, S = 1;
+  bool two_px = false;
+};
+PackedRows packed_rows(tpu::Conv2DOp op, const config::Config& cfg, uint64_t esz);
+
 }  // namespace vtpu::compiler::codegen

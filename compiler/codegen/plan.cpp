@@ -103,6 +103,8 @@ class Planner {
     for (mlir::Operation& op : body)
       if (auto conv = mlir::dyn_cast<tpu::Conv2DOp>(op)) plan_conv_form(conv);
     for (mlir::Operation& op : body)
+      if (auto conv = mlir::dyn_cast<tpu::Conv2DOp>(op); conv && conv_form(conv) == "packed") pool_beside(conv);
+    for (mlir::Operation& op : body)
       if (auto conv = mlir::dyn_cast<tpu::Conv2DOp>(op); conv && by_taps(conv)) {
         tap_pairs(conv);
         residual_add(conv);
@@ -402,6 +404,15 @@ class Planner {
   bool packed(tpu::Conv2DOp op) const {
     Value x = op.getInput();
     return mlir::isa<mlir::BlockArgument>(x) && !is_int32(x) && packed_input(x, R_, esz_);
+  }
+
+  // A pool that is the only use of a packed convolution's float output, when that
+  // convolution stacks kernel rows (each image's rows stacked in turn) and has more than
+  // one image: it runs image by image beside the convolution's matmuls (conv_packed.cpp).
+  void pool_beside(tpu::Conv2DOp op) {
+    Value out = op.getOutput();
+    if (is_int32(out) || !out.hasOneUse() || conv_shape(op).N < 2 || packed_rows(op, cfg_, esz_).S < 2) return;
+    if (auto pool = mlir::dyn_cast<tpu::PoolOp>(*out.getUsers().begin())) fuse(op, "pool", pool, "pool");
   }
 
   // Tap pairs (conv.cpp, conv_input): a "same" convolution of one group with more than one

@@ -28,12 +28,16 @@ inline constexpr const char* kStreamAttr = "tpu.stream";
 //   "affine"      (tpu.layernorm): the gamma/beta step after it
 //   "residual-add" (tpu.conv2d): the add of its output and another activation, the sum
 //                  written over that activation (conv.cpp, fusable_add)
+//   "pool"        (tpu.conv2d, "packed"): not in its epilogues but beside its matmuls, the
+//                  pool reading its output, image by image (conv_packed.cpp, output); the
+//                  emitter declines where the pool's output does not fit beside it
 inline constexpr const char* kIdAttr = "tpu.id";
 inline constexpr const char* kEpilogueAttr = "tpu.epilogue";
 // i64: the number of the op that does this one; kRoleAttr (str) says as what: "elementwise",
 // "link", "scale", "softmax-scale", "softmax", "ln-affine", "layernorm" (the layer norm of a
 // matmul's output plus a fused residual, whose fp32 rows the matmul's epilogues convert),
 // "residual-add" (a convolution's residual add: its output is the other operand's buffer),
+// "pool" (a pool done beside a packed convolution, its output made there),
 // "context" (attention's context, the tpu.batch_matmul whose left-hand side is the softmax in
 // the scores' epilogues, through reshapes that keep the rows: its blocks run in the scores'
 // stream, each after the softmax of its rows; its right-hand side is there at the scores'

@@ -142,3 +142,31 @@ func.func @packed(%x: tensor<1x8x8x2xf32>) -> tensor<1x8x8x8xf32> {
   %0 = tpu.conv2d %x, %w, %b {clamp_max = 6.0 : f64, clamp_min = 0.0 : f64, dilation = array<i64: 1, 1>, groups = 1 : i64, layer = "p", pad = array<i64: 0, 0, 0, 0>, stride = array<i64: 1, 1>} : (tensor<1x8x8x2xf32>, tensor<1x1x2x8xf32>, tensor<8xf32>) -> tensor<1x8x8x8xf32>
   return %0 : tensor<1x8x8x8xf32>
 }
+
+// A max pool that is the only use of a packed convolution's output, the convolution
+// stacking kernel rows (3x1 on one channel: three kernel rows in a matmul row) over two
+// images: the pool runs image by image beside its matmuls (conv_packed.cpp), role "pool".
+// CHECK-LABEL: func.func @pool_beside
+// CHECK: tpu.conv2d {{.*}}layer = "p"{{.*}}tpu.conv_form = "packed", tpu.epilogue = "pool", tpu.id = [[ID:[0-9]+]] : i64
+// CHECK: tpu.pool {{.*}}layer = "mp"{{.*}}tpu.fused_into = [[ID]] : i64, tpu.role = "pool"
+func.func @pool_beside(%x: tensor<2x8x8x1xf32>) -> tensor<2x4x4x8xf32> {
+  %w = "tosa.const"() {value = dense<0.5> : tensor<3x1x1x8xf32>} : () -> tensor<3x1x1x8xf32>
+  %b = "tosa.const"() {value = dense<0.0> : tensor<8xf32>} : () -> tensor<8xf32>
+  %0 = tpu.conv2d %x, %w, %b {clamp_max = 6.0 : f64, clamp_min = 0.0 : f64, dilation = array<i64: 1, 1>, groups = 1 : i64, layer = "p", pad = array<i64: 1, 1, 0, 0>, stride = array<i64: 1, 1>} : (tensor<2x8x8x1xf32>, tensor<3x1x1x8xf32>, tensor<8xf32>) -> tensor<2x8x8x8xf32>
+  %1 = tpu.pool %0 {kernel = array<i64: 2, 2>, kind = "max", layer = "mp", pad = array<i64: 0, 0, 0, 0>, stride = array<i64: 2, 2>} : (tensor<2x8x8x8xf32>) -> tensor<2x4x4x8xf32>
+  return %1 : tensor<2x4x4x8xf32>
+}
+
+// One image: nothing to overlap the pool with (its output is not a two-image ring), so
+// the pool runs on its own.
+// CHECK-LABEL: func.func @one_image
+// CHECK: tpu.conv2d {{.*}}tpu.conv_form = "packed"}
+// CHECK-NOT: tpu.role
+// CHECK: return
+func.func @one_image(%x: tensor<1x8x8x1xf32>) -> tensor<1x4x4x8xf32> {
+  %w = "tosa.const"() {value = dense<0.5> : tensor<3x1x1x8xf32>} : () -> tensor<3x1x1x8xf32>
+  %b = "tosa.const"() {value = dense<0.0> : tensor<8xf32>} : () -> tensor<8xf32>
+  %0 = tpu.conv2d %x, %w, %b {clamp_max = 6.0 : f64, clamp_min = 0.0 : f64, dilation = array<i64: 1, 1>, groups = 1 : i64, layer = "p", pad = array<i64: 1, 1, 0, 0>, stride = array<i64: 1, 1>} : (tensor<1x8x8x1xf32>, tensor<3x1x1x8xf32>, tensor<8xf32>) -> tensor<1x8x8x8xf32>
+  %1 = tpu.pool %0 {kernel = array<i64: 2, 2>, kind = "max", layer = "mp", pad = array<i64: 0, 0, 0, 0>, stride = array<i64: 2, 2>} : (tensor<1x8x8x8xf32>) -> tensor<1x4x4x8xf32>
+  return %1 : tensor<1x4x4x8xf32>
+}
