@@ -118,7 +118,7 @@ inline uint64_t ceil_div(uint64_t a, uint64_t b) { return (a + b - 1) / b; }
 inline std::vector<float> const_floats(Value v, const std::string& layer) {
   auto c = v.getDefiningOp<tosa::ConstOp>();
   if (!c) throw CompileError(fmt::format("node '{}': expected a constant operand", layer));
-  return tpu::float_values(mlir::cast<mlir::DenseElementsAttr>(c.getValue()));
+  return tpu::float_values(c.getValue());
 }
 
 inline uint16_t bf16_of(float f) { return numerics::f32_to_bf16(numerics::f32_bits(f)); }

@@ -112,11 +112,11 @@ void Codegen::gen_outputs(mlir::func::FuncOp fn, mlir::func::ReturnOp ret) {
     std::string name = fn.getResultAttrOfType<mlir::StringAttr>(i, "vtpu.name").str();
     auto shape = shape_of(v);
     if (auto c = v.getDefiningOp<tosa::ConstOp>()) {  // a constant output: its bytes preloaded, no code
-      auto attr = mlir::cast<mlir::DenseElementsAttr>(c.getValue());
+      mlir::Attribute attr = c.getValue();
       std::vector<uint8_t> bytes;
       std::string dt = is_int32(v) ? "int32" : dt_, extra;
       if (is_int32(v)) {
-        for (int32_t x : attr.getValues<int32_t>()) bytes.insert(bytes.end(), (uint8_t*)&x, (uint8_t*)&x + 4);
+        for (int32_t x : mlir::cast<mlir::DenseElementsAttr>(attr).getValues<int32_t>()) bytes.insert(bytes.end(), (uint8_t*)&x, (uint8_t*)&x + 4);
       } else {
         std::vector<float> f = tpu::float_values(attr);
         float mx = 0;
@@ -279,7 +279,7 @@ std::string Codegen::quant_attrs(Value v, bool nhwc) const {
 void Codegen::gen_constant(tpu::ConstantOp op) {
   std::string layer = op.getLayer().str();
   tag(layer);
-  std::vector<float> v = tpu::float_values(mlir::cast<mlir::DenseElementsAttr>(op.getValue()));
+  std::vector<float> v = tpu::float_values(op.getValue());
   std::vector<uint8_t> bytes(v.size() * esz_);
   double s = q8_ ? double(scale(op.getOutput())) : 1.0;
   for (size_t i = 0; i < v.size(); ++i) {

@@ -510,7 +510,7 @@ class Planner {
     return {n->getOperands().begin(), n->getOperands().end()};
   }
   static std::vector<float> constant(Value v) {
-    if (auto c = v.getDefiningOp<mlir::tosa::ConstOp>()) return tpu::float_values(mlir::cast<mlir::DenseElementsAttr>(c.getValue()));
+    if (auto c = v.getDefiningOp<mlir::tosa::ConstOp>()) return tpu::float_values(c.getValue());
     return {};
   }
   static uint64_t ceil_div(uint64_t a, uint64_t b) { return (a + b - 1) / b; }

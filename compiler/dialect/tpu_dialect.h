@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "dialect/attr_names.h"
+#include "dialect/constants.h"
 #include "mlir/Bytecode/BytecodeOpInterface.h"
 #include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/BuiltinOps.h"
@@ -26,10 +27,5 @@ inline std::vector<int64_t> shape_of(mlir::Value v) {
   auto t = mlir::cast<mlir::RankedTensorType>(v.getType());
   return {t.getShape().begin(), t.getShape().end()};
 }
-
-// The values of a float constant as fp32, in row-major order (a splat repeated). The one
-// reader of constants' values: an fp32 tensor's bytes are copied at once, not element by element
-// (a model's weights are most of what the compiler touches).
-std::vector<float> float_values(mlir::DenseElementsAttr a);
 
 }  // namespace vtpu::tpu

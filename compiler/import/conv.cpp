@@ -116,7 +116,7 @@ Tensor Importer::conv_of(const onnx::NodeProto& n, const Tensor& x, const Consta
     for (int64_t o = 0; o < CO; ++o)
       for (int64_t h = 0; h < KH; ++h)
         for (int64_t ww = 0; ww < KW; ++ww) wt[size_t((h * KW + ww) * CO + o)] = w.data[size_t((o * KH + h) * KW + ww)];
-    Value y = b_.create<mlir::tosa::DepthwiseConv2DOp>(loc, tensor_type(to_nhwc(out)), in, constant({KH, KW, C, M}, wt, loc),
+    Value y = b_.create<mlir::tosa::DepthwiseConv2DOp>(loc, tensor_type(to_nhwc(out)), in, constant({KH, KW, C, M}, std::move(wt), loc),
                                                        constant({CO}, bias, loc), pad_a, stride_a, dil_a, nullptr);
     return {y, out, true};
   }
@@ -137,7 +137,7 @@ Tensor Importer::conv_of(const onnx::NodeProto& n, const Tensor& x, const Consta
                                            b_.getDenseI64ArrayAttr({0, 0, 0, g * CIg}),
                                            b_.getDenseI64ArrayAttr({x.shape[0], x.shape[2], x.shape[3], CIg}));
     parts.push_back(b_.create<mlir::tosa::Conv2DOp>(loc, tensor_type({x.shape[0], OH, OW, COg}), xg,
-                                                    constant({COg, KH, KW, CIg}, wt, loc), constant({COg}, bg, loc), pad_a,
+                                                    constant({COg, KH, KW, CIg}, std::move(wt), loc), constant({COg}, bg, loc), pad_a,
                                                     stride_a, dil_a, nullptr));
   }
   Value y = G == 1 ? parts[0] : b_.create<mlir::tosa::ConcatOp>(loc, tensor_type(to_nhwc(out)), parts, 3).getResult();

@@ -96,7 +96,7 @@ class Importer {
   bool is_integral(const std::string& name) const;
   mlir::RankedTensorType tensor_type(const std::vector<int64_t>& shape);
   static std::vector<int64_t> to_nhwc(const std::vector<int64_t>& s);
-  Value constant(const std::vector<int64_t>& shape, const std::vector<float>& data, mlir::Location loc);
+  Value constant(const std::vector<int64_t>& shape, std::vector<float> data, mlir::Location loc);
   Value transpose(Value v, const std::vector<int32_t>& perm, mlir::Location loc);
   Value to_nchw_value(const Tensor& t, mlir::Location loc);
   Value reshape(Value v, const std::vector<int64_t>& shape, mlir::Location loc);

@@ -40,7 +40,7 @@ void Importer::gemm(const onnx::NodeProto& n, mlir::Location loc) {
     }
   }
   Value fc = b_.create<mlir::tosa::FullyConnectedOp>(loc, tensor_type({M, N}), a.value,
-                                                     constant({N, K}, wt, loc), constant({N}, bias, loc), nullptr);
+                                                     constant({N, K}, std::move(wt), loc), constant({N}, bias, loc), nullptr);
   if (!matrix_bias.empty()) fc = b_.create<mlir::tosa::AddOp>(loc, tensor_type({M, N}), fc, constant({M, N}, matrix_bias, loc));
   define(n, {fc, {M, N}, false});
 }
@@ -90,7 +90,7 @@ Tensor Importer::matmul_const(const onnx::NodeProto& n, const Tensor& a, const C
   for (int64_t k = 0; k < K; ++k)
     for (int64_t j = 0; j < N; ++j) wt[size_t(j * K + k)] = w.data[size_t(k * N + j)];
   Value x = a.shape.size() == 2 ? a.value : reshape(a.value, {M, K}, loc);
-  Value fc = b_.create<mlir::tosa::FullyConnectedOp>(loc, tensor_type({M, N}), x, constant({N, K}, wt, loc),
+  Value fc = b_.create<mlir::tosa::FullyConnectedOp>(loc, tensor_type({M, N}), x, constant({N, K}, std::move(wt), loc),
                                                      constant({N}, std::vector<float>(size_t(N), 0.0f), loc), nullptr);
   std::vector<int64_t> out = a.shape;
   out.back() = N;

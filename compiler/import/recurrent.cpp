@@ -48,7 +48,7 @@ Importer::Rnn Importer::rnn_setup(const onnx::NodeProto& n, mlir::Location loc, 
 Value Importer::rnn_fc(Rnn& r, Value v, int64_t rows, const float* w, int64_t K, const std::vector<float>& b, mlir::Location loc) {
   int64_t H = r.H;
   if (auto kc = v.getDefiningOp<mlir::tosa::ConstOp>()) {  // a constant state: the product is a constant too
-    std::vector<float> in = tpu::float_values(mlir::cast<mlir::DenseElementsAttr>(kc.getValue())), out(size_t(rows * H));
+    std::vector<float> in = tpu::float_values(kc.getValue()), out(size_t(rows * H));
     for (int64_t i = 0; i < rows; ++i)
       for (int64_t j = 0; j < H; ++j) {
         double acc = b[size_t(j)];
@@ -154,7 +154,7 @@ void Importer::lstm(const onnx::NodeProto& n, mlir::Location loc) {
     if (auto kc = state.getDefiningOp<mlir::tosa::ConstOp>()) {  // a constant initial state: fold the product
       std::vector<float> prod;
       size_t j = 0;
-      for (float v : mlir::cast<mlir::DenseElementsAttr>(kc.getValue()).getValues<float>()) prod.push_back(v * pk[j++ % size_t(H)]);
+      for (float v : tpu::float_values(kc.getValue())) prod.push_back(v * pk[j++ % size_t(H)]);
       return b_.create<mlir::tosa::AddOp>(loc, type, gate, constant({B, H}, prod, loc));
     }
     Value scaled = b_.create<mlir::tosa::MulOp>(loc, type, state, constant({1, H}, pk, loc), shift);

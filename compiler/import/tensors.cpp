@@ -36,10 +36,9 @@ mlir::RankedTensorType Importer::tensor_type(const std::vector<int64_t>& shape) 
 
 std::vector<int64_t> Importer::to_nhwc(const std::vector<int64_t>& s) { return {s[0], s[2], s[3], s[1]}; }
 
-Value Importer::constant(const std::vector<int64_t>& shape, const std::vector<float>& data, mlir::Location loc) {
+Value Importer::constant(const std::vector<int64_t>& shape, std::vector<float> data, mlir::Location loc) {
   auto type = tensor_type(shape);
-  auto attr = mlir::DenseElementsAttr::get(type, llvm::ArrayRef<float>(data));
-  return b_.create<mlir::tosa::ConstOp>(loc, type, attr);
+  return b_.create<mlir::tosa::ConstOp>(loc, type, tpu::f32_elements(type, std::move(data)));
 }
 
 Value Importer::transpose(Value v, const std::vector<int32_t>& perm, mlir::Location loc) {

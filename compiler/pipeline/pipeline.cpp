@@ -52,7 +52,9 @@ void Frontend::lower() {
 std::string print_ir(mlir::ModuleOp m) {
   std::string s;
   llvm::raw_string_ostream os(s);
-  m.print(os, mlir::OpPrintingFlags().elideLargeElementsAttrs(16));
+  // Weights are elided: a dense constant as dense_resource<__elided__>, a resource blob
+  // (dialect/constants.h) by its name, its data left out of the dialect_resources section.
+  m.print(os, mlir::OpPrintingFlags().elideLargeElementsAttrs(16).elideLargeResourceString(64));
   return s;
 }
 

@@ -83,7 +83,7 @@ void eval(tpu::FakeQuantOp fq, const Env& env, RefTensor& y) {
 }
 
 void eval(tpu::ConstantOp k, const Env& env, RefTensor& y) {
-  y.data = tpu::float_values(mlir::cast<mlir::DenseElementsAttr>(k.getValue()));
+  y.data = tpu::float_values(k.getValue());
 }
 
 }  // namespace vtpu::compiler::reference

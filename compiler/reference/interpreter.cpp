@@ -14,7 +14,7 @@ namespace reference {
 std::vector<float> consts(mlir::Value v) {
   auto c = v.getDefiningOp<mlir::tosa::ConstOp>();
   if (!c) throw InternalError("reference: expected a constant");
-  return tpu::float_values(mlir::cast<mlir::DenseElementsAttr>(c.getValue()));
+  return tpu::float_values(c.getValue());
 }
 
 float clampf(double x, double lo, double hi) { return float(std::min(std::max(x, lo), hi)); }
@@ -27,9 +27,9 @@ RefTensor result(const Env& env, mlir::Value v) {
   if (!c) return env.get(v);
   RefTensor t;
   t.shape = tpu::shape_of(v);
-  auto attr = mlir::cast<mlir::DenseElementsAttr>(c.getValue());
+  auto attr = mlir::cast<mlir::ElementsAttr>(c.getValue());
   if (attr.getElementType().isInteger(32))
-    for (int32_t x : attr.getValues<int32_t>()) t.data.push_back(float(x));
+    for (int32_t x : mlir::cast<mlir::DenseElementsAttr>(attr).getValues<int32_t>()) t.data.push_back(float(x));
   else
     t.data = consts(v);
   return t;

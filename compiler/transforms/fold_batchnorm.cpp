@@ -33,7 +33,7 @@ struct FoldBatchNorm : impl::FoldBatchNormPassBase<FoldBatchNorm> {
         int64_t C = shape_of(out).back();
         auto k = per_channel_const(user, out, C);
         if (!k) break;
-        mlir::DenseElementsAttr w_attr = const_attr(op->getOperand(1));
+        mlir::ElementsAttr w_attr = const_attr(op->getOperand(1));
         auto bias = const_data(op->getOperand(2));
         if (!w_attr || !bias) break;
         // A mul scales weights and bias; an add changes the bias only, and the weights'
@@ -53,8 +53,8 @@ struct FoldBatchNorm : impl::FoldBatchNormPassBase<FoldBatchNorm> {
         for (unsigned i : {1u, 2u}) {
           if (i == 1 && !mul) continue;
           Value old = op->getOperand(i);
-          op->setOperand(i, make_const(b, op->getLoc(), shape_of(old), i == 1 ? w : *bias));
-          if (old.use_empty()) old.getDefiningOp()->erase();
+          op->setOperand(i, make_const(b, op->getLoc(), shape_of(old), i == 1 ? std::move(w) : *bias));
+          if (old.use_empty()) erase_constants(getOperation(), {old.getDefiningOp()});  // frees the old weights' blob
         }
         user->getResult(0).replaceAllUsesWith(out);
         user->erase();

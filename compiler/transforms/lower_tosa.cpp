@@ -52,7 +52,7 @@ void materialize_constants(mlir::func::FuncOp fn, mlir::OpBuilder& b) {
     b.setInsertionPoint(op);
     auto type = mlir::RankedTensorType::get(shape_of(op->getOperand(0)), b.getF32Type());
     auto data = *const_data(op->getOperand(0));
-    Value c = b.create<ConstantOp>(op->getLoc(), type, mlir::DenseElementsAttr::get(type, llvm::ArrayRef<float>(data)),
+    Value c = b.create<ConstantOp>(op->getLoc(), type, tpu::f32_elements(type, std::move(data)),
                                    b.getStringAttr(layer_name(op) + ".const"));
     op->setOperand(0, c);
   }
@@ -81,7 +81,7 @@ void materialize_constants(mlir::func::FuncOp fn, mlir::OpBuilder& b) {
     }
     b.setInsertionPoint(op);
     auto type = mlir::RankedTensorType::get(ys, b.getF32Type());
-    Value c = b.create<ConstantOp>(op->getLoc(), type, mlir::DenseElementsAttr::get(type, llvm::ArrayRef<float>(full)),
+    Value c = b.create<ConstantOp>(op->getLoc(), type, tpu::f32_elements(type, std::move(full)),
                                    b.getStringAttr(layer_name(op) + ".const"));
     op->setOperand(k0 ? 0 : 1, c);
   }
@@ -137,21 +137,23 @@ void fuse_gelu(mlir::func::FuncOp fn, mlir::OpBuilder& b) {
 // The ops the patterns retired go, users first; then constants, transposes and reshapes
 // nobody uses (weights folded into their layers). Any other TOSA op left is an error.
 void clean_up(mlir::func::FuncOp fn, lowering::State& state, const mlir::ConversionTarget& target) {
+  ConstantEraser eraser;  // frees the blobs of the weights the layers replaced (dialect/constants.h)
   for (bool progress = true; progress;) {
     progress = false;
     for (auto& d : state.dead)
-      if (d && d->use_empty()) d->erase(), d = nullptr, progress = true;
+      if (d && d->use_empty()) eraser.erase(d), d = nullptr, progress = true;
   }
   bool again = true;
   while (again) {
     again = false;
     fn.walk([&](mlir::Operation* op) {
       if (mlir::isa<tosa::ConstOp, tosa::TransposeOp, tosa::ReshapeOp>(op) && op->use_empty()) {
-        op->erase();
+        eraser.erase(op);
         again = true;
       }
     });
   }
+  eraser.release(fn);
   fn.walk([&](mlir::Operation* op) {
     if (target.isIllegal(op))
       fail(op, fmt::format("{} is left after lowering", op->getName().getStringRef().str()));

@@ -22,7 +22,7 @@ void fail(mlir::Operation* op, const std::string& what) {
   throw compiler::CompileError(fmt::format("node '{}': {}", layer_name(op), what));
 }
 
-mlir::DenseElementsAttr const_attr(Value v) {
+mlir::ElementsAttr const_attr(Value v) {
   while (true) {
     if (auto rs = v.getDefiningOp<tosa::ReshapeOp>()) {
       v = rs.getInput1();
@@ -38,13 +38,12 @@ mlir::DenseElementsAttr const_attr(Value v) {
   }
   auto c = v.getDefiningOp<tosa::ConstOp>();
   if (!c) return {};
-  auto attr = mlir::dyn_cast<mlir::DenseElementsAttr>(c.getValue());
-  if (!attr || !attr.getElementType().isF32()) return {};
-  return attr;
+  if (!tpu::is_f32_elements(c.getValue())) return {};
+  return c.getValue();
 }
 
 std::optional<std::vector<float>> const_data(Value v) {
-  if (mlir::DenseElementsAttr attr = const_attr(v)) return tpu::float_values(attr);
+  if (mlir::ElementsAttr attr = const_attr(v)) return tpu::float_values(attr);
   return std::nullopt;
 }
 
@@ -57,9 +56,9 @@ bool is_constant(Value v) {
   return false;
 }
 
-Value make_const(mlir::OpBuilder& b, mlir::Location loc, const std::vector<int64_t>& shape, const std::vector<float>& data) {
+Value make_const(mlir::OpBuilder& b, mlir::Location loc, const std::vector<int64_t>& shape, std::vector<float> data) {
   auto type = mlir::RankedTensorType::get(shape, b.getF32Type());
-  return b.create<tosa::ConstOp>(loc, type, mlir::DenseElementsAttr::get(type, llvm::ArrayRef<float>(data)));
+  return b.create<tosa::ConstOp>(loc, type, tpu::f32_elements(type, std::move(data)));
 }
 
 std::vector<int32_t> perm_of(tosa::TransposeOp t) {

@@ -19,10 +19,10 @@ std::string layer_name(mlir::Operation* op);
 // Throws the CompileError "node '<layer>': what".
 [[noreturn]] void fail(mlir::Operation* op, const std::string& what);
 
-// The f32 attribute of a tosa.const, or null. Looks through the reshapes the importer adds
+// The f32 attribute of a tosa.const (dense or a resource blob, dialect/constants.h), or null. Looks through the reshapes the importer adds
 // for ONNX broadcasting, and through transposes that cannot reorder the data (at most one
 // dimension above 1), so `x + bias[C]` is seen as a constant operand.
-mlir::DenseElementsAttr const_attr(mlir::Value v);
+mlir::ElementsAttr const_attr(mlir::Value v);
 
 // The float data of const_attr(v), or nullopt.
 std::optional<std::vector<float>> const_data(mlir::Value v);
@@ -30,8 +30,8 @@ std::optional<std::vector<float>> const_data(mlir::Value v);
 // True if v is a tosa.const seen through any reshapes and transposes (weights in the making).
 bool is_constant(mlir::Value v);
 
-// An f32 tosa.const of `shape` holding `data`.
-mlir::Value make_const(mlir::OpBuilder& b, mlir::Location loc, const std::vector<int64_t>& shape, const std::vector<float>& data);
+// An f32 tosa.const of `shape` holding `data` (tpu::f32_elements: a large one takes the vector over).
+mlir::Value make_const(mlir::OpBuilder& b, mlir::Location loc, const std::vector<int64_t>& shape, std::vector<float> data);
 
 // A transpose's constant permutation (empty when it is not constant).
 std::vector<int32_t> perm_of(mlir::tosa::TransposeOp t);

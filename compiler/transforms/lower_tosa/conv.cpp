@@ -12,7 +12,7 @@ namespace tosa = mlir::tosa;
 
 // The tpu.conv2d of `op` with weights `hwio` ([KH, KW, CI / groups, CO]) and `groups`.
 void lower_conv(State& state, mlir::PatternRewriter& b, mlir::Operation* op, Value input, const std::vector<int64_t>& hwio_shape,
-                const std::vector<float>& hwio, std::vector<float> bias, mlir::DenseI64ArrayAttr stride, mlir::DenseI64ArrayAttr pad,
+                std::vector<float> hwio, std::vector<float> bias, mlir::DenseI64ArrayAttr stride, mlir::DenseI64ArrayAttr pad,
                 mlir::DenseI64ArrayAttr dilation, int64_t groups) {
   double lo = -kInf, hi = kInf;
   std::vector<mlir::Operation*> absorbed{op};
@@ -20,7 +20,7 @@ void lower_conv(State& state, mlir::PatternRewriter& b, mlir::Operation* op, Val
   if (last.getDefiningOp() != op) b.setInsertionPointAfter(last.getDefiningOp());
   mlir::Location loc = op->getLoc();
   int64_t CO = hwio_shape[3];
-  Value y = b.create<Conv2DOp>(loc, last.getType(), input, make_const(b, loc, hwio_shape, hwio), make_const(b, loc, {CO}, bias), stride,
+  Value y = b.create<Conv2DOp>(loc, last.getType(), input, make_const(b, loc, hwio_shape, std::move(hwio)), make_const(b, loc, {CO}, bias), stride,
                                pad, dilation, b.getF64FloatAttr(lo), b.getF64FloatAttr(hi), b.getStringAttr(layer_name(op)),
                                b.getI64IntegerAttr(groups));
   replace_absorbing(state, b, last.getDefiningOp(), y, absorbed);
@@ -29,19 +29,23 @@ void lower_conv(State& state, mlir::PatternRewriter& b, mlir::Operation* op, Val
 struct Conv : Lowering<tosa::Conv2DOp> {
   using Lowering::Lowering;
   void lower(tosa::Conv2DOp cv, mlir::PatternRewriter& b) const override {
-    auto w = const_data(cv.getWeight()), bias = const_data(cv.getBias());
-    if (!w || !bias) fail(cv, "convolution weights and bias must be constants");
+    mlir::ElementsAttr w_attr = const_attr(cv.getWeight());
+    auto bias = const_data(cv.getBias());
+    if (!w_attr || !bias) fail(cv, "convolution weights and bias must be constants");
+    std::vector<float> splat;  // the weights' values where they cannot be read in place
+    auto in_place = tpu::float_view(w_attr);
+    llvm::ArrayRef<float> w = in_place ? *in_place : llvm::ArrayRef<float>(splat = tpu::float_values(w_attr));
     auto ws = shape_of(cv.getWeight());  // OHWI
     int64_t CO = ws[0], KH = ws[1], KW = ws[2], CI = ws[3];
     // OHWI is a [CO, KH * KW * CI] matrix and HWIO its transpose: moved in square blocks, so
     // that reads and writes both stay within a few cache lines (ResNet-50 has 100 MB of them).
-    std::vector<float> hwio(w->size());
+    std::vector<float> hwio(w.size());
     const int64_t rows = KH * KW * CI, kBlock = 32;
     for (int64_t o0 = 0; o0 < CO; o0 += kBlock)
       for (int64_t r0 = 0; r0 < rows; r0 += kBlock)
         for (int64_t o = o0; o < std::min(CO, o0 + kBlock); ++o)
-          for (int64_t r = r0; r < std::min(rows, r0 + kBlock); ++r) hwio[size_t(r * CO + o)] = (*w)[size_t(o * rows + r)];
-    lower_conv(state, b, cv, cv.getInput(), {KH, KW, CI, CO}, hwio, *bias, cv.getStrideAttr(), cv.getPadAttr(), cv.getDilationAttr(), 1);
+          for (int64_t r = r0; r < std::min(rows, r0 + kBlock); ++r) hwio[size_t(r * CO + o)] = w[size_t(o * rows + r)];
+    lower_conv(state, b, cv, cv.getInput(), {KH, KW, CI, CO}, std::move(hwio), *bias, cv.getStrideAttr(), cv.getPadAttr(), cv.getDilationAttr(), 1);
   }
 };
 
@@ -53,7 +57,7 @@ struct DepthwiseConv : Lowering<tosa::DepthwiseConv2DOp> {
     if (!w || !bias) fail(dw, "depthwise convolution weights and bias must be constants");
     auto ws = shape_of(dw.getWeight());
     int64_t KH = ws[0], KW = ws[1], C = ws[2], CO = ws[2] * ws[3];
-    lower_conv(state, b, dw, dw.getInput(), {KH, KW, 1, CO}, *w, *bias, dw.getStrideAttr(), dw.getPadAttr(), dw.getDilationAttr(), C);
+    lower_conv(state, b, dw, dw.getInput(), {KH, KW, 1, CO}, std::move(*w), *bias, dw.getStrideAttr(), dw.getPadAttr(), dw.getDilationAttr(), C);
   }
 };
 
