@@ -3,6 +3,7 @@
 // is one eval() overload, in the file of its operator family, written from the op's definition
 // (compiler/dialect/TpuOps.td) in plain loops, accumulating in double; `y` arrives shaped as the
 // op's result and zero-filled.
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -20,6 +21,20 @@ struct Env {
 
 // The float data of a tosa.const operand (weights, biases, tables, masks).
 std::vector<float> consts(mlir::Value v);
+// The same in place where it can be (a model's weights are not copied): `values` points into
+// the constant, or into `held` (a splat's values).
+struct ConstView {
+  std::vector<float> held;
+  llvm::ArrayRef<float> values;
+};
+ConstView const_view(mlir::Value v);
+
+// Runs body(lo, hi) over ranges that split [0, n) on up to reference_threads() threads, when
+// the work (n x `work_per_item` MACs) is worth a thread's start. Each item is computed by one
+// thread as it would be alone, so results do not depend on the thread count.
+void parallel_for(int64_t n, double work_per_item, const std::function<void(int64_t lo, int64_t hi)>& body);
+// The interpreter's threads: VTPU_THREADS when set (1 or more), else the processor count, at most 8.
+int reference_threads();
 // x clamped to [lo, hi], as float.
 float clampf(double x, double lo, double hi);
 

@@ -30,10 +30,13 @@ VTPU_REFERENCE_KERNEL void matmul_reference(const float* x, const float* w, cons
 
 void eval(tpu::MatmulOp m, const Env& env, RefTensor& y) {
   const RefTensor& x = env.get(m.getInput());
-  auto w = consts(m.getWeight()), b = consts(m.getBias());
+  ConstView w = const_view(m.getWeight());
+  std::vector<float> b = consts(m.getBias());
   int64_t K = shape_of(m.getWeight())[0], N = shape_of(m.getWeight())[1], M = int64_t(x.data.size()) / K;
-  matmul_reference(x.data.data(), w.data(), b.data(), M, K, N, m.getClampMin().convertToDouble(), m.getClampMax().convertToDouble(),
-                   y.data.data());
+  double lo = m.getClampMin().convertToDouble(), hi = m.getClampMax().convertToDouble();
+  parallel_for(M, double(K * N), [&](int64_t i0, int64_t i1) {  // rows split across threads
+    matmul_reference(x.data.data() + i0 * K, w.values.data(), b.data(), i1 - i0, K, N, lo, hi, y.data.data() + i0 * N);
+  });
 }
 
 void eval(tpu::BatchMatmulOp bm, const Env& env, RefTensor& y) {

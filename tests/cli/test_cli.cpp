@@ -352,6 +352,23 @@ TEST(Cli, CompileCalibratesInt8OnGivenData) {
   fs::remove(prog);
 }
 
+// INT8 calibration runs the fp32 reference on several threads (VTPU_THREADS, default the
+// processor count): each output is one thread's, computed as alone, so the scales and the
+// program do not depend on the count. MobileNetV2's convolutions and classifier are split.
+TEST(Cli, CalibrationThreadsGiveTheSameProgram) {
+  std::string one = tmp("cli_threads1.vtpu").string(), three = tmp("cli_threads3.vtpu").string();
+  CliResult r = vtpu("compile mobilenetv2 -c tpu-v4-core --dtype int8 -o " + one, "VTPU_THREADS=1 ");
+  ASSERT_EQ(r.code, 0) << r.err;
+  r = vtpu("compile mobilenetv2 -c tpu-v4-core --dtype int8 -o " + three, "VTPU_THREADS=3 ");
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_TRUE(read_file(one) == read_file(three)) << "the program changed with the calibration's thread count";
+  r = vtpu("compile mobilenetv2 -c tpu-v4-core --dtype int8 -o " + one, "VTPU_THREADS=many ");
+  EXPECT_EQ(r.code, 1);
+  EXPECT_NE(r.err.find("VTPU_THREADS='many': give a whole number of threads, 1 or more"), std::string::npos) << r.err;
+  fs::remove(one);
+  fs::remove(three);
+}
+
 // A model exported in half precision: float16 weights, input and output. The compiler reads
 // the weights exactly, the runtime takes a float16 .npy and the program runs in bf16.
 TEST(Cli, RunsAFloat16Model) {
