@@ -43,8 +43,16 @@ struct FoldBatchNorm : impl::FoldBatchNormPassBase<FoldBatchNorm> {
         if (mul) {
           if (mlir::cast<tosa::MulOp>(user).getShift() != 0) break;
           w = tpu::float_values(w_attr);
-          size_t per = w.size() / size_t(C);
-          for (size_t i = 0; i < w.size(); ++i) w[i] *= (*k)[channels_last ? i % size_t(C) : i / per];
+          // Channel c's weights are the c-th of C runs, or every C-th value when channels
+          // trail (in memory order either way, without a division per weight).
+          size_t Cs = size_t(C), per = w.size() / Cs;
+          if (channels_last) {
+            for (size_t r = 0; r < per; ++r)
+              for (size_t c = 0; c < Cs; ++c) w[r * Cs + c] *= (*k)[c];
+          } else {
+            for (size_t c = 0; c < Cs; ++c)
+              for (size_t r = 0; r < per; ++r) w[c * per + r] *= (*k)[c];
+          }
           for (size_t c = 0; c < size_t(C); ++c) (*bias)[c] *= (*k)[c];
         } else {
           for (size_t c = 0; c < size_t(C); ++c) (*bias)[c] += (*k)[c];
