@@ -82,6 +82,21 @@ void ConstantEraser::release(mlir::Operation* root) {
   erased_.clear();
 }
 
+void release_consumed(mlir::Operation* root, mlir::Value v, mlir::Operation* reader) {
+  mlir::Operation* def = v.getDefiningOp();
+  if (!def || !v.hasOneUse() || *v.getUsers().begin() != reader) return;
+  std::set<mlir::DialectResourceBlobManager::BlobEntry*> mine;
+  for (mlir::NamedAttribute na : def->getAttrs())
+    if (auto r = mlir::dyn_cast<F32Blob>(na.getValue())) mine.insert(r.getRawHandle().getResource());
+  if (mine.empty()) return;
+  root->walk([&](mlir::Operation* op) {
+    if (op == def) return;
+    for (mlir::NamedAttribute na : op->getAttrs())
+      if (auto r = mlir::dyn_cast<F32Blob>(na.getValue())) mine.erase(r.getRawHandle().getResource());
+  });
+  for (auto* entry : mine) entry->setBlob(mlir::AsmResourceBlob());
+}
+
 void erase_constants(mlir::Operation* root, llvm::ArrayRef<mlir::Operation*> ops) {
   ConstantEraser eraser;
   for (mlir::Operation* op : ops) eraser.erase(op);

@@ -56,4 +56,10 @@ class ConstantEraser {
 // ConstantEraser on `ops`, then release(root).
 void erase_constants(mlir::Operation* root, llvm::ArrayRef<mlir::Operation*> ops);
 
+// Frees the blob of the constant `v` now, before its op is erased, when `v`'s only reader is
+// `reader` (a layer being replaced, which will not read it again) and no other op under
+// `root` refers to the blob: a pass that turns each layer's weights into new ones then reuses
+// the memory for the next layer's. Reading it afterwards is an InternalError.
+void release_consumed(mlir::Operation* root, mlir::Value v, mlir::Operation* reader);
+
 }  // namespace vtpu::tpu

@@ -74,6 +74,30 @@ TEST_F(Constants, ErasingFreesBlobsNothingRefersTo) {
   EXPECT_EQ(std::distance(module->getBody()->begin(), module->getBody()->end()), 1);
 }
 
+TEST_F(Constants, ALayersLastReadFreesItsWeightsEarly) {
+  size_t n = size_t(kBlobElements);
+  auto t = type(int64_t(n), 1);
+  mlir::Operation* w = constant(f32_elements(t, ramp(n)));
+  mlir::Value wv = w->getResult(0);
+  auto layer = [&](mlir::Value in) {  // any op reading the weights
+    return b
+        .create<mlir::tosa::ClampOp>(b.getUnknownLoc(), t, in, b.getI64IntegerAttr(0), b.getI64IntegerAttr(1),
+                                     b.getF32FloatAttr(0), b.getF32FloatAttr(1))
+        .getOperation();
+  };
+  mlir::Operation* first = layer(wv);
+  mlir::Operation* second = layer(wv);
+  release_consumed(*module, wv, first);  // another layer reads it too: kept
+  EXPECT_EQ(float_values(mlir::cast<mlir::tosa::ConstOp>(w).getValue()), ramp(n));
+  second->erase();
+  mlir::Operation* clone = constant(mlir::cast<mlir::ElementsAttr>(mlir::cast<mlir::tosa::ConstOp>(w).getValue()));
+  release_consumed(*module, wv, first);  // its only reader now, but a clone shares the blob: kept
+  EXPECT_EQ(float_values(mlir::cast<mlir::tosa::ConstOp>(clone).getValue()), ramp(n));
+  clone->erase();
+  release_consumed(*module, wv, first);
+  EXPECT_THROW(float_values(mlir::cast<mlir::tosa::ConstOp>(w).getValue()), InternalError);
+}
+
 TEST_F(Constants, ErasingDenseConstantsLeavesThemReadable) {
   mlir::ElementsAttr small = f32_elements(type(2, 2), ramp(4));
   erase_constants(*module, {constant(small)});

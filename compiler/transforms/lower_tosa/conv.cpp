@@ -46,6 +46,8 @@ struct Conv : Lowering<tosa::Conv2DOp> {
       for (int64_t o0 = 0; o0 < CO; o0 += kBlock)
         for (int64_t r = r0; r < std::min(rows, r0 + kBlock); ++r)
           for (int64_t o = o0; o < std::min(CO, o0 + kBlock); ++o) hwio[size_t(r * CO + o)] = w[size_t(o * rows + r)];
+    // The OHWI weights are read for the last time: their memory goes to the next layer's.
+    release_consumed(cv->getParentOfType<mlir::func::FuncOp>(), cv.getWeight(), cv);
     lower_conv(state, b, cv, cv.getInput(), {KH, KW, CI, CO}, std::move(hwio), *bias, cv.getStrideAttr(), cv.getPadAttr(), cv.getDilationAttr(), 1);
   }
 };

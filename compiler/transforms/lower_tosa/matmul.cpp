@@ -48,8 +48,10 @@ struct FullyConnected : Lowering<tosa::FullyConnectedOp> {
         for (int64_t n = 0; n < N; ++n) wkn[size_t(k * N + n)] = (*w)[size_t(n * K + col_of[size_t(k)])];
       mlir::OpBuilder::InsertionGuard guard(b);
       b.setInsertionPointToStart(&op->getParentOfType<mlir::func::FuncOp>().getBody().front());
-      wkn_const = make_const(b, loc, {K, N}, wkn);
+      wkn_const = make_const(b, loc, {K, N}, std::move(wkn));
       if (plain_order) state.shared_weights[fc.getWeight()] = wkn_const;
+      w.reset();
+      release_consumed(op->getParentOfType<mlir::func::FuncOp>(), fc.getWeight(), op);  // read for the last time
     }
     double lo = -kInf, hi = kInf;
     std::vector<mlir::Operation*> absorbed{op};
