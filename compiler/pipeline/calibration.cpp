@@ -71,13 +71,11 @@ std::map<const void*, float> max_abs(mlir::func::FuncOp fn, const std::vector<st
   std::map<const void*, float> maxabs;
   for (size_t s = 0; s < runs.size(); ++s) {
     const auto& in = runs[s];
-    std::map<const void*, RefTensor> all;
-    evaluate_reference(fn, in, &all);
-    if (step) step(double(s + 1) / double(runs.size()));
-    for (const auto& [v, t] : all) {
+    evaluate_reference(fn, in, [&maxabs](const void* v, const RefTensor& t) {
       float& m = maxabs[v];
       for (float x : t.data) m = std::max(m, std::fabs(x));
-    }
+    });
+    if (step) step(double(s + 1) / double(runs.size()));
   }
   return maxabs;
 }

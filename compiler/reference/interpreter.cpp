@@ -113,10 +113,22 @@ RefTensor evaluate(mlir::Operation& op, const Env& env) {
 }  // namespace reference
 
 std::vector<RefTensor> evaluate_reference(mlir::func::FuncOp fn, const std::vector<RefTensor>& inputs,
-                                          std::map<const void*, RefTensor>* all) {
+                                          const std::function<void(const void* value, const RefTensor&)>& seen) {
   reference::Env env;
   if (inputs.size() != fn.getNumArguments()) throw InternalError("reference: wrong number of inputs");
-  for (unsigned i = 0; i < fn.getNumArguments(); ++i) env.values[fn.getArgument(i).getAsOpaquePointer()] = inputs[i];
+  // Each value's last reader, so that it is freed once read for the last time.
+  std::map<const void*, mlir::Operation*> last_reader;
+  for (mlir::Operation& op : fn.getBody().front())
+    for (mlir::Value v : op.getOperands()) last_reader[v.getAsOpaquePointer()] = &op;
+  auto made = [&](const void* v) {
+    const RefTensor& t = env.values.at(v);
+    if (seen) seen(v, t);
+    if (!last_reader.count(v)) env.values.erase(v);  // read by nothing
+  };
+  for (unsigned i = 0; i < fn.getNumArguments(); ++i) {
+    env.values[fn.getArgument(i).getAsOpaquePointer()] = inputs[i];
+    made(fn.getArgument(i).getAsOpaquePointer());
+  }
   std::vector<RefTensor> outs;
   for (mlir::Operation& op : fn.getBody().front()) {
     if (mlir::isa<mlir::tosa::ConstOp>(op)) continue;
@@ -125,8 +137,12 @@ std::vector<RefTensor> evaluate_reference(mlir::func::FuncOp fn, const std::vect
       break;
     }
     env.values[op.getResult(0).getAsOpaquePointer()] = reference::evaluate(op, env);
+    made(op.getResult(0).getAsOpaquePointer());
+    for (mlir::Value v : op.getOperands()) {
+      auto it = last_reader.find(v.getAsOpaquePointer());
+      if (it != last_reader.end() && it->second == &op) env.values.erase(v.getAsOpaquePointer());
+    }
   }
-  if (all) *all = std::move(env.values);
   return outs;
 }
 

@@ -3,6 +3,7 @@
 // reference INT8 calibration measures activation ranges with (pipeline/calibration.cpp), and
 // what `vtpu run --check` compares the chip's outputs against. Images are NHWC.
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <vector>
 
@@ -15,9 +16,10 @@ struct RefTensor {
   std::vector<float> data;
 };
 
-// Runs @main on `inputs` (one per argument, in order) and returns its results; `all_values`
-// gets every activation, keyed by Value::getAsOpaquePointer.
+// Runs @main on `inputs` (one per argument, in order) and returns its results. `seen` hears
+// each argument and activation as it is made, keyed by Value::getAsOpaquePointer; an
+// activation is freed after its last reader (calibration keeps ranges, not 67 MB of tensors).
 std::vector<RefTensor> evaluate_reference(mlir::func::FuncOp fn, const std::vector<RefTensor>& inputs,
-                                          std::map<const void*, RefTensor>* all_values = nullptr);
+                                          const std::function<void(const void* value, const RefTensor&)>& seen = {});
 
 }  // namespace vtpu::compiler
