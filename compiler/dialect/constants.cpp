@@ -4,7 +4,6 @@
 #include <fmt/format.h>
 
 #include <atomic>
-#include <cstring>
 #include <memory>
 #include <string>
 
@@ -27,9 +26,27 @@ std::string next_blob_key() {
 llvm::ArrayRef<float> blob_values(F32Blob a) {
   std::optional<llvm::ArrayRef<float>> v = a.tryGetAsArrayRef();
   if (!v || int64_t(v->size()) != a.getNumElements())
-    throw InternalError(fmt::format("constant '{}' read after it was freed (dialect/constants.h erase_constants)",
+    throw InternalError(fmt::format("constant '{}' read after it was freed (dialect/constants.h)",
                                     a.getRawHandle().getKey().str()));
   return *v;
+}
+
+using BlobEntry = mlir::DialectResourceBlobManager::BlobEntry;
+
+// Calls f with the blob of each of op's attributes that is one.
+template <class F>
+void for_each_blob(mlir::Operation* op, F f) {
+  for (mlir::NamedAttribute na : op->getAttrs())
+    if (auto r = mlir::dyn_cast<F32Blob>(na.getValue())) f(r.getRawHandle().getResource());
+}
+
+// Frees the blobs in `blobs` that no op under `root` but `skip` refers to (a clone may share one).
+void free_unreferenced(mlir::Operation* root, std::set<BlobEntry*>& blobs, mlir::Operation* skip = nullptr) {
+  if (blobs.empty()) return;
+  root->walk([&](mlir::Operation* op) {
+    if (op != skip) for_each_blob(op, [&](BlobEntry* e) { blobs.erase(e); });
+  });
+  for (BlobEntry* e : blobs) e->setBlob(mlir::AsmResourceBlob());
 }
 
 }  // namespace
@@ -57,6 +74,13 @@ std::optional<llvm::ArrayRef<float>> float_view(mlir::Attribute a) {
   return llvm::ArrayRef<float>(reinterpret_cast<const float*>(raw.data()), size_t(d.getNumElements()));
 }
 
+FloatData float_data(mlir::Attribute a) {
+  FloatData r;
+  if (auto in_place = float_view(a)) r.values = *in_place;
+  else r.values = r.held = float_values(a);
+  return r;
+}
+
 std::vector<float> float_values(mlir::Attribute a) {
   if (auto v = float_view(a)) return {v->begin(), v->end()};
   auto d = mlir::dyn_cast<mlir::DenseElementsAttr>(a);
@@ -67,34 +91,21 @@ std::vector<float> float_values(mlir::Attribute a) {
 }
 
 void ConstantEraser::erase(mlir::Operation* op) {
-  for (mlir::NamedAttribute na : op->getAttrs())
-    if (auto r = mlir::dyn_cast<F32Blob>(na.getValue())) erased_.insert(r.getRawHandle().getResource());
+  for_each_blob(op, [&](BlobEntry* e) { erased_.insert(e); });
   op->erase();
 }
 
 void ConstantEraser::release(mlir::Operation* root) {
-  if (erased_.empty()) return;
-  root->walk([&](mlir::Operation* op) {
-    for (mlir::NamedAttribute na : op->getAttrs())
-      if (auto r = mlir::dyn_cast<F32Blob>(na.getValue())) erased_.erase(r.getRawHandle().getResource());
-  });
-  for (auto* entry : erased_) entry->setBlob(mlir::AsmResourceBlob());
+  free_unreferenced(root, erased_);
   erased_.clear();
 }
 
 void release_consumed(mlir::Operation* root, mlir::Value v, mlir::Operation* reader) {
   mlir::Operation* def = v.getDefiningOp();
   if (!def || !v.hasOneUse() || *v.getUsers().begin() != reader) return;
-  std::set<mlir::DialectResourceBlobManager::BlobEntry*> mine;
-  for (mlir::NamedAttribute na : def->getAttrs())
-    if (auto r = mlir::dyn_cast<F32Blob>(na.getValue())) mine.insert(r.getRawHandle().getResource());
-  if (mine.empty()) return;
-  root->walk([&](mlir::Operation* op) {
-    if (op == def) return;
-    for (mlir::NamedAttribute na : op->getAttrs())
-      if (auto r = mlir::dyn_cast<F32Blob>(na.getValue())) mine.erase(r.getRawHandle().getResource());
-  });
-  for (auto* entry : mine) entry->setBlob(mlir::AsmResourceBlob());
+  std::set<BlobEntry*> mine;
+  for_each_blob(def, [&](BlobEntry* e) { mine.insert(e); });
+  free_unreferenced(root, mine, def);
 }
 
 void erase_constants(mlir::Operation* root, llvm::ArrayRef<mlir::Operation*> ops) {

@@ -41,6 +41,19 @@ std::vector<float> float_values(mlir::Attribute a);
 // element type (use float_values). Valid while the constant is.
 std::optional<llvm::ArrayRef<float>> float_view(mlir::Attribute a);
 
+// A constant's values for reading: in place where there is an array to read (float_view),
+// else a copy held here (a splat). Move-only: `values` points into the constant or `held`.
+struct FloatData {
+  std::vector<float> held;
+  llvm::ArrayRef<float> values;
+  FloatData() = default;
+  FloatData(FloatData&&) = default;
+  FloatData& operator=(FloatData&&) = default;
+  FloatData(const FloatData&) = delete;
+  FloatData& operator=(const FloatData&) = delete;
+};
+FloatData float_data(mlir::Attribute a);
+
 // Erases ops that have no uses left (constants, or the reshapes over them), and then frees
 // the blobs of theirs that no op still refers to (a clone may share one).
 class ConstantEraser {

@@ -89,7 +89,7 @@ VTPU_REFERENCE_KERNEL void conv_reference(const RefTensor& x, const float* w, co
 void eval(tpu::Conv2DOp c, const Env& env, RefTensor& y) {
   auto ws = shape_of(c.getWeight());
   const RefTensor& x = env.get(c.getInput());
-  ConstView w = const_view(c.getWeight());
+  tpu::FloatData w = const_view(c.getWeight());
   std::vector<float> b = consts(c.getBias());
   double lo = c.getClampMin().convertToDouble(), hi = c.getClampMax().convertToDouble();
   int64_t rows = y.shape[0] * y.shape[1];  // output rows of all images, split across threads

@@ -22,13 +22,10 @@ std::vector<float> consts(mlir::Value v) {
   return tpu::float_values(c.getValue());
 }
 
-ConstView const_view(mlir::Value v) {
+tpu::FloatData const_view(mlir::Value v) {
   auto c = v.getDefiningOp<mlir::tosa::ConstOp>();
   if (!c) throw InternalError("reference: expected a constant");
-  ConstView r;
-  if (auto in_place = tpu::float_view(c.getValue())) r.values = *in_place;
-  else r.values = r.held = tpu::float_values(c.getValue());
-  return r;
+  return tpu::float_data(c.getValue());
 }
 
 float clampf(double x, double lo, double hi) { return float(std::min(std::max(x, lo), hi)); }

@@ -21,13 +21,8 @@ struct Env {
 
 // The float data of a tosa.const operand (weights, biases, tables, masks).
 std::vector<float> consts(mlir::Value v);
-// The same in place where it can be (a model's weights are not copied): `values` points into
-// the constant, or into `held` (a splat's values).
-struct ConstView {
-  std::vector<float> held;
-  llvm::ArrayRef<float> values;
-};
-ConstView const_view(mlir::Value v);
+// The same in place where it can be (a model's weights are not copied; tpu::float_data).
+tpu::FloatData const_view(mlir::Value v);
 
 // Runs body(lo, hi) over ranges that split [0, n) on up to reference_threads() threads, when
 // the work (n x `work_per_item` MACs) is worth a thread's start. Each item is computed by one

@@ -30,7 +30,7 @@ VTPU_REFERENCE_KERNEL void matmul_reference(const float* x, const float* w, cons
 
 void eval(tpu::MatmulOp m, const Env& env, RefTensor& y) {
   const RefTensor& x = env.get(m.getInput());
-  ConstView w = const_view(m.getWeight());
+  tpu::FloatData w = const_view(m.getWeight());
   std::vector<float> b = consts(m.getBias());
   int64_t K = shape_of(m.getWeight())[0], N = shape_of(m.getWeight())[1], M = int64_t(x.data.size()) / K;
   double lo = m.getClampMin().convertToDouble(), hi = m.getClampMax().convertToDouble();

@@ -43,6 +43,9 @@ TEST_F(Constants, SmallOnesAreDenseAndUniqued) {
   EXPECT_TRUE(mlir::cast<mlir::DenseElementsAttr>(f32_elements(t, std::vector<float>(32, 2.0f))).isSplat());
   EXPECT_EQ(float_values(f32_elements(t, std::vector<float>(32, 2.0f))), std::vector<float>(32, 2.0f));
   EXPECT_FALSE(float_view(f32_elements(t, std::vector<float>(32, 2.0f))));  // a splat has no array to view
+  FloatData splat = float_data(f32_elements(t, std::vector<float>(32, 2.0f)));  // so it is copied
+  EXPECT_EQ(splat.values.data(), splat.held.data());
+  EXPECT_EQ(std::vector<float>(splat.values.begin(), splat.values.end()), std::vector<float>(32, 2.0f));
 }
 
 TEST_F(Constants, LargeOnesAreBlobsThatTakeTheVectorOver) {
@@ -56,6 +59,9 @@ TEST_F(Constants, LargeOnesAreBlobsThatTakeTheVectorOver) {
   ASSERT_TRUE(view);
   EXPECT_EQ(view->data(), where) << "the blob should own the vector it was made from, not a copy";
   EXPECT_EQ(float_values(a), ramp(n));
+  FloatData read = float_data(a);
+  EXPECT_EQ(read.values.data(), where);  // read in place
+  EXPECT_TRUE(read.held.empty());
   // Equal data makes another blob (no hash of the data to unique it).
   EXPECT_NE(a, f32_elements(type(int64_t(n) / 64, 64), ramp(n)));
   // All-equal large data reads back the same as a splat would.

@@ -32,9 +32,8 @@ struct Conv : Lowering<tosa::Conv2DOp> {
     mlir::ElementsAttr w_attr = const_attr(cv.getWeight());
     auto bias = const_data(cv.getBias());
     if (!w_attr || !bias) fail(cv, "convolution weights and bias must be constants");
-    std::vector<float> splat;  // the weights' values where they cannot be read in place
-    auto in_place = tpu::float_view(w_attr);
-    llvm::ArrayRef<float> w = in_place ? *in_place : llvm::ArrayRef<float>(splat = tpu::float_values(w_attr));
+    tpu::FloatData weights = tpu::float_data(w_attr);  // read in place
+    llvm::ArrayRef<float> w = weights.values;
     auto ws = shape_of(cv.getWeight());  // OHWI
     int64_t CO = ws[0], KH = ws[1], KW = ws[2], CI = ws[3];
     // OHWI is a [CO, KH * KW * CI] matrix and HWIO its transpose: moved in square blocks, so
