@@ -74,7 +74,7 @@ Constant Constant::take(std::vector<int64_t> to_shape, const std::vector<int64_t
   return c;
 }
 
-Constant read_tensor(const onnx::TensorProto& t, const std::filesystem::path& dir) {
+Constant read_tensor(const onnx::TensorProto& t, const std::filesystem::path& dir, std::optional<std::string_view> given) {
   std::vector<int64_t> shape(t.dims().begin(), t.dims().end());
   int64_t n = numel(shape);
   std::string external;  // the bytes of external data, read from its file
@@ -96,7 +96,7 @@ Constant read_tensor(const onnx::TensorProto& t, const std::filesystem::path& di
     external.resize(size_t(f.gcount()));
     raw = external;
   } else if (t.has_raw_data()) {
-    raw = t.raw_data();
+    raw = given ? *given : std::string_view(t.raw_data());
   }
   std::vector<float> floats;
   std::vector<int64_t> ints;
@@ -122,8 +122,14 @@ Constant read_tensor(const onnx::TensorProto& t, const std::filesystem::path& di
   const std::string type_name = onnx::TensorProto::DataType_Name(onnx::TensorProto::DataType(t.data_type()));
   switch (t.data_type()) {
     case onnx::TensorProto::FLOAT:
-      if (!raw.empty()) from_raw(float{}, put_float);
-      else count(t.float_data_size(), "float"), floats.assign(t.float_data().begin(), t.float_data().end());
+      if (raw.size() == size_t(n) * sizeof(float) && n > 0) {  // little-endian, as ONNX stores it and as held
+        floats.resize(size_t(n));
+        std::memcpy(floats.data(), raw.data(), raw.size());
+      } else if (!raw.empty()) {
+        from_raw(float{}, put_float);  // says what size is wrong
+      } else {
+        count(t.float_data_size(), "float"), floats.assign(t.float_data().begin(), t.float_data().end());
+      }
       break;
     // Models exported in half or double precision: the values as fp32 (the program's
     // precision, bf16 or int8, is chosen by --dtype as for fp32 models).

@@ -6,8 +6,10 @@
 // stays what the model says from the file through every fold.
 #include <cstdint>
 #include <filesystem>
+#include <optional>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace onnx {
@@ -49,8 +51,10 @@ struct Constant {
 int64_t saturate_to_int64(double v);
 
 // An ONNX TensorProto's values: inline, raw, or external data in a file relative to `dir`.
-// Throws ConstantError.
-Constant read_tensor(const onnx::TensorProto& t, const std::filesystem::path& dir);
+// `raw`: t's raw_data bytes when they are held outside t (ModelFile::raw_data), else t's own
+// are read. Throws ConstantError.
+Constant read_tensor(const onnx::TensorProto& t, const std::filesystem::path& dir,
+                     std::optional<std::string_view> raw = std::nullopt);
 
 // ONNX element types whose constants hold integers (the integer types and bool).
 bool is_integer_elem_type(int onnx_type);

@@ -3,14 +3,6 @@
 // reads from @main (docs/compiler.md, "Integer inputs and outputs", empty tensors).
 #include <fmt/format.h>
 
-#include <fcntl.h>
-#include <sys/mman.h>
-#include <sys/stat.h>
-#include <unistd.h>
-
-#include <climits>
-#include <fstream>
-
 #include "import/import_onnx.h"
 #include "import/importer.h"
 #include "validate.h"
@@ -30,11 +22,11 @@ namespace vtpu::compiler::onnx_import {
 
 mlir::OwningOpRef<mlir::ModuleOp> Importer::run() {
   load();
-  validate_onnx(model_, path_, opt_.batch);  // compiler/validate: nothing below sees a model onnxruntime would refuse
+  validate_onnx(file_.proto(), path_, opt_.batch, &file_.outside());  // compiler/validate: nothing below sees a model onnxruntime would refuse
   auto module = mlir::ModuleOp::create(b_.getUnknownLoc());
-  // The initializers' values, each read once; the proto's bytes are released as they are
-  // read, so that the two copies are not both held (ResNet-50: 100 MB less memory to touch).
-  for (auto& init : *model_.mutable_graph()->mutable_initializer()) {
+  // The initializers' values, each read once; the proto's bytes (small initializers; large
+  // ones are read from the mapped file, model_file.h) are released as they are read.
+  for (auto& init : *file_.proto().mutable_graph()->mutable_initializer()) {
     constants_[init.name()] = read_tensor(init);
     if (init.has_raw_data()) {
       std::string().swap(*init.mutable_raw_data());
@@ -46,11 +38,11 @@ mlir::OwningOpRef<mlir::ModuleOp> Importer::run() {
   // are not held as floats beside their MLIR attribute (ResNet-50: 100 MB less memory to
   // touch). Graph outputs are kept: collect_outputs reads them at the end.
   std::map<std::string, int64_t> readers;
-  for (const auto& node : model_.graph().node())
+  for (const auto& node : file_.proto().graph().node())
     for (const auto& in : node.input()) ++readers[in];
   std::set<std::string> outputs;
-  for (const auto& out : model_.graph().output()) outputs.insert(out.name());
-  for (const auto& node : model_.graph().node()) {
+  for (const auto& out : file_.proto().graph().output()) outputs.insert(out.name());
+  for (const auto& node : file_.proto().graph().node()) {
     import_node(node);
     for (const auto& in : node.input())
       if (--readers[in] == 0 && !outputs.count(in)) constants_.erase(in);
@@ -68,7 +60,7 @@ mlir::OwningOpRef<mlir::ModuleOp> Importer::run() {
 // @main with one argument per graph input that is not an initializer (images NHWC, integer
 // inputs i32), the builder at its entry block.
 mlir::func::FuncOp Importer::declare_inputs(mlir::ModuleOp module) {
-  const onnx::GraphProto& g = model_.graph();
+  const onnx::GraphProto& g = file_.proto().graph();
   std::vector<mlir::Type> in_types;
   std::vector<std::string> in_names;
   std::vector<std::vector<int64_t>> in_shapes;
@@ -120,7 +112,7 @@ mlir::func::FuncOp Importer::declare_inputs(mlir::ModuleOp module) {
 // The graph outputs in order; empty ones are recorded in empty_io_ instead.
 Importer::GraphOutputs Importer::collect_outputs() {
   GraphOutputs r;
-  for (const auto& out : model_.graph().output()) {
+  for (const auto& out : file_.proto().graph().output()) {
     bool nhwc = false;
     Value v = graph_output(out, nhwc);
     if (!v) continue;
@@ -223,35 +215,10 @@ void Importer::fail(const std::string& what, const std::string& node) const {
   throw CompileError(fmt::format("{}: node '{}': {}", path_.string(), node, what));
 }
 
-namespace {
-
-// A regular file under 2 GiB is parsed from its pages mapped into memory (one pass, no copy
-// into a stream's buffers: most of a model is initializer bytes); anything else from a stream.
-bool parse_model_file(const std::filesystem::path& path, onnx::ModelProto& model) {
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  struct stat st {};
-  if (fd >= 0 && ::fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0 && st.st_size < INT_MAX) {
-    void* p = ::mmap(nullptr, size_t(st.st_size), PROT_READ, MAP_PRIVATE | MAP_POPULATE, fd, 0);
-    ::close(fd);
-    if (p != MAP_FAILED) {
-      bool ok = model.ParseFromArray(p, int(st.st_size));
-      ::munmap(p, size_t(st.st_size));
-      return ok;
-    }
-  } else if (fd >= 0) {
-    ::close(fd);
-  }
-  std::ifstream f(path, std::ios::binary);
-  if (!f) throw UserError(fmt::format("{}: cannot open the model (does the file exist?)", path.string()));
-  return model.ParseFromIstream(&f);
-}
-
-}  // namespace
-
 void Importer::load() {
-  if (!parse_model_file(path_, model_))
+  if (!file_.read(path_))
     throw UserError(fmt::format("{}: not a valid ONNX model (protobuf parse failed)", path_.string()));
-  for (const auto& o : model_.opset_import())
+  for (const auto& o : file_.proto().opset_import())
     if (o.domain().empty() || o.domain() == "ai.onnx") opset_ = o.version();
   // From opset 7 on, the supported operators mean the same as in 17 apart from what the
   // importer checks per node (Clip's bounds as attributes before 11, Softmax's axis before 13,

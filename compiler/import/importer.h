@@ -33,6 +33,7 @@
 #include "import/attributes.h"
 #include "import/constant.h"
 #include "import/constant_ops.h"
+#include "import/model_file.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Tosa/IR/TosaOps.h"
 #include "mlir/IR/Builders.h"
@@ -241,7 +242,7 @@ class Importer {
   mlir::OpBuilder b_;
   std::filesystem::path path_;
   CompileOptions opt_;
-  onnx::ModelProto model_;
+  ModelFile file_;  // the model as read (model_file.h)
   int64_t opset_ = 0;  // of the default domain; 0 if the model does not say
   std::map<std::string, Constant> constants_;
   std::map<std::string, Tensor> values_;

@@ -19,7 +19,7 @@ Importer::QParams Importer::qparams(const onnx::NodeProto& n, int scale_at, int 
     if (p.zero.size() != p.scale.size()) fail("scale and zero point must have one size", node_name(n));
     // The zero point's element type gives the integer range; uint8 unless it is int8.
     const onnx::TensorProto* zt = nullptr;
-    for (const auto& init : model_.graph().initializer())
+    for (const auto& init : file_.proto().graph().initializer())
       if (init.name() == n.input(zero_at)) zt = &init;
     if (zt && zt->data_type() == onnx::TensorProto::UINT8) p.qmin = 0, p.qmax = 255;
   } else if (n.op_type() == "QuantizeLinear" && n.input_size() <= zero_at) {

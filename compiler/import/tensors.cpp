@@ -8,7 +8,7 @@ namespace vtpu::compiler::onnx_import {
 
 Constant Importer::read_tensor(const onnx::TensorProto& t) {
   try {
-    return onnx_import::read_tensor(t, path_.parent_path());
+    return onnx_import::read_tensor(t, path_.parent_path(), file_.raw_data(t));
   } catch (const ConstantError& e) {
     fail(e.what(), t.name());
   }

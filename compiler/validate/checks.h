@@ -11,6 +11,8 @@
 #include <string>
 #include <vector>
 
+#include "validate.h"
+
 namespace vtpu::compiler::validate {
 
 // The largest tensor the compiler builds: more elements than any config's memory holds as
@@ -21,6 +23,9 @@ struct Ctx {
   std::filesystem::path path;  // the model file
   int64_t opset = 0;           // the ai.onnx opset the model imports
   int64_t batch = 0;           // CompileOptions::batch
+  const OutsideRawData* outside = nullptr;  // raw_data held outside the proto (validate.h)
+  // t's raw_data bytes, wherever they are held.
+  std::string_view raw_data(const onnx::TensorProto& t) const;
   [[noreturn]] void fail(const std::string& where, const std::string& what) const;
 };
 

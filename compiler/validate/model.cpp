@@ -10,6 +10,12 @@
 namespace vtpu::compiler {
 namespace validate {
 
+std::string_view Ctx::raw_data(const onnx::TensorProto& t) const {
+  if (outside)
+    if (auto it = outside->find(&t); it != outside->end()) return it->second;
+  return t.raw_data();
+}
+
 void Ctx::fail(const std::string& where, const std::string& what) const {
   throw CompileError(fmt::format("{}: {}{}{}", path.string(), where, where.empty() ? "" : ": ", what));
 }
@@ -74,8 +80,9 @@ void check_header(const onnx::ModelProto& m, Ctx& ctx) {
 
 }  // namespace validate
 
-void validate_onnx(const onnx::ModelProto& model, const std::filesystem::path& path, int64_t batch) {
-  validate::Ctx ctx{path, 0, batch};
+void validate_onnx(const onnx::ModelProto& model, const std::filesystem::path& path, int64_t batch,
+                   const OutsideRawData* outside) {
+  validate::Ctx ctx{path, 0, batch, outside};
   validate::check_header(model, ctx);
   validate::check_graph(model.graph(), ctx);
   validate::check_node_schemas(model, ctx);

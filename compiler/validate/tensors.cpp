@@ -148,8 +148,8 @@ void check_tensor(const TP& t, const Ctx& ctx, const std::string& where) {
   if (fields > 1) ctx.fail(where, "the tensor holds its values in more than one field; keep one");
   if (t.has_raw_data()) {
     if (st->second.bytes == 0) ctx.fail(where, "string tensors cannot be stored in raw_data");
-    if (int64_t(t.raw_data().size()) != need)
-      ctx.fail(where, fmt::format("raw_data holds {} bytes, its shape [{}] of {} needs {}", t.raw_data().size(),
+    if (int64_t(ctx.raw_data(t).size()) != need)
+      ctx.fail(where, fmt::format("raw_data holds {} bytes, its shape [{}] of {} needs {}", ctx.raw_data(t).size(),
                                   fmt::join(t.dims(), ", "), TP::DataType_Name(TP::DataType(t.data_type())), need));
     return;
   }

@@ -13,16 +13,23 @@
 // past an array, allocate from a wrapped size or read a file outside the model's directory.
 #include <cstdint>
 #include <filesystem>
+#include <string_view>
+#include <unordered_map>
 
 namespace onnx {
 class ModelProto;
+class TensorProto;
 }
 
 namespace vtpu::compiler {
 
 // Throws CompileError ("FILE: node 'NAME': what is wrong and how to fix it") for the
 // first problem found. `batch` is CompileOptions::batch (0: the model's own): the sizes are
-// checked as the importer will build them.
-void validate_onnx(const onnx::ModelProto& model, const std::filesystem::path& path, int64_t batch);
+// checked as the importer will build them. `outside`: the raw_data bytes of tensors whose
+// field in the proto was left empty by the reader (the importer's ModelFile keeps large
+// initializers in the mapped file); they are checked in its place.
+using OutsideRawData = std::unordered_map<const onnx::TensorProto*, std::string_view>;
+void validate_onnx(const onnx::ModelProto& model, const std::filesystem::path& path, int64_t batch,
+                   const OutsideRawData* outside = nullptr);
 
 }  // namespace vtpu::compiler
