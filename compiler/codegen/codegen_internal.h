@@ -214,11 +214,6 @@ class Codegen {
   static constexpr uint64_t kBiasLanes = 16;
   static constexpr int kBiasBig = 127;
 
-  // Per-output-channel symmetric int8 weights: q = round(w / s[c]), s[c] = max|w[:, c]| / 127.
-  struct QWeights {
-    std::vector<float> q;  // integer values, [K, N]
-    std::vector<double> s;
-  };
   // The extra epilogue phases of an op fused into a matmul's epilogues, for output block
   // (n block, byte offset in the block, rows) (fusion.cpp).
   using FusedPhases = std::function<std::vector<std::string>(uint64_t, uint64_t, uint64_t)>;
@@ -362,7 +357,9 @@ class Codegen {
   // epilogue.cpp: epilogues, weights and requantization: bias rows, epilogue phases, RESCALE parameters, weight tiles
   float scale(Value v) const;
   static std::pair<int64_t, int64_t> fixed_point(double M);
-  static QWeights quantize(const std::vector<float>& w, uint64_t K, uint64_t N);
+  // Per-output-channel symmetric int8 weights of a row-major [K, N] matrix, in place: w[k, c]
+  // becomes the integer round(w[k, c] / s[c]), s[c] = max|w[:, c]| / 127; returns s.
+  static std::vector<double> quantize(std::vector<float>& w, uint64_t K, uint64_t N);
   TileRef weight_tile(const std::vector<float>& w, uint64_t K, uint64_t N, uint64_t kb, uint64_t nb);
   uint64_t bias_at(uint64_t bias_ub, uint64_t n_block) const;
   uint64_t bias_rows(const std::vector<float>& bias, const std::vector<double>& acc_scale = {});

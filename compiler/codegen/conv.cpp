@@ -257,9 +257,7 @@ void Codegen::conv_weights(tpu::Conv2DOp op, ConvPlan& p) {
   const ConvShape& c = p.s;
   if (q8_) {
     // Per output channel over all taps: [KH*KW*CI, CO] is the same layout as w.
-    QWeights qw = quantize(p.w, c.KH * c.KW * c.CIg, c.CO);
-    p.w = std::move(qw.q);
-    for (double sw : qw.s) p.acc_scale.push_back(sw * scale(op.getInput()));
+    for (double sw : quantize(p.w, c.KH * c.KW * c.CIg, c.CO)) p.acc_scale.push_back(sw * scale(op.getInput()));
   }
   // The bias on the MXU (planned: tpu.bias_lanes): a 1x1 convolution of an input with bias
   // lanes, unless a bias does not fit the weight rows at those lanes (then the plan is dropped).

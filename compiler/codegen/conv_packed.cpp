@@ -126,9 +126,7 @@ class PackedConv {
 
   void weights() {
     if (cg_.q8_) {
-      Codegen::QWeights qw = Codegen::quantize(w_, c_.KH * c_.KW * c_.CI, c_.CO);
-      w_ = std::move(qw.q);
-      for (double s2 : qw.s) acc_scale_.push_back(s2 * cg_.scale(op_.getInput()));
+      for (double s2 : Codegen::quantize(w_, c_.KH * c_.KW * c_.CI, c_.CO)) acc_scale_.push_back(s2 * cg_.scale(op_.getInput()));
     }
     if (two_px_) {
       auto [b2, ep2] = cg_.two_pixel_params(bias_, acc_scale_, c_.CO, op_);

@@ -77,9 +77,7 @@ void Codegen::gen_conv_wide(tpu::Conv2DOp op) {
   auto w = const_floats(op.getWeight(), layer), bias = const_floats(op.getBias(), layer);
   std::vector<double> acc_scale;
   if (q8_) {
-    QWeights qw = quantize(w, 9 * CI, CO);
-    w = std::move(qw.q);
-    for (double s : qw.s) acc_scale.push_back(s * scale(op.getInput()));
+    for (double s : quantize(w, 9 * CI, CO)) acc_scale.push_back(s * scale(op.getInput()));
   }
   auto [bias_ub, ep] = two_pixel_params(bias, acc_scale, CO, op);
   auto tap = [&](uint64_t dy, uint64_t dx, uint64_t ci, uint64_t co) { return w[((dy * 3 + dx) * CI + ci) * CO + co]; };

@@ -61,9 +61,7 @@ class EmbeddingLookup {
     if (non_finite(w)) return masked_table(w);
     std::vector<double> acc_scale;
     if (cg_.q8_) {
-      Codegen::QWeights qw = Codegen::quantize(w, V_, D_);
-      w = std::move(qw.q);
-      acc_scale = qw.s;  // the one-hot's scale is 1
+      acc_scale = Codegen::quantize(w, V_, D_);  // the one-hot's scale is 1
     }
     one_fits();
     pack_tiles(w, D_);

@@ -1,5 +1,6 @@
 // Epilogues, weights and requantization: bias rows, epilogue phases, RESCALE parameters, weight tiles (docs/compiler.md, "Code generation").
 #include "codegen_internal.h"
+#include "vtpu/support/clones.h"
 
 namespace vtpu::compiler::codegen {
 
@@ -20,16 +21,16 @@ std::pair<int64_t, int64_t> Codegen::fixed_point(double M) {
   return {std::min<int64_t>(m, INT32_MAX), std::max<int64_t>(shift, 2)};
 }
 
-Codegen::QWeights Codegen::quantize(const std::vector<float>& w, uint64_t K, uint64_t N) {
+VTPU_CLONES std::vector<double> Codegen::quantize(std::vector<float>& w, uint64_t K, uint64_t N) {
   // Row by row (the matrix is row-major): each column's largest magnitude, then the codes.
-  QWeights r{std::vector<float>(w.size()), std::vector<double>(N)};
+  std::vector<double> s(N);
   std::vector<float> mx(N, 0.0f);
   for (uint64_t k = 0; k < K; ++k)
     for (uint64_t n = 0; n < N; ++n) mx[n] = std::max(mx[n], std::fabs(w[k * N + n]));
-  for (uint64_t n = 0; n < N; ++n) r.s[n] = mx[n] > 0 ? double(mx[n]) / 127.0 : 1.0;
+  for (uint64_t n = 0; n < N; ++n) s[n] = mx[n] > 0 ? double(mx[n]) / 127.0 : 1.0;
   for (uint64_t k = 0; k < K; ++k)
-    for (uint64_t n = 0; n < N; ++n) r.q[k * N + n] = float(std::clamp<double>(std::nearbyint(w[k * N + n] / r.s[n]), -127, 127));
-  return r;
+    for (uint64_t n = 0; n < N; ++n) w[k * N + n] = float(std::clamp<double>(std::nearbyint(w[k * N + n] / s[n]), -127, 127));
+  return s;
 }
 
 // Weight tile (k block, n block) of a [K, N] matrix (bf16 values, or int8 integers),

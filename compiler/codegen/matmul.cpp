@@ -99,9 +99,7 @@ std::vector<Block> Codegen::plan_matmul(tpu::MatmulOp op, uint64_t nt_total, Mat
     SharedWeights sw;
     auto w = const_floats(op.getWeight(), layer);
     if (q8_) {
-      QWeights qw = quantize(w, K, N);
-      w = std::move(qw.q);
-      sw.scales = std::move(qw.s);
+      sw.scales = quantize(w, K, N);
     }
     uint64_t kt = ceil_div(K, R_), nt = ceil_div(N, C_);
     sw.tiles.assign(nt, std::vector<TileRef>(kt));

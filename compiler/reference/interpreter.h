@@ -10,6 +10,7 @@
 #include "dialect/tpu_dialect.h"
 #include "reference/reference.h"
 #include "vtpu/compiler/compiler.h"
+#include "vtpu/support/clones.h"
 
 namespace vtpu::compiler::reference {
 
@@ -33,15 +34,10 @@ int reference_threads();
 // x clamped to [lo, hi], as float.
 float clampf(double x, double lo, double hi);
 
-// The interpreter's MAC loops (convolution, matmul) in two builds chosen when the program
-// starts: for x86-64-v3 (AVX2 and FMA: four doubles per operation) where the processor has it,
-// and the baseline. Their results are the same: each product of two floats is exact in double,
-// so a fused multiply-add rounds where the separate add did, and the sums keep their order.
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
-#define VTPU_REFERENCE_KERNEL __attribute__((noinline, target_clones("arch=x86-64-v3", "default")))
-#else
-#define VTPU_REFERENCE_KERNEL __attribute__((noinline))
-#endif
+// The interpreter's MAC loops (convolution, matmul), in two builds (vtpu/support/clones.h).
+// Their results are the same: each product of two floats is exact in double, so a fused
+// multiply-add rounds where the separate add did, and the sums keep their order.
+#define VTPU_REFERENCE_KERNEL VTPU_CLONES
 
 // matmul.cpp
 void eval(tpu::MatmulOp op, const Env& env, RefTensor& y);
