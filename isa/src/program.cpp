@@ -199,7 +199,26 @@ void check_ranges(const Program& p, std::string_view src) {
 
 }  // namespace
 
-std::vector<uint8_t> serialize(const Program& p) {
+namespace {
+
+// The container in file order as pieces: what is built here (the header, the sections, the
+// constant segments' addresses and sizes) and views of the program's constant segments, so
+// that writing a program does not copy its megabytes of weights (twice, when a growing
+// buffer reallocates).
+class Container {
+ public:
+  explicit Container(const Program& p);
+  const std::vector<std::string_view>& pieces() const { return pieces_; }
+  size_t size() const;
+
+ private:
+  std::vector<uint8_t> header_;
+  std::vector<std::pair<uint32_t, std::vector<uint8_t>>> sections_;
+  std::vector<std::vector<uint8_t>> section_heads_;  // id and size of each section
+  std::vector<std::string_view> pieces_;
+};
+
+Container::Container(const Program& p) {
   std::vector<std::pair<uint32_t, std::vector<uint8_t>>> sections;
   {
     Writer w;
@@ -267,13 +286,16 @@ std::vector<uint8_t> serialize(const Program& p) {
     sections.emplace_back(kTensors, std::move(w.out));
   }
   {
-    Writer w;
-    w.put<uint32_t>(uint32_t(p.constants.size()));
+    // The segments' bytes are not copied: the section is the count, then per segment its
+    // address and size (built here) and its data (a view of the program's).
+    Writer heads;
+    heads.out.reserve(4 + 12 * p.constants.size());
+    heads.put<uint32_t>(uint32_t(p.constants.size()));
     for (const ConstSegment& c : p.constants) {
-      w.put(c.hbm_addr);
-      w.vec(c.data);
+      heads.put(c.hbm_addr);
+      heads.put<uint32_t>(uint32_t(c.data.size()));
     }
-    sections.emplace_back(kConstants, std::move(w.out));
+    sections.emplace_back(kConstants, std::move(heads.out));
   }
   {
     Writer w;
@@ -297,15 +319,49 @@ std::vector<uint8_t> serialize(const Program& p) {
   w.put<uint64_t>(p.config_fingerprint);
   w.put<uint32_t>(kBundleBits);
   w.put<uint32_t>(uint32_t(sections.size()));
-  size_t total = w.out.size();
-  for (const auto& section : sections) total += 12 + section.second.size();
-  w.out.reserve(total);
+  header_ = std::move(w.out);
   for (auto& [id, bytes] : sections) {
-    w.put<uint32_t>(id);
-    w.put<uint64_t>(bytes.size());
-    w.out.insert(w.out.end(), bytes.begin(), bytes.end());
+    size_t size = bytes.size();
+    if (id == kConstants)
+      for (const ConstSegment& c : p.constants) size += c.data.size();
+    Writer h;
+    h.put<uint32_t>(id);
+    h.put<uint64_t>(size);
+    section_heads_.push_back(std::move(h.out));
   }
-  return std::move(w.out);
+  sections_ = std::move(sections);
+  // Views last: the vectors above no longer move.
+  auto view = [](const std::vector<uint8_t>& v) { return std::string_view(reinterpret_cast<const char*>(v.data()), v.size()); };
+  pieces_.push_back(view(header_));
+  for (size_t i = 0; i < sections_.size(); ++i) {
+    pieces_.push_back(view(section_heads_[i]));
+    if (sections_[i].first != kConstants) {
+      pieces_.push_back(view(sections_[i].second));
+      continue;
+    }
+    const std::vector<uint8_t>& heads = sections_[i].second;  // count, then 12 bytes per segment
+    pieces_.push_back(view(heads).substr(0, 4));
+    for (size_t k = 0; k < p.constants.size(); ++k) {
+      pieces_.push_back(view(heads).substr(4 + 12 * k, 12));
+      pieces_.push_back(view(p.constants[k].data));
+    }
+  }
+}
+
+size_t Container::size() const {
+  size_t n = 0;
+  for (std::string_view piece : pieces_) n += piece.size();
+  return n;
+}
+
+}  // namespace
+
+std::vector<uint8_t> serialize(const Program& p) {
+  Container c(p);
+  std::vector<uint8_t> out;
+  out.reserve(c.size());
+  for (std::string_view piece : c.pieces()) out.insert(out.end(), piece.begin(), piece.end());
+  return out;
 }
 
 Program deserialize(std::span<const uint8_t> bytes, std::string_view source_name) {
@@ -454,8 +510,7 @@ Program deserialize(std::span<const uint8_t> bytes, std::string_view source_name
 }
 
 void write_program(const Program& p, const std::filesystem::path& path) {
-  auto bytes = serialize(p);
-  write_file(path, std::string_view(reinterpret_cast<const char*>(bytes.data()), bytes.size()));
+  write_file_pieces(path, Container(p).pieces());
 }
 
 Program read_program(const std::filesystem::path& path) {

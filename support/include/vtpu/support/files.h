@@ -8,6 +8,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <initializer_list>
 #include <iostream>
 #include <ostream>
 #include <string>
@@ -57,16 +58,22 @@ inline void make_output_dir(const std::filesystem::path& dir) {
                     (ec ? ec.message() : std::string("a file of that name exists")) + ")");
 }
 
-// Writes `bytes` to `path`, replacing it. Every failure (cannot create, disk full, a
-// directory in the way) is a UserError naming the file: a report half-written is never
-// reported as written.
-inline void write_file(const std::filesystem::path& path, std::string_view bytes) {
+// Writes `bytes` (or the pieces, one after the other) to `path`, replacing it. Every failure
+// (cannot create, disk full, a directory in the way) is a UserError naming the file: a report
+// half-written is never reported as written.
+template <typename Pieces>
+void write_file_pieces(const std::filesystem::path& path, const Pieces& pieces) {
   std::FILE* f = std::fopen(path.c_str(), "wb");
   if (!f) throw UserError(path.string() + ": cannot open for writing (" + std::strerror(errno) + ")");
-  size_t n = bytes.empty() ? 0 : std::fwrite(bytes.data(), 1, bytes.size(), f);
-  int err = n == bytes.size() && std::fflush(f) == 0 ? 0 : errno;
+  bool ok = true;
+  for (std::string_view bytes : pieces)
+    if (ok && !bytes.empty()) ok = std::fwrite(bytes.data(), 1, bytes.size(), f) == bytes.size();
+  int err = ok && std::fflush(f) == 0 ? 0 : errno;
   if (std::fclose(f) != 0 && err == 0) err = errno ? errno : EIO;
   if (err) throw UserError(path.string() + ": write failed (" + std::strerror(err) + ")");
+}
+inline void write_file(const std::filesystem::path& path, std::string_view bytes) {
+  write_file_pieces(path, std::initializer_list<std::string_view>{bytes});
 }
 
 // A file written as a stream (a trace of millions of events): close() reports what the
