@@ -62,7 +62,7 @@ json cycles_chart(const ModelRun& run) {
     const sim::Counters& c = t.c;
     std::string layer = t.tag.empty() ? "(untagged)" : t.tag;
     order.push_back(layer);
-    uint64_t span = c.last_done > c.first_issue ? c.last_done - c.first_issue : 0, stalls = 0;
+    uint64_t span = c.span_cycles, stalls = 0;
     for (size_t r = 0; r < sim::kNumStallReasons; ++r) {
       if (!c.stall[r]) continue;
       values.push_back({{"layer", layer}, {"part", sim::stall_reason_name(sim::StallReason(r))},

@@ -113,7 +113,7 @@ std::vector<LayerRow> layer_rows(const sim::Stats& st, const std::vector<compile
     const sim::Counters& c = tag.c;
     row.first_cycle = c.first_issue == UINT64_MAX ? 0 : c.first_issue;
     row.last_cycle = c.last_done;
-    row.cycles = row.last_cycle > row.first_cycle ? row.last_cycle - row.first_cycle : 0;
+    row.cycles = c.span_cycles;  // summed over a batch-chunk loop's passes
     row.macs = c.macs();
     row.mxu_utilization = row.cycles ? double(row.macs) / (double(row.cycles) * peak_macs_per_cycle) : 0;
     size_t top = 0;

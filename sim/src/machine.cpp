@@ -89,6 +89,7 @@ Machine::Machine(const config::Config& cfg, const isa::Program& prog, const SimO
   for (MxuState& m : mxu_) m.acc.resize(size_t(cfg.core.accumulators.rows) * C_);  // zeroed
   flags_.resize(isa::kNumFlags);
   per_tag_.resize(prog.tags.size());
+  passes_ = TagPasses(prog.tags.size());
   stats_.clock_mhz = cfg.clock_mhz;
   stats_.mxu_count = cfg.core.mxu.count;
   stats_.mxu_rows = R_;
@@ -157,6 +158,7 @@ void Machine::charge_done(const OpRef& ref, uint64_t done) {
   last_done_ = std::max(last_done_, done);
   Counters& c = tagc(ref.tag);
   c.last_done = std::max(c.last_done, done);
+  passes_.done(ref.tag, done);
 }
 
 void Machine::trace(Unit u, uint16_t lane, const OpRef& ref, const char* name, uint64_t b, uint64_t e) {
@@ -597,6 +599,7 @@ void Machine::run(const std::function<void(uint64_t)>& sync) {
     }
     c.bundles++;
     c.first_issue = std::min(c.first_issue, T);
+    passes_.issued(b.tag, T);
     if (fabric_) land_writes(T);
     hazards_.retire_before(T);
 
@@ -674,6 +677,7 @@ void Machine::run(const std::function<void(uint64_t)>& sync) {
       }
       else if (m == "barrier") exec_barrier(ctl);  // a single chip reaches every barrier at once
       if (taken) next = target;
+      if (taken && target <= pc) passes_.next_pass();
     }
     for (size_t i = 0; i < nw; ++i)
       if (writes[i].first != 0) regs_[size_t(writes[i].first)] = writes[i].second;
@@ -701,6 +705,7 @@ void Machine::run(const std::function<void(uint64_t)>& sync) {
 
 void Machine::finalize() {
   stats_.total_cycles = last_done_;
+  passes_.close(per_tag_);
   for (size_t t = 0; t < per_tag_.size(); ++t) {
     if (per_tag_[t].bundles == 0 && per_tag_[t].last_done == 0) continue;
     stats_.per_tag.push_back({prog_.tags[t], per_tag_[t]});

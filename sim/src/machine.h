@@ -18,6 +18,7 @@
 #include "vtpu/isa/program.h"
 #include "vtpu/sim/simulator.h"
 #include "ici.h"
+#include "tag_passes.h"
 
 namespace vtpu::sim::detail {
 
@@ -302,6 +303,7 @@ class Machine {
   double prof_[3] = {};  // wall seconds in DMA, matmul, vector work (VTPU_SIM_PROFILE=1)
   Stats stats_;
   std::vector<Counters> per_tag_;
+  TagPasses passes_;  // per-tag spans over loop passes (tag_passes.h)
   std::vector<TraceEvent> trace_;
 };
 

@@ -225,6 +225,7 @@ void Machine::apply_deliveries(std::vector<IciDelivery>&& ds) {
         add_increment(t->flag, d.cycle, StallReason::WaitIci, t->bundle);
         Counters& c = tagc(0);  // another chip's bytes belong to none of this program's tags
         c.last_done = std::max(c.last_done, d.cycle);
+        passes_.done(0, d.cycle);
         c.ici_bytes_received += t->data->size();
         (t->dst_space == IciSpace::Ub ? c.ub_write_bytes : c.hbm_write_bytes) += t->data->size();
         last_done_ = std::max(last_done_, d.cycle);

@@ -93,10 +93,11 @@ std::string report_json(const RunResult& r, const config::Config& cfg, const Rep
                 {"vector", unit(s.total.vector_busy_cycles, 0, 1)}};
   json tags = json::array();
   for (const TagStats& t : s.per_tag) {
-    json tj = counters_json(t.c, t.c.last_done > t.c.first_issue ? t.c.last_done - t.c.first_issue : 0, s);
+    json tj = counters_json(t.c, t.c.span_cycles, s);
     tj["tag"] = t.tag;
     tj["first_issue_cycle"] = t.c.first_issue == UINT64_MAX ? 0 : t.c.first_issue;
     tj["last_done_cycle"] = t.c.last_done;
+    tj["span_cycles"] = t.c.span_cycles;
     tags.push_back(std::move(tj));
   }
   j["per_tag"] = tags;

@@ -77,6 +77,7 @@ void Counters::add(const Counters& o) {
   ici_bytes_received += o.ici_bytes_received;
   first_issue = std::min(first_issue, o.first_issue);
   last_done = std::max(last_done, o.last_done);
+  span_cycles += o.span_cycles;
   for (size_t i = 0; i < energy_pj.size(); ++i) energy_pj[i] += o.energy_pj[i];
 }
 

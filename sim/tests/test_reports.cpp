@@ -2,7 +2,9 @@
 #include <fmt/format.h>
 
 #include <cmath>
+#include <array>
 #include <fstream>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <sstream>
 
@@ -133,6 +135,46 @@ TEST(Reports, TraceIsChromeTraceJson) {
   }
   EXPECT_TRUE(vec) << out;
   EXPECT_TRUE(stall) << out;
+}
+
+// A layer that a loop runs several times (a batch in chunks) reports its passes' spans summed,
+// not the span from its first pass to its last (sim/src/tag_passes.h): tags a and b, a DMA
+// each, alternate `passes` times.
+TEST(Reports, ATagRunInALoopReportsItsPassesSpansSummed) {
+  auto spans = [](int passes) {
+    std::string text = fmt::format(
+        ".desc d bytes=8192\n  li r5, {}\ntop:\n.tag a\n  dma.load desc=d src=r0 dst=r0 flag=f1\n  wait f1\n"
+        ".tag b\n  dma.load desc=d src=r0 dst=r0 flag=f1\n  wait f1\n  loop r5, top\n  halt\n",
+        passes);
+    return run_asm("tiny-8x8", text, [](const RunResult& r) {
+      std::string out = fmt::format("{}", r.stats.total_cycles);
+      for (const auto& t : r.stats.per_tag)
+        if (!t.tag.empty()) out += fmt::format(" {} {} {} {}", t.tag, t.c.span_cycles, t.c.first_issue, t.c.last_done);
+      return out;
+    });
+  };
+  auto parse = [](const std::string& out) {
+    std::istringstream in(out);
+    uint64_t total = 0;
+    in >> total;
+    std::map<std::string, std::array<uint64_t, 3>> tags;
+    std::string tag;
+    uint64_t span, first, last;
+    while (in >> tag >> span >> first >> last) tags[tag] = {span, first, last};
+    return std::make_pair(total, tags);
+  };
+  auto [total1, one] = parse(spans(1));
+  ASSERT_EQ(one.size(), 2u) << spans(1);
+  EXPECT_EQ(one["a"][0], one["a"][2] - one["a"][1]);  // one pass: the plain span
+  auto [total3, three] = parse(spans(3));
+  ASSERT_EQ(three.size(), 2u) << spans(3);
+  for (const char* t : {"a", "b"}) {
+    EXPECT_LT(three[t][0], three[t][2] - three[t][1]) << t << ": the span ran from the first pass to the last";
+    EXPECT_GE(three[t][0], 2 * one[t][0]) << t;
+  }
+  // The two tags' spans tile the run, bar the loop's bundles.
+  EXPECT_LE(three["a"][0] + three["b"][0], total3);
+  EXPECT_GE(three["a"][0] + three["b"][0], total3 * 8 / 10);
 }
 
 }  // namespace

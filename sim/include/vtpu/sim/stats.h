@@ -67,6 +67,9 @@ struct Counters {
   uint64_t ici_bytes_received = 0;      // bytes other chips' sends wrote here (untagged)
   uint64_t first_issue = UINT64_MAX;    // cycle of the first bundle with this tag
   uint64_t last_done = 0;               // latest done cycle of an operation with this tag
+  // First issue to last done, summed over the passes of the program's loops (a pass ends at a
+  // taken backward branch; without one: last_done - first_issue). A layer's time.
+  uint64_t span_cycles = 0;
   std::array<double, kNumUnits> energy_pj{};
 
   uint64_t macs() const { return macs_int8 + macs_bf16; }
