@@ -309,6 +309,14 @@ class Codegen {
   std::string quant_attrs(Value v, bool nhwc) const;
   void gen_constant(tpu::ConstantOp op);
 
+  // batch_chunks.cpp: the batch in chunks (@main's vtpu.batch_chunks): inputs and outputs
+  // declared whole, addressed through per-tensor base registers, the body run once per chunk.
+  void chunks_of(mlir::func::FuncOp fn);
+  uint64_t io_alloc(uint64_t chunk_bytes, const std::string& name);  // an input's or output's HBM
+  emit::Reg hbm_base(uint64_t hbm) const;  // the register DMA reads or writes HBM address `hbm` through
+  std::vector<int64_t> io_shape(std::vector<int64_t> chunk_shape) const;  // the declared (whole) shape
+  void chunks_end();
+
   // emission.cpp: emission: program text, descriptors, parameters, HBM constants, DMA and vector helpers, bounds
   static std::string quote(const std::string& s);
   void decl(const std::string& s);
@@ -516,6 +524,13 @@ class Codegen {
   uint64_t hbm_next_ = 0, zero_hbm_ = 0, const_bytes_ = 0;
   uint64_t copies_in_flight_ = 0;  // ub_copy_async copies not yet waited for (on f1)
   std::optional<size_t> hoist_at_;  // where in code_ the last stream issued its last matmul (run_blocks)
+  uint64_t batch_chunks_ = 1;  // passes of the body (batch_chunks.cpp)
+  struct IoRegion {
+    uint64_t begin, end;  // the first chunk's bytes of an input or output tensor
+    unsigned reg;         // its base register
+    uint64_t chunk_bytes;
+  };
+  std::vector<IoRegion> io_regions_;
   // Weight loads emitted (mxu.wload), and where the last bound row's count ended; tiles and
   // loads of prologues hoisted into an earlier layer's code since then (add_bound).
   uint64_t wloads_ = 0, wloads_mark_ = 0, hoisted_tiles_ = 0, hoisted_wloads_ = 0;

@@ -88,7 +88,7 @@ class PackedConv {
     std::string d = cg_.new_desc(fmt::format("bytes={} src_off={} dst_off={} dim=[{}, {}, {}] dim=[{}, {}, {}]", CI * esz_,
                                              hbm_ + (n * H + h0) * W * CI * esz_, at + ((c_.pt + h0) * c_.Wp() + c_.pl) * pix_, W,
                                              CI * esz_, pix_, h1 - h0, W * CI * esz_, c_.Wp() * pix_));
-    return "  " + emit::dma_load(emit::Desc{d}, reg(0), reg(0), emit::flag(flag)) + "\n";
+    return "  " + emit::dma_load(emit::Desc{d}, cg_.hbm_base(hbm_), reg(0), emit::flag(flag)) + "\n";
   }
   void load_image(uint64_t n, uint64_t at) {
     cg_.code_ += load_rows(n, at, 0, c_.H, 1);

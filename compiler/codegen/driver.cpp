@@ -50,6 +50,7 @@ CompileResult Codegen::run(mlir::ModuleOp module) {
   if (!fn) throw InternalError("no func @main");
   for (mlir::Operation& op : fn.getBody().front())  // what the planner put into other ops (plan.h)
     if (auto id = op.getAttrOfType<mlir::IntegerAttr>(kFusedIntoAttr)) planned_[id.getInt()].push_back(&op);
+  chunks_of(fn);
   decl(fmt::format(".config {}", cfg_.name));
   // Zero region in HBM (never written) for clearing UB buffers.
   zero_hbm_ = hbm_alloc(1 << 20);
@@ -67,6 +68,7 @@ CompileResult Codegen::run(mlir::ModuleOp module) {
     if (auto ret = mlir::dyn_cast<mlir::func::ReturnOp>(op)) gen_outputs(fn, ret);
     else gen_op(op);
   }
+  chunks_end();
   code("  " + emit::halt());
   CompileResult r = assemble();
   if (opt_.progress) opt_.progress("codegen", 1.0);
@@ -83,15 +85,15 @@ void Codegen::gen_inputs(mlir::func::FuncOp fn) {
     // converts it, tpu.embedding reads the ids); a float one read only by softmaxes as fp32.
     bool integer = is_int32(arg);
     if (integer || read_fp32(arg)) {
-      uint64_t addr = hbm_alloc(numel(shape) * 4);
+      uint64_t addr = io_alloc(numel(shape) * 4, name);
       decl(fmt::format(".tensor {} role=input dtype={} shape=[{}] addr={}{}", quote(name), integer ? "int32" : "fp32",
-                       fmt::join(shape, ", "), addr, fn.getArgAttr(i, "vtpu.nhwc") ? " layout=nhwc" : ""));
+                       fmt::join(io_shape(shape), ", "), addr, fn.getArgAttr(i, "vtpu.nhwc") ? " layout=nhwc" : ""));
       (integer ? int_hbm_ : input_hbm_)[arg.getAsOpaquePointer()] = addr;
       continue;
     }
     uint64_t bytes = numel(shape) * esz_;
-    uint64_t addr = hbm_alloc(bytes);
-    decl(fmt::format(".tensor {} role=input dtype={} shape=[{}] addr={}{}", quote(name), dt_, fmt::join(shape, ", "), addr,
+    uint64_t addr = io_alloc(bytes, name);
+    decl(fmt::format(".tensor {} role=input dtype={} shape=[{}] addr={}{}", quote(name), dt_, fmt::join(io_shape(shape), ", "), addr,
                      quant_attrs(arg, bool(fn.getArgAttr(i, "vtpu.nhwc")))));
     if (packed_input(arg, R_, esz_)) {
       input_hbm_[arg.getAsOpaquePointer()] = addr;
@@ -139,15 +141,15 @@ void Codegen::gen_outputs(mlir::func::FuncOp fn, mlir::func::ReturnOp ret) {
     if (is_int32(v)) {  // an integer output: int32 rows, stored as they are
       if (int_hbm_.count(v.getAsOpaquePointer()))
         throw CompileError(fmt::format("output '{}' is a model input; nothing computes it", name));
-      uint64_t addr = hbm_alloc(numel(shape) * 4);
-      decl(fmt::format(".tensor {} role=output dtype=int32 shape=[{}] addr={}{}", quote(name), fmt::join(shape, ", "),
+      uint64_t addr = io_alloc(numel(shape) * 4, name);
+      decl(fmt::format(".tensor {} role=output dtype=int32 shape=[{}] addr={}{}", quote(name), fmt::join(io_shape(shape), ", "),
                        addr, fn.getResultAttr(i, "vtpu.nhwc") ? " layout=nhwc" : ""));
       tag("output " + name);
       store_rows(act(v), addr, 4);
       continue;
     }
-    uint64_t addr = hbm_alloc(numel(shape) * esz_);
-    decl(fmt::format(".tensor {} role=output dtype={} shape=[{}] addr={}{}", quote(name), dt_, fmt::join(shape, ", "),
+    uint64_t addr = io_alloc(numel(shape) * esz_, name);
+    decl(fmt::format(".tensor {} role=output dtype={} shape=[{}] addr={}{}", quote(name), dt_, fmt::join(io_shape(shape), ", "),
                      addr, quant_attrs(v, bool(fn.getResultAttr(i, "vtpu.nhwc")))));
     tag("output " + name);
     store_act(act(v), addr);

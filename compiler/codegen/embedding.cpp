@@ -223,7 +223,7 @@ class EmbeddingLookup {
     uint64_t T = T_, idr = hot_ + kt_ * bb_, tmp = idr + fb_, e0 = tmp + fb_;  // e rows of range s at e0 + s * fb
     cg_.clear(idr, fb_);
     std::string d = cg_.new_desc(fmt::format("bytes=4 src_off={} dst_off={} dim=[{}, 4, {}]", ids_hbm_ + t0_ * 4, idr, T, row32_));
-    cg_.code("  " + emit::dma_load(emit::Desc{d}, reg(0), reg(0), emit::flag(1)));
+    cg_.code("  " + emit::dma_load(emit::Desc{d}, cg_.hbm_base(ids_hbm_), reg(0), emit::flag(1)));
     cg_.code("  " + emit::wait(emit::flag(1)));
     cg_.code(bundle({emit::li(reg(1), int64_t(idr)), emit::li(reg(2), int64_t(e0))}));
     cg_.code(bundle({emit::li(reg(3), int64_t(tmp)), emit::li(reg(4), int64_t(iota_))}));

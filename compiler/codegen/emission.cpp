@@ -22,8 +22,9 @@ uint64_t Codegen::hbm_alloc(uint64_t bytes) {
   hbm_next_ = align_up(hbm_next_ + bytes, 4096);
   if (hbm_next_ > cfg_.memory.bytes)
     throw DoesNotFitError("memory.bytes", hbm_next_, cfg_.memory.bytes,
-                          fmt::format("the model needs {} bytes of HBM but the config has {} (memory.bytes)", hbm_next_,
-                                      cfg_.memory.bytes));
+                          fmt::format("the model needs {} bytes of HBM but the config has {} (memory.bytes is at least {} "
+                                      "bytes too small); use a config with more memory or a smaller batch",
+                                      hbm_next_, cfg_.memory.bytes, hbm_next_ - cfg_.memory.bytes));
   return at;
 }
 
@@ -120,7 +121,7 @@ void Codegen::load_act(const Act& a, uint64_t hbm) {
     uint64_t fw = std::min<uint64_t>(R_, a.features - b * R_);
     std::string d = new_desc(fmt::format("bytes={} src_off={} dst_off={} dim=[{}, {}, {}]", fw * esz_, hbm + b * R_ * esz_,
                                          a.base + b * a.block_bytes, a.rows, a.features * esz_, R_ * esz_));
-    code("  " + emit::dma_load({d}, reg(0), reg(0), emit::flag(1)));
+    code("  " + emit::dma_load({d}, hbm_base(hbm), reg(0), emit::flag(1)));
   }
   if (a.blocks) code("  " + emit::wait(emit::flag(1), a.blocks));
 }
@@ -130,7 +131,7 @@ void Codegen::store_act(const Act& a, uint64_t hbm) {
     uint64_t fw = std::min<uint64_t>(R_, a.features - b * R_);
     std::string d = new_desc(fmt::format("bytes={} src_off={} dst_off={} dim=[{}, {}, {}]", fw * esz_,
                                          a.base + b * a.block_bytes, hbm + b * R_ * esz_, a.rows, R_ * esz_, a.features * esz_));
-    code("  " + emit::dma_store({d}, reg(0), reg(0), emit::flag(1)));
+    code("  " + emit::dma_store({d}, reg(0), hbm_base(hbm), emit::flag(1)));
   }
   if (a.blocks) code("  " + emit::wait(emit::flag(1), a.blocks));
 }

@@ -25,7 +25,7 @@ void Codegen::load_rows(const Act& a, uint64_t hbm, uint64_t esz) {
     std::string d = new_desc(fmt::format("bytes={} src_off={} dst_off={} dim=[{}, {}, {}]", fw * esz, hbm + b * R_ * esz,
                                          a.base + b * a.block_bytes, a.rows, a.features * esz, R_ * esz));
     if (fw < R_) clear(a.base + b * a.block_bytes, a.block_bytes);
-    code("  " + emit::dma_load(emit::Desc{d}, reg(0), reg(0), emit::flag(1)));
+    code("  " + emit::dma_load(emit::Desc{d}, hbm_base(hbm), reg(0), emit::flag(1)));
     code("  " + emit::wait(emit::flag(1)));
   }
 }
@@ -35,7 +35,7 @@ void Codegen::store_rows(const Act& a, uint64_t hbm, uint64_t esz) {
     uint64_t fw = std::min<uint64_t>(R_, a.features - b * R_);
     std::string d = new_desc(fmt::format("bytes={} src_off={} dst_off={} dim=[{}, {}, {}]", fw * esz, a.base + b * a.block_bytes,
                                          hbm + b * R_ * esz, a.rows, R_ * esz, a.features * esz));
-    code("  " + emit::dma_store(emit::Desc{d}, reg(0), reg(0), emit::flag(1)));
+    code("  " + emit::dma_store(emit::Desc{d}, reg(0), hbm_base(hbm), emit::flag(1)));
     code("  " + emit::wait(emit::flag(1)));
   }
 }

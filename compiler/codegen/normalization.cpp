@@ -272,7 +272,7 @@ void Codegen::gen_softmax(tpu::SoftmaxOp op) {
         if (fw < C_) clear(v, span);
         std::string d = new_desc(fmt::format("bytes={} src_off={} dst_off={} dim=[{}, {}, {}]", fw * 4,
                                              fp32_in->second + (r0 * x.features + b * C_) * 4, v, n, x.features * 4, row32));
-        code("  " + emit::dma_load(emit::Desc{d}, reg(0), reg(0), emit::flag(1)));
+        code("  " + emit::dma_load(emit::Desc{d}, hbm_base(fp32_in->second), reg(0), emit::flag(1)));
         code("  " + emit::wait(emit::flag(1)));
         code("  " + emit::li(reg(2), int64_t(v)));
       } else {

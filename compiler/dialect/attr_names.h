@@ -19,5 +19,9 @@ inline constexpr llvm::StringLiteral kIntHiAttr = "vtpu.int_hi";
 // On @main: the empty (0-element) inputs and outputs, which have no arguments or results, as
 // [role, name, dims, integer] arrays.
 inline constexpr llvm::StringLiteral kEmptyTensorsAttr = "vtpu.empty_tensors";
+// On @main, set by the pipeline when the whole batch does not fit the unified buffer
+// (compiler/pipeline/batch_chunks.cpp): @main is one chunk of the batch, and the program runs
+// it this many times over consecutive slices of every input and output (an IntegerAttr).
+inline constexpr llvm::StringLiteral kBatchChunksAttr = "vtpu.batch_chunks";
 
 }  // namespace vtpu::tpu

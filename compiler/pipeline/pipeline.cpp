@@ -112,12 +112,24 @@ CompileResult compile_onnx(const std::filesystem::path& model, const config::Con
   CompileOptions generating = options;
   generating.progress = [step = report("codegen", calibrated, 1.0)](const std::string&, double done) { step(done); };
   report("codegen", calibrated, calibrated)(0);
-  CompileResult r = generate_program(front.module(), cfg, generating, scales);
-  r.mlir = std::move(mlir_text);
+  std::vector<float> ordered;
   for (const void* v : order) {
     auto it = scales.find(v);
-    r.calibration_scales.push_back(it == scales.end() ? std::nanf("") : it->second);
+    ordered.push_back(it == scales.end() ? std::nanf("") : it->second);
   }
+  CompileResult r;
+  try {
+    r = generate_program(front.module(), cfg, generating, scales);
+  } catch (const DoesNotFitError& e) {
+    // The whole batch does not fit the unified buffer: in chunks, if its samples stay apart.
+    auto fn = front.main();
+    auto first = fn.getNumArguments() ? mlir::cast<mlir::RankedTensorType>(fn.getArgument(0).getType()) : nullptr;
+    int64_t batch = first && first.getRank() ? first.getShape()[0] : 0;
+    if (e.key() != "core.unified_buffer.bytes" || !why_samples_mix(fn, batch).empty()) throw;
+    r = compile_in_chunks(model, cfg, options, generating, batch, ordered, e);
+  }
+  r.mlir = std::move(mlir_text);
+  r.calibration_scales = std::move(ordered);
   return r;
 }
 

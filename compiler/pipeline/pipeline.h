@@ -72,4 +72,15 @@ std::map<const void*, float> calibrate(mlir::ModuleOp module, const CompileOptio
 // (CompileOptions/CompileResult::calibration_scales).
 std::vector<const void*> value_order(mlir::func::FuncOp fn);
 
+// A batch in chunks (batch_chunks.cpp). Why @main, at batch `batch`, cannot run as chunks of
+// its batch (a value or op that mixes samples, an output that is not per sample), or "" when
+// it can.
+std::string why_samples_mix(mlir::func::FuncOp fn, int64_t batch);
+// The model compiled for the largest chunk of `batch` that fits, run once per chunk; `scales`
+// are the whole batch's in value_order (INT8), `whole` the whole batch's error, thrown again
+// (with the one-sample error) when no chunk fits.
+CompileResult compile_in_chunks(const std::filesystem::path& model, const config::Config& cfg, const CompileOptions& options,
+                                const CompileOptions& generating, int64_t batch, const std::vector<float>& scales,
+                                const DoesNotFitError& whole);
+
 }  // namespace vtpu::compiler

@@ -1,0 +1,138 @@
+// A batch larger than the unified buffer holds (docs/compiler.md, "Batches larger than the
+// unified buffer"): when code generation of the whole batch runs out of unified buffer, the
+// model is compiled again for the largest chunk of the batch that fits, and the program runs
+// that chunk's code once per chunk over consecutive slices of the inputs and outputs
+// (codegen/batch_chunks.cpp). A limit of the chip costs time (weights are loaded once per
+// chunk) instead of failing. Only when the samples stay apart in every op (samples_apart):
+// otherwise the whole batch's error stands (why_samples_mix says why).
+#include <fmt/format.h>
+
+#include <cmath>
+#include <optional>
+
+#include "codegen/codegen.h"
+#include "dialect/attr_names.h"
+#include "dialect/tpu_dialect.h"
+#include "mlir/Dialect/Tosa/IR/TosaOps.h"
+#include "pipeline/pipeline.h"
+
+namespace vtpu::compiler {
+namespace {
+
+int64_t dim0(mlir::Value v) {
+  auto t = mlir::cast<mlir::RankedTensorType>(v.getType());
+  return t.getRank() ? t.getShape()[0] : -1;
+}
+
+}  // namespace
+
+std::string why_samples_mix(mlir::func::FuncOp fn, int64_t batch) {
+  if (batch < 2) return "the batch is 1";
+  if (fn->hasAttr(tpu::kEmptyTensorsAttr)) return "the model has empty inputs or outputs";
+  for (mlir::BlockArgument a : fn.getArguments())
+    if (dim0(a) != batch) return fmt::format("an input's first dimension is {}, not the batch", dim0(a));
+  std::string why;
+  fn.walk([&](mlir::Operation* op) {
+    if (!why.empty() || mlir::isa<mlir::func::FuncOp>(op) || mlir::isa<mlir::tosa::ConstOp>(op)) return;
+    std::string name = op->getName().getStringRef().str();
+    if (auto ret = mlir::dyn_cast<mlir::func::ReturnOp>(op)) {
+      for (mlir::Value v : ret.getOperands())
+        if (v.getDefiningOp<mlir::tosa::ConstOp>() || dim0(v) != batch)
+          why = "an output is a constant or does not have the batch as its first dimension";
+      return;
+    }
+    // Every value is a block of rows per sample, in sample order: a first dimension that the
+    // batch divides, and no op that moves rows between samples.
+    for (mlir::Value r : op->getResults())
+      if (dim0(r) < 1 || dim0(r) % batch)
+        why = fmt::format("{} makes a value whose first dimension ({}) the batch does not divide", name, dim0(r));
+    if (auto t = mlir::dyn_cast<tpu::TransposeOp>(op); t && t.getPerm()[0] != 0)
+      why = "a transpose moves the batch dimension";
+    if (auto c = mlir::dyn_cast<tpu::ConcatOp>(op); c && c.getAxis() == 0) why = "a concat joins along the batch dimension";
+    if (auto s = mlir::dyn_cast<tpu::SliceOp>(op); s && (s.getStart()[0] != 0 || dim0(s.getOutput()) != dim0(s.getInput())))
+      why = "a slice cuts the batch dimension";
+    if (auto b = mlir::dyn_cast<tpu::BroadcastOp>(op); b && dim0(b.getInput()) != dim0(b.getOutput()))
+      why = "a broadcast repeats along the batch dimension";
+    if (mlir::isa<tpu::PoolArgmaxOp>(op)) why = "MaxPool's indices count over the whole batch";
+  });
+  return why;
+}
+
+namespace {
+
+// One attempt: the model compiled for chunks of n; nothing when they do not fit the unified
+// buffer either (`error` says why).
+std::optional<CompileResult> chunks_of(const std::filesystem::path& model, const config::Config& cfg,
+                                       const CompileOptions& options, const CompileOptions& generating, int64_t batch,
+                                       int64_t n, const std::vector<float>& scales, const DoesNotFitError& whole,
+                                       std::string& error) {
+  CompileOptions o = options;
+  o.batch = n;
+  o.calibration.clear();
+  o.calibration_scales = scales;
+  Frontend front(model, o);
+  try {
+    front.import();
+    front.lower();
+  } catch (const CompileError&) {
+    throw whole;  // a model that cannot be imported at a smaller batch (a constant with the batch in its shape)
+  }
+  mlir::func::FuncOp fn = front.main();
+  fn->setAttr(tpu::kBatchChunksAttr, mlir::IntegerAttr::get(mlir::IntegerType::get(fn->getContext(), 64), batch / n));
+  std::map<const void*, float> by_value;
+  if (options.precision == Precision::Int8) {
+    std::vector<const void*> order = value_order(fn);
+    if (order.size() != scales.size())
+      throw InternalError(fmt::format("{}: the model at batch {} has {} values, at batch {} {}", model.string(), n,
+                                      order.size(), batch, scales.size()));
+    for (size_t i = 0; i < order.size(); ++i)
+      if (!std::isnan(scales[i])) by_value[order[i]] = scales[i];
+  }
+  try {
+    CompileResult r = generate_program(front.module(), cfg, generating, by_value);
+    r.calibration_scales = scales;
+    // The bounds are the whole batch's: each layer's code runs once per chunk.
+    for (LayerBound& b : r.bounds) {
+      for (uint64_t* f : {&b.macs, &b.hbm_bytes, &b.weight_tiles, &b.compute_cycles, &b.memory_cycles, &b.weight_path_cycles})
+        *f *= uint64_t(batch / n);
+      if (!b.shape.empty()) b.shape[0] *= batch / n;
+    }
+    return r;
+  } catch (const DoesNotFitError& e) {
+    if (e.key() != "core.unified_buffer.bytes")  // another limit, met only once the batch is cut
+      throw DoesNotFitError(e.key(), e.needed(), e.available(),
+                            fmt::format("{} (the batch of {} does not fit the unified buffer whole; this is with it in "
+                                        "{} chunks of {})",
+                                        e.what(), batch, batch / n, n));
+    error = e.what();
+    return std::nullopt;
+  }
+}
+
+}  // namespace
+
+CompileResult compile_in_chunks(const std::filesystem::path& model, const config::Config& cfg, const CompileOptions& options,
+                                const CompileOptions& generating, int64_t batch, const std::vector<float>& scales,
+                                const DoesNotFitError& whole) {
+  // The largest chunk that fits, among the divisors of the batch below it, by bisection: the
+  // unified buffer a chunk needs grows with its size.
+  std::vector<int64_t> sizes;
+  for (int64_t n = 1; n < batch; ++n)
+    if (batch % n == 0) sizes.push_back(n);
+  std::optional<CompileResult> best;
+  std::string error;
+  for (size_t lo = 0, hi = sizes.size(); lo < hi;) {
+    size_t mid = (lo + hi) / 2;
+    if (auto r = chunks_of(model, cfg, options, generating, batch, sizes[mid], scales, whole, error)) {
+      best = std::move(r);
+      lo = mid + 1;
+    } else {
+      hi = mid;
+    }
+  }
+  if (best) return std::move(*best);
+  throw DoesNotFitError(whole.key(), whole.needed(), whole.available(),
+                        fmt::format("{} (one sample at a time does not fit either: {})", whole.what(), error));
+}
+
+}  // namespace vtpu::compiler

@@ -1,0 +1,139 @@
+// A batch larger than the unified buffer runs in chunks (compiler/pipeline/batch_chunks.cpp,
+// codegen/batch_chunks.cpp): the program of the whole batch gives, chunk by chunk, the same
+// bytes as the program of one chunk compiled alone with the same INT8 scales, and takes about
+// as many cycles as that program once per chunk. Models whose samples mix keep the error.
+#include <unistd.h>
+
+#include "e2e_fixture.h"
+#include "vtpu/models/zoo.h"
+
+namespace vtpu::compiler {
+namespace {
+
+struct SimRun {
+  uint64_t cycles = 0;
+  std::string output;
+  std::string error;
+};
+
+SimRun run_program(const config::Config& cfg, const isa::Program& p, const std::map<std::string, std::vector<uint8_t>>& in,
+                const std::string& out) {
+  std::string got = run_in_child(
+      [&] {
+        auto res = sim::simulate(cfg, p, in);
+        const auto& o = res.outputs.at(out);
+        std::string r = "OK";
+        r.append(reinterpret_cast<const char*>(&res.stats.total_cycles), 8);
+        return r + std::string(o.begin(), o.end());
+      },
+      [](const std::exception& e) { return std::string("ER") + e.what(); }, "ERthe simulation crashed");
+  SimRun r;
+  if (got.substr(0, 2) != "OK") {
+    r.error = got.substr(2);
+    return r;
+  }
+  std::memcpy(&r.cycles, got.data() + 2, 8);
+  r.output = got.substr(10);
+  return r;
+}
+
+const isa::TensorInfo& only(const isa::Program& p, isa::TensorRole role) {
+  const isa::TensorInfo* found = nullptr;
+  for (const auto& t : p.tensors)
+    if (t.role == role) {
+      EXPECT_EQ(found, nullptr) << "more than one tensor of that role";
+      found = &t;
+    }
+  if (!found) throw std::runtime_error("no tensor of that role");
+  return *found;
+}
+
+// The chunk count the program loops over ("li r31, K" before the loop's label), 1 for none.
+int64_t chunks_of(const std::string& assembly) {
+  size_t at = assembly.find("\nbatch_chunk:");
+  if (at == std::string::npos) return 1;
+  size_t line = assembly.rfind("li r31, ", at);
+  return line == std::string::npos ? -1 : std::stoll(assembly.substr(line + 8));
+}
+
+TEST(BatchChunks, ABatchLargerThanTheUnifiedBufferRunsChunkByChunkAsOneChunkAlone) {
+  auto lenet = models::materialize("lenet5", models::default_dir());
+  config::Config cfg = config::load_preset("tiny-16x16");  // 256 KiB: LeNet-5 at batch 16 does not fit
+  const int64_t batch = 16;
+  for (Precision precision : {Precision::Int8, Precision::Bf16}) {
+    SCOPED_TRACE(precision == Precision::Int8 ? "int8" : "bf16");
+    CompileOptions o;
+    o.precision = precision;
+    o.batch = batch;
+    CompileResult whole = compile_onnx(lenet, cfg, o);
+    int64_t k = chunks_of(whole.assembly);
+    ASSERT_GT(k, 1) << "the batch fits whole: the test needs a batch that does not";
+    ASSERT_EQ(batch % k, 0);
+    const int64_t n = batch / k;
+    const isa::TensorInfo& x = only(whole.program, isa::TensorRole::Input);
+    const isa::TensorInfo& y = only(whole.program, isa::TensorRole::Output);
+    EXPECT_EQ(x.shape[0], batch);
+    EXPECT_EQ(y.shape[0], batch);
+
+    // One chunk compiled alone, with the whole batch's INT8 scales: it fits without chunks.
+    CompileOptions oc = o;
+    oc.batch = n;
+    oc.calibration_scales = whole.calibration_scales;
+    CompileResult part = compile_onnx(lenet, cfg, oc);
+    EXPECT_EQ(chunks_of(part.assembly), 1);
+    const isa::TensorInfo& xp = only(part.program, isa::TensorRole::Input);
+    EXPECT_EQ(xp.quant_scale, x.quant_scale);
+
+    Vec in = uniform_values(size_t(x.bytes() / isa::dtype_bytes(x.dtype)), 7, 1000.0f);
+    SimRun all = run_program(cfg, whole.program, {{x.name, encode(whole.program, x.name, in)}}, y.name);
+    ASSERT_TRUE(all.error.empty()) << all.error;
+    ASSERT_EQ(all.output.size(), y.bytes());
+    size_t in_per = in.size() / size_t(k), out_per = all.output.size() / size_t(k);
+    uint64_t parts_cycles = 0;
+    for (int64_t c = 0; c < k; ++c) {
+      Vec slice(in.begin() + long(size_t(c) * in_per), in.begin() + long(size_t(c + 1) * in_per));
+      SimRun one = run_program(cfg, part.program, {{xp.name, encode(part.program, xp.name, slice)}}, y.name);
+      ASSERT_TRUE(one.error.empty()) << one.error;
+      EXPECT_EQ(one.output, all.output.substr(size_t(c) * out_per, out_per)) << "chunk " << c << " of " << k;
+      parts_cycles += one.cycles;
+    }
+    // The same code per chunk, plus a bundle or two of loop per chunk.
+    EXPECT_GE(all.cycles, parts_cycles * 95 / 100);
+    EXPECT_LE(all.cycles, parts_cycles * 105 / 100);
+  }
+}
+
+TEST(BatchChunks, SamplesThatMixKeepTheWholeBatchsError) {
+  // A concat along the batch: each chunk's output would not be a slice of the whole's.
+  OnnxBuilder m;
+  m.input("x", {8, 16384});
+  OnnxBuilder::attr(m.node("Concat", "cat", {"x", "x"}, {"y"}), "axis", int64_t(0));
+  m.output("y", {16, 16384});
+  auto path = m.save("vtpu_chunks_concat_" + std::to_string(::getpid()) + ".onnx");
+  config::Config cfg = config::load_preset("tiny-16x16");
+  try {
+    compile_onnx(path, cfg, {});
+    FAIL() << "the concat's output fit a 256 KiB unified buffer";
+  } catch (const DoesNotFitError& e) {
+    EXPECT_EQ(e.key(), "core.unified_buffer.bytes");
+    EXPECT_EQ(std::string(e.what()).find("one sample at a time"), std::string::npos) << e.what();
+  }
+}
+
+TEST(BatchChunks, WhenOneSampleDoesNotFitTheErrorSaysSo) {
+  auto lenet = models::materialize("lenet5", models::default_dir());
+  config::Config cfg = config::load_preset("tiny-16x16");
+  cfg.core.unified_buffer.bytes = 16 * 1024;
+  CompileOptions o;
+  o.batch = 4;
+  try {
+    compile_onnx(lenet, cfg, o);
+    FAIL() << "16 KiB of unified buffer should not hold one sample of LeNet-5";
+  } catch (const DoesNotFitError& e) {
+    EXPECT_EQ(e.key(), "core.unified_buffer.bytes");
+    EXPECT_NE(std::string(e.what()).find("one sample at a time does not fit either"), std::string::npos) << e.what();
+  }
+}
+
+}  // namespace
+}  // namespace vtpu::compiler
