@@ -123,28 +123,25 @@ class Cutter {
   // A GraphProto: its initializers cut, everything else copied (subgraphs in attributes
   // included, untouched).
   bool graph(Cursor c, std::string& out) {
-    Field f;
-    bool bad = false;
-    while (next_field(c, f, bad)) {
-      if (f.number == kGraphInitializer && f.wire == kBytes) {
-        std::string t;
-        if (!tensor({f.payload, f.end}, t)) return false;
-        put_bytes_field(out, kGraphInitializer, t);
-      } else {
-        out.append(reinterpret_cast<const char*>(f.begin), size_t(f.end - f.begin));
-      }
-    }
-    return !bad;
+    return rewrite(c, out, kGraphInitializer, [this](Cursor t, std::string& o) { return tensor(t, o); });
+  }
+  // A ModelProto: its graph cut.
+  bool model(Cursor c, std::string& out) {
+    return rewrite(c, out, kModelGraph, [this](Cursor g, std::string& o) { return graph(g, o); });
   }
 
-  bool model(Cursor c, std::string& out) {
+ private:
+  // A message's fields copied as they are, but for the length-delimited field `number`,
+  // which `inner` rewrites.
+  template <typename Inner>
+  static bool rewrite(Cursor c, std::string& out, uint32_t number, const Inner& inner) {
     Field f;
     bool bad = false;
     while (next_field(c, f, bad)) {
-      if (f.number == kModelGraph && f.wire == kBytes) {
-        std::string g;
-        if (!graph({f.payload, f.end}, g)) return false;
-        put_bytes_field(out, kModelGraph, g);
+      if (f.number == number && f.wire == kBytes) {
+        std::string sub;
+        if (!inner(Cursor{f.payload, f.end}, sub)) return false;
+        put_bytes_field(out, number, sub);
       } else {
         out.append(reinterpret_cast<const char*>(f.begin), size_t(f.end - f.begin));
       }
