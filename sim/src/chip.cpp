@@ -11,10 +11,6 @@
 
 #include "energy.h"
 
-// Debian's SystemC links a main() that calls sc_main; vtpu's tools have their own main and
-// drive the kernel through vtpu::sim::simulate, so this one only satisfies the linker.
-int sc_main(int, char**) { return 3; }
-
 namespace vtpu::sim {
 namespace detail {
 
