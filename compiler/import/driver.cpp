@@ -23,7 +23,9 @@ namespace vtpu::compiler::onnx_import {
 mlir::OwningOpRef<mlir::ModuleOp> Importer::run() {
   load();
   validate_onnx(file_.proto(), path_, opt_.batch, &file_.outside());  // compiler/validate: nothing below sees a model onnxruntime would refuse
-  auto module = mlir::ModuleOp::create(b_.getUnknownLoc());
+  // Owned from here: a user error thrown below (an unsupported node, a bad attribute) must
+  // not leak the half-built module.
+  mlir::OwningOpRef<mlir::ModuleOp> module = mlir::ModuleOp::create(b_.getUnknownLoc());
   // The initializers' values, each read once; the proto's bytes (small initializers; large
   // ones are read from the mapped file, model_file.h) are released as they are read.
   for (auto& init : *file_.proto().mutable_graph()->mutable_initializer()) {
@@ -33,7 +35,7 @@ mlir::OwningOpRef<mlir::ModuleOp> Importer::run() {
       init.clear_raw_data();
     }
   }
-  mlir::func::FuncOp fn = declare_inputs(module);
+  mlir::func::FuncOp fn = declare_inputs(*module);
   // A constant is released once the last node that reads it is imported: a layer's weights
   // are not held as floats beside their MLIR attribute (ResNet-50: 100 MB less memory to
   // touch). Graph outputs are kept: collect_outputs reads them at the end.
@@ -52,7 +54,7 @@ mlir::OwningOpRef<mlir::ModuleOp> Importer::run() {
   remove_unused(&fn.getBody().front());
   fn.setType(b_.getFunctionType(fn.getArgumentTypes(), outs.types));
   annotate(fn, outs);
-  if (mlir::failed(mlir::verify(module)))
+  if (mlir::failed(mlir::verify(*module)))
     throw InternalError("the importer built invalid TOSA for " + path_.string());
   return module;
 }
