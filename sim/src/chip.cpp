@@ -10,6 +10,7 @@
 #include <tlm_utils/tlm_quantumkeeper.h>
 
 #include "energy.h"
+#include "kernel_run.h"
 
 namespace vtpu::sim {
 namespace detail {
@@ -83,6 +84,7 @@ void Chip::sequencer() {
   }
   if (on_end_) on_end_();
   else sc_core::sc_stop();
+  end_thread();
 }
 
 namespace {
@@ -179,7 +181,7 @@ RunResult simulate(const config::Config& cfg, const isa::Program& prog,
   chip->dma_socket.bind(hbm->socket);
   load_memory(*hbm, cfg, prog, inputs, opt.timing_only);
 
-  sc_core::sc_start();
+  run_kernel();
   if (chip->error) std::rethrow_exception(chip->error);
   if (!chip->finished) throw InternalError("the simulation ended before the program halted");
 

@@ -11,6 +11,7 @@
 #include "chip.h"
 #include "energy.h"
 #include "network.h"
+#include "kernel_run.h"
 #include "vtpu/sim/system.h"
 
 namespace vtpu::sim {
@@ -227,6 +228,7 @@ void System::coordinator() {
     error_ = std::current_exception();
   }
   sc_core::sc_stop();
+  end_thread();
 }
 
 void System::skip_while_idle() {
@@ -345,7 +347,7 @@ SystemResult simulate_system(const config::Config& cfg, const std::vector<ChipRu
   }
   sc_core::sc_time period = start_kernel(cfg);
   auto sys = std::make_unique<System>("system", cfg, chips, opt, period);
-  sc_core::sc_start();
+  run_kernel();
   return sys->finish(chips);
 }
 
