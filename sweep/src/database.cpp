@@ -123,6 +123,10 @@ Database::Database(const std::filesystem::path& path, bool read_only) : path_(pa
     sqlite3_close(db_);
     db_ = nullptr;
     throw UserError(fmt::format("{}: not a vtpu sweep database, or one of another version ({})", path.string(), e.what()));
+  } catch (...) {  // a UserError of exec() or step(), e.g. a file that is not SQLite: no destructor will close it
+    sqlite3_close(db_);
+    db_ = nullptr;
+    throw;
   }
 }
 
