@@ -13,9 +13,10 @@
 // ("ASan is ignoring requested __asan_handle_no_return"), and the stale redzones it leaves
 // end the run with a false stack-buffer-overflow. So, under ASan only:
 //  - run_kernel() gives ASan the main stack's bounds back when sc_start() returns;
-//  - end_thread(), a thread body's last statement, waits on an event nothing notifies
-//    instead of returning, so SystemC leaves the thread through an annotated switch. Nothing
-//    waits for a thread to end (the simulation stops by sc_stop), so results are the same.
+//  - end_thread(), a thread body's last statement, waits for ever (wait() in a thread with
+//    no static sensitivity) instead of returning, so SystemC leaves the thread through an
+//    annotated switch. Nothing waits for a thread to end (the simulation stops by sc_stop),
+//    so results are the same.
 // ASan's fake stacks (detect_stack_use_after_return) do not survive SystemC's switches
 // either: run the sanitizer build with detect_stack_use_after_return=0 (its default).
 // Without ASan, run_kernel() is sc_start() and end_thread() does nothing.
@@ -58,8 +59,7 @@ inline void run_kernel() {
 // The last statement of a thread body (SC_THREAD).
 inline void end_thread() {
 #ifdef VTPU_ASAN_STACKS
-  sc_core::sc_event never;
-  sc_core::wait(never);
+  sc_core::wait();  // no static sensitivity: never resumed, and no event holds it (LeakSanitizer)
 #endif
 }
 
