@@ -55,14 +55,23 @@ class Runner:
         self.vtpu = os.path.abspath(os.path.join(args.build, "bin", "vtpu"))
         self.timeout = args.timeout
         self.mem = args.mem_gb << 30
+        # An AddressSanitizer build (the asan-ubsan preset) reserves terabytes of address space
+        # for its shadow and cannot start under RLIMIT_AS: ASan's own RSS limit bounds it instead.
+        with open(self.vtpu, "rb") as f:
+            self.asan = b"libasan.so" in f.read(1 << 20)
+        self.asan_options = "detect_leaks=1"
+        if self.asan:
+            self.asan_options += ":detect_stack_use_after_return=0:exitcode=86"
+            if self.mem:
+                self.asan_options += ":hard_rss_limit_mb=%d" % (self.mem >> 20)
 
     def _limits(self):
         os.setsid()
-        if self.mem:
+        if self.mem and not self.asan:
             resource.setrlimit(resource.RLIMIT_AS, (self.mem, self.mem))
 
     def run(self, argv, cwd, timeout=None, stdout=None):
-        env = dict(os.environ, SYSTEMC_DISABLE_COPYRIGHT_MESSAGE="1", ASAN_OPTIONS="detect_leaks=1",
+        env = dict(os.environ, SYSTEMC_DISABLE_COPYRIGHT_MESSAGE="1", ASAN_OPTIONS=self.asan_options,
                    VTPU_MODEL_DIR=os.path.join(cwd, "zoo"))
         p = subprocess.Popen([self.vtpu] + argv, cwd=cwd, env=env, stdout=stdout or subprocess.PIPE,
                              stderr=subprocess.PIPE, preexec_fn=self._limits)
