@@ -38,7 +38,21 @@ CliResult vtpu(const std::string& args, const std::string& env = "") {
   return r;
 }
 
-[[maybe_unused]] fs::path tmp(const std::string& name) { return fs::temp_directory_path() / name; }
+// A scratch file of this test process: its own directory, removed at exit, so two suites
+// (release and asan-ubsan, say) running at once never share a file.
+struct TestDir {
+  pid_t owner = ::getpid();
+  fs::path path = fs::temp_directory_path() / ("vtpu-cli-" + std::to_string(owner));
+  TestDir() { fs::create_directories(path); }
+  ~TestDir() {
+    std::error_code ec;
+    if (::getpid() == owner) fs::remove_all(path, ec);  // not from a forked child
+  }
+};
+[[maybe_unused]] fs::path tmp(const std::string& name) {
+  static const TestDir dir;
+  return dir.path / name;
+}
 
 // A directory of this test process's own (tests of several checkouts may run at once).
 [[maybe_unused]] fs::path scratch(const std::string& name) {
