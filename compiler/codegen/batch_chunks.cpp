@@ -10,9 +10,9 @@
 namespace vtpu::compiler::codegen {
 namespace {
 
-// Registers the chunk loop owns. Code generation uses r0..r9 for addresses, r10 + m and
-// r16 + m for MXU m's operand and weight-FIFO bases (scheduler.cpp, embedding.cpp): the bases
-// of the inputs and outputs count down from r30 to the first above those, r31 counts passes.
+// Registers the chunk loop owns (codegen_internal.h says who uses which): the bases of the
+// inputs and outputs count down from r30 to the first above the MXUs' weight-FIFO registers,
+// r31 counts passes.
 constexpr unsigned kTopBaseReg = 30, kPassReg = 31;
 const char* const kChunkLabel = "batch_chunk";
 
@@ -27,19 +27,19 @@ void Codegen::chunks_of(mlir::func::FuncOp fn) {
 uint64_t Codegen::io_alloc(uint64_t chunk_bytes, const std::string& name) {
   uint64_t at = hbm_alloc(chunk_bytes * batch_chunks_);
   if (batch_chunks_ == 1) return at;
-  unsigned lowest = 16 + unsigned(cfg_.core.mxu.count), r = kTopBaseReg - unsigned(io_regions_.size());
+  unsigned lowest = kWfifoRegs + unsigned(cfg_.core.mxu.count), r = kTopBaseReg - unsigned(io_regions_.size());
   if (r < lowest || r > kTopBaseReg)
     throw CompileError(fmt::format("the batch does not fit the unified buffer, and running it in chunks needs a register "
                                    "per input and output: the model has more than the {} this config leaves (at '{}'); "
                                    "use a smaller batch or a larger unified buffer",
                                    kTopBaseReg + 1 - std::min(lowest, kTopBaseReg + 1), name));
-  io_regions_.push_back({at, at + chunk_bytes, r, chunk_bytes});
+  io_regions_.push_back({at, chunk_bytes, r});
   return at;
 }
 
 emit::Reg Codegen::hbm_base(uint64_t hbm) const {
   for (const IoRegion& io : io_regions_)
-    if (hbm >= io.begin && hbm < io.end) return reg(io.reg);
+    if (hbm >= io.begin && hbm < io.begin + io.chunk_bytes) return reg(io.reg);
   return reg(0);
 }
 

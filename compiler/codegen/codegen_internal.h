@@ -76,6 +76,11 @@ inline std::string with_flag(std::string text, int f) {
   return text;
 }
 inline emit::Reg reg(unsigned n) { return {n}; }
+// Scalar registers by use: r0..r9 addresses of the op at hand; MXU m's operand base
+// r(kOperandRegs + m) and weight-FIFO source r(kWfifoRegs + m) (scheduler.cpp, embedding.cpp);
+// the registers from kWfifoRegs + MXUs up are free for the batch-chunk loop (batch_chunks.cpp).
+inline constexpr unsigned kOperandRegs = 10, kWfifoRegs = 16;
+inline emit::Reg wfifo_reg(uint64_t m) { return reg(kWfifoRegs + unsigned(m)); }
 // A unified-buffer or accumulator operand at an address given as text: "rN+offset" from
 // addr_ref/reg_ref, or a placeholder filled in later ("{S}").
 inline emit::Mem ub_ref(const std::string& addr) { return emit::ub(emit::Addr{addr}); }
@@ -526,9 +531,8 @@ class Codegen {
   std::optional<size_t> hoist_at_;  // where in code_ the last stream issued its last matmul (run_blocks)
   uint64_t batch_chunks_ = 1;  // passes of the body (batch_chunks.cpp)
   struct IoRegion {
-    uint64_t begin, end;  // the first chunk's bytes of an input or output tensor
-    unsigned reg;         // its base register
-    uint64_t chunk_bytes;
+    uint64_t begin, chunk_bytes;  // the first chunk's bytes of an input or output tensor
+    unsigned reg;                 // its base register
   };
   std::vector<IoRegion> io_regions_;
   // Weight loads emitted (mxu.wload), and where the last bound row's count ended; tiles and

@@ -286,8 +286,8 @@ class EmbeddingLookup {
     cg_.hoist_at_.reset();  // MXU work outside run_blocks: no later prologue may move before it
     for (uint64_t m = 0; m < nm_; ++m) {  // two tiles into each FIFO, one into each shadow
       for (size_t t = 0; t < std::min<size_t>(2, stream[m].size()); ++t) {
-        cg_.code("  " + emit::li(reg(16 + m), int64_t(tile_of(*stream[m][t]).addr)));
-        cg_.code("  " + emit::dma_wfifo(emit::Desc{tile_of(*stream[m][t]).desc}, reg(16 + m), m));
+        cg_.code("  " + emit::li(wfifo_reg(m), int64_t(tile_of(*stream[m][t]).addr)));
+        cg_.code("  " + emit::dma_wfifo(emit::Desc{tile_of(*stream[m][t]).desc}, wfifo_reg(m), m));
       }
       if (!stream[m].empty()) cg_.code("  " + emit::mxu_wload(m)), ++cg_.wloads_;
     }
@@ -301,13 +301,13 @@ class EmbeddingLookup {
           size_t t = pos[m]++;
           uint64_t s = mm.item / nb_, slot = mm.item / nm_ - p0;
           std::string op = emit::mxu_matmul(
-              m, emit::Addr{cg_.addr_ref(hot_ + mm.k * bb_, 10 + int(m))}, emit::addr(0, slot * T_), T_, cg_.dtype_, std::nullopt,
+              m, emit::Addr{cg_.addr_ref(hot_ + mm.k * bb_, int(kOperandRegs + m))}, emit::addr(0, slot * T_), T_, cg_.dtype_, std::nullopt,
               mm.k > k_start_[s] ? std::optional(true) : std::nullopt, true,
               t + 1 == stream[m].size() ? std::optional(emit::flag(FlagPlan::mxu(m))) : std::nullopt);
           if (t + 1 < stream[m].size()) op += " || " + emit::mxu_wload(m), ++cg_.wloads_;
           if (t + 2 < stream[m].size()) {
-            cg_.code("  " + emit::li(reg(16 + m), int64_t(tile_of(*stream[m][t + 2]).addr)));
-            op += " || " + emit::dma_wfifo(emit::Desc{tile_of(*stream[m][t + 2]).desc}, reg(16 + m), m);
+            cg_.code("  " + emit::li(wfifo_reg(m), int64_t(tile_of(*stream[m][t + 2]).addr)));
+            op += " || " + emit::dma_wfifo(emit::Desc{tile_of(*stream[m][t + 2]).desc}, wfifo_reg(m), m);
           }
           cg_.code("  " + op);
         }

@@ -111,8 +111,8 @@ class StreamScheduler {
       const Stream& s = streams_[m];
       for (size_t i = 0; i < std::min<size_t>(2, s.tiles.size()); ++i) {
         const TileRef& t = blocks_[s.tiles[i].first].groups[s.tiles[i].second].tile;
-        prologue += "  " + emit::li(reg(16 + m), int64_t(t.addr)) + "\n";
-        prologue += "  " + emit::dma_wfifo({t.desc}, reg(16 + m), m) + "\n";
+        prologue += "  " + emit::li(wfifo_reg(m), int64_t(t.addr)) + "\n";
+        prologue += "  " + emit::dma_wfifo({t.desc}, wfifo_reg(m), m) + "\n";
       }
       if (!s.tiles.empty()) prologue += "  " + emit::mxu_wload(m) + "\n", ++wloads;
       tiles += std::min<size_t>(2, s.tiles.size());
@@ -196,7 +196,7 @@ class StreamScheduler {
     bool last = gi + 1 == blocks_[bi].groups.size() && k + 1 == grp.steps.size();
     uint64_t issue = std::max({now_, mxu_free_[m], k == 0 ? shifted_[m] : 0});
     if (slotted_ || side_work_) slot_in(issue, !slotted_);
-    std::string src = cg_.addr_ref(st.src, 10 + int(m));
+    std::string src = cg_.addr_ref(st.src, int(kOperandRegs + m));
     if (st.src > 0xFFFFFF) bundle(now_);
     auto opt = [](bool on) { return on ? std::optional(true) : std::nullopt; };
     std::string op = emit::mxu_matmul(m, {src}, emit::addr(0, base + st.acc_row), st.rows, cg_.dtype_,
@@ -208,9 +208,9 @@ class StreamScheduler {
         auto [b2, g2] = s.tiles[tile_pos_[m] + 2];
         const TileRef& t = blocks_[b2].groups[g2].tile;
         // The address goes into a register one bundle ahead (read before write).
-        cg_.code("  " + emit::li(reg(16 + m), int64_t(t.addr)));
+        cg_.code("  " + emit::li(wfifo_reg(m), int64_t(t.addr)));
         bundle(now_);
-        op += " || " + emit::dma_wfifo({t.desc}, reg(16 + m), m);
+        op += " || " + emit::dma_wfifo({t.desc}, wfifo_reg(m), m);
       }
     }
     cg_.code("  " + op);

@@ -156,10 +156,7 @@ ModelFile::~ModelFile() {
   if (map_) ::munmap(const_cast<uint8_t*>(map_), map_size_);
 }
 
-std::string_view ModelFile::raw_data(const onnx::TensorProto& t) const {
-  auto it = outside_.find(&t);
-  return it != outside_.end() ? it->second : std::string_view(t.raw_data());
-}
+std::string_view ModelFile::raw_data(const onnx::TensorProto& t) const { return raw_data_of(t, &outside_); }
 
 bool ModelFile::read_mapped(const std::filesystem::path& path) {
   int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);

@@ -10,11 +10,7 @@
 namespace vtpu::compiler {
 namespace validate {
 
-std::string_view Ctx::raw_data(const onnx::TensorProto& t) const {
-  if (outside)
-    if (auto it = outside->find(&t); it != outside->end()) return it->second;
-  return t.raw_data();
-}
+std::string_view Ctx::raw_data(const onnx::TensorProto& t) const { return raw_data_of(t, outside); }
 
 void Ctx::fail(const std::string& where, const std::string& what) const {
   throw CompileError(fmt::format("{}: {}{}{}", path.string(), where, where.empty() ? "" : ": ", what));
@@ -79,6 +75,12 @@ void check_header(const onnx::ModelProto& m, Ctx& ctx) {
 }
 
 }  // namespace validate
+
+std::string_view raw_data_of(const onnx::TensorProto& t, const OutsideRawData* outside) {
+  if (outside)
+    if (auto it = outside->find(&t); it != outside->end()) return it->second;
+  return t.raw_data();
+}
 
 void validate_onnx(const onnx::ModelProto& model, const std::filesystem::path& path, int64_t batch,
                    const OutsideRawData* outside) {

@@ -29,6 +29,8 @@ namespace vtpu::compiler {
 // field in the proto was left empty by the reader (the importer's ModelFile keeps large
 // initializers in the mapped file); they are checked in its place.
 using OutsideRawData = std::unordered_map<const onnx::TensorProto*, std::string_view>;
+// t's raw_data bytes: from `outside` if it holds them, else the proto's own.
+std::string_view raw_data_of(const onnx::TensorProto& t, const OutsideRawData* outside);
 void validate_onnx(const onnx::ModelProto& model, const std::filesystem::path& path, int64_t batch,
                    const OutsideRawData* outside = nullptr);
 
