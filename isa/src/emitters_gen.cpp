@@ -7,6 +7,7 @@
 
 #include "vtpu/isa/docs.h"
 #include "vtpu/isa/isa.h"
+#include "vtpu/support/error.h"
 
 namespace vtpu::isa {
 namespace {
@@ -30,6 +31,7 @@ struct Param {
     if (type == "Desc" || type == "Param" || type == "Label") return v + ".name";
     if (type == "bool") return "std::string(" + v + " ? \"1\" : \"0\")";
     if (type == "Dtype") return "std::string(dtype_name(" + v + "))";
+    if (type == "IciMem") return "std::string(kIciMemEnum.values[size_t(" + v + ")])";
     return "std::to_string(" + v + ")";
   }
 };
@@ -47,7 +49,11 @@ Param param_of(const SlotDef& sd, const OperandDef& o) {
     case FieldKind::Param: return {"Param", n, opt};
     case FieldKind::Target: return {"Label", n, opt};
     case FieldKind::Bool: return {"bool", n, opt};
-    case FieldKind::Enum: return {"Dtype", n, opt};
+    case FieldKind::Enum:
+      // Each enumeration as its own C++ type, so an ICI memory is not passed as a data type.
+      if (f.enum_def == &kDtypeEnum) return {"Dtype", n, opt};
+      if (f.enum_def == &kIciMemEnum) return {"IciMem", n, opt};
+      throw InternalError(fmt::format("operand '{}': no C++ type for enumeration '{}'", n, f.enum_def->name));
     case FieldKind::SImm: return {"int64_t", n, opt};
     default: return {"uint64_t", n, opt};
   }
