@@ -322,6 +322,14 @@ class Codegen {
   std::vector<int64_t> io_shape(std::vector<int64_t> chunk_shape) const;  // the declared (whole) shape
   void chunks_end();
 
+  // stage_links.cpp: a pipeline stage's (@main's vtpu.stage_link): the wait for each
+  // micro-batch's input, and the send of each micro-batch's output to the next chip.
+  void stage_of(mlir::func::FuncOp fn);
+  void stage_receive();                                  // at the start of each pass
+  void stage_output(uint64_t addr, uint64_t chunk_bytes);  // the output gen_outputs stored
+  void stage_send();                                     // at the end of each pass
+  void stage_end();                                      // before halt
+
   // emission.cpp: emission: program text, descriptors, parameters, HBM constants, DMA and vector helpers, bounds
   static std::string quote(const std::string& s);
   void decl(const std::string& s);
@@ -535,6 +543,12 @@ class Codegen {
     unsigned reg;                 // its base register
   };
   std::vector<IoRegion> io_regions_;
+  struct StageLink {
+    bool staged = false, receive = false;
+    int64_t send_chip = -1;  // -1: the last stage
+    uint64_t send_addr = 0;  // the next stage's input tensor
+    uint64_t out_addr = 0, out_bytes = 0;  // this stage's output tensor, one chunk's bytes
+  } link_;  // stage_links.cpp
   // Weight loads emitted (mxu.wload), and where the last bound row's count ended; tiles and
   // loads of prologues hoisted into an earlier layer's code since then (add_bound).
   uint64_t wloads_ = 0, wloads_mark_ = 0, hoisted_tiles_ = 0, hoisted_wloads_ = 0;

@@ -51,10 +51,12 @@ CompileResult Codegen::run(mlir::ModuleOp module) {
   for (mlir::Operation& op : fn.getBody().front())  // what the planner put into other ops (plan.h)
     if (auto id = op.getAttrOfType<mlir::IntegerAttr>(kFusedIntoAttr)) planned_[id.getInt()].push_back(&op);
   chunks_of(fn);
+  stage_of(fn);
   decl(fmt::format(".config {}", cfg_.name));
   // Zero region in HBM (never written) for clearing UB buffers.
   zero_hbm_ = hbm_alloc(1 << 20);
   hoist_at_ = 0;  // the first stream's weights may load while the inputs do
+  stage_receive();
   gen_inputs(fn);
   declare_empty_tensors(fn);
   uses_left(fn);
@@ -68,7 +70,9 @@ CompileResult Codegen::run(mlir::ModuleOp module) {
     if (auto ret = mlir::dyn_cast<mlir::func::ReturnOp>(op)) gen_outputs(fn, ret);
     else gen_op(op);
   }
+  stage_send();
   chunks_end();
+  stage_end();
   code("  " + emit::halt());
   CompileResult r = assemble();
   if (opt_.progress) opt_.progress("codegen", 1.0);
@@ -146,6 +150,7 @@ void Codegen::gen_outputs(mlir::func::FuncOp fn, mlir::func::ReturnOp ret) {
                        addr, fn.getResultAttr(i, "vtpu.nhwc") ? " layout=nhwc" : ""));
       tag("output " + name);
       store_rows(act(v), addr, 4);
+      stage_output(addr, numel(shape) * 4);
       continue;
     }
     uint64_t addr = io_alloc(numel(shape) * esz_, name);
@@ -153,6 +158,7 @@ void Codegen::gen_outputs(mlir::func::FuncOp fn, mlir::func::ReturnOp ret) {
                      addr, quant_attrs(v, bool(fn.getResultAttr(i, "vtpu.nhwc")))));
     tag("output " + name);
     store_act(act(v), addr);
+    stage_output(addr, numel(shape) * esz_);
   }
 }
 

@@ -6,7 +6,9 @@
 //   f(M+2)             vector operations outside an MXU stream
 //   f(M+3)             epilogue operations of the MXU stream scheduler
 //   f(M+4) .. f(M+6)   the packed convolution's row loads, row stacks and two-pixel spreads
-//   f(M+7) ..          up to kMostEarlyStores early stores of attention's right-hand sides,
+//   f(M+7), f(M+8)     a pipeline stage's (stage_links.cpp): chunks arrived over ICI, and
+//                      chunks sent and acknowledged; only in a stage's program
+//   next ..            up to kMostEarlyStores early stores of attention's right-hand sides,
 //                      as many as the config's flags leave (none: no early stores)
 #include <fmt/format.h>
 
@@ -22,22 +24,25 @@ struct FlagPlan {
   int vector = 0, epilogue = 0;
   int loaded = 0, stacked = 0, spread = 0;
   int first_store = 0, stores = 0;  // early stores on f(first_store) .. f(first_store + stores - 1)
+  int arrived = 0, sent = 0;        // a pipeline stage's; 0 in other programs
 
   static int mxu(unsigned m) { return 2 + int(m); }
 
-  static FlagPlan of(const config::Config& cfg) {
+  static FlagPlan of(const config::Config& cfg, bool stage = false) {
     const int mxus = int(cfg.core.mxu.count), have = int(cfg.core.scalar.sync_flags);
-    const int need = mxus + 6;
+    const int need = mxus + 6 + (stage ? 2 : 0);
     if (have < need)
       throw CompileError(fmt::format("config '{}': the code generator needs {} sync flags for {} MXU(s) (DMA, one per "
-                                     "MXU, vector, epilogue and three for packed convolutions), but "
+                                     "MXU, vector, epilogue and three for packed convolutions{}), but "
                                      "core.scalar.sync_flags is {}; raise it to at least {}",
-                                     cfg.name, need, mxus, have, need));
+                                     cfg.name, need, mxus, stage ? ", two for a pipeline stage's transfers" : "", have,
+                                     need));
     FlagPlan p;
     p.vector = mxus + 2;
     p.epilogue = mxus + 3;
     p.loaded = mxus + 4, p.stacked = mxus + 5, p.spread = mxus + 6;
-    p.first_store = mxus + 7;
+    if (stage) p.arrived = mxus + 7, p.sent = mxus + 8;
+    p.first_store = need + 1;
     p.stores = std::min(kMostEarlyStores, have - need);
     return p;
   }

@@ -23,5 +23,10 @@ inline constexpr llvm::StringLiteral kEmptyTensorsAttr = "vtpu.empty_tensors";
 // (compiler/pipeline/batch_chunks.cpp): @main is one chunk of the batch, and the program runs
 // it this many times over consecutive slices of every input and output (an IntegerAttr).
 inline constexpr llvm::StringLiteral kBatchChunksAttr = "vtpu.batch_chunks";
+// On @main, set by the pipeline-parallel split (compiler/pipeline/stages.cpp): the program is
+// one stage of a model split across chips (a DictionaryAttr): `receive` (BoolAttr) its first
+// input arrives over ICI, one chunk per pass; `send_chip` and `send_addr` (IntegerAttrs) its
+// output goes, one chunk per pass, to that chip's input tensor at that HBM address.
+inline constexpr llvm::StringLiteral kStageLinkAttr = "vtpu.stage_link";
 
 }  // namespace vtpu::tpu
