@@ -26,6 +26,14 @@ int64_t dim0(mlir::Value v) {
 
 }  // namespace
 
+void scale_bounds(std::vector<LayerBound>& bounds, int64_t passes) {
+  for (LayerBound& b : bounds) {
+    for (uint64_t* f : {&b.macs, &b.hbm_bytes, &b.weight_tiles, &b.compute_cycles, &b.memory_cycles, &b.weight_path_cycles})
+      *f *= uint64_t(passes);
+    if (!b.shape.empty()) b.shape[0] *= passes;
+  }
+}
+
 std::string why_samples_mix(mlir::func::FuncOp fn, int64_t batch) {
   if (batch < 2) return "the batch is 1";
   if (fn->hasAttr(tpu::kEmptyTensorsAttr)) return "the model has empty inputs or outputs";
@@ -80,23 +88,11 @@ std::optional<CompileResult> chunks_of(const std::filesystem::path& model, const
   mlir::func::FuncOp fn = front.main();
   fn->setAttr(tpu::kBatchChunksAttr, mlir::IntegerAttr::get(mlir::IntegerType::get(fn->getContext(), 64), batch / n));
   std::map<const void*, float> by_value;
-  if (options.precision == Precision::Int8) {
-    std::vector<const void*> order = value_order(fn);
-    if (order.size() != scales.size())
-      throw InternalError(fmt::format("{}: the model at batch {} has {} values, at batch {} {}", model.string(), n,
-                                      order.size(), batch, scales.size()));
-    for (size_t i = 0; i < order.size(); ++i)
-      if (!std::isnan(scales[i])) by_value[order[i]] = scales[i];
-  }
+  if (options.precision == Precision::Int8) by_value = scales_by_value(fn, scales, model, n, batch);
   try {
     CompileResult r = generate_program(front.module(), cfg, generating, by_value);
     r.calibration_scales = scales;
-    // The bounds are the whole batch's: each layer's code runs once per chunk.
-    for (LayerBound& b : r.bounds) {
-      for (uint64_t* f : {&b.macs, &b.hbm_bytes, &b.weight_tiles, &b.compute_cycles, &b.memory_cycles, &b.weight_path_cycles})
-        *f *= uint64_t(batch / n);
-      if (!b.shape.empty()) b.shape[0] *= batch / n;
-    }
+    scale_bounds(r.bounds, batch / n);  // the whole batch's: each layer's code runs once per chunk
     return r;
   } catch (const DoesNotFitError& e) {
     if (e.key() != "core.unified_buffer.bytes")  // another limit, met only once the batch is cut

@@ -151,4 +151,16 @@ std::map<const void*, float> calibrate(mlir::ModuleOp module, const CompileOptio
   return shared_scales(fn, max_abs(fn, samples(fn, options), step));
 }
 
+std::map<const void*, float> scales_by_value(mlir::func::FuncOp fn, const std::vector<float>& ordered,
+                                             const std::filesystem::path& model, int64_t batch, int64_t whole_batch) {
+  std::vector<const void*> order = value_order(fn);
+  if (order.size() != ordered.size())
+    throw InternalError(fmt::format("{}: the model at batch {} has {} values, at batch {} {}", model.string(), batch,
+                                    order.size(), whole_batch, ordered.size()));
+  std::map<const void*, float> by_value;
+  for (size_t i = 0; i < order.size(); ++i)
+    if (!std::isnan(ordered[i])) by_value[order[i]] = ordered[i];
+  return by_value;
+}
+
 }  // namespace vtpu::compiler

@@ -71,11 +71,17 @@ std::map<const void*, float> calibrate(mlir::ModuleOp module, const CompileOptio
 // order calibration scales travel in between compiles of one model
 // (CompileOptions/CompileResult::calibration_scales).
 std::vector<const void*> value_order(mlir::func::FuncOp fn);
+// Scales given in value_order (NaN: none) of the model at `whole_batch`, on the values of
+// @main of the same model at `batch`.
+std::map<const void*, float> scales_by_value(mlir::func::FuncOp fn, const std::vector<float>& ordered,
+                                             const std::filesystem::path& model, int64_t batch, int64_t whole_batch);
 
 // A batch in chunks (batch_chunks.cpp). Why @main, at batch `batch`, cannot run as chunks of
 // its batch (a value or op that mixes samples, an output that is not per sample), or "" when
 // it can.
 std::string why_samples_mix(mlir::func::FuncOp fn, int64_t batch);
+// Bounds of code that runs `passes` times (chunks, micro-batches) as the whole batch's.
+void scale_bounds(std::vector<LayerBound>& bounds, int64_t passes);
 // The model compiled for the largest chunk of `batch` that fits, run once per chunk; `scales`
 // are the whole batch's in value_order (INT8), `whole` the whole batch's error, thrown again
 // (with the one-sample error) when no chunk fits.

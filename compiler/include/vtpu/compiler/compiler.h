@@ -105,6 +105,33 @@ uint64_t config_fingerprint(const config::Config& cfg);
 CompileResult compile_onnx(const std::filesystem::path& model, const config::Config& cfg,
                            const CompileOptions& options = {});
 
+// Pipeline parallelism (docs/compiler.md, "Pipeline stages"): the model cut into one stage
+// per chip of `chips` (in stage order), each a program of its own; stage s sends its output
+// over ICI into the input tensor of stage s + 1, and the batch (CompileOptions::batch, or the
+// model's) flows through them in `micro_batches` equal parts, so that the stages work on
+// different micro-batches at once (0: the smallest divisor of the batch that is at least the
+// number of stages, or 1 when the model's samples mix). INT8: CompileOptions::
+// calibration_scales of the whole batch (calibrated here when empty), so every stage
+// quantizes as the single-chip program does.
+struct StageOptions {
+  std::vector<uint32_t> chips;
+  int64_t micro_batches = 0;
+};
+struct Stage {
+  CompileResult result;                  // the stage's program, for the system config
+  uint32_t chip = 0;
+  std::string first_layer, last_layer;   // the first and last layer (ONNX node) it computes
+  std::string input, output;             // the tensor it receives ("" for the first) and sends ("" for the last)
+  double cost = 0;                       // its share of the model's estimated cycles
+};
+struct Pipeline {
+  std::vector<Stage> stages;
+  int64_t batch = 0, micro_batches = 1;
+  std::string whole_batch_why;  // when micro_batches was chosen 1 because the samples mix: why
+};
+Pipeline compile_stages(const std::filesystem::path& model, const config::Config& cfg, const CompileOptions& options,
+                        const StageOptions& stages);
+
 // A run-time input of the model as the program takes it: the batch applied, images NHWC
 // (`nhwc`: `shape` is the stored NHWC shape of an NCHW model input), integer inputs
 // (token ids) carried as int32.
