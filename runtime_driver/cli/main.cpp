@@ -168,7 +168,8 @@ struct RunArgs {
   int64_t batch = 0;
   uint64_t seed = 1;
   bool check = false, quiet = false;
-  std::string parallel;  // "", "data": across the config's chips (parallel_run.h)
+  std::string parallel;  // "", "data", "pipeline": across the config's chips (parallel_run.h)
+  int64_t micro_batches = 0;
   bool no_baseline = false;
   std::string reference = "auto";
 };
@@ -242,7 +243,8 @@ int cmd_run(RunArgs a) {
     progress.update(bundle, fmt::format("{:.1f}M cycles", double(cycle) / 1e6));
   };
   if (!a.parallel.empty()) {
-    cli::ParallelArgs p{a.parallel, a.model, a.dtype, a.report, a.trace, a.output_dir, a.seed, a.quiet, !a.no_baseline};
+    cli::ParallelArgs p{a.parallel, a.model, a.dtype, a.report, a.trace, a.output_dir, a.seed, a.quiet, !a.no_baseline,
+                        a.micro_batches};
     int rc = cli::run_parallel_model(p, cfg, opt);
     progress.finish();
     return rc;
@@ -430,10 +432,17 @@ int main(int argc, char** argv) {
   auto* run_parallel =
       run_cmd
           ->add_option("--parallel", run_args.parallel,
-                       "split the model across the config's chips: data (the batch; docs/runtime.md, \"Models across chips\")")
-          ->check(CLI::IsMember({"data"}))
+                       "split the model across the config's chips: data (the batch) or pipeline (the layers, a stage "
+                       "per chip; docs/runtime.md, \"Models across chips\")")
+          ->check(CLI::IsMember({"data", "pipeline"}))
           ->excludes(run_csv, run_html, run_check, run_reference);
   run_cmd->add_flag("--no-baseline", run_args.no_baseline, "with --parallel: do not also run the batch on one chip")
+      ->needs(run_parallel);
+  run_cmd
+      ->add_option("--micro-batches", run_args.micro_batches,
+                   "with --parallel pipeline: the equal parts the batch flows through the stages in (default: the "
+                   "smallest divisor of the batch at least the number of chips)")
+      ->check(CLI::PositiveNumber)
       ->needs(run_parallel);
   run_cmd->add_flag("-q,--quiet", run_args.quiet, "do not print the tables or the progress line");
 

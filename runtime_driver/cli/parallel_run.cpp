@@ -15,8 +15,12 @@
 namespace vtpu::cli {
 
 int run_parallel_model(const ParallelArgs& a, const config::Config& system, const runtime::RunOptions& options) {
-  runtime::Parallelism p = runtime::parallelism_from_name(a.parallelism);
-  runtime::ParallelRun run = runtime::run_parallel(a.model, system, p, options, a.baseline);
+  runtime::ParallelOptions po;
+  po.kind = runtime::parallelism_from_name(a.parallelism);
+  po.micro_batches = a.micro_batches;
+  po.baseline = a.baseline;
+  const runtime::Parallelism p = po.kind;
+  runtime::ParallelRun run = runtime::run_parallel(a.model, system, po, options);
   if (!a.quiet) {
     std::cout << fmt::format("{} on {} ({}), {} parallel: a batch of {} over {} chips\n\n", a.model, system.name, a.dtype,
                              runtime::parallelism_name(p), run.batch, run.parts.size());
@@ -24,15 +28,25 @@ int run_parallel_model(const ParallelArgs& a, const config::Config& system, cons
               << sim::system_summary_table(run.system, system);
   }
   if (!a.output_dir.empty())
-    write_output_files(a.output_dir, run.programs[0].tensors, run.outputs, run.output_shapes, run.output_bytes);
+    write_output_files(a.output_dir, run.tensors, run.outputs, run.output_shapes, run.output_bytes);
   if (!a.report.empty()) {
     sim::ReportMeta meta{VTPU_VERSION, a.model, a.seed, run.inputs_used};
     nlohmann::json j = nlohmann::json::parse(sim::system_report_json(run.system, system, meta));
     nlohmann::json parts = nlohmann::json::array();
-    for (const auto& part : run.parts) parts.push_back({{"batch_begin", part.batch_begin}, {"batch", part.batch}});
+    for (const auto& part : run.parts) {
+      nlohmann::json jp = {{"batch_begin", part.batch_begin}, {"batch", part.batch}};
+      if (p == runtime::Parallelism::Pipeline)
+        jp.update({{"first_layer", part.first_layer},
+                   {"last_layer", part.last_layer},
+                   {"receives", part.input},
+                   {"sends", part.output},
+                   {"estimated_share", part.cost}});
+      parts.push_back(jp);
+    }
     double speedup = run.baseline_ran && run.seconds() > 0 ? run.baseline_seconds() / run.seconds() : 0;
     j["parallel"] = {{"kind", runtime::parallelism_name(p)},
                      {"batch", run.batch},
+                     {"micro_batches", run.micro_batches},
                      {"parts", parts},
                      {"seconds", run.seconds()},
                      {"collective_seconds", run.collective_seconds()},

@@ -1,4 +1,4 @@
-// Models across chips (docs/runtime.md, "Models across chips"): data parallelism.
+// Models across chips (docs/runtime.md, "Models across chips"): data and pipeline parallelism.
 #include "vtpu/runtime/parallel.h"
 
 #include <fmt/format.h>
@@ -20,10 +20,10 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-const isa::TensorInfo& tensor_of(const isa::Program& p, const std::string& name, isa::TensorRole role) {
+const isa::TensorInfo* find_tensor(const isa::Program& p, const std::string& name, isa::TensorRole role) {
   for (const auto& t : p.tensors)
-    if (t.name == name && t.role == role) return t;
-  throw InternalError(fmt::format("tensor '{}' missing from a program of the same model", name));
+    if (t.name == name && t.role == role) return &t;
+  return nullptr;
 }
 
 // Every input and output of the whole-batch program has the batch as its dimension 0.
@@ -89,12 +89,13 @@ Baseline run_baseline(const config::Config& chip, const isa::Program& p, const s
 
 Parallelism parallelism_from_name(const std::string& name) {
   if (name == "data") return Parallelism::Data;
-  throw UserError(fmt::format("--parallel {}: not implemented; vtpu splits models by batch (--parallel data); tensor and "
-                              "pipeline parallelism are not implemented yet (docs/runtime.md)",
+  if (name == "pipeline") return Parallelism::Pipeline;
+  throw UserError(fmt::format("--parallel {}: not implemented; vtpu splits models by batch (--parallel data) and by "
+                              "layers (--parallel pipeline); tensor parallelism is not implemented yet (docs/runtime.md)",
                               name));
 }
 
-const char* parallelism_name(Parallelism) { return "data"; }
+const char* parallelism_name(Parallelism p) { return p == Parallelism::Data ? "data" : "pipeline"; }
 
 config::Config one_chip_of(const config::Config& system) {
   config::Config c = system;
@@ -112,41 +113,18 @@ double ParallelRun::collective_seconds() const {
   return busy / (config.clock_mhz * 1e6);
 }
 
-ParallelRun run_parallel(const std::filesystem::path& model, const config::Config& system, Parallelism parallelism,
-                         const RunOptions& opt, bool baseline) {
-  ParallelRun run;
-  run.parallelism = parallelism;
-  run.config = system;
-  run.chip = one_chip_of(system);
-  const uint32_t chips = system.system.chips;
-  if (chips < 2)
-    throw UserError(fmt::format("--parallel {} needs a config of several chips, and '{}' has one (system.chips); use a "
-                                "slice such as tpu-v4-2x2x2 (vtpu config list)",
-                                parallelism_name(parallelism), system.name));
-  if (model.extension() != ".onnx")
-    throw UserError(fmt::format("{}: --parallel compiles the model for each chip's part and needs the ONNX model, not a "
-                                "compiled program",
-                                model.string()));
+namespace {
 
-  // The whole batch as one chip compiles it: the baseline's program, the input tensors, and
-  // (int8) the calibration every chip's program reuses.
-  compiler::CompileOptions copt;
-  copt.precision = opt.precision;
-  copt.batch = opt.batch;
-  copt.seed = opt.seed;
-  if (!opt.calibration_files.empty())
-    copt.calibration = calibration_from_files(model, opt.calibration_files, opt.batch, opt.image_norm, opt.precision);
-  if (opt.phase) opt.phase("compile", 0);
-  auto t0 = Clock::now();
-  compiler::CompileResult whole = compiler::compile_onnx(model, run.chip, copt);
-  run.batch = detail::program_batch(whole.program);
+// Data parallelism: slices as even as they come (the first batch % chips chips take one
+// sample more), one program per distinct slice size.
+void data_parts(ParallelRun& run, const std::filesystem::path& model, const config::Config& system,
+                const compiler::CompileOptions& copt, const compiler::CompileResult& whole) {
+  const uint32_t chips = system.system.chips;
   check_batch_dimension(whole.program, run.batch, model);
   if (run.batch < int64_t(chips))
     throw UserError(fmt::format("--parallel data: a batch of {} leaves chips of '{}' ({} chips) without a sample; give "
                                 "--batch {} or more, or a smaller slice",
                                 run.batch, system.name, chips, chips));
-
-  // Slices as even as they come: the first batch % chips chips take one sample more.
   std::map<int64_t, size_t> program_of;  // slice size -> programs index
   for (uint32_t c = 0, begin = 0; c < chips; ++c) {
     int64_t n = run.batch / chips + (int64_t(c) < run.batch % chips ? 1 : 0);
@@ -160,27 +138,95 @@ ParallelRun run_parallel(const std::filesystem::path& model, const config::Confi
       program_of[n] = run.programs.size();
       run.programs.push_back(std::move(r.program));
     }
-    run.parts.push_back({int64_t(begin), n, program_of[n]});
+    ChipPart part;
+    part.batch_begin = begin, part.batch = n, part.program = program_of[n];
+    run.parts.push_back(part);
     begin += uint32_t(n);
   }
+}
+
+// Pipeline parallelism: a stage per chip in the order of the chips' indices, the whole batch
+// through each.
+void pipeline_parts(ParallelRun& run, const std::filesystem::path& model, const config::Config& system,
+                    const compiler::CompileOptions& copt, const compiler::CompileResult& whole, int64_t micro_batches) {
+  compiler::CompileOptions o = copt;
+  o.batch = run.batch;
+  o.calibration.clear();
+  o.calibration_scales = whole.calibration_scales;
+  compiler::StageOptions so;
+  for (uint32_t c = 0; c < system.system.chips; ++c) so.chips.push_back(c);
+  so.micro_batches = micro_batches;
+  compiler::Pipeline pipe = compiler::compile_stages(model, system, o, so);
+  run.micro_batches = pipe.micro_batches;
+  run.whole_batch_why = pipe.whole_batch_why;
+  for (compiler::Stage& st : pipe.stages) {
+    ChipPart part;
+    part.batch = run.batch, part.program = run.programs.size();
+    part.first_layer = st.first_layer, part.last_layer = st.last_layer;
+    part.input = st.input, part.output = st.output, part.cost = st.cost;
+    run.parts.push_back(part);
+    run.bounds.insert(run.bounds.end(), st.result.bounds.begin(), st.result.bounds.end());
+    run.programs.push_back(std::move(st.result.program));
+  }
+}
+
+}  // namespace
+
+ParallelRun run_parallel(const std::filesystem::path& model, const config::Config& system, const ParallelOptions& popt,
+                         const RunOptions& opt) {
+  ParallelRun run;
+  run.parallelism = popt.kind;
+  run.config = system;
+  run.chip = one_chip_of(system);
+  const uint32_t chips = system.system.chips;
+  if (chips < 2)
+    throw UserError(fmt::format("--parallel {} needs a config of several chips, and '{}' has one (system.chips); use a "
+                                "slice such as tpu-v4-2x2x2 (vtpu config list)",
+                                parallelism_name(popt.kind), system.name));
+  if (model.extension() != ".onnx")
+    throw UserError(fmt::format("{}: --parallel compiles the model for each chip's part and needs the ONNX model, not a "
+                                "compiled program",
+                                model.string()));
+  if (popt.kind == Parallelism::Data && popt.micro_batches)
+    throw UserError("--micro-batches is for --parallel pipeline; data parallelism gives each chip its slice whole");
+
+  // The whole batch as one chip compiles it: the baseline's program, the input tensors, and
+  // (int8) the calibration every chip's program reuses.
+  compiler::CompileOptions copt;
+  copt.precision = opt.precision;
+  copt.batch = opt.batch;
+  copt.seed = opt.seed;
+  if (!opt.calibration_files.empty())
+    copt.calibration = calibration_from_files(model, opt.calibration_files, opt.batch, opt.image_norm, opt.precision);
+  if (opt.phase) opt.phase("compile", 0);
+  auto t0 = Clock::now();
+  compiler::CompileResult whole = compiler::compile_onnx(model, run.chip, copt);
+  run.batch = detail::program_batch(whole.program);
+  run.tensors = whole.program.tensors;
+  if (popt.kind == Parallelism::Data) data_parts(run, model, system, copt, whole);
+  else pipeline_parts(run, model, system, copt, whole, popt.micro_batches);
   run.compile_seconds = std::chrono::duration<double>(Clock::now() - t0).count();
 
-  // The whole batch's inputs, then every chip's rows of them in its program's encoding.
+  // The whole batch's inputs, then every chip's part of them in its program's encoding: the
+  // rows of its slice, or the whole batch; a stage's input from the stage before it arrives
+  // over ICI (zeros until then).
   detail::ProgramInputs in = detail::program_inputs(whole.program, opt);
   run.inputs_used = in.used;
   std::vector<sim::ChipRun> chip_runs(chips);
   for (uint32_t c = 0; c < chips; ++c) {
     const ChipPart& part = run.parts[c];
     chip_runs[c].program = run.programs[part.program];
-    for (const auto& [name, v] : in.real) {
-      const isa::TensorInfo& t = tensor_of(chip_runs[c].program, name, isa::TensorRole::Input);
-      chip_runs[c].inputs[name] = detail::encode(t, rows(v, run.batch, part.batch_begin, part.batch));
+    for (const auto& t : chip_runs[c].program.tensors) {
+      if (t.role != isa::TensorRole::Input) continue;
+      auto v = in.real.find(t.name);
+      chip_runs[c].inputs[t.name] = v == in.real.end() ? std::vector<uint8_t>(t.bytes(), 0)
+                                                       : detail::encode(t, rows(v->second, run.batch, part.batch_begin, part.batch));
     }
   }
 
   Baseline base;
   auto t1 = Clock::now();
-  if (baseline) {
+  if (popt.baseline) {
     if (opt.phase) opt.phase("baseline", 0);
     base = run_baseline(run.chip, whole.program, in.bytes, opt.max_cycles);
     run.baseline_ran = base.error.empty();
@@ -195,19 +241,24 @@ ParallelRun run_parallel(const std::filesystem::path& model, const config::Confi
   run.system = sim::simulate_system(system, chip_runs, so);
   run.simulate_seconds = std::chrono::duration<double>(Clock::now() - t1).count();
 
-  // Outputs: every chip's rows in batch order.
+  // Outputs: from every chip whose program makes them (data: every chip's rows in batch
+  // order; pipeline: the last stage's).
   run.identical = run.baseline_ran;
   for (const auto& t : whole.program.tensors) {
     if (t.role != isa::TensorRole::Output) continue;
     std::vector<uint8_t> bytes;
     std::vector<float> v;
     for (uint32_t c = 0; c < chips; ++c) {
-      const isa::TensorInfo& ct = tensor_of(chip_runs[c].program, t.name, isa::TensorRole::Output);
+      const isa::TensorInfo* ct = find_tensor(chip_runs[c].program, t.name, isa::TensorRole::Output);
+      if (!ct) continue;
       const std::vector<uint8_t>& b = run.system.chips[c].outputs.at(t.name);
       bytes.insert(bytes.end(), b.begin(), b.end());
-      std::vector<float> part = detail::decode(ct, b);
+      std::vector<float> part = detail::decode(*ct, b);
       v.insert(v.end(), part.begin(), part.end());
     }
+    if (bytes.size() != t.bytes())
+      throw InternalError(fmt::format("the chips' programs make {} bytes of output '{}', the model {}", bytes.size(), t.name,
+                                      t.bytes()));
     if (run.baseline_ran) {
       const std::vector<uint8_t>& want = base.outputs.at(t.name);
       if (bytes != want) {
@@ -235,16 +286,32 @@ ParallelRun run_parallel(const std::filesystem::path& model, const config::Confi
 
 std::string parts_table(const ParallelRun& run) {
   const config::Topology topo(run.config);
-  detail::TextTable t{{"chip", "samples", "cycles", "time", "MXU util", "energy"}, {false, true, true, true, true, true}, {}};
+  const bool pipe = run.parallelism == Parallelism::Pipeline;
+  detail::TextTable t{{"chip", pipe ? "layers" : "samples", "cycles", "time", "MXU util", "energy"},
+                      {false, !pipe, true, true, true, true},
+                      {}};
+  if (pipe) t.header.insert(t.header.begin() + 2, "est. share"), t.right.insert(t.right.begin() + 2, true);
   for (size_t c = 0; c < run.parts.size(); ++c) {
     const auto& p = run.parts[c];
     const sim::Stats& s = run.system.chips[c].stats;
-    t.rows.push_back({topo.name(uint32_t(c)), p.batch == 1 ? std::to_string(p.batch_begin) : fmt::format("{}..{}", p.batch_begin, p.batch_begin + p.batch - 1),
-                      std::to_string(s.total_cycles), fmt::format("{:.3f} ms", s.seconds() * 1e3),
-                      fmt::format("{:.1f}%", 100 * s.mxu_overall_utilization()),
-                      fmt::format("{:.3f} mJ", s.total.energy_total_pj() * 1e-9)});
+    std::vector<std::string> row{topo.name(uint32_t(c)),
+                                 pipe ? (p.first_layer == p.last_layer ? p.first_layer : p.first_layer + " .. " + p.last_layer)
+                                 : p.batch == 1 ? std::to_string(p.batch_begin)
+                                                : fmt::format("{}..{}", p.batch_begin, p.batch_begin + p.batch - 1),
+                                 std::to_string(s.total_cycles), fmt::format("{:.3f} ms", s.seconds() * 1e3),
+                                 fmt::format("{:.1f}%", 100 * s.mxu_overall_utilization()),
+                                 fmt::format("{:.3f} mJ", s.total.energy_total_pj() * 1e-9)};
+    if (pipe) row.insert(row.begin() + 2, fmt::format("{:.1f}%", 100 * p.cost));
+    t.rows.push_back(std::move(row));
   }
-  return t.render();
+  std::string o = t.render();
+  if (pipe) {
+    o += fmt::format("the batch of {} flows through the stages in {} micro-batch{} of {}", run.batch, run.micro_batches,
+                     run.micro_batches == 1 ? "" : "es", run.batch / run.micro_batches);
+    o += run.whole_batch_why.empty() ? "\n" : fmt::format(" (whole: {})\n", run.whole_batch_why);
+    o += "est. share: the stage's share of the model's estimated cycles, by which the layers were divided\n";
+  }
+  return o;
 }
 
 std::string scaling_table(const ParallelRun& run) {

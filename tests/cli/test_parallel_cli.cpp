@@ -1,6 +1,6 @@
-// `vtpu run --parallel data` as a user runs it: the outputs against a plain single-chip run
-// of the same batch (separate command, byte for byte), the tables and report figures against
-// each other, and bad input (docs/runtime.md, "Models across chips").
+// `vtpu run --parallel data|pipeline` as a user runs it: the outputs against a plain
+// single-chip run of the same batch (separate command, byte for byte), the tables and report
+// figures against each other, and bad input (docs/runtime.md, "Models across chips").
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
@@ -15,9 +15,9 @@
 namespace {
 
 // tiny-8x8 chips in a ring of `n` (a YAML file of its own), and the chip alone.
-fs::path ring_of_tiny(uint32_t n) {
-  vtpu::config::Config c = vtpu::config::load_preset("tiny-8x8");
-  c.name = "tiny-8x8-ring" + std::to_string(n);
+fs::path ring_of_tiny(uint32_t n, const std::string& chip = "tiny-8x8") {
+  vtpu::config::Config c = vtpu::config::load_preset(chip);
+  c.name = chip + "-ring" + std::to_string(n);
   c.system.chips = n;
   c.ici.shape = {n};
   c.ici.links = 2;
@@ -113,6 +113,70 @@ TEST(ParallelCli, TablesAndReportAgree) {
   EXPECT_GE(pids.size(), 4u);  // a process per chip
 }
 
+TEST(ParallelCli, PipelineOutputsEqualTheSingleChipRunOfTheBatch) {
+  const std::string tiny = ring_of_tiny(4).string(), v4 = ring_of_tiny(3, "tpu-v4-core").string();
+  struct Case { const char* model; const char* dtype; int batch; std::string chip, system, extra; };
+  // INT8 in micro-batches: bit-exact (integer accumulation; every stage quantizes with the
+  // whole batch's scales). bf16 in one micro-batch: bit-exact too (the same code as the
+  // single-chip program, cut between layers).
+  for (const Case& c : {Case{"lenet5", "int8", 8, "tiny-8x8", tiny, "--micro-batches 4"},
+                        Case{"lenet5", "bf16", 4, "tiny-8x8", tiny, "--micro-batches 1"},
+                        Case{"gpt2-block", "int8", 2, "tpu-v4-core", v4, ""}}) {
+    SCOPED_TRACE(std::string(c.model) + " " + c.dtype);
+    fs::path one = scratch(std::string("pone_") + c.model + c.dtype), par = scratch(std::string("ppar_") + c.model + c.dtype);
+    std::string common = std::string(c.model) + " --dtype " + c.dtype + " --batch " + std::to_string(c.batch) + " -q";
+    CliResult a = vtpu("run " + common + " -c " + c.chip + " --output-dir " + one.string());
+    ASSERT_EQ(a.code, 0) << a.err;
+    CliResult b = vtpu("run " + common + " -c " + c.system + " --parallel pipeline --no-baseline " + c.extra +
+                       " --output-dir " + par.string());
+    ASSERT_EQ(b.code, 0) << b.err;
+    expect_same_outputs(one, par, 0);
+  }
+}
+
+TEST(ParallelCli, PipelineTablesAndReportAgree) {
+  fs::path ring = ring_of_tiny(4), dir = scratch("ptables");
+  CliResult r = vtpu("run lenet5 --dtype int8 --batch 8 --micro-batches 4 -c " + ring.string() +
+                     " --parallel pipeline --report " + (dir / "r.json").string());
+  ASSERT_EQ(r.code, 0) << r.err;
+  for (const char* want : {"pipeline parallel: a batch of 8 over 4 chips", "layers", "est. share",
+                           "flows through the stages in 4 micro-batches of 2",
+                           "outputs: every byte equal to the single-chip run's", "speed-up"})
+    EXPECT_NE(r.out.find(want), std::string::npos) << want << "\n" << r.out;
+  auto j = nlohmann::json::parse(std::ifstream(dir / "r.json"));
+  const auto& p = j["parallel"];
+  EXPECT_EQ(p["kind"], "pipeline");
+  EXPECT_EQ(p["micro_batches"], 4);
+  EXPECT_TRUE(p["outputs_identical"].get<bool>());
+  const auto& parts = p["parts"];
+  ASSERT_EQ(parts.size(), 4u);
+  // A chain: the first stage receives nothing, the last sends nothing, each sends what the
+  // next receives; the estimated shares add up to the whole model.
+  EXPECT_EQ(parts[0]["receives"], "");
+  EXPECT_EQ(parts[3]["sends"], "");
+  EXPECT_EQ(parts[0]["first_layer"], "conv1");
+  double share = 0;
+  for (size_t c = 0; c < 4; ++c) {
+    share += parts[c]["estimated_share"].get<double>();
+    EXPECT_EQ(parts[c]["batch"], 8);
+    if (c + 1 < 4) EXPECT_EQ(parts[c]["sends"], parts[c + 1]["receives"]) << c;
+  }
+  EXPECT_NEAR(share, 1.0, 1e-9);
+  // One send per micro-batch from every stage but the last; what one chip sends, the next
+  // receives; each stage ends after the one before it, and the system with the last.
+  const auto& chips = j["chips"];
+  for (size_t c = 0; c < 4; ++c) {
+    EXPECT_EQ(chips[c]["ici"]["sends"].get<int>(), c + 1 < 4 ? 4 : 0) << c;
+    if (c + 1 < 4) {
+      EXPECT_GT(chips[c]["ici"]["bytes_sent"].get<double>(), 0) << c;
+      EXPECT_EQ(chips[c]["ici"]["bytes_sent"], chips[c + 1]["ici"]["bytes_received"]) << c;
+      EXPECT_LT(chips[c]["cycles"].get<uint64_t>(), chips[c + 1]["cycles"].get<uint64_t>()) << c;
+    }
+  }
+  EXPECT_EQ(j["totals"]["cycles"], chips[3]["cycles"]);
+  EXPECT_GT(p["collective_seconds"].get<double>(), 0.0);
+}
+
 TEST(ParallelCli, BadInputSaysWhy) {
   fs::path ring = ring_of_tiny(4);
   struct Case { std::string args; int code; const char* says; };
@@ -122,6 +186,11 @@ TEST(ParallelCli, BadInputSaysWhy) {
            {"lenet5 -c " + ring.string() + " --parallel tensor", 2, "--parallel"},
            {"lenet5 -c " + ring.string() + " --parallel data --csv x.csv", 2, "--csv"},
            {"lenet5 -c " + ring.string() + " --batch 4", 1, "--parallel"},
+           {"lenet5 -c " + ring.string() + " --parallel pipeline --batch 8 --micro-batches 3", 1,
+            "does not divide into 3 equal micro-batches"},
+           {"lenet5 -c " + ring_of_tiny(8).string() + " --parallel pipeline", 1, "at most 6 pipeline stages"},
+           {"lenet5 -c " + ring.string() + " --parallel data --micro-batches 2", 1, "--micro-batches is for --parallel pipeline"},
+           {"lenet5 -c " + ring.string() + " --micro-batches 2", 2, "--micro-batches"},
        }) {
     CliResult r = vtpu("run " + c.args);
     EXPECT_EQ(r.code, c.code) << c.args << "\n" << r.err;
