@@ -22,7 +22,7 @@ namespace vtpu::compiler::onnx_import {
 
 mlir::OwningOpRef<mlir::ModuleOp> Importer::run() {
   load();
-  validate_onnx(file_.proto(), path_, opt_.batch, &file_.outside());  // compiler/validate: nothing below sees a model onnxruntime would refuse
+  validate_onnx(file_.proto(), path_, opt_.batch, opt_.shapes, &file_.outside());  // compiler/validate: nothing below sees a model onnxruntime would refuse
   // Owned from here: a user error thrown below (an unsupported node, a bad attribute) must
   // not leak the half-built module.
   mlir::OwningOpRef<mlir::ModuleOp> module = mlir::ModuleOp::create(b_.getUnknownLoc());
@@ -232,21 +232,25 @@ void Importer::load() {
 }
 
 std::vector<int64_t> Importer::input_shape(const onnx::ValueInfoProto& in) {
-  if (!in.type().has_tensor_type())
-    fail("only tensor inputs are supported", in.name());
+  auto fail_input = [&](const std::string& what) {
+    throw CompileError(fmt::format("{}: input '{}': {}", path_.string(), in.name(), what));
+  };
+  if (!in.type().has_tensor_type()) fail_input("only tensor inputs are supported");
   const auto& t = in.type().tensor_type();
   if (!is_float_type(t.elem_type()) && !is_integer_type(t.elem_type()))
-    fail(fmt::format("input '{}' has element type {}, which is not supported: model inputs must be float32, float16, "
-                     "bfloat16, double or an integer type (int64, int32, int16, int8 and their unsigned forms; carried as int32)",
-                     in.name(), onnx::TensorProto::DataType_Name(onnx::TensorProto::DataType(t.elem_type()))),
-         in.name());
-  std::vector<int64_t> shape;
-  for (int i = 0; i < t.shape().dim_size(); ++i) {
-    const auto& d = t.shape().dim(i);
-    int64_t v = d.has_dim_value() ? d.dim_value() : -1;
-    if (i == 0 && (opt_.batch > 0 || v < 0)) v = opt_.batch > 0 ? opt_.batch : 1;
-    if (v < 0) fail(fmt::format("dimension {} of input '{}' is symbolic; the compiler needs static shapes", i, in.name()), in.name());
-    shape.push_back(v);
+    fail_input(fmt::format("element type {} is not supported: model inputs must be float32, float16, bfloat16, double or "
+                           "an integer type (int64, int32, int16, int8 and their unsigned forms; carried as int32)",
+                           onnx::TensorProto::DataType_Name(onnx::TensorProto::DataType(t.elem_type()))));
+  std::vector<int64_t> shape = input_dims(in, opt_.batch, opt_.shapes);
+  for (size_t i = 0; i < shape.size(); ++i) {
+    if (shape[i] >= 0) continue;
+    std::vector<std::string> example;
+    for (const auto& d : t.shape().dim())
+      example.push_back(d.has_dim_value() ? std::to_string(d.dim_value()) : d.dim_param().empty() ? "N" : d.dim_param());
+    example[0] = std::to_string(shape[0]);
+    fail_input(fmt::format("dimension {} is symbolic ('{}' in {}) and the compiler needs static shapes; give every "
+                           "dimension with --shape {}={}, with numbers for the names",
+                           i, t.shape().dim(int(i)).dim_param(), model_dims(in), in.name(), fmt::join(example, "x")));
   }
   return shape;
 }

@@ -92,7 +92,7 @@ TEST(ModelFile, LargeInitializersStayInTheFileAndReadBackTheSame) {
   EXPECT_EQ(c.data, ramp());
   EXPECT_EQ(compiler::onnx_import::read_tensor(g.initializer(2), "", file.raw_data(g.initializer(2))).data,
             (std::vector<float>{5, 6}));
-  compiler::validate_onnx(file.proto(), f.path, 0, &file.outside());  // valid: no throw
+  compiler::validate_onnx(file.proto(), f.path, 0, {}, &file.outside());  // valid: no throw
 }
 
 // A length-delimited field as the wire format writes it.
@@ -168,7 +168,7 @@ TEST(ModelFile, TheValidatorChecksTheBytesLeftOutside) {
   ASSERT_TRUE(file.read(f.path));
   ASSERT_EQ(file.outside().size(), 1u);
   try {
-    compiler::validate_onnx(file.proto(), f.path, 0, &file.outside());
+    compiler::validate_onnx(file.proto(), f.path, 0, {}, &file.outside());
     FAIL() << "a short raw_data passed";
   } catch (const compiler::CompileError& e) {
     EXPECT_NE(std::string(e.what()).find("raw_data holds 159996 bytes"), std::string::npos) << e.what();

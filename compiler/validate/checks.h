@@ -23,6 +23,7 @@ struct Ctx {
   std::filesystem::path path;  // the model file
   int64_t opset = 0;           // the ai.onnx opset the model imports
   int64_t batch = 0;           // CompileOptions::batch
+  const InputShapes* shapes = nullptr;  // CompileOptions::shapes
   const OutsideRawData* outside = nullptr;  // raw_data held outside the proto (validate.h)
   // t's raw_data bytes, wherever they are held.
   std::string_view raw_data(const onnx::TensorProto& t) const;

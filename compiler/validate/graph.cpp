@@ -4,6 +4,7 @@
 // names are file names (each becomes NAME.npy in --output-dir).
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <set>
 
 #include "checks.h"
@@ -41,17 +42,10 @@ void check_value_info(const onnx::ValueInfoProto& v, const Ctx& ctx, const char*
     ctx.fail(where, "is a scalar (rank 0); the compiler takes inputs of rank 1 or more (give it shape [1])");
 }
 
-// The element count of a graph input as the importer builds it: the first dimension is the
-// batch (CompileOptions::batch, or 1 when symbolic).
+// The element count of a graph input as the importer builds it (input_dims).
 void check_input_size(const onnx::ValueInfoProto& v, const Ctx& ctx) {
   google::protobuf::RepeatedField<int64_t> dims;
-  const auto& shape = v.type().tensor_type().shape();
-  for (int i = 0; i < shape.dim_size(); ++i) {
-    const auto& d = shape.dim(i);
-    int64_t x = d.has_dim_value() ? d.dim_value() : -1;
-    if (i == 0 && (ctx.batch > 0 || x < 0)) x = ctx.batch > 0 ? ctx.batch : 1;
-    dims.Add(x < 0 ? 1 : x);  // other symbolic dims: the importer names them
-  }
+  for (int64_t x : input_dims(v, ctx.batch, *ctx.shapes)) dims.Add(x < 0 ? 1 : x);  // symbolic: the importer names them
   if (!element_count(dims))
     ctx.fail(fmt::format("input '{}'", v.name()),
              fmt::format("shape [{}] has more than 2^31 elements, more than any config's memory holds; use a smaller "
@@ -95,6 +89,16 @@ void check_graph(const onnx::GraphProto& g, const Ctx& ctx) {
     check_value_info(in, ctx, "input", !is_init);
     if (!is_init) check_input_size(in, ctx);
     defined.insert(in.name());
+  }
+  // Every --shape names an input the user gives (not an initializer).
+  for (const auto& [name, dims] : *ctx.shapes) {
+    bool found = false;
+    std::string names;
+    for (const auto& in : g.input())
+      if (!std::any_of(g.initializer().begin(), g.initializer().end(), [&](const auto& t) { return t.name() == in.name(); }))
+        found |= in.name() == name, names += " " + in.name();
+    if (!found)
+      throw UserError(fmt::format("--shape {}=...: the model has no input '{}'; its inputs are:{}", name, name, names));
   }
   for (const auto& v : g.value_info()) check_value_info(v, ctx, "value", false);
   // Single static assignment in topological order: every input defined before it is read,

@@ -83,8 +83,8 @@ std::string_view raw_data_of(const onnx::TensorProto& t, const OutsideRawData* o
 }
 
 void validate_onnx(const onnx::ModelProto& model, const std::filesystem::path& path, int64_t batch,
-                   const OutsideRawData* outside) {
-  validate::Ctx ctx{path, 0, batch, outside};
+                   const InputShapes& shapes, const OutsideRawData* outside) {
+  validate::Ctx ctx{path, 0, batch, &shapes, outside};
   validate::check_header(model, ctx);
   validate::check_graph(model.graph(), ctx);
   validate::check_node_schemas(model, ctx);

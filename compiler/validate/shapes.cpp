@@ -64,7 +64,9 @@ onnx::ModelProto light_copy(const onnx::ModelProto& m, const Ctx& ctx) {
     auto* v = g->add_input();
     *v = in;
     auto* shape = v->mutable_type()->mutable_tensor_type()->mutable_shape();
-    if (shape->dim_size() && (ctx.batch > 0 || !shape->dim(0).has_dim_value())) shape->mutable_dim(0)->set_dim_value(ctx.batch > 0 ? ctx.batch : 1);
+    std::vector<int64_t> dims = input_dims(in, ctx.batch, *ctx.shapes);  // as the importer builds it
+    for (int i = 0; i < shape->dim_size(); ++i)
+      if (dims[size_t(i)] > 0) shape->mutable_dim(i)->set_dim_value(dims[size_t(i)]);
   }
   for (const auto& out : m.graph().output()) {
     auto* o = g->add_output();

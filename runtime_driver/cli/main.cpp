@@ -115,12 +115,45 @@ compiler::RnnSchedule rnn_schedule_of(const std::string& s) {
 constexpr const char* kRnnScheduleHelp =
     "LSTM/GRU input weights: hoisted (one matmul over all time steps) or per-step (each step its own, as TPU v1's "
     "software did; docs/compiler.md)";
+constexpr const char* kShapeHelp =
+    "NAME=1x3x640x640: every dimension of an input, for the dimensions the model leaves symbolic (repeatable; the "
+    "first is the batch; docs/runtime.md)";
 
 struct CompileArgs {
   std::string model, config, dtype, output, emit_asm, emit_mlir, image_norm = "unit", rnn_schedule = "hoisted";
-  std::vector<std::string> calibrate;
+  std::vector<std::string> calibrate, shapes;
   int64_t batch = 0;
 };
+
+// --shape NAME=DIMS, repeatable: every dimension of the input, "1x3x640x640" (or with commas).
+// The batch of a shape and --batch must agree.
+compiler::InputShapes shape_specs(const std::vector<std::string>& specs, int64_t batch) {
+  compiler::InputShapes r;
+  for (const std::string& spec : specs) {
+    size_t eq = spec.find('=');
+    auto bad = [&](const std::string& why) {
+      return UserError(fmt::format("--shape '{}': {}; expected NAME=DIMS with DIMS like 1x3x640x640", spec, why));
+    };
+    if (eq == std::string::npos || eq == 0 || eq + 1 == spec.size()) throw bad("no NAME= or no dimensions");
+    std::vector<int64_t> dims;
+    std::string rest = spec.substr(eq + 1);
+    for (size_t at = 0; at <= rest.size();) {
+      size_t end = rest.find_first_of("x,", at);
+      if (end == std::string::npos) end = rest.size();
+      std::string d = rest.substr(at, end - at);
+      if (d.empty() || d.size() > 12 || d.find_first_not_of("0123456789") != std::string::npos || std::stoll(d) < 1)
+        throw bad(fmt::format("'{}' is not a dimension (a whole number, 1 or more)", d));
+      dims.push_back(std::stoll(d));
+      at = end + 1;
+    }
+    std::string name = spec.substr(0, eq);
+    if (r.count(name)) throw bad(fmt::format("input '{}' is given twice", name));
+    if (batch > 0 && dims[0] != batch)
+      throw bad(fmt::format("its batch (dimension 0) is {} and --batch is {}; give one of them", dims[0], batch));
+    r[name] = std::move(dims);
+  }
+  return r;
+}
 
 // --input and --calibrate: NAME=FILE.npy or NAME=IMAGE[,IMAGE...], repeatable.
 std::map<std::string, std::string> file_specs(const char* flag, const std::vector<std::string>& specs) {
@@ -141,13 +174,15 @@ int cmd_compile(const CompileArgs& a) {
   compiler::CompileOptions opt;
   opt.precision = precision_of(m.dtype);
   opt.batch = a.batch;
+  opt.shapes = shape_specs(a.shapes, a.batch);
   opt.rnn_schedule = rnn_schedule_of(a.rnn_schedule);
   opt.emit_mlir_stage = a.emit_mlir;
   std::filesystem::path model = m.path;
   require_readable_file(model, "the model (.onnx)");
   if (!a.calibrate.empty())
     opt.calibration = runtime::calibration_from_files(model, file_specs("--calibrate", a.calibrate), a.batch,
-                                                      runtime::image_norm_from_name(a.image_norm), opt.precision);
+                                                      runtime::image_norm_from_name(a.image_norm), opt.precision,
+                                                      opt.shapes);
   cli::Progress progress(cli::Progress::shown_on_this_terminal(false));  // on a terminal only (cli/progress.h)
   progress.phase("compile", 0);
   opt.progress = [&](const std::string& stage, double done) { progress.update_share(done, stage); };
@@ -164,7 +199,7 @@ int cmd_compile(const CompileArgs& a) {
 
 struct RunArgs {
   std::string model, config, dtype, output_dir, report, trace, csv, html, image_norm, rnn_schedule = "hoisted";
-  std::vector<std::string> inputs, calibrate;
+  std::vector<std::string> inputs, calibrate, shapes;
   int64_t batch = 0;
   uint64_t seed = 1;
   bool check = false, quiet = false;
@@ -176,7 +211,7 @@ struct RunArgs {
 
 struct CompareArgs {
   std::string model, config;
-  std::vector<std::string> dtypes{"int8", "bf16"};
+  std::vector<std::string> dtypes{"int8", "bf16"}, shapes;
   uint64_t seed = 1;
   int64_t batch = 0, accuracy_images = 1000;
 };
@@ -191,6 +226,7 @@ int cmd_compare(CompareArgs a) {
   runtime::RunOptions o;
   o.seed = a.seed;
   o.batch = a.batch;
+  o.shapes = shape_specs(a.shapes, a.batch);
   auto rows = runtime::compare(a.model, cfg, ps, o);
   // Classifiers trained on a dataset vtpu can load also get their test-set accuracy.
   if (dataset == "fashion-mnist" && a.accuracy_images > 0)
@@ -225,6 +261,7 @@ int cmd_run(RunArgs a) {
   runtime::RunOptions opt;
   opt.precision = precision_of(a.dtype);
   opt.batch = a.batch;
+  opt.shapes = shape_specs(a.shapes, a.batch);
   opt.rnn_schedule = rnn_schedule_of(a.rnn_schedule);
   opt.seed = a.seed;
   opt.check = a.check || a.reference != "auto";
@@ -379,12 +416,13 @@ int main(int argc, char** argv) {
   auto* compile_cmd = app.add_subcommand("compile", "compile an ONNX model into a .vtpu program");
   compile_cmd->add_option("MODEL", compile_args.model, "model (.onnx) or zoo name (vtpu models)")->required();
   const auto dtypes = CLI::IsMember({"int8", "bf16"});
-  const auto norms = CLI::IsMember({"unit", "imagenet"});
+  const auto norms = CLI::Validator([](std::string& s) { return runtime::image_norm_error(s); }, "NORM");
   const auto batch = CLI::Range(int64_t(1), int64_t(1) << 20);
   compile_cmd->add_option("-c,--config", compile_args.config, kConfigHelp);
   compile_cmd->add_option("--dtype", compile_args.dtype, kDtypeHelp)->check(dtypes);
   compile_cmd->add_option("-o,--output", compile_args.output, "output program (default: MODEL with .vtpu)");
   compile_cmd->add_option("--batch", compile_args.batch, "batch size, 1 or more (default: the model's)")->check(batch);
+  compile_cmd->add_option("--shape", compile_args.shapes, kShapeHelp);
   compile_cmd->add_option("--emit-asm", compile_args.emit_asm, "also write the program as assembly");
   compile_cmd->add_option("--rnn-schedule", compile_args.rnn_schedule, kRnnScheduleHelp)
       ->capture_default_str()
@@ -394,7 +432,8 @@ int main(int argc, char** argv) {
   compile_cmd->add_option("--calibrate", compile_args.calibrate,
                           "NAME=FILE.npy (any whole number of batches of the input, the model's layout) or "
                           "NAME=IMAGE[,IMAGE...]: INT8 calibration data for every input (repeatable); default: seeded random");
-  compile_cmd->add_option("--image-norm", compile_args.image_norm, "how calibration image pixels become inputs: unit or imagenet")
+  compile_cmd->add_option("--image-norm", compile_args.image_norm, "how calibration image pixels become inputs: unit, imagenet or "
+                          "mean=M[,M,M]:std=S[,S,S]")
       ->capture_default_str()
       ->check(norms);
 
@@ -404,6 +443,7 @@ int main(int argc, char** argv) {
   run_cmd->add_option("-c,--config", run_args.config, kConfigHelp);
   run_cmd->add_option("--dtype", run_args.dtype, kDtypeHelp)->check(dtypes);
   run_cmd->add_option("--batch", run_args.batch, "batch size, 1 or more (default: the model's)")->check(batch);
+  run_cmd->add_option("--shape", run_args.shapes, kShapeHelp);
   run_cmd->add_option("--rnn-schedule", run_args.rnn_schedule, kRnnScheduleHelp)
       ->capture_default_str()
       ->check(CLI::IsMember({"hoisted", "per-step"}));
@@ -411,8 +451,8 @@ int main(int argc, char** argv) {
                       "NAME=FILE.npy (float32, the model's layout) or NAME=IMAGE[,IMAGE...] (PNG, JPEG, BMP, PPM; one per "
                       "batch element, resized and center-cropped); others are seeded random");
   run_cmd->add_option("--image-norm", run_args.image_norm,
-                      "how image pixels become inputs: unit (pixel / 255) or imagenet (ImageNet mean/std); default: the zoo "
-                      "model's, else unit")
+                      "how image pixels become inputs: unit (pixel / 255), imagenet (ImageNet mean/std) or "
+                      "mean=M[,M,M]:std=S[,S,S] ((pixel / 255 - mean) / std); default: the zoo model's, else unit")
       ->check(norms);
   run_cmd->add_option("--calibrate", run_args.calibrate,
                       "NAME=FILE.npy or NAME=IMAGE[,IMAGE...]: INT8 calibration data for every input (repeatable; as for "
@@ -458,6 +498,7 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   cmp_cmd->add_option("--seed", cmp_args.seed, "seed for generated inputs")->capture_default_str();
   cmp_cmd->add_option("--batch", cmp_args.batch, "batch size, 1 or more (default: the model's)")->check(batch);
+  cmp_cmd->add_option("--shape", cmp_args.shapes, kShapeHelp);
   cmp_cmd->add_option("--accuracy-images", cmp_args.accuracy_images,
                       "test images for the accuracy of dataset-trained zoo models (0: skip)")
       ->capture_default_str()

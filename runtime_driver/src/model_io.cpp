@@ -200,11 +200,12 @@ int64_t program_batch(const isa::Program& program) {
 
 std::vector<std::map<std::string, std::vector<float>>> calibration_from_files(
     const std::filesystem::path& model, const std::map<std::string, std::string>& specs, int64_t batch, ImageNorm norm,
-    compiler::Precision precision) {
+    compiler::Precision precision, const compiler::InputShapes& shapes) {
   if (precision != compiler::Precision::Int8)
     throw UserError("--calibrate applies to --dtype int8 (bf16 needs no calibration)");
   compiler::CompileOptions o;
   o.batch = batch;
+  o.shapes = shapes;
   std::vector<compiler::ModelInput> inputs = compiler::model_inputs(model, o);
   std::string names;
   for (const auto& in : inputs) names += " " + in.name;

@@ -195,9 +195,11 @@ ParallelRun run_parallel(const std::filesystem::path& model, const config::Confi
   compiler::CompileOptions copt;
   copt.precision = opt.precision;
   copt.batch = opt.batch;
+  copt.shapes = opt.shapes;
   copt.seed = opt.seed;
   if (!opt.calibration_files.empty())
-    copt.calibration = calibration_from_files(model, opt.calibration_files, opt.batch, opt.image_norm, opt.precision);
+    copt.calibration = calibration_from_files(model, opt.calibration_files, opt.batch, opt.image_norm, opt.precision,
+                                              opt.shapes);
   if (opt.phase) opt.phase("compile", 0);
   auto t0 = Clock::now();
   compiler::CompileResult whole = compiler::compile_onnx(model, run.chip, copt);

@@ -31,12 +31,14 @@ ModelRun run_model(const std::filesystem::path& model, const config::Config& cfg
   compiler::CompileOptions copt;
   copt.precision = opt.precision;
   copt.batch = opt.batch;
+  copt.shapes = opt.shapes;
   copt.rnn_schedule = opt.rnn_schedule;
   copt.seed = opt.seed;
   copt.progress = opt.compile_progress;
   if (!opt.calibration_files.empty()) {
     if (!onnx) throw UserError("--calibrate needs the ONNX model (calibration happens when it compiles), not a .vtpu program");
-    copt.calibration = calibration_from_files(model, opt.calibration_files, opt.batch, opt.image_norm, opt.precision);
+    copt.calibration = calibration_from_files(model, opt.calibration_files, opt.batch, opt.image_norm, opt.precision,
+                                              opt.shapes);
   }
   auto t0 = Clock::now();
   if (onnx) {

@@ -89,6 +89,49 @@ TEST(CliArgs, InputShapeAndTypeAreCheckedNotJustTheSize) {
 
 // `vtpu models` says what a zoo model defaults to; run and compile both follow it, and their
 // --help says so instead of showing one preset as if it applied to every model.
+// An exported model with a dynamic batch and image size (dims "N", "h", "w"): the compiler
+// needs them, --shape gives them on compile, run and compare; what the model fixes stays.
+TEST(CliArgs, ShapeGivesTheDimensionsAModelLeavesSymbolic) {
+  fs::path dir = scratch("symbolic");
+  vtpu::testing::OnnxBuilder m;
+  m.input("img", {1, 2, 1, 1});
+  m.init("w", {4, 2, 3, 3}, 0.4f);
+  auto* c = m.node("Conv", "conv", {"img", "w"}, {"c"});
+  vtpu::testing::OnnxBuilder::attr(c, "pads", std::vector<int64_t>{1, 1, 1, 1});
+  m.node("Relu", "relu", {"c"}, {"y"});
+  m.output("y", {1, 4, 1, 1});
+  for (const char* v : {"img", "y"}) m.symbolic(v, 0, "N"), m.symbolic(v, 2, "h"), m.symbolic(v, 3, "w");
+  const std::string model = m.save_to(dir / "dynamic.onnx").string();
+
+  CliResult none = vtpu("compile " + model + " -c tiny-8x8 -o " + (dir / "a.vtpu").string());
+  EXPECT_EQ(none.code, 1);
+  EXPECT_NE(none.err.find("input 'img': dimension 2 is symbolic ('h' in [N, 2, h, w])"), std::string::npos) << none.err;
+  EXPECT_NE(none.err.find("--shape img=1x2xhxw"), std::string::npos) << none.err;
+
+  CliResult r = vtpu("run " + model + " -c tiny-8x8 --dtype bf16 -q --check --shape img=2x2x6x10 --output-dir " +
+                     (dir / "out").string());
+  ASSERT_EQ(r.code, 0) << r.err;
+  vtpu::runtime::NpyArray y = vtpu::runtime::read_npy(dir / "out" / "y.npy");
+  EXPECT_EQ(y.shape, (std::vector<int64_t>{2, 4, 6, 10}));
+  EXPECT_TRUE(vtpu("compile " + model + " -c tiny-8x8 --shape img=1,2,5,5 -o " + (dir / "b.vtpu").string()).code == 0);
+  EXPECT_EQ(vtpu("compare " + model + " -c tiny-8x8 --shape img=1x2x4x4").code, 0);
+
+  struct Case { std::string args; int code; const char* says; };
+  for (const Case& c : std::vector<Case>{
+           {"--shape img=1x2x6", 1, "input 'img' has 4 dimensions [N, 2, h, w], not 3"},
+           {"--shape img=1x3x6x6", 1, "the model fixes dimension 1 of input 'img' at 2"},
+           {"--shape image=1x2x6x6", 1, "the model has no input 'image'; its inputs are: img"},
+           {"--shape img=2x2x6x6 --batch 4", 1, "its batch (dimension 0) is 2 and --batch is 4"},
+           {"--shape img=1x2xhx6", 1, "'h' is not a dimension"},
+           {"--shape img=1x2x0x6", 1, "'0' is not a dimension"},
+           {"--shape img", 1, "expected NAME=DIMS"},
+       }) {
+    CliResult b = vtpu("run " + model + " -c tiny-8x8 -q " + c.args);
+    EXPECT_EQ(b.code, c.code) << c.args << "\n" << b.err;
+    EXPECT_NE(b.err.find(c.says), std::string::npos) << c.args << "\n" << b.err;
+  }
+}
+
 TEST(CliArgs, ZooModelsBringTheirOwnDefaultsInRunAndCompile) {
   CliResult models = vtpu("models");
   std::smatch m;

@@ -16,6 +16,12 @@ namespace vtpu::compiler {
 
 enum class Precision : uint8_t { Int8, Bf16 };
 
+// Dimensions of model inputs given by the user (`--shape NAME=1x3x640x640`; docs/compiler.md,
+// "Input shapes"), by input name: every dimension of the input. They fill the dimensions the
+// model leaves symbolic; dimensions it fixes must agree, but for the first (the batch, which
+// CompileOptions::batch overrides when given).
+using InputShapes = std::map<std::string, std::vector<int64_t>>;
+
 // How LSTM and GRU layers multiply their inputs by the input weights W (docs/compiler.md):
 // Hoisted: one matmul over all time steps' inputs (W is read once per sequence); PerStep:
 // each step multiplies its own input, as TPU v1's software did (W is read every step, batch
@@ -26,6 +32,7 @@ struct CompileOptions {
   Precision precision = Precision::Bf16;
   RnnSchedule rnn_schedule = RnnSchedule::Hoisted;
   int64_t batch = 0;                      // 0: the model's own batch size
+  InputShapes shapes;                     // inputs' dimensions the user gives (above)
   std::string emit_mlir_stage;            // "", "tosa", "tpu": keep the IR after that stage
   uint64_t seed = 1;                      // calibration inputs when none are given
   // INT8 calibration samples: each maps input name -> values in the program's layout

@@ -31,6 +31,15 @@ class OnnxBuilder {
     value_info(model_.mutable_graph()->add_output(), name, shape, elem_type);
   }
 
+  // Dimension `dim` of graph input or output `name` made symbolic, named `param` (as
+  // exporters write a dynamic batch or image size).
+  void symbolic(const std::string& name, int dim, const std::string& param) {
+    auto* g = model_.mutable_graph();
+    for (auto* list : {g->mutable_input(), g->mutable_output()})
+      for (auto& v : *list)
+        if (v.name() == name) v.mutable_type()->mutable_tensor_type()->mutable_shape()->mutable_dim(dim)->set_dim_param(param);
+  }
+
   // A float initializer with seeded values uniform in [-scale, scale], or given data.
   std::vector<float>& init(const std::string& name, const std::vector<int64_t>& shape, float scale, std::vector<float> data = {}) {
     auto* t = model_.mutable_graph()->add_initializer();
