@@ -6,19 +6,77 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cmath>
 #include <memory>
 
 #include "vtpu/support/error.h"
 
 namespace vtpu::runtime {
 
+const ImageNorm ImageNorm::kUnit{{0.0f}, {1.0f}, "unit"};
+const ImageNorm ImageNorm::kImageNet{{0.485f, 0.456f, 0.406f}, {0.229f, 0.224f, 0.225f}, "imagenet"};
+
+namespace {
+
+// "M[,M,M]": one or three numbers.
+std::vector<float> norm_values(const std::string& text, const std::string& spec, const char* part) {
+  std::vector<float> v;
+  for (size_t at = 0; at <= text.size();) {
+    size_t end = std::min(text.find(',', at), text.size());
+    std::string x = text.substr(at, end - at);
+    size_t used = 0;
+    float f = 0;
+    try {
+      f = std::stof(x, &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    if (x.empty() || used != x.size() || !std::isfinite(f))
+      throw UserError(fmt::format("--image-norm {}: '{}' in {} is not a number", spec, x, part));
+    v.push_back(f);
+    at = end + 1;
+  }
+  if (v.size() != 1 && v.size() != 3)
+    throw UserError(fmt::format("--image-norm {}: {} takes one value (every channel) or three (R, G, B), not {}", spec, part,
+                                v.size()));
+  return v;
+}
+
+}  // namespace
+
 ImageNorm image_norm_from_name(const std::string& name) {
   if (name == "unit") return ImageNorm::kUnit;
   if (name == "imagenet") return ImageNorm::kImageNet;
-  throw UserError(fmt::format("--image-norm '{}': use unit (pixel / 255) or imagenet (ImageNet mean and std)", name));
+  ImageNorm n;
+  n.name = name;
+  bool any = false;
+  for (size_t at = 0; at < name.size();) {
+    size_t end = std::min(name.find(':', at), name.size());
+    std::string part = name.substr(at, end - at);
+    if (part.rfind("mean=", 0) == 0) n.mean = norm_values(part.substr(5), name, "mean"), any = true;
+    else if (part.rfind("std=", 0) == 0) n.std = norm_values(part.substr(4), name, "std"), any = true;
+    else
+      throw UserError(fmt::format("--image-norm '{}': use unit (pixel / 255), imagenet (ImageNet mean and std) or "
+                                  "mean=M[,M,M]:std=S[,S,S] (value = (pixel / 255 - mean) / std)",
+                                  name));
+    at = end + 1;
+  }
+  if (!any) throw UserError(fmt::format("--image-norm '{}': give unit, imagenet or mean=...:std=...", name));
+  for (float s : n.std)
+    if (s <= 0) throw UserError(fmt::format("--image-norm {}: std {} is not positive", name, s));
+  return n;
 }
 
-std::string image_norm_name(ImageNorm n) { return n == ImageNorm::kUnit ? "unit" : "imagenet"; }
+std::string image_norm_error(const std::string& name) {
+  try {
+    image_norm_from_name(name);
+    return "";
+  } catch (const UserError& e) {
+    return fmt::format("{} not in {{unit,imagenet}} and not mean=M[,M,M]:std=S[,S,S] ({})", name, e.what());
+  }
+}
+
+std::string image_norm_name(const ImageNorm& n) { return n.name; }
 
 bool is_image_file(const std::filesystem::path& p) {
   std::string e = p.extension().string();
@@ -38,7 +96,11 @@ std::vector<float> image_tensor(const std::vector<std::filesystem::path>& files,
     throw UserError(fmt::format("input '{}' is a batch of {} images but {} image file(s) were given (separate them with "
                                 "commas, or run with --batch {})",
                                 tensor, N, files.size(), files.size()));
-  static const float kMean[3] = {0.485f, 0.456f, 0.406f}, kStd[3] = {0.229f, 0.224f, 0.225f};
+  // Per channel: one value for all, three for RGB, the average of three for grey.
+  auto per_channel = [&](const std::vector<float>& v, int64_t c) {
+    if (v.size() == 1) return v[0];
+    return C == 3 ? v[size_t(c)] : float((double(v[0]) + v[1] + v[2]) / 3);  // imagenet: 0.449, 0.226
+  };
   std::vector<float> out(size_t(N * C * H * W));
   for (int64_t n = 0; n < N; ++n) {
     const auto& f = files[size_t(n)];
@@ -62,7 +124,7 @@ std::vector<float> image_tensor(const std::vector<std::filesystem::path>& files,
       for (int64_t y = 0; y < H; ++y)
         for (int64_t x = 0; x < W; ++x) {
           float v = float(resized[(size_t(y0 + y) * size_t(rw) + size_t(x0 + x)) * size_t(C) + size_t(c)]) / 255.0f;
-          if (norm == ImageNorm::kImageNet) v = C == 3 ? (v - kMean[c]) / kStd[c] : (v - 0.449f) / 0.226f;
+          if (norm.name != "unit") v = (v - per_channel(norm.mean, c)) / per_channel(norm.std, c);
           out[size_t(((n * C + c) * H + y) * W + x)] = v;
         }
   }

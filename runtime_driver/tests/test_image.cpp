@@ -32,6 +32,30 @@ TEST(Image, PngPixelsScaleToUnitAndImageNetRanges) {
   EXPECT_NEAR(in[4 + 3], (1.0f - 0.456f) / 0.224f, 1e-6);       // G of pixel 3
 }
 
+TEST(Image, MeanAndStdOfTheUsersChoice) {
+  const unsigned char px[12] = {0, 128, 255, 10, 20, 30, 200, 100, 50, 255, 255, 255};
+  auto f = tmp("vtpu_img_rgb_norm.png");
+  ASSERT_TRUE(stbi_write_png(f.string().c_str(), 2, 2, 3, px, 6));
+  // One value for every channel: [-1, 1] as many exporters train with.
+  ImageNorm half = image_norm_from_name("mean=0.5:std=0.5");
+  auto v = image_tensor({f}, {1, 3, 2, 2}, half, "x");
+  for (int c = 0; c < 3; ++c)
+    for (int i = 0; i < 4; ++i) EXPECT_FLOAT_EQ(v[size_t(c * 4 + i)], (float(px[i * 3 + c]) / 255.0f - 0.5f) / 0.5f);
+  // Per channel, in either order; the same figures as the imagenet preset.
+  auto a = image_tensor({f}, {1, 3, 2, 2}, image_norm_from_name("std=0.229,0.224,0.225:mean=0.485,0.456,0.406"), "x");
+  EXPECT_EQ(a, image_tensor({f}, {1, 3, 2, 2}, ImageNorm::kImageNet, "x"));
+  // A grey image takes the average of three: imagenet's 0.449 and 0.226.
+  auto g = image_tensor({f}, {1, 1, 2, 2}, ImageNorm::kImageNet, "x");
+  auto u = image_tensor({f}, {1, 1, 2, 2}, ImageNorm::kUnit, "x");
+  for (size_t i = 0; i < 4; ++i) EXPECT_FLOAT_EQ(g[i], (u[i] - 0.449f) / 0.226f);
+  EXPECT_EQ(image_norm_name(half), "mean=0.5:std=0.5");
+  for (const char* bad : {"mean=0.5,0.5", "std=0", "mean=x", "mean=0.5:scale=2", "", "mean=1e99"}) {
+    EXPECT_THROW(image_norm_from_name(bad), UserError) << bad;
+    EXPECT_NE(image_norm_error(bad), "") << bad;
+  }
+  EXPECT_EQ(image_norm_error("mean=0.5,0.4,0.3:std=0.2"), "");
+}
+
 TEST(Image, ShorterSideIsResizedAndTheCenterCropped) {
   // A 8x4 grey image: left half 0, right half 255; taken as 2x2 it is resized to 4x2 and the
   // center 2x2 straddles the edge: its left column dark, its right column bright.
