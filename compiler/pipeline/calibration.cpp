@@ -1,6 +1,7 @@
 // Post-training INT8 calibration (docs/compiler.md, "INT8"): the fp32 reference interpreter
 // runs on the calibration samples (given, or seeded random ones), and every activation gets
-// a symmetric per-tensor scale max|x| / 127, shared by the activations that must agree.
+// a symmetric per-tensor scale range / 127, shared by the activations that must agree; the
+// range is max|x|, or a percentile of |x|, or the entropy method's threshold (ranges.h).
 #include <fmt/format.h>
 
 #include <cmath>
@@ -9,6 +10,7 @@
 
 #include "dialect/tpu_dialect.h"
 #include "pipeline/pipeline.h"
+#include "pipeline/ranges.h"
 
 namespace vtpu::compiler {
 namespace {
@@ -64,19 +66,23 @@ std::vector<std::vector<RefTensor>> samples(mlir::func::FuncOp fn, const Compile
   return r;
 }
 
-// Every activation's largest magnitude over the samples.
-// `step` hears the share of the runs done after each.
-std::map<const void*, float> max_abs(mlir::func::FuncOp fn, const std::vector<std::vector<RefTensor>>& runs,
-                                     const std::function<void(double)>& step) {
+// Every activation's range over the samples: its largest magnitude, or what the method
+// makes of its histogram (ranges.h). `step` hears the share of the runs done after each.
+std::map<const void*, float> ranges(mlir::func::FuncOp fn, const std::vector<std::vector<RefTensor>>& runs,
+                                    const CompileOptions& options, const std::function<void(double)>& step) {
   std::map<const void*, float> maxabs;
+  std::map<const void*, MagnitudeHistogram> hist;
+  const bool max_only = options.calibration_method == CalibrationMethod::Max;
   for (size_t s = 0; s < runs.size(); ++s) {
     const auto& in = runs[s];
-    evaluate_reference(fn, in, [&maxabs](const void* v, const RefTensor& t) {
+    evaluate_reference(fn, in, [&](const void* v, const RefTensor& t) {
+      if (!max_only) return hist[v].add(t.data.data(), t.data.size());
       float& m = maxabs[v];
       for (float x : t.data) m = std::max(m, std::fabs(x));
     });
     if (step) step(double(s + 1) / double(runs.size()));
   }
+  for (const auto& [v, h] : hist) maxabs[v] = h.range(options.calibration_method, options.calibration_percentile);
   return maxabs;
 }
 
@@ -148,7 +154,10 @@ std::vector<const void*> value_order(mlir::func::FuncOp fn) {
 std::map<const void*, float> calibrate(mlir::ModuleOp module, const CompileOptions& options,
                                        const std::function<void(double)>& step) {
   auto fn = module.lookupSymbol<mlir::func::FuncOp>("main");
-  return shared_scales(fn, max_abs(fn, samples(fn, options), step));
+  if (!(options.calibration_percentile > 0 && options.calibration_percentile <= 100))
+    throw UserError(fmt::format("--calibration-percentile {}: give a percentage above 0 and at most 100",
+                                options.calibration_percentile));
+  return shared_scales(fn, ranges(fn, samples(fn, options), options, step));
 }
 
 std::map<const void*, float> scales_by_value(mlir::func::FuncOp fn, const std::vector<float>& ordered,

@@ -28,6 +28,11 @@ using InputShapes = std::map<std::string, std::vector<int64_t>>;
 // MACs per weight byte; Jouppi et al. ISCA 2017, Table 1).
 enum class RnnSchedule { Hoisted, PerStep };
 
+// How INT8 calibration turns an activation's values into the range its scale maps to 127
+// (docs/compiler.md, "INT8"): the largest magnitude; a percentile of the magnitudes (outliers
+// clip); or the threshold with the least information lost (entropy, as TensorRT calibrates).
+enum class CalibrationMethod { Max, Percentile, Entropy };
+
 struct CompileOptions {
   Precision precision = Precision::Bf16;
   RnnSchedule rnn_schedule = RnnSchedule::Hoisted;
@@ -40,6 +45,8 @@ struct CompileOptions {
   // `calibration_samples` rows in all.
   std::vector<std::map<std::string, std::vector<float>>> calibration;
   int calibration_samples = 16;
+  CalibrationMethod calibration_method = CalibrationMethod::Max;
+  double calibration_percentile = 99.99;  // CalibrationMethod::Percentile: of the magnitudes, in (0, 100]
   // INT8 activation scales from an earlier compile of the same model with the same batch,
   // seed and calibration samples (CompileResult::calibration_scales), on any config:
   // calibration does not read the config, so it is reused instead of run again. Empty:
