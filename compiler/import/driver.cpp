@@ -82,7 +82,10 @@ mlir::func::FuncOp Importer::declare_inputs(mlir::ModuleOp module) {
     auto stored = shape.size() == 4 ? to_nhwc(shape) : shape;
     in_types.push_back(integer ? mlir::RankedTensorType::get(stored, b_.getI32Type()) : tensor_type(stored));
   }
-  if (in_names.empty() && empty_io_.empty()) fail("the model has no inputs", g.name());
+  if (in_names.empty() && empty_io_.empty())
+    throw CompileError(fmt::format("{}: the model has no inputs (every graph input is an initializer); vtpu runs models "
+                                   "that take data",
+                                   path_.string()));
 
   b_.setInsertionPointToEnd(module.getBody());
   auto fn = b_.create<mlir::func::FuncOp>(b_.getUnknownLoc(), "main", b_.getFunctionType(in_types, {}));

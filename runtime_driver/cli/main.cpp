@@ -115,6 +115,9 @@ compiler::RnnSchedule rnn_schedule_of(const std::string& s) {
 constexpr const char* kRnnScheduleHelp =
     "LSTM/GRU input weights: hoisted (one matmul over all time steps) or per-step (each step its own, as TPU v1's "
     "software did; docs/compiler.md)";
+constexpr const char* kCalibrationMethodHelp =
+    "INT8: the range each activation's scale maps to 127: max (its largest magnitude), percentile (of its magnitudes, "
+    "--calibration-percentile) or entropy (the least information lost, as TensorRT calibrates); docs/compiler.md";
 constexpr const char* kShapeHelp =
     "NAME=1x3x640x640: every dimension of an input, for the dimensions the model leaves symbolic (repeatable; the "
     "first is the batch; docs/runtime.md)";
@@ -123,7 +126,15 @@ struct CompileArgs {
   std::string model, config, dtype, output, emit_asm, emit_mlir, image_norm = "unit", rnn_schedule = "hoisted";
   std::vector<std::string> calibrate, shapes;
   int64_t batch = 0;
+  std::string calibration_method = "max";
+  double calibration_percentile = 99.99;
 };
+
+compiler::CalibrationMethod calibration_method_of(const std::string& name) {
+  if (name == "percentile") return compiler::CalibrationMethod::Percentile;
+  if (name == "entropy") return compiler::CalibrationMethod::Entropy;
+  return compiler::CalibrationMethod::Max;
+}
 
 // --shape NAME=DIMS, repeatable: every dimension of the input, "1x3x640x640" (or with commas).
 // The batch of a shape and --batch must agree.
@@ -175,6 +186,8 @@ int cmd_compile(const CompileArgs& a) {
   opt.precision = precision_of(m.dtype);
   opt.batch = a.batch;
   opt.shapes = shape_specs(a.shapes, a.batch);
+  opt.calibration_method = calibration_method_of(a.calibration_method);
+  opt.calibration_percentile = a.calibration_percentile;
   opt.rnn_schedule = rnn_schedule_of(a.rnn_schedule);
   opt.emit_mlir_stage = a.emit_mlir;
   std::filesystem::path model = m.path;
@@ -201,6 +214,8 @@ struct RunArgs {
   std::string model, config, dtype, output_dir, report, trace, csv, html, image_norm, rnn_schedule = "hoisted";
   std::vector<std::string> inputs, calibrate, shapes;
   int64_t batch = 0;
+  std::string calibration_method = "max";
+  double calibration_percentile = 99.99;
   uint64_t seed = 1;
   bool check = false, quiet = false;
   std::string parallel;  // "", "data", "pipeline": across the config's chips (parallel_run.h)
@@ -262,6 +277,8 @@ int cmd_run(RunArgs a) {
   opt.precision = precision_of(a.dtype);
   opt.batch = a.batch;
   opt.shapes = shape_specs(a.shapes, a.batch);
+  opt.calibration_method = calibration_method_of(a.calibration_method);
+  opt.calibration_percentile = a.calibration_percentile;
   opt.rnn_schedule = rnn_schedule_of(a.rnn_schedule);
   opt.seed = a.seed;
   opt.check = a.check || a.reference != "auto";
@@ -423,6 +440,13 @@ int main(int argc, char** argv) {
   compile_cmd->add_option("-o,--output", compile_args.output, "output program (default: MODEL with .vtpu)");
   compile_cmd->add_option("--batch", compile_args.batch, "batch size, 1 or more (default: the model's)")->check(batch);
   compile_cmd->add_option("--shape", compile_args.shapes, kShapeHelp);
+  compile_cmd->add_option("--calibration-method", compile_args.calibration_method, kCalibrationMethodHelp)
+      ->capture_default_str()
+      ->check(CLI::IsMember({"max", "percentile", "entropy"}));
+  compile_cmd->add_option("--calibration-percentile", compile_args.calibration_percentile,
+                          "with --calibration-method percentile: the percentage of magnitudes inside the range")
+      ->capture_default_str()
+      ->check(CLI::Range(0.001, 100.0));
   compile_cmd->add_option("--emit-asm", compile_args.emit_asm, "also write the program as assembly");
   compile_cmd->add_option("--rnn-schedule", compile_args.rnn_schedule, kRnnScheduleHelp)
       ->capture_default_str()
@@ -444,6 +468,13 @@ int main(int argc, char** argv) {
   run_cmd->add_option("--dtype", run_args.dtype, kDtypeHelp)->check(dtypes);
   run_cmd->add_option("--batch", run_args.batch, "batch size, 1 or more (default: the model's)")->check(batch);
   run_cmd->add_option("--shape", run_args.shapes, kShapeHelp);
+  run_cmd->add_option("--calibration-method", run_args.calibration_method, kCalibrationMethodHelp)
+      ->capture_default_str()
+      ->check(CLI::IsMember({"max", "percentile", "entropy"}));
+  run_cmd->add_option("--calibration-percentile", run_args.calibration_percentile,
+                      "with --calibration-method percentile: the percentage of magnitudes inside the range")
+      ->capture_default_str()
+      ->check(CLI::Range(0.001, 100.0));
   run_cmd->add_option("--rnn-schedule", run_args.rnn_schedule, kRnnScheduleHelp)
       ->capture_default_str()
       ->check(CLI::IsMember({"hoisted", "per-step"}));

@@ -196,6 +196,8 @@ ParallelRun run_parallel(const std::filesystem::path& model, const config::Confi
   copt.precision = opt.precision;
   copt.batch = opt.batch;
   copt.shapes = opt.shapes;
+  copt.calibration_method = opt.calibration_method;
+  copt.calibration_percentile = opt.calibration_percentile;
   copt.seed = opt.seed;
   if (!opt.calibration_files.empty())
     copt.calibration = calibration_from_files(model, opt.calibration_files, opt.batch, opt.image_norm, opt.precision,

@@ -32,6 +32,8 @@ ModelRun run_model(const std::filesystem::path& model, const config::Config& cfg
   copt.precision = opt.precision;
   copt.batch = opt.batch;
   copt.shapes = opt.shapes;
+  copt.calibration_method = opt.calibration_method;
+  copt.calibration_percentile = opt.calibration_percentile;
   copt.rnn_schedule = opt.rnn_schedule;
   copt.seed = opt.seed;
   copt.progress = opt.compile_progress;

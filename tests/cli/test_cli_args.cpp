@@ -3,6 +3,7 @@
 // in --help), and the progress line on terminals only.
 #include <gtest/gtest.h>
 
+#include <map>
 #include <regex>
 
 #include "cli_util.h"
@@ -129,6 +130,32 @@ TEST(CliArgs, ShapeGivesTheDimensionsAModelLeavesSymbolic) {
     CliResult b = vtpu("run " + model + " -c tiny-8x8 -q " + c.args);
     EXPECT_EQ(b.code, c.code) << c.args << "\n" << b.err;
     EXPECT_NE(b.err.find(c.says), std::string::npos) << c.args << "\n" << b.err;
+  }
+}
+
+// INT8 calibration methods: each compiles and runs the trained LeNet close to fp32; a
+// percentile that leaves values out gives other scales, so another program; bad values are
+// bad command lines.
+TEST(CliArgs, CalibrationMethodsChooseTheRanges) {
+  fs::path dir = scratch("calibration_methods");
+  std::map<std::string, std::string> programs;
+  for (const std::string m : {"max", "percentile --calibration-percentile 50", "entropy"}) {
+    fs::path out = dir / (m.substr(0, 3) + ".vtpu");
+    CliResult c = vtpu("compile lenet5-fmnist --dtype int8 --calibration-method " + m + " -o " + out.string());
+    ASSERT_EQ(c.code, 0) << m << "\n" << c.err;
+    programs[m] = read_file(out);
+  }
+  EXPECT_NE(programs["max"], programs["percentile --calibration-percentile 50"]);
+  CliResult r = vtpu("run lenet5-fmnist --dtype int8 --calibration-method entropy --check");
+  ASSERT_EQ(r.code, 0) << r.err;
+  auto at = r.out.find("check logits: max |error| ");
+  ASSERT_NE(at, std::string::npos) << r.out;
+  double pct = std::stod(r.out.substr(r.out.rfind(", ", r.out.find("%)", at)) + 2));
+  EXPECT_LT(pct, 10.0) << r.out;
+  for (const char* bad : {"--calibration-method kl", "--calibration-percentile 0", "--calibration-percentile 101"}) {
+    CliResult b = vtpu(std::string("compile lenet5-fmnist --dtype int8 -o ") + (dir / "x.vtpu").string() + " " + bad);
+    EXPECT_EQ(b.code, 2) << bad << "\n" << b.err;
+    EXPECT_NE(b.err.find("--calibration-"), std::string::npos) << bad << "\n" << b.err;
   }
 }
 

@@ -38,6 +38,8 @@ struct RunOptions {
   // that input (model layout), or image files (a multiple of the batch size); see
   // calibration_from_files. Empty: seeded random calibration samples.
   std::map<std::string, std::string> calibration_files;
+  compiler::CalibrationMethod calibration_method = compiler::CalibrationMethod::Max;  // CompileOptions'
+  double calibration_percentile = 99.99;
   uint64_t seed = 1;          // generated inputs
   bool check = false;         // compare with an fp32 reference (check_reference says which)
   // "auto": onnxruntime on the ONNX file when it runs, else vtpu's fp32 interpreter;
