@@ -178,6 +178,13 @@ std::map<std::string, std::string> file_specs(const char* flag, const std::vecto
   return r;
 }
 
+// INT8 of a model the user brought, calibrated on seeded random inputs: said loudly, because
+// a trained model's real inputs may need other ranges and nothing else would show it.
+constexpr const char* kRandomCalibration =
+    "vtpu: warning: INT8 activation scales calibrated on seeded random inputs in [-1, 1], not on your data; a trained "
+    "model whose real inputs have other ranges can lose its accuracy without any error. Give calibration data with "
+    "--calibrate NAME=FILE.npy|IMAGE,... (docs/runtime.md)";
+
 int cmd_compile(const CompileArgs& a) {
   // A zoo name instead of a file: the zoo's model (generated once); the program goes to NAME.vtpu here.
   ModelChoice m = choose_model(a.model, a.config, a.dtype);
@@ -201,6 +208,8 @@ int cmd_compile(const CompileArgs& a) {
   opt.progress = [&](const std::string& stage, double done) { progress.update_share(done, stage); };
   compiler::CompileResult r = compiler::compile_onnx(model, cfg, opt);
   progress.finish();
+  if (opt.precision == compiler::Precision::Int8 && a.calibrate.empty() && !m.zoo)
+    std::cerr << kRandomCalibration << "; `vtpu run` measures the error against fp32\n";
   std::string out = a.output.empty() ? (model == a.model ? default_output(a.model).string() : a.model + ".vtpu") : a.output;
   isa::write_program(r.program, out);
   if (!a.emit_asm.empty()) write_file(a.emit_asm, r.assembly);
@@ -297,14 +306,27 @@ int cmd_run(RunArgs a) {
     progress.update(bundle, fmt::format("{:.1f}M cycles", double(cycle) / 1e6));
   };
   if (!a.parallel.empty()) {
+    if (opt.precision == compiler::Precision::Int8 && a.calibrate.empty() && !m.zoo) std::cerr << kRandomCalibration << "\n";
     cli::ParallelArgs p{a.parallel, a.model, a.dtype, a.report, a.trace, a.output_dir, a.seed, a.quiet, !a.no_baseline,
                         a.micro_batches};
     int rc = cli::run_parallel_model(p, cfg, opt);
     progress.finish();
     return rc;
   }
+  // INT8 of the user's own ONNX model without calibration data: warned, and measured.
+  const bool random_calibration = opt.precision == compiler::Precision::Int8 && a.calibrate.empty() && !m.zoo &&
+                                  std::filesystem::path(a.model).extension() == ".onnx";
+  if (random_calibration) opt.check = true;
   runtime::ModelRun run = runtime::run_model(a.model, cfg, opt);
   progress.finish();
+  if (random_calibration) {
+    std::cerr << kRandomCalibration << ".\n";
+    for (const auto& c : run.checks)
+      std::cerr << fmt::format("vtpu: measured on this run's inputs against {}: '{}' max |error| {:.4g} ({:.2f}% of its "
+                               "largest |value|)\n",
+                               run.check_reference_short, c.output, c.max_abs_error,
+                               c.max_reference > 0 ? 100 * c.max_abs_error / c.max_reference : 0.0);
+  }
   if (!a.quiet) {
     std::cout << fmt::format("{} on {} ({}):\n", a.model, cfg.name, a.dtype);
     std::cout << runtime::layer_table(run) << "\n" << runtime::totals_text(run);

@@ -159,6 +159,36 @@ TEST(CliArgs, CalibrationMethodsChooseTheRanges) {
   }
 }
 
+// INT8 of the user's own model without calibration data: a warning on compile and run, and
+// run measures the error against fp32; with --calibrate, neither.
+TEST(CliArgs, Int8WithoutCalibrationDataSaysSoAndMeasures) {
+  fs::path dir = scratch("random_calibration");
+  const std::string model = matmul_model(dir).string();
+  CliResult c = vtpu("compile " + model + " --dtype int8 -o " + (dir / "a.vtpu").string());
+  ASSERT_EQ(c.code, 0) << c.err;
+  EXPECT_NE(c.err.find("warning: INT8 activation scales calibrated on seeded random inputs"), std::string::npos) << c.err;
+  CliResult r = vtpu("run " + model + " --dtype int8 -q");
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.err.find("warning: INT8 activation scales calibrated on seeded random inputs"), std::string::npos) << r.err;
+  std::smatch m;
+  ASSERT_TRUE(std::regex_search(r.err, m, std::regex("measured on this run's inputs against .*: 'y' max \\|error\\| [0-9.e-]+ "
+                                                     "\\(([0-9.]+)% of its largest \\|value\\|\\)")))
+      << r.err;
+  // The same figure --check prints (here the calibration's 16 random rows miss the largest
+  // outputs of the run's: clipped, as the warning says can happen).
+  CliResult k0 = vtpu("run " + model + " --dtype int8 --check");
+  ASSERT_EQ(k0.code, 0) << k0.err;
+  std::smatch cm;
+  ASSERT_TRUE(std::regex_search(k0.out, cm, std::regex("check y: max \\|error\\| .*, ([0-9.]+)%\\)"))) << k0.out;
+  EXPECT_NEAR(std::stod(m[1]), std::stod(cm[1]), 0.01) << r.err << k0.out;
+  vtpu::runtime::NpyArray x{"<f4", {4, 16}, std::vector<uint8_t>(4 * 16 * 4, 0)};
+  vtpu::runtime::write_npy(dir / "x.npy", x);
+  CliResult k = vtpu("run " + model + " --dtype int8 -q --calibrate x=" + (dir / "x.npy").string());
+  ASSERT_EQ(k.code, 0) << k.err;
+  EXPECT_EQ(k.err.find("warning"), std::string::npos) << k.err;
+  EXPECT_EQ(vtpu("run lenet5 --dtype int8 -q").err.find("warning"), std::string::npos);  // the zoo's seeded models
+}
+
 TEST(CliArgs, ZooModelsBringTheirOwnDefaultsInRunAndCompile) {
   CliResult models = vtpu("models");
   std::smatch m;
