@@ -183,7 +183,7 @@ std::map<std::string, std::string> file_specs(const char* flag, const std::vecto
 constexpr const char* kRandomCalibration =
     "vtpu: warning: INT8 activation scales calibrated on seeded random inputs in [-1, 1], not on your data; a trained "
     "model whose real inputs have other ranges can lose its accuracy without any error. Give calibration data with "
-    "--calibrate NAME=FILE.npy|IMAGE,... (docs/runtime.md)";
+    "--calibrate NAME=FILE.npy|IMAGE,...|FOLDER (docs/runtime.md)";
 
 int cmd_compile(const CompileArgs& a) {
   // A zoo name instead of a file: the zoo's model (generated once); the program goes to NAME.vtpu here.
@@ -476,8 +476,9 @@ int main(int argc, char** argv) {
   compile_cmd->add_option("--emit-mlir", compile_args.emit_mlir, "print the IR after a stage: tosa or tpu")
       ->check(CLI::IsMember({"tosa", "tpu"}));
   compile_cmd->add_option("--calibrate", compile_args.calibrate,
-                          "NAME=FILE.npy (any whole number of batches of the input, the model's layout) or "
-                          "NAME=IMAGE[,IMAGE...]: INT8 calibration data for every input (repeatable); default: seeded random");
+                          "NAME=FILE.npy (any whole number of batches of the input, the model's layout), "
+                          "NAME=IMAGE[,IMAGE...] or NAME=FOLDER (its .npy or image files): INT8 calibration data for "
+                          "every input (repeatable); default: seeded random");
   compile_cmd->add_option("--image-norm", compile_args.image_norm, "how calibration image pixels become inputs: unit, imagenet or "
                           "mean=M[,M,M]:std=S[,S,S]")
       ->capture_default_str()
@@ -508,7 +509,7 @@ int main(int argc, char** argv) {
                       "mean=M[,M,M]:std=S[,S,S] ((pixel / 255 - mean) / std); default: the zoo model's, else unit")
       ->check(norms);
   run_cmd->add_option("--calibrate", run_args.calibrate,
-                      "NAME=FILE.npy or NAME=IMAGE[,IMAGE...]: INT8 calibration data for every input (repeatable; as for "
+                      "NAME=FILE.npy, NAME=IMAGE[,IMAGE...] or NAME=FOLDER: INT8 calibration data for every input (repeatable; as for "
                       "compile); default: seeded random");
   run_cmd->add_option("--seed", run_args.seed, "seed for generated inputs")->capture_default_str();
   run_cmd->add_option("--output-dir", run_args.output_dir, "write every output as NAME.npy (float32) here");

@@ -198,6 +198,32 @@ int64_t program_batch(const isa::Program& program) {
 
 }  // namespace detail
 
+namespace {
+
+// --calibrate's files: a folder stands for its image and .npy files, in name order.
+std::vector<std::filesystem::path> calibration_files(const std::string& input, const std::vector<std::filesystem::path>& given) {
+  std::vector<std::filesystem::path> files;
+  for (const auto& f : given) {
+    std::error_code ec;
+    if (!std::filesystem::is_directory(f, ec)) {
+      files.push_back(f);
+      continue;
+    }
+    std::vector<std::filesystem::path> in_dir;
+    for (const auto& e : std::filesystem::directory_iterator(f, ec))
+      if (e.is_regular_file() && (is_image_file(e.path()) || e.path().extension() == ".npy")) in_dir.push_back(e.path());
+    if (ec) throw UserError(fmt::format("--calibrate {}: cannot read the folder {}: {}", input, f.string(), ec.message()));
+    if (in_dir.empty())
+      throw UserError(fmt::format("--calibrate {}: the folder {} holds no image (PNG, JPEG, BMP, PPM) or .npy files", input,
+                                  f.string()));
+    std::sort(in_dir.begin(), in_dir.end());
+    files.insert(files.end(), in_dir.begin(), in_dir.end());
+  }
+  return files;
+}
+
+}  // namespace
+
 std::vector<std::map<std::string, std::vector<float>>> calibration_from_files(
     const std::filesystem::path& model, const std::map<std::string, std::string>& specs, int64_t batch, ImageNorm norm,
     compiler::Precision precision, const compiler::InputShapes& shapes) {
@@ -221,7 +247,7 @@ std::vector<std::map<std::string, std::vector<float>>> calibration_from_files(
     std::vector<int64_t> model_shape = in.nhwc ? nchw_shape_of(in.shape) : in.shape;
     int64_t per = 1;
     for (int64_t d : model_shape) per *= d;
-    std::vector<std::filesystem::path> files = comma_list(it->second);
+    std::vector<std::filesystem::path> files = calibration_files(in.name, comma_list(it->second));
     std::vector<std::vector<float>> pieces;  // model layout
     if (std::all_of(files.begin(), files.end(), [](const auto& f) { return is_image_file(f); })) {
       int64_t n = model_shape.empty() ? 1 : model_shape[0];
@@ -230,20 +256,23 @@ std::vector<std::map<std::string, std::vector<float>>> calibration_from_files(
       for (size_t i = 0; i < files.size(); i += size_t(n))
         pieces.push_back(image_tensor({files.begin() + long(i), files.begin() + long(i) + n}, model_shape, norm, in.name));
     } else {
-      if (files.size() != 1)
-        throw UserError(fmt::format("--calibrate {}: give one .npy file or image files (PNG, JPEG, BMP, PPM)", in.name));
-      NpyArray a = read_npy(files[0]);
-      std::vector<float> v;
-      if (in.integer) {
-        for (int32_t x : int32_values(a, in.name, files[0].string())) v.push_back(float(x));
-      } else {
-        v = float_values(a, in.name, files[0].string());
+      for (const auto& f : files) {  // .npy files, each a whole number of batches
+        if (is_image_file(f))
+          throw UserError(fmt::format("--calibrate {}: {} mixes image files with .npy files; give one kind", in.name,
+                                      f.string()));
+        NpyArray a = read_npy(f);
+        std::vector<float> v;
+        if (in.integer) {
+          for (int32_t x : int32_values(a, in.name, f.string())) v.push_back(float(x));
+        } else {
+          v = float_values(a, in.name, f.string());
+        }
+        if (v.empty() || int64_t(v.size()) % per)
+          throw UserError(fmt::format("{}: calibration data for input '{}' holds {} values, not a whole number of batches "
+                                      "of shape [{}] ({} values each)",
+                                      f.string(), in.name, v.size(), fmt::join(model_shape, ", "), per));
+        for (size_t i = 0; i < v.size(); i += size_t(per)) pieces.emplace_back(v.begin() + long(i), v.begin() + long(i) + per);
       }
-      if (v.empty() || int64_t(v.size()) % per)
-        throw UserError(fmt::format("{}: calibration data for input '{}' holds {} values, not a whole number of batches of "
-                                    "shape [{}] ({} values each)",
-                                    files[0].string(), in.name, v.size(), fmt::join(model_shape, ", "), per));
-      for (size_t i = 0; i < v.size(); i += size_t(per)) pieces.emplace_back(v.begin() + long(i), v.begin() + long(i) + per);
     }
     if (samples.empty()) samples.resize(pieces.size()), first = in.name;
     if (pieces.size() != samples.size())

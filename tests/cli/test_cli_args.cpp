@@ -3,6 +3,8 @@
 // in --help), and the progress line on terminals only.
 #include <gtest/gtest.h>
 
+#include <cmath>
+#include <cstring>
 #include <map>
 #include <regex>
 
@@ -187,6 +189,38 @@ TEST(CliArgs, Int8WithoutCalibrationDataSaysSoAndMeasures) {
   ASSERT_EQ(k.code, 0) << k.err;
   EXPECT_EQ(k.err.find("warning"), std::string::npos) << k.err;
   EXPECT_EQ(vtpu("run lenet5 --dtype int8 -q").err.find("warning"), std::string::npos);  // the zoo's seeded models
+}
+
+// --calibrate NAME=FOLDER: its .npy files (any whole number of batches each) in name order;
+// the same data in one file gives the same program.
+TEST(CliArgs, CalibrateTakesAFolderOfNpyFiles) {
+  fs::path dir = scratch("calibrate_folder"), data = dir / "data";
+  fs::create_directories(data);
+  fs::create_directories(dir / "empty");
+  const std::string model = matmul_model(dir).string();
+  std::vector<float> all;
+  for (int f = 0; f < 3; ++f) {
+    std::vector<float> v(size_t(4 * 16 * (f + 1)));  // 1, 2 and 3 batches of [4, 16]
+    for (size_t i = 0; i < v.size(); ++i) v[i] = std::sin(float(i * 7 + size_t(f))) * float(f + 1);
+    all.insert(all.end(), v.begin(), v.end());
+    vtpu::runtime::NpyArray a{"<f4", {int64_t(v.size() / 16), 16}, std::vector<uint8_t>(v.size() * 4)};
+    std::memcpy(a.data.data(), v.data(), a.data.size());
+    vtpu::runtime::write_npy(data / ("part" + std::to_string(f) + ".npy"), a);
+  }
+  vtpu::runtime::NpyArray one{"<f4", {int64_t(all.size() / 16), 16}, std::vector<uint8_t>(all.size() * 4)};
+  std::memcpy(one.data.data(), all.data(), one.data.size());
+  vtpu::runtime::write_npy(dir / "all.npy", one);
+  CliResult a = vtpu("compile " + model + " --dtype int8 -o " + (dir / "a.vtpu").string() + " --calibrate x=" + data.string());
+  ASSERT_EQ(a.code, 0) << a.err;
+  EXPECT_EQ(a.err.find("warning"), std::string::npos) << a.err;
+  CliResult b = vtpu("compile " + model + " --dtype int8 -o " + (dir / "b.vtpu").string() + " --calibrate x=" +
+                     (dir / "all.npy").string());
+  ASSERT_EQ(b.code, 0) << b.err;
+  EXPECT_EQ(read_file(dir / "a.vtpu"), read_file(dir / "b.vtpu"));
+  CliResult e = vtpu("compile " + model + " --dtype int8 -o " + (dir / "c.vtpu").string() + " --calibrate x=" +
+                     (dir / "empty").string());
+  EXPECT_EQ(e.code, 1);
+  EXPECT_NE(e.err.find("holds no image (PNG, JPEG, BMP, PPM) or .npy files"), std::string::npos) << e.err;
 }
 
 TEST(CliArgs, ZooModelsBringTheirOwnDefaultsInRunAndCompile) {

@@ -18,7 +18,8 @@ namespace vtpu::runtime {
 // INT8 calibration samples (compiler::CompileOptions::calibration) from files, for the model
 // compiled at `batch` (0: its own): `specs` maps every input name to "FILE.npy" (float32 or,
 // for integer inputs, an integer type; element count a whole multiple of the input's at this
-// batch) or "IMG[,IMG...]" (image files, a multiple of the batch size, scaled as `norm` says).
+// batch) or "IMG[,IMG...]" (image files, a multiple of the batch size, scaled as `norm` says);
+// a folder in the list stands for its .npy or image files, in name order.
 // Each batch-sized piece is one sample. Errors name the input, the file and what differs;
 // `precision` other than int8 is an error (bf16 needs no calibration).
 std::vector<std::map<std::string, std::vector<float>>> calibration_from_files(
