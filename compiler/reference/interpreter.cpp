@@ -110,7 +110,7 @@ RefTensor evaluate(mlir::Operation& op, const Env& env) {
 }  // namespace reference
 
 std::vector<RefTensor> evaluate_reference(mlir::func::FuncOp fn, const std::vector<RefTensor>& inputs,
-                                          const std::function<void(const void* value, const RefTensor&)>& seen) {
+                                          const std::function<void(const void* value, RefTensor&)>& seen) {
   reference::Env env;
   if (inputs.size() != fn.getNumArguments()) throw InternalError("reference: wrong number of inputs");
   // Each value's last reader, so that it is freed once read for the last time.
@@ -118,8 +118,8 @@ std::vector<RefTensor> evaluate_reference(mlir::func::FuncOp fn, const std::vect
   for (mlir::Operation& op : fn.getBody().front())
     for (mlir::Value v : op.getOperands()) last_reader[v.getAsOpaquePointer()] = &op;
   auto made = [&](const void* v) {
-    const RefTensor& t = env.values.at(v);
-    if (seen) seen(v, t);
+    RefTensor& t = env.values.at(v);
+    if (seen) seen(v, t);  // which may change it: later ops read what it leaves
     if (!last_reader.count(v)) env.values.erase(v);  // read by nothing
   };
   for (unsigned i = 0; i < fn.getNumArguments(); ++i) {

@@ -17,9 +17,11 @@ struct RefTensor {
 };
 
 // Runs @main on `inputs` (one per argument, in order) and returns its results. `seen` hears
-// each argument and activation as it is made, keyed by Value::getAsOpaquePointer; an
-// activation is freed after its last reader (calibration keeps ranges, not 67 MB of tensors).
+// each argument and activation as it is made, keyed by Value::getAsOpaquePointer, and may
+// change it (the ops after read what it leaves: INT8's rounding emulated,
+// quantization_errors); an activation is freed after its last reader (calibration keeps
+// ranges, not 67 MB of tensors).
 std::vector<RefTensor> evaluate_reference(mlir::func::FuncOp fn, const std::vector<RefTensor>& inputs,
-                                          const std::function<void(const void* value, const RefTensor&)>& seen = {});
+                                          const std::function<void(const void* value, RefTensor&)>& seen = {});
 
 }  // namespace vtpu::compiler

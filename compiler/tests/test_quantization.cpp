@@ -1,6 +1,7 @@
 // Quantized models (QDQ, QLinear): models built in C++, compiled, run on the simulator and compared with a plain
 // fp32 forward pass written from the ONNX operator definitions (e2e_fixture.h).
 #include "e2e_fixture.h"
+#include "vtpu/models/zoo.h"
 
 namespace vtpu::compiler {
 namespace {
@@ -67,6 +68,37 @@ TEST_P(CompileE2E, QuantizedQdqAndQLinearModelMatchesItsArithmetic) {
     EXPECT_FLOAT_EQ(float(tensor(r.program, "y").quant_scale), sy);
     for (float v : got) EXPECT_NEAR(v / sy, std::nearbyint(v / sy), 1e-3);
   }
+}
+
+// quantization_errors: with the calibrated scales every layer of the trained LeNet-5 keeps a
+// high SQNR and clips almost nothing; with every scale 1/8 of that, values clip (the input
+// first, so the layers after see smaller values) and the SQNR falls in every layer.
+TEST(QuantizationErrors, FallWhereScalesClip) {
+  auto lenet = models::materialize("lenet5-fmnist", models::default_dir());
+  CompileOptions o;
+  o.precision = Precision::Int8;
+  CompileResult r = compile_onnx(lenet, config::load_preset("tiny-16x16"), o);
+  const isa::TensorInfo& x = tensor(r.program, "image");
+  Vec in = uniform_values(size_t(x.bytes()), 11, 1000.0f);
+  for (auto& v : in) v = std::fabs(v);  // pixels in [0, 1]
+  auto good = quantization_errors(lenet, o, r.calibration_scales, {{"image", in}});
+  std::vector<float> small = r.calibration_scales;
+  for (float& s : small) s /= 8;
+  auto bad = quantization_errors(lenet, o, small, {{"image", in}});
+  ASSERT_EQ(good.size(), 8u);
+  ASSERT_EQ(bad.size(), good.size());
+  double clipped_good = 0, clipped_bad = 0;
+  for (size_t i = 0; i < good.size(); ++i) {
+    SCOPED_TRACE(good[i].layer);
+    EXPECT_EQ(good[i].layer, bad[i].layer);
+    EXPECT_GT(good[i].sqnr_db, 20.0);
+    EXPECT_LT(good[i].clipped, 0.02);
+    EXPECT_LT(bad[i].sqnr_db, good[i].sqnr_db - 3);
+    clipped_good += good[i].clipped, clipped_bad += bad[i].clipped;
+  }
+  EXPECT_GT(clipped_bad, clipped_good);
+  EXPECT_EQ(good.front().op, "conv2d");
+  EXPECT_EQ(good.back().op, "matmul");
 }
 
 }  // namespace

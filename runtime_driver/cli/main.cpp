@@ -261,6 +261,8 @@ int cmd_compare(CompareArgs a) {
     }
   std::cout << fmt::format("{} on {}:\n", a.model, cfg.name) << runtime::compare_table(rows);
   for (const auto& r : rows)
+    if (!r.quant_error_table.empty()) std::cout << "\n" << r.quant_error_table;
+  for (const auto& r : rows)
     if (!r.error.empty()) return kExitUserError;
   return kExitOk;
 }

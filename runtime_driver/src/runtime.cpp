@@ -10,9 +10,11 @@
 #include <cmath>
 #include <cstring>
 #include <functional>
+#include <limits>
 #include <set>
 
 #include "check.h"
+#include "text_table.h"
 #include "vtpu/runtime/npy.h"
 #include "vtpu/support/files.h"
 
@@ -28,6 +30,7 @@ ModelRun run_model(const std::filesystem::path& model, const config::Config& cfg
   run.config = cfg;
   bool onnx = model.extension() == ".onnx";
   std::vector<compiler::LayerBound> bounds;
+  std::vector<float> scales;  // INT8's, for the layers' quantization error
   compiler::CompileOptions copt;
   copt.precision = opt.precision;
   copt.batch = opt.batch;
@@ -49,6 +52,7 @@ ModelRun run_model(const std::filesystem::path& model, const config::Config& cfg
     compiler::CompileResult c = compiler::compile_onnx(model, cfg, copt);
     run.program = std::move(c.program);
     bounds = std::move(c.bounds);
+    scales = std::move(c.calibration_scales);
   } else {
     if (opt.check) throw UserError("--check needs the ONNX model (the fp32 reference runs from it), not a .vtpu program");
     run.program = isa::read_program(model);
@@ -82,6 +86,11 @@ ModelRun run_model(const std::filesystem::path& model, const config::Config& cfg
     Reference ref = check_reference(model, run.program, real_inputs, copt, opt.check_reference);
     run.checks = compare_outputs(run.outputs, ref);
     run.check_reference = ref.name, run.check_reference_short = ref.short_name;
+    if (opt.precision == compiler::Precision::Int8) {
+      compiler::CompileOptions at = copt;
+      at.batch = run.batch;
+      run.quant_errors = compiler::quantization_errors(model, at, scales, real_inputs);
+    }
   }
 
   apply_useful_macs(run.sim.stats, bounds);
@@ -147,6 +156,25 @@ std::vector<LayerRow> layer_rows(const sim::Stats& st, const std::vector<compile
   return layers;
 }
 
+std::string quant_error_table(const ModelRun& run) {
+  if (run.quant_errors.empty()) return "";
+  detail::TextTable t{{"layer", "op", "SQNR dB", "drop", "clipped"}, {false, false, true, true, true}, {}};
+  double prev = std::numeric_limits<double>::infinity(), worst = 0;
+  size_t worst_row = run.quant_errors.size();
+  for (size_t i = 0; i < run.quant_errors.size(); ++i) {
+    const auto& q = run.quant_errors[i];
+    double drop = std::isfinite(prev) && std::isfinite(q.sqnr_db) ? prev - q.sqnr_db : 0;
+    if (drop > worst) worst = drop, worst_row = i;
+    t.rows.push_back({q.layer, q.op, std::isfinite(q.sqnr_db) ? fmt::format("{:.1f}", q.sqnr_db) : "exact",
+                      drop > 0 ? fmt::format("{:.1f}", drop) : "", q.clipped > 0 ? fmt::format("{:.2g}%", 100 * q.clipped) : ""});
+    if (std::isfinite(q.sqnr_db)) prev = q.sqnr_db;
+  }
+  if (worst_row < t.rows.size()) t.rows[worst_row][0] += "  <- largest drop";
+  return "INT8 quantization error by layer (the fp32 reference with every activation rounded to its scale, against "
+         "fp32; weights fp32):\n" +
+         t.render();
+}
+
 std::string totals_text(const ModelRun& run) {
   const sim::Stats& s = run.sim.stats;
   double secs = s.seconds(), ej = s.total.energy_total_pj() * 1e-12;
@@ -161,6 +189,7 @@ std::string totals_text(const ModelRun& run) {
                    per >= 1e-3 ? fmt::format("{:.3f} mJ", per * 1e3) : fmt::format("{:.3f} uJ", per * 1e6),
                    secs > 0 ? ej / secs : 0.0);
   o += fmt::format("wall time: compile {:.2f} s, simulate {:.2f} s\n", run.compile_seconds, run.simulate_seconds);
+  o += quant_error_table(run);
   if (!run.checks.empty()) o += fmt::format("check reference: {}\n", run.check_reference);
   for (const auto& c : run.checks) {
     if (c.failed())
@@ -223,6 +252,7 @@ std::vector<CompareRow> compare(const std::filesystem::path& model, const config
         nonfinite += c.nonfinite_mismatches;
       }
       j["max_relative_error"] = rel;
+      j["quant_error_table"] = quant_error_table(run);
       j["nonfinite_mismatches"] = nonfinite;
       for (size_t u = 0; u < sim::kNumUnits; ++u)
         j["energy_by_unit_mj"][std::string(sim::unit_name(sim::Unit(u)))] = s.total.energy_pj[u] * 1e-9 / double(run.batch);
@@ -238,6 +268,7 @@ std::vector<CompareRow> compare(const std::filesystem::path& model, const config
       r.energy_mj = j["energy_mj"], r.power_w = j["power_w"], r.mxu_utilization = j["mxu_utilization"];
       r.max_relative_error = j["max_relative_error"];
       r.nonfinite_mismatches = j["nonfinite_mismatches"];
+      r.quant_error_table = j["quant_error_table"];
       for (auto it = j["energy_by_unit_mj"].begin(); it != j["energy_by_unit_mj"].end(); ++it)
         r.energy_by_unit_mj[it.key()] = it.value();
     }

@@ -223,6 +223,31 @@ TEST(CliArgs, CalibrateTakesAFolderOfNpyFiles) {
   EXPECT_NE(e.err.find("holds no image (PNG, JPEG, BMP, PPM) or .npy files"), std::string::npos) << e.err;
 }
 
+// INT8 with --check (run) and compare: the quantization error layer by layer, one row per
+// layer, the largest drop marked; bf16 has none.
+TEST(CliArgs, Int8CheckShowsTheQuantizationErrorByLayer) {
+  CliResult r = vtpu("run lenet5-fmnist --dtype int8 --check");
+  ASSERT_EQ(r.code, 0) << r.err;
+  size_t at = r.out.find("INT8 quantization error by layer");
+  ASSERT_NE(at, std::string::npos) << r.out;
+  std::string table = r.out.substr(at, r.out.find("check reference:", at) - at);
+  int rows = 0, marked = 0;
+  const std::regex row("\n(/[0-9]+/[A-Za-z]+)( +<- largest drop)? +(conv2d|pool|reshape|matmul) +([0-9.]+)");
+  for (auto it = std::sregex_iterator(table.begin(), table.end(), row); it != std::sregex_iterator(); ++it) {
+    ++rows;
+    marked += (*it)[2].matched;
+    EXPECT_GT(std::stod((*it)[4]), 20.0) << (*it)[0];  // dB: a trained model's layers quantize well
+  }
+  EXPECT_EQ(rows, 8) << table;  // 2 conv, 2 pool, flatten, 3 fully connected
+  EXPECT_EQ(marked, 1) << table;
+  CliResult b = vtpu("run lenet5-fmnist --dtype bf16 --check");
+  ASSERT_EQ(b.code, 0) << b.err;
+  EXPECT_EQ(b.out.find("INT8 quantization error by layer"), std::string::npos);
+  CliResult c = vtpu("compare lenet5-fmnist --accuracy-images 0");
+  ASSERT_EQ(c.code, 0) << c.err;
+  EXPECT_NE(c.out.find("INT8 quantization error by layer"), std::string::npos) << c.out;
+}
+
 TEST(CliArgs, ZooModelsBringTheirOwnDefaultsInRunAndCompile) {
   CliResult models = vtpu("models");
   std::smatch m;

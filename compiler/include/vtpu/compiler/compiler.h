@@ -146,6 +146,20 @@ struct Pipeline {
 Pipeline compile_stages(const std::filesystem::path& model, const config::Config& cfg, const CompileOptions& options,
                         const StageOptions& stages);
 
+// INT8's quantization error layer by layer (docs/compiler.md, "INT8"): the fp32 reference
+// run on `inputs` (by name, the program's layout) against the same run with every activation
+// rounded to its INT8 scale (`scales`: CompileResult::calibration_scales of a compile with
+// these options) and saturated, as the chip stores it, the rounding carried into the layers
+// after; weights stay fp32. One row per layer (the output of its last op), in order.
+struct LayerQuantError {
+  std::string layer, op;
+  double sqnr_db = 0;   // 10 log10(sum ref^2 / sum (q - ref)^2); +inf when equal
+  double clipped = 0;   // the share of its values beyond the int8 range at its scale
+};
+std::vector<LayerQuantError> quantization_errors(const std::filesystem::path& model, const CompileOptions& options,
+                                                 const std::vector<float>& scales,
+                                                 const std::map<std::string, std::vector<float>>& inputs);
+
 // A run-time input of the model as the program takes it: the batch applied, images NHWC
 // (`nhwc`: `shape` is the stored NHWC shape of an NCHW model input), integer inputs
 // (token ids) carried as int32.

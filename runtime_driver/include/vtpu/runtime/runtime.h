@@ -95,12 +95,18 @@ struct ModelRun {
   std::map<std::string, std::vector<float>> outputs;  // model layout (NCHW images), real values
   std::map<std::string, std::vector<int64_t>> output_shapes;
   std::vector<CheckResult> checks;
+  // INT8 with --check: each layer's quantization error (compiler::quantization_errors).
+  std::vector<compiler::LayerQuantError> quant_errors;
   std::string check_reference;       // the reference the checks used, with why when not onnxruntime
   std::string check_reference_short;  // "onnxruntime" or "the fp32 interpreter"
   std::vector<std::string> inputs_used;  // NAME=FILE or NAME=random
   double compile_seconds = 0, simulate_seconds = 0;
   int64_t batch = 1;
 };
+
+// INT8 with --check: each layer's SQNR against fp32 (ModelRun::quant_errors), the layer whose
+// SQNR falls most from the one before marked, so the layer that breaks shows; "" otherwise.
+std::string quant_error_table(const ModelRun& run);
 
 // Whether any --check result failed (totals_text says which and why).
 bool check_failed(const ModelRun& run);
@@ -140,6 +146,7 @@ struct CompareRow {
   double fp32_accuracy = -1;  // the same images through the fp32 reference
   int64_t accuracy_images = 0;
   std::string error;  // set when the run failed
+  std::string quant_error_table;  // int8: quant_error_table of the run
 };
 std::vector<CompareRow> compare(const std::filesystem::path& model, const config::Config& cfg,
                                 const std::vector<compiler::Precision>& precisions, const RunOptions& base);
