@@ -115,9 +115,19 @@ compiler::RnnSchedule rnn_schedule_of(const std::string& s) {
 constexpr const char* kRnnScheduleHelp =
     "LSTM/GRU input weights: hoisted (one matmul over all time steps) or per-step (each step its own, as TPU v1's "
     "software did; docs/compiler.md)";
-constexpr const char* kCalibrationMethodHelp =
-    "INT8: the range each activation's scale maps to 127: max (its largest magnitude), percentile (of its magnitudes, "
-    "--calibration-percentile) or entropy (the least information lost, as TensorRT calibrates); docs/compiler.md";
+// --calibration-method and --calibration-percentile, the same on compile and run.
+void add_calibration_method(CLI::App* cmd, std::string& method, double& percentile) {
+  cmd->add_option("--calibration-method", method,
+                  "INT8: the range each activation's scale maps to 127: max (its largest magnitude), percentile (of its "
+                  "magnitudes, --calibration-percentile) or entropy (the least information lost, as TensorRT "
+                  "calibrates); docs/compiler.md")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"max", "percentile", "entropy"}));
+  cmd->add_option("--calibration-percentile", percentile,
+                  "with --calibration-method percentile: the percentage of magnitudes inside the range")
+      ->capture_default_str()
+      ->check(CLI::Range(0.001, 100.0));
+}
 constexpr const char* kShapeHelp =
     "NAME=1x3x640x640: every dimension of an input, for the dimensions the model leaves symbolic (repeatable; the "
     "first is the batch; docs/runtime.md)";
@@ -464,13 +474,7 @@ int main(int argc, char** argv) {
   compile_cmd->add_option("-o,--output", compile_args.output, "output program (default: MODEL with .vtpu)");
   compile_cmd->add_option("--batch", compile_args.batch, "batch size, 1 or more (default: the model's)")->check(batch);
   compile_cmd->add_option("--shape", compile_args.shapes, kShapeHelp);
-  compile_cmd->add_option("--calibration-method", compile_args.calibration_method, kCalibrationMethodHelp)
-      ->capture_default_str()
-      ->check(CLI::IsMember({"max", "percentile", "entropy"}));
-  compile_cmd->add_option("--calibration-percentile", compile_args.calibration_percentile,
-                          "with --calibration-method percentile: the percentage of magnitudes inside the range")
-      ->capture_default_str()
-      ->check(CLI::Range(0.001, 100.0));
+  add_calibration_method(compile_cmd, compile_args.calibration_method, compile_args.calibration_percentile);
   compile_cmd->add_option("--emit-asm", compile_args.emit_asm, "also write the program as assembly");
   compile_cmd->add_option("--rnn-schedule", compile_args.rnn_schedule, kRnnScheduleHelp)
       ->capture_default_str()
@@ -481,8 +485,8 @@ int main(int argc, char** argv) {
                           "NAME=FILE.npy (any whole number of batches of the input, the model's layout), "
                           "NAME=IMAGE[,IMAGE...] or NAME=FOLDER (its .npy or image files): INT8 calibration data for "
                           "every input (repeatable); default: seeded random");
-  compile_cmd->add_option("--image-norm", compile_args.image_norm, "how calibration image pixels become inputs: unit, imagenet or "
-                          "mean=M[,M,M]:std=S[,S,S]")
+  compile_cmd->add_option("--image-norm", compile_args.image_norm,
+                          "how calibration image pixels become inputs: unit, imagenet or mean=M[,M,M]:std=S[,S,S]")
       ->capture_default_str()
       ->check(norms);
 
@@ -493,13 +497,7 @@ int main(int argc, char** argv) {
   run_cmd->add_option("--dtype", run_args.dtype, kDtypeHelp)->check(dtypes);
   run_cmd->add_option("--batch", run_args.batch, "batch size, 1 or more (default: the model's)")->check(batch);
   run_cmd->add_option("--shape", run_args.shapes, kShapeHelp);
-  run_cmd->add_option("--calibration-method", run_args.calibration_method, kCalibrationMethodHelp)
-      ->capture_default_str()
-      ->check(CLI::IsMember({"max", "percentile", "entropy"}));
-  run_cmd->add_option("--calibration-percentile", run_args.calibration_percentile,
-                      "with --calibration-method percentile: the percentage of magnitudes inside the range")
-      ->capture_default_str()
-      ->check(CLI::Range(0.001, 100.0));
+  add_calibration_method(run_cmd, run_args.calibration_method, run_args.calibration_percentile);
   run_cmd->add_option("--rnn-schedule", run_args.rnn_schedule, kRnnScheduleHelp)
       ->capture_default_str()
       ->check(CLI::IsMember({"hoisted", "per-step"}));
