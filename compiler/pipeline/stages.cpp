@@ -173,6 +173,14 @@ StagePlan plan_stages(const std::vector<mlir::Operation*>& ops, const config::Co
                       size_t stages, const std::vector<int64_t>& counts) {
   StagePlan best;
   best.cuts = cuts_of(ops);
+  // The search is stages x cuts^2 per count: a model with more places than kMostCuts keeps
+  // kMostCuts of them, evenly spread (its stages then balance a little less finely).
+  constexpr size_t kMostCuts = 400;
+  if (best.cuts.size() > kMostCuts) {
+    std::vector<Cut> kept;
+    for (size_t i = 0; i < kMostCuts; ++i) kept.push_back(best.cuts[i * best.cuts.size() / kMostCuts]);
+    best.cuts = std::move(kept);
+  }
   if (best.cuts.size() + 1 < stages) return best;
   std::vector<OpCost> cost;
   for (mlir::Operation* op : ops) cost.push_back(op_cost(op, cfg, batch, esz));
@@ -296,9 +304,11 @@ Pipeline compile_stages(const std::filesystem::path& model, const config::Config
     throw UserError(fmt::format("{}: the batch cannot flow through the stages in micro-batches ({}); give "
                                 "--micro-batches 1",
                                 model.string(), why));
+  // Candidates: up to 4 micro-batches per stage (beyond, the pipeline fills at most 1.25 x
+  // sooner and every one more loads the weights again).
   if (so.micro_batches) counts = {so.micro_batches};
   else if (why.empty())
-    for (int64_t m = 2; m <= batch; ++m)
+    for (int64_t m = 2; m <= batch && m <= 4 * int64_t(S); ++m)
       if (batch % m == 0) counts.push_back(m);
   if (!so.micro_batches && !why.empty() && batch > 1) pipe.whole_batch_why = why;
   std::vector<float> ordered = options.calibration_scales;
