@@ -137,7 +137,7 @@ TEST(ParallelCli, PipelineOutputsEqualTheSingleChipRunOfTheBatch) {
 TEST(ParallelCli, PipelineTablesAndReportAgree) {
   fs::path ring = ring_of_tiny(4), dir = scratch("ptables");
   CliResult r = vtpu("run lenet5 --dtype int8 --batch 8 --micro-batches 4 -c " + ring.string() +
-                     " --parallel pipeline --report " + (dir / "r.json").string());
+                     " --parallel pipeline --report " + (dir / "r.json").string() + " --trace " + (dir / "t.json").string());
   ASSERT_EQ(r.code, 0) << r.err;
   for (const char* want : {"pipeline parallel: a batch of 8 over 4 chips", "layers", "est. share",
                            "flows through the stages in 4 micro-batches of 2",
@@ -175,6 +175,17 @@ TEST(ParallelCli, PipelineTablesAndReportAgree) {
   }
   EXPECT_EQ(j["totals"]["cycles"], chips[3]["cycles"]);
   EXPECT_GT(p["collective_seconds"].get<double>(), 0.0);
+  // The timeline: a process per chip, the stages' sends, and each link of the chain.
+  auto trace = nlohmann::json::parse(std::ifstream(dir / "t.json"));
+  std::set<int> pids;
+  std::set<std::string> names;
+  for (const auto& e : trace["traceEvents"]) {
+    pids.insert(e["pid"].get<int>());
+    if (e.contains("name") && e["name"].is_string()) names.insert(e["name"].get<std::string>());
+  }
+  EXPECT_GE(pids.size(), 4u);
+  for (const char* want : {"ici.send", "wait_ici", "chip 0 -> chip 1", "chip 1 -> chip 2", "chip 2 -> chip 3"})
+    EXPECT_TRUE(names.count(want)) << want;
 }
 
 TEST(ParallelCli, BadInputSaysWhy) {
