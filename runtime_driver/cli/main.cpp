@@ -245,7 +245,9 @@ struct RunArgs {
 
 struct CompareArgs {
   std::string model, config;
-  std::vector<std::string> dtypes{"int8", "bf16"}, shapes;
+  std::vector<std::string> dtypes{"int8", "bf16"}, shapes, inputs, calibrate;
+  std::string image_norm, calibration_method = "max";
+  double calibration_percentile = 99.99;
   uint64_t seed = 1;
   int64_t batch = 0, accuracy_images = 1000;
 };
@@ -261,6 +263,15 @@ int cmd_compare(CompareArgs a) {
   o.seed = a.seed;
   o.batch = a.batch;
   o.shapes = shape_specs(a.shapes, a.batch);
+  // The same inputs and INT8 calibration as `run` takes them (the calibration for int8 only).
+  for (const auto& [name, file] : file_specs("--input", a.inputs)) o.input_files[name] = file;
+  o.calibration_files = file_specs("--calibrate", a.calibrate);
+  o.calibration_method = calibration_method_of(a.calibration_method);
+  o.calibration_percentile = a.calibration_percentile;
+  if (!a.image_norm.empty()) o.image_norm = runtime::image_norm_from_name(a.image_norm);
+  else if (m.zoo && !m.zoo->image_norm.empty()) o.image_norm = runtime::image_norm_from_name(m.zoo->image_norm);
+  if (std::count(ps.begin(), ps.end(), compiler::Precision::Int8) && a.calibrate.empty() && !m.zoo)
+    std::cerr << kRandomCalibration << "; the int8 row's error and the table by layer show what it costs\n";
   auto rows = runtime::compare(a.model, cfg, ps, o);
   // Classifiers trained on a dataset vtpu can load also get their test-set accuracy.
   if (dataset == "fashion-mnist" && a.accuracy_images > 0)
@@ -553,6 +564,15 @@ int main(int argc, char** argv) {
   cmp_cmd->add_option("--seed", cmp_args.seed, "seed for generated inputs")->capture_default_str();
   cmp_cmd->add_option("--batch", cmp_args.batch, "batch size, 1 or more (default: the model's)")->check(batch);
   cmp_cmd->add_option("--shape", cmp_args.shapes, kShapeHelp);
+  cmp_cmd->add_option("--input", cmp_args.inputs, "NAME=FILE.npy or NAME=IMAGE[,IMAGE...]: the inputs every precision runs (as for run)");
+  cmp_cmd->add_option("--image-norm", cmp_args.image_norm,
+                      "how image pixels become inputs: unit, imagenet or mean=M[,M,M]:std=S[,S,S]; default: the zoo "
+                      "model's, else unit")
+      ->check(norms);
+  cmp_cmd->add_option("--calibrate", cmp_args.calibrate,
+                      "NAME=FILE.npy, NAME=IMAGE[,IMAGE...] or NAME=FOLDER: INT8 calibration data (as for run; the int8 "
+                      "row only)");
+  add_calibration_method(cmp_cmd, cmp_args.calibration_method, cmp_args.calibration_percentile);
   cmp_cmd->add_option("--accuracy-images", cmp_args.accuracy_images,
                       "test images for the accuracy of dataset-trained zoo models (0: skip)")
       ->capture_default_str()

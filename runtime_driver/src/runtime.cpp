@@ -234,6 +234,7 @@ std::vector<CompareRow> compare(const std::filesystem::path& model, const config
     std::string out = in_child([&] {
       RunOptions o = base;
       o.precision = p;
+      if (p != compiler::Precision::Int8) o.calibration_files.clear();  // calibration is INT8's
       o.check = model.extension() == ".onnx";
       ModelRun run = run_model(model, cfg, o);
       const sim::Stats& s = run.sim.stats;

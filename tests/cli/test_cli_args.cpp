@@ -248,6 +248,28 @@ TEST(CliArgs, Int8CheckShowsTheQuantizationErrorByLayer) {
   EXPECT_NE(c.out.find("INT8 quantization error by layer"), std::string::npos) << c.out;
 }
 
+// compare takes the inputs and INT8 calibration run takes: int8 calibrated on the user's
+// data (no warning) beside bf16 (which ignores it); without data it warns as run does.
+TEST(CliArgs, CompareTakesInputsAndCalibrationData) {
+  fs::path dir = scratch("compare_data");
+  const std::string model = matmul_model(dir).string();
+  std::vector<float> v(4 * 16);
+  for (size_t i = 0; i < v.size(); ++i) v[i] = std::cos(float(i)) * 0.5f;
+  vtpu::runtime::NpyArray x{"<f4", {4, 16}, std::vector<uint8_t>(v.size() * 4)};
+  std::memcpy(x.data.data(), v.data(), x.data.size());
+  vtpu::runtime::write_npy(dir / "x.npy", x);
+  const std::string data = (dir / "x.npy").string();
+  CliResult c = vtpu("compare " + model + " -c tiny-8x8 --input x=" + data + " --calibrate x=" + data +
+                     " --calibration-method percentile");
+  ASSERT_EQ(c.code, 0) << c.err;
+  EXPECT_EQ(c.err.find("warning"), std::string::npos) << c.err;
+  EXPECT_NE(c.out.find("int8"), std::string::npos) << c.out;
+  EXPECT_NE(c.out.find("bf16"), std::string::npos) << c.out;
+  CliResult w = vtpu("compare " + model + " -c tiny-8x8");
+  ASSERT_EQ(w.code, 0) << w.err;
+  EXPECT_NE(w.err.find("warning: INT8 activation scales calibrated on seeded random inputs"), std::string::npos) << w.err;
+}
+
 TEST(CliArgs, ZooModelsBringTheirOwnDefaultsInRunAndCompile) {
   CliResult models = vtpu("models");
   std::smatch m;
