@@ -5,6 +5,9 @@
 // writes it through a base register that holds the current chunk's offset into it, and
 // advances by one chunk's bytes after each pass. Everything else (weights, constants, the
 // unified buffer's layout) is the same in every pass: weights are loaded again per chunk.
+// When the chunks do not divide the batch (vtpu.batch_whole), each tensor is declared with the
+// batch's rows and its HBM region holds every pass's: the last pass computes on padding
+// rows past the batch (zeros) and writes rows that nothing reads.
 #include "codegen_internal.h"
 
 namespace vtpu::compiler::codegen {
@@ -22,6 +25,8 @@ void Codegen::chunks_of(mlir::func::FuncOp fn) {
   auto at = fn->getAttrOfType<mlir::IntegerAttr>(tpu::kBatchChunksAttr);
   batch_chunks_ = at ? uint64_t(at.getInt()) : 1;
   if (batch_chunks_ < 1) throw InternalError("vtpu.batch_chunks below 1");
+  auto whole = fn->getAttrOfType<mlir::IntegerAttr>(tpu::kBatchWholeAttr);
+  batch_whole_ = whole ? whole.getInt() : 0;
 }
 
 uint64_t Codegen::io_alloc(uint64_t chunk_bytes, const std::string& name) {
@@ -44,7 +49,7 @@ emit::Reg Codegen::hbm_base(uint64_t hbm) const {
 }
 
 std::vector<int64_t> Codegen::io_shape(std::vector<int64_t> chunk_shape) const {
-  if (batch_chunks_ > 1 && !chunk_shape.empty()) chunk_shape[0] *= int64_t(batch_chunks_);
+  if (batch_chunks_ > 1 && !chunk_shape.empty()) chunk_shape[0] = batch_whole_ ? batch_whole_ : chunk_shape[0] * int64_t(batch_chunks_);
   return chunk_shape;
 }
 

@@ -538,6 +538,7 @@ class Codegen {
   uint64_t copies_in_flight_ = 0;  // ub_copy_async copies not yet waited for (on f1)
   std::optional<size_t> hoist_at_;  // where in code_ the last stream issued its last matmul (run_blocks)
   uint64_t batch_chunks_ = 1;  // passes of the body (batch_chunks.cpp)
+  int64_t batch_whole_ = 0;    // the declared batch when the chunks pad it, else 0
   struct IoRegion {
     uint64_t begin, chunk_bytes;  // the first chunk's bytes of an input or output tensor
     unsigned reg;                 // its base register

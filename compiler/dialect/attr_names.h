@@ -23,6 +23,10 @@ inline constexpr llvm::StringLiteral kEmptyTensorsAttr = "vtpu.empty_tensors";
 // (compiler/pipeline/batch_chunks.cpp): @main is one chunk of the batch, and the program runs
 // it this many times over consecutive slices of every input and output (an IntegerAttr).
 inline constexpr llvm::StringLiteral kBatchChunksAttr = "vtpu.batch_chunks";
+// With vtpu.batch_chunks, when the chunks do not divide the batch: the batch (an IntegerAttr),
+// the first dimension the inputs and outputs are declared with; the last pass's rows past it
+// are padding that nothing reads.
+inline constexpr llvm::StringLiteral kBatchWholeAttr = "vtpu.batch_whole";
 // On @main, set by the pipeline-parallel split (compiler/pipeline/stages.cpp): the program is
 // one stage of a model split across chips (a DictionaryAttr): `receive` (BoolAttr) its first
 // input arrives over ICI, one chunk per pass; `send_chip` and `send_addr` (IntegerAttrs) its

@@ -26,11 +26,14 @@ int64_t dim0(mlir::Value v) {
 
 }  // namespace
 
-void scale_bounds(std::vector<LayerBound>& bounds, int64_t passes) {
+void scale_bounds(std::vector<LayerBound>& bounds, int64_t passes, int64_t batch, int64_t chunk) {
   for (LayerBound& b : bounds) {
-    for (uint64_t* f : {&b.macs, &b.hbm_bytes, &b.weight_tiles, &b.compute_cycles, &b.memory_cycles, &b.weight_path_cycles})
+    // Useful MACs are the batch's (the padding rows of an uneven last pass make none); the
+    // work and traffic are every pass's.
+    b.macs = uint64_t(std::llround(double(b.macs) * double(batch) / double(chunk)));
+    for (uint64_t* f : {&b.hbm_bytes, &b.weight_tiles, &b.compute_cycles, &b.memory_cycles, &b.weight_path_cycles})
       *f *= uint64_t(passes);
-    if (!b.shape.empty()) b.shape[0] *= passes;
+    if (!b.shape.empty()) b.shape[0] = b.shape[0] / chunk * batch;
   }
 }
 
@@ -86,20 +89,23 @@ std::optional<CompileResult> chunks_of(const std::filesystem::path& model, const
     throw whole;  // a model that cannot be imported at a smaller batch (a constant with the batch in its shape)
   }
   mlir::func::FuncOp fn = front.main();
-  fn->setAttr(tpu::kBatchChunksAttr, mlir::IntegerAttr::get(mlir::IntegerType::get(fn->getContext(), 64), batch / n));
+  const int64_t passes = (batch + n - 1) / n;
+  auto i64 = [&](int64_t v) { return mlir::IntegerAttr::get(mlir::IntegerType::get(fn->getContext(), 64), v); };
+  fn->setAttr(tpu::kBatchChunksAttr, i64(passes));
+  if (passes * n != batch) fn->setAttr(tpu::kBatchWholeAttr, i64(batch));  // the last pass's rows past the batch: padding
   std::map<const void*, float> by_value;
   if (options.precision == Precision::Int8) by_value = scales_by_value(fn, scales, model, n, batch);
   try {
     CompileResult r = generate_program(front.module(), cfg, generating, by_value);
     r.calibration_scales = scales;
-    scale_bounds(r.bounds, batch / n);  // the whole batch's: each layer's code runs once per chunk
+    scale_bounds(r.bounds, passes, batch, n);  // the whole batch's: each layer's code runs once per chunk
     return r;
   } catch (const DoesNotFitError& e) {
     if (e.key() != "core.unified_buffer.bytes")  // another limit, met only once the batch is cut
       throw DoesNotFitError(e.key(), e.needed(), e.available(),
                             fmt::format("{} (the batch of {} does not fit the unified buffer whole; this is with it in "
                                         "{} chunks of {})",
-                                        e.what(), batch, batch / n, n));
+                                        e.what(), batch, passes, n));
     error = e.what();
     return std::nullopt;
   }
@@ -116,19 +122,33 @@ CompileResult compile_in_chunks(const std::filesystem::path& model, const config
   for (int64_t n = 1; n < batch; ++n)
     if (batch % n == 0) sizes.push_back(n);
   std::optional<CompileResult> best;
+  int64_t best_n = 0;
   std::string error;
   for (size_t lo = 0, hi = sizes.size(); lo < hi;) {
     size_t mid = (lo + hi) / 2;
     if (auto r = chunks_of(model, cfg, options, generating, batch, sizes[mid], scales, whole, error)) {
-      best = std::move(r);
+      best = std::move(r), best_n = sizes[mid];
       lo = mid + 1;
     } else {
       hi = mid;
     }
   }
-  if (best) return std::move(*best);
-  throw DoesNotFitError(whole.key(), whole.needed(), whole.available(),
-                        fmt::format("{} (one sample at a time does not fit either: {})", whole.what(), error));
+  if (!best) throw DoesNotFitError(whole.key(), whole.needed(), whole.available(),
+                                   fmt::format("{} (one sample at a time does not fit either: {})", whole.what(), error));
+  // Fewer passes with chunks that do not divide the batch (a prime batch: chunks of one
+  // otherwise): the fewest passes p whose chunk ceil(batch / p) fits, the last pass padded.
+  // Tried only below the divisors' count of passes, so a batch the divisors serve as well
+  // keeps their program.
+  for (int64_t lo = 1, hi = batch / best_n - 1; lo <= hi;) {
+    int64_t p = (lo + hi) / 2, n = (batch + p - 1) / p;
+    if (auto r = n < batch ? chunks_of(model, cfg, options, generating, batch, n, scales, whole, error) : std::nullopt) {
+      best = std::move(r);
+      hi = p - 1;
+    } else {
+      lo = p + 1;
+    }
+  }
+  return std::move(*best);
 }
 
 }  // namespace vtpu::compiler

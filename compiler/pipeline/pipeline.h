@@ -80,8 +80,9 @@ std::map<const void*, float> scales_by_value(mlir::func::FuncOp fn, const std::v
 // its batch (a value or op that mixes samples, an output that is not per sample), or "" when
 // it can.
 std::string why_samples_mix(mlir::func::FuncOp fn, int64_t batch);
-// Bounds of code that runs `passes` times (chunks, micro-batches) as the whole batch's.
-void scale_bounds(std::vector<LayerBound>& bounds, int64_t passes);
+// Bounds of code for `chunk` samples that runs `passes` times (chunks, micro-batches) over a
+// batch of `batch` (passes x chunk, or fewer when the last pass is padded) as the batch's.
+void scale_bounds(std::vector<LayerBound>& bounds, int64_t passes, int64_t batch, int64_t chunk);
 // The model compiled for the largest chunk of `batch` that fits, run once per chunk; `scales`
 // are the whole batch's in value_order (INT8), `whole` the whole batch's error, thrown again
 // (with the one-sample error) when no chunk fits.

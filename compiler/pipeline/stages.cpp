@@ -402,7 +402,7 @@ Pipeline compile_stages(const std::filesystem::path& model, const config::Config
         throw InternalError(fmt::format("pipeline stages {} and {} disagree on tensor '{}'", s + 1, s + 2, st.output));
     }
     st.result.calibration_scales = ordered;
-    scale_bounds(st.result.bounds, pipe.micro_batches);  // each layer's code runs once per micro-batch
+    scale_bounds(st.result.bounds, pipe.micro_batches, batch, micro);  // its code runs once per micro-batch
   }
   return pipe;
 }

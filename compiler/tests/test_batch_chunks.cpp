@@ -103,6 +103,44 @@ TEST(BatchChunks, ABatchLargerThanTheUnifiedBufferRunsChunkByChunkAsOneChunkAlon
   }
 }
 
+TEST(BatchChunks, APrimeBatchRunsInFewerChunksTheLastPadded) {
+  // LeNet-5 at batch 17 on tiny-16x16: no divisor but 1 fits, so chunks of one took 17 passes;
+  // chunks of 9 take 2, the second with a row of padding. The outputs are those of the whole
+  // batch on the same chip with a unified buffer that holds it, and so are the useful MACs.
+  auto lenet = models::materialize("lenet5", models::default_dir());
+  config::Config cfg = config::load_preset("tiny-16x16"), big = cfg;
+  big.name = "tiny-16x16-4MiB";
+  big.core.unified_buffer.bytes = 4 << 20;
+  const int64_t batch = 17;
+  for (Precision precision : {Precision::Int8, Precision::Bf16}) {
+    SCOPED_TRACE(precision == Precision::Int8 ? "int8" : "bf16");
+    CompileOptions o;
+    o.precision = precision;
+    o.batch = batch;
+    CompileResult chunked = compile_onnx(lenet, cfg, o);
+    CompileResult whole = compile_onnx(lenet, big, o);
+    EXPECT_EQ(chunks_of(whole.assembly), 1);
+    int64_t k = chunks_of(chunked.assembly);
+    EXPECT_GT(k, 1);
+    EXPECT_LT(k, batch / 4) << "chunks of one or two";
+    const isa::TensorInfo& x = only(chunked.program, isa::TensorRole::Input);
+    const isa::TensorInfo& y = only(chunked.program, isa::TensorRole::Output);
+    EXPECT_EQ(x.shape[0], batch);
+    EXPECT_EQ(y.shape[0], batch);
+    EXPECT_EQ(x.quant_scale, only(whole.program, isa::TensorRole::Input).quant_scale);
+    uint64_t macs_chunked = 0, macs_whole = 0;
+    for (const auto& b : chunked.bounds) macs_chunked += b.macs;
+    for (const auto& b : whole.bounds) macs_whole += b.macs;
+    EXPECT_EQ(macs_chunked, macs_whole);
+    Vec in = uniform_values(size_t(x.bytes() / isa::dtype_bytes(x.dtype)), 9, 1000.0f);
+    SimRun a = run_program(cfg, chunked.program, {{x.name, encode(chunked.program, x.name, in)}}, y.name);
+    SimRun b = run_program(big, whole.program, {{x.name, encode(whole.program, x.name, in)}}, y.name);
+    ASSERT_TRUE(a.error.empty()) << a.error;
+    ASSERT_TRUE(b.error.empty()) << b.error;
+    EXPECT_EQ(a.output, b.output);
+  }
+}
+
 TEST(BatchChunks, SamplesThatMixKeepTheWholeBatchsError) {
   // A concat along the batch: each chunk's output would not be a slice of the whole's.
   OnnxBuilder m;
