@@ -189,6 +189,21 @@ ProgramInputs program_inputs(const isa::Program& program, const RunOptions& opt)
   return in;
 }
 
+compiler::CompileOptions compile_options(const std::filesystem::path& model, const RunOptions& opt) {
+  compiler::CompileOptions copt;
+  copt.precision = opt.precision;
+  copt.batch = opt.batch;
+  copt.shapes = opt.shapes;
+  copt.calibration_method = opt.calibration_method;
+  copt.calibration_percentile = opt.calibration_percentile;
+  copt.rnn_schedule = opt.rnn_schedule;
+  copt.seed = opt.seed;
+  if (!opt.calibration_files.empty())
+    copt.calibration = calibration_from_files(model, opt.calibration_files, opt.batch, opt.image_norm, opt.precision,
+                                              opt.shapes);
+  return copt;
+}
+
 int64_t program_batch(const isa::Program& program) {
   int64_t batch = 1;
   for (const auto& t : program.tensors)

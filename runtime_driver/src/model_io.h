@@ -26,6 +26,11 @@ struct ProgramInputs {
 // [-1, 1] (integer inputs: 0 .. 127). Errors name the input and the file.
 ProgramInputs program_inputs(const isa::Program& program, const RunOptions& options);
 
+// The compiler's options for a run's options: precision, batch, shapes, calibration (method,
+// and the data of --calibrate read here), RNN schedule, seed. One place, so `run` and runs
+// across chips compile a model alike.
+compiler::CompileOptions compile_options(const std::filesystem::path& model, const RunOptions& options);
+
 // The batch of a program: the largest dimension 0 of its inputs (1 without inputs).
 int64_t program_batch(const isa::Program& program);
 

@@ -192,16 +192,7 @@ ParallelRun run_parallel(const std::filesystem::path& model, const config::Confi
 
   // The whole batch as one chip compiles it: the baseline's program, the input tensors, and
   // (int8) the calibration every chip's program reuses.
-  compiler::CompileOptions copt;
-  copt.precision = opt.precision;
-  copt.batch = opt.batch;
-  copt.shapes = opt.shapes;
-  copt.calibration_method = opt.calibration_method;
-  copt.calibration_percentile = opt.calibration_percentile;
-  copt.seed = opt.seed;
-  if (!opt.calibration_files.empty())
-    copt.calibration = calibration_from_files(model, opt.calibration_files, opt.batch, opt.image_norm, opt.precision,
-                                              opt.shapes);
+  compiler::CompileOptions copt = detail::compile_options(model, opt);
   if (opt.phase) opt.phase("compile", 0);
   auto t0 = Clock::now();
   compiler::CompileResult whole = compiler::compile_onnx(model, run.chip, copt);

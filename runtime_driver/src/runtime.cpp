@@ -31,20 +31,10 @@ ModelRun run_model(const std::filesystem::path& model, const config::Config& cfg
   bool onnx = model.extension() == ".onnx";
   std::vector<compiler::LayerBound> bounds;
   std::vector<float> scales;  // INT8's, for the layers' quantization error
-  compiler::CompileOptions copt;
-  copt.precision = opt.precision;
-  copt.batch = opt.batch;
-  copt.shapes = opt.shapes;
-  copt.calibration_method = opt.calibration_method;
-  copt.calibration_percentile = opt.calibration_percentile;
-  copt.rnn_schedule = opt.rnn_schedule;
-  copt.seed = opt.seed;
+  if (!onnx && !opt.calibration_files.empty())
+    throw UserError("--calibrate needs the ONNX model (calibration happens when it compiles), not a .vtpu program");
+  compiler::CompileOptions copt = detail::compile_options(model, opt);
   copt.progress = opt.compile_progress;
-  if (!opt.calibration_files.empty()) {
-    if (!onnx) throw UserError("--calibrate needs the ONNX model (calibration happens when it compiles), not a .vtpu program");
-    copt.calibration = calibration_from_files(model, opt.calibration_files, opt.batch, opt.image_norm, opt.precision,
-                                              opt.shapes);
-  }
   auto t0 = Clock::now();
   if (onnx) {
     require_readable_file(model, "the model (.onnx)");
