@@ -195,6 +195,12 @@ constexpr const char* kRandomCalibration =
     "model whose real inputs have other ranges can lose its accuracy without any error. Give calibration data with "
     "--calibrate NAME=FILE.npy|IMAGE,...|FOLDER (docs/runtime.md)";
 
+// Whether that warning applies: INT8 of the user's own ONNX model (a zoo model's seeded
+// weights are calibrated on seeded inputs by design) without --calibrate.
+bool calibrated_at_random(bool int8, const std::vector<std::string>& calibrate, const ModelChoice& m) {
+  return int8 && calibrate.empty() && !m.zoo && std::filesystem::path(m.path).extension() == ".onnx";
+}
+
 int cmd_compile(const CompileArgs& a) {
   // A zoo name instead of a file: the zoo's model (generated once); the program goes to NAME.vtpu here.
   ModelChoice m = choose_model(a.model, a.config, a.dtype);
@@ -218,7 +224,7 @@ int cmd_compile(const CompileArgs& a) {
   opt.progress = [&](const std::string& stage, double done) { progress.update_share(done, stage); };
   compiler::CompileResult r = compiler::compile_onnx(model, cfg, opt);
   progress.finish();
-  if (opt.precision == compiler::Precision::Int8 && a.calibrate.empty() && !m.zoo)
+  if (calibrated_at_random(opt.precision == compiler::Precision::Int8, a.calibrate, m))
     std::cerr << kRandomCalibration << "; `vtpu run` measures the error against fp32\n";
   std::string out = a.output.empty() ? (model == a.model ? default_output(a.model).string() : a.model + ".vtpu") : a.output;
   isa::write_program(r.program, out);
@@ -270,7 +276,7 @@ int cmd_compare(CompareArgs a) {
   o.calibration_percentile = a.calibration_percentile;
   if (!a.image_norm.empty()) o.image_norm = runtime::image_norm_from_name(a.image_norm);
   else if (m.zoo && !m.zoo->image_norm.empty()) o.image_norm = runtime::image_norm_from_name(m.zoo->image_norm);
-  if (std::count(ps.begin(), ps.end(), compiler::Precision::Int8) && a.calibrate.empty() && !m.zoo)
+  if (calibrated_at_random(std::count(ps.begin(), ps.end(), compiler::Precision::Int8) > 0, a.calibrate, m))
     std::cerr << kRandomCalibration << "; the int8 row's error and the table by layer show what it costs\n";
   auto rows = runtime::compare(a.model, cfg, ps, o);
   // Classifiers trained on a dataset vtpu can load also get their test-set accuracy.
@@ -328,17 +334,16 @@ int cmd_run(RunArgs a) {
   opt.progress = [&](uint64_t cycle, uint64_t bundle) {
     progress.update(bundle, fmt::format("{:.1f}M cycles", double(cycle) / 1e6));
   };
+  // INT8 of the user's own ONNX model without calibration data: warned, and (on one chip) measured.
+  const bool random_calibration = calibrated_at_random(opt.precision == compiler::Precision::Int8, a.calibrate, m);
   if (!a.parallel.empty()) {
-    if (opt.precision == compiler::Precision::Int8 && a.calibrate.empty() && !m.zoo) std::cerr << kRandomCalibration << "\n";
+    if (random_calibration) std::cerr << kRandomCalibration << "\n";
     cli::ParallelArgs p{a.parallel, a.model, a.dtype, a.report, a.trace, a.output_dir, a.seed, a.quiet, !a.no_baseline,
                         a.micro_batches};
     int rc = cli::run_parallel_model(p, cfg, opt);
     progress.finish();
     return rc;
   }
-  // INT8 of the user's own ONNX model without calibration data: warned, and measured.
-  const bool random_calibration = opt.precision == compiler::Precision::Int8 && a.calibrate.empty() && !m.zoo &&
-                                  std::filesystem::path(a.model).extension() == ".onnx";
   if (random_calibration) opt.check = true;
   runtime::ModelRun run = runtime::run_model(a.model, cfg, opt);
   progress.finish();
