@@ -52,7 +52,7 @@ class StreamScheduler {
     drain_lat_ = config::mxu_fill_drain_cycles(cg.cfg_);
     vlat_ = std::max({config::vector_latency(cg.cfg_, isa::OpClass::VecAlu), config::vector_latency(cg.cfg_, isa::OpClass::VecRescale),
                       config::vector_latency(cg.cfg_, isa::OpClass::VecConvert)});
-    bytes_per_cycle_ = cg.cfg_.memory.bandwidth_gbytes_per_s * 1e3 / cg.cfg_.clock_mhz;
+    bytes_per_cycle_ = config::hbm_bytes_per_cycle(cg.cfg_);
     lag_ = drain_lat_ + 2;  // about in + R + C + out (docs/compiler.md)
     if (!background.empty()) {
       Pending bp{nm_, 0, {}};

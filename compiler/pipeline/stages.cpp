@@ -27,6 +27,7 @@
 #include "mlir/IR/IRMapping.h"
 #include "pipeline/pipeline.h"
 #include "target_limits.h"
+#include "vtpu/config/timing.h"
 
 namespace vtpu::compiler {
 namespace {
@@ -52,7 +53,7 @@ struct OpCost {
 OpCost op_cost(mlir::Operation* op, const config::Config& cfg, int64_t batch, unsigned esz) {
   const auto& mxu = cfg.core.mxu;
   const double array = double(mxu.rows) * mxu.cols * mxu.count;
-  const double hbm_bytes_per_cycle = cfg.memory.bandwidth_gbytes_per_s * 1e3 / cfg.clock_mhz;
+  const double hbm_bytes_per_cycle = config::hbm_bytes_per_cycle(cfg);
   double macs = 0, out = op->getNumResults() ? double(numel(op->getResult(0))) : 0;
   auto last_dim = [](Value v) {
     auto t = mlir::cast<mlir::RankedTensorType>(v.getType());

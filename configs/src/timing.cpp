@@ -38,12 +38,12 @@ uint64_t vector_steps(const Config& c, uint64_t rows) { return ceil_div(rows, st
 
 uint64_t vector_issue_cycles(const Config& c, uint64_t rows) { return vector_steps(c, rows) * vector_lane_passes(c); }
 
+double hbm_bytes_per_cycle(const Config& c) { return c.memory.bandwidth_gbytes_per_s * 1e3 / c.clock_mhz; }
+
 uint64_t imem_fetch_cycles(const Config& c, uint64_t program_bundles) {
   if (program_bundles <= c.core.scalar.imem_bundles) return 0;
-  const auto& m = c.memory;
-  const double bytes_per_cycle = m.bandwidth_gbytes_per_s * 1e3 / c.clock_mhz;
-  return uint64_t(std::ceil(double(c.core.scalar.imem_bundles) * isa::kBundleBytes / bytes_per_cycle)) +
-         uint64_t(std::ceil(m.access_latency_ns * c.clock_mhz / 1e3));
+  return uint64_t(std::ceil(double(c.core.scalar.imem_bundles) * isa::kBundleBytes / hbm_bytes_per_cycle(c))) +
+         uint64_t(std::ceil(c.memory.access_latency_ns * c.clock_mhz / 1e3));
 }
 
 }  // namespace vtpu::config

@@ -6,6 +6,7 @@
 #include <cstring>
 
 #include "machine.h"
+#include "vtpu/config/timing.h"
 
 namespace vtpu::sim::detail {
 
@@ -106,8 +107,7 @@ void Machine::exec_dma(const Operation& op, uint64_t T, const OpRef& ref) {
   };
   if (kind != "dma.copy") {
     const uint64_t bb = std::max<uint64_t>(1, cfg_.memory.burst_bytes);
-    const double bytes_per_cycle = cfg_.memory.bandwidth_gbytes_per_s * 1e3 / cfg_.clock_mhz;
-    const double bus = double(nrows) * double(ceil_div(d.bytes, bb) * bb) / bytes_per_cycle;
+    const double bus = double(nrows) * double(ceil_div(d.bytes, bb) * bb) / config::hbm_bytes_per_cycle(cfg_);
     check_duration(uint64_t(std::min(bus * (1 - 1e-9), 1.8e19)), "on the memory bus at its full bandwidth");
   } else {
     check_duration(2 * ceil_div(N, ub_cfg.row_bytes), "through the unified buffer's port");

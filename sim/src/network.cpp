@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "vtpu/config/timing.h"
 #include "vtpu/support/error.h"
 
 namespace vtpu::sim::detail {
@@ -30,7 +31,7 @@ IciTiming IciTiming::of(const config::Config& cfg) {
 
 IciNetwork::IciNetwork(const config::Config& cfg, const config::Topology& topo, bool symmetric, bool record_trace)
     : cfg_(cfg), topo_(topo), symmetric_(symmetric), record_(record_trace), tm_(IciTiming::of(cfg)) {
-  hbm_bytes_per_cycle_ = cfg.memory.bandwidth_gbytes_per_s * 1e3 / cfg.clock_mhz;
+  hbm_bytes_per_cycle_ = config::hbm_bytes_per_cycle(cfg);
   size_t n = 0;
   if (symmetric_) {
     for (const auto& h : topo.links()) n += h.from == 0;

@@ -30,6 +30,10 @@ uint64_t vector_lane_passes(const Config& c);
 uint64_t vector_steps(const Config& c, uint64_t rows);
 uint64_t vector_issue_cycles(const Config& c, uint64_t rows);  // steps x lane passes
 
+// HBM bytes per cycle at the memory's full bandwidth (memory.bandwidth_gbytes_per_s at
+// clock_mhz, all channels together).
+double hbm_bytes_per_cycle(const Config& c);
+
 // Cycles a window of core.scalar.imem_bundles bundles takes to come from memory when
 // execution enters it (docs/microarch.md, "Instruction memory"): its bytes at the memory's
 // full bandwidth plus one access latency. 0 when a program of `program_bundles` bundles fits
