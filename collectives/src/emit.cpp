@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <array>
+#include <functional>
 #include <optional>
 #include <set>
 
@@ -48,6 +49,7 @@ class Bundler {
     flush();
     o_ += text + "\n";
   }
+  void finish() { flush(); }
 
  private:
   void flush() {
@@ -68,7 +70,51 @@ class Bundler {
 };
 
 std::string desc(uint64_t bytes) { return fmt::format("b{}", bytes); }
-std::string flag(int f) { return fmt::format("f{}", f); }
+
+// Where the printed operations put their unified-buffer addresses and flags, and how their
+// descriptors are named.
+struct Relocation {
+  uint64_t ub_base = 0;
+  unsigned first_flag = 1;
+  std::function<std::string(uint64_t)> desc;
+};
+
+void print_ops(std::string& o, const std::vector<Op>& ops, uint64_t row, const std::string& dt, const Relocation& at) {
+  auto flag = [&](int f) { return fmt::format("f{}", f + int(at.first_flag) - 1); };
+  auto ub = [&](uint64_t a) { return a + at.ub_base; };
+  Bundler pr(o);
+  for (const Op& op : ops) {
+    switch (op.kind) {
+      case Op::Kind::Comment: pr.line("# " + op.text); break;
+      case Op::Kind::Wait:
+        pr.wait(op.count == 1 ? "wait " + flag(op.flag) : fmt::format("wait {}, {}", flag(op.flag), op.count));
+        break;
+      case Op::Kind::LocalSignal: pr.op(Bundler::Ctl, fmt::format("signal {}, {}", flag(op.flag), op.count)); break;
+      case Op::Kind::Send:
+        pr.op(Bundler::Ici,
+              fmt::format("ici.send desc={} src=r1 dst=r2 chip=r3 src_mem={} dst_mem={} flag={} sflag={}", at.desc(op.bytes),
+                          op.src_hbm ? "hbm" : "ub", op.dst_hbm ? "hbm" : "ub", flag(op.flag), flag(op.sflag)),
+              op.src_hbm ? op.src : ub(op.src), op.dst_hbm ? op.dst : ub(op.dst), op.chip);
+        break;
+      case Op::Kind::RemoteSignal:
+        pr.op(Bundler::Ici, fmt::format("ici.signal chip=r3 flag={}", flag(op.flag)), {}, {}, op.chip);
+        break;
+      case Op::Kind::Load:
+        pr.op(Bundler::Dma, fmt::format("dma.load desc={} src=r1 dst=r2 flag={}", at.desc(op.bytes), flag(op.flag)), op.src,
+              ub(op.dst));
+        break;
+      case Op::Kind::Store:
+        pr.op(Bundler::Dma, fmt::format("dma.store desc={} src=r1 dst=r2 flag={}", at.desc(op.bytes), flag(op.flag)),
+              ub(op.src), op.dst);
+        break;
+      case Op::Kind::Add:
+        pr.op(Bundler::Vec, fmt::format("vec.add dst=ub[r0+{}] a=ub[r0+{}] b=ub[r0+{}] rows={} dt={} flag={}", ub(op.dst),
+                                        ub(op.src), ub(op.b), op.bytes / row, dt, flag(op.flag)));
+        break;
+    }
+  }
+  pr.finish();
+}
 
 }  // namespace
 
@@ -103,38 +149,17 @@ std::string assembly(const config::Config& cfg, const Plan& p, uint32_t chip, co
     if (op.kind == Op::Kind::Send || op.kind == Op::Kind::Load || op.kind == Op::Kind::Store) sizes.insert(op.bytes);
   for (uint64_t b : sizes) o += fmt::format(".desc {} bytes={}\n", desc(b), b);
 
-  Bundler pr(o);
-  for (const Op& op : ops) {
-    switch (op.kind) {
-      case Op::Kind::Comment: pr.line("# " + op.text); break;
-      case Op::Kind::Wait:
-        pr.wait(op.count == 1 ? "wait " + flag(op.flag) : fmt::format("wait {}, {}", flag(op.flag), op.count));
-        break;
-      case Op::Kind::LocalSignal: pr.op(Bundler::Ctl, fmt::format("signal {}, {}", flag(op.flag), op.count)); break;
-      case Op::Kind::Send:
-        pr.op(Bundler::Ici,
-              fmt::format("ici.send desc={} src=r1 dst=r2 chip=r3 src_mem={} dst_mem={} flag={} sflag={}", desc(op.bytes),
-                          op.src_hbm ? "hbm" : "ub", op.dst_hbm ? "hbm" : "ub", flag(op.flag), flag(op.sflag)),
-              op.src, op.dst, op.chip);
-        break;
-      case Op::Kind::RemoteSignal:
-        pr.op(Bundler::Ici, fmt::format("ici.signal chip=r3 flag={}", flag(op.flag)), {}, {}, op.chip);
-        break;
-      case Op::Kind::Load:
-        pr.op(Bundler::Dma, fmt::format("dma.load desc={} src=r1 dst=r2 flag={}", desc(op.bytes), flag(op.flag)), op.src,
-              op.dst);
-        break;
-      case Op::Kind::Store:
-        pr.op(Bundler::Dma, fmt::format("dma.store desc={} src=r1 dst=r2 flag={}", desc(op.bytes), flag(op.flag)), op.src,
-              op.dst);
-        break;
-      case Op::Kind::Add:
-        pr.op(Bundler::Vec, fmt::format("vec.add dst=ub[r0+{}] a=ub[r0+{}] b=ub[r0+{}] rows={} dt={} flag={}", op.dst,
-                                        op.src, op.b, op.bytes / row, dt, flag(op.flag)));
-        break;
-    }
-  }
-  pr.line("  halt");
+  print_ops(o, ops, row, dt, {0, 1, [](uint64_t b) { return desc(b); }});
+  o += "  halt\n";
+  return o;
+}
+
+std::string embedded_assembly(const config::Config& cfg, const Plan& p, uint32_t chip,
+                              const std::function<std::string(uint64_t bytes)>& desc) {
+  std::string o;
+  const uint64_t row = uint64_t(cfg.core.mxu.cols) * isa::dtype_bytes(p.spec.dtype);
+  print_ops(o, detail::schedule(cfg, p, chip), row, std::string(isa::dtype_name(p.spec.dtype)),
+            {p.spec.at.ub_base, p.spec.at.first_flag, desc});
   return o;
 }
 

@@ -6,7 +6,7 @@
 #include <cmath>
 #include <map>
 
-#include "vtpu/collectives/collectives.h"
+#include "vtpu/collectives/plan.h"
 #include "vtpu/config/topology.h"
 
 namespace vtpu::collectives {

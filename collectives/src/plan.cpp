@@ -62,9 +62,10 @@ Plan plan(const config::Config& cfg, const Spec& spec) {
                                 isa::dtype_name(spec.dtype), cfg.core.unified_buffer.alignment_bytes,
                                 per_chip_units > 1 ? ", the same number for every chip" : "",
                                 p.unit_bytes * per_chip_units));
-  p.in_addr = kInAddr;
+  const uint64_t in_addr = spec.at.hbm_addr ? spec.at.hbm_addr : kInAddr;
+  p.in_addr = in_addr;
   uint64_t span = (spec.bytes + kInAddr - 1) / kInAddr * kInAddr;
-  p.out_addr = spec.kind == Kind::AllToAll ? kInAddr + span : kInAddr;  // the others work in place
+  p.out_addr = spec.kind == Kind::AllToAll ? in_addr + span : in_addr;  // the others work in place
   uint64_t top = p.out_addr + span;
   if (top > cfg.memory.bytes || top > kMaxAddr)
     throw UserError(fmt::format("--bytes {} does not fit: the buffers need HBM up to {} bytes, and vtpu places them "
@@ -91,7 +92,8 @@ Plan plan(const config::Config& cfg, const Spec& spec) {
   }
   // Every phase has its own flags (schedule.h): at least kSlots slots per ring must fit
   // core.scalar.sync_flags.
-  const unsigned flags = cfg.core.scalar.sync_flags, rings = detail::flag_rings(p.phases);
+  const unsigned flags = spec.at.flags ? spec.at.flags : unsigned(cfg.core.scalar.sync_flags),
+                 rings = detail::flag_rings(p.phases);
   const uint64_t need = detail::flags_needed(p.phases.size(), rings, kSlots);
   if (need > flags)
     throw UserError(fmt::format("config '{}': a {} over {} chips runs {} phase(s) of up to {} ring(s) and needs at least "
@@ -103,10 +105,11 @@ Plan plan(const config::Config& cfg, const Spec& spec) {
 
   // Pieces: long enough that a link spends several hop delays on each (so the hop latency
   // hides behind the stream), short enough for the buffers and the first phase's halves.
-  const uint64_t ub_cap = cfg.core.unified_buffer.bytes / (6 * p.slots) / p.unit_bytes * p.unit_bytes;
+  const uint64_t ub_room = spec.at.ub_bytes ? spec.at.ub_bytes : cfg.core.unified_buffer.bytes;
+  const uint64_t ub_cap = ub_room / (6 * p.slots) / p.unit_bytes * p.unit_bytes;
   if (ub_cap < p.unit_bytes)
     throw UserError(fmt::format("the {}-byte unified buffer cannot hold {} slots of one {}-byte unit per ring",
-                                cfg.core.unified_buffer.bytes, 6 * p.slots, p.unit_bytes));
+                                ub_room, 6 * p.slots, p.unit_bytes));
   uint64_t piece = spec.piece_bytes;
   if (piece == 0) {
     const double link_bytes_per_cycle = cfg.ici.link_bandwidth_gbytes_per_s * 1e3 / cfg.clock_mhz;
@@ -133,8 +136,14 @@ Plan plan(const config::Config& cfg, const Spec& spec) {
   while (detail::flags_needed(p.phases.size(), rings, most + 1) <= flags) ++most;
   unsigned want = unsigned(std::ceil(round_trip / t_piece)) + 1;
   p.slots = std::clamp(want, kSlots, most);
-  while (p.slots > kSlots && 6 * p.slots * p.piece_bytes > cfg.core.unified_buffer.bytes) --p.slots;
+  while (p.slots > kSlots && 6 * p.slots * p.piece_bytes > ub_room) --p.slots;
   return p;
+}
+
+uint64_t ub_bytes_used(const Plan& p) { return uint64_t(detail::flag_rings(p.phases)) * 3 * p.slots * p.piece_bytes; }
+
+unsigned flags_used(const Plan& p) {
+  return unsigned(detail::flags_needed(p.phases.size(), detail::flag_rings(p.phases), p.slots));
 }
 
 double bus_bandwidth(Kind k, uint32_t chips, uint64_t bytes, double seconds) {

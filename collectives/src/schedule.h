@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "vtpu/collectives/collectives.h"
+#include "vtpu/collectives/plan.h"
 #include "vtpu/config/config.h"
 
 namespace vtpu::collectives::detail {
