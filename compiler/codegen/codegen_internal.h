@@ -330,6 +330,11 @@ class Codegen {
   void stage_send();                                     // at the end of each pass
   void stage_end();                                      // before halt
 
+  // tensor_parallel.cpp: a tensor-parallel program's row-parallel matmuls (tpu.matmul with
+  // vtpu.all_reduce): their partial sums all-reduced over the chips, then bias and clamp.
+  void all_reduce_of(mlir::func::FuncOp fn);  // buffers and flags, the same on every chip
+  void gen_all_reduce_matmul(tpu::MatmulOp op);
+
   // emission.cpp: emission: program text, descriptors, parameters, HBM constants, DMA and vector helpers, bounds
   static std::string quote(const std::string& s);
   void decl(const std::string& s);
@@ -380,7 +385,9 @@ class Codegen {
   static std::pair<int64_t, int64_t> fixed_point(double M);
   // Per-output-channel symmetric int8 weights of a row-major [K, N] matrix, in place: w[k, c]
   // becomes the integer round(w[k, c] / s[c]), s[c] = max|w[:, c]| / 127; returns s.
-  static std::vector<double> quantize(std::vector<float>& w, uint64_t K, uint64_t N);
+  // `absmax`, when given: each column's largest |weight| to take the scale from (a
+  // row-parallel matmul's share of rows quantized with its whole column's scale).
+  static std::vector<double> quantize(std::vector<float>& w, uint64_t K, uint64_t N, const std::vector<double>* absmax = nullptr);
   TileRef weight_tile(const std::vector<float>& w, uint64_t K, uint64_t N, uint64_t kb, uint64_t nb);
   uint64_t bias_at(uint64_t bias_ub, uint64_t n_block) const;
   uint64_t bias_rows(const std::vector<float>& bias, const std::vector<double>& acc_scale = {});
@@ -550,6 +557,11 @@ class Codegen {
     uint64_t send_addr = 0;  // the next stage's input tensor
     uint64_t out_addr = 0, out_bytes = 0;  // this stage's output tensor, one chunk's bytes
   } link_;  // stage_links.cpp
+  struct AllReduces {
+    uint64_t hbm = 0, ub = 0, ub_bytes = 0;  // the collectives' buffers, at the program's start
+    uint64_t largest = 0;                    // bytes of the largest all-reduce
+    uint32_t chip = 0;                       // the chip the program runs on (@main's vtpu.chip)
+  } all_reduce_;  // tensor_parallel.cpp
   // Weight loads emitted (mxu.wload), and where the last bound row's count ended; tiles and
   // loads of prologues hoisted into an earlier layer's code since then (add_bound).
   uint64_t wloads_ = 0, wloads_mark_ = 0, hoisted_tiles_ = 0, hoisted_wloads_ = 0;

@@ -21,12 +21,15 @@ std::pair<int64_t, int64_t> Codegen::fixed_point(double M) {
   return {std::min<int64_t>(m, INT32_MAX), std::max<int64_t>(shift, 2)};
 }
 
-VTPU_CLONES std::vector<double> Codegen::quantize(std::vector<float>& w, uint64_t K, uint64_t N) {
+VTPU_CLONES std::vector<double> Codegen::quantize(std::vector<float>& w, uint64_t K, uint64_t N, const std::vector<double>* absmax) {
   // Row by row (the matrix is row-major): each column's largest magnitude, then the codes.
   std::vector<double> s(N);
   std::vector<float> mx(N, 0.0f);
-  for (uint64_t k = 0; k < K; ++k)
-    for (uint64_t n = 0; n < N; ++n) mx[n] = std::max(mx[n], std::fabs(w[k * N + n]));
+  if (absmax)
+    for (uint64_t n = 0; n < N; ++n) mx[n] = float(absmax->at(n));
+  else
+    for (uint64_t k = 0; k < K; ++k)
+      for (uint64_t n = 0; n < N; ++n) mx[n] = std::max(mx[n], std::fabs(w[k * N + n]));
   for (uint64_t n = 0; n < N; ++n) s[n] = mx[n] > 0 ? double(mx[n]) / 127.0 : 1.0;
   for (uint64_t k = 0; k < K; ++k)
     for (uint64_t n = 0; n < N; ++n) w[k * N + n] = float(std::clamp<double>(std::nearbyint(w[k * N + n] / s[n]), -127, 127));

@@ -4,6 +4,7 @@
 namespace vtpu::compiler::codegen {
 
 void Codegen::gen_matmul(tpu::MatmulOp op) {
+  if (op->hasAttr(tpu::kAllReduceAttr)) return gen_all_reduce_matmul(op);
   tag(op.getLayer().str());
   MatmulPlan plan;
   std::vector<Block> blocks = plan_matmul(op, 0, plan);

@@ -128,7 +128,7 @@ class Planner {
     int64_t next = 0;
     for (mlir::Operation& first : body) {
       auto op = mlir::dyn_cast<tpu::MatmulOp>(first);
-      if (!op || is_int32(op.getOutput()) || op->hasAttr(kStreamAttr)) continue;
+      if (!op || is_int32(op.getOutput()) || op->hasAttr(kStreamAttr) || op->hasAttr(tpu::kAllReduceAttr)) continue;
       Value x = root(op.getInput());
       std::vector<mlir::Operation*> members{op}, aliases;
       for (mlir::Operation* n = op->getNextNode(); n; n = n->getNextNode()) {
@@ -138,7 +138,7 @@ class Planner {
           continue;
         }
         auto m = mlir::dyn_cast<tpu::MatmulOp>(n);
-        if (!m || root(m.getInput()) != x || is_int32(m.getOutput())) break;
+        if (!m || root(m.getInput()) != x || is_int32(m.getOutput()) || m->hasAttr(tpu::kAllReduceAttr)) break;
         members.push_back(m);
       }
       if (members.size() < 2) continue;
@@ -242,7 +242,8 @@ class Planner {
   bool folded(mlir::Operation* op) const { return role(op) == "scale"; }
 
   void matmul_epilogue(tpu::MatmulOp op) {
-    if (q8_ || is_int32(op.getOutput()) || op->hasAttr(kEpilogueAttr)) return;
+    // An all-reduced matmul's epilogue runs after the all-reduce, on its own (tensor_parallel.cpp).
+    if (q8_ || is_int32(op.getOutput()) || op->hasAttr(kEpilogueAttr) || op->hasAttr(tpu::kAllReduceAttr)) return;
     if (mlir::Operation* u = elementwise(op.getOutput(), op)) {
       fuse(op, "elementwise", u, "elementwise");
       beside_layernorm(op, u);

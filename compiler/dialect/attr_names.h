@@ -32,5 +32,16 @@ inline constexpr llvm::StringLiteral kBatchWholeAttr = "vtpu.batch_whole";
 // input arrives over ICI, one chunk per pass; `send_chip` and `send_addr` (IntegerAttrs) its
 // output goes, one chunk per pass, to that chip's input tensor at that HBM address.
 inline constexpr llvm::StringLiteral kStageLinkAttr = "vtpu.stage_link";
+// Set by the tensor-parallel split (compiler/pipeline/tensor_parallel.cpp). On a tpu.matmul
+// (a row-parallel one: its weight rows are this chip's share): its output is the sum over the
+// system's chips of their products, all-reduced before its bias and clamp (an IntegerAttr,
+// the chip count). With it, in INT8, `vtpu.weight_absmax` (a DenseF64ArrayAttr): each output
+// column's largest |weight| over all the chips' rows, so every chip quantizes its share with
+// the whole column's scale and the int32 sums add up to the single-chip run's.
+inline constexpr llvm::StringLiteral kAllReduceAttr = "vtpu.all_reduce";
+inline constexpr llvm::StringLiteral kWeightAbsmaxAttr = "vtpu.weight_absmax";
+// On @main of a tensor-parallel program: the chip of the system it runs on (an IntegerAttr);
+// its all-reduces' schedules are that chip's.
+inline constexpr llvm::StringLiteral kChipAttr = "vtpu.chip";
 
 }  // namespace vtpu::tpu

@@ -243,7 +243,7 @@ struct RunArgs {
   double calibration_percentile = 99.99;
   uint64_t seed = 1;
   bool check = false, quiet = false;
-  std::string parallel;  // "", "data", "pipeline": across the config's chips (parallel_run.h)
+  std::string parallel;  // "", "data", "pipeline", "tensor": across the config's chips (parallel_run.h)
   int64_t micro_batches = 0;
   bool no_baseline = false;
   std::string reference = "auto";
@@ -542,9 +542,10 @@ int main(int argc, char** argv) {
   auto* run_parallel =
       run_cmd
           ->add_option("--parallel", run_args.parallel,
-                       "split the model across the config's chips: data (the batch) or pipeline (the layers, a stage "
-                       "per chip; docs/runtime.md, \"Models across chips\")")
-          ->check(CLI::IsMember({"data", "pipeline"}))
+                       "split the model across the config's chips: data (the batch), pipeline (the layers, a stage "
+                       "per chip) or tensor (the matmuls' weights, partial sums all-reduced); docs/runtime.md, "
+                       "\"Models across chips\"")
+          ->check(CLI::IsMember({"data", "pipeline", "tensor"}))
           ->excludes(run_csv, run_html, run_check, run_reference);
   run_cmd->add_flag("--no-baseline", run_args.no_baseline, "with --parallel: do not also run the batch on one chip")
       ->needs(run_parallel);

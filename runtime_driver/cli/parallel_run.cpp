@@ -41,13 +41,18 @@ int run_parallel_model(const ParallelArgs& a, const config::Config& system, cons
                    {"receives", part.input},
                    {"sends", part.output},
                    {"estimated_share", part.cost}});
+      if (p == runtime::Parallelism::Tensor) jp.update({{"share", part.share}});
       parts.push_back(jp);
     }
+    nlohmann::json splits = nlohmann::json::array();
+    for (const auto& sp : run.splits) splits.push_back({{"column_parallel", sp.first}, {"row_parallel", sp.second}, {"columns", sp.columns}});
     double speedup = run.baseline_ran && run.seconds() > 0 ? run.baseline_seconds() / run.seconds() : 0;
     j["parallel"] = {{"kind", runtime::parallelism_name(p)},
                      {"batch", run.batch},
                      {"micro_batches", run.micro_batches},
                      {"parts", parts},
+                     {"splits", splits},
+                     {"chips_agree", run.chips_agree},
                      {"seconds", run.seconds()},
                      {"collective_seconds", run.collective_seconds()},
                      {"baseline", run.baseline_ran ? nlohmann::json{{"config", run.chip.name},

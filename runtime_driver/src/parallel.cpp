@@ -90,12 +90,15 @@ Baseline run_baseline(const config::Config& chip, const isa::Program& p, const s
 Parallelism parallelism_from_name(const std::string& name) {
   if (name == "data") return Parallelism::Data;
   if (name == "pipeline") return Parallelism::Pipeline;
-  throw UserError(fmt::format("--parallel {}: not implemented; vtpu splits models by batch (--parallel data) and by "
-                              "layers (--parallel pipeline); tensor parallelism is not implemented yet (docs/runtime.md)",
+  if (name == "tensor") return Parallelism::Tensor;
+  throw UserError(fmt::format("--parallel {}: vtpu splits models by batch (data), by layers (pipeline) or by the "
+                              "matmuls' weights (tensor); docs/runtime.md",
                               name));
 }
 
-const char* parallelism_name(Parallelism p) { return p == Parallelism::Data ? "data" : "pipeline"; }
+const char* parallelism_name(Parallelism p) {
+  return p == Parallelism::Data ? "data" : p == Parallelism::Pipeline ? "pipeline" : "tensor";
+}
 
 config::Config one_chip_of(const config::Config& system) {
   config::Config c = system;
@@ -170,6 +173,27 @@ void pipeline_parts(ParallelRun& run, const std::filesystem::path& model, const 
   }
 }
 
+// Tensor parallelism: every chip's share of the split matmuls, the whole batch on each.
+void tensor_parts(ParallelRun& run, const std::filesystem::path& model, const config::Config& system,
+                  const compiler::CompileOptions& copt, const compiler::CompileResult& whole) {
+  compiler::CompileOptions o = copt;
+  o.batch = run.batch;
+  o.calibration.clear();
+  o.calibration_scales = whole.calibration_scales;
+  compiler::TensorParallel tp = compiler::compile_tensor_parallel(model, system, o);
+  run.splits = tp.splits;
+  run.whole_matmuls = tp.whole;
+  const uint32_t chips = system.system.chips;
+  for (uint32_t c = 0; c < chips; ++c) {
+    ChipPart part;
+    part.batch = run.batch, part.program = run.programs.size();
+    part.share = fmt::format("1/{} of {} pair{}", chips, tp.splits.size(), tp.splits.size() == 1 ? "" : "s");
+    run.parts.push_back(part);
+    if (c == 0) run.bounds = tp.programs[c].bounds;
+    run.programs.push_back(std::move(tp.programs[c].program));
+  }
+}
+
 }  // namespace
 
 ParallelRun run_parallel(const std::filesystem::path& model, const config::Config& system, const ParallelOptions& popt,
@@ -187,8 +211,9 @@ ParallelRun run_parallel(const std::filesystem::path& model, const config::Confi
     throw UserError(fmt::format("{}: --parallel compiles the model for each chip's part and needs the ONNX model, not a "
                                 "compiled program",
                                 model.string()));
-  if (popt.kind == Parallelism::Data && popt.micro_batches)
-    throw UserError("--micro-batches is for --parallel pipeline; data parallelism gives each chip its slice whole");
+  if (popt.kind != Parallelism::Pipeline && popt.micro_batches)
+    throw UserError(fmt::format("--micro-batches is for --parallel pipeline; {} parallelism gives each chip its batch whole",
+                                parallelism_name(popt.kind)));
 
   // The whole batch as one chip compiles it: the baseline's program, the input tensors, and
   // (int8) the calibration every chip's program reuses.
@@ -199,7 +224,8 @@ ParallelRun run_parallel(const std::filesystem::path& model, const config::Confi
   run.batch = detail::program_batch(whole.program);
   run.tensors = whole.program.tensors;
   if (popt.kind == Parallelism::Data) data_parts(run, model, system, copt, whole);
-  else pipeline_parts(run, model, system, copt, whole, popt.micro_batches);
+  else if (popt.kind == Parallelism::Pipeline) pipeline_parts(run, model, system, copt, whole, popt.micro_batches);
+  else tensor_parts(run, model, system, copt, whole);
   run.compile_seconds = std::chrono::duration<double>(Clock::now() - t0).count();
 
   // The whole batch's inputs, then every chip's part of them in its program's encoding: the
@@ -237,7 +263,7 @@ ParallelRun run_parallel(const std::filesystem::path& model, const config::Confi
   run.simulate_seconds = std::chrono::duration<double>(Clock::now() - t1).count();
 
   // Outputs: from every chip whose program makes them (data: every chip's rows in batch
-  // order; pipeline: the last stage's).
+  // order; pipeline: the last stage's; tensor: chip 0's, which every other chip's equal).
   run.identical = run.baseline_ran;
   for (const auto& t : whole.program.tensors) {
     if (t.role != isa::TensorRole::Output) continue;
@@ -246,6 +272,10 @@ ParallelRun run_parallel(const std::filesystem::path& model, const config::Confi
     for (uint32_t c = 0; c < chips; ++c) {
       const isa::TensorInfo* ct = find_tensor(chip_runs[c].program, t.name, isa::TensorRole::Output);
       if (!ct) continue;
+      if (popt.kind == Parallelism::Tensor && c > 0) {
+        run.chips_agree &= run.system.chips[c].outputs.at(t.name) == run.system.chips[0].outputs.at(t.name);
+        continue;
+      }
       const std::vector<uint8_t>& b = run.system.chips[c].outputs.at(t.name);
       bytes.insert(bytes.end(), b.begin(), b.end());
       std::vector<float> part = detail::decode(*ct, b);
@@ -281,8 +311,8 @@ ParallelRun run_parallel(const std::filesystem::path& model, const config::Confi
 
 std::string parts_table(const ParallelRun& run) {
   const config::Topology topo(run.config);
-  const bool pipe = run.parallelism == Parallelism::Pipeline;
-  detail::TextTable t{{"chip", pipe ? "layers" : "samples", "cycles", "time", "MXU util", "energy"},
+  const bool pipe = run.parallelism == Parallelism::Pipeline, tensor = run.parallelism == Parallelism::Tensor;
+  detail::TextTable t{{"chip", pipe ? "layers" : tensor ? "share" : "samples", "cycles", "time", "MXU util", "energy"},
                       {false, !pipe, true, true, true, true},
                       {}};
   if (pipe) t.header.insert(t.header.begin() + 2, "est. share"), t.right.insert(t.right.begin() + 2, true);
@@ -291,6 +321,7 @@ std::string parts_table(const ParallelRun& run) {
     const sim::Stats& s = run.system.chips[c].stats;
     std::vector<std::string> row{topo.name(uint32_t(c)),
                                  pipe ? (p.first_layer == p.last_layer ? p.first_layer : p.first_layer + " .. " + p.last_layer)
+                                 : tensor       ? p.share
                                  : p.batch == 1 ? std::to_string(p.batch_begin)
                                                 : fmt::format("{}..{}", p.batch_begin, p.batch_begin + p.batch - 1),
                                  std::to_string(s.total_cycles), fmt::format("{:.3f} ms", s.seconds() * 1e3),
@@ -305,6 +336,15 @@ std::string parts_table(const ParallelRun& run) {
                      run.micro_batches == 1 ? "" : "es", run.batch / run.micro_batches);
     o += run.whole_batch_why.empty() ? "\n" : fmt::format(" (whole: {})\n", run.whole_batch_why);
     o += "est. share: the stage's share of the model's estimated cycles, by which the layers were divided\n";
+  }
+  if (tensor) {
+    o += fmt::format("split over the chips (columns, then rows with an all-reduce of the partial sums):\n");
+    for (const auto& sp : run.splits) o += fmt::format("  {} -> {} ({} columns)\n", sp.first, sp.second, sp.columns);
+    if (!run.whole_matmuls.empty()) {
+      o += "computed whole on every chip:\n";
+      for (const auto& w : run.whole_matmuls) o += "  " + w + "\n";
+    }
+    if (!run.chips_agree) o += "warning: the chips' outputs differ from chip 0's (a vtpu bug: please report it)\n";
   }
   return o;
 }

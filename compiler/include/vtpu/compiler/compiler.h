@@ -146,6 +146,28 @@ struct Pipeline {
 Pipeline compile_stages(const std::filesystem::path& model, const config::Config& cfg, const CompileOptions& options,
                         const StageOptions& stages);
 
+// Tensor parallelism (docs/compiler.md, "Tensor parallelism"): the model's pairs of matmuls
+// where one feeds the other through elementwise ops only (an MLP block: up-projection,
+// activation, down-projection) split Megatron-style over `chips`: the first by output columns
+// (each chip computes its share of the columns, and the elementwise ops on them), the second
+// by rows (each chip multiplies its share of the columns by its share of the weight rows),
+// whose partial sums are all-reduced over the chips before the bias and the clamp. Every
+// other op runs whole on every chip, so every chip ends with the whole output. INT8: every
+// chip quantizes with the single-chip program's scales (CompileOptions::calibration_scales of
+// the whole model, calibrated here when empty), the row-parallel weights with their whole
+// columns' scales; the int32 sums are exact, so outputs equal the single-chip run's.
+struct TensorSplit {
+  std::string first, second;  // the column-parallel and the row-parallel layer (ONNX nodes)
+  int64_t columns = 0;        // the first's output columns, split evenly over the chips
+};
+struct TensorParallel {
+  std::vector<CompileResult> programs;  // per chip of the system, in chip order
+  std::vector<TensorSplit> splits;
+  std::vector<std::string> whole;       // matmuls every chip computes whole, and why (one line each)
+};
+TensorParallel compile_tensor_parallel(const std::filesystem::path& model, const config::Config& cfg,
+                                       const CompileOptions& options);
+
 // INT8's quantization error layer by layer (docs/compiler.md, "INT8"): the fp32 reference
 // run on `inputs` (by name, the program's layout) against the same run with every activation
 // rounded to its INT8 scale (`scales`: CompileResult::calibration_scales of a compile with

@@ -4,7 +4,10 @@
 // runs the model on its slice with the same weights, and the outputs are put back together
 // in batch order; inference needs no collective. Pipeline parallelism: the model is cut into
 // one stage of consecutive layers per chip (compiler::compile_stages), each stage sends its
-// output to the next chip over ICI, and the batch flows through in micro-batches. The same
+// output to the next chip over ICI, and the batch flows through in micro-batches. Tensor
+// parallelism: pairs of matmuls split over the chips by columns then rows, the partial sums
+// all-reduced over ICI (compiler::compile_tensor_parallel); every chip runs the whole batch
+// and ends with the whole output. The same
 // batch on one chip of the config is the baseline of the scaling table and of the outputs'
 // check.
 #include <cstdint>
@@ -20,9 +23,9 @@
 
 namespace vtpu::runtime {
 
-enum class Parallelism { Data, Pipeline };
+enum class Parallelism { Data, Pipeline, Tensor };
 
-// "data", "pipeline"; anything else is a UserError naming what is implemented.
+// "data", "pipeline", "tensor"; anything else is a UserError naming what is implemented.
 Parallelism parallelism_from_name(const std::string& name);
 const char* parallelism_name(Parallelism p);
 
@@ -38,6 +41,8 @@ struct ChipPart {
   // the ends), and its share of the model's estimated cycles.
   std::string first_layer, last_layer, input, output;
   double cost = 0;
+  // Tensor: the chip's share of the split matmuls' columns ("1/8 of 4 pairs").
+  std::string share;
 };
 
 struct ParallelOptions {
@@ -53,6 +58,9 @@ struct ParallelRun {
   int64_t batch = 0;          // the whole batch
   int64_t micro_batches = 1;  // pipeline: the parts the batch flows through the stages in
   std::string whole_batch_why;  // pipeline: why the batch goes whole (the samples mix), when it does
+  std::vector<compiler::TensorSplit> splits;  // tensor: the pairs of matmuls split over the chips
+  std::vector<std::string> whole_matmuls;     // tensor: matmuls every chip computes whole, and why
+  bool chips_agree = true;                    // tensor: every chip's outputs equal chip 0's
   std::vector<ChipPart> parts;             // per chip
   std::vector<isa::Program> programs;      // one per distinct slice size (data), per stage (pipeline)
   std::vector<compiler::LayerBound> bounds;  // of programs[0] (data), of every stage (pipeline)

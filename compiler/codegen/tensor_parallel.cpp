@@ -1,0 +1,188 @@
+// A tensor-parallel program's row-parallel matmuls (tpu.matmul with vtpu.all_reduce, set by
+// compiler/pipeline/tensor_parallel.cpp; docs/compiler.md, "Tensor parallelism"): the chip's
+// share of the weight rows gives partial sums, which leave the accumulators unrounded (int32
+// in INT8, fp32 in bf16), are all-reduced over the chips by the collectives library's
+// schedule placed in this program, and come back for the bias and the clamp (INT8: the
+// RESCALE to the output's scale) that the single-chip matmul's epilogue applies.
+//
+// Every chip's program must agree on where the schedule's buffers are, because chips send
+// into each other's: the HBM buffer and the unified-buffer slots are taken at the program's
+// start, before any allocation whose size depends on the chip's share of the weights (a bias
+// that is zero on one chip has no rows), and the flags come right after the code generator's
+// own (FlagPlan).
+#include <numeric>
+
+#include "codegen_internal.h"
+#include "vtpu/collectives/plan.h"
+
+namespace vtpu::compiler::codegen {
+namespace {
+
+// A matmul's partial sums as unified-buffer rows of C lanes of 4 bytes, column block after
+// column block, each block whole units of the collective.
+struct RawLayout {
+  uint64_t rows = 0, blocks = 0, block_bytes = 0;
+  uint64_t bytes() const { return blocks * block_bytes; }
+};
+
+RawLayout raw_layout(const config::Config& cfg, uint64_t rows, uint64_t N) {
+  const uint64_t C = cfg.core.mxu.cols, row = C * 4;
+  const uint64_t unit = std::lcm(row, uint64_t(cfg.core.unified_buffer.alignment_bytes));
+  return {rows, ceil_div(N, C), align_up(rows * row, unit)};
+}
+
+collectives::Spec all_reduce_spec(const config::Config& cfg, bool q8, uint64_t bytes) {
+  collectives::Spec s;
+  s.kind = collectives::Kind::AllReduce;
+  s.bytes = bytes;
+  s.dtype = q8 ? isa::Dtype::Int32 : isa::Dtype::Fp32;
+  return s;
+}
+
+}  // namespace
+
+void Codegen::all_reduce_of(mlir::func::FuncOp fn) {
+  uint64_t largest = 0;
+  fn.walk([&](tpu::MatmulOp op) {
+    if (!op->hasAttr(tpu::kAllReduceAttr)) return;
+    auto ws = shape_of(op.getWeight());
+    uint64_t rows = numel(shape_of(op.getInput())) / uint64_t(ws[0]);
+    largest = std::max(largest, raw_layout(cfg_, rows, uint64_t(ws[1])).bytes());
+  });
+  if (!largest) return;
+  auto chip = fn->getAttrOfType<mlir::IntegerAttr>(tpu::kChipAttr);
+  if (!chip || chip.getInt() < 0 || uint64_t(chip.getInt()) >= cfg_.system.chips)
+    throw InternalError("a tensor-parallel program without the chip it runs on (vtpu.chip)");
+  all_reduce_.chip = uint32_t(chip.getInt());
+  if (batch_chunks_ > 1)
+    throw CompileError("a tensor-parallel program runs its batch whole; this batch does not fit the unified buffer "
+                       "even split across the chips: use a smaller --batch");
+  // The schedule's budget: an eighth of the unified buffer, the flags the code generator
+  // leaves, keeping early stores' flags where it can.
+  const int left = FlagPlan::left_for_collectives(cfg_, link_.staged);
+  collectives::Spec s = all_reduce_spec(cfg_, q8_, largest);
+  s.at.ub_bytes = cfg_.core.unified_buffer.bytes / 8;
+  s.at.flags = unsigned(std::max(1, left - FlagPlan::kMostEarlyStores));
+  collectives::Plan p;
+  try {
+    p = collectives::plan(cfg_, s);
+  } catch (const UserError&) {
+    s.at.flags = unsigned(std::max(1, left));
+    try {
+      p = collectives::plan(cfg_, s);
+    } catch (const UserError& e) {
+      throw CompileError(fmt::format("config '{}': a tensor-parallel all-reduce does not fit beside the program: {}", cfg_.name,
+                                     e.what()));
+    }
+  }
+  flags_ = FlagPlan::of(cfg_, link_.staged, int(s.at.flags));
+  all_reduce_.largest = largest;
+  all_reduce_.hbm = hbm_alloc(largest);
+  all_reduce_.ub_bytes = s.at.ub_bytes;
+  all_reduce_.ub = ub_take(s.at.ub_bytes, "the all-reduces' buffers", false);
+  (void)p;
+}
+
+void Codegen::gen_all_reduce_matmul(tpu::MatmulOp op) {
+  const std::string layer = op.getLayer().str();
+  tag(layer);
+  const Act& x = act(op.getInput());
+  auto ws = shape_of(op.getWeight());
+  const uint64_t K = uint64_t(ws[0]), N = uint64_t(ws[1]);
+  if (x.features != K) throw CompileError(fmt::format("node '{}': input has {} features, weights expect {}", layer, x.features, K));
+  if (is_int32(op.getOutput())) throw CompileError(fmt::format("node '{}': an integer output is not split across chips", layer));
+  auto bias = const_floats(op.getBias(), layer);
+  std::vector<float> w = const_floats(op.getWeight(), layer);
+  std::vector<double> acc_scale;
+  if (q8_) {
+    auto am = op->getAttrOfType<mlir::DenseF64ArrayAttr>(tpu::kWeightAbsmaxAttr);
+    if (!am || am.size() != int64_t(N)) throw InternalError(fmt::format("node '{}': vtpu.all_reduce without its columns' |weight| maxima", layer));
+    std::vector<double> absmax(am.asArrayRef().begin(), am.asArrayRef().end());
+    for (double s : quantize(w, K, N, &absmax)) acc_scale.push_back(s * scale(op.getInput()));
+  }
+  const uint64_t kt = ceil_div(K, R_), nt = ceil_div(N, C_);
+  std::vector<std::vector<TileRef>> tiles(nt, std::vector<TileRef>(kt));
+  for (uint64_t n = 0; n < nt; ++n)
+    for (uint64_t k = 0; k < kt; ++k) tiles[n][k] = weight_tile(w, K, N, k, n);
+  std::vector<float>().swap(w);
+  const isa::Dtype acc_dt = q8_ ? isa::Dtype::Int32 : isa::Dtype::Fp32;
+
+  // The partial sums: blocks whose epilogue copies the accumulators out unrounded.
+  const RawLayout raw = raw_layout(cfg_, x.rows, N);
+  const uint64_t raw_at = ub_take(raw.bytes(), fmt::format("the partial sums of '{}'", layer));
+  const uint64_t mc = row_chunk(x.rows, nt);
+  std::vector<Block> blocks;
+  for (uint64_t n = 0; n < nt; ++n)
+    for (uint64_t r0 = 0; r0 < x.rows; r0 += mc) {
+      uint64_t rows = std::min(mc, x.rows - r0);
+      Block b;
+      for (uint64_t k = 0; k < kt; ++k)
+        b.groups.push_back({tiles[n][k], {{x.base + k * x.block_bytes + r0 * R_ * esz_, rows, 0, 0, k > 0}}});
+      uint64_t to = raw_at + n * raw.block_bytes + r0 * C_ * 4;
+      b.epilogue = [this, rows, to, acc_dt](uint32_t m, uint64_t acc_row) {
+        uint64_t g = uint64_t(m) * cfg_.core.accumulators.rows + acc_row;
+        std::string pre, at = reg_ref(to, 8, pre);
+        return std::vector<std::string>{pre + "  " + emit::vec_copy(ub_ref(at), acc_at(g), rows, acc_dt, kPendingFlag) + "\n"};
+      };
+      blocks.push_back(std::move(b));
+    }
+  run_blocks(blocks, true, std::nullopt, {}, {});
+
+  // All-reduced in HBM, in place, by the schedule every chip runs with the same plan.
+  if (raw.bytes() > all_reduce_.largest) throw InternalError("an all-reduce larger than its buffers");
+  collectives::Spec s = all_reduce_spec(cfg_, q8_, raw.bytes());
+  s.at.hbm_addr = all_reduce_.hbm;
+  s.at.ub_base = all_reduce_.ub;
+  s.at.ub_bytes = all_reduce_.ub_bytes;
+  s.at.first_flag = unsigned(flags_.collective);
+  s.at.flags = unsigned(flags_.collective_flags);
+  collectives::Plan p = collectives::plan(cfg_, s);
+  std::string whole = new_desc(fmt::format("bytes={}", raw.bytes()));
+  code("  " + emit::li(reg(1), int64_t(raw_at)) + " || " + emit::li(reg(2), int64_t(all_reduce_.hbm)));
+  code("  " + emit::dma_store({whole}, reg(1), reg(2), emit::flag(1)));
+  code("  " + emit::wait(emit::flag(1)));
+  std::string sched = collectives::embedded_assembly(cfg_, p, all_reduce_.chip, [this](uint64_t bytes) {
+    return new_desc(fmt::format("bytes={}", bytes));
+  });
+  for (size_t a = 0, b; a < sched.size(); a = b + 1) {
+    b = sched.find('\n', a);
+    if (b == std::string::npos) b = sched.size();
+    if (b > a) code(sched.substr(a, b - a));
+  }
+  code("  " + emit::li(reg(1), int64_t(all_reduce_.hbm)) + " || " + emit::li(reg(2), int64_t(raw_at)));
+  code("  " + emit::dma_load({whole}, reg(1), reg(2), emit::flag(1)));
+  code("  " + emit::wait(emit::flag(1)));
+
+  // The single-chip epilogue on the sums, block by block: bias, then RESCALE (INT8) or clamp
+  // and conversion (bf16) into the output.
+  Act y = new_act(shape_of(op.getOutput()), fmt::format("the output of '{}'", layer));
+  uint64_t bias_ub = bias_rows(bias, acc_scale);
+  auto eps = epilogue_params(N, acc_scale, q8_ ? scale(op.getOutput()) : 1.0, op.getClampMin().convertToDouble(),
+                             op.getClampMax().convertToDouble());
+  const uint64_t most = 4096;  // rows per vector operation (the field holds 16 bits)
+  for (uint64_t n = 0; n < nt; ++n)
+    for (uint64_t r0 = 0; r0 < x.rows; r0 += most) {
+      uint64_t rows = std::min(most, x.rows - r0);
+      std::string pre;
+      std::string src = reg_ref(raw_at + n * raw.block_bytes + r0 * C_ * 4, 1, pre);
+      std::string out = reg_ref(y.base + n * y.block_bytes + r0 * C_ * out_esz_, 2, pre);
+      if (!pre.empty()) code(pre.substr(0, pre.size() - 1));
+      if (bias_ub != kNoBias) {
+        std::string bpre, b = reg_ref(bias_at(bias_ub, n), 3, bpre);
+        if (!bpre.empty()) code(bpre.substr(0, bpre.size() - 1));
+        vec_wait(emit::vec_add(ub_ref(src), ub_ref(src), ub_ref(b), rows, acc_dt, true));
+      }
+      if (q8_) {
+        vec_wait(emit::vec_rescale(ub_ref(out), ub_ref(src), rows, {eps[n]}));
+        continue;
+      }
+      if (!eps[n].empty()) vec_wait(emit::vec_clamp(ub_ref(src), ub_ref(src), rows, isa::Dtype::Fp32, {eps[n]}));
+      vec_wait(emit::vec_cvt(ub_ref(out), ub_ref(src), rows, isa::Dtype::Fp32, isa::Dtype::Bf16));
+    }
+  ub_.release(raw_at);
+  if (bias_ub != kNoBias) ub_.release(bias_ub);
+  add_bound(layer, x.rows * K * N, K * N * esz_);
+  define(op.getOutput(), y);
+}
+
+}  // namespace vtpu::compiler::codegen
