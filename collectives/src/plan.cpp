@@ -95,6 +95,10 @@ Plan plan(const config::Config& cfg, const Spec& spec) {
   const unsigned flags = spec.at.flags ? spec.at.flags : unsigned(cfg.core.scalar.sync_flags),
                  rings = detail::flag_rings(p.phases);
   const uint64_t need = detail::flags_needed(p.phases.size(), rings, kSlots);
+  if (need > flags && spec.at.flags)
+    throw UserError(fmt::format("the {} over {} chips runs {} phase(s) of up to {} ring(s) and needs at least {} sync flags "
+                                "of its own (docs/collectives.md, \"Flags\"), and {} are left for it",
+                                kind_name(spec.kind), N, p.phases.size(), rings, need, flags));
   if (need > flags)
     throw UserError(fmt::format("config '{}': a {} over {} chips runs {} phase(s) of up to {} ring(s) and needs at least "
                                 "{} sync flags (docs/collectives.md, \"Flags\"), but core.scalar.sync_flags is {}; {}",

@@ -71,8 +71,9 @@ void Codegen::all_reduce_of(mlir::func::FuncOp fn) {
     try {
       p = collectives::plan(cfg_, s);
     } catch (const UserError& e) {
-      throw CompileError(fmt::format("config '{}': a tensor-parallel all-reduce does not fit beside the program: {}", cfg_.name,
-                                     e.what()));
+      throw CompileError(fmt::format("config '{}': the tensor-parallel all-reduce does not fit beside the program ({}); "
+                                     "raise core.scalar.sync_flags (now {}, at most {}) or give the unified buffer more room",
+                                     cfg_.name, e.what(), cfg_.core.scalar.sync_flags, isa::kNumFlags - 1));
     }
   }
   flags_ = FlagPlan::of(cfg_, link_.staged, int(s.at.flags));

@@ -15,9 +15,12 @@
 namespace {
 
 // tiny-8x8 chips in a ring of `n` (a YAML file of its own), and the chip alone.
-fs::path ring_of_tiny(uint32_t n, const std::string& chip = "tiny-8x8") {
+// `flags`: core.scalar.sync_flags, when given (a tensor-parallel all-reduce's schedule
+// needs more than tiny-8x8's 32).
+fs::path ring_of_tiny(uint32_t n, const std::string& chip = "tiny-8x8", uint32_t flags = 0) {
   vtpu::config::Config c = vtpu::config::load_preset(chip);
-  c.name = chip + "-ring" + std::to_string(n);
+  c.name = chip + "-ring" + std::to_string(n) + (flags ? "-f" + std::to_string(flags) : "");
+  if (flags) c.core.scalar.sync_flags = flags;
   c.system.chips = n;
   c.ici.shape = {n};
   c.ici.links = 2;
@@ -188,13 +191,61 @@ TEST(ParallelCli, PipelineTablesAndReportAgree) {
     EXPECT_TRUE(names.count(want)) << want;
 }
 
+TEST(ParallelCli, TensorOutputsEqualTheSingleChipRunOfTheBatch) {
+  const std::string tiny = ring_of_tiny(4, "tiny-8x8", 63).string(), v4 = ring_of_tiny(2, "tpu-v4-core").string();
+  struct Case { const char* model; const char* dtype; int batch; std::string chip, system; double tolerance; };
+  // INT8: bit-exact (int32 partial sums add up exactly; the row shares quantized with their
+  // whole columns' scales). bf16: fp32 partial sums added in another order.
+  for (const Case& c : {Case{"lenet5", "int8", 4, "tiny-8x8", tiny, 0}, Case{"lenet5", "bf16", 4, "tiny-8x8", tiny, 0.01},
+                        Case{"mlp1", "int8", 8, "tpu-v4-core", v4, 0}, Case{"mlp1", "bf16", 8, "tpu-v4-core", v4, 0.01}}) {
+    SCOPED_TRACE(std::string(c.model) + " " + c.dtype);
+    fs::path one = scratch(std::string("tone_") + c.model + c.dtype), par = scratch(std::string("tpar_") + c.model + c.dtype);
+    std::string common = std::string(c.model) + " --dtype " + c.dtype + " --batch " + std::to_string(c.batch) + " -q";
+    CliResult a = vtpu("run " + common + " -c " + c.chip + " --output-dir " + one.string());
+    ASSERT_EQ(a.code, 0) << a.err;
+    CliResult b = vtpu("run " + common + " -c " + c.system + " --parallel tensor --no-baseline --output-dir " + par.string());
+    ASSERT_EQ(b.code, 0) << b.err;
+    expect_same_outputs(one, par, c.tolerance);
+  }
+}
+
+TEST(ParallelCli, TensorTablesAndReportAgree) {
+  fs::path ring = ring_of_tiny(4, "tiny-8x8", 63), dir = scratch("ttables");
+  CliResult r = vtpu("run lenet5 --dtype int8 --batch 4 -c " + ring.string() + " --parallel tensor --report " +
+                     (dir / "r.json").string());
+  ASSERT_EQ(r.code, 0) << r.err;
+  for (const char* want : {"tensor parallel: a batch of 4 over 4 chips", "share", "1/4 of 1 pair", "fc1 -> fc2 (120 columns)",
+                           "computed whole on every chip:", "fc3: no matmul reads its output alone",
+                           "outputs: every byte equal to the single-chip run's"})
+    EXPECT_NE(r.out.find(want), std::string::npos) << want << "\n" << r.out;
+  auto j = nlohmann::json::parse(std::ifstream(dir / "r.json"));
+  const auto& p = j["parallel"];
+  EXPECT_EQ(p["kind"], "tensor");
+  EXPECT_TRUE(p["outputs_identical"].get<bool>());
+  EXPECT_TRUE(p["chips_agree"].get<bool>());
+  ASSERT_EQ(p["splits"].size(), 1u);
+  EXPECT_EQ(p["splits"][0]["column_parallel"], "fc1");
+  EXPECT_EQ(p["splits"][0]["row_parallel"], "fc2");
+  // A ring all-reduce: every chip sends and receives the same bytes, over both directions.
+  const auto& chips = j["chips"];
+  ASSERT_EQ(chips.size(), 4u);
+  for (size_t c = 0; c < 4; ++c) {
+    EXPECT_GT(chips[c]["ici"]["bytes_sent"].get<double>(), 0) << c;
+    EXPECT_EQ(chips[c]["ici"]["bytes_sent"], chips[0]["ici"]["bytes_sent"]) << c;
+    EXPECT_EQ(chips[c]["ici"]["bytes_received"], chips[c]["ici"]["bytes_sent"]) << c;
+  }
+}
+
 TEST(ParallelCli, BadInputSaysWhy) {
   fs::path ring = ring_of_tiny(4);
   struct Case { std::string args; int code; const char* says; };
   for (const Case& c : std::vector<Case>{
            {"lenet5 -c tiny-8x8 --parallel data", 1, "needs a config of several chips"},
            {"lenet5 -c " + ring.string() + " --parallel data --batch 2", 1, "give --batch 4 or more"},
-           {"lenet5 -c " + ring.string() + " --parallel tensor", 2, "--parallel"},
+           {"lenet5 -c " + ring.string() + " --parallel tensor", 1, "raise core.scalar.sync_flags"},
+           {"lenet5 -c " + ring.string() + " --parallel tensor --micro-batches 2", 1,
+            "--micro-batches is for --parallel pipeline; tensor parallelism"},
+           {"lenet5 -c " + ring.string() + " --parallel model", 2, "--parallel"},
            {"lenet5 -c " + ring.string() + " --parallel data --csv x.csv", 2, "--csv"},
            {"lenet5 -c " + ring.string() + " --batch 4", 1, "--parallel"},
            {"lenet5 -c " + ring.string() + " --parallel pipeline --batch 8 --micro-batches 3", 1,
