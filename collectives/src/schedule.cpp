@@ -129,11 +129,13 @@ class Builder {
       rings.push_back(std::move(g));
     }
     const unsigned K = p_.slots;
-    // Own data for the first adds, then the receivers grant their slots as credits.
+    // Own data for the first adds, then the receivers grant their slots as credits: one per
+    // piece the neighbour sends, no more (K now, one more as each add frees a slot), so that
+    // none is left over for the next collective on the same flags.
     for (RsRing& g : rings)
       while (g.loaded < g.adds.size() && g.loaded < K) load_own(g, src_base);
     for (RsRing& g : rings)
-      for (unsigned s = 0; s < K; ++s) signal_remote(g.prev, credit_flag(p_, phase, g.r));
+      for (unsigned s = 0; s < K && s < g.adds.size(); ++s) signal_remote(g.prev, credit_flag(p_, phase, g.r));
     // Send piece t, then add the piece received d earlier (sum t - raw is needed by send t).
     constexpr size_t d = 2;
     size_t longest = 0;
@@ -194,7 +196,7 @@ class Builder {
     ops_.push_back({Op::Kind::Add, kVectorFlag, 1, 0, 0, false, false, ub_slot(p_, g.r, Buffer::Received, a),
                     ub_slot(p_, g.r, Buffer::Sum, a), ub_slot(p_, g.r, Buffer::Own, a), q.size()});
     wait(kVectorFlag);
-    signal_remote(g.prev, credit_flag(p_, phase, g.r));  // the received slot is free again
+    if (a + K < g.adds.size()) signal_remote(g.prev, credit_flag(p_, phase, g.r));  // the received slot is free again
     ops_.push_back({Op::Kind::Store, store_flag(p_, g.r, slot), 1, 0, 0, false, true, ub_slot(p_, g.r, Buffer::Sum, a),
                     p_.out_addr + q.a, 0, q.size()});
     pending_[store_flag(p_, g.r, slot)]++;
