@@ -6,6 +6,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
+#include <optional>
 #include <set>
 
 #include "codegen/codegen.h"
@@ -33,58 +35,147 @@ std::vector<int64_t> dims(Value v) {
   return {t.getShape().begin(), t.getShape().end()};
 }
 
-// A pair: `first` (column-parallel), the elementwise ops on its output, `second` (row-parallel).
-struct Pair {
-  tpu::MatmulOp first, second;
-  std::vector<mlir::Operation*> between;
+// Where the split falls in a value: dimension `dim` holds `outer` x `units` x `inner`
+// elements in row-major order; each chip computes `share` of the units (the value's shape then
+// has outer x share x inner there).
+struct Axis {
+  size_t dim = 0;
+  int64_t inner = 1;
 };
 
-// Ops that act on each element alone, so that they run on a share of the columns as they do
-// on all of them.
-bool per_element(mlir::Operation* op) { return mlir::isa<tpu::UnaryOp, tpu::ClampOp>(op); }
+// A group: matmuls split by output columns (`columns`: one, or attention's query, key and
+// value), the ops between them and `rows` (every op there acts on a share of the units as on
+// all of them), and the row-parallel matmul `rows` whose input's last dimension carries the
+// units. `units` units of `unit` columns in the column-parallel matmuls' outputs.
+struct Group {
+  std::vector<tpu::MatmulOp> columns;
+  std::vector<mlir::Operation*> between;  // in program order
+  tpu::MatmulOp rows;
+  int64_t units = 0, unit = 1;
+  std::map<const void*, Axis> axis;  // of every value of the group, by Value::getAsOpaquePointer
+};
 
-// The pairs, first to last, each matmul in one pair at most; `whole` says why the other
-// matmuls are not split.
-std::vector<Pair> find_pairs(mlir::func::FuncOp fn, uint32_t chips, std::vector<std::string>& whole) {
-  std::vector<Pair> pairs;
-  std::set<mlir::Operation*> taken;
-  fn.walk([&](tpu::MatmulOp a) {
-    if (taken.count(a)) return;
-    Pair p{a, {}, {}};
-    Value v = a.getOutput();
-    while (v.hasOneUse() && per_element(*v.getUsers().begin()) && dims((*v.getUsers().begin())->getResult(0)) == dims(v)) {
-      p.between.push_back(*v.getUsers().begin());
-      v = p.between.back()->getResult(0);
-    }
-    auto b = v.hasOneUse() ? mlir::dyn_cast<tpu::MatmulOp>(*v.getUsers().begin()) : tpu::MatmulOp();
-    if (!b || b.getInput() != v || taken.count(b)) {
-      whole.push_back(fmt::format("{}: no matmul reads its output alone (through elementwise ops) to pair with", layer_name(a)));
-      return;
-    }
-    const int64_t N = dims(a.getWeight())[1];
-    if (codegen::is_int32(a.getOutput()) || codegen::is_int32(b.getOutput())) {
-      whole.push_back(fmt::format("{} and {}: integer outputs", layer_name(a), layer_name(b)));
-      return;
-    }
-    if (N % int64_t(chips)) {
-      whole.push_back(fmt::format("{} and {}: {} columns do not split evenly over {} chips", layer_name(a), layer_name(b), N, chips));
-      return;
-    }
-    p.second = b;
-    taken.insert(a), taken.insert(b);
-    pairs.push_back(std::move(p));
-  });
-  return pairs;
+int64_t suffix(const std::vector<int64_t>& s, size_t from) {
+  int64_t p = 1;
+  for (size_t i = from; i < s.size(); ++i) p *= s[i];
+  return p;
 }
 
-mlir::RankedTensorType with_last(Value v, int64_t last) {
+// The axis of a reshape's output for an input axis `a` of `units` units: the units' flat
+// stride block [st, st x units) must lie inside one output dimension.
+std::optional<Axis> through_reshape(const std::vector<int64_t>& in, const std::vector<int64_t>& out, Axis a, int64_t units) {
+  const int64_t st = a.inner * suffix(in, a.dim + 1);
+  for (size_t j = 0; j < out.size(); ++j) {
+    int64_t sj = suffix(out, j + 1), span = sj * out[j];
+    if (st % sj == 0 && span % (st * units) == 0) return Axis{j, st / sj};
+  }
+  return std::nullopt;
+}
+
+// Propagates the axes from the column-parallel matmuls' outputs (last dimension, `unit`
+// columns a unit) through `between` to the row-parallel matmul's input; false if an op does
+// not act on a share of the units as on all of them.
+bool propagate(Group& g) {
+  g.axis.clear();
+  for (tpu::MatmulOp m : g.columns) g.axis[m.getOutput().getAsOpaquePointer()] = {dims(m.getOutput()).size() - 1, g.unit};
+  auto axis_of = [&](Value v) -> const Axis* {
+    auto it = g.axis.find(v.getAsOpaquePointer());
+    return it == g.axis.end() ? nullptr : &it->second;
+  };
+  for (mlir::Operation* op : g.between) {
+    Value out = op->getResult(0);
+    const size_t last = dims(out).size() - 1;
+    std::optional<Axis> a;
+    if (auto r = mlir::dyn_cast<tpu::ReshapeOp>(op)) {
+      if (const Axis* x = axis_of(r.getInput())) a = through_reshape(dims(r.getInput()), dims(out), *x, g.units);
+    } else if (auto t = mlir::dyn_cast<tpu::TransposeOp>(op)) {
+      if (const Axis* x = axis_of(t.getInput()))
+        for (size_t k = 0; k < t.getPerm().size(); ++k)
+          if (size_t(t.getPerm()[k]) == x->dim) a = Axis{k, x->inner};
+    } else if (auto bm = mlir::dyn_cast<tpu::BatchMatmulOp>(op)) {
+      const Axis *l = axis_of(bm.getLhs()), *r = axis_of(bm.getRhs());
+      if (l && r && l->dim == 0 && r->dim == 0 && l->inner == r->inner) a = *l;
+    } else if (mlir::isa<tpu::SoftmaxOp>(op)) {  // per row of the last dimension
+      if (const Axis* x = axis_of(op->getOperand(0)); x && x->dim != last) a = *x;
+    } else if (mlir::isa<tpu::AffineOp>(op)) {  // per channel: along the units, its constants are cut too
+      if (const Axis* x = axis_of(op->getOperand(0)); x && (x->dim != last || dims(out)[last] == g.units * x->inner)) a = *x;
+    } else if (mlir::isa<tpu::UnaryOp, tpu::ClampOp>(op)) {
+      if (const Axis* x = axis_of(op->getOperand(0))) a = *x;
+    } else if (mlir::isa<tpu::BinaryOp, tpu::AddOp>(op)) {  // elementwise on two values of the group, split alike
+      const Axis *l = axis_of(op->getOperand(0)), *r = axis_of(op->getOperand(1));
+      if (l && r && l->dim == r->dim && l->inner == r->inner) a = *l;
+    }
+    if (!a) return false;
+    g.axis[out.getAsOpaquePointer()] = *a;
+  }
+  const Axis* in = axis_of(g.rows.getInput());
+  return in && in->dim == dims(g.rows.getInput()).size() - 1;
+}
+
+// The group whose row-parallel matmul is `r`: what its input comes from, back to matmuls,
+// through ops that only the group reads; or why there is none.
+std::optional<Group> group_of(tpu::MatmulOp r, uint32_t chips, const std::set<mlir::Operation*>& taken, std::string& why) {
+  Group g;
+  g.rows = r;
+  std::set<mlir::Operation*> in{r};
+  std::vector<Value> work{r.getInput()};
+  while (!work.empty()) {
+    Value v = work.back();
+    work.pop_back();
+    mlir::Operation* d = v.getDefiningOp();
+    if (!d) return why = "its input comes (through elementwise and attention ops) from a model input", std::nullopt;
+    if (in.count(d)) continue;
+    if (mlir::isa<mlir::tosa::ConstOp>(d)) continue;
+    in.insert(d);
+    if (auto m = mlir::dyn_cast<tpu::MatmulOp>(d)) {
+      if (taken.count(m))
+        return why = fmt::format("its input comes from {}, which another group splits", layer_name(m)), std::nullopt;
+      g.columns.push_back(m);
+      continue;
+    }
+    if (!mlir::isa<tpu::ReshapeOp, tpu::TransposeOp, tpu::BatchMatmulOp, tpu::SoftmaxOp, tpu::AffineOp, tpu::UnaryOp, tpu::ClampOp,
+                   tpu::BinaryOp, tpu::AddOp>(d))
+      return why = fmt::format("{} ({}) lies between it and the matmuls before it", layer_name(d), d->getName().getStringRef().str()),
+             std::nullopt;
+    g.between.push_back(d);
+    for (Value o : d->getOperands()) work.push_back(o);
+  }
+  if (g.columns.empty()) return why = "no matmul before it", std::nullopt;
+  // Only the group reads what the group makes.
+  for (mlir::Operation* op : in)
+    if (op != r.getOperation())
+      for (mlir::Operation* u : op->getResult(0).getUsers())
+        if (!in.count(u)) return why = fmt::format("{} is also read by {}", layer_name(op), layer_name(u)), std::nullopt;
+  std::sort(g.between.begin(), g.between.end(), [](mlir::Operation* a, mlir::Operation* b) { return a->isBeforeInBlock(b); });
+  std::sort(g.columns.begin(), g.columns.end(), [](tpu::MatmulOp a, tpu::MatmulOp b) { return a->isBeforeInBlock(b); });
+  const int64_t N = dims(g.columns[0].getWeight())[1];
+  for (tpu::MatmulOp m : g.columns)
+    if (dims(m.getWeight())[1] != N || codegen::is_int32(m.getOutput()))
+      return why = "the matmuls before it differ in width or have integer outputs", std::nullopt;
+  if (codegen::is_int32(r.getOutput())) return why = "an integer output", std::nullopt;
+  // The finest units the ops between keep apart: single columns (an MLP block), else heads.
+  for (int64_t unit = 1; unit <= N; ++unit) {
+    if (N % unit || N / unit < int64_t(chips)) continue;
+    g.unit = unit, g.units = N / unit;
+    if (propagate(g)) return g;
+  }
+  return why = fmt::format("its {} columns do not split into {} shares that the ops between keep apart", N, chips), std::nullopt;
+}
+
+// Chip c's units of a group of `units`: [first, first + count), as even as they come.
+std::pair<int64_t, int64_t> share_of(int64_t units, uint32_t chips, uint32_t c) {
+  int64_t a = units * int64_t(c) / int64_t(chips), b = units * int64_t(c + 1) / int64_t(chips);
+  return {a, b - a};
+}
+
+mlir::RankedTensorType with_dim(Value v, size_t dim, int64_t size) {
   auto t = mlir::cast<mlir::RankedTensorType>(v.getType());
   std::vector<int64_t> s(t.getShape().begin(), t.getShape().end());
-  s.back() = last;
+  s[dim] = size;
   return mlir::RankedTensorType::get(s, t.getElementType());
 }
 
-// A constant of `values` in `shape` before `at`, standing for operand `index` of `user`.
+// A constant of `values` in `shape` standing for operand `index` of `user`.
 void replace_constant(mlir::Operation* user, unsigned index, std::vector<int64_t> shape, std::vector<float> values) {
   mlir::OpBuilder b(user);
   auto type = mlir::RankedTensorType::get(shape, b.getF32Type());
@@ -96,38 +187,68 @@ void replace_constant(mlir::Operation* user, unsigned index, std::vector<int64_t
   if (old && old->use_empty()) old->erase();
 }
 
-// Chip `c`'s share of pair `p` (ops of the chip's clone).
-void split_pair(Pair p, uint32_t chips, uint32_t c, bool int8) {
-  // First: columns [c N / chips, (c + 1) N / chips) of the weights and bias.
-  auto ws = dims(p.first.getWeight());
-  const int64_t K = ws[0], N = ws[1], n = N / chips, n0 = int64_t(c) * n;
-  {
-    tpu::FloatData w = tpu::float_data(p.first.getWeight().getDefiningOp<mlir::tosa::ConstOp>().getValue());
+// Chip `c`'s share of group `g` (ops of the chip's clone; `axis` by the clone's values).
+void split_group(Group g, uint32_t chips, uint32_t c, bool int8) {
+  const auto [first, count] = share_of(g.units, chips, c);
+  const int64_t n0 = first * g.unit, n = count * g.unit;
+  for (tpu::MatmulOp m : g.columns) {  // columns [n0, n0 + n) of the weights and bias
+    auto ws = dims(m.getWeight());
+    const int64_t K = ws[0], N = ws[1];
+    tpu::FloatData w = tpu::float_data(m.getWeight().getDefiningOp<mlir::tosa::ConstOp>().getValue());
     std::vector<float> share(size_t(K * n));
-    for (int64_t k = 0; k < K; ++k)
-      std::copy_n(w.values.data() + k * N + n0, n, share.begin() + k * n);
-    std::vector<float> bias = tpu::float_values(p.first.getBias().getDefiningOp<mlir::tosa::ConstOp>().getValue());
-    std::vector<float> bshare(bias.begin() + n0, bias.begin() + n0 + n);
-    replace_constant(p.first, 1, {K, n}, std::move(share));
-    replace_constant(p.first, 2, {n}, std::move(bshare));
+    for (int64_t k = 0; k < K; ++k) std::copy_n(w.values.data() + k * N + n0, n, share.begin() + k * n);
+    std::vector<float> bias = tpu::float_values(m.getBias().getDefiningOp<mlir::tosa::ConstOp>().getValue());
+    replace_constant(m, 1, {K, n}, std::move(share));
+    replace_constant(m, 2, {n}, std::vector<float>(bias.begin() + n0, bias.begin() + n0 + n));
   }
-  p.first.getOutput().setType(with_last(p.first.getOutput(), n));
-  for (mlir::Operation* op : p.between) op->getResult(0).setType(with_last(op->getResult(0), n));
-  // Second: rows [c N / chips, ...) of its weights; INT8 with the whole columns' maxima.
-  auto ws2 = dims(p.second.getWeight());
-  const int64_t P = ws2[1];
-  tpu::FloatData w = tpu::float_data(p.second.getWeight().getDefiningOp<mlir::tosa::ConstOp>().getValue());
-  mlir::MLIRContext* ctx = p.second->getContext();
+  // Every value of the group: its split dimension holds the chip's units.
+  auto resize = [&](Value v) {
+    const Axis& a = g.axis.at(v.getAsOpaquePointer());
+    int64_t size = dims(v)[a.dim];
+    v.setType(with_dim(v, a.dim, size / g.units * count));
+  };
+  for (tpu::MatmulOp m : g.columns) resize(m.getOutput());
+  for (mlir::Operation* op : g.between) {
+    // A per-channel step along the units: the chip's channels of its scale and bias.
+    if (auto af = mlir::dyn_cast<tpu::AffineOp>(op)) {
+      const Axis& a = g.axis.at(af.getOutput().getAsOpaquePointer());
+      if (a.dim == dims(af.getOutput()).size() - 1) {
+        const int64_t c0 = first * a.inner, cn = count * a.inner;
+        for (unsigned i : {1u, 2u}) {
+          std::vector<float> v = tpu::float_values(op->getOperand(i).getDefiningOp<mlir::tosa::ConstOp>().getValue());
+          replace_constant(op, i, {cn}, std::vector<float>(v.begin() + c0, v.begin() + c0 + cn));
+        }
+      }
+    }
+    resize(op->getResult(0));
+  }
+  // Rows: the chip's units of the input's last dimension; INT8 with the whole columns' maxima.
+  const Axis& in = g.axis.at(g.rows.getInput().getAsOpaquePointer());
+  auto ws = dims(g.rows.getWeight());
+  const int64_t K = ws[0], P = ws[1], r0 = first * in.inner, rn = count * in.inner;
+  tpu::FloatData w = tpu::float_data(g.rows.getWeight().getDefiningOp<mlir::tosa::ConstOp>().getValue());
+  mlir::MLIRContext* ctx = g.rows->getContext();
   if (int8) {
     std::vector<double> absmax(size_t(P), 0.0);
-    for (int64_t k = 0; k < N; ++k)
+    for (int64_t k = 0; k < K; ++k)
       for (int64_t j = 0; j < P; ++j)
         absmax[size_t(j)] = std::max(absmax[size_t(j)], double(std::fabs(w.values[size_t(k * P + j)])));
-    p.second->setAttr(tpu::kWeightAbsmaxAttr, mlir::DenseF64ArrayAttr::get(ctx, absmax));
+    g.rows->setAttr(tpu::kWeightAbsmaxAttr, mlir::DenseF64ArrayAttr::get(ctx, absmax));
   }
-  std::vector<float> share(w.values.begin() + n0 * P, w.values.begin() + (n0 + n) * P);
-  replace_constant(p.second, 1, {n, P}, std::move(share));
-  p.second->setAttr(tpu::kAllReduceAttr, mlir::IntegerAttr::get(mlir::IntegerType::get(ctx, 64), int64_t(chips)));
+  std::vector<float> share(w.values.begin() + r0 * P, w.values.begin() + (r0 + rn) * P);
+  replace_constant(g.rows, 1, {rn, P}, std::move(share));
+  g.rows->setAttr(tpu::kAllReduceAttr, mlir::IntegerAttr::get(mlir::IntegerType::get(ctx, 64), int64_t(chips)));
+}
+
+// The group in chip's clone `map` of the whole module.
+Group mapped(Group g, mlir::IRMapping& map) {
+  Group m;
+  m.units = g.units, m.unit = g.unit;
+  for (tpu::MatmulOp col : g.columns) m.columns.push_back(mlir::cast<tpu::MatmulOp>(map.lookup(col.getOperation())));
+  for (mlir::Operation* op : g.between) m.between.push_back(map.lookup(op));
+  m.rows = mlir::cast<tpu::MatmulOp>(map.lookup(g.rows.getOperation()));
+  for (const auto& [v, a] : g.axis) m.axis[map.lookup(Value::getFromOpaquePointer(v)).getAsOpaquePointer()] = a;
+  return m;
 }
 
 }  // namespace
@@ -159,13 +280,35 @@ TensorParallel compile_tensor_parallel(const std::filesystem::path& model, const
       if (!std::isnan(ordered[i])) scales[order[i]] = ordered[i];
   }
   TensorParallel tp;
-  std::vector<Pair> pairs = find_pairs(fn, chips, tp.whole);
-  if (pairs.empty())
-    throw UserError(fmt::format("{}: no pair of matmuls to split over chips (a matmul whose output only an elementwise op "
-                                "chain and another matmul read, with columns that divide by {}); --parallel data or "
+  // Groups, row-parallel matmul by row-parallel matmul in program order, each matmul in one
+  // group at most; the matmuls in none, and why.
+  std::vector<Group> groups;
+  std::set<mlir::Operation*> taken;
+  std::map<mlir::Operation*, std::string> why_not;
+  fn.walk([&](tpu::MatmulOp r) {
+    std::string why;
+    if (taken.count(r)) return;
+    if (auto g = group_of(r, chips, taken, why)) {
+      for (tpu::MatmulOp m : g->columns) taken.insert(m), why_not.erase(m);
+      taken.insert(r);
+      groups.push_back(std::move(*g));
+    } else {
+      why_not[r] = why;
+    }
+  });
+  fn.walk([&](tpu::MatmulOp m) {
+    if (!taken.count(m)) tp.whole.push_back(fmt::format("{}: {}", layer_name(m), why_not.count(m) ? why_not[m] : "not split"));
+  });
+  if (groups.empty())
+    throw UserError(fmt::format("{}: no matmuls to split over chips (a matmul whose output, through elementwise or "
+                                "attention ops that nothing else reads, only another matmul reads); --parallel data or "
                                 "pipeline split other models",
-                                model.string(), chips));
-  for (Pair& p : pairs) tp.splits.push_back({layer_name(p.first), layer_name(p.second), dims(p.first.getWeight())[1]});
+                                model.string()));
+  for (Group& g : groups) {
+    std::vector<std::string> names;
+    for (tpu::MatmulOp m : g.columns) names.push_back(layer_name(m));
+    tp.splits.push_back({fmt::format("{}", fmt::join(names, ", ")), layer_name(g.rows), g.units, g.unit == 1 ? "columns" : "heads"});
+  }
   CompileOptions generating = options;
   generating.progress = nullptr;
   for (uint32_t c = 0; c < chips; ++c) {
@@ -173,11 +316,7 @@ TensorParallel compile_tensor_parallel(const std::filesystem::path& model, const
     mlir::OwningOpRef<mlir::ModuleOp> m(mlir::cast<mlir::ModuleOp>(front.module()->clone(map)));
     auto cfn = m->lookupSymbol<mlir::func::FuncOp>("main");
     cfn->setAttr(tpu::kChipAttr, mlir::IntegerAttr::get(mlir::IntegerType::get(m->getContext(), 64), int64_t(c)));
-    for (Pair& p : pairs) {
-      Pair q{mlir::cast<tpu::MatmulOp>(map.lookup(p.first.getOperation())), mlir::cast<tpu::MatmulOp>(map.lookup(p.second.getOperation())), {}};
-      for (mlir::Operation* op : p.between) q.between.push_back(map.lookup(op));
-      split_pair(q, chips, c, int8);
-    }
+    for (Group& g : groups) split_group(mapped(g, map), chips, c, int8);
     std::map<const void*, float> mine;
     for (const auto& [v, s] : scales)
       if (Value to = map.lookupOrNull(Value::getFromOpaquePointer(v))) mine[to.getAsOpaquePointer()] = s;

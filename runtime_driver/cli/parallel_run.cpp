@@ -45,7 +45,7 @@ int run_parallel_model(const ParallelArgs& a, const config::Config& system, cons
       parts.push_back(jp);
     }
     nlohmann::json splits = nlohmann::json::array();
-    for (const auto& sp : run.splits) splits.push_back({{"column_parallel", sp.first}, {"row_parallel", sp.second}, {"columns", sp.columns}});
+    for (const auto& sp : run.splits) splits.push_back({{"column_parallel", sp.first}, {"row_parallel", sp.second}, {"units", sp.units}, {"unit", sp.unit}});
     double speedup = run.baseline_ran && run.seconds() > 0 ? run.baseline_seconds() / run.seconds() : 0;
     j["parallel"] = {{"kind", runtime::parallelism_name(p)},
                      {"batch", run.batch},

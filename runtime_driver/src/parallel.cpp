@@ -187,7 +187,7 @@ void tensor_parts(ParallelRun& run, const std::filesystem::path& model, const co
   for (uint32_t c = 0; c < chips; ++c) {
     ChipPart part;
     part.batch = run.batch, part.program = run.programs.size();
-    part.share = fmt::format("1/{} of {} pair{}", chips, tp.splits.size(), tp.splits.size() == 1 ? "" : "s");
+    part.share = fmt::format("1/{} of {} group{}", chips, tp.splits.size(), tp.splits.size() == 1 ? "" : "s");
     run.parts.push_back(part);
     if (c == 0) run.bounds = tp.programs[c].bounds;
     run.programs.push_back(std::move(tp.programs[c].program));
@@ -338,8 +338,8 @@ std::string parts_table(const ParallelRun& run) {
     o += "est. share: the stage's share of the model's estimated cycles, by which the layers were divided\n";
   }
   if (tensor) {
-    o += fmt::format("split over the chips (columns, then rows with an all-reduce of the partial sums):\n");
-    for (const auto& sp : run.splits) o += fmt::format("  {} -> {} ({} columns)\n", sp.first, sp.second, sp.columns);
+    o += fmt::format("split over the chips (by columns or heads, then rows with an all-reduce of the partial sums):\n");
+    for (const auto& sp : run.splits) o += fmt::format("  {} -> {} ({} {})\n", sp.first, sp.second, sp.units, sp.unit);
     if (!run.whole_matmuls.empty()) {
       o += "computed whole on every chip:\n";
       for (const auto& w : run.whole_matmuls) o += "  " + w + "\n";

@@ -146,19 +146,20 @@ struct Pipeline {
 Pipeline compile_stages(const std::filesystem::path& model, const config::Config& cfg, const CompileOptions& options,
                         const StageOptions& stages);
 
-// Tensor parallelism (docs/compiler.md, "Tensor parallelism"): the model's pairs of matmuls
-// where one feeds the other through elementwise ops only (an MLP block: up-projection,
-// activation, down-projection) split Megatron-style over `chips`: the first by output columns
-// (each chip computes its share of the columns, and the elementwise ops on them), the second
-// by rows (each chip multiplies its share of the columns by its share of the weight rows),
-// whose partial sums are all-reduced over the chips before the bias and the clamp. Every
-// other op runs whole on every chip, so every chip ends with the whole output. INT8: every
-// chip quantizes with the single-chip program's scales (CompileOptions::calibration_scales of
-// the whole model, calibrated here when empty), the row-parallel weights with their whole
-// columns' scales; the int32 sums are exact, so outputs equal the single-chip run's.
+// Tensor parallelism (docs/compiler.md, "Tensor parallelism"): the model's groups of matmuls
+// split Megatron-style over the chips of `cfg`: matmuls split by output columns (an MLP
+// block's up-projection; attention's query, key and value projections, by whole heads), the
+// ops between them and the next matmul computed on each chip's share (an activation;
+// attention's scores, softmax and context per head), and that next matmul split by rows,
+// its partial sums all-reduced over the chips before its bias and clamp. Every other op runs
+// whole on every chip, so every chip ends with the whole output. INT8: every chip quantizes
+// with the single-chip program's scales (CompileOptions::calibration_scales of the whole
+// model, calibrated here when empty), the row-parallel weights with their whole columns'
+// scales; the int32 sums are exact, so outputs equal the single-chip run's.
 struct TensorSplit {
-  std::string first, second;  // the column-parallel and the row-parallel layer (ONNX nodes)
-  int64_t columns = 0;        // the first's output columns, split evenly over the chips
+  std::string first, second;  // the column-parallel layers (", " between) and the row-parallel one
+  int64_t units = 0;          // shared out over the chips, as evenly as they come
+  std::string unit;           // "columns" (an MLP block) or "heads"
 };
 struct TensorParallel {
   std::vector<CompileResult> programs;  // per chip of the system, in chip order
