@@ -1,4 +1,4 @@
-// Models across chips: one BERT-base encoder layer (bf16 and int8, sequence 128, batch 8) on
+// Models across chips: BERT-base (one encoder layer and all twelve, sequence 128) and MLP0 on
 // the 8 chips of tpu-v4-2x2x2 split by batch, by layers and by the matmuls' weights
 // (vtpu run --parallel data|pipeline|tensor), against the batch on one chip. Each case runs in
 // a forked child (one SystemC simulation per process; the single-chip baseline in a child of
@@ -72,16 +72,24 @@ void BM_Parallel(benchmark::State& state, const char* model, const char* preset,
 }
 
 using vtpu::compiler::Precision;
-#define PARALLEL_CASE(name, model, kind, precision)                                                           \
-  BENCHMARK_CAPTURE(BM_Parallel, name, model, "tpu-v4-2x2x2", kind, precision, 8)                              \
+#define PARALLEL_CASE(name, model, kind, precision, batch)                                                    \
+  BENCHMARK_CAPTURE(BM_Parallel, name, model, "tpu-v4-2x2x2", kind, precision, batch)                          \
       ->Iterations(1)                                                                                          \
       ->UseManualTime()                                                                                        \
       ->Unit(benchmark::kSecond)
-PARALLEL_CASE(BertLayer_bf16_Data, "bert-base-layer", "data", Precision::Bf16);
-PARALLEL_CASE(BertLayer_bf16_Pipeline, "bert-base-layer", "pipeline", Precision::Bf16);
-PARALLEL_CASE(BertLayer_bf16_Tensor, "bert-base-layer", "tensor", Precision::Bf16);
-PARALLEL_CASE(BertLayer_int8_Tensor, "bert-base-layer", "tensor", Precision::Int8);
-PARALLEL_CASE(Mlp0_int8_Tensor, "mlp0", "tensor", Precision::Int8);
+// One encoder layer: by batch and by weights (a layer has too few places to cut for 8
+// pipeline stages); the whole encoder by all three.
+PARALLEL_CASE(BertLayer_bf16_b8_Data, "bert-base-layer", "data", Precision::Bf16, 8);
+PARALLEL_CASE(BertLayer_bf16_b8_Tensor, "bert-base-layer", "tensor", Precision::Bf16, 8);
+PARALLEL_CASE(BertLayer_int8_b8_Tensor, "bert-base-layer", "tensor", Precision::Int8, 8);
+PARALLEL_CASE(BertLayer_bf16_b1_Tensor, "bert-base-layer", "tensor", Precision::Bf16, 1);
+PARALLEL_CASE(BertBase_bf16_b8_Data, "bert-base", "data", Precision::Bf16, 8);
+PARALLEL_CASE(BertBase_bf16_b8_Pipeline, "bert-base", "pipeline", Precision::Bf16, 8);
+PARALLEL_CASE(BertBase_bf16_b8_Tensor, "bert-base", "tensor", Precision::Bf16, 8);
+// MLP0 at a small batch, where reading the weights bounds one chip: each chip reads an
+// eighth of them.
+PARALLEL_CASE(Mlp0_int8_b8_Tensor, "mlp0", "tensor", Precision::Int8, 8);
+PARALLEL_CASE(Mlp0_int8_b200_Tensor, "mlp0", "tensor", Precision::Int8, 200);
 
 }  // namespace
 
