@@ -47,11 +47,15 @@ Bound alpha_beta(const config::Config& cfg, const Plan& p) {
   const double alpha = (hop + cfg.core.dma.setup_cycles) / f;
   Bound b;
   for (const Phase& ph : p.phases) {
-    const char* what = ph.op == Phase::Op::ReduceScatter ? "reduce-scatter" : ph.op == Phase::Op::AllGather ? "all-gather" : "all-to-all";
+    const char* what = ph.op == Phase::Op::ReduceScatter ? "reduce-scatter"
+                       : ph.op == Phase::Op::AllGather   ? "all-gather"
+                       : ph.op == Phase::Op::OneShot     ? "one-shot all-reduce"
+                                                         : "all-to-all";
     double beta = 0, a = 0;
     std::string term;
-    if (ph.op == Phase::Op::AllToAll) {
-      double load = busiest_link(t, p.spec.bytes / p.chips);
+    if (ph.op == Phase::Op::AllToAll || ph.op == Phase::Op::OneShot) {
+      // All-to-all: block S / N to every other chip; one-shot: the whole S to every other.
+      double load = busiest_link(t, ph.op == Phase::Op::OneShot ? p.spec.bytes : p.spec.bytes / p.chips);
       beta = load / B;
       a = t.diameter() * alpha;
       term = fmt::format("{}: busiest link {:.0f} B / {:.1f} GB/s = {:.3f} us + diameter {} x {:.3f} us", what, load,

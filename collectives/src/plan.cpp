@@ -141,10 +141,30 @@ Plan plan(const config::Config& cfg, const Spec& spec) {
   unsigned want = unsigned(std::ceil(round_trip / t_piece)) + 1;
   p.slots = std::clamp(want, kSlots, most);
   while (p.slots > kSlots && 6 * p.slots * p.piece_bytes > ub_room) --p.slots;
-  return p;
+  if (spec.kind != Kind::AllReduce || spec.algorithm == Spec::Algorithm::Ring) return p;
+
+  // One-shot: every chip's whole buffer in the unified buffer at once (N slots of S), six
+  // flags; taken when asked for, or (auto) when the model says it is faster.
+  Plan q = p;
+  q.phases = {{Phase::Op::OneShot, 0, N, 1, spec.bytes}};
+  q.slots = 1;
+  q.piece_bytes = spec.bytes;
+  const bool fits = uint64_t(N) * spec.bytes <= ub_room && detail::flags_needed(1, 1, 1) <= flags &&
+                    spec.bytes / row <= 65535;  // the adds' row count
+  if (spec.algorithm == Spec::Algorithm::OneShot) {
+    if (!fits)
+      throw UserError(fmt::format("a one-shot all-reduce of {} bytes on {} chips holds {} bytes in the unified buffer, "
+                                  "more than the {} it has; use the rings (--algorithm ring) or a smaller message",
+                                  spec.bytes, N, uint64_t(N) * spec.bytes, ub_room));
+    return q;
+  }
+  return fits && alpha_beta(cfg, q).seconds() < alpha_beta(cfg, p).seconds() ? q : p;
 }
 
-uint64_t ub_bytes_used(const Plan& p) { return uint64_t(detail::flag_rings(p.phases)) * 3 * p.slots * p.piece_bytes; }
+uint64_t ub_bytes_used(const Plan& p) {
+  if (!p.phases.empty() && p.phases[0].op == Phase::Op::OneShot) return uint64_t(p.chips) * p.piece_bytes;
+  return uint64_t(detail::flag_rings(p.phases)) * 3 * p.slots * p.piece_bytes;
+}
 
 unsigned flags_used(const Plan& p) {
   return unsigned(detail::flags_needed(p.phases.size(), detail::flag_rings(p.phases), p.slots));

@@ -64,6 +64,11 @@ class Builder {
     bool first_rs = true;
     for (size_t i = 0; i < p_.phases.size(); ++i) {
       const Phase& ph = p_.phases[i];
+      if (ph.op == Phase::Op::OneShot) {
+        comment(fmt::format("phase {}: one-shot all-reduce over {} chips", i, ph.ring));
+        one_shot();
+        continue;
+      }
       comment(fmt::format("phase {}: {} over dimension {} (ring of {}, {} direction{})", i,
                           ph.op == Phase::Op::ReduceScatter ? "reduce-scatter"
                           : ph.op == Phase::Op::AllGather   ? "all-gather"
@@ -276,6 +281,36 @@ class Builder {
     for (unsigned s = 0; s < K; ++s) settle(store_flag(p_, 0, s));
     wait(arrival_flag(p_, 0, 0), N - 1);
     wait(ack_flag(p_, 0), N - 1);
+  }
+
+  // ---- one-shot all-reduce ----
+  // Every chip's buffer lands in slot (its index) of every other chip's unified buffer; each
+  // adds the N slots in chip order, so every chip makes the same sums, and stores them in
+  // place once its own sends have been read. A chip's signal that it has entered the
+  // collective (its slots free) is the others' credit to send.
+  void one_shot() {
+    const uint32_t N = p_.chips;
+    const uint64_t S = p_.spec.bytes;
+    const int arrival = arrival_flag(p_, 0, 0), credit = credit_flag(p_, 0, 0), ack = ack_flag(p_, 0);
+    const int load = load_flag(p_, 0, 0), store = store_flag(p_, 0, 0);
+    ops_.push_back({Op::Kind::Load, load, 1, 0, 0, true, false, p_.in_addr, one_shot_slot(p_, chip_), 0, S});
+    std::vector<uint32_t> order;  // nearest first, so the first sends leave on every link
+    for (uint32_t i = 1; i < N; ++i) order.push_back((chip_ + i) % N);
+    std::stable_sort(order.begin(), order.end(), [&](uint32_t a, uint32_t b) { return topo_.hops(chip_, a) < topo_.hops(chip_, b); });
+    for (uint32_t j : order) signal_remote(j, credit);
+    wait(credit, N - 1);
+    for (uint32_t j : order)
+      ops_.push_back({Op::Kind::Send, arrival, 1, ack, j, true, false, p_.in_addr, one_shot_slot(p_, chip_), 0, S});
+    wait(load);
+    wait(arrival, N - 1);
+    for (uint32_t j = 1; j < N; ++j) {
+      ops_.push_back({Op::Kind::Add, kVectorFlag, 1, 0, 0, false, false, one_shot_slot(p_, 0), one_shot_slot(p_, 0),
+                      one_shot_slot(p_, j), S});
+      wait(kVectorFlag);
+    }
+    wait(ack, N - 1);
+    ops_.push_back({Op::Kind::Store, store, 1, 0, 0, false, true, one_shot_slot(p_, 0), p_.out_addr, 0, S});
+    wait(store);
   }
 
   // The chip's own block, through the unified buffer.

@@ -42,7 +42,7 @@ inline constexpr int kVectorFlag = 1;
 inline unsigned flag_rings(const std::vector<Phase>& phases) {
   unsigned most = 1;
   for (const Phase& ph : phases)
-    if (ph.op != Phase::Op::AllToAll) most = std::max(most, ph.rings);
+    if (ph.op != Phase::Op::AllToAll && ph.op != Phase::Op::OneShot) most = std::max(most, ph.rings);
   return most;
 }
 inline int arrival_flag(const Plan& p, size_t phase, unsigned ring) {
@@ -66,6 +66,8 @@ inline uint64_t flags_needed(size_t phases, unsigned rings, unsigned slots) {
 // Unified-buffer slots of `piece_bytes`: per ring, `slots` each for received pieces, own data
 // and sums.
 enum class Buffer : uint8_t { Received, Own, Sum };
+// One-shot: chip j's buffer at slot j (own data at the chip's own index), N x S in all.
+inline uint64_t one_shot_slot(const Plan& p, uint32_t chip) { return uint64_t(chip) * p.piece_bytes; }
 inline uint64_t ub_slot(const Plan& p, unsigned ring, Buffer b, uint64_t index) {
   return (uint64_t(ring) * 3 * p.slots + uint64_t(b) * p.slots + index % p.slots) * p.piece_bytes;
 }

@@ -46,6 +46,33 @@ INSTANTIATE_TEST_SUITE_P(Collectives, Results, ::testing::Values(
   Case{"cube2x2x2_alltoall", {2, 2, 2}, true, Kind::AllToAll, isa::Dtype::Int32, 8 * 1024}),
   testing::case_name);
 
+// The one-shot all-reduce (every chip's buffer to every other, added in chip order) on a
+// ring, a torus and a cube, in the dtypes it adds; and `auto` takes it where the model says it
+// is faster (a tiny message on a ring of 8, whose ring phases are 14 hops one after another).
+TEST(Results, OneShotAllReduce) {
+  struct C { std::vector<uint32_t> shape; isa::Dtype dt; uint64_t bytes; };
+  for (const C& c : {C{{4}, isa::Dtype::Fp32, 8 * 1024}, C{{4, 2}, isa::Dtype::Int32, 4 * 1024},
+                     C{{2, 2, 2}, isa::Dtype::Bf16, 4 * 1024}}) {
+    SCOPED_TRACE(c.shape.size());
+    Spec s;
+    s.dtype = c.dt;
+    s.bytes = c.bytes;
+    s.algorithm = Spec::Algorithm::OneShot;
+    config::Config cfg = small(c.shape);
+    ASSERT_EQ(plan(cfg, s).phases.at(0).op, Phase::Op::OneShot);
+    Summary f = run_isolated(cfg, s);
+    ASSERT_EQ(f.error, "");
+    EXPECT_TRUE(f.checked);
+    EXPECT_EQ(f.mismatch, "");
+  }
+  Spec s;
+  s.bytes = 64;
+  s.algorithm = Spec::Algorithm::Auto;
+  EXPECT_EQ(plan(small({8}), s).phases.at(0).op, Phase::Op::OneShot);
+  s.bytes = 64 * 1024 * 1024;  // too large for the unified buffer eight times over
+  EXPECT_NE(plan(small({8}), s).phases.at(0).op, Phase::Op::OneShot);
+}
+
 // On a twisted torus the ring neighbours across a wraparound are several hops apart: the
 // routes still bring every piece to the right chip.
 TEST(Results, TwistedTorusAllReduce) {

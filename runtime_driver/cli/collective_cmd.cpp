@@ -22,6 +22,7 @@ namespace {
 
 struct Args {
   std::string kind, bytes, config = "tpu-v4-4x4x4", dtype = "fp32", piece, estimate = "auto", report, trace, emit_asm;
+  std::string algorithm = "ring";
   uint64_t seed = 1;
   bool check = false, quiet = false;
 };
@@ -42,6 +43,8 @@ void print(const collectives::Outcome& o, const config::Config& cfg, const Args&
                            collectives::kind_name(p.spec.kind), config::format_size(p.spec.bytes), a.dtype, cfg.name,
                            p.chips, fmt::join(cfg.ici.shape, "x"), cfg.ici.wraparound ? "torus" : "mesh",
                            cfg.ici.links, cfg.ici.link_bandwidth_gbytes_per_s);
+  if (!p.phases.empty() && p.phases[0].op == collectives::Phase::Op::OneShot)
+    std::cout << "one shot: every chip sends its buffer to every other and adds them all\n";
   std::cout << fmt::format("pieces of {}; simulated {}\n", config::format_size(p.piece_bytes),
                            o.system.symmetric ? fmt::format("by symmetry: chip 0 stands for all {}", p.chips)
                                               : fmt::format("chip by chip ({} chips)", o.system.chips.size()));
@@ -77,6 +80,11 @@ int run(const Args& a) {
   s.kind = *collectives::parse_kind(a.kind);
   s.bytes = config::parse_size(a.bytes, "--bytes");
   s.piece_bytes = a.piece.empty() ? 0 : config::parse_size(a.piece, "--piece");
+  if (a.algorithm != "ring" && s.kind != collectives::Kind::AllReduce)
+    throw UserError(fmt::format("--algorithm {}: only an all-reduce has another algorithm than its rings", a.algorithm));
+  s.algorithm = a.algorithm == "one-shot" ? collectives::Spec::Algorithm::OneShot
+                : a.algorithm == "auto"   ? collectives::Spec::Algorithm::Auto
+                                          : collectives::Spec::Algorithm::Ring;
   auto dt = isa::parse_dtype(a.dtype);
   s.dtype = *dt;
   collectives::RunOptions ro;
@@ -113,6 +121,7 @@ int run(const Args& a) {
                        {"bytes", s.bytes},
                        {"dtype", a.dtype},
                        {"piece_bytes", p.piece_bytes},
+                       {"algorithm", !p.phases.empty() && p.phases[0].op == collectives::Phase::Op::OneShot ? "one-shot" : "ring"},
                        {"seconds", o.seconds},
                        {"algorithm_bandwidth_bytes_per_s", o.algorithm_bandwidth},
                        {"bus_bandwidth_bytes_per_s", o.bus_bandwidth},
@@ -148,6 +157,11 @@ CLI::App* add_collective_command(CLI::App& app, std::function<int()>& action) {
       ->check(CLI::IsMember({"fp32", "bf16", "int32"}))
       ->capture_default_str();
   c->add_option("--piece", a->piece, "pipelining piece size (default: the planner's)");
+  c->add_option("--algorithm", a->algorithm,
+                "all-reduce: ring (reduce-scatter then all-gather over rings per dimension), one-shot (every chip sends "
+                "its buffer to every other) or auto (the faster by the alpha-beta model that fits the unified buffer)")
+      ->check(CLI::IsMember({"ring", "one-shot", "auto"}))
+      ->capture_default_str();
   c->add_option("--estimate", a->estimate,
                 "full: every chip; symmetry: chip 0 for all (tori); auto: symmetry above 256 chips")
       ->check(CLI::IsMember({"auto", "full", "symmetry"}))

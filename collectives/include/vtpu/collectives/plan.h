@@ -42,12 +42,18 @@ struct Spec {
   uint64_t bytes = 0;
   isa::Dtype dtype = isa::Dtype::Fp32;  // what reductions add: fp32, bf16 or int32
   uint64_t piece_bytes = 0;             // 0: the planner's choice (docs/collectives.md)
+  // All-reduce: rings (reduce-scatter then all-gather, dimension by dimension), one-shot, or
+  // whichever the alpha-beta model says is faster and fits the unified buffer.
+  enum class Algorithm : uint8_t { Ring, OneShot, Auto } algorithm = Algorithm::Ring;
   Placement at;
 };
 
 // One step of the schedule, the same for every chip.
 struct Phase {
-  enum class Op : uint8_t { ReduceScatter, AllGather, AllToAll } op;
+  // OneShot: an all-reduce in one step, every chip sending its whole buffer to every other
+  // and adding all of them in chip order (for messages small enough that the rings' phases
+  // one after another cost more than the extra bytes).
+  enum class Op : uint8_t { ReduceScatter, AllGather, AllToAll, OneShot } op;
   unsigned dim = 0;       // torus dimension (rings); unused for all-to-all
   uint32_t ring = 0;      // chips in the ring
   unsigned rings = 1;     // 2: both directions of the dimension's links, half the data each
