@@ -334,6 +334,7 @@ class Codegen {
   // vtpu.all_reduce): their partial sums all-reduced over the chips, then bias and clamp.
   void all_reduce_of(mlir::func::FuncOp fn);  // buffers and flags, the same on every chip
   void gen_all_reduce_matmul(tpu::MatmulOp op);
+  uint64_t all_reduce_chunks(uint64_t macs, uint64_t blocks, uint64_t block_bytes) const;
 
   // emission.cpp: emission: program text, descriptors, parameters, HBM constants, DMA and vector helpers, bounds
   static std::string quote(const std::string& s);

@@ -18,6 +18,10 @@
 namespace vtpu::compiler::codegen {
 namespace {
 
+// A row-parallel matmul's all-reduce goes in up to this many chunks of whole column blocks,
+// each overlapped with the next one's matmuls.
+constexpr uint64_t kAllReduceChunks = 4;
+
 // A matmul's partial sums as unified-buffer rows of C lanes of 4 bytes, column block after
 // column block, each block whole units of the collective.
 struct RawLayout {
@@ -85,6 +89,29 @@ void Codegen::all_reduce_of(mlir::func::FuncOp fn) {
   (void)p;
 }
 
+// How many chunks a row-parallel matmul's all-reduce goes in: the count whose estimated time
+// is least, with c chunks C / c + (c - 1) max(C / c, A(S / c)) + A(S / c) (C the matmul's
+// cycles at full MXU use, A an all-reduce's alpha-beta time): each chunk's all-reduce hides
+// the next one's matmuls but pays the all-reduce's latency again. On TPU v4 slices the
+// chips' shares of BERT's or GPT-2's matmuls take a few microseconds against tens for their
+// all-reduces, so one chunk; a layer whose share of compute outlasts several latencies gets
+// more.
+uint64_t Codegen::all_reduce_chunks(uint64_t macs, uint64_t blocks, uint64_t block_bytes) const {
+  const double per_cycle = double(cfg_.core.mxu.count) * double(R_) * double(C_), clock = cfg_.clock_mhz * 1e6;
+  const double compute = double(macs) / per_cycle / clock;
+  uint64_t best = 1;
+  double best_t = 0;
+  for (uint64_t c = 1; c <= std::min(blocks, kAllReduceChunks); ++c) {
+    collectives::Spec s = all_reduce_spec(cfg_, q8_, ceil_div(blocks, c) * block_bytes);
+    s.at.ub_bytes = all_reduce_.ub_bytes;
+    s.at.flags = unsigned(flags_.collective_flags);
+    double a = collectives::alpha_beta(cfg_, collectives::plan(cfg_, s)).seconds();
+    double t = compute / double(c) + double(c - 1) * std::max(compute / double(c), a) + a;
+    if (c == 1 || t < best_t) best = c, best_t = t;
+  }
+  return best;
+}
+
 void Codegen::gen_all_reduce_matmul(tpu::MatmulOp op) {
   const std::string layer = op.getLayer().str();
   tag(layer);
@@ -109,78 +136,105 @@ void Codegen::gen_all_reduce_matmul(tpu::MatmulOp op) {
   std::vector<float>().swap(w);
   const isa::Dtype acc_dt = q8_ ? isa::Dtype::Int32 : isa::Dtype::Fp32;
 
-  // The partial sums: blocks whose epilogue copies the accumulators out unrounded.
-  const RawLayout raw = raw_layout(cfg_, x.rows, N);
-  const uint64_t raw_at = ub_take(raw.bytes(), fmt::format("the partial sums of '{}'", layer));
-  const uint64_t mc = row_chunk(x.rows, nt);
-  std::vector<Block> blocks;
-  for (uint64_t n = 0; n < nt; ++n)
-    for (uint64_t r0 = 0; r0 < x.rows; r0 += mc) {
-      uint64_t rows = std::min(mc, x.rows - r0);
-      Block b;
-      for (uint64_t k = 0; k < kt; ++k)
-        b.groups.push_back({tiles[n][k], {{x.base + k * x.block_bytes + r0 * R_ * esz_, rows, 0, 0, k > 0}}});
-      uint64_t to = raw_at + n * raw.block_bytes + r0 * C_ * 4;
-      b.epilogue = [this, rows, to, acc_dt](uint32_t m, uint64_t acc_row) {
-        uint64_t g = uint64_t(m) * cfg_.core.accumulators.rows + acc_row;
-        std::string pre, at = reg_ref(to, 8, pre);
-        return std::vector<std::string>{pre + "  " + emit::vec_copy(ub_ref(at), acc_at(g), rows, acc_dt, kPendingFlag) + "\n"};
-      };
-      blocks.push_back(std::move(b));
-    }
-  run_blocks(blocks, true, std::nullopt, {}, {});
-
-  // All-reduced in HBM, in place, by the schedule every chip runs with the same plan.
-  if (raw.bytes() > all_reduce_.largest) throw InternalError("an all-reduce larger than its buffers");
-  collectives::Spec s = all_reduce_spec(cfg_, q8_, raw.bytes());
-  s.at.hbm_addr = all_reduce_.hbm;
-  s.at.ub_base = all_reduce_.ub;
-  s.at.ub_bytes = all_reduce_.ub_bytes;
-  s.at.first_flag = unsigned(flags_.collective);
-  s.at.flags = unsigned(flags_.collective_flags);
-  collectives::Plan p = collectives::plan(cfg_, s);
-  std::string whole = new_desc(fmt::format("bytes={}", raw.bytes()));
-  code("  " + emit::li(reg(1), int64_t(raw_at)) + " || " + emit::li(reg(2), int64_t(all_reduce_.hbm)));
-  code("  " + emit::dma_store({whole}, reg(1), reg(2), emit::flag(1)));
-  code("  " + emit::wait(emit::flag(1)));
-  std::string sched = collectives::embedded_assembly(cfg_, p, all_reduce_.chip, [this](uint64_t bytes) {
-    return new_desc(fmt::format("bytes={}", bytes));
-  });
-  for (size_t a = 0, b; a < sched.size(); a = b + 1) {
-    b = sched.find('\n', a);
-    if (b == std::string::npos) b = sched.size();
-    if (b > a) code(sched.substr(a, b - a));
-  }
-  code("  " + emit::li(reg(1), int64_t(all_reduce_.hbm)) + " || " + emit::li(reg(2), int64_t(raw_at)));
-  code("  " + emit::dma_load({whole}, reg(1), reg(2), emit::flag(1)));
-  code("  " + emit::wait(emit::flag(1)));
-
-  // The single-chip epilogue on the sums, block by block: bias, then RESCALE (INT8) or clamp
-  // and conversion (bf16) into the output.
+  // The output, its bias rows and the epilogue's parameters, as the single-chip matmul has them.
   Act y = new_act(shape_of(op.getOutput()), fmt::format("the output of '{}'", layer));
   uint64_t bias_ub = bias_rows(bias, acc_scale);
   auto eps = epilogue_params(N, acc_scale, q8_ ? scale(op.getOutput()) : 1.0, op.getClampMin().convertToDouble(),
                              op.getClampMax().convertToDouble());
-  const uint64_t most = 4096;  // rows per vector operation (the field holds 16 bits)
-  for (uint64_t n = 0; n < nt; ++n)
-    for (uint64_t r0 = 0; r0 < x.rows; r0 += most) {
-      uint64_t rows = std::min(most, x.rows - r0);
-      std::string pre;
-      std::string src = reg_ref(raw_at + n * raw.block_bytes + r0 * C_ * 4, 1, pre);
-      std::string out = reg_ref(y.base + n * y.block_bytes + r0 * C_ * out_esz_, 2, pre);
-      if (!pre.empty()) code(pre.substr(0, pre.size() - 1));
-      if (bias_ub != kNoBias) {
-        std::string bpre, b = reg_ref(bias_at(bias_ub, n), 3, bpre);
-        if (!bpre.empty()) code(bpre.substr(0, bpre.size() - 1));
-        vec_wait(emit::vec_add(ub_ref(src), ub_ref(src), ub_ref(b), rows, acc_dt, true));
+
+  // The partial sums, column block after column block, in chunks of whole column blocks:
+  // chunk c's all-reduce runs while chunk c + 1's matmuls do (its schedule's lines go in
+  // between the stream's, run_blocks' transfers), then its sums get the epilogue.
+  const RawLayout raw = raw_layout(cfg_, x.rows, N);
+  if (raw.bytes() > all_reduce_.largest) throw InternalError("an all-reduce larger than its buffers");
+  const uint64_t raw_at = ub_take(raw.bytes(), fmt::format("the partial sums of '{}'", layer));
+  const uint64_t chunks = all_reduce_chunks(x.rows * K * N, nt, raw.block_bytes);
+  auto first_block = [&](uint64_t c) { return c * nt / chunks; };
+  // Chunk c's blocks: each (column block, row chunk) copies its accumulators out unrounded.
+  auto chunk_blocks = [&](uint64_t c) {
+    const uint64_t n0 = first_block(c), n1 = first_block(c + 1), mc = row_chunk(x.rows, n1 - n0);
+    std::vector<Block> blocks;
+    for (uint64_t n = n0; n < n1; ++n)
+      for (uint64_t r0 = 0; r0 < x.rows; r0 += mc) {
+        uint64_t rows = std::min(mc, x.rows - r0);
+        Block b;
+        for (uint64_t k = 0; k < kt; ++k)
+          b.groups.push_back({tiles[n][k], {{x.base + k * x.block_bytes + r0 * R_ * esz_, rows, 0, 0, k > 0}}});
+        uint64_t to = raw_at + n * raw.block_bytes + r0 * C_ * 4;
+        b.epilogue = [this, rows, to, acc_dt](uint32_t m, uint64_t acc_row) {
+          uint64_t g = uint64_t(m) * cfg_.core.accumulators.rows + acc_row;
+          std::string pre, at = reg_ref(to, 8, pre);
+          return std::vector<std::string>{pre + "  " + emit::vec_copy(ub_ref(at), acc_at(g), rows, acc_dt, kPendingFlag) + "\n"};
+        };
+        blocks.push_back(std::move(b));
       }
-      if (q8_) {
-        vec_wait(emit::vec_rescale(ub_ref(out), ub_ref(src), rows, {eps[n]}));
-        continue;
-      }
-      if (!eps[n].empty()) vec_wait(emit::vec_clamp(ub_ref(src), ub_ref(src), rows, isa::Dtype::Fp32, {eps[n]}));
-      vec_wait(emit::vec_cvt(ub_ref(out), ub_ref(src), rows, isa::Dtype::Fp32, isa::Dtype::Bf16));
+    return blocks;
+  };
+  // Chunk c's bytes between the unified buffer and its place in the HBM buffer.
+  auto move = [&](uint64_t c, bool store) {
+    const uint64_t off = first_block(c) * raw.block_bytes, bytes = (first_block(c + 1) - first_block(c)) * raw.block_bytes;
+    std::string d = new_desc(fmt::format("bytes={}", bytes));
+    uint64_t ub = raw_at + off, hbm = all_reduce_.hbm + off;
+    code("  " + emit::li(reg(1), int64_t(store ? ub : hbm)) + " || " + emit::li(reg(2), int64_t(store ? hbm : ub)));
+    code("  " + (store ? emit::dma_store({d}, reg(1), reg(2), emit::flag(1)) : emit::dma_load({d}, reg(1), reg(2), emit::flag(1))));
+    code("  " + emit::wait(emit::flag(1)));
+  };
+  // Chunk c's all-reduce, in HBM in place, by the schedule every chip runs with the same plan:
+  // its lines, each to go in at its share of the next stream.
+  auto all_reduce_lines = [&](uint64_t c) {
+    collectives::Spec s = all_reduce_spec(cfg_, q8_, (first_block(c + 1) - first_block(c)) * raw.block_bytes);
+    s.at.hbm_addr = all_reduce_.hbm + first_block(c) * raw.block_bytes;
+    s.at.ub_base = all_reduce_.ub;
+    s.at.ub_bytes = all_reduce_.ub_bytes;
+    s.at.first_flag = unsigned(flags_.collective);
+    s.at.flags = unsigned(flags_.collective_flags);
+    std::string sched = collectives::embedded_assembly(cfg_, collectives::plan(cfg_, s), all_reduce_.chip,
+                                                       [this](uint64_t bytes) { return new_desc(fmt::format("bytes={}", bytes)); });
+    std::vector<std::string> lines;
+    for (size_t a = 0, b; a < sched.size(); a = b + 1) {
+      b = sched.find('\n', a);
+      if (b == std::string::npos) b = sched.size();
+      if (b > a) lines.push_back(sched.substr(a, b - a + 1));
     }
+    return lines;
+  };
+  // Chunk c's sums back, and the single-chip epilogue on them block by block: bias, then
+  // RESCALE (INT8) or clamp and conversion (bf16) into the output.
+  auto finish = [&](uint64_t c) {
+    move(c, false);
+    const uint64_t most = 4096;  // rows per vector operation (the field holds 16 bits)
+    for (uint64_t n = first_block(c); n < first_block(c + 1); ++n)
+      for (uint64_t r0 = 0; r0 < x.rows; r0 += most) {
+        uint64_t rows = std::min(most, x.rows - r0);
+        std::string pre;
+        std::string src = reg_ref(raw_at + n * raw.block_bytes + r0 * C_ * 4, 1, pre);
+        std::string out = reg_ref(y.base + n * y.block_bytes + r0 * C_ * out_esz_, 2, pre);
+        if (!pre.empty()) code(pre.substr(0, pre.size() - 1));
+        if (bias_ub != kNoBias) {
+          std::string bpre, b = reg_ref(bias_at(bias_ub, n), 3, bpre);
+          if (!bpre.empty()) code(bpre.substr(0, bpre.size() - 1));
+          vec_wait(emit::vec_add(ub_ref(src), ub_ref(src), ub_ref(b), rows, acc_dt, true));
+        }
+        if (q8_) {
+          vec_wait(emit::vec_rescale(ub_ref(out), ub_ref(src), rows, {eps[n]}));
+          continue;
+        }
+        if (!eps[n].empty()) vec_wait(emit::vec_clamp(ub_ref(src), ub_ref(src), rows, isa::Dtype::Fp32, {eps[n]}));
+        vec_wait(emit::vec_cvt(ub_ref(out), ub_ref(src), rows, isa::Dtype::Fp32, isa::Dtype::Bf16));
+      }
+  };
+  std::vector<std::string> in_flight;  // the previous chunk's all-reduce
+  for (uint64_t c = 0; c < chunks; ++c) {
+    std::vector<Block> blocks = chunk_blocks(c);
+    std::vector<std::pair<std::string, double>> transfers;
+    for (size_t i = 0; i < in_flight.size(); ++i) transfers.push_back({in_flight[i], double(i) / double(in_flight.size())});
+    run_blocks(blocks, true, std::nullopt, {}, {}, std::move(transfers));
+    move(c, true);
+    if (c > 0) finish(c - 1);
+    in_flight = all_reduce_lines(c);
+  }
+  for (const std::string& l : in_flight) code_ += l;
+  finish(chunks - 1);
   ub_.release(raw_at);
   if (bias_ub != kNoBias) ub_.release(bias_ub);
   add_bound(layer, x.rows * K * N, K * N * esz_);

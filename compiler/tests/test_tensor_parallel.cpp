@@ -54,6 +54,44 @@ TEST(TensorParallel, AttentionByHeadsFeedForwardByColumns) {
   EXPECT_NE(tp.programs[0].assembly, tp.programs[4].assembly);
 }
 
+// When a chip's share of the row-parallel matmul takes longer than its all-reduce (tiny MXUs,
+// fast links), the all-reduce goes in chunks of column blocks, each one's schedule between the
+// matmuls of the next: overlapped with compute. On TPU v4 slices (above) one chunk.
+TEST(TensorParallel, AllReduceOverlapsTheNextChunkWhenComputeOutlastsIt) {
+  OnnxBuilder m;
+  m.input("x", {32, 256});
+  m.init("w1", {256, 1024}, 0.1f);
+  m.init("w2", {1024, 256}, 0.1f);
+  m.node("MatMul", "up", {"x", "w1"}, {"h"});
+  m.node("Relu", "act", {"h"}, {"r"});
+  m.node("MatMul", "down", {"r", "w2"}, {"y"});
+  m.output("y", {32, 256});
+  auto path = m.save("vtpu_tp_overlap.onnx");
+  config::Config cfg = ring_of("tiny-8x8", 4);
+  cfg.core.scalar.sync_flags = 63;
+  cfg.ici.link_bandwidth_gbytes_per_s = 400;
+  cfg.ici.link_latency_ns = 5;
+  cfg.ici.router_delay_ns = 1;
+  TensorParallel tp = compile_tensor_parallel(path, cfg, CompileOptions{});
+  ASSERT_EQ(tp.splits.size(), 1u);
+  for (const CompileResult& r : tp.programs) {
+    const std::string& a = r.assembly;
+    std::vector<size_t> starts;
+    for (size_t at = a.find("# phase 0:"); at != std::string::npos; at = a.find("# phase 0:", at + 1)) starts.push_back(at);
+    ASSERT_EQ(starts.size(), 4u) << "four chunks";
+    // The first chunk's all-reduce runs among the second chunk's matmuls.
+    size_t mm = a.find("mxu.matmul", starts[0]);
+    EXPECT_LT(mm, starts[1]);
+    EXPECT_LT(a.find("ici.send", starts[0]), a.rfind("mxu.matmul", starts[1]));
+  }
+  // The same model where a hop costs more than the whole matmul (20 us): every chunk more
+  // would pay it again, so one chunk.
+  cfg.ici.link_latency_ns = 20000;
+  tp = compile_tensor_parallel(path, cfg, CompileOptions{});
+  const std::string& a = tp.programs[0].assembly;
+  EXPECT_EQ(a.find("# phase 0:"), a.rfind("# phase 0:"));
+}
+
 TEST(TensorParallel, SaysWhyAMatmulStaysWhole) {
   auto lenet = models::materialize("lenet5", models::default_dir());
   config::Config cfg = ring_of("tiny-8x8", 4);
