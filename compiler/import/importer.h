@@ -176,6 +176,10 @@ class Importer {
   void gather(const onnx::NodeProto& n, mlir::Location loc);
   void gather_runtime(const onnx::NodeProto& n, mlir::Location loc);
   void pad(const onnx::NodeProto& n, mlir::Location loc);
+  Value pad_image(const onnx::NodeProto& n, Value in, const std::vector<int64_t>& s, int64_t top, int64_t bottom, int64_t left,
+                  int64_t right, const std::string& mode, float value, mlir::Location loc);
+  void pad_any(const onnx::NodeProto& n, const Tensor& x, const std::vector<int64_t>& p, const std::string& mode, float value,
+               mlir::Location loc);
   Value padded_image(const onnx::NodeProto& n, Value in, const std::vector<int64_t>& s, int64_t top, int64_t bottom, int64_t left,
                      int64_t right, float value, mlir::Location loc);
 

@@ -378,10 +378,12 @@ void Importer::gather_runtime(const onnx::NodeProto& n, mlir::Location loc) {
   define(n, {out == tpu::shape_of(y) ? y : reshape(y, out, loc), out, false});
 }
 
-// Pad on the H and W of an image. Constant mode: the spread of tpu.zero_insert with
-// stride 1 (its pads), plus the constant on the border when it is not 0. Edge and reflect
-// modes: a concat of single-column (then single-row) slices around the image: the edge
-// column repeated, or the columns next to it mirrored.
+// Pad. On the H and W of an image: constant mode is the spread of tpu.zero_insert with
+// stride 1 (its pads), plus the constant on the border when it is not 0; edge and reflect
+// modes a concat of single-column (then single-row) slices around the image: the edge
+// column repeated, or the columns next to it mirrored. Any other pads (any rank, batch or
+// channel axes): negative pads crop (a slice), then the padded axes two at a time are moved
+// last and padded as the H and W of a one-channel image whose batch is every other axis.
 void Importer::pad(const onnx::NodeProto& n, mlir::Location loc) {
   only_attrs(n, {"mode", "pads", "value"});
   std::string mode = attr_s(n, "mode", "constant");
@@ -400,37 +402,90 @@ void Importer::pad(const onnx::NodeProto& n, mlir::Location loc) {
   if (n.input_size() > 3 && !n.input(3).empty()) fail("Pad's axes input is not supported (pad every axis)", node_name(n));
   size_t r = x.shape.size();
   if (p.size() != 2 * r) fail(fmt::format("Pad needs {} pads for a {}-D input, got {}", 2 * r, r, p.size()), node_name(n));
-  if (r != 4 || p[0] || p[1] || p[4] || p[5])
-    fail("Pad is supported on the H and W of an image (4-D input, no batch or channel padding)", node_name(n));
-  for (int64_t v : p)
-    if (v < 0) fail("Pad with negative pads (cropping) is not supported; use Slice", node_name(n));
+  bool image = r == 4 && !p[0] && !p[1] && !p[4] && !p[5] && std::all_of(p.begin(), p.end(), [](int64_t v) { return v >= 0; });
+  if (!image) return pad_any(n, x, p, mode, value, loc);
   int64_t N = x.shape[0], C = x.shape[1], OH = x.shape[2] + p[2] + p[6], OW = x.shape[3] + p[3] + p[7];
   Value in = x.nhwc ? x.value : transpose(x.value, {0, 2, 3, 1}, loc);
-  if (mode != "constant") {
-    // NHWC dimension d (2: W, then 1: H), `before` and `after` new entries.
-    auto pad_dim = [&](Value v, int d, int64_t before, int64_t after) {
-      if (!before && !after) return v;
-      auto shape = mlir::cast<mlir::RankedTensorType>(v.getType()).getShape().vec();
-      int64_t len = shape[size_t(d)];
-      if (mode == "reflect" && (before >= len || after >= len))
-        fail(fmt::format("reflect Pad of {} needs pads below {}", len, len), node_name(n));
-      auto entry = [&](int64_t i) {
-        std::vector<int64_t> start(4, 0), size = shape;
-        start[size_t(d)] = i, size[size_t(d)] = 1;
-        return Value(b_.create<mlir::tosa::SliceOp>(loc, tensor_type(size), v, b_.getDenseI64ArrayAttr(start), b_.getDenseI64ArrayAttr(size)));
-      };
-      std::vector<Value> parts;
-      for (int64_t j = 0; j < before; ++j) parts.push_back(entry(mode == "edge" ? 0 : before - j));
-      parts.push_back(v);
-      for (int64_t j = 0; j < after; ++j) parts.push_back(entry(mode == "edge" ? len - 1 : len - 2 - j));
-      shape[size_t(d)] = len + before + after;
-      return Value(b_.create<mlir::tosa::ConcatOp>(loc, tensor_type(shape), parts, d));
+  define(n, {pad_image(n, in, x.shape, p[2], p[6], p[3], p[7], mode, value, loc), {N, C, OH, OW}, true});
+}
+
+// The NHWC image `in` (logical NCHW shape `s`) padded on H and W in `mode`.
+Value Importer::pad_image(const onnx::NodeProto& n, Value in, const std::vector<int64_t>& s, int64_t top, int64_t bottom,
+                          int64_t left, int64_t right, const std::string& mode, float value, mlir::Location loc) {
+  if (mode == "constant") return padded_image(n, in, s, top, bottom, left, right, value, loc);
+  // NHWC dimension d (2: W, then 1: H), `before` and `after` new entries.
+  auto pad_dim = [&](Value v, int d, int64_t before, int64_t after) {
+    if (!before && !after) return v;
+    auto shape = mlir::cast<mlir::RankedTensorType>(v.getType()).getShape().vec();
+    int64_t len = shape[size_t(d)];
+    if (mode == "reflect" && (before >= len || after >= len))
+      fail(fmt::format("reflect Pad of {} needs pads below {}", len, len), node_name(n));
+    auto entry = [&](int64_t i) {
+      std::vector<int64_t> start(4, 0), size = shape;
+      start[size_t(d)] = i, size[size_t(d)] = 1;
+      return Value(b_.create<mlir::tosa::SliceOp>(loc, tensor_type(size), v, b_.getDenseI64ArrayAttr(start), b_.getDenseI64ArrayAttr(size)));
     };
-    Value y = pad_dim(pad_dim(in, 2, p[3], p[7]), 1, p[2], p[6]);
-    define(n, {y, {N, C, OH, OW}, true});
-    return;
+    std::vector<Value> parts;
+    for (int64_t j = 0; j < before; ++j) parts.push_back(entry(mode == "edge" ? 0 : before - j));
+    parts.push_back(v);
+    for (int64_t j = 0; j < after; ++j) parts.push_back(entry(mode == "edge" ? len - 1 : len - 2 - j));
+    shape[size_t(d)] = len + before + after;
+    return Value(b_.create<mlir::tosa::ConcatOp>(loc, tensor_type(shape), parts, d));
+  };
+  return pad_dim(pad_dim(in, 2, left, right), 1, top, bottom);
+}
+
+void Importer::pad_any(const onnx::NodeProto& n, const Tensor& x, const std::vector<int64_t>& p, const std::string& mode,
+                       float value, mlir::Location loc) {
+  const size_t r = x.shape.size();
+  std::vector<int64_t> shape = x.shape;
+  Value v = x.nhwc ? to_nchw_value(x, loc) : x.value;
+  // Negative pads remove entries: a slice of what stays.
+  std::vector<int64_t> start(r, 0), size = shape;
+  bool crop = false;
+  for (size_t d = 0; d < r; ++d) {
+    int64_t cut = std::max<int64_t>(0, -p[d]) + std::max<int64_t>(0, -p[d + r]);
+    if (cut > shape[d]) fail(fmt::format("Pad's negative pads remove {} entries of a dimension of {}", cut, shape[d]), node_name(n));
+    start[d] = std::max<int64_t>(0, -p[d]), size[d] = shape[d] - cut, crop |= cut > 0;
   }
-  define(n, {padded_image(n, in, x.shape, p[2], p[6], p[3], p[7], value, loc), {N, C, OH, OW}, true});
+  if (crop) {
+    v = b_.create<mlir::tosa::SliceOp>(loc, tensor_type(size), v, b_.getDenseI64ArrayAttr(start), b_.getDenseI64ArrayAttr(size));
+    shape = size;
+  }
+  std::vector<size_t> axes;
+  for (size_t d = 0; d < r; ++d)
+    if (p[d] > 0 || p[d + r] > 0) axes.push_back(d);
+  for (size_t k = 0; k < axes.size(); k += 2) {
+    // Axes a1 (H; none: a dimension of 1) and a2 (W) last, everything else the batch.
+    const bool two = k + 1 < axes.size();
+    const size_t a1 = axes[k], a2 = two ? axes[k + 1] : axes[k];
+    std::vector<int32_t> perm;
+    for (size_t d = 0; d < r; ++d)
+      if (d != a1 && d != a2) perm.push_back(int32_t(d));
+    if (two) perm.push_back(int32_t(a1));
+    perm.push_back(int32_t(a2));
+    std::vector<int64_t> moved;
+    for (int32_t d : perm) moved.push_back(shape[size_t(d)]);
+    bool identity = true;
+    for (size_t i = 0; i < perm.size(); ++i) identity &= perm[i] == int32_t(i);
+    Value t = identity ? v : transpose(v, perm, loc);
+    int64_t H = two ? shape[a1] : 1, W = shape[a2], B = numel(moved) / (H * W);
+    int64_t top = two ? std::max<int64_t>(0, p[a1]) : 0, bottom = two ? std::max<int64_t>(0, p[a1 + r]) : 0;
+    int64_t left = std::max<int64_t>(0, p[a2]), right = std::max<int64_t>(0, p[a2 + r]);
+    Value img = reshape(t, {B, H, W, 1}, loc);  // NHWC of a one-channel image: the same order
+    Value padded = pad_image(n, img, {B, 1, H, W}, top, bottom, left, right, mode, value, loc);
+    if (two) moved[moved.size() - 2] += top + bottom;
+    moved.back() += left + right;
+    Value back = reshape(padded, moved, loc);
+    std::vector<int32_t> inverse(r);
+    for (size_t i = 0; i < r; ++i) inverse[size_t(perm[i])] = int32_t(i);
+    v = identity ? back : transpose(back, inverse, loc);
+    if (two) shape[a1] += top + bottom;
+    shape[a2] += left + right;
+  }
+  // An image goes on as the importer keeps images: NHWC.
+  if (x.nhwc) return define(n, {transpose(v, {0, 2, 3, 1}, loc), shape, true});
+  define(n, {v, shape, false});
 }
 
 // The NHWC image `in` (logical NCHW shape `s`) with pads top, bottom, left, right holding

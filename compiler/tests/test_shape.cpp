@@ -208,5 +208,53 @@ TEST_P(CompileE2E, PadModesMatchDefinition) {
   }
 }
 
+// Pad of any rank and axis, against the definition: a 3-D tensor in the three modes, a 5-D
+// one with negative pads (cropping) beside positive ones, and an image's batch and channels.
+TEST_P(CompileE2E, PadOfAnyRankAndAxisMatchesDefinition) {
+  struct Case {
+    std::vector<int64_t> in, pads;
+    std::string mode;
+  };
+  for (const Case& c : {Case{{2, 5, 6}, {0, 1, 2, 0, 3, 1}, "constant"}, Case{{2, 5, 6}, {1, 1, 2, 1, 3, 1}, "edge"},
+                        Case{{2, 5, 6}, {0, 1, 2, 0, 3, 1}, "reflect"},
+                        Case{{2, 3, 5, 6, 7}, {0, 1, -1, 1, 1, 0, 2, -2, 1, 1}, "constant"},
+                        Case{{1, 3, 4, 5}, {1, 1, 0, 2, 0, 2, 1, 1}, "constant"}, Case{{7}, {2, 3}, "reflect"}}) {
+    SCOPED_TRACE(c.mode + " " + std::to_string(c.in.size()) + "-D");
+    const size_t r = c.in.size();
+    std::vector<int64_t> out(r);
+    for (size_t d = 0; d < r; ++d) out[d] = c.in[d] + c.pads[d] + c.pads[d + r];
+    int64_t n_in = 1, n_out = 1;
+    for (size_t d = 0; d < r; ++d) n_in *= c.in[d], n_out *= out[d];
+    Vec x = uniform_values(size_t(n_in), 101, 300.0f);
+    OnnxBuilder m;
+    m.input("x", c.in);
+    m.init_i64("pads", c.pads);
+    m.init("value", {}, 0.0f, {0.5f});
+    OnnxBuilder::attr_s(m.node("Pad", "pad", {"x", "pads", "value"}, {"y"}), "mode", c.mode);
+    m.output("y", out);
+    auto path = m.save("vtpu_pad_any_" + c.mode + std::to_string(r) + "_" + id() + ".onnx");
+    Vec got = compile_and_run(path, {{"x", x}}, "y", /*nchw=*/true);
+    auto src = [&](int64_t i, int64_t len) {  // the source index of padded index i, or -1 for the constant
+      if (i >= 0 && i < len) return i;
+      if (c.mode == "constant") return int64_t(-1);
+      if (c.mode == "edge") return i < 0 ? int64_t(0) : len - 1;
+      return i < 0 ? -i : 2 * (len - 1) - i;
+    };
+    Vec want(static_cast<size_t>(n_out));
+    for (int64_t o = 0; o < n_out; ++o) {
+      int64_t rest = o, at = 0, stride = 1;
+      bool constant = false;
+      for (size_t d = r; d-- > 0;) {
+        int64_t i = src(rest % out[d] - c.pads[d], c.in[d]);
+        rest /= out[d];
+        constant |= i < 0;
+        at += (i < 0 ? 0 : i) * stride, stride *= c.in[d];
+      }
+      want[size_t(o)] = constant ? 0.5f : x[size_t(at)];
+    }
+    expect_close(got, want, tolerance(0.01));
+  }
+}
+
 }  // namespace
 }  // namespace vtpu::compiler
