@@ -195,8 +195,17 @@ class Parser {
     return out;
   }
 
+  // Values nest (lists in lists, '-' before '-'): a line nested deeper than any program
+  // needs is refused, before the recursion could overflow the stack.
+  static constexpr int kMostNesting = 32;
   Value value() {
     Token t = peek();
+    struct Depth {
+      int& d;
+      ~Depth() { --d; }
+    } depth{++depth_};
+    if (depth_ > kMostNesting)
+      throw LineError{t.loc, fmt::format("values nested more than {} deep (lists in lists, or '-' repeated)", kMostNesting)};
     Value v;
     v.loc = t.loc;
     if (is_punct("[")) {
@@ -325,6 +334,7 @@ class Parser {
  private:
   std::vector<Token> t_;
   size_t p_ = 0;
+  int depth_ = 0;  // value()'s nesting
 };
 
 // A bundle waiting for the second pass.
