@@ -151,6 +151,27 @@ std::vector<const void*> value_order(mlir::func::FuncOp fn) {
   return order;
 }
 
+std::vector<float> scales_in_order(mlir::func::FuncOp fn, const std::map<const void*, float>& scales) {
+  std::vector<float> ordered;
+  for (const void* v : value_order(fn)) {
+    auto it = scales.find(v);
+    ordered.push_back(it == scales.end() ? std::nanf("") : it->second);
+  }
+  return ordered;
+}
+
+std::map<const void*, float> given_scales(mlir::func::FuncOp fn, const std::vector<float>& ordered,
+                                          const std::filesystem::path& model) {
+  std::vector<const void*> order = value_order(fn);
+  if (ordered.size() != order.size())
+    throw UserError(fmt::format("{}: the calibration scales given are for another model ({} values, this one has {})",
+                                model.string(), ordered.size(), order.size()));
+  std::map<const void*, float> scales;
+  for (size_t i = 0; i < order.size(); ++i)
+    if (!std::isnan(ordered[i])) scales[order[i]] = ordered[i];
+  return scales;
+}
+
 std::map<const void*, float> calibrate(mlir::ModuleOp module, const CompileOptions& options,
                                        const std::function<void(double)>& step) {
   auto fn = module.lookupSymbol<mlir::func::FuncOp>("main");

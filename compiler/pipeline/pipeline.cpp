@@ -49,6 +49,11 @@ void Frontend::lower() {
   }
 }
 
+std::string layer_of(mlir::Operation* op) {
+  auto a = op->getAttrOfType<mlir::StringAttr>("layer");
+  return a ? a.str() : op->getName().getStringRef().str();
+}
+
 std::string print_ir(mlir::ModuleOp m) {
   std::string s;
   llvm::raw_string_ostream os(s);
@@ -95,28 +100,16 @@ CompileResult compile_onnx(const std::filesystem::path& model, const config::Con
   front.lower();
   if (options.emit_mlir_stage == "tpu") mlir_text = print_ir(front.module());
   std::map<const void*, float> scales;
-  std::vector<const void*> order;
+  std::vector<float> ordered;  // the scales in value_order, as CompileResult carries them (INT8)
   if (options.precision == Precision::Int8) {
     check_inputs_fit(front.module(), cfg, options);
-    order = value_order(front.main());
-    if (options.calibration_scales.empty()) {
-      scales = calibrate(front.module(), options, report("calibrate", lowered, calibrated));
-    } else if (options.calibration_scales.size() != order.size()) {
-      throw UserError(fmt::format("{}: the calibration scales given are for another model ({} values, this one has {})",
-                                  model.string(), options.calibration_scales.size(), order.size()));
-    } else {
-      for (size_t i = 0; i < order.size(); ++i)
-        if (!std::isnan(options.calibration_scales[i])) scales[order[i]] = options.calibration_scales[i];
-    }
+    scales = options.calibration_scales.empty() ? calibrate(front.module(), options, report("calibrate", lowered, calibrated))
+                                                : given_scales(front.main(), options.calibration_scales, model);
+    ordered = scales_in_order(front.main(), scales);
   }
   CompileOptions generating = options;
   generating.progress = [step = report("codegen", calibrated, 1.0)](const std::string&, double done) { step(done); };
   report("codegen", calibrated, calibrated)(0);
-  std::vector<float> ordered;
-  for (const void* v : order) {
-    auto it = scales.find(v);
-    ordered.push_back(it == scales.end() ? std::nanf("") : it->second);
-  }
   CompileResult r;
   try {
     r = generate_program(front.module(), cfg, generating, scales);

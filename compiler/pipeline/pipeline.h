@@ -52,6 +52,9 @@ class Frontend {
   mlir::OwningOpRef<mlir::ModuleOp> module_;
 };
 
+// The ONNX node an op of the tpu dialect comes from (its `layer`), else the op's name.
+std::string layer_of(mlir::Operation* op);
+
 // The IR for people to read: constants of more than 16 values are elided, or ResNet-50's IR
 // would be 100 MB of hex.
 std::string print_ir(mlir::ModuleOp m);
@@ -71,6 +74,13 @@ std::map<const void*, float> calibrate(mlir::ModuleOp module, const CompileOptio
 // order calibration scales travel in between compiles of one model
 // (CompileOptions/CompileResult::calibration_scales).
 std::vector<const void*> value_order(mlir::func::FuncOp fn);
+// `scales` (by value) in value_order, NaN for a value without one: the form
+// CompileOptions/CompileResult::calibration_scales carry.
+std::vector<float> scales_in_order(mlir::func::FuncOp fn, const std::map<const void*, float>& scales);
+// Scales given in value_order (CompileOptions::calibration_scales, NaN: none) on @main's
+// values; a UserError naming `model` when they are for another model (another count).
+std::map<const void*, float> given_scales(mlir::func::FuncOp fn, const std::vector<float>& ordered,
+                                          const std::filesystem::path& model);
 // Scales given in value_order (NaN: none) of the model at `whole_batch`, on the values of
 // @main of the same model at `batch`.
 std::map<const void*, float> scales_by_value(mlir::func::FuncOp fn, const std::vector<float>& ordered,

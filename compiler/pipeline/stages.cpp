@@ -36,11 +36,6 @@ using mlir::Value;
 
 int64_t numel(Value v) { return mlir::cast<mlir::RankedTensorType>(v.getType()).getNumElements(); }
 
-std::string layer_of(mlir::Operation* op) {
-  auto a = op->getAttrOfType<mlir::StringAttr>("layer");
-  return a ? a.str() : op->getName().getStringRef().str();
-}
-
 // The op's estimated cycles on one chip of cfg for a pass over n samples: its MACs over all
 // MXUs or its weights' loading (from HBM and shifted into the arrays, once per pass),
 // whichever takes longer, plus its result's rows through the vector unit. `per_sample`:
@@ -313,13 +308,7 @@ Pipeline compile_stages(const std::filesystem::path& model, const config::Config
       if (batch % m == 0) counts.push_back(m);
   if (!so.micro_batches && !why.empty() && batch > 1) pipe.whole_batch_why = why;
   std::vector<float> ordered = options.calibration_scales;
-  if (options.precision == Precision::Int8 && ordered.empty()) {
-    std::map<const void*, float> by_value = calibrate(whole.module(), options);
-    for (const void* v : value_order(wfn)) {
-      auto it = by_value.find(v);
-      ordered.push_back(it == by_value.end() ? std::nanf("") : it->second);
-    }
-  }
+  if (options.precision == Precision::Int8 && ordered.empty()) ordered = scales_in_order(wfn, calibrate(whole.module(), options));
   std::vector<mlir::Operation*> wops;
   for (mlir::Operation& op : wfn.getBody().front())
     if (!mlir::isa<mlir::tosa::ConstOp, mlir::func::ReturnOp>(op)) wops.push_back(&op);

@@ -25,15 +25,7 @@ namespace {
 
 using mlir::Value;
 
-std::string layer_name(mlir::Operation* op) {
-  auto a = op->getAttrOfType<mlir::StringAttr>("layer");
-  return a ? a.str() : op->getName().getStringRef().str();
-}
-
-std::vector<int64_t> dims(Value v) {
-  auto t = mlir::cast<mlir::RankedTensorType>(v.getType());
-  return {t.getShape().begin(), t.getShape().end()};
-}
+using codegen::shape_of;
 
 // Where the split falls in a value: dimension `dim` holds `outer` x `units` x `inner`
 // elements in row-major order; each chip computes `share` of the units (the value's shape then
@@ -77,17 +69,17 @@ std::optional<Axis> through_reshape(const std::vector<int64_t>& in, const std::v
 // not act on a share of the units as on all of them.
 bool propagate(Group& g) {
   g.axis.clear();
-  for (tpu::MatmulOp m : g.columns) g.axis[m.getOutput().getAsOpaquePointer()] = {dims(m.getOutput()).size() - 1, g.unit};
+  for (tpu::MatmulOp m : g.columns) g.axis[m.getOutput().getAsOpaquePointer()] = {shape_of(m.getOutput()).size() - 1, g.unit};
   auto axis_of = [&](Value v) -> const Axis* {
     auto it = g.axis.find(v.getAsOpaquePointer());
     return it == g.axis.end() ? nullptr : &it->second;
   };
   for (mlir::Operation* op : g.between) {
     Value out = op->getResult(0);
-    const size_t last = dims(out).size() - 1;
+    const size_t last = shape_of(out).size() - 1;
     std::optional<Axis> a;
     if (auto r = mlir::dyn_cast<tpu::ReshapeOp>(op)) {
-      if (const Axis* x = axis_of(r.getInput())) a = through_reshape(dims(r.getInput()), dims(out), *x, g.units);
+      if (const Axis* x = axis_of(r.getInput())) a = through_reshape(shape_of(r.getInput()), shape_of(out), *x, g.units);
     } else if (auto t = mlir::dyn_cast<tpu::TransposeOp>(op)) {
       if (const Axis* x = axis_of(t.getInput()))
         for (size_t k = 0; k < t.getPerm().size(); ++k)
@@ -98,7 +90,7 @@ bool propagate(Group& g) {
     } else if (mlir::isa<tpu::SoftmaxOp>(op)) {  // per row of the last dimension
       if (const Axis* x = axis_of(op->getOperand(0)); x && x->dim != last) a = *x;
     } else if (mlir::isa<tpu::AffineOp>(op)) {  // per channel: along the units, its constants are cut too
-      if (const Axis* x = axis_of(op->getOperand(0)); x && (x->dim != last || dims(out)[last] == g.units * x->inner)) a = *x;
+      if (const Axis* x = axis_of(op->getOperand(0)); x && (x->dim != last || shape_of(out)[last] == g.units * x->inner)) a = *x;
     } else if (mlir::isa<tpu::UnaryOp, tpu::ClampOp>(op)) {
       if (const Axis* x = axis_of(op->getOperand(0))) a = *x;
     } else if (mlir::isa<tpu::BinaryOp, tpu::AddOp>(op)) {  // elementwise on two values of the group, split alike
@@ -109,7 +101,7 @@ bool propagate(Group& g) {
     g.axis[out.getAsOpaquePointer()] = *a;
   }
   const Axis* in = axis_of(g.rows.getInput());
-  return in && in->dim == dims(g.rows.getInput()).size() - 1;
+  return in && in->dim == shape_of(g.rows.getInput()).size() - 1;
 }
 
 // The group whose row-parallel matmul is `r`: what its input comes from, back to matmuls,
@@ -129,13 +121,13 @@ std::optional<Group> group_of(tpu::MatmulOp r, uint32_t chips, const std::set<ml
     in.insert(d);
     if (auto m = mlir::dyn_cast<tpu::MatmulOp>(d)) {
       if (taken.count(m))
-        return why = fmt::format("its input comes from {}, which another group splits", layer_name(m)), std::nullopt;
+        return why = fmt::format("its input comes from {}, which another group splits", layer_of(m)), std::nullopt;
       g.columns.push_back(m);
       continue;
     }
     if (!mlir::isa<tpu::ReshapeOp, tpu::TransposeOp, tpu::BatchMatmulOp, tpu::SoftmaxOp, tpu::AffineOp, tpu::UnaryOp, tpu::ClampOp,
                    tpu::BinaryOp, tpu::AddOp>(d))
-      return why = fmt::format("{} ({}) lies between it and the matmuls before it", layer_name(d), d->getName().getStringRef().str()),
+      return why = fmt::format("{} ({}) lies between it and the matmuls before it", layer_of(d), d->getName().getStringRef().str()),
              std::nullopt;
     g.between.push_back(d);
     for (Value o : d->getOperands()) work.push_back(o);
@@ -145,12 +137,12 @@ std::optional<Group> group_of(tpu::MatmulOp r, uint32_t chips, const std::set<ml
   for (mlir::Operation* op : in)
     if (op != r.getOperation())
       for (mlir::Operation* u : op->getResult(0).getUsers())
-        if (!in.count(u)) return why = fmt::format("{} is also read by {}", layer_name(op), layer_name(u)), std::nullopt;
+        if (!in.count(u)) return why = fmt::format("{} is also read by {}", layer_of(op), layer_of(u)), std::nullopt;
   std::sort(g.between.begin(), g.between.end(), [](mlir::Operation* a, mlir::Operation* b) { return a->isBeforeInBlock(b); });
   std::sort(g.columns.begin(), g.columns.end(), [](tpu::MatmulOp a, tpu::MatmulOp b) { return a->isBeforeInBlock(b); });
-  const int64_t N = dims(g.columns[0].getWeight())[1];
+  const int64_t N = shape_of(g.columns[0].getWeight())[1];
   for (tpu::MatmulOp m : g.columns)
-    if (dims(m.getWeight())[1] != N || codegen::is_int32(m.getOutput()))
+    if (shape_of(m.getWeight())[1] != N || codegen::is_int32(m.getOutput()))
       return why = "the matmuls before it differ in width or have integer outputs", std::nullopt;
   if (codegen::is_int32(r.getOutput())) return why = "an integer output", std::nullopt;
   // The finest units the ops between keep apart: single columns (an MLP block), else heads.
@@ -192,7 +184,7 @@ void split_group(Group g, uint32_t chips, uint32_t c, bool int8) {
   const auto [first, count] = share_of(g.units, chips, c);
   const int64_t n0 = first * g.unit, n = count * g.unit;
   for (tpu::MatmulOp m : g.columns) {  // columns [n0, n0 + n) of the weights and bias
-    auto ws = dims(m.getWeight());
+    auto ws = shape_of(m.getWeight());
     const int64_t K = ws[0], N = ws[1];
     tpu::FloatData w = tpu::float_data(m.getWeight().getDefiningOp<mlir::tosa::ConstOp>().getValue());
     std::vector<float> share(size_t(K * n));
@@ -204,7 +196,7 @@ void split_group(Group g, uint32_t chips, uint32_t c, bool int8) {
   // Every value of the group: its split dimension holds the chip's units.
   auto resize = [&](Value v) {
     const Axis& a = g.axis.at(v.getAsOpaquePointer());
-    int64_t size = dims(v)[a.dim];
+    int64_t size = shape_of(v)[a.dim];
     v.setType(with_dim(v, a.dim, size / g.units * count));
   };
   for (tpu::MatmulOp m : g.columns) resize(m.getOutput());
@@ -212,7 +204,7 @@ void split_group(Group g, uint32_t chips, uint32_t c, bool int8) {
     // A per-channel step along the units: the chip's channels of its scale and bias.
     if (auto af = mlir::dyn_cast<tpu::AffineOp>(op)) {
       const Axis& a = g.axis.at(af.getOutput().getAsOpaquePointer());
-      if (a.dim == dims(af.getOutput()).size() - 1) {
+      if (a.dim == shape_of(af.getOutput()).size() - 1) {
         const int64_t c0 = first * a.inner, cn = count * a.inner;
         for (unsigned i : {1u, 2u}) {
           std::vector<float> v = tpu::float_values(op->getOperand(i).getDefiningOp<mlir::tosa::ConstOp>().getValue());
@@ -224,7 +216,7 @@ void split_group(Group g, uint32_t chips, uint32_t c, bool int8) {
   }
   // Rows: the chip's units of the input's last dimension; INT8 with the whole columns' maxima.
   const Axis& in = g.axis.at(g.rows.getInput().getAsOpaquePointer());
-  auto ws = dims(g.rows.getWeight());
+  auto ws = shape_of(g.rows.getWeight());
   const int64_t K = ws[0], P = ws[1], r0 = first * in.inner, rn = count * in.inner;
   tpu::FloatData w = tpu::float_data(g.rows.getWeight().getDefiningOp<mlir::tosa::ConstOp>().getValue());
   mlir::MLIRContext* ctx = g.rows->getContext();
@@ -263,22 +255,9 @@ TensorParallel compile_tensor_parallel(const std::filesystem::path& model, const
   front.lower();
   auto fn = front.main();
   std::vector<float> ordered = options.calibration_scales;
-  if (int8 && ordered.empty()) {
-    std::map<const void*, float> by_value = calibrate(front.module(), options);
-    for (const void* v : value_order(fn)) {
-      auto it = by_value.find(v);
-      ordered.push_back(it == by_value.end() ? std::nanf("") : it->second);
-    }
-  }
+  if (int8 && ordered.empty()) ordered = scales_in_order(fn, calibrate(front.module(), options));
   std::map<const void*, float> scales;
-  if (int8) {
-    std::vector<const void*> order = value_order(fn);
-    if (order.size() != ordered.size())
-      throw UserError(fmt::format("{}: the calibration scales given are for another model ({} values, this one has {})",
-                                  model.string(), ordered.size(), order.size()));
-    for (size_t i = 0; i < order.size(); ++i)
-      if (!std::isnan(ordered[i])) scales[order[i]] = ordered[i];
-  }
+  if (int8) scales = given_scales(fn, ordered, model);
   TensorParallel tp;
   // Groups, row-parallel matmul by row-parallel matmul in program order, each matmul in one
   // group at most; the matmuls in none, and why.
@@ -297,7 +276,7 @@ TensorParallel compile_tensor_parallel(const std::filesystem::path& model, const
     }
   });
   fn.walk([&](tpu::MatmulOp m) {
-    if (!taken.count(m)) tp.whole.push_back(fmt::format("{}: {}", layer_name(m), why_not.count(m) ? why_not[m] : "not split"));
+    if (!taken.count(m)) tp.whole.push_back(fmt::format("{}: {}", layer_of(m), why_not.count(m) ? why_not[m] : "not split"));
   });
   if (groups.empty())
     throw UserError(fmt::format("{}: no matmuls to split over chips (a matmul whose output, through elementwise or "
@@ -306,8 +285,8 @@ TensorParallel compile_tensor_parallel(const std::filesystem::path& model, const
                                 model.string()));
   for (Group& g : groups) {
     std::vector<std::string> names;
-    for (tpu::MatmulOp m : g.columns) names.push_back(layer_name(m));
-    tp.splits.push_back({fmt::format("{}", fmt::join(names, ", ")), layer_name(g.rows), g.units, g.unit == 1 ? "columns" : "heads"});
+    for (tpu::MatmulOp m : g.columns) names.push_back(layer_of(m));
+    tp.splits.push_back({fmt::format("{}", fmt::join(names, ", ")), layer_of(g.rows), g.units, g.unit == 1 ? "columns" : "heads"});
   }
   CompileOptions generating = options;
   generating.progress = nullptr;

@@ -19,6 +19,36 @@ TEST(CompileErrors, UnsupportedOperatorNamesTheNode) {
   }
 }
 
+// INT8 scales carried from another compile (CompileOptions::calibration_scales, as sweeps and
+// runs across chips pass them) must be for the same model: another count of values is refused,
+// by compile_onnx and by the tensor-parallel split alike.
+TEST(CompileErrors, CalibrationScalesOfAnotherModelAreRefused) {
+  OnnxBuilder m;
+  m.input("x", {2, 8});
+  m.init("w", {8, 8}, 0.5f);
+  m.node("MatMul", "fc", {"x", "w"}, {"h"});
+  m.node("Relu", "relu", {"h"}, {"r"});
+  m.init("w2", {8, 8}, 0.5f);
+  m.node("MatMul", "fc2", {"r", "w2"}, {"y"});
+  m.output("y", {2, 8});
+  auto path = m.save("vtpu_other_scales.onnx");
+  CompileOptions o;
+  o.precision = Precision::Int8;
+  o.calibration_scales = {0.1f, 0.2f};
+  config::Config ring = config::load_preset("tiny-8x8");
+  ring.system.chips = 2, ring.ici.shape = {2}, ring.ici.links = 2, ring.core.scalar.sync_flags = 63;
+  for (int tp = 0; tp < 2; ++tp) {
+    try {
+      if (tp) compile_tensor_parallel(path, ring, o);
+      else compile_onnx(path, config::load_preset("tiny-8x8"), o);
+      ADD_FAILURE() << "no error";
+    } catch (const UserError& e) {
+      EXPECT_NE(std::string(e.what()).find("the calibration scales given are for another model (2 values"), std::string::npos)
+          << e.what();
+    }
+  }
+}
+
 // docs/compiler.md, "Sync flags": DMA, one per MXU, vector, epilogue and three for packed
 // convolutions; a config with fewer is refused with the number it needs.
 TEST(CompileErrors, TooFewSyncFlagsSaysHowMany) {
