@@ -36,6 +36,10 @@ std::optional<Kind> parse_kind(std::string_view name) {
   return std::nullopt;
 }
 
+uint64_t unit_bytes(const config::Config& cfg, isa::Dtype dtype) {
+  return std::lcm(uint64_t(cfg.core.mxu.cols) * isa::dtype_bytes(dtype), uint64_t(cfg.core.unified_buffer.alignment_bytes));
+}
+
 Plan plan(const config::Config& cfg, const Spec& spec) {
   const config::Topology topo(cfg);
   const uint32_t N = topo.chips();
@@ -51,9 +55,8 @@ Plan plan(const config::Config& cfg, const Spec& spec) {
   p.spec = spec;
   p.chips = N;
   p.slots = kSlots;
-  // A unit is whole vector rows at aligned unified-buffer addresses.
   const uint64_t row = uint64_t(cfg.core.mxu.cols) * isa::dtype_bytes(spec.dtype);
-  p.unit_bytes = std::lcm(row, uint64_t(cfg.core.unified_buffer.alignment_bytes));
+  p.unit_bytes = unit_bytes(cfg, spec.dtype);
   const uint64_t per_chip_units = spec.kind == Kind::AllReduce ? 1 : N;
   if (spec.bytes == 0 || spec.bytes % (p.unit_bytes * per_chip_units))
     throw UserError(fmt::format("--bytes {}: a {} on {} chips of '{}' moves whole units of {} bytes ({} {} lanes at "

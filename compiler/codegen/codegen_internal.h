@@ -393,8 +393,11 @@ class Codegen {
   uint64_t bias_at(uint64_t bias_ub, uint64_t n_block) const;
   uint64_t bias_rows(const std::vector<float>& bias, const std::vector<double>& acc_scale = {});
   std::string bias_phase(uint64_t g, uint64_t bias_ub, uint64_t rows) const;
+  std::string bias_phase(const emit::Mem& sums, uint64_t bias_ub, uint64_t rows) const;
   std::vector<std::string> epilogue(uint32_t mxu, uint64_t acc_row, uint64_t rows, uint64_t bias_ub,
                                     const std::string& clamp_param, uint64_t out_ub);
+  std::vector<std::string> epilogue_of(const emit::Mem& sums, uint64_t rows, uint64_t bias_ub, const std::string& clamp_param,
+                                       uint64_t out_ub);
   std::vector<std::string> epilogue_params(uint64_t N, const std::vector<double>& acc_scale, double out_scale, double lo,
                                            double hi);
   std::string clamp_param(double lo, double hi);

@@ -81,9 +81,11 @@ uint64_t Codegen::bias_rows(const std::vector<float>& bias, const std::vector<do
 
 // The epilogue of an output block: acc (fp32) + bias, clamp, -> bf16 rows of `out` block.
 // Accumulator rows [g, g + rows) plus the bias row at bias_ub (fp32, or int32 for INT8).
-std::string Codegen::bias_phase(uint64_t g, uint64_t bias_ub, uint64_t rows) const {
+std::string Codegen::bias_phase(uint64_t g, uint64_t bias_ub, uint64_t rows) const { return bias_phase(acc_at(g), bias_ub, rows); }
+
+std::string Codegen::bias_phase(const emit::Mem& sums, uint64_t bias_ub, uint64_t rows) const {
   std::string pre, bias = reg_ref(bias_ub, 8, pre);
-  return pre + "  " + emit::vec_add(acc_at(g), acc_at(g), emit::ub({bias}), rows, q8_ ? isa::Dtype::Int32 : isa::Dtype::Fp32, true, kPendingFlag) +
+  return pre + "  " + emit::vec_add(sums, sums, emit::ub({bias}), rows, q8_ ? isa::Dtype::Int32 : isa::Dtype::Fp32, true, kPendingFlag) +
          "\n";
 }
 
@@ -93,25 +95,31 @@ std::string Codegen::bias_phase(uint64_t g, uint64_t bias_ub, uint64_t rows) con
 // "{flag}" stands for the flag the scheduler gives the operation.
 std::vector<std::string> Codegen::epilogue(uint32_t mxu, uint64_t acc_row, uint64_t rows, uint64_t bias_ub,
                                   const std::string& clamp_param, uint64_t out_ub) {
-  uint64_t g = uint64_t(mxu) * cfg_.core.accumulators.rows + acc_row;
+  return epilogue_of(acc_at(uint64_t(mxu) * cfg_.core.accumulators.rows + acc_row), rows, bias_ub, clamp_param, out_ub);
+}
+
+// The same phases on sums anywhere the vector unit reads: accumulator rows, or an all-reduced
+// matmul's unified-buffer rows (tensor_parallel.cpp).
+std::vector<std::string> Codegen::epilogue_of(const emit::Mem& sums, uint64_t rows, uint64_t bias_ub, const std::string& clamp_param,
+                                              uint64_t out_ub) {
   std::vector<std::string> ph;
   std::string pre;
-  if (bias_ub != kNoBias) ph.push_back(bias_phase(g, bias_ub, rows));
+  if (bias_ub != kNoBias) ph.push_back(bias_phase(sums, bias_ub, rows));
   if (q8_) {
     pre.clear();
     std::string out = reg_ref(out_ub, 9, pre);
     ph.push_back(pre + "  " +
-                 emit::vec_rescale(emit::ub({out}), acc_at(g), rows, {clamp_param}, std::nullopt,
+                 emit::vec_rescale(emit::ub({out}), sums, rows, {clamp_param}, std::nullopt,
                                    int_out_ ? std::optional(isa::Dtype::Int32) : std::nullopt, kPendingFlag) +
                  "\n");
     return ph;
   }
   if (!clamp_param.empty())
-    ph.push_back("  " + emit::vec_clamp(acc_at(g), acc_at(g), rows, isa::Dtype::Fp32, {clamp_param}, kPendingFlag) + "\n");
+    ph.push_back("  " + emit::vec_clamp(sums, sums, rows, isa::Dtype::Fp32, {clamp_param}, kPendingFlag) + "\n");
   pre.clear();
   std::string out = reg_ref(out_ub, 9, pre);
   ph.push_back(pre + "  " +
-               emit::vec_cvt(emit::ub({out}), acc_at(g), rows, isa::Dtype::Fp32, int_out_ ? isa::Dtype::Int32 : isa::Dtype::Bf16,
+               emit::vec_cvt(emit::ub({out}), sums, rows, isa::Dtype::Fp32, int_out_ ? isa::Dtype::Int32 : isa::Dtype::Bf16,
                              kPendingFlag) +
                "\n");
   return ph;

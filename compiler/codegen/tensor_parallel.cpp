@@ -10,8 +10,6 @@
 // start, before any allocation whose size depends on the chip's share of the weights (a bias
 // that is zero on one chip has no rows), and the flags come right after the code generator's
 // own (FlagPlan).
-#include <numeric>
-
 #include "codegen_internal.h"
 #include "vtpu/collectives/plan.h"
 
@@ -25,14 +23,13 @@ constexpr uint64_t kAllReduceChunks = 4;
 // A matmul's partial sums as unified-buffer rows of C lanes of 4 bytes, column block after
 // column block, each block whole units of the collective.
 struct RawLayout {
-  uint64_t rows = 0, blocks = 0, block_bytes = 0;
+  uint64_t blocks = 0, block_bytes = 0;
   uint64_t bytes() const { return blocks * block_bytes; }
 };
 
-RawLayout raw_layout(const config::Config& cfg, uint64_t rows, uint64_t N) {
-  const uint64_t C = cfg.core.mxu.cols, row = C * 4;
-  const uint64_t unit = std::lcm(row, uint64_t(cfg.core.unified_buffer.alignment_bytes));
-  return {rows, ceil_div(N, C), align_up(rows * row, unit)};
+RawLayout raw_layout(const config::Config& cfg, bool q8, uint64_t rows, uint64_t N) {
+  const uint64_t C = cfg.core.mxu.cols;
+  return {ceil_div(N, C), align_up(rows * C * 4, collectives::unit_bytes(cfg, q8 ? isa::Dtype::Int32 : isa::Dtype::Fp32))};
 }
 
 collectives::Spec all_reduce_spec(const config::Config& cfg, bool q8, uint64_t bytes) {
@@ -52,7 +49,7 @@ void Codegen::all_reduce_of(mlir::func::FuncOp fn) {
     if (!op->hasAttr(tpu::kAllReduceAttr)) return;
     auto ws = shape_of(op.getWeight());
     uint64_t rows = numel(shape_of(op.getInput())) / uint64_t(ws[0]);
-    largest = std::max(largest, raw_layout(cfg_, rows, uint64_t(ws[1])).bytes());
+    largest = std::max(largest, raw_layout(cfg_, q8_, rows, uint64_t(ws[1])).bytes());
   });
   if (!largest) return;
   auto chip = fn->getAttrOfType<mlir::IntegerAttr>(tpu::kChipAttr);
@@ -68,13 +65,12 @@ void Codegen::all_reduce_of(mlir::func::FuncOp fn) {
   collectives::Spec s = all_reduce_spec(cfg_, q8_, largest);
   s.at.ub_bytes = cfg_.core.unified_buffer.bytes / 8;
   s.at.flags = unsigned(std::max(1, left - FlagPlan::kMostEarlyStores));
-  collectives::Plan p;
   try {
-    p = collectives::plan(cfg_, s);
+    collectives::plan(cfg_, s);  // fits the budget
   } catch (const UserError&) {
     s.at.flags = unsigned(std::max(1, left));
     try {
-      p = collectives::plan(cfg_, s);
+      collectives::plan(cfg_, s);
     } catch (const UserError& e) {
       throw CompileError(fmt::format("config '{}': the tensor-parallel all-reduce does not fit beside the program ({}); "
                                      "raise core.scalar.sync_flags (now {}, at most {}) or give the unified buffer more room",
@@ -86,7 +82,6 @@ void Codegen::all_reduce_of(mlir::func::FuncOp fn) {
   all_reduce_.hbm = hbm_alloc(largest);
   all_reduce_.ub_bytes = s.at.ub_bytes;
   all_reduce_.ub = ub_take(s.at.ub_bytes, "the all-reduces' buffers", false);
-  (void)p;
 }
 
 // How many chunks a row-parallel matmul's all-reduce goes in: the count whose estimated time
@@ -145,7 +140,7 @@ void Codegen::gen_all_reduce_matmul(tpu::MatmulOp op) {
   // The partial sums, column block after column block, in chunks of whole column blocks:
   // chunk c's all-reduce runs while chunk c + 1's matmuls do (its schedule's lines go in
   // between the stream's, run_blocks' transfers), then its sums get the epilogue.
-  const RawLayout raw = raw_layout(cfg_, x.rows, N);
+  const RawLayout raw = raw_layout(cfg_, q8_, x.rows, N);
   if (raw.bytes() > all_reduce_.largest) throw InternalError("an all-reduce larger than its buffers");
   const uint64_t raw_at = ub_take(raw.bytes(), fmt::format("the partial sums of '{}'", layer));
   const uint64_t chunks = all_reduce_chunks(x.rows * K * N, nt, raw.block_bytes);
@@ -198,29 +193,20 @@ void Codegen::gen_all_reduce_matmul(tpu::MatmulOp op) {
     }
     return lines;
   };
-  // Chunk c's sums back, and the single-chip epilogue on them block by block: bias, then
-  // RESCALE (INT8) or clamp and conversion (bf16) into the output.
+  // Chunk c's sums back, and the single-chip matmul's epilogue phases on them block by
+  // block, each waited for: bias, then RESCALE (INT8) or clamp and conversion (bf16).
   auto finish = [&](uint64_t c) {
     move(c, false);
     const uint64_t most = 4096;  // rows per vector operation (the field holds 16 bits)
     for (uint64_t n = first_block(c); n < first_block(c + 1); ++n)
       for (uint64_t r0 = 0; r0 < x.rows; r0 += most) {
-        uint64_t rows = std::min(most, x.rows - r0);
-        std::string pre;
-        std::string src = reg_ref(raw_at + n * raw.block_bytes + r0 * C_ * 4, 1, pre);
-        std::string out = reg_ref(y.base + n * y.block_bytes + r0 * C_ * out_esz_, 2, pre);
+        std::string pre, sums = reg_ref(raw_at + n * raw.block_bytes + r0 * C_ * 4, 1, pre);
         if (!pre.empty()) code(pre.substr(0, pre.size() - 1));
-        if (bias_ub != kNoBias) {
-          std::string bpre, b = reg_ref(bias_at(bias_ub, n), 3, bpre);
-          if (!bpre.empty()) code(bpre.substr(0, bpre.size() - 1));
-          vec_wait(emit::vec_add(ub_ref(src), ub_ref(src), ub_ref(b), rows, acc_dt, true));
+        for (const std::string& ph : epilogue_of(ub_ref(sums), std::min(most, x.rows - r0), bias_at(bias_ub, n), eps[n],
+                                                 y.base + n * y.block_bytes + r0 * C_ * out_esz_)) {
+          code_ += with_flag(ph, flags_.vector);
+          code("  " + emit::wait(emit::flag(unsigned(flags_.vector))));
         }
-        if (q8_) {
-          vec_wait(emit::vec_rescale(ub_ref(out), ub_ref(src), rows, {eps[n]}));
-          continue;
-        }
-        if (!eps[n].empty()) vec_wait(emit::vec_clamp(ub_ref(src), ub_ref(src), rows, isa::Dtype::Fp32, {eps[n]}));
-        vec_wait(emit::vec_cvt(ub_ref(out), ub_ref(src), rows, isa::Dtype::Fp32, isa::Dtype::Bf16));
       }
   };
   std::vector<std::string> in_flight;  // the previous chunk's all-reduce

@@ -71,6 +71,10 @@ struct Plan {
   std::vector<Phase> phases;
 };
 
+// A collective's split granularity: whole vector rows of `dtype` at aligned unified-buffer
+// addresses; every collective moves a whole number of them.
+uint64_t unit_bytes(const config::Config& cfg, isa::Dtype dtype);
+
 // Throws UserError for specs the config cannot run (sizes, dtypes, one chip, ...).
 Plan plan(const config::Config& cfg, const Spec& spec);
 
