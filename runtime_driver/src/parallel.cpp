@@ -118,6 +118,16 @@ double ParallelRun::collective_seconds() const {
 
 namespace {
 
+// A part's compile options: the run's, for `batch` samples, with the whole batch's INT8 scales
+// (so every chip quantizes as one chip running the batch does) instead of its calibration data.
+compiler::CompileOptions part_options(const compiler::CompileOptions& copt, const compiler::CompileResult& whole, int64_t batch) {
+  compiler::CompileOptions o = copt;
+  o.batch = batch;
+  o.calibration.clear();
+  o.calibration_scales = whole.calibration_scales;
+  return o;
+}
+
 // Data parallelism: slices as even as they come (the first batch % chips chips take one
 // sample more), one program per distinct slice size.
 void data_parts(ParallelRun& run, const std::filesystem::path& model, const config::Config& system,
@@ -132,11 +142,7 @@ void data_parts(ParallelRun& run, const std::filesystem::path& model, const conf
   for (uint32_t c = 0, begin = 0; c < chips; ++c) {
     int64_t n = run.batch / chips + (int64_t(c) < run.batch % chips ? 1 : 0);
     if (!program_of.count(n)) {
-      compiler::CompileOptions o = copt;
-      o.batch = n;
-      o.calibration.clear();
-      o.calibration_scales = whole.calibration_scales;
-      compiler::CompileResult r = compiler::compile_onnx(model, system, o);
+      compiler::CompileResult r = compiler::compile_onnx(model, system, part_options(copt, whole, n));
       if (run.programs.empty()) run.bounds = std::move(r.bounds);
       program_of[n] = run.programs.size();
       run.programs.push_back(std::move(r.program));
@@ -152,10 +158,7 @@ void data_parts(ParallelRun& run, const std::filesystem::path& model, const conf
 // through each.
 void pipeline_parts(ParallelRun& run, const std::filesystem::path& model, const config::Config& system,
                     const compiler::CompileOptions& copt, const compiler::CompileResult& whole, int64_t micro_batches) {
-  compiler::CompileOptions o = copt;
-  o.batch = run.batch;
-  o.calibration.clear();
-  o.calibration_scales = whole.calibration_scales;
+  const compiler::CompileOptions o = part_options(copt, whole, run.batch);
   compiler::StageOptions so;
   for (uint32_t c = 0; c < system.system.chips; ++c) so.chips.push_back(c);
   so.micro_batches = micro_batches;
@@ -176,10 +179,7 @@ void pipeline_parts(ParallelRun& run, const std::filesystem::path& model, const 
 // Tensor parallelism: every chip's share of the split matmuls, the whole batch on each.
 void tensor_parts(ParallelRun& run, const std::filesystem::path& model, const config::Config& system,
                   const compiler::CompileOptions& copt, const compiler::CompileResult& whole) {
-  compiler::CompileOptions o = copt;
-  o.batch = run.batch;
-  o.calibration.clear();
-  o.calibration_scales = whole.calibration_scales;
+  const compiler::CompileOptions o = part_options(copt, whole, run.batch);
   compiler::TensorParallel tp = compiler::compile_tensor_parallel(model, system, o);
   run.splits = tp.splits;
   run.whole_matmuls = tp.whole;
