@@ -180,7 +180,7 @@ void replace_constant(mlir::Operation* user, unsigned index, std::vector<int64_t
 }
 
 // Chip `c`'s share of group `g` (ops of the chip's clone; `axis` by the clone's values).
-void split_group(Group g, uint32_t chips, uint32_t c, bool int8) {
+void split_group(Group g, uint32_t chips, uint32_t c) {
   const auto [first, count] = share_of(g.units, chips, c);
   const int64_t n0 = first * g.unit, n = count * g.unit;
   for (tpu::MatmulOp m : g.columns) {  // columns [n0, n0 + n) of the weights and bias
@@ -214,22 +214,28 @@ void split_group(Group g, uint32_t chips, uint32_t c, bool int8) {
     }
     resize(op->getResult(0));
   }
-  // Rows: the chip's units of the input's last dimension; INT8 with the whole columns' maxima.
+  // Rows: the chip's units of the input's last dimension (marked by mark_all_reduced).
   const Axis& in = g.axis.at(g.rows.getInput().getAsOpaquePointer());
-  auto ws = shape_of(g.rows.getWeight());
-  const int64_t K = ws[0], P = ws[1], r0 = first * in.inner, rn = count * in.inner;
+  const int64_t P = shape_of(g.rows.getWeight())[1], r0 = first * in.inner, rn = count * in.inner;
   tpu::FloatData w = tpu::float_data(g.rows.getWeight().getDefiningOp<mlir::tosa::ConstOp>().getValue());
-  mlir::MLIRContext* ctx = g.rows->getContext();
-  if (int8) {
-    std::vector<double> absmax(size_t(P), 0.0);
-    for (int64_t k = 0; k < K; ++k)
-      for (int64_t j = 0; j < P; ++j)
-        absmax[size_t(j)] = std::max(absmax[size_t(j)], double(std::fabs(w.values[size_t(k * P + j)])));
-    g.rows->setAttr(tpu::kWeightAbsmaxAttr, mlir::DenseF64ArrayAttr::get(ctx, absmax));
-  }
   std::vector<float> share(w.values.begin() + r0 * P, w.values.begin() + (r0 + rn) * P);
   replace_constant(g.rows, 1, {rn, P}, std::move(share));
-  g.rows->setAttr(tpu::kAllReduceAttr, mlir::IntegerAttr::get(mlir::IntegerType::get(ctx, 64), int64_t(chips)));
+}
+
+// A group's row-parallel matmul, once in the whole module before it is cloned per chip:
+// all-reduced over `chips`, and in INT8 with its whole columns' largest |weight|.
+void mark_all_reduced(const Group& g, uint32_t chips, bool int8) {
+  tpu::MatmulOp rows = g.rows;
+  mlir::MLIRContext* ctx = rows->getContext();
+  rows->setAttr(tpu::kAllReduceAttr, mlir::IntegerAttr::get(mlir::IntegerType::get(ctx, 64), int64_t(chips)));
+  if (!int8) return;
+  auto ws = shape_of(rows.getWeight());
+  const int64_t K = ws[0], P = ws[1];
+  tpu::FloatData w = tpu::float_data(rows.getWeight().getDefiningOp<mlir::tosa::ConstOp>().getValue());
+  std::vector<double> absmax(size_t(P), 0.0);
+  for (int64_t k = 0; k < K; ++k)
+    for (int64_t j = 0; j < P; ++j) absmax[size_t(j)] = std::max(absmax[size_t(j)], double(std::fabs(w.values[size_t(k * P + j)])));
+  rows->setAttr(tpu::kWeightAbsmaxAttr, mlir::DenseF64ArrayAttr::get(ctx, absmax));
 }
 
 // The group in chip's clone `map` of the whole module.
@@ -287,6 +293,7 @@ TensorParallel compile_tensor_parallel(const std::filesystem::path& model, const
     std::vector<std::string> names;
     for (tpu::MatmulOp m : g.columns) names.push_back(layer_of(m));
     tp.splits.push_back({fmt::format("{}", fmt::join(names, ", ")), layer_of(g.rows), g.units, g.unit == 1 ? "columns" : "heads"});
+    mark_all_reduced(g, chips, int8);  // the same on every chip: before the clones
   }
   CompileOptions generating = options;
   generating.progress = nullptr;
@@ -295,7 +302,7 @@ TensorParallel compile_tensor_parallel(const std::filesystem::path& model, const
     mlir::OwningOpRef<mlir::ModuleOp> m(mlir::cast<mlir::ModuleOp>(front.module()->clone(map)));
     auto cfn = m->lookupSymbol<mlir::func::FuncOp>("main");
     cfn->setAttr(tpu::kChipAttr, mlir::IntegerAttr::get(mlir::IntegerType::get(m->getContext(), 64), int64_t(c)));
-    for (Group& g : groups) split_group(mapped(g, map), chips, c, int8);
+    for (Group& g : groups) split_group(mapped(g, map), chips, c);
     std::map<const void*, float> mine;
     for (const auto& [v, s] : scales)
       if (Value to = map.lookupOrNull(Value::getFromOpaquePointer(v))) mine[to.getAsOpaquePointer()] = s;
