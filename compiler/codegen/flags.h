@@ -32,15 +32,17 @@ struct FlagPlan {
 
   static int mxu(unsigned m) { return 2 + int(m); }
 
-  // The flags left for a tensor-parallel program's all-reduces past the ones of() lays out
-  // before them.
+  // The code generator's own flags: DMA, one per MXU, vector, epilogue, three for packed
+  // convolutions, and a pipeline stage's two.
+  static int own(const config::Config& cfg, bool stage) { return int(cfg.core.mxu.count) + 6 + (stage ? 2 : 0); }
+  // The flags left for a tensor-parallel program's all-reduces past the code generator's own.
   static int left_for_collectives(const config::Config& cfg, bool stage) {
-    return int(cfg.core.scalar.sync_flags) - (int(cfg.core.mxu.count) + 6 + (stage ? 2 : 0));
+    return int(cfg.core.scalar.sync_flags) - own(cfg, stage);
   }
 
   static FlagPlan of(const config::Config& cfg, bool stage = false, int collective = 0) {
     const int mxus = int(cfg.core.mxu.count), have = int(cfg.core.scalar.sync_flags);
-    const int need = mxus + 6 + (stage ? 2 : 0) + collective;
+    const int need = own(cfg, stage) + collective;
     if (have < need)
       throw CompileError(fmt::format("config '{}': the code generator needs {} sync flags for {} MXU(s) (DMA, one per "
                                      "MXU, vector, epilogue and three for packed convolutions{}), but "
@@ -55,7 +57,7 @@ struct FlagPlan {
     p.epilogue = mxus + 3;
     p.loaded = mxus + 4, p.stacked = mxus + 5, p.spread = mxus + 6;
     if (stage) p.arrived = mxus + 7, p.sent = mxus + 8;
-    if (collective) p.collective = mxus + 7 + (stage ? 2 : 0), p.collective_flags = collective;
+    if (collective) p.collective = own(cfg, stage) + 1, p.collective_flags = collective;
     p.first_store = need + 1;
     p.stores = std::min(kMostEarlyStores, have - need);
     return p;
