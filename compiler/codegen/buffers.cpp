@@ -157,7 +157,12 @@ bool Codegen::last_use(Value v) {
 
 const Act& Codegen::act(Value v) {
   auto it = acts_.find(v.getAsOpaquePointer());
-  if (it == acts_.end()) throw InternalError("activation used before it was produced");
+  if (it == acts_.end()) {
+    std::string from = "an argument";
+    if (mlir::Operation* d = v.getDefiningOp())
+      from = d->getName().getStringRef().str() + (d->hasAttr("layer") ? " '" + d->getAttrOfType<mlir::StringAttr>("layer").str() + "'" : "");
+    throw InternalError(fmt::format("activation ({}) used before it was produced (by a {})", from, current_op_));
+  }
   return it->second;
 }
 

@@ -203,7 +203,8 @@ class EmbeddingLookup;
 
 class Codegen {
  public:
-  Codegen(const config::Config& cfg, const CompileOptions& opt, std::map<const void*, float> scales);
+  // `compact_hbm`: HBM allocations on 64-byte boundaries instead of 4 KiB pages (see hbm_alloc).
+  Codegen(const config::Config& cfg, const CompileOptions& opt, std::map<const void*, float> scales, bool compact_hbm = false);
   bool read_fp32(Value arg) const;
   void check_inputs_fit(mlir::ModuleOp module);
   CompileResult run(mlir::ModuleOp module);
@@ -321,6 +322,16 @@ class Codegen {
   emit::Reg hbm_base(uint64_t hbm) const;  // the register DMA reads or writes HBM address `hbm` through
   std::vector<int64_t> io_shape(std::vector<int64_t> chunk_shape) const;  // the declared (whole) shape
   void chunks_end();
+
+  // bands.cpp: images in HBM, loaded and stored a band of rows at a time (the band planner's
+  // tpu.hbm_tensor, tpu.load_rows, tpu.store_rows), and their layers' bounds as one row each.
+  void move_rows(const Act& a, uint64_t hbm, bool load);
+  uint64_t hbm_act(Value v, const std::string& layer) const;
+  void gen_hbm_tensor(tpu::HbmTensorOp op);
+  void gen_store_rows(tpu::StoreRowsOp op);
+  void gen_load_rows(tpu::LoadRowsOp op);
+  void copy_hbm_rows(uint64_t from, uint64_t to, const std::vector<int64_t>& shape);
+  void merge_band_bounds();
 
   // stage_links.cpp: a pipeline stage's (@main's vtpu.stage_link): the wait for each
   // micro-batch's input, and the send of each micro-batch's output to the next chip.
@@ -541,11 +552,19 @@ class Codegen {
   bool output_high_ = false;  // its output goes to the top of the unified buffer
   std::vector<int64_t> current_shape_;
   std::map<const void*, uint64_t> input_hbm_;  // model inputs left in HBM for packed convolutions
+  std::map<const void*, uint64_t> hbm_acts_;   // images in HBM, row-major (bands.cpp)
+  std::map<unsigned, uint64_t> hbm_outputs_;   // outputs whose images in HBM are their own bytes, by result index
+  std::map<std::string, std::vector<int64_t>> band_shapes_;  // layers run in bands: their whole shapes
+  std::map<std::string, uint64_t> band_bytes_;  // bytes the band loads and stores move, by layer
+  static constexpr uint64_t kBandProgramBytes = uint64_t(160) << 20;
+  std::string current_layer_;  // the layer of the op being generated (for errors)
+  bool in_band_ = false;  // generating a band of a layer: its constants are shared with the other bands
+  std::multimap<std::pair<size_t, size_t>, size_t> band_consts_;  // (hash, size) of their bytes -> segment
   std::map<const void*, uint64_t> int_hbm_;    // integer model inputs (int32 in HBM)
   bool int_out_ = false;     // the op being generated has an int32 result
   uint64_t out_esz_ = 2;     // bytes per element of that op's output rows
   std::map<mlir::Operation*, Act> fused_pools_;  // pools done along the convolution before them (planned: role "pool"), and their output
-  uint64_t hbm_next_ = 0, zero_hbm_ = 0, const_bytes_ = 0;
+  uint64_t hbm_next_ = 0, zero_hbm_ = 0, const_bytes_ = 0, hbm_align_ = 4096;
   uint64_t copies_in_flight_ = 0;  // ub_copy_async copies not yet waited for (on f1)
   std::optional<size_t> hoist_at_;  // where in code_ the last stream issued its last matmul (run_blocks)
   uint64_t batch_chunks_ = 1;  // passes of the body (batch_chunks.cpp)

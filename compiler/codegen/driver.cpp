@@ -4,8 +4,9 @@
 
 namespace vtpu::compiler::codegen {
 
-Codegen::Codegen(const config::Config& cfg, const CompileOptions& opt, std::map<const void*, float> scales)
+Codegen::Codegen(const config::Config& cfg, const CompileOptions& opt, std::map<const void*, float> scales, bool compact_hbm)
     : cfg_(cfg), flags_(FlagPlan::of(cfg)), opt_(opt), ub_(cfg.core.unified_buffer.bytes, 64), scales_(std::move(scales)) {
+  if (compact_hbm) hbm_align_ = 64;
   R_ = cfg.core.mxu.rows;
   C_ = cfg.core.mxu.cols;
   if (R_ != C_)
@@ -41,6 +42,7 @@ void Codegen::check_inputs_fit(mlir::ModuleOp module) {
   for (unsigned i = 0; i < fn.getNumArguments(); ++i) {
     Value arg = fn.getArgument(i);
     if (is_int32(arg) || packed_input(arg, R_, esz_) || read_fp32(arg)) continue;
+    if (shape_of(arg).size() == 4) continue;  // an image: one sample at a time in row bands fits (bands.cpp)
     new_act(shape_of(arg), "input '" + fn.getArgAttrOfType<mlir::StringAttr>(i, "vtpu.name").str() + "'");
   }
 }
@@ -100,6 +102,12 @@ void Codegen::gen_inputs(mlir::func::FuncOp fn) {
     uint64_t addr = io_alloc(bytes, name);
     decl(fmt::format(".tensor {} role=input dtype={} shape=[{}] addr={}{}", quote(name), dt_, fmt::join(io_shape(shape), ", "), addr,
                      quant_attrs(arg, bool(fn.getArgAttr(i, "vtpu.nhwc")))));
+    bool in_bands = !arg.use_empty();  // an image read a band of rows at a time (bands.cpp)
+    for (mlir::Operation* u : arg.getUsers()) in_bands &= mlir::isa<tpu::LoadRowsOp>(u);
+    if (in_bands) {
+      hbm_acts_[arg.getAsOpaquePointer()] = addr;
+      continue;
+    }
     if (packed_input(arg, R_, esz_)) {
       input_hbm_[arg.getAsOpaquePointer()] = addr;
       continue;
@@ -154,11 +162,19 @@ void Codegen::gen_outputs(mlir::func::FuncOp fn, mlir::func::ReturnOp ret) {
       stage_output(addr, numel(shape) * 4);
       continue;
     }
-    uint64_t addr = io_alloc(numel(shape) * esz_, name);
+    // An image in HBM: already in the output's bytes (bands.cpp), or copied there.
+    auto own = hbm_outputs_.find(i);
+    bool in_hbm = hbm_acts_.count(v.getAsOpaquePointer());
+    uint64_t addr = in_hbm && own != hbm_outputs_.end() ? own->second : io_alloc(numel(shape) * esz_, name);
     decl(fmt::format(".tensor {} role=output dtype={} shape=[{}] addr={}{}", quote(name), dt_, fmt::join(io_shape(shape), ", "),
                      addr, quant_attrs(v, bool(fn.getResultAttr(i, "vtpu.nhwc")))));
     tag("output " + name);
-    store_act(act(v), addr);
+    if (in_hbm && own != hbm_outputs_.end()) {
+    } else if (in_hbm) {
+      copy_hbm_rows(hbm_act(v, name), addr, shape);
+    } else {
+      store_act(act(v), addr);
+    }
     stage_output(addr, numel(shape) * esz_);
   }
 }
@@ -194,6 +210,10 @@ void Codegen::gen_op(mlir::Operation& op) {
     return;
   }
   current_op_ = op.getName().stripDialect().str();
+  auto whole = op.getAttrOfType<mlir::DenseI64ArrayAttr>(tpu::kBandAttr);  // a band of a layer (bands.cpp)
+  if (auto layer = op.getAttrOfType<mlir::StringAttr>("layer")) current_layer_ = layer.str();
+  if (whole) band_shapes_[current_layer_] = whole.asArrayRef().vec();
+  in_band_ = bool(whole);
   // Outputs go to the end of the unified buffer away from the op's main input, so a
   // chain of layers alternates ends and frees contiguous space behind it.
   output_high_ = false;
@@ -228,6 +248,9 @@ void Codegen::gen_op(mlir::Operation& op) {
   else if (auto c = mlir::dyn_cast<tpu::ClampOp>(op)) gen_clamp(c);
   else if (auto af = mlir::dyn_cast<tpu::AffineOp>(op)) gen_affine(af);
   else if (auto un = mlir::dyn_cast<tpu::UnaryOp>(op)) gen_unary(un);
+  else if (auto ht = mlir::dyn_cast<tpu::HbmTensorOp>(op)) gen_hbm_tensor(ht);
+  else if (auto sr = mlir::dyn_cast<tpu::StoreRowsOp>(op)) gen_store_rows(sr);
+  else if (auto lr = mlir::dyn_cast<tpu::LoadRowsOp>(op)) gen_load_rows(lr);
   else throw CompileError(fmt::format("code generation does not handle {}", op.getName().getStringRef().str()));
   if (op.hasAttr(kEarlyStoreAttr) && heads(&op).empty()) {  // a head split's is make_head_view's or make_head_transpose's
     bool stored = false;
@@ -239,6 +262,7 @@ void Codegen::gen_op(mlir::Operation& op) {
 
 // The program text assembled, with its constant segments and the layers' bounds.
 CompileResult Codegen::assemble() {
+  merge_band_bounds();
   CompileResult r;
   r.assembly = decls_ + code_;
   try {
@@ -312,7 +336,15 @@ namespace vtpu::compiler {
 CompileResult generate_program(mlir::ModuleOp module, const config::Config& cfg, const CompileOptions& options,
                                const std::map<const void*, float>& scales) {
   codegen::plan_codegen(module, cfg, options.precision == Precision::Int8);
-  return codegen::Codegen(cfg, options, scales).run(module);
+  try {
+    return codegen::Codegen(cfg, options, scales).run(module);
+  } catch (const DoesNotFitError& e) {
+    // Out of HBM with every allocation on its own 4 KiB page (small arrays' weight tiles are
+    // 64 to 256 bytes each): again with them packed on 64-byte boundaries. Only then, so
+    // programs that fit keep their layout.
+    if (e.key() != "memory.bytes") throw;
+    return codegen::Codegen(cfg, options, scales, true).run(module);
+  }
 }
 
 void check_inputs_fit(mlir::ModuleOp module, const config::Config& cfg, const CompileOptions& options) {

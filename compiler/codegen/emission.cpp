@@ -7,7 +7,17 @@ std::string Codegen::quote(const std::string& s) { return isa::quote(s); }
 
 void Codegen::decl(const std::string& s) { decls_ += s + "\n"; }
 
-void Codegen::code(const std::string& s) { code_ += s + "\n"; }
+void Codegen::code(const std::string& s) {
+  code_ += s + "\n";
+  // A program in row bands repeats each banded layer's code once per band: on a small array
+  // a large model grows past what a compile should hold in memory (ResNet-50 on tiny-16x16 is
+  // 100 MB of assembly, 1.45 M bundles). Refused beyond kBandProgramBytes, naming the layer.
+  if (!band_shapes_.empty() && code_.size() > kBandProgramBytes)
+    throw DoesNotFitError(kProgramSizeKey, code_.size(), kBandProgramBytes,
+                          fmt::format("in row bands the program passes {} MB of assembly at '{}' (about {} bundles); use a "
+                                      "config with a larger unified buffer or larger arrays",
+                                      kBandProgramBytes >> 20, current_layer_, code_.size() / 70));
+}
 
 void Codegen::tag(const std::string& layer) { code(".tag " + quote(layer)); }
 
@@ -19,7 +29,7 @@ void Codegen::load_wait(const std::string& d) {
 
 uint64_t Codegen::hbm_alloc(uint64_t bytes) {
   uint64_t at = hbm_next_;
-  hbm_next_ = align_up(hbm_next_ + bytes, 4096);
+  hbm_next_ = align_up(hbm_next_ + bytes, hbm_align_);
   if (hbm_next_ > cfg_.memory.bytes)
     throw DoesNotFitError("memory.bytes", hbm_next_, cfg_.memory.bytes,
                           fmt::format("the model needs {} bytes of HBM but the config has {} (memory.bytes is at least {} "
@@ -29,7 +39,17 @@ uint64_t Codegen::hbm_alloc(uint64_t bytes) {
 }
 
 uint64_t Codegen::hbm_const(std::vector<uint8_t> bytes) {
+  // The bands of one layer (bands.cpp) make the same weight tiles and constants again: one
+  // copy in HBM. Only there, so other programs keep their bytes.
+  std::optional<std::pair<size_t, size_t>> key;
+  if (in_band_) {
+    key.emplace(std::hash<std::string_view>{}(std::string_view(reinterpret_cast<const char*>(bytes.data()), bytes.size())), bytes.size());
+    auto [lo, hi] = band_consts_.equal_range(*key);
+    for (auto it = lo; it != hi; ++it)
+      if (segments_[it->second].data == bytes) return segments_[it->second].hbm_addr;
+  }
   uint64_t at = hbm_alloc(bytes.size());
+  if (key) band_consts_.emplace(*key, segments_.size());
   const_bytes_ += bytes.size();
   segments_.push_back({at, std::move(bytes)});
   return at;

@@ -269,3 +269,39 @@ def Tpu_EmbeddingOp : Tpu_Op<"embedding", [Pure]> {
   let assemblyFormat = "operands attr-dict `:` functional-type(operands, results)";
   let hasVerifier = 1;
 }
+
+// Row bands through HBM (compiler/pipeline/bands.cpp, docs/compiler.md "Activations larger than
+// the unified buffer"): an activation too large for the unified buffer lives in HBM, row-major
+// as a model input does, and the layers that read or write it work on bands of its rows.
+def Tpu_HbmTensorOp : Tpu_Op<"hbm_tensor", [Pure]> {
+  let summary = "an activation kept in HBM (row-major), written band by band by tpu.store_rows";
+  let arguments = (ins StrAttr:$layer);
+  let results = (outs AnyRankedTensor:$output);
+  let assemblyFormat = "attr-dict `:` type($output)";
+}
+
+def Tpu_StoreRowsOp : Tpu_Op<"store_rows", [Pure]> {
+  let summary = "dest with the band written at `start` along `axis` (every dimension before it 1): the same HBM tensor";
+  let description = [{
+    Destination-passing: the result is `dest` (the same HBM bytes) with rows
+    [start, start + band's extent) of dimension `axis` replaced by `band`, an activation in
+    the unified buffer. Every dimension before `axis` is 1, so the band is one contiguous
+    piece of the row-major tensor.
+  }];
+  let arguments = (ins AnyRankedTensor:$band, AnyRankedTensor:$dest, I64Attr:$axis, I64Attr:$start, StrAttr:$layer);
+  let results = (outs AnyRankedTensor:$output);
+  let assemblyFormat = "operands attr-dict `:` functional-type(operands, results)";
+  let hasVerifier = 1;
+}
+
+def Tpu_LoadRowsOp : Tpu_Op<"load_rows", [Pure]> {
+  let summary = "rows [start, start + output's extent) of `axis` of an HBM tensor, into the unified buffer";
+  let description = [{
+    The source is a tpu.hbm_tensor (through its tpu.store_rows) or a model input kept in
+    HBM; every dimension before `axis` is 1.
+  }];
+  let arguments = (ins AnyRankedTensor:$input, I64Attr:$axis, I64Attr:$start, StrAttr:$layer);
+  let results = (outs AnyRankedTensor:$output);
+  let assemblyFormat = "operands attr-dict `:` functional-type(operands, results)";
+  let hasVerifier = 1;
+}

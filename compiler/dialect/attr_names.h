@@ -44,4 +44,10 @@ inline constexpr llvm::StringLiteral kWeightAbsmaxAttr = "vtpu.weight_absmax";
 // its all-reduces' schedules are that chip's.
 inline constexpr llvm::StringLiteral kChipAttr = "vtpu.chip";
 
+// On the ops the band planner made (compiler/pipeline/bands.cpp): a band of a layer too large
+// for the unified buffer, or a load or store of its rows (a UnitAttr). Code generation reports
+// a layer's bands as one layer: on a band of a layer the attribute is the whole layer's shape
+// (a DenseI64ArrayAttr), on the loads, stores, slices and concats around them a UnitAttr.
+inline constexpr llvm::StringLiteral kBandAttr = "vtpu.band";
+
 }  // namespace vtpu::tpu

@@ -194,4 +194,33 @@ mlir::LogicalResult EmbeddingOp::verify() {
   return mlir::success();
 }
 
+
+namespace {
+
+// A band of `whole` along `axis` (every dimension before it 1, every other equal) that starts
+// at `start`; the error otherwise.
+std::string band_error(llvm::ArrayRef<int64_t> whole, llvm::ArrayRef<int64_t> band, int64_t axis, int64_t start) {
+  if (whole.size() != band.size()) return "band and tensor must have one rank";
+  if (axis < 0 || axis >= int64_t(whole.size())) return "axis is outside the rank";
+  for (int64_t d = 0; d < int64_t(whole.size()); ++d) {
+    if (d < axis && whole[size_t(d)] != 1) return "every dimension before the axis must be 1";
+    if (d != axis && whole[size_t(d)] != band[size_t(d)]) return "band and tensor differ outside the axis";
+  }
+  if (start < 0 || start + band[size_t(axis)] > whole[size_t(axis)]) return "the band's rows are outside the tensor";
+  return "";
+}
+
+}  // namespace
+
+mlir::LogicalResult StoreRowsOp::verify() {
+  if (dims(getDest()) != dims(getOutput())) return emitOpError("output must have the destination's shape");
+  std::string e = band_error(dims(getDest()), dims(getBand()), getAxis(), getStart());
+  return e.empty() ? mlir::success() : emitOpError(e);
+}
+
+mlir::LogicalResult LoadRowsOp::verify() {
+  std::string e = band_error(dims(getInput()), dims(getOutput()), getAxis(), getStart());
+  return e.empty() ? mlir::success() : emitOpError(e);
+}
+
 }  // namespace vtpu::tpu

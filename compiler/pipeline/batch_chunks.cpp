@@ -71,14 +71,15 @@ std::string why_samples_mix(mlir::func::FuncOp fn, int64_t batch) {
 
 namespace {
 
-// One attempt: the model compiled for chunks of n; nothing when they do not fit the unified
-// buffer either (`error` says why).
+// One attempt: the model compiled for chunks of n (n = batch: the whole batch), with images
+// too large for the unified buffer in row bands through HBM when `band_budget` is given
+// (bands.cpp); nothing when it does not fit the unified buffer either (`error` says why).
 std::optional<CompileResult> chunks_of(const std::filesystem::path& model, const config::Config& cfg,
                                        const CompileOptions& options, const CompileOptions& generating, int64_t batch,
                                        int64_t n, const std::vector<float>& scales, const DoesNotFitError& whole,
-                                       std::string& error) {
+                                       std::string& error, uint64_t band_budget = 0, bool* too_long = nullptr) {
   CompileOptions o = options;
-  o.batch = n;
+  if (n != batch) o.batch = n;
   o.calibration.clear();
   o.calibration_scales = scales;
   Frontend front(model, o);
@@ -91,27 +92,58 @@ std::optional<CompileResult> chunks_of(const std::filesystem::path& model, const
   mlir::func::FuncOp fn = front.main();
   const int64_t passes = (batch + n - 1) / n;
   auto i64 = [&](int64_t v) { return mlir::IntegerAttr::get(mlir::IntegerType::get(fn->getContext(), 64), v); };
-  fn->setAttr(tpu::kBatchChunksAttr, i64(passes));
+  if (passes > 1) fn->setAttr(tpu::kBatchChunksAttr, i64(passes));
   if (passes * n != batch) fn->setAttr(tpu::kBatchWholeAttr, i64(batch));  // the last pass's rows past the batch: padding
   std::map<const void*, float> by_value;
   if (options.precision == Precision::Int8) by_value = scales_by_value(fn, scales, model, n, batch);
+  if (band_budget && !split_into_bands(fn, cfg, options.precision == Precision::Int8, band_budget, by_value)) {
+    error = "no layer runs in row bands";
+    return std::nullopt;
+  }
   try {
     CompileResult r = generate_program(front.module(), cfg, generating, by_value);
     r.calibration_scales = scales;
     scale_bounds(r.bounds, passes, batch, n);  // the whole batch's: each layer's code runs once per chunk
     return r;
   } catch (const DoesNotFitError& e) {
-    if (e.key() != "core.unified_buffer.bytes")  // another limit, met only once the batch is cut
+    if (e.key() == kProgramSizeKey && band_budget) {  // smaller bands would only be longer
+      error = e.what();
+      if (too_long) *too_long = true;
+      return std::nullopt;
+    }
+    if (e.key() != "core.unified_buffer.bytes" && n != batch)  // another limit, met only once the batch is cut
       throw DoesNotFitError(e.key(), e.needed(), e.available(),
                             fmt::format("{} (the batch of {} does not fit the unified buffer whole; this is with it in "
                                         "{} chunks of {})",
                                         e.what(), batch, passes, n));
+    if (e.key() != "core.unified_buffer.bytes") throw;
     error = e.what();
     return std::nullopt;
   }
 }
 
+// Chunks of n with images in row bands, the budget of a band halved until it fits (or the
+// bands are as small as they go).
+std::optional<CompileResult> in_bands(const std::filesystem::path& model, const config::Config& cfg,
+                                      const CompileOptions& options, const CompileOptions& generating, int64_t batch,
+                                      int64_t n, const std::vector<float>& scales, const DoesNotFitError& whole,
+                                      std::string& error) {
+  bool too_long = false;
+  for (uint64_t budget = cfg.core.unified_buffer.bytes / 2, tries = 0; tries < 7 && !too_long; budget /= 2, ++tries)
+    if (auto r = chunks_of(model, cfg, options, generating, batch, n, scales, whole, error, budget, &too_long)) return r;
+  return std::nullopt;
+}
+
 }  // namespace
+
+CompileResult compile_in_bands(const std::filesystem::path& model, const config::Config& cfg, const CompileOptions& options,
+                               const CompileOptions& generating, int64_t batch, const std::vector<float>& scales,
+                               const DoesNotFitError& whole) {
+  std::string error;
+  if (auto r = in_bands(model, cfg, options, generating, batch, batch, scales, whole, error)) return std::move(*r);
+  throw DoesNotFitError(whole.key(), whole.needed(), whole.available(),
+                        fmt::format("{} (nor in row bands through HBM: {})", whole.what(), error));
+}
 
 CompileResult compile_in_chunks(const std::filesystem::path& model, const config::Config& cfg, const CompileOptions& options,
                                 const CompileOptions& generating, int64_t batch, const std::vector<float>& scales,
@@ -133,8 +165,12 @@ CompileResult compile_in_chunks(const std::filesystem::path& model, const config
       hi = mid;
     }
   }
-  if (!best) throw DoesNotFitError(whole.key(), whole.needed(), whole.available(),
-                                   fmt::format("{} (one sample at a time does not fit either: {})", whole.what(), error));
+  if (!best) {
+    // One sample at a time does not fit either: one at a time, in row bands.
+    if (auto r = in_bands(model, cfg, options, generating, batch, 1, scales, whole, error)) return std::move(*r);
+    throw DoesNotFitError(whole.key(), whole.needed(), whole.available(),
+                          fmt::format("{} (one sample at a time does not fit either, even in row bands: {})", whole.what(), error));
+  }
   // Fewer passes with chunks that do not divide the batch (a prime batch: chunks of one
   // otherwise): the fewest passes p whose chunk ceil(batch / p) fits, the last pass padded.
   // Tried only below the divisors' count of passes, so a batch the divisors serve as well

@@ -100,4 +100,16 @@ CompileResult compile_in_chunks(const std::filesystem::path& model, const config
                                 const CompileOptions& generating, int64_t batch, const std::vector<float>& scales,
                                 const DoesNotFitError& whole);
 
+// Images too large for the unified buffer in row bands through HBM (bands.cpp): images of one
+// sample larger than half of `budget` bytes are kept in HBM, and the layers that read or write
+// them run in bands of rows whose working set fits `budget`. Scales of the new values are
+// their originals' (INT8). Returns how many layers (with the ops chained to them) were split.
+size_t split_into_bands(mlir::func::FuncOp fn, const config::Config& cfg, bool int8, uint64_t budget,
+                        std::map<const void*, float>& scales);
+// The model at batch `batch` compiled with its images in row bands, the budget halved until
+// it fits the unified buffer; `whole` (the error without bands) thrown again when nothing fits.
+CompileResult compile_in_bands(const std::filesystem::path& model, const config::Config& cfg, const CompileOptions& options,
+                               const CompileOptions& generating, int64_t batch, const std::vector<float>& scales,
+                               const DoesNotFitError& whole);
+
 }  // namespace vtpu::compiler

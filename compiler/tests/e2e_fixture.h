@@ -205,6 +205,46 @@ inline std::string simulate(const config::Config& cfg, const isa::Program& p, co
       [](const std::exception& e) { return std::string("ERR") + e.what(); }, "ERRchild crashed");
 }
 
+// A simulation's total cycles and one output's bytes, or its error (in a child process).
+struct SimRun {
+  uint64_t cycles = 0;
+  std::string output;
+  std::string error;
+};
+
+inline SimRun run_program(const config::Config& cfg, const isa::Program& p, const std::map<std::string, std::vector<uint8_t>>& in,
+                const std::string& out) {
+  std::string got = run_in_child(
+      [&] {
+        auto res = sim::simulate(cfg, p, in);
+        const auto& o = res.outputs.at(out);
+        std::string r = "OK";
+        r.append(reinterpret_cast<const char*>(&res.stats.total_cycles), 8);
+        return r + std::string(o.begin(), o.end());
+      },
+      [](const std::exception& e) { return std::string("ER") + e.what(); }, "ERthe simulation crashed");
+  SimRun r;
+  if (got.substr(0, 2) != "OK") {
+    r.error = got.substr(2);
+    return r;
+  }
+  std::memcpy(&r.cycles, got.data() + 2, 8);
+  r.output = got.substr(10);
+  return r;
+}
+
+// The program's only tensor of `role`.
+inline const isa::TensorInfo& only(const isa::Program& p, isa::TensorRole role) {
+  const isa::TensorInfo* found = nullptr;
+  for (const auto& t : p.tensors)
+    if (t.role == role) {
+      EXPECT_EQ(found, nullptr) << "more than one tensor of that role";
+      found = &t;
+    }
+  if (!found) throw std::runtime_error("no tensor of that role");
+  return *found;
+}
+
 inline void expect_close(const Vec& got, const Vec& want, double rel) {
   ASSERT_EQ(got.size(), want.size());
   double mx = 0;

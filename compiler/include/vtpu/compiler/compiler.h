@@ -97,6 +97,10 @@ class CompileError : public UserError {
 // A model that does not fit the config because one buffer is too small: `key` names the
 // config key ("core.unified_buffer.bytes", "core.accumulators.rows", "memory.bytes"),
 // `needed` and `available` are in that key's unit (bytes or rows).
+// The key of the DoesNotFitError a program in row bands gives when it grows too long to
+// compile (compiler/codegen/emission.cpp, Codegen::code); smaller bands would only be longer.
+inline constexpr const char* kProgramSizeKey = "program.size";
+
 class DoesNotFitError : public CompileError {
  public:
   DoesNotFitError(std::string key, uint64_t needed, uint64_t available, const std::string& message)

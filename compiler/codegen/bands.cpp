@@ -1,0 +1,154 @@
+// Row bands through HBM (docs/compiler.md, "Activations larger than the unified buffer"): the
+// band planner (compiler/pipeline/bands.cpp) decided which images live in HBM and split the
+// layers that touch them into bands; here their loads and stores are printed. An image in HBM
+// is row-major [rows, channels] like a model input, so a band of rows is one contiguous piece
+// and load_act/store_act move it in the blocked layout.
+#include "codegen_internal.h"
+
+namespace vtpu::compiler::codegen {
+
+namespace {
+
+// Byte offset of row `start` of dimension `axis` (every dimension before it 1) in a row-major
+// tensor of `shape` with `esz`-byte elements.
+uint64_t rows_offset(const std::vector<int64_t>& shape, int64_t axis, int64_t start, uint64_t esz) {
+  uint64_t inner = 1;
+  for (size_t d = size_t(axis) + 1; d < shape.size(); ++d) inner *= uint64_t(shape[d]);
+  return uint64_t(start) * inner * esz;
+}
+
+}  // namespace
+
+// A band between HBM (row-major at `hbm`) and the unified buffer (`a`, blocked): like
+// load_act/store_act, but the addresses go in registers r1 (HBM) and r2 (unified buffer), so
+// the descriptors only hold the blocks' offsets and every band of a layer shares them (the
+// table holds 4096).
+void Codegen::move_rows(const Act& a, uint64_t hbm, bool load) {
+  if (hbm > uint64_t(INT32_MAX) || a.base > uint64_t(INT32_MAX)) return load ? load_act(a, hbm) : store_act(a, hbm);
+  if (load)
+    for (uint64_t b = 0; b < a.blocks; ++b)  // no stale value in a partial block's padding lanes
+      if (a.features - b * R_ < R_) clear(a.base + b * a.block_bytes, a.block_bytes);
+  code("  " + emit::addi(reg(1), hbm_base(hbm), int64_t(hbm)));
+  code("  " + emit::li(reg(2), int64_t(a.base)));
+  for (uint64_t b = 0; b < a.blocks; ++b) {
+    uint64_t fw = std::min<uint64_t>(R_, a.features - b * R_), h = b * R_ * esz_, u = b * a.block_bytes;
+    if (load)
+      code("  " + emit::dma_load({new_desc(fmt::format("bytes={} src_off={} dst_off={} dim=[{}, {}, {}]", fw * esz_, h, u, a.rows,
+                                                       a.features * esz_, R_ * esz_))},
+                                 reg(1), reg(2), emit::flag(1)));
+    else
+      code("  " + emit::dma_store({new_desc(fmt::format("bytes={} src_off={} dst_off={} dim=[{}, {}, {}]", fw * esz_, u, h, a.rows,
+                                                        R_ * esz_, a.features * esz_))},
+                                  reg(2), reg(1), emit::flag(1)));
+  }
+  if (a.blocks) code("  " + emit::wait(emit::flag(1), a.blocks));
+}
+
+uint64_t Codegen::hbm_act(Value v, const std::string& layer) const {
+  auto it = hbm_acts_.find(v.getAsOpaquePointer());
+  if (it == hbm_acts_.end()) throw InternalError(fmt::format("node '{}': rows loaded from an image that is not in HBM", layer));
+  return it->second;
+}
+
+// An image kept in HBM: the output tensor's own bytes when the model returns it (its last
+// store's result), so no copy is needed; else HBM of its own.
+void Codegen::gen_hbm_tensor(tpu::HbmTensorOp op) {
+  Value last = op.getOutput();
+  for (bool more = true; more;) {
+    more = false;
+    for (mlir::Operation* u : last.getUsers())
+      if (auto s = mlir::dyn_cast<tpu::StoreRowsOp>(u); s && s.getDest() == last) {
+        last = s.getOutput(), more = true;
+        break;
+      }
+  }
+  uint64_t bytes = numel(shape_of(last)) * esz_;
+  auto fn = op->getParentOfType<mlir::func::FuncOp>();
+  for (mlir::OpOperand& use : last.getUses())
+    if (mlir::isa<mlir::func::ReturnOp>(use.getOwner())) {
+      unsigned i = use.getOperandNumber();
+      uint64_t addr = io_alloc(bytes, fn.getResultAttrOfType<mlir::StringAttr>(i, "vtpu.name").str());
+      hbm_outputs_[i] = addr;
+      hbm_acts_[op.getOutput().getAsOpaquePointer()] = addr;
+      return;
+    }
+  hbm_acts_[op.getOutput().getAsOpaquePointer()] = hbm_alloc(bytes);
+}
+
+void Codegen::gen_store_rows(tpu::StoreRowsOp op) {
+  std::string layer = op.getLayer().str();
+  uint64_t at = hbm_act(op.getDest(), layer);
+  const Act& band = act(op.getBand());
+  tag(layer);
+  move_rows(band, at + rows_offset(shape_of(op.getDest()), op.getAxis(), int64_t(op.getStart()), esz_), false);
+  band_bytes_[layer] += band.rows * band.features * esz_;
+  hbm_acts_[op.getOutput().getAsOpaquePointer()] = at;
+}
+
+void Codegen::gen_load_rows(tpu::LoadRowsOp op) {
+  std::string layer = op.getLayer().str();
+  uint64_t at = hbm_act(op.getInput(), layer);
+  tag(layer);
+  Act a = new_act(shape_of(op.getOutput()), fmt::format("rows of the input of '{}'", layer));
+  move_rows(a, at + rows_offset(shape_of(op.getInput()), op.getAxis(), int64_t(op.getStart()), esz_), true);
+  band_bytes_[layer] += a.rows * a.features * esz_;
+  define(op.getOutput(), a);
+}
+
+// A model output whose image is in HBM at `from` but not in the output's own bytes (the model
+// returns it twice): copied through the unified buffer, as many rows at a time as fit.
+void Codegen::copy_hbm_rows(uint64_t from, uint64_t to, const std::vector<int64_t>& shape) {
+  uint64_t features = shape.empty() ? 1 : uint64_t(shape.back()), rows = numel(shape) / features;
+  uint64_t row_ub = ceil_div(features, R_) * R_ * esz_;
+  uint64_t step = std::max<uint64_t>(1, std::min(rows, ub_.largest_free() / 2 / row_ub));
+  for (uint64_t r0 = 0; r0 < rows; r0 += step) {
+    uint64_t n = std::min(step, rows - r0);
+    Act a = new_act({int64_t(n), int64_t(features)}, "a copy of an output");
+    move_rows(a, from + r0 * features * esz_, true);
+    move_rows(a, to + r0 * features * esz_, false);
+    ub_.release(a.base);
+  }
+}
+
+// The bounds of a layer run in bands as one row: its bands' rows summed (with the bytes of
+// the loads and stores around them), its whole shape, and the limits computed again.
+void Codegen::merge_band_bounds() {
+  if (band_shapes_.empty() && band_bytes_.empty()) return;
+  std::vector<LayerBound> merged;
+  std::map<std::string, size_t> at;
+  for (LayerBound& b : bounds_) {
+    auto whole = band_shapes_.find(b.layer);
+    if (whole == band_shapes_.end()) {
+      merged.push_back(std::move(b));
+      continue;
+    }
+    auto [it, first] = at.emplace(b.layer, merged.size());
+    if (first) {
+      merged.push_back(std::move(b));
+      merged.back().shape = whole->second;
+      continue;
+    }
+    LayerBound& m = merged[it->second];
+    m.macs += b.macs, m.hbm_bytes += b.hbm_bytes, m.weight_tiles += b.weight_tiles;
+  }
+  // The loads and stores: the bytes of the layer they serve (a layer that reads an image in
+  // HBM whole too).
+  for (auto& [layer, bytes] : band_bytes_)
+    for (size_t i = 0; i < merged.size(); ++i)
+      if (merged[i].layer == layer) {
+        merged[i].hbm_bytes += bytes;
+        at.emplace(layer, i);
+        break;
+      }
+  uint64_t nm = uint64_t(cfg_.core.mxu.count);
+  double bytes_per_cycle = cfg_.memory.bandwidth_gbytes_per_s * 1e9 / (cfg_.clock_mhz * 1e6);
+  for (auto& [layer, i] : at) {
+    LayerBound& m = merged[i];
+    m.compute_cycles = ceil_div(m.macs, nm * R_ * C_);
+    m.memory_cycles = uint64_t(std::ceil(double(m.hbm_bytes) / bytes_per_cycle));
+    m.weight_path_cycles = ceil_div(m.weight_tiles, nm) * cfg_.core.mxu.weight_shift_cycles;
+  }
+  bounds_ = std::move(merged);
+}
+
+}  // namespace vtpu::compiler::codegen

@@ -1,0 +1,94 @@
+// Images larger than the unified buffer run in row bands through HBM (compiler/pipeline/bands.cpp,
+// codegen/bands.cpp): a model whose one sample does not fit compiles, and its outputs, useful
+// MACs and layers are those of the same model on a chip whose buffer holds it whole.
+#include <unistd.h>
+
+#include "e2e_fixture.h"
+
+namespace vtpu::compiler {
+namespace {
+
+// Convolutions (3x3, a stride-2 3x3, padding on every side), a residual add with ReLU, a max
+// pool with padding and an average pool on a 48x48 image of 8 channels: 36 KiB per 16-channel
+// INT8 image on a 16x16 array, so a 32 KiB unified buffer holds none of them.
+std::filesystem::path banded_model() {
+  OnnxBuilder m;
+  m.input("x", {1, 8, 48, 48});
+  conv3x3(m, "c1", "x", "c1o", 8, 16, 0.2f, 0.1f, "w1", "b1");
+  m.node("Relu", "r1", {"c1o"}, {"a1"});
+  conv3x3(m, "c2", "a1", "c2o", 16, 16, 0.1f, 0.1f, "w2", "b2");
+  m.node("Add", "add", {"c2o", "a1"}, {"s"});
+  m.node("Relu", "r2", {"s"}, {"a2"});
+  auto* p = m.node("MaxPool", "pool", {"a2"}, {"p"});
+  OnnxBuilder::attr(p, "kernel_shape", std::vector<int64_t>{3, 3});
+  OnnxBuilder::attr(p, "strides", std::vector<int64_t>{2, 2});
+  OnnxBuilder::attr(p, "pads", std::vector<int64_t>{1, 1, 1, 1});
+  m.init("w3", {32, 16, 3, 3}, 0.1f);
+  m.init("b3", {32}, 0.1f);
+  auto* c3 = m.node("Conv", "c3", {"p", "w3", "b3"}, {"c3o"});
+  OnnxBuilder::attr(c3, "kernel_shape", std::vector<int64_t>{3, 3});
+  OnnxBuilder::attr(c3, "strides", std::vector<int64_t>{2, 2});
+  OnnxBuilder::attr(c3, "pads", std::vector<int64_t>{1, 1, 1, 1});
+  auto* ap = m.node("AveragePool", "avg", {"c3o"}, {"y"});
+  OnnxBuilder::attr(ap, "kernel_shape", std::vector<int64_t>{2, 2});
+  OnnxBuilder::attr(ap, "strides", std::vector<int64_t>{2, 2});
+  m.output("y", {1, 32, 6, 6});
+  m.output("a2", {1, 16, 48, 48});  // an output that itself stays in HBM
+  return m.save("vtpu_bands_" + std::to_string(::getpid()) + ".onnx");
+}
+
+TEST(Bands, AnImageLargerThanTheUnifiedBufferRunsInRowBandsAsOnALargerBuffer) {
+  auto model = banded_model();
+  config::Config small = config::load_preset("tiny-16x16"), big = small;
+  small.name = "tiny-16x16-32KiB";
+  small.core.unified_buffer.bytes = 32 * 1024;
+  big.name = "tiny-16x16-1MiB";
+  big.core.unified_buffer.bytes = 1 << 20;
+  for (Precision precision : {Precision::Int8, Precision::Bf16}) {
+    SCOPED_TRACE(precision == Precision::Int8 ? "int8" : "bf16");
+    CompileOptions o;
+    o.precision = precision;
+    CompileResult whole = compile_onnx(model, big, o);
+    o.calibration_scales = whole.calibration_scales;
+    CompileResult banded = compile_onnx(model, small, o);
+    ASSERT_EQ(whole.assembly.find("vtpu.band"), std::string::npos);
+    // Bands: a layer's code more than once (each band under the layer's tag).
+    size_t c2_tags = 0;
+    for (size_t at = banded.assembly.find(".tag \"c2\""); at != std::string::npos; at = banded.assembly.find(".tag \"c2\"", at + 1))
+      ++c2_tags;
+    EXPECT_GT(c2_tags, 2u);
+    // Reported as the same layers, whole: shapes and useful MACs.
+    ASSERT_EQ(banded.bounds.size(), whole.bounds.size());
+    for (size_t i = 0; i < whole.bounds.size(); ++i) {
+      EXPECT_EQ(banded.bounds[i].layer, whole.bounds[i].layer);
+      EXPECT_EQ(banded.bounds[i].shape, whole.bounds[i].shape) << whole.bounds[i].layer;
+      EXPECT_EQ(banded.bounds[i].macs, whole.bounds[i].macs) << whole.bounds[i].layer;
+    }
+    const isa::TensorInfo& x = tensor(whole.program, "x");
+    Vec in = uniform_values(size_t(x.bytes() / isa::dtype_bytes(x.dtype)), 3, 1000.0f);
+    for (const char* out : {"y", "a2"}) {
+      SCOPED_TRACE(out);
+      SimRun a = run_program(small, banded.program, {{"x", encode(banded.program, "x", in)}}, out);
+      SimRun b = run_program(big, whole.program, {{"x", encode(whole.program, "x", in)}}, out);
+      ASSERT_TRUE(a.error.empty()) << a.error;
+      ASSERT_TRUE(b.error.empty()) << b.error;
+      EXPECT_EQ(a.output, b.output);
+    }
+  }
+}
+
+TEST(Bands, WhenEvenOneRowDoesNotFitTheErrorSaysSo) {
+  auto model = banded_model();
+  config::Config cfg = config::load_preset("tiny-16x16");
+  cfg.core.unified_buffer.bytes = 2048;
+  try {
+    compile_onnx(model, cfg, {});
+    FAIL() << "2 KiB of unified buffer should not hold a 48-pixel row's bands";
+  } catch (const DoesNotFitError& e) {
+    EXPECT_EQ(e.key(), "core.unified_buffer.bytes");
+    EXPECT_NE(std::string(e.what()).find("row bands"), std::string::npos) << e.what();
+  }
+}
+
+}  // namespace
+}  // namespace vtpu::compiler
