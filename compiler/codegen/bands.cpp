@@ -20,26 +20,23 @@ uint64_t rows_offset(const std::vector<int64_t>& shape, int64_t axis, int64_t st
 }  // namespace
 
 // A band between HBM (row-major at `hbm`) and the unified buffer (`a`, blocked): like
-// load_act/store_act, but the addresses go in registers r1 (HBM) and r2 (unified buffer), so
-// the descriptors only hold the blocks' offsets and every band of a layer shares them (the
-// table holds 4096).
+// load_act/store_act, but the addresses go in registers r1 (HBM) and r2 (unified buffer),
+// stepped block by block in the bundle of each block's transfer, so all the full blocks of a
+// band share one descriptor and every band of a layer shares it (the table holds 4096).
 void Codegen::move_rows(const Act& a, uint64_t hbm, bool load) {
-  if (hbm > uint64_t(INT32_MAX) || a.base > uint64_t(INT32_MAX)) return load ? load_act(a, hbm) : store_act(a, hbm);
+  if (hbm > uint64_t(INT32_MAX) || a.base + a.bytes() > uint64_t(INT32_MAX)) return load ? load_act(a, hbm) : store_act(a, hbm);
   if (load)
     for (uint64_t b = 0; b < a.blocks; ++b)  // no stale value in a partial block's padding lanes
       if (a.features - b * R_ < R_) clear(a.base + b * a.block_bytes, a.block_bytes);
   code("  " + emit::addi(reg(1), hbm_base(hbm), int64_t(hbm)));
   code("  " + emit::li(reg(2), int64_t(a.base)));
   for (uint64_t b = 0; b < a.blocks; ++b) {
-    uint64_t fw = std::min<uint64_t>(R_, a.features - b * R_), h = b * R_ * esz_, u = b * a.block_bytes;
-    if (load)
-      code("  " + emit::dma_load({new_desc(fmt::format("bytes={} src_off={} dst_off={} dim=[{}, {}, {}]", fw * esz_, h, u, a.rows,
-                                                       a.features * esz_, R_ * esz_))},
-                                 reg(1), reg(2), emit::flag(1)));
-    else
-      code("  " + emit::dma_store({new_desc(fmt::format("bytes={} src_off={} dst_off={} dim=[{}, {}, {}]", fw * esz_, u, h, a.rows,
-                                                        R_ * esz_, a.features * esz_))},
-                                  reg(2), reg(1), emit::flag(1)));
+    uint64_t fw = std::min<uint64_t>(R_, a.features - b * R_);
+    std::string d = load ? new_desc(fmt::format("bytes={} src_off=0 dst_off=0 dim=[{}, {}, {}]", fw * esz_, a.rows, a.features * esz_, R_ * esz_))
+                         : new_desc(fmt::format("bytes={} src_off=0 dst_off=0 dim=[{}, {}, {}]", fw * esz_, a.rows, R_ * esz_, a.features * esz_));
+    std::string move = load ? emit::dma_load({d}, reg(1), reg(2), emit::flag(1)) : emit::dma_store({d}, reg(2), reg(1), emit::flag(1));
+    if (b + 1 == a.blocks) code("  " + move);
+    else code(bundle({move, emit::addi(reg(1), reg(1), int64_t(R_ * esz_)), emit::addi(reg(2), reg(2), int64_t(a.block_bytes))}));
   }
   if (a.blocks) code("  " + emit::wait(emit::flag(1), a.blocks));
 }

@@ -273,6 +273,11 @@ CompileResult Codegen::assemble() {
     std::string line;
     std::istringstream in(r.assembly);
     for (int i = 0; i < d.line && std::getline(in, line);) ++i;
+    if (!band_shapes_.empty())  // bands repeat a layer's code: smaller ones would only need more
+      throw DoesNotFitError(kProgramSizeKey, 0, 0,
+                            fmt::format("in row bands the program does not fit the instruction set ({}); use a config "
+                                        "with a larger unified buffer",
+                                        d.message));
     throw CompileError(fmt::format("the generated program does not fit the instruction set ({}, at generated line "
                                    "'{}'); the model is too large for this compiler version on config '{}'",
                                    d.message, line, cfg_.name));
@@ -336,6 +341,11 @@ namespace vtpu::compiler {
 CompileResult generate_program(mlir::ModuleOp module, const config::Config& cfg, const CompileOptions& options,
                                const std::map<const void*, float>& scales) {
   codegen::plan_codegen(module, cfg, options.precision == Precision::Int8);
+  // A program in row bands (bands.cpp) is made for a buffer-starved chip: HBM packed from
+  // the start rather than after a whole program's failed attempt.
+  bool bands = false;
+  module.walk([&](mlir::Operation* op) { bands |= op->hasAttr(tpu::kBandAttr); });
+  if (bands) return codegen::Codegen(cfg, options, scales, true).run(module);
   try {
     return codegen::Codegen(cfg, options, scales).run(module);
   } catch (const DoesNotFitError& e) {

@@ -122,6 +122,14 @@ std::optional<CompileResult> chunks_of(const std::filesystem::path& model, const
   }
 }
 
+// Why row bands did not help, for the end of the error: `error` (the last attempt's) unless
+// it is the whole's own, which the bands left as it was.
+std::string no_bands(const DoesNotFitError& whole, const std::string& error) {
+  if (error == whole.what()) return "row bands through HBM leave that tensor whole";
+  return error == "no layer runs in row bands" ? "no layer of the model runs in row bands through HBM"
+                                               : "nor in row bands through HBM: " + error;
+}
+
 // Chunks of n with images in row bands, the budget of a band halved until it fits (or the
 // bands are as small as they go).
 std::optional<CompileResult> in_bands(const std::filesystem::path& model, const config::Config& cfg,
@@ -129,8 +137,11 @@ std::optional<CompileResult> in_bands(const std::filesystem::path& model, const 
                                       int64_t n, const std::vector<float>& scales, const DoesNotFitError& whole,
                                       std::string& error) {
   bool too_long = false;
-  for (uint64_t budget = cfg.core.unified_buffer.bytes / 2, tries = 0; tries < 7 && !too_long; budget /= 2, ++tries)
+  for (uint64_t budget = cfg.core.unified_buffer.bytes / 2, tries = 0; tries < 7 && !too_long; budget /= 2, ++tries) {
+    std::string before = error;
     if (auto r = chunks_of(model, cfg, options, generating, batch, n, scales, whole, error, budget, &too_long)) return r;
+    if (tries && error == before) break;  // the same op fails the same way: a smaller budget does not reach it
+  }
   return std::nullopt;
 }
 
@@ -141,8 +152,7 @@ CompileResult compile_in_bands(const std::filesystem::path& model, const config:
                                const DoesNotFitError& whole) {
   std::string error;
   if (auto r = in_bands(model, cfg, options, generating, batch, batch, scales, whole, error)) return std::move(*r);
-  throw DoesNotFitError(whole.key(), whole.needed(), whole.available(),
-                        fmt::format("{} (nor in row bands through HBM: {})", whole.what(), error));
+  throw DoesNotFitError(whole.key(), whole.needed(), whole.available(), fmt::format("{} ({})", whole.what(), no_bands(whole, error)));
 }
 
 CompileResult compile_in_chunks(const std::filesystem::path& model, const config::Config& cfg, const CompileOptions& options,
@@ -169,7 +179,8 @@ CompileResult compile_in_chunks(const std::filesystem::path& model, const config
     // One sample at a time does not fit either: one at a time, in row bands.
     if (auto r = in_bands(model, cfg, options, generating, batch, 1, scales, whole, error)) return std::move(*r);
     throw DoesNotFitError(whole.key(), whole.needed(), whole.available(),
-                          fmt::format("{} (one sample at a time does not fit either, even in row bands: {})", whole.what(), error));
+                          fmt::format("{} (one sample at a time does not fit either; {})", whole.what(),
+                                      no_bands(whole, error)));
   }
   // Fewer passes with chunks that do not divide the batch (a prime batch: chunks of one
   // otherwise): the fewest passes p whose chunk ceil(batch / p) fits, the last pass padded.
