@@ -169,12 +169,8 @@ void Codegen::gen_outputs(mlir::func::FuncOp fn, mlir::func::ReturnOp ret) {
     decl(fmt::format(".tensor {} role=output dtype={} shape=[{}] addr={}{}", quote(name), dt_, fmt::join(io_shape(shape), ", "),
                      addr, quant_attrs(v, bool(fn.getResultAttr(i, "vtpu.nhwc")))));
     tag("output " + name);
-    if (in_hbm && own != hbm_outputs_.end()) {
-    } else if (in_hbm) {
-      copy_hbm_rows(hbm_act(v, name), addr, shape);
-    } else {
-      store_act(act(v), addr);
-    }
+    if (!in_hbm) store_act(act(v), addr);
+    else if (own == hbm_outputs_.end()) copy_hbm_rows(hbm_act(v, name), addr, shape);
     stage_output(addr, numel(shape) * esz_);
   }
 }

@@ -67,7 +67,17 @@ std::string Codegen::intern(std::map<std::string, std::string>& names, const cha
   return name;
 }
 
-std::string Codegen::new_desc(const std::string& body) { return intern(desc_names_, "d", ".desc", body); }
+std::string Codegen::new_desc(const std::string& body) {
+  // A program in row bands that fills the instruction set's descriptor table (4096) is
+  // refused here rather than once the whole program has been generated (assemble() says the
+  // same for any program).
+  if (!band_shapes_.empty() && desc_names_.size() >= 4096 && !desc_names_.count(body))
+    throw DoesNotFitError(kProgramSizeKey, desc_names_.size() + 1, 4096,
+                          fmt::format("in row bands the program needs more than 4096 DMA descriptors (at '{}'); use a "
+                                      "config with a larger unified buffer",
+                                      current_layer_));
+  return intern(desc_names_, "d", ".desc", body);
+}
 
 // One unified-buffer copy of `shape` ("bytes=... [dim=[...]]"). The addresses go in
 // registers, so copies of one shape share a descriptor (the table holds 4096).

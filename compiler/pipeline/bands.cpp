@@ -43,8 +43,8 @@ struct Window {
   int64_t kernel = 1, stride = 1, dilation = 1, pad_top = 0;
 };
 
-// The ops that run in bands: a convolution or pool (rows through its window), the
-// elementwise ops and a concat of channels (rows one to one).
+// The ops that run in bands: a convolution or pool (rows through its window), a nearest
+// resize (rows through its table), the elementwise ops and a concat of channels (rows one to one).
 bool elementwise(mlir::Operation* op) { return mlir::isa<tpu::AddOp, tpu::BinaryOp, tpu::ClampOp, tpu::AffineOp, tpu::UnaryOp>(op); }
 
 std::optional<Window> window_of(mlir::Operation* op) {
@@ -54,13 +54,15 @@ std::optional<Window> window_of(mlir::Operation* op) {
     if (p.getKernel().size() != 2 || p.getPad().size() != 4) return std::nullopt;
     return Window{p.getKernel()[0], p.getStride()[0], p.getDilation() ? (*p.getDilation())[0] : 1, p.getPad()[0]};
   }
-  if (elementwise(op)) return Window{};
+  if (elementwise(op) || mlir::isa<tpu::ResizeNearestOp>(op)) return Window{};  // a resize: its rows attribute (band_input)
   if (auto c = mlir::dyn_cast<tpu::ConcatOp>(op); c && c.getAxis() == 3) return Window{};
   return std::nullopt;
 }
 
 bool bandable(mlir::Operation* op) {
   if (op->getNumResults() != 1 || !one_image(op->getResult(0)) || !window_of(op)) return false;
+  if (auto c = mlir::dyn_cast<tpu::Conv2DOp>(op))  // weights computed at run time are not cut in bands
+    if (!c.getWeight().getDefiningOp<mlir::tosa::ConstOp>() || !c.getBias().getDefiningOp<mlir::tosa::ConstOp>()) return false;
   for (Value v : op->getOperands())
     if (!v.getDefiningOp<mlir::tosa::ConstOp>() && !one_image(v)) return false;
   return true;
@@ -72,7 +74,13 @@ struct Rows {
   int64_t o0 = 0, o1 = 0, i0 = 0, i1 = 0, pad_top = 0, pad_bottom = 0;
 };
 
-Rows rows_of(const Window& w, int64_t in_rows, int64_t o0, int64_t o1) {
+Rows band_input(mlir::Operation* op, int64_t in_rows, int64_t o0, int64_t o1) {
+  if (auto rz = mlir::dyn_cast<tpu::ResizeNearestOp>(op)) {  // output row y copies input row rows[y]
+    auto src = rz.getRows();
+    auto [lo, hi] = std::minmax_element(src.begin() + o0, src.begin() + o1);
+    return Rows{o0, o1, *lo, *hi + 1, 0, 0};
+  }
+  Window w = *window_of(op);
   int64_t first = o0 * w.stride - w.pad_top, last = (o1 - 1) * w.stride - w.pad_top + (w.kernel - 1) * w.dilation;
   Rows r{o0, o1, std::max<int64_t>(0, first), std::min(in_rows - 1, last) + 1, 0, 0};
   r.pad_top = r.i0 - first, r.pad_bottom = last + 1 - r.i1;
@@ -144,7 +152,7 @@ bool in_group(const std::vector<mlir::Operation*>& group, Value v) {
 
 // Whether the op reads its first operand through a window (the rows of a band's input differ
 // from its output's).
-bool windowed(mlir::Operation* op) { return mlir::isa<tpu::Conv2DOp, tpu::PoolOp>(op); }
+bool windowed(mlir::Operation* op) { return mlir::isa<tpu::Conv2DOp, tpu::PoolOp, tpu::ResizeNearestOp>(op); }
 
 }  // namespace
 
@@ -203,11 +211,10 @@ void BandPlanner::rewrite(const std::vector<mlir::Operation*>& group, int64_t ro
     inherit(dest, whole);
   }
   std::vector<Value> parts;
-  Window w = *window_of(group.front());
   int64_t in_rows = band_dims(group.front()->getOperand(0))[1];
   for (int64_t o0 = 0; o0 < out[1]; o0 += rows) {
     int64_t o1 = std::min(out[1], o0 + rows);
-    Rows r = rows_of(w, in_rows, o0, o1);
+    Rows r = band_input(group.front(), in_rows, o0, o1);
     // Every op's band inputs first (as the whole ops had theirs before the group), so a
     // residual add planned into the convolution's epilogues finds its other operand there.
     std::vector<mlir::IRMapping> maps(group.size());
@@ -229,9 +236,14 @@ void BandPlanner::rewrite(const std::vector<mlir::Operation*>& group, int64_t ro
       auto d = band_dims(op->getResult(0));
       d[1] = o1 - o0;
       c->getResult(0).setType(mlir::RankedTensorType::get(d, mlir::cast<mlir::RankedTensorType>(op->getResult(0).getType()).getElementType()));
-      if (op == group.front() && windowed(op)) {
+      if (op == group.front() && mlir::isa<tpu::Conv2DOp, tpu::PoolOp>(op)) {
         auto pad = mlir::cast<mlir::DenseI64ArrayAttr>(op->getAttr("pad")).asArrayRef();
         c->setAttr("pad", b_.getDenseI64ArrayAttr({r.pad_top, r.pad_bottom, pad[2], pad[3]}));
+      }
+      if (auto rz = mlir::dyn_cast<tpu::ResizeNearestOp>(op)) {  // the band's rows, from its first input row
+        std::vector<int64_t> src;
+        for (int64_t y = o0; y < o1; ++y) src.push_back(rz.getRows()[size_t(y)] - r.i0);
+        c->setAttr("rows", b_.getDenseI64ArrayAttr(src));
       }
       c->setAttr(tpu::kBandAttr, b_.getDenseI64ArrayAttr(band_dims(op->getResult(0))));  // the whole layer's shape
       inherit(c->getResult(0), op->getResult(0));
@@ -266,10 +278,9 @@ void BandPlanner::rewrite(const std::vector<mlir::Operation*>& group, int64_t ro
 // Whether every band of the group reads at least one row of its input (a band wholly in
 // the padding below the image has nothing to load).
 bool BandPlanner::bands_read_rows(const std::vector<mlir::Operation*>& group, int64_t rows) {
-  Window w = *window_of(group.front());
   int64_t in_rows = band_dims(group.front()->getOperand(0))[1], out = band_dims(group.back()->getResult(0))[1];
   for (int64_t o0 = 0; o0 < out; o0 += rows) {
-    Rows r = rows_of(w, in_rows, o0, std::min(out, o0 + rows));
+    Rows r = band_input(group.front(), in_rows, o0, std::min(out, o0 + rows));
     if (r.i1 <= r.i0) return false;
   }
   return true;
@@ -277,6 +288,7 @@ bool BandPlanner::bands_read_rows(const std::vector<mlir::Operation*>& group, in
 
 size_t BandPlanner::run() {
   mlir::Block& body = fn_.getBody().front();
+  if (!has_images(fn_)) return 0;
   auto too_big = [&](Value v) { return ub_bytes(band_dims(v), band_dims(v)[1]) > budget_ / 2; };
   // The groups: an op that runs in bands and the elementwise ops after it that only it feeds.
   std::vector<std::vector<mlir::Operation*>> groups;
@@ -324,6 +336,12 @@ size_t BandPlanner::run() {
 }
 
 }  // namespace
+
+bool has_images(mlir::func::FuncOp fn) {
+  bool images = false;
+  fn.walk([&](mlir::Operation* op) { images |= windowed(op); });
+  return images;
+}
 
 size_t split_into_bands(mlir::func::FuncOp fn, const config::Config& cfg, bool int8, uint64_t budget,
                         std::map<const void*, float>& scales) {

@@ -106,7 +106,10 @@ std::optional<CompileResult> chunks_of(const std::filesystem::path& model, const
     scale_bounds(r.bounds, passes, batch, n);  // the whole batch's: each layer's code runs once per chunk
     return r;
   } catch (const DoesNotFitError& e) {
-    if (e.key() == kProgramSizeKey && band_budget) {  // smaller bands would only be longer
+    if (band_budget && e.key() != "core.unified_buffer.bytes") {
+      // Too long a program (smaller bands would only be longer), or another of the chip's
+      // limits met in bands (HBM, an output row longer than the accumulators hold): the
+      // unified buffer's error stands, with this one as the reason.
       error = e.what();
       if (too_long) *too_long = true;
       return std::nullopt;
@@ -118,6 +121,13 @@ std::optional<CompileResult> chunks_of(const std::filesystem::path& model, const
                                         e.what(), batch, passes, n));
     if (e.key() != "core.unified_buffer.bytes") throw;
     error = e.what();
+    return std::nullopt;
+  } catch (const CompileError& e) {
+    if (!band_budget) throw;
+    // In bands a layer meets another of the chip's limits (an output row longer than the
+    // accumulators hold): smaller bands do not change it; the unified buffer's error stands.
+    error = e.what();
+    if (too_long) *too_long = true;
     return std::nullopt;
   }
 }
@@ -157,7 +167,7 @@ CompileResult compile_in_bands(const std::filesystem::path& model, const config:
 
 CompileResult compile_in_chunks(const std::filesystem::path& model, const config::Config& cfg, const CompileOptions& options,
                                 const CompileOptions& generating, int64_t batch, const std::vector<float>& scales,
-                                const DoesNotFitError& whole) {
+                                const DoesNotFitError& whole, bool bands) {
   // The largest chunk that fits, among the divisors of the batch below it, by bisection: the
   // unified buffer a chunk needs grows with its size.
   std::vector<int64_t> sizes;
@@ -177,7 +187,8 @@ CompileResult compile_in_chunks(const std::filesystem::path& model, const config
   }
   if (!best) {
     // One sample at a time does not fit either: one at a time, in row bands.
-    if (auto r = in_bands(model, cfg, options, generating, batch, 1, scales, whole, error)) return std::move(*r);
+    if (!bands) error = "no layer runs in row bands";
+    else if (auto r = in_bands(model, cfg, options, generating, batch, 1, scales, whole, error)) return std::move(*r);
     throw DoesNotFitError(whole.key(), whole.needed(), whole.available(),
                           fmt::format("{} (one sample at a time does not fit either; {})", whole.what(),
                                       no_bands(whole, error)));

@@ -119,8 +119,10 @@ CompileResult compile_onnx(const std::filesystem::path& model, const config::Con
     auto first = fn.getNumArguments() ? mlir::cast<mlir::RankedTensorType>(fn.getArgument(0).getType()) : nullptr;
     int64_t batch = first && first.getRank() ? first.getShape()[0] : 0;
     if (e.key() != "core.unified_buffer.bytes") throw;
-    if (why_samples_mix(fn, batch).empty()) r = compile_in_chunks(model, cfg, options, generating, batch, ordered, e);
-    else r = compile_in_bands(model, cfg, options, generating, batch, ordered, e);  // one sample, or samples that mix
+    bool bands = has_images(fn);
+    if (why_samples_mix(fn, batch).empty()) r = compile_in_chunks(model, cfg, options, generating, batch, ordered, e, bands);
+    else if (bands) r = compile_in_bands(model, cfg, options, generating, batch, ordered, e);  // one sample, or samples that mix
+    else throw;
   }
   r.mlir = std::move(mlir_text);
   r.calibration_scales = std::move(ordered);

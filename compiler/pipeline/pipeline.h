@@ -95,11 +95,15 @@ std::string why_samples_mix(mlir::func::FuncOp fn, int64_t batch);
 void scale_bounds(std::vector<LayerBound>& bounds, int64_t passes, int64_t batch, int64_t chunk);
 // The model compiled for the largest chunk of `batch` that fits, run once per chunk; `scales`
 // are the whole batch's in value_order (INT8), `whole` the whole batch's error, thrown again
-// (with the one-sample error) when no chunk fits.
+// (with the one-sample error) when no chunk fits; with `bands`, one sample at a time in row
+// bands is tried before that.
 CompileResult compile_in_chunks(const std::filesystem::path& model, const config::Config& cfg, const CompileOptions& options,
                                 const CompileOptions& generating, int64_t batch, const std::vector<float>& scales,
-                                const DoesNotFitError& whole);
+                                const DoesNotFitError& whole, bool bands);
 
+// Whether @main has images whose rows layers could take in bands (a convolution, pool or
+// resize): a transformer or an MLP has none, and is not compiled again to find out.
+bool has_images(mlir::func::FuncOp fn);
 // Images too large for the unified buffer in row bands through HBM (bands.cpp): images of one
 // sample larger than half of `budget` bytes are kept in HBM, and the layers that read or write
 // them run in bands of rows whose working set fits `budget`. Scales of the new values are

@@ -40,7 +40,7 @@ RunOptions options(const fs::path& dir, const std::string& db = "results.sqlite"
   return o;
 }
 
-// lenet5 on tiny-16x16: 2 dtypes x 3 buffers (16 KiB does not fit) x 2 bandwidths, plus
+// lenet5 on tiny-16x16: 2 dtypes x 3 buffers (2 KiB does not fit, even in row bands) x 2 bandwidths, plus
 // accumulator rows that are invalid with the array (8 rows per bank < 16 rows of a tile).
 constexpr const char* kSweep = R"(name: small
 base: tiny-16x16
@@ -48,7 +48,7 @@ models: [lenet5]
 dtypes: [int8, bf16]
 axes:
   - key: core.unified_buffer.bytes
-    values: [16KiB, 64KiB, 256KiB]
+    values: [2KiB, 64KiB, 256KiB]
   - key: memory.bandwidth_gbytes_per_s
     values: [16, 64]
   - key: core.accumulators.rows
@@ -77,7 +77,7 @@ TEST(SweepRun, RecordsEveryPointOnceWithItsStatusAndResumes) {
     }
   }
   EXPECT_EQ(status["invalid"], 12);      // 16 accumulator rows
-  EXPECT_EQ(status["does_not_fit"], 4);  // 16 KiB of unified buffer, both dtypes and bandwidths
+  EXPECT_EQ(status["does_not_fit"], 4);  // 2 KiB of unified buffer, both dtypes and bandwidths
   EXPECT_EQ(status["ok"], 8);
   // INT8 calibration ran once for all int8 programs; one compile per compiler fingerprint.
   EXPECT_EQ(a.calibrations, 1u);
@@ -183,7 +183,7 @@ TEST(SweepRun, OneAtATimeAxesMayShareKeysAndEachMovesAlone) {
 
 TEST(SweepRun, DoesNotFitSaysWhichBufferAndByHowMuch) {
   fs::path dir = scratch("dnf");
-  SweepSpec s = parse_sweep("base: tiny-16x16\nmodels: [lenet5]\naxes:\n  - key: core.unified_buffer.bytes\n    values: [16KiB]\n",
+  SweepSpec s = parse_sweep("base: tiny-16x16\nmodels: [lenet5]\naxes:\n  - key: core.unified_buffer.bytes\n    values: [2KiB]\n",
                             "dnf.yaml", ".");
   run_sweep(s, options(dir));
   PointResult r = by_key(dir / "results.sqlite").begin()->second;

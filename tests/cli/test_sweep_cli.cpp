@@ -23,7 +23,7 @@ fs::path write(const fs::path& p, const std::string& text) {
 
 constexpr const char* kSweep = "name: cli\nbase: tiny-16x16\nmodels: [lenet5]\ndtypes: [int8, bf16]\naxes:\n"
                                "  - key: memory.bandwidth_gbytes_per_s\n    values: [16, 64]\n"
-                               "  - key: core.unified_buffer.bytes\n    values: [16KiB, 256KiB]\n";
+                               "  - key: core.unified_buffer.bytes\n    values: [2KiB, 256KiB]\n";
 
 TEST(SweepCli, RunsExportsAndResumes) {
   fs::path d = dir("run");
