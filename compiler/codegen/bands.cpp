@@ -25,9 +25,7 @@ uint64_t rows_offset(const std::vector<int64_t>& shape, int64_t axis, int64_t st
 // band share one descriptor and every band of a layer shares it (the table holds 4096).
 void Codegen::move_rows(const Act& a, uint64_t hbm, bool load) {
   if (hbm > uint64_t(INT32_MAX) || a.base + a.bytes() > uint64_t(INT32_MAX)) return load ? load_act(a, hbm) : store_act(a, hbm);
-  if (load)
-    for (uint64_t b = 0; b < a.blocks; ++b)  // no stale value in a partial block's padding lanes
-      if (a.features - b * R_ < R_) clear(a.base + b * a.block_bytes, a.block_bytes);
+  if (load) clear_partial_blocks(a);
   code("  " + emit::addi(reg(1), hbm_base(hbm), int64_t(hbm)));
   code("  " + emit::li(reg(2), int64_t(a.base)));
   for (uint64_t b = 0; b < a.blocks; ++b) {
@@ -137,14 +135,7 @@ void Codegen::merge_band_bounds() {
         at.emplace(layer, i);
         break;
       }
-  uint64_t nm = uint64_t(cfg_.core.mxu.count);
-  double bytes_per_cycle = cfg_.memory.bandwidth_gbytes_per_s * 1e9 / (cfg_.clock_mhz * 1e6);
-  for (auto& [layer, i] : at) {
-    LayerBound& m = merged[i];
-    m.compute_cycles = ceil_div(m.macs, nm * R_ * C_);
-    m.memory_cycles = uint64_t(std::ceil(double(m.hbm_bytes) / bytes_per_cycle));
-    m.weight_path_cycles = ceil_div(m.weight_tiles, nm) * cfg_.core.mxu.weight_shift_cycles;
-  }
+  for (auto& [layer, i] : at) set_limits(merged[i]);
   bounds_ = std::move(merged);
 }
 

@@ -367,10 +367,12 @@ class Codegen {
   static std::string reg_ref(uint64_t addr, int reg, std::string& pre);
   std::string addr_ref(uint64_t addr, int reg);
   void load_act(const Act& a, uint64_t hbm);
+  void clear_partial_blocks(const Act& a);
   void store_act(const Act& a, uint64_t hbm);
   void clear_border(const Act& xp, uint64_t N, uint64_t Hp, uint64_t Wp, uint64_t pt, uint64_t pb, uint64_t pl,
                     uint64_t pr, bool lowest = false, uint64_t* unwaited = nullptr);
   void clear(uint64_t ub, uint64_t bytes);
+  void set_limits(LayerBound& lb) const;
   void add_bound(const std::string& layer, uint64_t macs, uint64_t hbm_bytes,
                  std::optional<std::vector<int64_t>> shape = std::nullopt, const std::string& node = "");
   void add_fused_bounds();

@@ -142,11 +142,7 @@ std::string Codegen::addr_ref(uint64_t addr, int reg) {
 // are independent: all are issued, then waited for together, so they share the HBM
 // channels instead of each paying the memory's latency alone.
 void Codegen::load_act(const Act& a, uint64_t hbm) {
-  for (uint64_t b = 0; b < a.blocks; ++b) {
-    uint64_t fw = std::min<uint64_t>(R_, a.features - b * R_);
-    // Clear the padding lanes of a partial block first so no stale value is read as data.
-    if (fw < R_) clear(a.base + b * a.block_bytes, a.block_bytes);
-  }
+  clear_partial_blocks(a);
   for (uint64_t b = 0; b < a.blocks; ++b) {
     uint64_t fw = std::min<uint64_t>(R_, a.features - b * R_);
     std::string d = new_desc(fmt::format("bytes={} src_off={} dst_off={} dim=[{}, {}, {}]", fw * esz_, hbm + b * R_ * esz_,
@@ -154,6 +150,13 @@ void Codegen::load_act(const Act& a, uint64_t hbm) {
     code("  " + emit::dma_load({d}, hbm_base(hbm), reg(0), emit::flag(1)));
   }
   if (a.blocks) code("  " + emit::wait(emit::flag(1), a.blocks));
+}
+
+// Clears the padding lanes of a partial lane block before a load fills its valid lanes, so no
+// stale value is read as data.
+void Codegen::clear_partial_blocks(const Act& a) {
+  for (uint64_t b = 0; b < a.blocks; ++b)
+    if (a.features - b * R_ < R_) clear(a.base + b * a.block_bytes, a.block_bytes);
 }
 
 void Codegen::store_act(const Act& a, uint64_t hbm) {
@@ -226,12 +229,17 @@ void Codegen::add_bound(const std::string& layer, uint64_t macs, uint64_t hbm_by
   uint64_t wloads = wloads_ - wloads_mark_;
   lb.weight_tiles = wloads - std::min(wloads, hoisted_wloads_);
   wloads_mark_ = wloads_, hoisted_tiles_ = hoisted_wloads_ = 0;
-  uint64_t nm = uint64_t(cfg_.core.mxu.count), per_cycle = nm * R_ * C_;
-  lb.compute_cycles = ceil_div(macs, per_cycle);
+  set_limits(lb);
+  bounds_.push_back(lb);
+}
+
+// A bound row's compute, memory and weight-path limits from its MACs, HBM bytes and tiles.
+void Codegen::set_limits(LayerBound& lb) const {
+  uint64_t nm = uint64_t(cfg_.core.mxu.count);
+  lb.compute_cycles = ceil_div(lb.macs, nm * R_ * C_);
   double bytes_per_cycle = cfg_.memory.bandwidth_gbytes_per_s * 1e9 / (cfg_.clock_mhz * 1e6);
   lb.memory_cycles = uint64_t(std::ceil(double(lb.hbm_bytes) / bytes_per_cycle));
   lb.weight_path_cycles = ceil_div(lb.weight_tiles, nm) * cfg_.core.mxu.weight_shift_cycles;
-  bounds_.push_back(lb);
 }
 
 // The bounds rows of the ops fused into `layer`'s epilogues (after the layer's own row).

@@ -105,27 +105,23 @@ std::optional<CompileResult> chunks_of(const std::filesystem::path& model, const
     r.calibration_scales = scales;
     scale_bounds(r.bounds, passes, batch, n);  // the whole batch's: each layer's code runs once per chunk
     return r;
-  } catch (const DoesNotFitError& e) {
-    if (band_budget && e.key() != "core.unified_buffer.bytes") {
-      // Too long a program (smaller bands would only be longer), or another of the chip's
-      // limits met in bands (HBM, an output row longer than the accumulators hold): the
-      // unified buffer's error stands, with this one as the reason.
+  } catch (const CompileError& e) {
+    auto* fit = dynamic_cast<const DoesNotFitError*>(&e);
+    if (fit && fit->key() == "core.unified_buffer.bytes") {  // a smaller chunk or band budget may fit
       error = e.what();
-      if (too_long) *too_long = true;
       return std::nullopt;
     }
-    if (e.key() != "core.unified_buffer.bytes" && n != batch)  // another limit, met only once the batch is cut
-      throw DoesNotFitError(e.key(), e.needed(), e.available(),
-                            fmt::format("{} (the batch of {} does not fit the unified buffer whole; this is with it in "
-                                        "{} chunks of {})",
-                                        e.what(), batch, passes, n));
-    if (e.key() != "core.unified_buffer.bytes") throw;
-    error = e.what();
-    return std::nullopt;
-  } catch (const CompileError& e) {
-    if (!band_budget) throw;
-    // In bands a layer meets another of the chip's limits (an output row longer than the
-    // accumulators hold): smaller bands do not change it; the unified buffer's error stands.
+    if (!band_budget) {
+      if (fit && n != batch)  // another limit, met only once the batch is cut
+        throw DoesNotFitError(fit->key(), fit->needed(), fit->available(),
+                              fmt::format("{} (the batch of {} does not fit the unified buffer whole; this is with it "
+                                          "in {} chunks of {})",
+                                          e.what(), batch, passes, n));
+      throw;
+    }
+    // In bands: too long a program (smaller bands would only be longer), or another of the
+    // chip's limits (HBM, an output row longer than the accumulators hold), which smaller
+    // bands do not change. The unified buffer's error stands, with this one as the reason.
     error = e.what();
     if (too_long) *too_long = true;
     return std::nullopt;
