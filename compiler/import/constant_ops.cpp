@@ -482,9 +482,10 @@ std::optional<Constant> fold_node(const onnx::NodeProto& n, const std::vector<co
   if (op == "Expand") return expand(at(0), at(1));
   if (op == "Range") return range(at(0), at(1), at(2));
   if (op == "ConstantOfShape") return constant_of_shape(n, at(0), dir);
-  // Slices of shape vectors and of integer constants; slices of larger float constants
-  // (weights) are the Slice operator's.
-  if (op == "Slice" && (at(0).shape.size() == 1 || at(0).integer)) return slice(n, in);
+  // Slices of any constant: shape vectors, integers, and weights (torch's LSTM export cuts
+  // each gate's weights out of one matrix and joins them in ONNX's gate order, and the LSTM
+  // needs the result as a constant).
+  if (op == "Slice") return slice(n, in);
   return std::nullopt;
 }
 

@@ -15,9 +15,13 @@ void Importer::import_node(const onnx::NodeProto& n) {
   const std::string& op = n.op_type();
   if (!n.domain().empty() && n.domain() != "ai.onnx")
     fail(fmt::format("operator domain '{}' is not supported", n.domain()), node_name(n));
+  if (op == "If") return if_node(n);  // control.cpp
   if (lift_1d(n)) return;
   if (fold_constant(n)) return;
   if (empty_input(n)) return;
+  static const std::set<std::string> kBoolean = {"Equal", "Less", "LessOrEqual", "Greater", "GreaterOrEqual", "Not", "And",
+                                                 "Or", "Xor"};
+  if (kBoolean.count(op)) boolean_at_run_time(n);  // control.cpp: they only fold
   using Handler = void (Importer::*)(const onnx::NodeProto&, mlir::Location);
   // By family: matmul.cpp, conv.cpp, pool.cpp, elementwise.cpp, shape.cpp, normalization.cpp,
   // reduce.cpp, recurrent.cpp, resize.cpp, quantization.cpp.

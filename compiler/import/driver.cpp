@@ -22,6 +22,9 @@ namespace vtpu::compiler::onnx_import {
 
 mlir::OwningOpRef<mlir::ModuleOp> Importer::run() {
   load();
+  opset_18_as_17(file_.proto(), path_);
+  if (opset_ == 18) opset_ = 17;
+  fix_inputs(file_.proto(), opt_.fixed, opt_.shapes);  // fixed inputs are initializers from here on
   validate_onnx(file_.proto(), path_, opt_.batch, opt_.shapes, &file_.outside());  // compiler/validate: nothing below sees a model onnxruntime would refuse
   // Owned from here: a user error thrown below (an unsupported node, a bad attribute) must
   // not leak the half-built module.
@@ -40,13 +43,17 @@ mlir::OwningOpRef<mlir::ModuleOp> Importer::run() {
   // are not held as floats beside their MLIR attribute (ResNet-50: 100 MB less memory to
   // touch). Graph outputs are kept: collect_outputs reads them at the end.
   std::map<std::string, int64_t> readers;
-  for (const auto& node : file_.proto().graph().node())
-    for (const auto& in : node.input()) ++readers[in];
+  // A node's reads include what its subgraphs (If's branches) read from outside them.
+  std::vector<std::vector<std::string>> reads;
+  for (const auto& node : file_.proto().graph().node()) {
+    reads.push_back(names_read(node));
+    for (const auto& in : reads.back()) ++readers[in];
+  }
   std::set<std::string> outputs;
   for (const auto& out : file_.proto().graph().output()) outputs.insert(out.name());
-  for (const auto& node : file_.proto().graph().node()) {
-    import_node(node);
-    for (const auto& in : node.input())
+  for (int i = 0; i < file_.proto().graph().node_size(); ++i) {
+    import_node(file_.proto().graph().node(i));
+    for (const auto& in : reads[size_t(i)])
       if (--readers[in] == 0 && !outputs.count(in)) constants_.erase(in);
   }
   GraphOutputs outs = collect_outputs();
@@ -227,9 +234,9 @@ void Importer::load() {
     if (o.domain().empty() || o.domain() == "ai.onnx") opset_ = o.version();
   // From opset 7 on, the supported operators mean the same as in 17 apart from what the
   // importer checks per node (Clip's bounds as attributes before 11, Softmax's axis before 13,
-  // BatchNormalization's `spatial` before 9).
-  if (opset_ && (opset_ < 7 || opset_ > 17))
-    throw CompileError(fmt::format("{}: opset {} is not supported (7 to 17); convert the model with "
+  // BatchNormalization's `spatial` before 9); opset 18 is read as 17 (opset.cpp).
+  if (opset_ && (opset_ < 7 || opset_ > 18))
+    throw CompileError(fmt::format("{}: opset {} is not supported (7 to 18); convert the model with "
                                    "onnx.version_converter",
                                    path_.string(), opset_));
 }
@@ -242,8 +249,13 @@ std::vector<int64_t> Importer::input_shape(const onnx::ValueInfoProto& in) {
   const auto& t = in.type().tensor_type();
   if (!is_float_type(t.elem_type()) && !is_integer_type(t.elem_type()))
     fail_input(fmt::format("element type {} is not supported: model inputs must be float32, float16, bfloat16, double or "
-                           "an integer type (int64, int32, int16, int8 and their unsigned forms; carried as int32)",
-                           onnx::TensorProto::DataType_Name(onnx::TensorProto::DataType(t.elem_type()))));
+                           "an integer type (int64, int32, int16, int8 and their unsigned forms; carried as int32){}",
+                           onnx::TensorProto::DataType_Name(onnx::TensorProto::DataType(t.elem_type())),
+                           t.elem_type() == onnx::TensorProto::BOOL
+                               ? fmt::format(". A bool input that is a setting (a flag choosing an If's branch) can be "
+                                             "fixed when compiling: --fix {}=true or --fix {}=false",
+                                             in.name(), in.name())
+                               : ""));
   std::vector<int64_t> shape = input_dims(in, opt_.batch, opt_.shapes);
   for (size_t i = 0; i < shape.size(); ++i) {
     if (shape[i] >= 0) continue;

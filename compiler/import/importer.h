@@ -7,6 +7,9 @@
 //   constant.cpp       constants (constant.h): initializers of every element type, integers exactly
 //   constant_ops.cpp   operators evaluated on constants (constant_ops.h), as the ONNX definitions say
 //   folding.cpp        which nodes fold at import: Constant, Shape, Size, and nodes of constant inputs
+//   opset.cpp          opset 18 models rewritten as opset 17 ones, before validation
+//   fixed_inputs.cpp   inputs the user fixes to values (--fix), made initializers before validation
+//   control.cpp        If whose condition is known when compiling: the branch it takes
 //   matmul.cpp conv.cpp pool.cpp elementwise.cpp shape.cpp normalization.cpp reduce.cpp
 //   recurrent.cpp resize.cpp quantization.cpp     one file per operator family
 //
@@ -52,6 +55,16 @@ struct Tensor {
   bool nhwc = false;           // the MLIR value is the NHWC transpose of `shape`
   bool empty() const { return std::find(shape.begin(), shape.end(), 0) != shape.end(); }
 };
+
+// fixed_inputs.cpp: each input of `fixed` (CompileOptions::fixed) made an initializer of
+// `model` holding the user's values. Throws UserError naming the --fix.
+void fix_inputs(onnx::ModelProto& model, const FixedInputs& fixed, const InputShapes& shapes);
+// opset.cpp: an opset 18 model rewritten as opset 17 (the opset libonnx defines); other
+// models untouched. Throws CompileError naming what has no opset 17 form.
+void opset_18_as_17(onnx::ModelProto& model, const std::filesystem::path& path);
+// control.cpp: the names n reads: its inputs, and what its subgraphs (If's branches) read from
+// the scopes around them.
+std::vector<std::string> names_read(const onnx::NodeProto& n);
 
 class Importer {
  public:
@@ -110,6 +123,13 @@ class Importer {
   // n's output from its inputs' constants (fold_node, constant_ops.h); nothing when n's
   // operator does not fold. Errors name the node.
   std::optional<Constant> folded(const onnx::NodeProto& n);
+
+  // ---- control.cpp: If whose condition is known when compiling ----
+  void if_node(const onnx::NodeProto& n);
+  // A comparison or logical operator that did not fold: refused, naming the inputs to fix.
+  [[noreturn]] void boolean_at_run_time(const onnx::NodeProto& n);
+  std::vector<std::string> inputs_behind(const std::string& name);
+  std::pair<std::string, std::string> fix_advice(const std::vector<std::string>& names);
 
   // ---- matmul.cpp ----
   void gemm(const onnx::NodeProto& n, mlir::Location loc);

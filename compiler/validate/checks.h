@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <map>
 #include <optional>
 #include <string>
@@ -43,6 +44,10 @@ bool is_value_constant(const onnx::NodeProto& n);
 // Product of `dims` without overflow: nullopt when a dim is negative or the product passes
 // kMaxElements.
 std::optional<int64_t> element_count(const google::protobuf::RepeatedField<int64_t>& dims);
+
+// graph.cpp: f on every node of g, then on the nodes of the If branches among them (the only
+// subgraphs check_graph lets through), recursively.
+void for_each_node(const onnx::GraphProto& g, const std::function<void(const onnx::NodeProto&)>& f);
 
 // model.cpp: IR version, opset imports, what the model holds beyond one graph.
 void check_header(const onnx::ModelProto& m, Ctx& ctx);

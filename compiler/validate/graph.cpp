@@ -1,7 +1,8 @@
 // The graph's structure: value infos with valid types and non-negative dims, single
 // static assignment in topological order (as onnxruntime resolves a graph), initializers,
-// tensor attributes, nodes of the ai.onnx domain without subgraphs, and graph outputs whose
-// names are file names (each becomes NAME.npy in --output-dir).
+// tensor attributes, nodes of the ai.onnx domain (the only subgraphs: If's two branches, held
+// to the same rules with the names around them in scope), and graph outputs whose names are
+// file names (each becomes NAME.npy in --output-dir).
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -39,7 +40,9 @@ void check_value_info(const onnx::ValueInfoProto& v, const Ctx& ctx, const char*
       ctx.fail(where, fmt::format("dimension {} is {}; a dimension is a size >= 0 or a symbolic name", i, d.dim_value()));
   }
   if (need_shape && tt.shape().dim_size() == 0)
-    ctx.fail(where, "is a scalar (rank 0); the compiler takes inputs of rank 1 or more (give it shape [1])");
+    ctx.fail(where, fmt::format("is a scalar (rank 0); the compiler takes inputs of rank 1 or more. If it is a setting "
+                                "(a sample rate, a mode), fix its value with --fix {}=VALUE; else give it shape [1]",
+                                v.name()));
 }
 
 // The element count of a graph input as the importer builds it (input_dims).
@@ -61,9 +64,13 @@ void check_node_fields(const onnx::NodeProto& n, const Ctx& ctx) {
                                 "docs/compiler.md lists them)",
                                 n.op_type(), n.domain()));
   std::set<std::string> seen;
+  bool branches = n.op_type() == "If" && (n.domain().empty() || n.domain() == "ai.onnx");
   for (const auto& a : n.attribute()) {
-    if (a.type() == onnx::AttributeProto::GRAPH || a.type() == onnx::AttributeProto::GRAPHS || a.has_g() || a.graphs_size())
-      ctx.fail(where, fmt::format("{} holds a subgraph (attribute '{}'); control flow (If, Loop, Scan) is not supported",
+    bool graph = a.type() == onnx::AttributeProto::GRAPH || a.type() == onnx::AttributeProto::GRAPHS || a.has_g() ||
+                 a.graphs_size();
+    if (graph && !(branches && (a.name() == "then_branch" || a.name() == "else_branch") && a.has_g() && !a.graphs_size()))
+      ctx.fail(where, fmt::format("{} holds a subgraph (attribute '{}'); of control flow only If is supported, compiled "
+                                  "as the branch its condition takes (loops, Loop and Scan, are not)",
                                   n.op_type(), a.name()));
     if (a.type() == onnx::AttributeProto::SPARSE_TENSOR || a.type() == onnx::AttributeProto::SPARSE_TENSORS ||
         a.has_sparse_tensor() || a.sparse_tensors_size())
@@ -73,7 +80,56 @@ void check_node_fields(const onnx::NodeProto& n, const Ctx& ctx) {
   }
 }
 
+void check_branch(const onnx::NodeProto& n, const onnx::AttributeProto& a, std::set<std::string> defined, const Ctx& ctx);
+
+// Single static assignment in topological order: every input defined before it is read (in
+// g or in a graph around it), every output defined once, in g and in the branches of its Ifs.
+void check_nodes(const onnx::GraphProto& g, std::set<std::string>& defined, const Ctx& ctx) {
+  for (const auto& n : g.node()) {
+    check_node_fields(n, ctx);
+    if (n.input_size() == 0 && n.output_size() == 0) ctx.fail(node_label(n), "has neither inputs nor outputs");
+    for (const auto& in : n.input())
+      if (!in.empty() && !defined.count(in))
+        ctx.fail(node_label(n), fmt::format("reads '{}', which no graph input, initializer or earlier node defines (nodes "
+                                            "must be in topological order)",
+                                            in));
+    for (const auto& a : n.attribute())
+      if (a.has_g()) check_branch(n, a, defined, ctx);
+    for (const auto& out : n.output())
+      if (!out.empty() && !defined.insert(out).second)
+        ctx.fail(node_label(n), fmt::format("defines '{}', which is already defined (a graph is in single static "
+                                            "assignment form)",
+                                            out));
+  }
+}
+
+// One of If's branches: no inputs, its own initializers and nodes, outputs as many as the
+// node's, each defined; names of the graphs around it readable, none redefined.
+void check_branch(const onnx::NodeProto& n, const onnx::AttributeProto& a, std::set<std::string> defined, const Ctx& ctx) {
+  const onnx::GraphProto& b = a.g();
+  std::string where = fmt::format("{}: {}", node_label(n), a.name());
+  if (b.input_size())
+    ctx.fail(where, fmt::format("has {} input(s) ('{}'); If's branches take none", b.input_size(), b.input(0).name()));
+  for (const auto& t : b.initializer()) {
+    if (t.name().empty()) ctx.fail(where, "an initializer has no name");
+    if (!defined.insert(t.name()).second) ctx.fail(where, fmt::format("initializer '{}' is already defined", t.name()));
+    check_tensor(t, ctx, fmt::format("{}: tensor '{}'", where, t.name()));
+  }
+  check_nodes(b, defined, ctx);
+  if (b.output_size() != n.output_size())
+    ctx.fail(where, fmt::format("has {} output(s) and the If {}; they must agree", b.output_size(), n.output_size()));
+  for (const auto& out : b.output())
+    if (!defined.count(out.name())) ctx.fail(where, fmt::format("output '{}' is defined by no node", out.name()));
+}
+
 }  // namespace
+
+void for_each_node(const onnx::GraphProto& g, const std::function<void(const onnx::NodeProto&)>& f) {
+  for (const auto& n : g.node()) f(n);
+  for (const auto& n : g.node())
+    for (const auto& a : n.attribute())
+      if (a.has_g()) for_each_node(a.g(), f);
+}
 
 void check_graph(const onnx::GraphProto& g, const Ctx& ctx) {
   std::set<std::string> defined;
@@ -101,22 +157,7 @@ void check_graph(const onnx::GraphProto& g, const Ctx& ctx) {
       throw UserError(fmt::format("--shape {}=...: the model has no input '{}'; its inputs are:{}", name, name, names));
   }
   for (const auto& v : g.value_info()) check_value_info(v, ctx, "value", false);
-  // Single static assignment in topological order: every input defined before it is read,
-  // every output defined once.
-  for (const auto& n : g.node()) {
-    check_node_fields(n, ctx);
-    if (n.input_size() == 0 && n.output_size() == 0) ctx.fail(node_label(n), "has neither inputs nor outputs");
-    for (const auto& in : n.input())
-      if (!in.empty() && !defined.count(in))
-        ctx.fail(node_label(n), fmt::format("reads '{}', which no graph input, initializer or earlier node defines (nodes "
-                                            "must be in topological order)",
-                                            in));
-    for (const auto& out : n.output())
-      if (!out.empty() && !defined.insert(out).second)
-        ctx.fail(node_label(n), fmt::format("defines '{}', which is already defined (a graph is in single static "
-                                            "assignment form)",
-                                            out));
-  }
+  check_nodes(g, defined, ctx);
   if (g.output_size() == 0) ctx.fail("", "the graph has no outputs");
   std::set<std::string> outputs;
   for (const auto& out : g.output()) {

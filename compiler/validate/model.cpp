@@ -37,7 +37,8 @@ namespace {
 // Version::IR_VERSION, and later versions only add what the importer refuses anyway
 // (float8 and 4-bit types, function overloads), so two more are read.
 constexpr int64_t kMinIr = 3, kMaxIr = int64_t(onnx::Version::IR_VERSION) + 2;
-// The importer's operators mean the same from opset 7 to 17 (docs/compiler.md).
+// The importer's operators mean the same from opset 7 to 17 (docs/compiler.md); opset 18 models
+// reach the validator rewritten as opset 17 ones (compiler/import/opset.cpp).
 constexpr int64_t kMinOpset = 7, kMaxOpset = 17;
 }  // namespace
 
@@ -88,7 +89,7 @@ void validate_onnx(const onnx::ModelProto& model, const std::filesystem::path& p
   validate::check_header(model, ctx);
   validate::check_graph(model.graph(), ctx);
   validate::check_node_schemas(model, ctx);
-  for (const auto& n : model.graph().node()) validate::check_attribute_ranges(n, ctx);
+  validate::for_each_node(model.graph(), [&](const onnx::NodeProto& n) { validate::check_attribute_ranges(n, ctx); });
   validate::check_shapes(model, ctx);
 }
 

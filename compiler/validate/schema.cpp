@@ -18,7 +18,10 @@ void check_node_schemas(const onnx::ModelProto& m, const Ctx& ctx) {
   for (const auto& o : m.opset_import()) opsets[o.domain() == "ai.onnx" ? "" : o.domain()] = int(o.version());
   cc.set_opset_imports(opsets);
   cc.set_model_dir(std::filesystem::absolute(ctx.path).parent_path().string());
+  // The names in scope: libonnx checks that what an If's branch reads from outside it is.
   onnx::checker::LexicalScopeContext lex;
+  for (const auto& t : m.graph().initializer()) lex.add(t.name());
+  for (const auto& v : m.graph().input()) lex.add(v.name());
   for (const auto& n : m.graph().node()) {
     if (onnx::checker::check_is_experimental_op(n.op_type()))
       ctx.fail(node_label(n), fmt::format("{} is an experimental operator ONNX no longer defines; it is not supported",
@@ -32,6 +35,7 @@ void check_node_schemas(const onnx::ModelProto& m, const Ctx& ctx) {
     } catch (const std::exception& e) {
       ctx.fail(node_label(n), fmt::format("{} (ONNX's definition of {} at opset {})", e.what(), n.op_type(), ctx.opset));
     }
+    for (const auto& out : n.output()) lex.add(out);
   }
 }
 

@@ -133,7 +133,17 @@ void check_shapes(const onnx::ModelProto& m, const Ctx& ctx) {
   std::map<std::string, std::string> negative;  // values inference gave a negative size, as printed
   const auto& g = light.graph();
   for (const auto& t : g.initializer()) s.dims[t.name()] = {t.dims().begin(), t.dims().end()};
-  for (const auto* list : {&g.input(), &g.value_info(), &g.output()})
+  // The values of the graph and of its If branches (inference types those too).
+  std::vector<const google::protobuf::RepeatedPtrField<onnx::ValueInfoProto>*> lists{&g.input(), &g.value_info(), &g.output()};
+  for_each_node(g, [&](const onnx::NodeProto& n) {
+    for (const auto& a : n.attribute())
+      if (a.has_g()) {
+        lists.push_back(&a.g().value_info());
+        lists.push_back(&a.g().output());
+        for (const auto& t : a.g().initializer()) s.dims[t.name()] = {t.dims().begin(), t.dims().end()};
+      }
+  });
+  for (const auto* list : lists)
     for (const auto& v : *list) {
       if (!v.type().has_tensor_type() || !v.type().tensor_type().has_shape()) continue;
       s.dims[v.name()] = dims_of(v.type());
@@ -148,13 +158,13 @@ void check_shapes(const onnx::ModelProto& m, const Ctx& ctx) {
   for (const auto& t : m.graph().initializer()) s.initializers[t.name()] = &t;
   std::map<std::string, int> elem;
   for (const auto& t : g.initializer()) elem[t.name()] = t.data_type();
-  for (const auto* list : {&g.input(), &g.value_info(), &g.output()})
+  for (const auto* list : lists)
     for (const auto& v : *list)
       if (v.type().has_tensor_type()) elem[v.name()] = v.type().tensor_type().elem_type();
   check_types(m, elem, ctx);
 
   // Every value the nodes make, as the importer will build it.
-  for (const auto& n : m.graph().node()) {
+  for_each_node(m.graph(), [&](const onnx::NodeProto& n) {
     for (const auto& out : n.output()) {
       if (auto neg = negative.find(out); neg != negative.end())
         ctx.fail(node_label(n), fmt::format("{} would make '{}' of shape [{}]: a negative size (is a kernel, a pad or a "
@@ -170,7 +180,7 @@ void check_shapes(const onnx::ModelProto& m, const Ctx& ctx) {
                                             n.op_type(), out, fmt::join(*d, ", ")));
     }
     check_shape_rules(n, s, ctx);
-  }
+  });
 }
 
 }  // namespace vtpu::compiler::validate

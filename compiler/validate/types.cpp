@@ -18,10 +18,10 @@ std::string type_name(int elem) {
 }  // namespace
 
 void check_types(const onnx::ModelProto& m, const std::map<std::string, int>& elem, const Ctx& ctx) {
-  for (const auto& n : m.graph().node()) {
-    if (is_value_constant(n)) continue;  // an initializer to onnxruntime (checks.h)
+  for_each_node(m.graph(), [&](const onnx::NodeProto& n) {
+    if (is_value_constant(n)) return;  // an initializer to onnxruntime (checks.h)
     const onnx::OpSchema* s = onnx::OpSchemaRegistry::Schema(n.op_type(), int(ctx.opset), n.domain());
-    if (!s) continue;  // check_node_schemas has refused it already
+    if (!s) return;  // check_node_schemas has refused it already
     std::map<std::string, int> bound;  // type variable -> element type
     auto check = [&](const std::vector<onnx::OpSchema::FormalParameter>& formals,
                      const google::protobuf::RepeatedPtrField<std::string>& names, const char* kind) {
@@ -52,7 +52,7 @@ void check_types(const onnx::ModelProto& m, const std::map<std::string, int>& el
     };
     check(s->inputs(), n.input(), "input");
     check(s->outputs(), n.output(), "output");
-  }
+  });
 }
 
 }  // namespace vtpu::compiler::validate

@@ -132,9 +132,13 @@ constexpr const char* kShapeHelp =
     "NAME=1x3x640x640: every dimension of an input, for the dimensions the model leaves symbolic (repeatable; the "
     "first is the batch; docs/runtime.md)";
 
+constexpr const char* kFixHelp =
+    "NAME=VALUE[,VALUE...]: fix an input to values, compiled in as a constant (for inputs such as a sample rate that "
+    "choose an If's branch; repeatable; docs/runtime.md)";
+
 struct CompileArgs {
   std::string model, config, dtype, output, emit_asm, emit_mlir, image_norm = "unit", rnn_schedule = "hoisted";
-  std::vector<std::string> calibrate, shapes;
+  std::vector<std::string> calibrate, shapes, fixed;
   int64_t batch = 0;
   std::string calibration_method = "max";
   double calibration_percentile = 99.99;
@@ -176,6 +180,21 @@ compiler::InputShapes shape_specs(const std::vector<std::string>& specs, int64_t
   return r;
 }
 
+// --fix NAME=VALUE[,VALUE...], repeatable (the values are read by the compiler, which knows the
+// input's type and shape).
+compiler::FixedInputs fixed_specs(const std::vector<std::string>& specs) {
+  compiler::FixedInputs r;
+  for (const std::string& spec : specs) {
+    size_t eq = spec.find('=');
+    if (eq == std::string::npos || eq == 0 || eq + 1 == spec.size())
+      throw UserError(fmt::format("--fix '{}': expected NAME=VALUE or NAME=VALUE,VALUE,... (e.g. --fix sr=16000)", spec));
+    std::string name = spec.substr(0, eq);
+    if (r.count(name)) throw UserError(fmt::format("--fix '{}': input '{}' is given twice", spec, name));
+    r[name] = spec.substr(eq + 1);
+  }
+  return r;
+}
+
 // --input and --calibrate: NAME=FILE.npy or NAME=IMAGE[,IMAGE...], repeatable.
 std::map<std::string, std::string> file_specs(const char* flag, const std::vector<std::string>& specs) {
   std::map<std::string, std::string> r;
@@ -209,6 +228,7 @@ int cmd_compile(const CompileArgs& a) {
   opt.precision = precision_of(m.dtype);
   opt.batch = a.batch;
   opt.shapes = shape_specs(a.shapes, a.batch);
+  opt.fixed = fixed_specs(a.fixed);
   opt.calibration_method = calibration_method_of(a.calibration_method);
   opt.calibration_percentile = a.calibration_percentile;
   opt.rnn_schedule = rnn_schedule_of(a.rnn_schedule);
@@ -218,7 +238,7 @@ int cmd_compile(const CompileArgs& a) {
   if (!a.calibrate.empty())
     opt.calibration = runtime::calibration_from_files(model, file_specs("--calibrate", a.calibrate), a.batch,
                                                       runtime::image_norm_from_name(a.image_norm), opt.precision,
-                                                      opt.shapes);
+                                                      opt.shapes, opt.fixed);
   cli::Progress progress(cli::Progress::shown_on_this_terminal(false));  // on a terminal only (cli/progress.h)
   progress.phase("compile", 0);
   opt.progress = [&](const std::string& stage, double done) { progress.update_share(done, stage); };
@@ -237,7 +257,7 @@ int cmd_compile(const CompileArgs& a) {
 
 struct RunArgs {
   std::string model, config, dtype, output_dir, report, trace, csv, html, image_norm, rnn_schedule = "hoisted";
-  std::vector<std::string> inputs, calibrate, shapes;
+  std::vector<std::string> inputs, calibrate, shapes, fixed;
   int64_t batch = 0;
   std::string calibration_method = "max";
   double calibration_percentile = 99.99;
@@ -251,7 +271,7 @@ struct RunArgs {
 
 struct CompareArgs {
   std::string model, config;
-  std::vector<std::string> dtypes{"int8", "bf16"}, shapes, inputs, calibrate;
+  std::vector<std::string> dtypes{"int8", "bf16"}, shapes, inputs, calibrate, fixed;
   std::string image_norm, calibration_method = "max";
   double calibration_percentile = 99.99;
   uint64_t seed = 1;
@@ -269,6 +289,7 @@ int cmd_compare(CompareArgs a) {
   o.seed = a.seed;
   o.batch = a.batch;
   o.shapes = shape_specs(a.shapes, a.batch);
+  o.fixed = fixed_specs(a.fixed);
   // The same inputs and INT8 calibration as `run` takes them (the calibration for int8 only).
   for (const auto& [name, file] : file_specs("--input", a.inputs)) o.input_files[name] = file;
   o.calibration_files = file_specs("--calibrate", a.calibrate);
@@ -315,6 +336,7 @@ int cmd_run(RunArgs a) {
   opt.precision = precision_of(a.dtype);
   opt.batch = a.batch;
   opt.shapes = shape_specs(a.shapes, a.batch);
+  opt.fixed = fixed_specs(a.fixed);
   opt.calibration_method = calibration_method_of(a.calibration_method);
   opt.calibration_percentile = a.calibration_percentile;
   opt.rnn_schedule = rnn_schedule_of(a.rnn_schedule);
@@ -490,6 +512,7 @@ int main(int argc, char** argv) {
   compile_cmd->add_option("-o,--output", compile_args.output, "output program (default: MODEL with .vtpu)");
   compile_cmd->add_option("--batch", compile_args.batch, "batch size, 1 or more (default: the model's)")->check(batch);
   compile_cmd->add_option("--shape", compile_args.shapes, kShapeHelp);
+  compile_cmd->add_option("--fix", compile_args.fixed, kFixHelp);
   add_calibration_method(compile_cmd, compile_args.calibration_method, compile_args.calibration_percentile);
   compile_cmd->add_option("--emit-asm", compile_args.emit_asm, "also write the program as assembly");
   compile_cmd->add_option("--rnn-schedule", compile_args.rnn_schedule, kRnnScheduleHelp)
@@ -513,6 +536,7 @@ int main(int argc, char** argv) {
   run_cmd->add_option("--dtype", run_args.dtype, kDtypeHelp)->check(dtypes);
   run_cmd->add_option("--batch", run_args.batch, "batch size, 1 or more (default: the model's)")->check(batch);
   run_cmd->add_option("--shape", run_args.shapes, kShapeHelp);
+  run_cmd->add_option("--fix", run_args.fixed, kFixHelp);
   add_calibration_method(run_cmd, run_args.calibration_method, run_args.calibration_percentile);
   run_cmd->add_option("--rnn-schedule", run_args.rnn_schedule, kRnnScheduleHelp)
       ->capture_default_str()
@@ -570,6 +594,7 @@ int main(int argc, char** argv) {
   cmp_cmd->add_option("--seed", cmp_args.seed, "seed for generated inputs")->capture_default_str();
   cmp_cmd->add_option("--batch", cmp_args.batch, "batch size, 1 or more (default: the model's)")->check(batch);
   cmp_cmd->add_option("--shape", cmp_args.shapes, kShapeHelp);
+  cmp_cmd->add_option("--fix", cmp_args.fixed, kFixHelp);
   cmp_cmd->add_option("--input", cmp_args.inputs, "NAME=FILE.npy or NAME=IMAGE[,IMAGE...]: the inputs every precision runs (as for run)");
   cmp_cmd->add_option("--image-norm", cmp_args.image_norm,
                       "how image pixels become inputs: unit, imagenet or mean=M[,M,M]:std=S[,S,S]; default: the zoo "

@@ -8,6 +8,7 @@
 #include <onnx/onnx_pb.h>
 
 #include <cmath>
+#include <cstdlib>
 #include <fstream>
 
 #include "vtpu/runtime/onnxruntime.h"
@@ -67,16 +68,38 @@ std::vector<double> row_of(const std::vector<float>& v, const std::vector<int64_
   return {v.begin() + long(size_t(r) * per), v.begin() + long(size_t(r + 1) * per)};
 }
 
-// onnxruntime's outputs on `inputs` (model layout). A model whose file fixes the batch at 1
-// run with --batch N runs once per batch row, the rows' outputs joined.
+// An input fixed with --fix as onnxruntime takes it: the user's values (one fills all) in the
+// input's shape (the model's dims, or --shape's where the model leaves them symbolic).
+NpyArray fixed_feed(const GraphInput& g, const std::string& text, const compiler::CompileOptions& copt) {
+  std::vector<int64_t> dims = g.dims;
+  if (auto s = copt.shapes.find(g.name); s != copt.shapes.end()) dims = s->second;
+  int64_t count = 1;
+  for (int64_t d : dims) count *= std::max<int64_t>(d, 0);
+  std::vector<double> given;
+  for (size_t at = 0; at <= text.size();) {
+    size_t end = std::min(text.find(',', at), text.size());
+    std::string v = text.substr(at, end - at);
+    given.push_back(v == "true" ? 1 : v == "false" ? 0 : std::strtod(v.c_str(), nullptr));  // the compiler checked them
+    at = end + 1;
+  }
+  std::vector<double> values(size_t(count), given.empty() ? 0 : given[0]);
+  if (given.size() == values.size()) values = given;
+  return npy_of(g.descr, dims, values);
+}
+
+// onnxruntime's outputs on `inputs` (model layout) and the fixed inputs' values. A model whose
+// file fixes the batch at 1 run with --batch N runs once per batch row, the rows' outputs
+// joined.
 Reference onnxruntime_reference(const std::filesystem::path& model, const std::map<std::string, std::vector<float>>& inputs,
-                                const std::map<std::string, std::vector<int64_t>>& shapes, std::string& why_not) {
+                                const std::map<std::string, std::vector<int64_t>>& shapes, const compiler::CompileOptions& copt,
+                                std::string& why_not) {
   Reference ref;
   std::vector<GraphInput> declared = graph_inputs(model, why_not);
   if (!why_not.empty()) return ref;
   int64_t batch = 0;
   bool per_row = false;
   for (const auto& g : declared) {
+    if (copt.fixed.count(g.name)) continue;
     auto it = shapes.find(g.name);
     if (it == shapes.end() || !inputs.count(g.name)) {
       why_not = fmt::format("the program has no input '{}' to feed onnxruntime with", g.name);
@@ -90,6 +113,10 @@ Reference onnxruntime_reference(const std::filesystem::path& model, const std::m
   for (int64_t r = 0; r < runs; ++r) {
     std::map<std::string, NpyArray> feeds;
     for (const auto& g : declared) {
+      if (auto f = copt.fixed.find(g.name); f != copt.fixed.end()) {
+        feeds[g.name] = fixed_feed(g, f->second, copt);
+        continue;
+      }
       std::vector<int64_t> s = shapes.at(g.name);
       const std::vector<float>& v = inputs.at(g.name);
       std::vector<double> values = per_row ? row_of(v, s, r) : std::vector<double>(v.begin(), v.end());
@@ -128,7 +155,7 @@ Reference check_reference(const std::filesystem::path& model, const isa::Program
       shapes[t.name] = t.nhwc ? nchw_shape_of(t.shape) : t.shape;
       inputs[t.name] = t.nhwc ? nhwc_to_nchw(program_inputs.at(t.name), t.shape) : program_inputs.at(t.name);
     }
-    Reference ref = onnxruntime_reference(model, inputs, shapes, why_not);
+    Reference ref = onnxruntime_reference(model, inputs, shapes, copt, why_not);
     if (why_not.empty()) return ref;
     if (which == "onnxruntime") throw UserError(fmt::format("--reference onnxruntime: {}", why_not));
   }

@@ -194,21 +194,23 @@ compiler::CompileOptions compile_options(const std::filesystem::path& model, con
   copt.precision = opt.precision;
   copt.batch = opt.batch;
   copt.shapes = opt.shapes;
+  copt.fixed = opt.fixed;
   copt.calibration_method = opt.calibration_method;
   copt.calibration_percentile = opt.calibration_percentile;
   copt.rnn_schedule = opt.rnn_schedule;
   copt.seed = opt.seed;
   if (!opt.calibration_files.empty())
     copt.calibration = calibration_from_files(model, opt.calibration_files, opt.batch, opt.image_norm, opt.precision,
-                                              opt.shapes);
+                                              opt.shapes, opt.fixed);
   return copt;
 }
 
 int64_t program_batch(const isa::Program& program) {
-  int64_t batch = 1;
+  // The first input's first dimension, as the compiler reads the batch (chunks, calibration):
+  // other inputs need not carry the batch first (a recurrent state [layers, batch, hidden]).
   for (const auto& t : program.tensors)
-    if (t.role == isa::TensorRole::Input && !t.shape.empty()) batch = std::max<int64_t>(batch, t.shape[0]);
-  return batch;
+    if (t.role == isa::TensorRole::Input && !t.shape.empty()) return std::max<int64_t>(1, t.shape[0]);
+  return 1;
 }
 
 }  // namespace detail
@@ -241,12 +243,13 @@ std::vector<std::filesystem::path> calibration_files(const std::string& input, c
 
 std::vector<std::map<std::string, std::vector<float>>> calibration_from_files(
     const std::filesystem::path& model, const std::map<std::string, std::string>& specs, int64_t batch, ImageNorm norm,
-    compiler::Precision precision, const compiler::InputShapes& shapes) {
+    compiler::Precision precision, const compiler::InputShapes& shapes, const compiler::FixedInputs& fixed) {
   if (precision != compiler::Precision::Int8)
     throw UserError("--calibrate applies to --dtype int8 (bf16 needs no calibration)");
   compiler::CompileOptions o;
   o.batch = batch;
   o.shapes = shapes;
+  o.fixed = fixed;
   std::vector<compiler::ModelInput> inputs = compiler::model_inputs(model, o);
   std::string names;
   for (const auto& in : inputs) names += " " + in.name;

@@ -31,7 +31,7 @@ ProgramInputs program_inputs(const isa::Program& program, const RunOptions& opti
 // across chips compile a model alike.
 compiler::CompileOptions compile_options(const std::filesystem::path& model, const RunOptions& options);
 
-// The batch of a program: the largest dimension 0 of its inputs (1 without inputs).
+// The batch of a program: dimension 0 of its first input (1 without inputs).
 int64_t program_batch(const isa::Program& program);
 
 }  // namespace vtpu::runtime::detail

@@ -77,9 +77,7 @@ ModelRun run_model(const std::filesystem::path& model, const config::Config& cfg
     run.checks = compare_outputs(run.outputs, ref);
     run.check_reference = ref.name, run.check_reference_short = ref.short_name;
     if (opt.precision == compiler::Precision::Int8) {
-      compiler::CompileOptions at = copt;
-      at.batch = run.batch;
-      run.quant_errors = compiler::quantization_errors(model, at, scales, real_inputs);
+      run.quant_errors = compiler::quantization_errors(model, copt, scales, real_inputs);  // the program's own shapes
     }
   }
 

@@ -22,6 +22,13 @@ enum class Precision : uint8_t { Int8, Bf16 };
 // CompileOptions::batch overrides when given).
 using InputShapes = std::map<std::string, std::vector<int64_t>>;
 
+// Inputs the user fixes to values (`--fix sr=16000`; docs/compiler.md, "Fixed inputs"), by
+// input name: the values as written, comma-separated, the input's elements in row-major order
+// (one value fills them all). The compiler takes them as constants, so what they decide (an
+// If on a sample rate, a mode flag's arithmetic) folds at compile time; the program has no
+// such input, and --check feeds the same values to onnxruntime.
+using FixedInputs = std::map<std::string, std::string>;
+
 // How LSTM and GRU layers multiply their inputs by the input weights W (docs/compiler.md):
 // Hoisted: one matmul over all time steps' inputs (W is read once per sequence); PerStep:
 // each step multiplies its own input, as TPU v1's software did (W is read every step, batch
@@ -38,6 +45,7 @@ struct CompileOptions {
   RnnSchedule rnn_schedule = RnnSchedule::Hoisted;
   int64_t batch = 0;                      // 0: the model's own batch size
   InputShapes shapes;                     // inputs' dimensions the user gives (above)
+  FixedInputs fixed;                      // inputs the user fixes to values (above)
   std::string emit_mlir_stage;            // "", "tosa", "tpu": keep the IR after that stage
   uint64_t seed = 1;                      // calibration inputs when none are given
   // INT8 calibration samples: each maps input name -> values in the program's layout

@@ -106,6 +106,9 @@ class OnnxBuilder {
     a->set_f(v);
   }
 
+  // The model as built so far, for what the helpers do not make (If's branch graphs).
+  onnx::ModelProto& model() { return model_; }
+
   const std::vector<float>& weights(const std::string& name) { return inits_.at(name); }
   bool has_init(const std::string& name) const {
     for (const auto& t : model_.graph().initializer())

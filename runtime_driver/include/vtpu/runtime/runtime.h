@@ -24,12 +24,13 @@ namespace vtpu::runtime {
 // `precision` other than int8 is an error (bf16 needs no calibration).
 std::vector<std::map<std::string, std::vector<float>>> calibration_from_files(
     const std::filesystem::path& model, const std::map<std::string, std::string>& specs, int64_t batch, ImageNorm norm,
-    compiler::Precision precision, const compiler::InputShapes& shapes = {});
+    compiler::Precision precision, const compiler::InputShapes& shapes = {}, const compiler::FixedInputs& fixed = {});
 
 struct RunOptions {
   compiler::Precision precision = compiler::Precision::Bf16;
   int64_t batch = 0;
   compiler::InputShapes shapes;  // --shape: inputs' dimensions (CompileOptions::shapes)
+  compiler::FixedInputs fixed;   // --fix: inputs fixed to values (CompileOptions::fixed)
   compiler::RnnSchedule rnn_schedule = compiler::RnnSchedule::Hoisted;  // CompileOptions::rnn_schedule
   // name -> a .npy file (float32, model layout), or image files (comma-separated, one per
   // batch element) for an [N, 1 or 3, H, W] input, scaled as `image_norm` says.
