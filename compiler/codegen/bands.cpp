@@ -110,14 +110,21 @@ void Codegen::copy_hbm_rows(uint64_t from, uint64_t to, const std::vector<int64_
 void Codegen::merge_band_bounds() {
   if (band_shapes_.empty() && band_bytes_.empty()) return;
   std::vector<LayerBound> merged;
-  std::map<std::string, size_t> at;
+  std::map<std::string, size_t> at;  // by band_key
+  // A band's other rows (its loads, slices, joins) go with the layer's first banded op.
+  std::map<std::string, std::string> first_op;
+  for (const LayerBound& b : bounds_)
+    if (band_shapes_.count(band_key(b.layer, b.op))) first_op.emplace(b.layer, b.op);
   for (LayerBound& b : bounds_) {
-    auto whole = band_shapes_.find(b.layer);
+    auto op = first_op.find(b.layer);
+    auto whole = op == first_op.end() ? band_shapes_.end()
+                 : band_shapes_.count(band_key(b.layer, b.op)) ? band_shapes_.find(band_key(b.layer, b.op))
+                                                                : band_shapes_.find(band_key(b.layer, op->second));
     if (whole == band_shapes_.end()) {
       merged.push_back(std::move(b));
       continue;
     }
-    auto [it, first] = at.emplace(b.layer, merged.size());
+    auto [it, first] = at.emplace(whole->first, merged.size());
     if (first) {
       merged.push_back(std::move(b));
       merged.back().shape = whole->second;
@@ -128,14 +135,16 @@ void Codegen::merge_band_bounds() {
   }
   // The loads and stores: the bytes of the layer they serve (a layer that reads an image in
   // HBM whole too).
+  std::set<size_t> changed;
+  for (auto& [key, i] : at) changed.insert(i);
   for (auto& [layer, bytes] : band_bytes_)
     for (size_t i = 0; i < merged.size(); ++i)
       if (merged[i].layer == layer) {
         merged[i].hbm_bytes += bytes;
-        at.emplace(layer, i);
+        changed.insert(i);
         break;
       }
-  for (auto& [layer, i] : at) set_limits(merged[i]);
+  for (size_t i : changed) set_limits(merged[i]);
   bounds_ = std::move(merged);
 }
 

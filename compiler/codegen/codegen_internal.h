@@ -556,7 +556,10 @@ class Codegen {
   std::map<const void*, uint64_t> input_hbm_;  // model inputs left in HBM for packed convolutions
   std::map<const void*, uint64_t> hbm_acts_;   // images in HBM, row-major (bands.cpp)
   std::map<unsigned, uint64_t> hbm_outputs_;   // outputs whose images in HBM are their own bytes, by result index
-  std::map<std::string, std::vector<int64_t>> band_shapes_;  // layers run in bands: their whole shapes
+  // Ops run in bands, by layer and op (a transposed convolution's spread and convolution share
+  // a layer): their whole shapes.
+  std::map<std::string, std::vector<int64_t>> band_shapes_;
+  static std::string band_key(const std::string& layer, const std::string& op) { return layer + '\x1f' + op; }
   std::map<std::string, uint64_t> band_bytes_;  // bytes the band loads and stores move, by layer
   static constexpr uint64_t kBandProgramBytes = uint64_t(128) << 20;
   std::string current_layer_;  // the layer of the op being generated (for errors)

@@ -208,7 +208,7 @@ void Codegen::gen_op(mlir::Operation& op) {
   current_op_ = op.getName().stripDialect().str();
   auto whole = op.getAttrOfType<mlir::DenseI64ArrayAttr>(tpu::kBandAttr);  // a band of a layer (bands.cpp)
   if (auto layer = op.getAttrOfType<mlir::StringAttr>("layer")) current_layer_ = layer.str();
-  if (whole) band_shapes_[current_layer_] = whole.asArrayRef().vec();
+  if (whole) band_shapes_[band_key(current_layer_, current_op_)] = whole.asArrayRef().vec();
   in_band_ = bool(whole);
   // Outputs go to the end of the unified buffer away from the op's main input, so a
   // chain of layers alternates ends and frees contiguous space behind it.

@@ -4,7 +4,9 @@
 // read or write them run in bands of output rows: each band loads the input rows it needs,
 // halo included (tpu.load_rows), runs the layer on them with the padding of the image's edges
 // only, and writes its rows to HBM (tpu.store_rows) or joins the others (tpu.concat) when the
-// result is small. A convolution or pool runs together with the elementwise ops after it that
+// result is small. A transposed convolution's spread input (tpu.zero_insert) runs in bands too:
+// a band's input rows are those its stride puts in it, with the zeros around them as its
+// padding. A convolution or pool runs together with the elementwise ops after it that
 // only it feeds (a residual add, an activation), so the planner's epilogue fusion still finds
 // them side by side. This file decides and rewrites; code generation only prints the loads and
 // stores (codegen/bands.cpp).
@@ -54,7 +56,9 @@ std::optional<Window> window_of(mlir::Operation* op) {
     if (p.getKernel().size() != 2 || p.getPad().size() != 4) return std::nullopt;
     return Window{p.getKernel()[0], p.getStride()[0], p.getDilation() ? (*p.getDilation())[0] : 1, p.getPad()[0]};
   }
-  if (elementwise(op) || mlir::isa<tpu::ResizeNearestOp>(op)) return Window{};  // a resize: its rows attribute (band_input)
+  // A resize: its rows attribute; a spread (a transposed convolution's input): its stride and
+  // padding (band_input).
+  if (elementwise(op) || mlir::isa<tpu::ResizeNearestOp, tpu::ZeroInsertOp>(op)) return Window{};
   if (auto c = mlir::dyn_cast<tpu::ConcatOp>(op); c && c.getAxis() == 3) return Window{};
   return std::nullopt;
 }
@@ -80,6 +84,13 @@ Rows band_input(mlir::Operation* op, int64_t in_rows, int64_t o0, int64_t o1) {
     auto [lo, hi] = std::minmax_element(src.begin() + o0, src.begin() + o1);
     return Rows{o0, o1, *lo, *hi + 1, 0, 0};
   }
+  if (auto z = mlir::dyn_cast<tpu::ZeroInsertOp>(op)) {  // output row pad_top + y * stride holds input row y
+    int64_t s = z.getStride()[0], pt = z.getPad()[0];
+    auto div_up = [](int64_t a, int64_t b) { return a <= 0 ? 0 : (a + b - 1) / b; };
+    Rows r{o0, o1, std::min(in_rows, div_up(o0 - pt, s)), o1 - 1 - pt < 0 ? 0 : std::min(in_rows, (o1 - 1 - pt) / s + 1), 0, 0};
+    if (r.i1 > r.i0) r.pad_top = pt + r.i0 * s - o0, r.pad_bottom = (o1 - o0) - r.pad_top - ((r.i1 - r.i0 - 1) * s + 1);
+    return r;
+  }
   Window w = *window_of(op);
   int64_t first = o0 * w.stride - w.pad_top, last = (o1 - 1) * w.stride - w.pad_top + (w.kernel - 1) * w.dilation;
   Rows r{o0, o1, std::max<int64_t>(0, first), std::min(in_rows - 1, last) + 1, 0, 0};
@@ -103,6 +114,7 @@ class BandPlanner {
   bool big(Value v) const { return in_hbm_.count(v.getAsOpaquePointer()) > 0; }
   std::vector<mlir::Operation*> chain_from(mlir::Operation* op, const std::set<mlir::Operation*>& grouped);
   int64_t band_rows(const std::vector<mlir::Operation*>& group);
+  std::vector<std::pair<int64_t, int64_t>> bands(const std::vector<mlir::Operation*>& group, int64_t rows);
   // Any other reader of an image in HBM loads it whole, just before it.
   void load_whole(mlir::Operation* op) {
     b_.setInsertionPoint(op);
@@ -152,7 +164,7 @@ bool in_group(const std::vector<mlir::Operation*>& group, Value v) {
 
 // Whether the op reads its first operand through a window (the rows of a band's input differ
 // from its output's).
-bool windowed(mlir::Operation* op) { return mlir::isa<tpu::Conv2DOp, tpu::PoolOp, tpu::ResizeNearestOp>(op); }
+bool windowed(mlir::Operation* op) { return mlir::isa<tpu::Conv2DOp, tpu::PoolOp, tpu::ResizeNearestOp, tpu::ZeroInsertOp>(op); }
 
 }  // namespace
 
@@ -169,6 +181,7 @@ int64_t BandPlanner::band_rows(const std::vector<mlir::Operation*>& group) {
         auto d = band_dims(v);
         bool win = op == group.front() && windowed(op);
         int64_t in_rows = win ? (h - 1) * w.stride + (w.kernel - 1) * w.dilation + 1 : h;
+        if (auto z = mlir::dyn_cast<tpu::ZeroInsertOp>(op)) in_rows = h / z.getStride()[0] + 1;
         bytes += (win && w.kernel > 1 ? 2 : 1) * ub_bytes(d, std::min(in_rows, d[1]));
       }
     return bytes;
@@ -179,7 +192,22 @@ int64_t BandPlanner::band_rows(const std::vector<mlir::Operation*>& group) {
     if (need(mid) <= budget_) lo = mid;
     else hi = mid - 1;
   }
+  // A spread's band holds at least one input row: at least `stride` rows.
+  if (auto z = mlir::dyn_cast<tpu::ZeroInsertOp>(group.front())) lo = std::min(out[1], std::max(lo, z.getStride()[0]));
   return lo;
+}
+
+// The bands [o0, o1) of `rows` output rows; a spread's last band, when it falls wholly in the
+// padding below the image, joins the one before.
+std::vector<std::pair<int64_t, int64_t>> BandPlanner::bands(const std::vector<mlir::Operation*>& group, int64_t rows) {
+  int64_t in_rows = band_dims(group.front()->getOperand(0))[1], out = band_dims(group.back()->getResult(0))[1];
+  std::vector<std::pair<int64_t, int64_t>> r;
+  for (int64_t o0 = 0; o0 < out; o0 += rows) r.push_back({o0, std::min(out, o0 + rows)});
+  if (mlir::isa<tpu::ZeroInsertOp>(group.front()) && r.size() > 1) {
+    Rows last = band_input(group.front(), in_rows, r.back().first, r.back().second);
+    if (last.i1 <= last.i0) r.pop_back(), r.back().second = out;
+  }
+  return r;
 }
 
 // Band `start` (rows of dimension 1) of v: loaded from HBM, or a slice of it in the unified buffer.
@@ -212,8 +240,7 @@ void BandPlanner::rewrite(const std::vector<mlir::Operation*>& group, int64_t ro
   }
   std::vector<Value> parts;
   int64_t in_rows = band_dims(group.front()->getOperand(0))[1];
-  for (int64_t o0 = 0; o0 < out[1]; o0 += rows) {
-    int64_t o1 = std::min(out[1], o0 + rows);
+  for (auto [o0, o1] : bands(group, rows)) {
     Rows r = band_input(group.front(), in_rows, o0, o1);
     // Every op's band inputs first (as the whole ops had theirs before the group), so a
     // residual add planned into the convolution's epilogues finds its other operand there.
@@ -236,7 +263,7 @@ void BandPlanner::rewrite(const std::vector<mlir::Operation*>& group, int64_t ro
       auto d = band_dims(op->getResult(0));
       d[1] = o1 - o0;
       c->getResult(0).setType(mlir::RankedTensorType::get(d, mlir::cast<mlir::RankedTensorType>(op->getResult(0).getType()).getElementType()));
-      if (op == group.front() && mlir::isa<tpu::Conv2DOp, tpu::PoolOp>(op)) {
+      if (op == group.front() && mlir::isa<tpu::Conv2DOp, tpu::PoolOp, tpu::ZeroInsertOp>(op)) {
         auto pad = mlir::cast<mlir::DenseI64ArrayAttr>(op->getAttr("pad")).asArrayRef();
         c->setAttr("pad", b_.getDenseI64ArrayAttr({r.pad_top, r.pad_bottom, pad[2], pad[3]}));
       }
@@ -278,9 +305,9 @@ void BandPlanner::rewrite(const std::vector<mlir::Operation*>& group, int64_t ro
 // Whether every band of the group reads at least one row of its input (a band wholly in
 // the padding below the image has nothing to load).
 bool BandPlanner::bands_read_rows(const std::vector<mlir::Operation*>& group, int64_t rows) {
-  int64_t in_rows = band_dims(group.front()->getOperand(0))[1], out = band_dims(group.back()->getResult(0))[1];
-  for (int64_t o0 = 0; o0 < out; o0 += rows) {
-    Rows r = band_input(group.front(), in_rows, o0, std::min(out, o0 + rows));
+  int64_t in_rows = band_dims(group.front()->getOperand(0))[1];
+  for (auto [o0, o1] : bands(group, rows)) {
+    Rows r = band_input(group.front(), in_rows, o0, o1);
     if (r.i1 <= r.i0) return false;
   }
   return true;

@@ -65,6 +65,24 @@ std::filesystem::path pyramid_model() {
   return m.save("vtpu_bands_pyramid_" + std::to_string(::getpid()) + ".onnx");
 }
 
+// A text detector's head (DB, as PaddleOCR's): two stride-2 ConvTransposes upsample the map
+// x4 to a probability per pixel; their spread inputs are the large images.
+std::filesystem::path upsampling_head_model() {
+  OnnxBuilder m;
+  m.input("feat", {1, 8, 24, 24});
+  for (auto [name, in, out, ci, co] : {std::tuple{"up1", "feat", "u1", 8, 8}, std::tuple{"up2", "r1", "u2", 8, 4}}) {
+    m.init(std::string("w") + name, {ci, co, 2, 2}, 0.4f);
+    m.init(std::string("b") + name, {co}, 0.1f);
+    auto* c = m.node("ConvTranspose", name, {in, std::string("w") + name, std::string("b") + name}, {out});
+    OnnxBuilder::attr(c, "kernel_shape", std::vector<int64_t>{2, 2});
+    OnnxBuilder::attr(c, "strides", std::vector<int64_t>{2, 2});
+    if (out == std::string("u1")) m.node("Relu", "relu1", {"u1"}, {"r1"});
+  }
+  m.node("Sigmoid", "prob", {"u2"}, {"p"});
+  m.output("p", {1, 4, 96, 96});
+  return m.save("vtpu_bands_upsampling_" + std::to_string(::getpid()) + ".onnx");
+}
+
 // The same model compiled for a unified buffer that holds it and one that does not: the
 // second in row bands, with the first one's outputs, useful MACs and layers.
 void expect_bands_as_whole(const std::filesystem::path& model, const std::vector<std::string>& outputs, uint64_t small_bytes,
@@ -113,6 +131,10 @@ TEST(Bands, AnImageLargerThanTheUnifiedBufferRunsInRowBandsAsOnALargerBuffer) {
 
 TEST(Bands, ADetectorsPyramidWithAnUpsampleAndAConcatRunsInRowBands) {
   expect_bands_as_whole(pyramid_model(), {"p"}, 48 * 1024, "s1");
+}
+
+TEST(Bands, TransposedConvolutionsRunInRowBandsOfTheirSpreadInput) {
+  expect_bands_as_whole(upsampling_head_model(), {"p"}, 48 * 1024, "up2");
 }
 
 TEST(Bands, WhenEvenOneRowDoesNotFitTheErrorSaysSo) {
