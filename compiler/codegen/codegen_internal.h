@@ -470,7 +470,7 @@ class Codegen {
   bool group_overlap(const ConvShape& c, uint64_t cb, uint64_t nb) const;
   void conv_tiles(ConvPlan& p);
   std::vector<Block> conv_blocks(tpu::Conv2DOp op, ConvPlan& p);
-  std::function<std::vector<std::string>(uint32_t, uint64_t)> conv_epilogue(const ConvPlan& p, uint64_t nb, uint64_t r0,
+  std::function<std::vector<std::string>(uint32_t, uint64_t)> conv_epilogue(const ConvPlan& p, uint64_t nb, uint64_t px0,
                                                                            uint64_t rows);
 
   // conv_packed.cpp: the packed first convolution (few input channels, read from HBM)

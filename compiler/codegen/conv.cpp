@@ -361,8 +361,12 @@ std::vector<Block> Codegen::conv_blocks(tpu::Conv2DOp op, ConvPlan& p) {
   const ConvShape& c = p.s;
   uint64_t N = c.N, H = c.H, W = c.W, OH = c.OH, OW = c.OW, KW = c.KW, Hp = c.Hp(), Wp = c.Wp();
   uint64_t cbs = ceil_div(c.CI, R_), nbs = ceil_div(c.CO, C_);
-  uint64_t rows_per_chunk = conv_row_chunk(N * OH, OW, nbs);
-  if (OW > acc_region_)
+  // An output row wider than an accumulator region runs in column pieces of one row each
+  // (a 640-pixel row of a detector's head on a 512-row region); else whole rows per block.
+  const bool wide = OW > acc_region_;
+  const uint64_t cols = wide ? acc_region_ : OW;
+  uint64_t rows_per_chunk = wide ? 1 : conv_row_chunk(N * OH, OW, nbs);
+  if (wide && p.fused)
     throw DoesNotFitError("core.accumulators.rows", 2 * OW, cfg_.core.accumulators.rows,
                           fmt::format("node '{}': an output row of {} pixels exceeds half the {} accumulator rows "
                                       "(core.accumulators.rows)",
@@ -370,52 +374,52 @@ std::vector<Block> Codegen::conv_blocks(tpu::Conv2DOp op, ConvPlan& p) {
   const Act &x = p.x, &xp = p.xp;
   std::vector<Block> blocks;
   for (uint64_t nb = 0; nb < nbs; ++nb)
-    for (uint64_t r0 = 0; r0 < N * OH; r0 += rows_per_chunk) {
-      uint64_t r1 = std::min(N * OH, r0 + rows_per_chunk);
-      Block b;
-      bool first = true;
-      for (auto [t, paired] : p.order)
-        for (uint64_t cb = 0; cb < cbs; ++cb) {
-          if (!group_overlap(c, cb, nb)) continue;
-          TileGroup g{paired ? p.pair_tiles[{t, nb}] : p.tiles[{t, cb, nb}], {}};
-          uint64_t dy = t / KW, dx = t % KW;
-          for (uint64_t r = r0; r < r1; ++r) {
-            uint64_t n = r / OH, oy = r % OH;
-            if (p.same) {
-              int64_t iy = int64_t(oy + dy) - int64_t(c.pt);
-              // Output columns [lo, hi) whose tap dx lands inside the row (none when the kernel
-              // reaches past a narrow image: W + pl < dx).
-              uint64_t lo = c.pl > dx ? c.pl - dx : 0,
-                       hi = uint64_t(std::clamp<int64_t>(int64_t(W + c.pl) - int64_t(dx), 0, int64_t(OW)));
-              if (iy < 0 || iy >= int64_t(H) || lo >= hi) continue;
-              uint64_t src = x.base + cb * x.block_bytes + ((n * H + uint64_t(iy)) * W + lo + dx - c.pl) * R_ * esz_;
-              g.steps.push_back({src, hi - lo, 0, (r - r0) * OW + lo, !first});
-              continue;
+    for (uint64_t r0 = 0; r0 < N * OH; r0 += rows_per_chunk)
+      for (uint64_t c0 = 0; c0 < OW; c0 += cols) {
+        uint64_t r1 = std::min(N * OH, r0 + rows_per_chunk), c1 = std::min(OW, c0 + cols), width = c1 - c0;
+        Block b;
+        bool first = true;
+        for (auto [t, paired] : p.order)
+          for (uint64_t cb = 0; cb < cbs; ++cb) {
+            if (!group_overlap(c, cb, nb)) continue;
+            TileGroup g{paired ? p.pair_tiles[{t, nb}] : p.tiles[{t, cb, nb}], {}};
+            uint64_t dy = t / KW, dx = t % KW;
+            for (uint64_t r = r0; r < r1; ++r) {
+              uint64_t n = r / OH, oy = r % OH;
+              if (p.same) {
+                int64_t iy = int64_t(oy + dy) - int64_t(c.pt);
+                // Output columns [lo, hi) whose tap dx lands inside the row (none when the kernel
+                // reaches past a narrow image: W + pl < dx).
+                uint64_t lo = std::max(c0, c.pl > dx ? c.pl - dx : 0),
+                         hi = std::min(c1, uint64_t(std::clamp<int64_t>(int64_t(W + c.pl) - int64_t(dx), 0, int64_t(OW))));
+                if (iy < 0 || iy >= int64_t(H) || lo >= hi) continue;
+                uint64_t src = x.base + cb * x.block_bytes + ((n * H + uint64_t(iy)) * W + lo + dx - c.pl) * R_ * esz_;
+                g.steps.push_back({src, hi - lo, 0, (r - r0) * width + lo - c0, !first});
+                continue;
+              }
+              uint64_t iy = oy * c.sh + dy * c.dh, ix = dx * c.dw + c0 * c.sw;  // in the padded image
+              uint64_t src = xp.base + cb * xp.block_bytes + ((n * Hp + iy) * Wp + ix) * R_ * esz_;
+              g.steps.push_back({src, width, c.sw == 1 ? 0 : c.sw * R_ * esz_, (r - r0) * width, !first});
             }
-            uint64_t iy = oy * c.sh + dy * c.dh, ix = dx * c.dw;  // in the padded image
-            uint64_t src = xp.base + cb * xp.block_bytes + ((n * Hp + iy) * Wp + ix) * R_ * esz_;
-            g.steps.push_back({src, OW, c.sw == 1 ? 0 : c.sw * R_ * esz_, (r - r0) * OW, !first});
+            first = false;
+            if (!g.steps.empty()) b.groups.push_back(std::move(g));
           }
-          first = false;
-          if (!g.steps.empty()) b.groups.push_back(std::move(g));
-        }
-      b.epilogue = conv_epilogue(p, nb, r0, (r1 - r0) * OW);
-      blocks.push_back(std::move(b));
-    }
+        b.epilogue = conv_epilogue(p, nb, r0 * OW + c0, (r1 - r0) * width);
+        blocks.push_back(std::move(b));
+      }
   return blocks;
 }
 
-// The epilogue of output block (nb, rows from output row r0): into the output, or with a
-// fused add through its scratch slot, started one unified-buffer bank after the other
-// operand's rows so the add's two reads never share a bank.
-std::function<std::vector<std::string>(uint32_t, uint64_t)> Codegen::conv_epilogue(const ConvPlan& p, uint64_t nb, uint64_t r0,
+// The epilogue of output block (nb, `rows` pixels from output pixel `px0` = row * OW + column):
+// into the output, or with a fused add through its scratch slot, started one unified-buffer
+// bank after the other operand's rows so the add's two reads never share a bank.
+std::function<std::vector<std::string>(uint32_t, uint64_t)> Codegen::conv_epilogue(const ConvPlan& p, uint64_t nb, uint64_t px0,
                                                                                     uint64_t rows) {
-  uint64_t OW = p.s.OW;
-  uint64_t out = p.y.base + nb * p.y.block_bytes + r0 * OW * C_ * out_esz_, bias_row = bias_at(p.bias_ub, nb);
+  uint64_t out = p.y.base + nb * p.y.block_bytes + px0 * C_ * out_esz_, bias_row = bias_at(p.bias_ub, nb);
   std::string ep = p.eps[nb];
   if (!p.fused)
     return [this, rows, bias_row, ep, out](uint32_t m, uint64_t acc_row) { return epilogue(m, acc_row, rows, bias_row, ep, out); };
-  uint64_t other = p.fused->other.base + nb * p.fused->other.block_bytes + r0 * OW * C_ * esz_;
+  uint64_t other = p.fused->other.base + nb * p.fused->other.block_bytes + px0 * C_ * esz_;
   return [this, rows, bias_row, ep, other, f = *p.fused, scratch = p.scratch, slot = p.slot, period = p.period, nreg = p.nreg,
           region_rows = p.region_rows, nb](uint32_t m, uint64_t acc_row) {
     if (acc_row % region_rows || acc_row / region_rows >= nreg) throw InternalError("fused add: unexpected accumulator region");

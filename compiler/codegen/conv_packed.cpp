@@ -5,8 +5,10 @@ namespace vtpu::compiler::codegen {
 
 // A convolution whose input has few channels can read it packed: each matmul row then
 // covers the KW taps of one kernel row side by side (K = KW x channels rounded to a
-// word), instead of one tap per matmul with the channels padded to R lanes.
-bool packable(tpu::Conv2DOp op, uint64_t R, uint64_t esz) {
+// word), instead of one tap per matmul with the channels padded to R lanes. Its output rows
+// fit an accumulator region (wider ones go by taps, in column pieces: conv.cpp).
+bool packable(tpu::Conv2DOp op, uint64_t R, uint64_t esz, uint64_t acc_region) {
+  if (uint64_t(shape_of(op.getOutput())[2]) > acc_region) return false;
   auto xs = shape_of(op.getInput()), ws = shape_of(op.getWeight());
   uint64_t CIp = align_up(uint64_t(xs[3]), std::max<uint64_t>(1, 4 / esz));
   return op.getGroups() == 1 && op.getDilation()[1] == 1 && uint64_t(ws[1]) * CIp <= R && uint64_t(xs[3]) * 4 <= R;
@@ -14,11 +16,11 @@ bool packable(tpu::Conv2DOp op, uint64_t R, uint64_t esz) {
 
 // An image with few channels that only convolutions read stays in HBM: those
 // convolutions load it packed (see gen_conv_packed) instead of R lanes per pixel.
-bool packed_input(Value arg, uint64_t R, uint64_t esz) {
+bool packed_input(Value arg, uint64_t R, uint64_t esz, uint64_t acc_region) {
   bool packed = !arg.use_empty();
   for (mlir::Operation* u : arg.getUsers()) {
     auto c = mlir::dyn_cast<tpu::Conv2DOp>(u);
-    packed &= c && packable(c, R, esz);
+    packed &= c && packable(c, R, esz, acc_region);
   }
   return packed;
 }

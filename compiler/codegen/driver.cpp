@@ -41,7 +41,7 @@ void Codegen::check_inputs_fit(mlir::ModuleOp module) {
   if (!fn) throw InternalError("no func @main");
   for (unsigned i = 0; i < fn.getNumArguments(); ++i) {
     Value arg = fn.getArgument(i);
-    if (is_int32(arg) || packed_input(arg, R_, esz_) || read_fp32(arg)) continue;
+    if (is_int32(arg) || packed_input(arg, R_, esz_, acc_region_) || read_fp32(arg)) continue;
     if (shape_of(arg).size() == 4) continue;  // an image: one sample at a time in row bands fits (bands.cpp)
     new_act(shape_of(arg), "input '" + fn.getArgAttrOfType<mlir::StringAttr>(i, "vtpu.name").str() + "'");
   }
@@ -108,7 +108,7 @@ void Codegen::gen_inputs(mlir::func::FuncOp fn) {
       hbm_acts_[arg.getAsOpaquePointer()] = addr;
       continue;
     }
-    if (packed_input(arg, R_, esz_)) {
+    if (packed_input(arg, R_, esz_, acc_region_)) {
       input_hbm_[arg.getAsOpaquePointer()] = addr;
       continue;
     }

@@ -48,8 +48,8 @@ ConvShape conv_shape(tpu::Conv2DOp op);  // conv.cpp
 // (conv_packed.cpp: packable, and packed_input for the model input only such convolutions
 // read), two output pixels per matmul row (conv_wide.cpp: wide_conv, padding_lanes_unread),
 // else by taps (conv.cpp).
-bool packable(tpu::Conv2DOp op, uint64_t R, uint64_t esz);
-bool packed_input(mlir::Value arg, uint64_t R, uint64_t esz);
+bool packable(tpu::Conv2DOp op, uint64_t R, uint64_t esz, uint64_t acc_region);
+bool packed_input(mlir::Value arg, uint64_t R, uint64_t esz, uint64_t acc_region);
 bool padding_lanes_unread(mlir::Value v);
 bool wide_conv(tpu::Conv2DOp op, const config::Config& cfg, uint64_t esz);
 

@@ -235,6 +235,38 @@ TEST_P(CompileE2E, DepthwiseAndGroupedConvolutionsMatchFp32Reference) {
   expect_close(got, want, tolerance(0.03));
 }
 
+// Output rows wider than an accumulator region (512 pixels here, 256 on tiny-8x8): a same
+// convolution, a valid one and a stride-2 one over a 600-pixel-wide strip run in column
+// pieces of each row.
+TEST_P(CompileE2E, RowsWiderThanTheAccumulatorsMatchFp32Reference) {
+  const int64_t C = 4, H = 3, W = 600;
+  OnnxBuilder m;
+  m.input("img", {1, C, H, W});
+  auto& w1 = m.init("w1", {8, C, 3, 3}, 0.4f);
+  auto& b1 = m.init("b1", {8}, 0.1f);
+  auto& w2 = m.init("w2", {6, 8, 3, 3}, 0.3f);
+  auto& b2 = m.init("b2", {6}, 0.1f);
+  auto& w3 = m.init("w3", {5, 6, 1, 3}, 0.3f);
+  auto& b3 = m.init("b3", {5}, 0.1f);
+  auto* c1 = m.node("Conv", "same", {"img", "w1", "b1"}, {"c1"});
+  OnnxBuilder::attr(c1, "pads", std::vector<int64_t>{1, 1, 1, 1});
+  m.node("Relu", "r1", {"c1"}, {"a1"});
+  m.node("Conv", "valid", {"a1", "w2", "b2"}, {"c2"});
+  auto* c3 = m.node("Conv", "strided", {"c2", "w3", "b3"}, {"y"});
+  OnnxBuilder::attr(c3, "strides", std::vector<int64_t>{1, 2});
+  m.output("y", {1, 5, 1, 298});
+  auto path = m.save("vtpu_wide_rows_" + id() + ".onnx");
+
+  Vec x = uniform_values(size_t(C * H * W), 5, 1000.0f);
+  Vec got = compile_and_run(path, {{"img", x}}, "y", /*nchw=*/true);
+  int64_t OH, OW, OH2, OW2, OH3, OW3;
+  Vec a1 = relu(conv_nchw(x, 1, C, H, W, w1, b1, 8, {3, 3, 1, 1, 1, 1, 1, 1, 1, 1}, OH, OW));
+  Vec a2 = conv_nchw(a1, 1, 8, OH, OW, w2, b2, 6, {3, 3, 1, 1, 1, 1, 0, 0, 0, 0}, OH2, OW2);
+  Vec want = conv_nchw(a2, 1, 6, OH2, OW2, w3, b3, 5, {1, 3, 1, 2, 1, 1, 0, 0, 0, 0}, OH3, OW3);
+  ASSERT_EQ(OW3, 298);
+  expect_close(got, want, tolerance(0.03));
+}
+
 // ConvTranspose (a decoder's upsampling layer): stride 2, pads 1, output_padding 1, two
 // groups, from its definition: every input pixel scatters its kernel-weighted value.
 TEST_P(CompileE2E, ConvTransposeMatchesItsScatterDefinition) {

