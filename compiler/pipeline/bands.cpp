@@ -4,7 +4,9 @@
 // read or write them run in bands of output rows: each band loads the input rows it needs,
 // halo included (tpu.load_rows), runs the layer on them with the padding of the image's edges
 // only, and writes its rows to HBM (tpu.store_rows) or joins the others (tpu.concat) when the
-// result is small. A transposed convolution's spread input (tpu.zero_insert) runs in bands too:
+// result is small. A pool over a whole image runs band by band, the bands' results combined;
+// a one-row gate broadcast over an image's rows feeds every band. A transposed convolution's
+// spread input (tpu.zero_insert) runs in bands too:
 // a band's input rows are those its stride puts in it, with the zeros around them as its
 // padding. A convolution or pool runs together with the elementwise ops after it that
 // only it feeds (a residual add, an activation), so the planner's epilogue fusion still finds
@@ -13,6 +15,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <limits>
 #include <map>
 #include <optional>
 #include <set>
@@ -59,6 +62,10 @@ std::optional<Window> window_of(mlir::Operation* op) {
   // A resize: its rows attribute; a spread (a transposed convolution's input): its stride and
   // padding (band_input).
   if (elementwise(op) || mlir::isa<tpu::ResizeNearestOp, tpu::ZeroInsertOp>(op)) return Window{};
+  // A gate of one row repeated over an image's rows (a squeeze-and-excitation block's): every
+  // band reads that row (band_input).
+  if (auto b = mlir::dyn_cast<tpu::BroadcastOp>(op); b && band_dims(b.getInput()).size() == 4 && band_dims(b.getInput())[1] == 1)
+    return Window{};
   if (auto c = mlir::dyn_cast<tpu::ConcatOp>(op); c && c.getAxis() == 3) return Window{};
   return std::nullopt;
 }
@@ -84,6 +91,7 @@ Rows band_input(mlir::Operation* op, int64_t in_rows, int64_t o0, int64_t o1) {
     auto [lo, hi] = std::minmax_element(src.begin() + o0, src.begin() + o1);
     return Rows{o0, o1, *lo, *hi + 1, 0, 0};
   }
+  if (mlir::isa<tpu::BroadcastOp>(op)) return Rows{o0, o1, 0, 1, 0, 0};  // the one row, for every band
   if (auto z = mlir::dyn_cast<tpu::ZeroInsertOp>(op)) {  // output row pad_top + y * stride holds input row y
     int64_t s = z.getStride()[0], pt = z.getPad()[0];
     auto div_up = [](int64_t a, int64_t b) { return a <= 0 ? 0 : (a + b - 1) / b; };
@@ -114,6 +122,7 @@ class BandPlanner {
   bool big(Value v) const { return in_hbm_.count(v.getAsOpaquePointer()) > 0; }
   std::vector<mlir::Operation*> chain_from(mlir::Operation* op, const std::set<mlir::Operation*>& grouped);
   int64_t band_rows(const std::vector<mlir::Operation*>& group);
+  void rewrite_global_pool(tpu::PoolOp pool);
   std::vector<std::pair<int64_t, int64_t>> bands(const std::vector<mlir::Operation*>& group, int64_t rows);
   // Any other reader of an image in HBM loads it whole, just before it.
   void load_whole(mlir::Operation* op) {
@@ -164,7 +173,19 @@ bool in_group(const std::vector<mlir::Operation*>& group, Value v) {
 
 // Whether the op reads its first operand through a window (the rows of a band's input differ
 // from its output's).
-bool windowed(mlir::Operation* op) { return mlir::isa<tpu::Conv2DOp, tpu::PoolOp, tpu::ResizeNearestOp, tpu::ZeroInsertOp>(op); }
+// A pool over the whole image (GlobalAveragePool, GlobalMaxPool): one output row from all
+// input rows, no padding.
+bool global_pool(mlir::Operation* op) {
+  auto p = mlir::dyn_cast<tpu::PoolOp>(op);
+  if (!p || p.getKernel().size() != 2 || p.getPad().size() != 4 || p.getDilation()) return false;
+  auto x = band_dims(p.getInput()), y = band_dims(p.getOutput());
+  return y[1] == 1 && p.getKernel()[0] == x[1] && p.getKernel()[1] == x[2] &&
+         std::all_of(p.getPad().begin(), p.getPad().end(), [](int64_t v) { return v == 0; });
+}
+
+bool windowed(mlir::Operation* op) {
+  return mlir::isa<tpu::Conv2DOp, tpu::PoolOp, tpu::ResizeNearestOp, tpu::ZeroInsertOp, tpu::BroadcastOp>(op);
+}
 
 }  // namespace
 
@@ -302,6 +323,51 @@ void BandPlanner::rewrite(const std::vector<mlir::Operation*>& group, int64_t ro
   }
 }
 
+// A pool over a whole image in HBM, in bands of its rows: each band pooled over its rows (a
+// maximum, or an average weighted by its share of the rows, rows / H), the bands joined by
+// max or add. The average is the same sum in another order.
+void BandPlanner::rewrite_global_pool(tpu::PoolOp pool) {
+  Value x = pool.getInput(), whole = pool.getOutput();
+  auto d = band_dims(x);
+  const int64_t H = d[1], C = d[3];
+  const bool avg = pool.getKind() == "avg";
+  const std::string layer = pool.getLayer().str();
+  int64_t rows = std::max<int64_t>(1, std::min<int64_t>(H, int64_t(budget_ / std::max<uint64_t>(1, ub_bytes(d, 1)))));
+  b_.setInsertionPoint(pool);
+  Value acc;
+  for (int64_t i0 = 0; i0 < H; i0 += rows) {
+    int64_t n = std::min(rows, H - i0);
+    mlir::IRMapping map;
+    map.map(x, band_of(x, i0, n, layer));
+    auto c = mlir::cast<tpu::PoolOp>(b_.clone(*pool, map));
+    c.setKernelAttr(b_.getDenseI64ArrayAttr({n, pool.getKernel()[1]}));
+    c->setAttr(tpu::kBandAttr, b_.getDenseI64ArrayAttr(band_dims(whole)));
+    inherit(c.getOutput(), whole);
+    Value part = c.getOutput();
+    if (avg && n != H) {
+      auto vec = [&](float v) {
+        auto type = mlir::RankedTensorType::get({C}, b_.getF32Type());
+        return b_.create<mlir::tosa::ConstOp>(pool.getLoc(), type, mlir::DenseElementsAttr::get(type, llvm::ArrayRef<float>(std::vector<float>(size_t(C), v)))).getResult();
+      };
+      part = b_.create<tpu::AffineOp>(pool.getLoc(), whole.getType(), part, vec(float(n) / float(H)), vec(0.0f), text(layer));
+      part.getDefiningOp()->setAttr(tpu::kBandAttr, b_.getUnitAttr());
+      inherit(part, whole);
+    }
+    if (acc) {
+      double inf = std::numeric_limits<double>::infinity();
+      acc = avg ? b_.create<tpu::AddOp>(pool.getLoc(), whole.getType(), acc, part, b_.getF64FloatAttr(-inf), b_.getF64FloatAttr(inf), text(layer)).getResult()
+                : b_.create<tpu::BinaryOp>(pool.getLoc(), whole.getType(), acc, part, text("max"), text(layer)).getResult();
+      acc.getDefiningOp()->setAttr(tpu::kBandAttr, b_.getUnitAttr());
+      inherit(acc, whole);
+    } else {
+      acc = part;
+    }
+  }
+  whole.replaceAllUsesWith(acc);
+  scales_.erase(whole.getAsOpaquePointer());
+  pool->erase();
+}
+
 // Whether every band of the group reads at least one row of its input (a band wholly in
 // the padding below the image has nothing to load).
 bool BandPlanner::bands_read_rows(const std::vector<mlir::Operation*>& group, int64_t rows) {
@@ -345,6 +411,12 @@ size_t BandPlanner::run() {
       bool touches = big(group.back()->getResult(0));
       for (mlir::Operation* m : group)
         for (Value v : m->getOperands()) touches |= big(v);
+      // A pool over a whole image in HBM: pooled band by band, the bands' results combined.
+      if (group.size() == 1 && global_pool(group[0]) && big(group[0]->getOperand(0))) {
+        rewrite_global_pool(mlir::cast<tpu::PoolOp>(group[0]));
+        ++banded;
+        continue;
+      }
       int64_t rows = touches ? band_rows(group) : 0;
       if (touches && bands_read_rows(group, rows)) {
         rewrite(group, rows);
