@@ -42,6 +42,7 @@ std::pair<uint64_t, std::string> Codegen::two_pixel_params(const std::vector<flo
 // and two copies spread them into the output's rows (their padding lanes hold the other
 // pixel, which the consumers, convolutions reading R/2 channels, never read).
 bool wide_conv(tpu::Conv2DOp op, const config::Config& cfg, uint64_t esz) {
+  if (uint64_t(shape_of(op.getOutput())[2]) > acc_region(cfg)) return false;  // a row wider than a region: by taps
   auto xs = shape_of(op.getInput()), ws = shape_of(op.getWeight());
   uint64_t R = cfg.core.mxu.rows, C = cfg.core.mxu.cols;
   if (R != C || R % 2 || is_int32(op.getOutput()) || op.getGroups() != 1 || ws[0] != 3 || ws[1] != 3 || uint64_t(xs[3]) * 2 != R ||

@@ -18,7 +18,7 @@ Codegen::Codegen(const config::Config& cfg, const CompileOptions& opt, std::map<
   esz_ = q8_ ? 1 : 2;
   dt_ = q8_ ? "int8" : "bf16";
   dtype_ = q8_ ? isa::Dtype::Int8 : isa::Dtype::Bf16;
-  acc_region_ = cfg.core.accumulators.rows / 2;
+  acc_region_ = acc_region(cfg);
 }
 
 // A float model input read only by softmaxes stays fp32 in HBM, and each softmax loads it

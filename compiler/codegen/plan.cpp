@@ -399,13 +399,12 @@ class Planner {
   // output pixels per matmul row (conv_wide.cpp), or by taps (conv.cpp, no attribute).
   void plan_conv_form(tpu::Conv2DOp op) {
     if (packed(op)) op->setAttr(kConvFormAttr, mlir::StringAttr::get(op->getContext(), "packed"));
-    // Output rows wider than an accumulator region go by taps, in column pieces (conv.cpp).
-    else if (uint64_t(conv_shape(op).OW) <= uint64_t(cfg_.core.accumulators.rows) / 2 && wide_conv(op, cfg_, esz_)) op->setAttr(kConvFormAttr, mlir::StringAttr::get(op->getContext(), "two-pixel"));
+    else if (wide_conv(op, cfg_, esz_)) op->setAttr(kConvFormAttr, mlir::StringAttr::get(op->getContext(), "two-pixel"));
   }
   static bool by_taps(tpu::Conv2DOp op) { return conv_form(op).empty(); }
   bool packed(tpu::Conv2DOp op) const {
     Value x = op.getInput();
-    return mlir::isa<mlir::BlockArgument>(x) && !is_int32(x) && packed_input(x, R_, esz_, cfg_.core.accumulators.rows / 2);
+    return mlir::isa<mlir::BlockArgument>(x) && !is_int32(x) && packed_input(x, R_, esz_, acc_region(cfg_));
   }
 
   // A pool that is the only use of a packed convolution's float output, when that

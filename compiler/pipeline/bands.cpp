@@ -4,11 +4,11 @@
 // read or write them run in bands of output rows: each band loads the input rows it needs,
 // halo included (tpu.load_rows), runs the layer on them with the padding of the image's edges
 // only, and writes its rows to HBM (tpu.store_rows) or joins the others (tpu.concat) when the
-// result is small. A pool over a whole image runs band by band, the bands' results combined;
-// a one-row gate broadcast over an image's rows feeds every band. A transposed convolution's
-// spread input (tpu.zero_insert) runs in bands too:
-// a band's input rows are those its stride puts in it, with the zeros around them as its
-// padding. A convolution or pool runs together with the elementwise ops after it that
+// result is small. A transposed convolution's spread input (tpu.zero_insert) runs in bands
+// too: a band's input rows are those its stride puts in it, the zeros around them its padding.
+// A pool over a whole image runs band by band, the bands' results combined; a one-row gate
+// broadcast over an image's rows feeds every band. A convolution or pool runs together with
+// the elementwise ops after it that
 // only it feeds (a residual add, an activation), so the planner's epilogue fusion still finds
 // them side by side. This file decides and rewrites; code generation only prints the loads and
 // stores (codegen/bands.cpp).
@@ -26,6 +26,7 @@
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/IRMapping.h"
 #include "pipeline/pipeline.h"
+#include "transforms/tosa_utils.h"
 
 namespace vtpu::compiler {
 namespace {
@@ -171,8 +172,6 @@ bool in_group(const std::vector<mlir::Operation*>& group, Value v) {
   return v.getDefiningOp() && std::find(group.begin(), group.end(), v.getDefiningOp()) != group.end();
 }
 
-// Whether the op reads its first operand through a window (the rows of a band's input differ
-// from its output's).
 // A pool over the whole image (GlobalAveragePool, GlobalMaxPool): one output row from all
 // input rows, no padding.
 bool global_pool(mlir::Operation* op) {
@@ -183,6 +182,8 @@ bool global_pool(mlir::Operation* op) {
          std::all_of(p.getPad().begin(), p.getPad().end(), [](int64_t v) { return v == 0; });
 }
 
+// Whether the op reads its first operand through a window (the rows of a band's input differ
+// from its output's).
 bool windowed(mlir::Operation* op) {
   return mlir::isa<tpu::Conv2DOp, tpu::PoolOp, tpu::ResizeNearestOp, tpu::ZeroInsertOp, tpu::BroadcastOp>(op);
 }
@@ -345,11 +346,9 @@ void BandPlanner::rewrite_global_pool(tpu::PoolOp pool) {
     inherit(c.getOutput(), whole);
     Value part = c.getOutput();
     if (avg && n != H) {
-      auto vec = [&](float v) {
-        auto type = mlir::RankedTensorType::get({C}, b_.getF32Type());
-        return b_.create<mlir::tosa::ConstOp>(pool.getLoc(), type, mlir::DenseElementsAttr::get(type, llvm::ArrayRef<float>(std::vector<float>(size_t(C), v)))).getResult();
-      };
-      part = b_.create<tpu::AffineOp>(pool.getLoc(), whole.getType(), part, vec(float(n) / float(H)), vec(0.0f), text(layer));
+      auto per_channel = [&](float v) { return tpu::make_const(b_, pool.getLoc(), {C}, std::vector<float>(size_t(C), v)); };
+      part = b_.create<tpu::AffineOp>(pool.getLoc(), whole.getType(), part, per_channel(float(n) / float(H)), per_channel(0.0f),
+                                      text(layer));
       part.getDefiningOp()->setAttr(tpu::kBandAttr, b_.getUnitAttr());
       inherit(part, whole);
     }

@@ -180,30 +180,33 @@ compiler::InputShapes shape_specs(const std::vector<std::string>& specs, int64_t
   return r;
 }
 
-// --fix NAME=VALUE[,VALUE...], repeatable (the values are read by the compiler, which knows the
-// input's type and shape).
-compiler::FixedInputs fixed_specs(const std::vector<std::string>& specs) {
-  compiler::FixedInputs r;
+// Repeatable NAME=TEXT options, in order: the error names `flag` and the `expected` form.
+std::vector<std::pair<std::string, std::string>> name_specs(const char* flag, const char* expected,
+                                                             const std::vector<std::string>& specs) {
+  std::vector<std::pair<std::string, std::string>> r;
   for (const std::string& spec : specs) {
     size_t eq = spec.find('=');
     if (eq == std::string::npos || eq == 0 || eq + 1 == spec.size())
-      throw UserError(fmt::format("--fix '{}': expected NAME=VALUE or NAME=VALUE,VALUE,... (e.g. --fix sr=16000)", spec));
-    std::string name = spec.substr(0, eq);
-    if (r.count(name)) throw UserError(fmt::format("--fix '{}': input '{}' is given twice", spec, name));
-    r[name] = spec.substr(eq + 1);
+      throw UserError(fmt::format("{} '{}': expected {}", flag, spec, expected));
+    r.emplace_back(spec.substr(0, eq), spec.substr(eq + 1));
   }
   return r;
 }
 
-// --input and --calibrate: NAME=FILE.npy or NAME=IMAGE[,IMAGE...], repeatable.
+// --fix NAME=VALUE[,VALUE...], each input once (the values are read by the compiler, which
+// knows the input's type and shape).
+compiler::FixedInputs fixed_specs(const std::vector<std::string>& specs) {
+  compiler::FixedInputs r;
+  for (auto& [name, values] : name_specs("--fix", "NAME=VALUE or NAME=VALUE,VALUE,... (e.g. --fix sr=16000)", specs))
+    if (!r.emplace(name, values).second)
+      throw UserError(fmt::format("--fix '{}={}': input '{}' is given twice", name, values, name));
+  return r;
+}
+
+// --input and --calibrate: NAME=FILE.npy or NAME=IMAGE[,IMAGE...] (a name given again: the last).
 std::map<std::string, std::string> file_specs(const char* flag, const std::vector<std::string>& specs) {
   std::map<std::string, std::string> r;
-  for (const std::string& spec : specs) {
-    size_t eq = spec.find('=');
-    if (eq == std::string::npos || eq == 0 || eq + 1 == spec.size())
-      throw UserError(fmt::format("{} '{}': expected NAME=FILE.npy or NAME=IMAGE[,IMAGE...]", flag, spec));
-    r[spec.substr(0, eq)] = spec.substr(eq + 1);
-  }
+  for (auto& [name, file] : name_specs(flag, "NAME=FILE.npy or NAME=IMAGE[,IMAGE...]", specs)) r[name] = file;
   return r;
 }
 
