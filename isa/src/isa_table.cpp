@@ -254,6 +254,7 @@ IsaTable build() {
       vun("vec.erf", 20, OC::VecTranscendental, "dst = erf(a)"),
       vun("vec.recip", 21, OC::VecTranscendental, "dst = 1 / a"),
       vun("vec.rsqrt", 22, OC::VecTranscendental, "dst = 1 / sqrt(a)"),
+      vun("vec.log", 23, OC::VecTranscendental, "dst = ln(a)"),
       vpar("vec.maxpool", 24, OC::VecPool, "dst row i = max over param.window of a rows"),
       vpar("vec.avgpool", 25, OC::VecPool, "dst row i = sum over param.window of a rows * param.scale"),
       OpDef{"vec.rsum", SC::Vector, 28, OC::VecReduce,

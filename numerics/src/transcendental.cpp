@@ -61,6 +61,13 @@ constexpr uint32_t kGFar[] = {0x3F0A925Eu, 0xBE0A858Eu, 0xBE093F33u, 0x3E543E64u
                               0xBDAA0BE4u, 0xBE1F3360u, 0x3EA36A4Bu, 0xBE490A28u};
 constexpr uint32_t kInvSqrt2 = 0x3F3504F3u;  // 0.707106769
 
+// log: x = 2^k m with m in (sqrt(1/2), sqrt 2], f = m - 1 (exact), s = f / (2 + f), and
+// log(1 + f) = 2 atanh(s) = f - f^2/2 + s (f^2/2 + R(s^2)), R(z) = z (2/3 + 2/5 z + ... + 2/11 z^4)
+// (Taylor; truncation below 0.03 ulp for |s| <= 0.1716).
+constexpr uint32_t kSqrt2 = 0x3FB504F3u;  // 1.41421354: mantissas above it are halved
+constexpr uint32_t kNegInf = 0xFF800000u;
+constexpr uint32_t kLogC[] = {0x3F2AAAABu, 0x3ECCCCCDu, 0x3E924925u, 0x3E638E39u, 0x3E3A2E8Cu};
+
 // Magnitude comparison of non-NaN values' absolute bit patterns is integer comparison.
 constexpr uint32_t mag(uint32_t x) { return x & 0x7FFFFFFFu; }
 // Ordered "less than" of two non-NaN values (both signs), exact and host-independent.
@@ -205,6 +212,41 @@ struct Algo {
     return A::mul(x, A::sub(kOne, A::mul(kHalf, erfc)));
   }
 
+  // An integer with |k| < 2^24 as fp32 (exact; bit manipulation only).
+  static uint32_t int_to_f32(int k) {
+    if (k == 0) return 0;
+    const uint32_t a = static_cast<uint32_t>(k < 0 ? -k : k);
+    int e = 31;
+    while (!(a >> e)) --e;  // a in [2^e, 2^(e+1))
+    const uint32_t m = (a << (23 - e)) & 0x007FFFFFu;
+    return (k < 0 ? kSign : 0u) | (static_cast<uint32_t>(127 + e) << 23) | m;
+  }
+
+  // log(x) = k ln2 + log(1 + f), k ln2 in two parts (kLn2Hi has 10 significant bits, so
+  // k * kLn2Hi is exact for |k| <= 2^14), added last as fdlibm does.
+  static uint32_t log(uint32_t x) {
+    x = f32_daz(x);
+    if (f32_is_nan(x)) return kF32QNaN;
+    if (mag(x) == 0) return kNegInf;  // denormals read as 0
+    if (x & kSign) return kF32QNaN;
+    if (x == kF32Inf) return kF32Inf;
+    int k = static_cast<int>(x >> 23) - 127;
+    uint32_t m = (x & 0x007FFFFFu) | kOne;  // [1, 2)
+    if (m > kSqrt2) {
+      m -= 0x00800000u;  // halved: (sqrt(1/2), 1)
+      ++k;
+    }
+    const uint32_t f = A::sub(m, kOne);
+    const uint32_t s = A::div(f, A::add(kTwo, f));
+    const uint32_t z = A::mul(s, s);
+    const uint32_t r = A::mul(z, horner(kLogC, z));
+    const uint32_t hfsq = A::mul(kHalf, A::mul(f, f));
+    const uint32_t kf = int_to_f32(k);
+    // f - (hfsq - (s (hfsq + R) + k ln2_lo)), then + k ln2_hi
+    const uint32_t lo = A::add(A::mul(s, A::add(hfsq, r)), A::mul(kf, kLn2Lo));
+    return A::add(A::mul(kf, kLn2Hi), A::sub(f, A::sub(hfsq, lo)));
+  }
+
   static uint32_t recip(uint32_t x) { return A::div(kOne, x); }
   static uint32_t rsqrt(uint32_t x) { return A::div(kOne, A::sqrt(x)); }
 
@@ -218,6 +260,7 @@ struct Algo {
       case Transcendental::Erf: r = erf(x); break;
       case Transcendental::Recip: r = recip(x); break;
       case Transcendental::Rsqrt: r = rsqrt(x); break;
+      case Transcendental::Log: r = log(x); break;
     }
     return f32_canonical(r);
   }
@@ -262,6 +305,7 @@ std::string_view transcendental_name(Transcendental f) {
     case Transcendental::Erf: return "erf";
     case Transcendental::Recip: return "recip";
     case Transcendental::Rsqrt: return "rsqrt";
+    case Transcendental::Log: return "log";
   }
   return "?";
 }

@@ -24,6 +24,7 @@ double reference(T f, double x) {
     case T::Erf: return std::erf(x);
     case T::Recip: return 1.0 / x;
     case T::Rsqrt: return 1.0 / std::sqrt(x);
+    case T::Log: return std::log(x);
   }
   return 0;
 }
@@ -39,6 +40,7 @@ void input_range(T f, double& lo, double& hi) {
     case T::Erf: lo = -4.5; hi = 4.5; return;
     case T::Recip: lo = -1e30; hi = 1e30; return;
     case T::Rsqrt: lo = 0; hi = 1e30; return;
+    case T::Log: lo = 0; hi = 3e38; return;
   }
 }
 
@@ -84,7 +86,8 @@ struct Bound {
 };
 // Measured maxima (see docs/numerics.md) with a small margin.
 constexpr Bound kBounds[] = {{T::Exp, 2.0},  {T::Tanh, 3.0},  {T::Sigmoid, 3.0}, {T::Gelu, 5.0},
-                             {T::Erf, 3.0},  {T::Recip, 0.5}, {T::Rsqrt, 1.5}};
+                             {T::Erf, 3.0},  {T::Recip, 0.5}, {T::Rsqrt, 1.5},
+                             {T::Log, 1.0}};
 
 TEST(Transcendental, Fp32AccuracyAgainstDoubleLibm) {
   for (const Bound& b : kBounds) {
@@ -177,6 +180,13 @@ TEST(Transcendental, Monotonic) {
     ASSERT_LE(y, prev) << f32_from_bits(x);
     prev = y;
   }
+  // log increases on x > 0 (every input from 2^-126 to the largest finite, sampled)
+  prev = -INFINITY;
+  for (uint32_t x = 0x00800000u; x < 0x7F800000u; x += 1021) {
+    const float y = f32_from_bits(eval_f32(T::Log, x));
+    ASSERT_GE(y, prev) << f32_from_bits(x);
+    prev = y;
+  }
   // gelu increases for x > -0.7518 (its minimum); near the flat minimum rounding noise
   // may wiggle by an ulp, so check from -0.5.
   prev = -INFINITY;
@@ -221,6 +231,16 @@ TEST(Transcendental, SpecialValues) {
   EXPECT_EQ(ev(T::Rsqrt, -0.0f), 0xFF800000u);
   EXPECT_EQ(ev(T::Rsqrt, INFINITY), 0x00000000u);
   EXPECT_EQ(eval_f32(T::Recip, 0x00000001u), 0x7F800000u);  // denormal reads as +0
+  EXPECT_EQ(ev(T::Log, 1.0f), 0x00000000u);
+  EXPECT_EQ(ev(T::Log, 0.0f), 0xFF800000u);
+  EXPECT_EQ(ev(T::Log, -0.0f), 0xFF800000u);
+  EXPECT_EQ(eval_f32(T::Log, 0x00000001u), 0xFF800000u);  // denormal reads as +0
+  EXPECT_EQ(ev(T::Log, -1.0f), kF32QNaN);
+  EXPECT_EQ(ev(T::Log, -INFINITY), kF32QNaN);
+  EXPECT_EQ(ev(T::Log, INFINITY), 0x7F800000u);
+  EXPECT_EQ(ev(T::Log, 2.0f), f32_bits(0.693147182f));  // ln 2, correctly rounded
+  EXPECT_EQ(ev(T::Log, 0x1p-126f), f32_bits(-87.3365479f));
+  EXPECT_EQ(eval_bf16(T::Log, 0x3F80), 0x0000);  // log 1
   EXPECT_EQ(eval_bf16(T::Sigmoid, 0x0000), 0x3F00);
   EXPECT_EQ(eval_bf16(T::Exp, 0x7FC1), kBf16QNaN);
 }

@@ -216,6 +216,7 @@ package vtpu_isa_pkg;
   localparam int OP_VEC_VEC_ERF = 20;
   localparam int OP_VEC_VEC_RECIP = 21;
   localparam int OP_VEC_VEC_RSQRT = 22;
+  localparam int OP_VEC_VEC_LOG = 23;
   localparam int OP_VEC_VEC_MAXPOOL = 24;
   localparam int OP_VEC_VEC_AVGPOOL = 25;
   localparam int OP_VEC_VEC_RSUM = 28;

@@ -229,7 +229,7 @@ module vtpu_core import vtpu_isa_pkg::*; #(
       OP_VEC_VEC_RESCALE: vec_ok_op = int_type(v_dt_f) && int_type(v_odt_f);
       // the table functions compute on fp32 or bf16 rows
       OP_VEC_VEC_EXP, OP_VEC_VEC_TANH, OP_VEC_VEC_SIGMOID, OP_VEC_VEC_GELU, OP_VEC_VEC_ERF, OP_VEC_VEC_RECIP,
-      OP_VEC_VEC_RSQRT:
+      OP_VEC_VEC_RSQRT, OP_VEC_VEC_LOG:
         vec_ok_op = (32'(v_dt_f) == DTYPE_FP32 || 32'(v_dt_f) == DTYPE_BF16) && 32'(v_odt_f) <= DTYPE_INT16;
       default: vec_ok_op = 1'b0;
     endcase

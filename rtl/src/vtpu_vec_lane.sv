@@ -102,7 +102,7 @@ module vtpu_vec_lane import vtpu_isa_pkg::*, vtpu_num_pkg::*; (
       OP_VEC_VEC_RMAX: rf = rmax_f;
       OP_VEC_VEC_AVGPOOL: rf = prod_f;
       OP_VEC_VEC_EXP, OP_VEC_VEC_TANH, OP_VEC_VEC_SIGMOID, OP_VEC_VEC_GELU, OP_VEC_VEC_ERF, OP_VEC_VEC_RECIP,
-      OP_VEC_VEC_RSQRT: rf = tab_y;
+      OP_VEC_VEC_RSQRT, OP_VEC_VEC_LOG: rf = tab_y;
       default: rf = aff_f;  // vec.affine
     endcase
   end

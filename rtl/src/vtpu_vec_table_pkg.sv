@@ -2,7 +2,7 @@
 // bit-exact with Algo in numerics/src/transcendental.cpp (docs/numerics.md,
 // "Transcendental functions"): the same fp32 operations (vtpu_fp32_pkg) in the same order,
 // each rounded as there. func numbers them as numerics::Transcendental does (0 exp, 1 tanh,
-// 2 sigmoid, 3 gelu, 4 erf, 5 recip, 6 rsqrt: the opcodes vec.exp..vec.rsqrt minus 16).
+// 2 sigmoid, 3 gelu, 4 erf, 5 recip, 6 rsqrt, 7 log: the opcodes vec.exp..vec.log minus 16).
 // vtpu_vector evaluates vec_table for every lane in one loop under the condition that a
 // table operation runs: a Verilated model then skips it in every other cycle, and the loop
 // (too large to unroll) holds one copy of the code whatever the number of lanes.
@@ -11,7 +11,7 @@ package vtpu_vec_table_pkg;
   import vtpu_fp32_pkg::*;
 
   localparam logic [2:0] FN_EXP = 3'd0, FN_TANH = 3'd1, FN_SIGMOID = 3'd2, FN_GELU = 3'd3, FN_ERF = 3'd4,
-                         FN_RECIP = 3'd5, FN_RSQRT = 3'd6;
+                         FN_RECIP = 3'd5, FN_RSQRT = 3'd6, FN_LOG = 3'd7;
   localparam logic [31:0] ONE = 32'h3F800000, TWO = 32'h40000000;
   localparam logic [31:0] SIGN = 32'h80000000;
 
@@ -92,6 +92,23 @@ package vtpu_vec_table_pkg;
   localparam logic [32*12-1:0] G_FAR = {128'd0, 32'hBE490A28, 32'h3EA36A4B, 32'hBE1F3360, 32'hBDAA0BE4,
                                         32'h3E543E64, 32'hBE093F33, 32'hBE0A858E, 32'h3F0A925E};
 
+  // log: x = 2^k m, m in (sqrt(1/2), sqrt 2], f = m - 1, s = f / (2 + f),
+  // log(1 + f) = f - (hfsq - (s (hfsq + R(s^2)) + k ln2_lo)), hfsq = f^2 / 2, then + k ln2_hi
+  localparam logic [31:0] SQRT2 = 32'h3FB504F3;        // mantissas above it are halved
+  localparam logic [32*12-1:0] LOG_C = {224'd0, 32'h3E3A2E8C, 32'h3E638E39, 32'h3E924925, 32'h3ECCCCCD,
+                                        32'h3F2AAAAB};  // 2/3, 2/5, 2/7, 2/9, 2/11
+
+  // An integer k with |k| < 2^24 as fp32 (exact)
+  function automatic logic [31:0] int_to_f32(input int k);
+    logic [31:0] a;
+    int          e;
+    if (k == 0) return 32'd0;
+    a = (k < 0) ? 32'(-k) : 32'(k);
+    e = 0;
+    for (int i = 0; i < 24; i++) if (a[i]) e = i;
+    return {k < 0, 8'(127 + e), 23'((a << (23 - e)) & 32'h007FFFFF)};
+  endfunction
+
   function automatic logic less(input logic [31:0] a, input logic [31:0] b);  // non-NaN a < b
     return f32_key(a) < f32_key(b);
   endfunction
@@ -120,6 +137,8 @@ package vtpu_vec_table_pkg;
   // form). gelu(x) = x * Phi(x) = x/2 * (1 + erf(x / sqrt 2)).
   function automatic logic [31:0] table_fn(input logic [2:0] f, input logic [31:0] x0);
     logic [31:0] xv, ax, sgn, u, v, hi, lo, e_arg, ex, es, x2, t_small, t, gc_mid, g, tail, num, den, q;
+    logic [31:0] lm, lf, lz, lr, hfsq, kf, llo;
+    int          lk;
     logic [32*12-1:0] gc;
     int          gn;
     logic        neg, gelu;
@@ -159,7 +178,15 @@ package vtpu_vec_table_pkg;
     end
     g = horner(gc, gn, f32_sub(t, gc_mid));
     tail = f32_mul(f32_mul(ex, f32_sub(ONE, lo)), g);
-    // the one final division: 2 / (e + 1), 1 / (1 + e), tail / v, 1 / x, 1 / sqrt(x)
+    // log: the reduced mantissa (exponent field 127, or 126 above sqrt 2) and f = m - 1 (exact)
+    lk = int'(xv[30:23]) - 127;
+    lm = {9'h07F, xv[22:0]};
+    if (lm > SQRT2) begin
+      lm = {9'h07E, xv[22:0]};
+      lk = lk + 1;
+    end
+    lf = f32_sub(lm, ONE);
+    // the one final division: 2 / (e + 1), 1 / (1 + e), tail / v, 1 / x, 1 / sqrt(x), f / (2 + f)
     num = ONE;
     case (f)
       FN_TANH, FN_SIGMOID: begin
@@ -172,9 +199,19 @@ package vtpu_vec_table_pkg;
       end
       FN_RECIP: den = x0;
       FN_RSQRT: den = f32_sqrt(x0);
+      FN_LOG: begin
+        num = lf;
+        den = f32_add(TWO, lf);
+      end
       default: den = ONE;
     endcase
     q = f32_div(num, den);
+    // log(1 + f) from s = q
+    lz = f32_mul(q, q);
+    lr = f32_mul(lz, horner(LOG_C, 5, lz));
+    hfsq = f32_mul(HALF, f32_mul(lf, lf));
+    kf = int_to_f32(lk);
+    llo = f32_add(f32_mul(q, f32_add(hfsq, lr)), f32_mul(kf, LN2_LO));
 
     if (f == FN_RECIP || f == FN_RSQRT) return q;  // NaN in: NaN from the divider
     if (f32_nan(xv[30:0])) return 32'h7FC00000;
@@ -199,6 +236,12 @@ package vtpu_vec_table_pkg;
         // x < 0: x * erfc(u) / 2 = -tail / sqrt 2 (no division, no early underflow)
         if (neg) return f32_mul(tail, INV_SQRT2) | SIGN;
         return f32_mul(xv, f32_sub(ONE, f32_mul(HALF, q)));
+      end
+      FN_LOG: begin
+        if (xv[30:0] == 31'd0) return 32'hFF800000;  // denormals read as 0
+        if (xv[31]) return 32'h7FC00000;
+        if (xv == 32'h7F800000) return xv;
+        return f32_add(f32_mul(kf, LN2_HI), f32_sub(lf, f32_sub(hfsq, llo)));
       end
       default: return 32'd0;
     endcase

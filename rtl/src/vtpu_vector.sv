@@ -257,12 +257,12 @@ module vtpu_vector import vtpu_isa_pkg::*, vtpu_num_pkg::*, vtpu_vec_table_pkg::
 
   // Row reductions over the lanes, in lane order (vec.rsum adds lane 0, then 1, ...).
   logic [31:0]        lane_afr [COLS];  // each lane's a as fp32 bits (raw)
-  // The table functions (vec.exp .. vec.rsqrt, opcodes 16..22 in numerics::Transcendental
+  // The table functions (vec.exp .. vec.log, opcodes 16..23 in numerics::Transcendental
   // order) of every lane's a, in one loop under one condition (see vtpu_vec_table_pkg).
   logic [31:0]        lane_tab [COLS];
   always_comb begin
     for (int n = 0; n < COLS; n++) lane_tab[n] = 32'd0;
-    if (32'(e_op) >= OP_VEC_VEC_EXP && 32'(e_op) <= OP_VEC_VEC_RSQRT)
+    if (32'(e_op) >= OP_VEC_VEC_EXP && 32'(e_op) <= OP_VEC_VEC_LOG)
       for (int n = 0; n < COLS; n++) lane_tab[n] = vec_table(e_op[2:0] - 3'(OP_VEC_VEC_EXP), lane_afr[n]);
   end
   logic signed [47:0] lane_ai  [COLS];  // ... as an integer
@@ -339,7 +339,7 @@ module vtpu_vector import vtpu_isa_pkg::*, vtpu_num_pkg::*, vtpu_vec_table_pkg::
       OP_VEC_VEC_RSUM, OP_VEC_VEC_RMAX: lat = 32'(LAT_REDUCE);
       OP_VEC_VEC_MAXPOOL, OP_VEC_VEC_AVGPOOL: lat = 32'(LAT_POOL);
       OP_VEC_VEC_EXP, OP_VEC_VEC_TANH, OP_VEC_VEC_SIGMOID, OP_VEC_VEC_GELU, OP_VEC_VEC_ERF, OP_VEC_VEC_RECIP,
-      OP_VEC_VEC_RSQRT: lat = 32'(LAT_TRANS);
+      OP_VEC_VEC_RSQRT, OP_VEC_VEC_LOG: lat = 32'(LAT_TRANS);
       default: lat = 32'(LAT_ALU);
     endcase
   end

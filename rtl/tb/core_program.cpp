@@ -289,12 +289,12 @@ std::string random_core_program(const config::Config& cfg, uint64_t seed, const 
                                  "vec.copy",    "vec.clamp", "vec.mul",     "vec.rescale", "vec.cvt",
                                  "vec.affine",  "vec.rsum",  "vec.rmax",    "vec.maxpool", "vec.avgpool",
                                  "vec.exp",     "vec.tanh",  "vec.sigmoid", "vec.recip",   "vec.rsqrt",
-                                 "vec.gelu",    "vec.erf"};
+                                 "vec.gelu",    "vec.erf",   "vec.log"};
     static const char* kTypes[] = {"int8", "bf16", "int32", "fp32", "uint8", "int16"};
     static const uint32_t kSize[] = {1, 2, 4, 4, 1, 2};
     const std::string op = kOps[g.rng() % std::size(kOps)];
     const bool table = op == "vec.exp" || op == "vec.tanh" || op == "vec.sigmoid" || op == "vec.recip" ||
-                       op == "vec.rsqrt" || op == "vec.gelu" || op == "vec.erf";
+                       op == "vec.rsqrt" || op == "vec.gelu" || op == "vec.erf" || op == "vec.log";
     const bool pool = op == "vec.maxpool" || op == "vec.avgpool";
     const bool binary = op == "vec.add" || op == "vec.sub" || op == "vec.max" || op == "vec.min" || op == "vec.mul";
     // source and result types: mostly the accumulator type, sometimes any other

@@ -437,7 +437,7 @@ TEST(CoreEdge, TableFunctionsOnSpecialValues) {
     const CoreModelParams& p = core_model(model);
     const uint32_t C = p.cols, img = sizeof(kWords);  // 256 bytes
     SpecialValueProgram prog(kWords, std::size(kWords));
-    for (const char* f : {"vec.exp", "vec.tanh", "vec.sigmoid", "vec.gelu", "vec.erf", "vec.recip", "vec.rsqrt"})
+    for (const char* f : {"vec.exp", "vec.tanh", "vec.sigmoid", "vec.gelu", "vec.erf", "vec.recip", "vec.rsqrt", "vec.log"})
       for (uint32_t esize : {4u, 2u})
         prog.op(fmt::format("{} a=ub[r0+0] dt={}", f, esize == 4 ? "fp32" : "bf16"), img / (C * esize), C * esize);
     prog.finish();

@@ -204,7 +204,7 @@ TEST_F(Fpu, Fp32SqrtMatchesSoftFloat) {
   EXPECT_EQ(bad, 0u);
 }
 
-// The seven table functions (vtpu_vec_table_pkg), against the soft-float algorithm
+// The eight table functions (vtpu_vec_table_pkg), against the soft-float algorithm
 // (numerics::ref::eval_f32): every bf16 value as fp32 (the inputs of a bf16 row), the
 // ranges where each algorithm switches path, and random fp32 operands.
 class FpuTable : public Fpu, public ::testing::WithParamInterface<nm::Transcendental> {};

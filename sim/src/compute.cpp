@@ -31,6 +31,7 @@ std::optional<nm::Transcendental> transcendental_of(std::string_view m) {
   if (m == "vec.erf") return nm::Transcendental::Erf;
   if (m == "vec.recip") return nm::Transcendental::Recip;
   if (m == "vec.rsqrt") return nm::Transcendental::Rsqrt;
+  if (m == "vec.log") return nm::Transcendental::Log;
   return std::nullopt;
 }
 

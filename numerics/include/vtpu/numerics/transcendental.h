@@ -1,5 +1,5 @@
 #pragma once
-// Table functions of the vector unit (vec.exp, tanh, sigmoid, gelu, erf, recip, rsqrt)
+// Table functions of the vector unit (vec.exp, tanh, sigmoid, gelu, erf, recip, rsqrt, log)
 // for fp32 and bf16 (docs/numerics.md, "Transcendental functions").
 //
 // Each fp32 function is a fixed sequence of fp32 additions, multiplications, divisions and
@@ -16,10 +16,11 @@
 
 namespace vtpu::numerics {
 
-enum class Transcendental : uint8_t { Exp, Tanh, Sigmoid, Gelu, Erf, Recip, Rsqrt };
+// Numbered as their opcodes minus 16 (vec.exp = 16 ... vec.log = 23).
+enum class Transcendental : uint8_t { Exp, Tanh, Sigmoid, Gelu, Erf, Recip, Rsqrt, Log };
 inline constexpr Transcendental kAllTranscendentals[] = {
     Transcendental::Exp,  Transcendental::Tanh,  Transcendental::Sigmoid, Transcendental::Gelu,
-    Transcendental::Erf,  Transcendental::Recip, Transcendental::Rsqrt};
+    Transcendental::Erf,  Transcendental::Recip, Transcendental::Rsqrt,   Transcendental::Log};
 
 std::string_view transcendental_name(Transcendental f);
 
