@@ -184,13 +184,45 @@ void Codegen::gen_binary(tpu::BinaryOp op) {
 }
 
 // Table functions run on bf16 or fp32; INT8 goes through fp32 rows (dequantize, function,
-// requantize to the output's scale).
+// requantize to the output's scale). log, recip and rsqrt of the zeros in a partial lane
+// block's padding are -inf or +inf, which a later affine (x 0 there) or a softmax's mask
+// would make NaN: a max (log) or min with a row of -inf/+inf on the valid lanes and 0 on
+// the padding puts it back to 0 (the planner keeps these ops out of matmul epilogues).
 void Codegen::gen_unary(tpu::UnaryOp op) {
   std::string layer = op.getLayer().str();
   tag(layer);
   const Act& x = act(op.getInput());
   Act y = out_in_place(op.getOutput(), {op.getInput()}, layer);
   std::string fn = op.getFn().str();
+  const isa::Dtype row_dt = q8_ ? isa::Dtype::Fp32 : isa::Dtype::Bf16;
+  const uint64_t valid = y.features - (y.blocks - 1) * C_;
+  uint64_t pad_fix = 0;
+  if (infinite_at_zero(fn) && valid < C_) {
+    const float keep = fn == "log" ? -std::numeric_limits<float>::infinity() : std::numeric_limits<float>::infinity();
+    std::vector<uint8_t> row(C_ * (q8_ ? 4 : 2));
+    for (uint64_t i = 0; i < C_; ++i) {
+      float f = i < valid ? keep : 0.0f;
+      if (q8_) {
+        std::memcpy(&row[i * 4], &f, 4);
+      } else {
+        uint32_t b;
+        std::memcpy(&b, &f, 4);
+        uint16_t h = uint16_t(b >> 16);  // +-inf and 0 are exact in bf16
+        std::memcpy(&row[i * 2], &h, 2);
+      }
+    }
+    pad_fix = ub_take(row.size(), fmt::format("the padding lanes' mask of '{}'", layer));
+    uint64_t n = row.size(), hbm = hbm_const(std::move(row));
+    code("  " + emit::dma_load(emit::Desc{new_desc(fmt::format("bytes={} src_off={} dst_off={}", n, hbm, pad_fix))}, reg(0), reg(0),
+                               emit::flag(1)));
+    code("  " + emit::wait(emit::flag(1)));
+  }
+  // dst's padding lanes back to 0 (the last block of a partial one only)
+  auto fix_padding = [&](uint64_t blk, const emit::Mem& dst) {
+    if (!pad_fix || blk + 1 != y.blocks) return;
+    code("  " + emit::li(reg(4), int64_t(pad_fix)));
+    vec_wait(vec_binary(fn == "log" ? "max" : "min", dst, dst, ub_reg(4), y.rows, row_dt, true));
+  };
   uint64_t tmp = 0;
   std::string in_s, out_s;
   if (q8_) {
@@ -203,16 +235,19 @@ void Codegen::gen_unary(tpu::UnaryOp op) {
     code(bundle({emit::li(reg(1), int64_t(x.base + blk * x.block_bytes)), emit::li(reg(2), int64_t(y.base + blk * y.block_bytes))}));
     if (!q8_) {
       vec_wait(vec_unary(fn, ub_reg(2), ub_reg(1), y.rows, isa::Dtype::Bf16));
+      fix_padding(blk, ub_reg(2));
       continue;
     }
     code("  " + emit::li(reg(3), int64_t(tmp)));
     vec_wait(emit::vec_cvt(ub_reg(3), ub_reg(1), y.rows, i8, f32));
     vec_wait(emit::vec_affine(ub_reg(3), ub_reg(3), y.rows, f32, emit::Param{in_s}));
     vec_wait(vec_unary(fn, ub_reg(3), ub_reg(3), y.rows, f32));
+    fix_padding(blk, ub_reg(3));
     vec_wait(emit::vec_affine(ub_reg(3), ub_reg(3), y.rows, f32, emit::Param{out_s}));
     vec_wait(emit::vec_cvt(ub_reg(2), ub_reg(3), y.rows, f32, i8));
   }
   if (q8_) ub_.release(tmp);
+  if (pad_fix) ub_.release(pad_fix);
   add_bound(layer, 0, 0);
   define(op.getOutput(), y);
 }

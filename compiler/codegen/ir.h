@@ -50,6 +50,8 @@ ConvShape conv_shape(tpu::Conv2DOp op);  // conv.cpp
 // else by taps (conv.cpp). The first two keep to output rows that fit an accumulator region
 // (`acc_region` pixels: half the accumulator rows); wider rows go by taps, in column pieces.
 inline uint64_t acc_region(const config::Config& cfg) { return cfg.core.accumulators.rows / 2; }
+// The table functions whose value at 0 (the padding lanes' value) is not finite.
+inline bool infinite_at_zero(const std::string& fn) { return fn == "log" || fn == "recip" || fn == "rsqrt"; }
 bool packable(tpu::Conv2DOp op, uint64_t R, uint64_t esz, uint64_t acc_region);
 bool packed_input(mlir::Value arg, uint64_t R, uint64_t esz, uint64_t acc_region);
 bool padding_lanes_unread(mlir::Value v);
