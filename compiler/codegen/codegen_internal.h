@@ -103,7 +103,7 @@ inline std::string vec_binary(const std::string& kind, const emit::Mem& dst, con
   throw std::logic_error("vec_binary: no vector operation '" + kind + "'");
 }
 // The one-operand vector operation named `fn`, a table function ("sigmoid", "tanh", "erf",
-// "exp", "recip", "rsqrt", "gelu"; UnaryOp::verify names them).
+// "exp", "recip", "rsqrt", "gelu", "log"; UnaryOp::verify names them).
 inline std::string vec_unary(const std::string& fn, const emit::Mem& dst, const emit::Mem& a, uint64_t rows, isa::Dtype dt,
                              std::optional<emit::Flag> flag = std::nullopt) {
   if (fn == "sigmoid") return emit::vec_sigmoid(dst, a, rows, dt, flag);
@@ -113,6 +113,7 @@ inline std::string vec_unary(const std::string& fn, const emit::Mem& dst, const 
   if (fn == "recip") return emit::vec_recip(dst, a, rows, dt, flag);
   if (fn == "rsqrt") return emit::vec_rsqrt(dst, a, rows, dt, flag);
   if (fn == "gelu") return emit::vec_gelu(dst, a, rows, dt, flag);
+  if (fn == "log") return emit::vec_log(dst, a, rows, dt, flag);
   throw std::logic_error("vec_unary: no vector table function '" + fn + "'");
 }
 

@@ -192,7 +192,8 @@ void Codegen::gen_layernorm(tpu::LayerNormOp op) {
 // Softmax in fp32 rows: per lane block, the values (+ masks), running row max and sum over
 // the blocks (vec.rmax / vec.rsum fill every lane with the row's result). Rows go in
 // chunks as large as the free unified buffer holds (attention's batch x heads x queries
-// rows can be many).
+// rows can be many). The log-softmax keeps x - max, sums exp(x - max) from a spare row and
+// subtracts log(sum).
 void Codegen::gen_softmax(tpu::SoftmaxOp op) {
   std::string layer = op.getLayer().str();
   tag(layer);
@@ -214,13 +215,18 @@ void Codegen::gen_softmax(tpu::SoftmaxOp op) {
     in_scale = new_param(fmt::format("scale=[{}]", double(scale(op.getInput()))));
     out_scale = new_param(fmt::format("scale=[{}]", 1.0 / double(scale(op.getOutput()))));
   }
-  // Mask rows: 0 on valid lanes, -inf on padding, so padding never wins the max.
-  std::vector<uint8_t> pad_mask(x.blocks * row32);
+  // Mask rows: 0 on valid lanes, -inf on padding, so padding never wins the max. A
+  // log-softmax (never positive) also has the inverse rows: max with them makes the padding
+  // lanes of the result 0 again (a matmul reading them would make -inf * 0 a NaN).
+  const bool log = op.getLog();
+  const float ninf = -std::numeric_limits<float>::infinity();
+  std::vector<uint8_t> pad_mask(x.blocks * row32 * (log ? 2 : 1));
   for (uint64_t b = 0; b < x.blocks; ++b) {
     uint64_t valid = std::min<uint64_t>(C_, x.features - b * C_);
     for (uint64_t i = 0; i < C_; ++i) {
-      float f = i < valid ? 0.0f : -std::numeric_limits<float>::infinity();
+      float f = i < valid ? 0.0f : ninf, inv = i < valid ? ninf : 0.0f;
       std::memcpy(&pad_mask[b * row32 + i * 4], &f, 4);
+      if (log) std::memcpy(&pad_mask[(x.blocks + b) * row32 + i * 4], &inv, 4);
     }
   }
   uint64_t masks = ub_take(pad_mask.size(), fmt::format("the lane masks of '{}'", layer));
@@ -246,13 +252,14 @@ void Codegen::gen_softmax(tpu::SoftmaxOp op) {
     code("  " + emit::dma_load(emit::Desc{d}, reg(0), reg(0), emit::flag(1)));
     code("  " + emit::wait(emit::flag(1)));
   }
-  // Work rows per chunk: one per block for the values, plus the max, sum and a spare row.
+  // Work rows per chunk: one per block for the values, plus the max, sum and a spare row
+  // (and the exponentials of a log-softmax).
   uint64_t unit = std::max<uint64_t>(mask_rows, 1), cr = rows;
-  auto work_bytes = [&](uint64_t n) { return (x.blocks + 3) * align_up(n * row32, 64); };
+  auto work_bytes = [&](uint64_t n) { return (x.blocks + 3 + (log ? 1 : 0)) * align_up(n * row32, 64); };
   while (cr > unit && work_bytes(cr) > ub_.largest_free()) cr = std::max(unit, (cr / 2 + unit - 1) / unit * unit);
   uint64_t span = align_up(cr * row32, 64);
   uint64_t vals = ub_take(work_bytes(cr), fmt::format("the fp32 work rows of '{}'", layer));
-  uint64_t mx = vals + x.blocks * span, sum = mx + span, tmp = sum + span;
+  uint64_t mx = vals + x.blocks * span, sum = mx + span, tmp = sum + span, exps = tmp + span;
   for (uint64_t r0 = 0; r0 < rows; r0 += cr) {
     uint64_t n = std::min(cr, rows - r0);
     // The row reduction `red` (vec.rmax, vec.rsum of block b's values (r2) into r4) into
@@ -294,15 +301,26 @@ void Codegen::gen_softmax(tpu::SoftmaxOp op) {
       uint64_t v = vals + b * span;
       code(bundle({emit::li(reg(2), int64_t(v)), emit::li(reg(5), int64_t(mx))}));
       vec_wait(emit::vec_sub(ub_reg(2), ub_reg(2), ub_reg(5), n, isa::Dtype::Fp32));
-      vec_wait(emit::vec_exp(ub_reg(2), ub_reg(2), n, isa::Dtype::Fp32));
-      row_reduce(emit::vec_rsum(ub_reg(4), ub_reg(2), n, isa::Dtype::Fp32, isa::Dtype::Fp32), "add", sum, b);
+      if (log) code("  " + emit::li(reg(7), int64_t(exps)));
+      const emit::Mem e = log ? ub_reg(7) : ub_reg(2);
+      vec_wait(emit::vec_exp(e, ub_reg(2), n, isa::Dtype::Fp32));
+      row_reduce(emit::vec_rsum(ub_reg(4), e, n, isa::Dtype::Fp32, isa::Dtype::Fp32), "add", sum, b);
     }
     code("  " + emit::li(reg(5), int64_t(sum)));
-    vec_wait(emit::vec_recip(ub_reg(5), ub_reg(5), n, isa::Dtype::Fp32));
+    if (log) vec_wait(emit::vec_log(ub_reg(5), ub_reg(5), n, isa::Dtype::Fp32));
+    else vec_wait(emit::vec_recip(ub_reg(5), ub_reg(5), n, isa::Dtype::Fp32));
     for (uint64_t b = 0; b < x.blocks; ++b) {
       uint64_t v = vals + b * span;
       code(bundle({emit::li(reg(2), int64_t(v)), emit::li(reg(3), int64_t(y.base + b * y.block_bytes + r0 * xrow))}));
-      vec_wait(emit::vec_mul(ub_reg(2), ub_reg(2), ub_reg(5), n, isa::Dtype::Fp32));
+      if (log) {
+        vec_wait(emit::vec_sub(ub_reg(2), ub_reg(2), ub_reg(5), n, isa::Dtype::Fp32));
+        if (x.features - b * C_ < C_) {
+          code("  " + emit::li(reg(4), int64_t(masks + (x.blocks + b) * row32)));
+          vec_wait(emit::vec_max(ub_reg(2), ub_reg(2), ub_reg(4), n, isa::Dtype::Fp32, true));
+        }
+      } else {
+        vec_wait(emit::vec_mul(ub_reg(2), ub_reg(2), ub_reg(5), n, isa::Dtype::Fp32));
+      }
       if (q8_) vec_wait(emit::vec_affine(ub_reg(2), ub_reg(2), n, isa::Dtype::Fp32, emit::Param{out_scale}));
       vec_wait(emit::vec_cvt(ub_reg(3), ub_reg(2), n, isa::Dtype::Fp32, dtype_));
     }

@@ -205,8 +205,9 @@ def Tpu_SoftmaxOp : Tpu_Op<"softmax", [Pure]> {
     The optional mask is a constant [M, N] added to the last two dimensions of the input
     (repeated over the leading ones) before the softmax: attention's causal or padding
     masks, kept in fp32 so INT8 scores never see their huge negative values.
+    With `log`, the log-softmax: (x - max) - log(sum(exp(x - max))).
   }];
-  let arguments = (ins AnyRankedTensor:$input, Optional<AnyRankedTensor>:$mask, StrAttr:$layer);
+  let arguments = (ins AnyRankedTensor:$input, Optional<AnyRankedTensor>:$mask, StrAttr:$layer, UnitAttr:$log);
   let results = (outs AnyRankedTensor:$output);
   let assemblyFormat = "operands attr-dict `:` functional-type(operands, results)";
 }

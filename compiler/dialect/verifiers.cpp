@@ -9,10 +9,10 @@ namespace vtpu::tpu {
 
 // fn names a vec.<fn> instruction, so codegen can emit it without another check.
 mlir::LogicalResult UnaryOp::verify() {
-  static const char* const kTableFunctions[] = {"sigmoid", "tanh", "erf", "exp", "recip", "rsqrt", "gelu"};
+  static const char* const kTableFunctions[] = {"sigmoid", "tanh", "erf", "exp", "recip", "rsqrt", "gelu", "log"};
   for (const char* f : kTableFunctions)
     if (getFn() == f) return mlir::success();
-  return emitOpError("fn '") << getFn() << "' is not a vector-unit table function (sigmoid, tanh, erf, exp, recip, rsqrt, gelu)";
+  return emitOpError("fn '") << getFn() << "' is not a vector-unit table function (sigmoid, tanh, erf, exp, recip, rsqrt, gelu, log)";
 }
 
 mlir::LogicalResult BinaryOp::verify() {

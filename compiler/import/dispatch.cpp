@@ -52,6 +52,9 @@ void Importer::import_node(const onnx::NodeProto& n) {
       {"Exp", &Importer::unary_table},
       {"Reciprocal", &Importer::unary_table},
       {"Sqrt", &Importer::unary_table},
+      {"Log", &Importer::unary_table},
+      {"Softplus", &Importer::elementwise_extra},
+      {"LogSoftmax", &Importer::softmax},
       {"Pow", &Importer::pow},
       {"LeakyRelu", &Importer::leaky_relu},
       {"PRelu", &Importer::prelu},
@@ -222,7 +225,7 @@ bool Importer::empty_input(const onnx::NodeProto& n) {
     return true;
   }
   static const std::set<std::string> kSame = {"Identity", "Dropout", "Relu", "Sigmoid", "Tanh", "Erf", "Exp", "Reciprocal",
-                                              "Sqrt", "Neg", "Clip", "LeakyRelu", "HardSigmoid", "Cast"};
+                                              "Sqrt", "Log", "Softplus", "Neg", "Clip", "LeakyRelu", "HardSigmoid", "Cast"};
   if (!kSame.count(op)) {
     std::string which;
     for (int i = 0; i < n.input_size(); ++i)

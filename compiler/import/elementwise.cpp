@@ -128,7 +128,7 @@ void Importer::variadic(const onnx::NodeProto& n, mlir::Location loc) {
   define(n, acc);
 }
 
-// Sigmoid, Tanh, Erf, Exp, Reciprocal and Sqrt: the vector unit's table functions.
+// Sigmoid, Tanh, Erf, Exp, Reciprocal, Sqrt and Log: the vector unit's table functions.
 void Importer::unary_table(const onnx::NodeProto& n, mlir::Location loc) {
   const std::string& op = n.op_type();
   const Tensor& x = input(n, 0);
@@ -139,6 +139,7 @@ void Importer::unary_table(const onnx::NodeProto& n, mlir::Location loc) {
   else if (op == "Erf") y = b_.create<mlir::tosa::ErfOp>(loc, t, x.value);
   else if (op == "Exp") y = b_.create<mlir::tosa::ExpOp>(loc, t, x.value);
   else if (op == "Reciprocal") y = b_.create<mlir::tosa::ReciprocalOp>(loc, t, x.value);
+  else if (op == "Log") y = b_.create<mlir::tosa::LogOp>(loc, t, x.value);
   // The vector unit has 1/sqrt; sqrt(x) = 1 / rsqrt(x) holds at 0 and +inf too.
   else y = b_.create<mlir::tosa::ReciprocalOp>(loc, t, b_.create<mlir::tosa::RsqrtOp>(loc, t, x.value));
   define(n, {y, x.shape, x.nhwc});
@@ -204,7 +205,8 @@ void Importer::scale_shift(const onnx::NodeProto& n, mlir::Location loc) {
 
 // Elementwise operators made of the vector unit's others: Abs = max(x, -x); Softsign =
 // x / (1 + |x|); Elu = max(x, 0) + alpha * (exp(min(x, 0)) - 1); Selu = gamma * Elu(x) with
-// Selu's alpha; Celu = max(x, 0) + alpha * (exp(min(x, 0) / alpha) - 1).
+// Selu's alpha; Celu = max(x, 0) + alpha * (exp(min(x, 0) / alpha) - 1); Softplus =
+// log(1 + exp(x)) = max(x, 0) + log(1 + exp(-|x|)) (no overflow of exp for large x).
 void Importer::elementwise_extra(const onnx::NodeProto& n, mlir::Location loc) {
   const std::string& op = n.op_type();
   only_attrs(n, {"alpha", "gamma"});
@@ -220,6 +222,10 @@ void Importer::elementwise_extra(const onnx::NodeProto& n, mlir::Location loc) {
       Value den = b_.create<mlir::tosa::AddOp>(loc, t, y, constant(one, {1.0f}, loc));
       y = b_.create<mlir::tosa::MulOp>(loc, t, x.value, b_.create<mlir::tosa::ReciprocalOp>(loc, t, den), b_.getI8IntegerAttr(0));
     }
+  } else if (op == "Softplus") {
+    Value neg_abs = b_.create<mlir::tosa::MinimumOp>(loc, t, x.value, scale(x.value, -1.0f));
+    Value one_plus = b_.create<mlir::tosa::AddOp>(loc, t, b_.create<mlir::tosa::ExpOp>(loc, t, neg_abs), constant(one, {1.0f}, loc));
+    y = b_.create<mlir::tosa::AddOp>(loc, t, make_clamp(x.value, 0.0f, inf, loc), b_.create<mlir::tosa::LogOp>(loc, t, one_plus));
   } else {
     bool selu = op == "Selu", celu = op == "Celu";
     float alpha = attr_f(n, "alpha", selu ? 1.67326319217681884765625f : 1.0f), gamma = attr_f(n, "gamma", 1.05070102214813232421875f);

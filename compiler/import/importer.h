@@ -210,7 +210,7 @@ class Importer {
   void instance_norm(const onnx::NodeProto& n, mlir::Location loc);
   void layernorm(const onnx::NodeProto& n, mlir::Location loc);
   void softmax(const onnx::NodeProto& n, mlir::Location loc);
-  Value softmax_last(Value v, const std::vector<int64_t>& shape, mlir::Location loc);
+  Value softmax_last(Value v, const std::vector<int64_t>& shape, mlir::Location loc, bool log = false);
 
   // ---- reduce.cpp ----
   void reduce(const onnx::NodeProto& n, mlir::Location loc);

@@ -154,8 +154,9 @@ void Importer::layernorm(const onnx::NodeProto& n, mlir::Location loc) {
   define(n, {x.shape == logical ? y : reshape(y, logical, loc), logical, false});
 }
 
-// Softmax over the last dimension of v, as TOSA (the lowering matches it back).
-Value Importer::softmax_last(Value v, const std::vector<int64_t>& shape, mlir::Location loc) {
+// Softmax over the last dimension of v, as TOSA (the lowering matches it back); with `log`,
+// LogSoftmax: (x - max) - log(sum(exp(x - max))), which stays finite where softmax underflows.
+Value Importer::softmax_last(Value v, const std::vector<int64_t>& shape, mlir::Location loc, bool log) {
   auto type = mlir::cast<mlir::RankedTensorType>(v.getType());
   std::vector<int64_t> red(shape);
   red.back() = 1;
@@ -164,12 +165,14 @@ Value Importer::softmax_last(Value v, const std::vector<int64_t>& shape, mlir::L
   Value sub = b_.create<mlir::tosa::SubOp>(loc, type, v, mx);
   Value ex = b_.create<mlir::tosa::ExpOp>(loc, type, sub);
   Value sum = b_.create<mlir::tosa::ReduceSumOp>(loc, tensor_type(red), ex, ax);
+  if (log) return b_.create<mlir::tosa::SubOp>(loc, type, sub, b_.create<mlir::tosa::LogOp>(loc, tensor_type(red), sum));
   Value rcp = b_.create<mlir::tosa::ReciprocalOp>(loc, tensor_type(red), sum);
   return b_.create<mlir::tosa::MulOp>(loc, type, ex, rcp, b_.getI8IntegerAttr(0));
 }
 
 // Opset 13 on: softmax along one axis (moved last by a transpose when it is not). Before
 // 13: the input is flattened to 2-D at the axis and the softmax covers the whole tail.
+// LogSoftmax follows the same rules.
 void Importer::softmax(const onnx::NodeProto& n, mlir::Location loc) {
   only_attrs(n, {"axis"});
   Tensor x = input(n, 0);
@@ -177,23 +180,24 @@ void Importer::softmax(const onnx::NodeProto& n, mlir::Location loc) {
   int64_t r = int64_t(x.shape.size());
   bool old_rule = opset_ && opset_ < 13;
   int64_t axis = attr_i(n, "axis", old_rule ? 1 : -1);
+  const bool log = n.op_type() == "LogSoftmax";
   if (axis < 0) axis += r;
-  if (axis < 0 || axis >= r) fail(fmt::format("Softmax axis {} is out of range for {} dimensions", axis, r), node_name(n));
+  if (axis < 0 || axis >= r) fail(fmt::format("{} axis {} is out of range for {} dimensions", n.op_type(), axis, r), node_name(n));
   Value y;
   if (axis == r - 1) {
-    y = softmax_last(x.value, x.shape, loc);
+    y = softmax_last(x.value, x.shape, loc, log);
   } else if (old_rule) {
     int64_t tail = 1;
     for (int64_t i = axis; i < r; ++i) tail *= x.shape[size_t(i)];
     std::vector<int64_t> flat{numel(x.shape) / tail, tail};
-    y = reshape(softmax_last(reshape(x.value, flat, loc), flat, loc), x.shape, loc);
+    y = reshape(softmax_last(reshape(x.value, flat, loc), flat, loc, log), x.shape, loc);
   } else {
     std::vector<int32_t> perm;
     for (int32_t i = 0; i < int32_t(r); ++i) perm.push_back(i);
     std::swap(perm[size_t(axis)], perm.back());
     std::vector<int64_t> moved = x.shape;
     std::swap(moved[size_t(axis)], moved.back());
-    y = transpose(softmax_last(transpose(x.value, perm, loc), moved, loc), perm, loc);
+    y = transpose(softmax_last(transpose(x.value, perm, loc), moved, loc, log), perm, loc);
   }
   define(n, {y, x.shape, false});
 }

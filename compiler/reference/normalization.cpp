@@ -37,7 +37,10 @@ void eval(tpu::SoftmaxOp s, const Env& env, RefTensor& y) {
     double m = -std::numeric_limits<double>::infinity(), sum = 0;
     for (size_t j = 0; j < F; ++j) m = std::max(m, double(x.data[r * F + j]));
     for (size_t j = 0; j < F; ++j) sum += std::exp(double(x.data[r * F + j]) - m);
-    for (size_t j = 0; j < F; ++j) y.data[r * F + j] = float(std::exp(double(x.data[r * F + j]) - m) / sum);
+    for (size_t j = 0; j < F; ++j) {
+      double d = double(x.data[r * F + j]) - m;
+      y.data[r * F + j] = float(s.getLog() ? d - std::log(sum) : std::exp(d) / sum);
+    }
   }
 }
 

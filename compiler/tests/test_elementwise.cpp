@@ -258,5 +258,81 @@ TEST_P(CompileE2E, ElementwiseExtrasAndConstantNodesMatchDefinition) {
   expect_close(got, want, tolerance(0.03));
 }
 
+// Softplus (max(h, 0) + log(1 + exp(-|h|))), Log (vec.log) and LogSoftmax over 36 features
+// (a lane block and a partial one on the tiny presets), then a matmul that reads the
+// log-softmax's padding lanes (they must be 0, not -inf: -inf * 0 is a NaN).
+// y = fc2(LogSoftmax(h + Log(Softplus(h) + 1))), h = fc1(x).
+TEST_P(CompileE2E, SoftplusLogAndLogSoftmaxMatchDefinition) {
+  const int64_t B = 4, K = 24, H = 36, N = 10;
+  OnnxBuilder m;
+  m.input("x", {B, K});
+  auto& w1 = m.init("w1", {H, K}, 0.4f);
+  auto& b1 = m.init("b1", {H}, 0.2f);
+  auto& w2 = m.init("w2", {N, H}, 0.3f);
+  auto& b2 = m.init("b2", {N}, 0.1f);
+  m.init("one", {1}, 0, {1.0f});
+  OnnxBuilder::attr(m.node("Gemm", "fc1", {"x", "w1", "b1"}, {"h"}), "transB", int64_t(1));
+  m.node("Softplus", "softplus", {"h"}, {"s"});
+  m.node("Add", "plus_one", {"s", "one"}, {"s1"});
+  m.node("Log", "log", {"s1"}, {"l"});
+  m.node("Add", "add_h", {"l", "h"}, {"a"});
+  OnnxBuilder::attr(m.node("LogSoftmax", "logsoftmax", {"a"}, {"p"}), "axis", int64_t(-1));
+  OnnxBuilder::attr(m.node("Gemm", "fc2", {"p", "w2", "b2"}, {"y"}), "transB", int64_t(1));
+  m.output("y", {B, N});
+  auto path = m.save("vtpu_log_" + id() + ".onnx");
+  Vec x = uniform_values(size_t(B * K), 13, 300.0f);
+  Vec got = compile_and_run(path, {{"x", x}});
+  Vec h = gemm(x, B, K, w1, H, b1, true), p(h.size());
+  for (int64_t i = 0; i < B; ++i) {
+    double mx = -INFINITY, sum = 0;
+    std::vector<double> a(static_cast<size_t>(H));
+    for (int64_t j = 0; j < H; ++j) {
+      double v = h[size_t(i * H + j)];
+      a[size_t(j)] = v + std::log(std::log1p(std::exp(v)) + 1);
+      mx = std::max(mx, a[size_t(j)]);
+    }
+    for (double v : a) sum += std::exp(v - mx);
+    for (int64_t j = 0; j < H; ++j) p[size_t(i * H + j)] = float(a[size_t(j)] - mx - std::log(sum));
+  }
+  Vec want = gemm(p, B, H, w2, N, b2, true);
+  for (float v : got) ASSERT_TRUE(std::isfinite(v));
+  expect_close(got, want, tolerance(0.03));
+}
+
+// Reciprocal and Sqrt (1 / rsqrt) of the zeros in a partial lane block's padding are +inf:
+// set back to 0, a softmax reading them (its -inf mask added) and a matmul stay finite.
+// (Before, every softmax output was NaN.) y = Softmax(1 / fc1(x)) + Sqrt(fc1(x)) @ ...
+TEST_P(CompileE2E, TablesInfiniteAtZeroLeaveThePaddingFinite) {
+  const int64_t B = 4, K = 24, H = 36;
+  OnnxBuilder m;
+  m.input("x", {B, K});
+  Vec w1 = uniform_values(size_t(H * K), 5, 2000.0f), b1(size_t(H), 2.0f);
+  for (auto& v : w1) v = std::fabs(v);  // with x >= 0: fc1 > 0
+  m.init("w1", {H, K}, 0, w1);
+  m.init("b1", {H}, 0, b1);
+  OnnxBuilder::attr(m.node("Gemm", "fc1", {"x", "w1", "b1"}, {"h"}), "transB", int64_t(1));
+  m.node("Reciprocal", "recip", {"h"}, {"r"});
+  OnnxBuilder::attr(m.node("Softmax", "softmax", {"r"}, {"p"}), "axis", int64_t(-1));
+  m.node("Sqrt", "sqrt", {"h"}, {"q"});
+  m.node("Add", "add", {"p", "q"}, {"y"});
+  m.output("y", {B, H});
+  auto path = m.save("vtpu_inf_at_zero_" + id() + ".onnx");
+  Vec x = uniform_values(size_t(B * K), 17, 1000.0f);
+  for (auto& v : x) v = std::fabs(v);
+  Vec got = compile_and_run(path, {{"x", x}});
+  Vec h = gemm(x, B, K, w1, H, b1, true), want(h.size());
+  for (int64_t i = 0; i < B; ++i) {
+    double mx = -INFINITY, sum = 0;
+    for (int64_t j = 0; j < H; ++j) mx = std::max(mx, 1.0 / h[size_t(i * H + j)]);
+    for (int64_t j = 0; j < H; ++j) sum += std::exp(1.0 / h[size_t(i * H + j)] - mx);
+    for (int64_t j = 0; j < H; ++j) {
+      double v = h[size_t(i * H + j)];
+      want[size_t(i * H + j)] = float(std::exp(1.0 / v - mx) / sum + std::sqrt(v));
+    }
+  }
+  for (float v : got) ASSERT_TRUE(std::isfinite(v));
+  expect_close(got, want, tolerance(0.02));
+}
+
 }  // namespace
 }  // namespace vtpu::compiler

@@ -33,7 +33,7 @@ namespace {
 
 const std::set<std::string> kOperators = {"Gemm", "MatMul", "Conv", "Relu", "Clip", "Add", "MaxPool", "AveragePool",
                                           "GlobalAveragePool", "Flatten", "Reshape", "BatchNormalization", "Softmax",
-                                          "Sigmoid", "Tanh", "Erf", "Exp", "Reciprocal", "Sqrt",
+                                          "Sigmoid", "Tanh", "Erf", "Exp", "Reciprocal", "Sqrt", "Log", "Softplus", "LogSoftmax",
                                           "HardSigmoid", "Neg", "Sub", "Mul", "Max", "Min", "LeakyRelu", "PRelu", "Squeeze", "Unsqueeze",
                                           "Transpose", "Concat", "Slice", "Split", "Div", "LayerNormalization", "LSTM", "GRU", "Resize", "Upsample", "ConvTranspose", "Gather", "ConvTranspose", "Gather",
                                           "MatMulInteger", "ConvInteger", "Abs", "Elu", "Selu", "Softsign", "Pad", "ReduceMean", "ReduceSum", "Sum", "Mean", "InstanceNormalization", "Tile", "Expand", "Shape", "Size", "GlobalMaxPool", "HardSwish", "Celu", "ArgMax", "ArgMin"};

@@ -93,6 +93,20 @@ func.func @softmax(%arg0: tensor<2x5xf32>) -> tensor<2x5xf32> {
   return %5 : tensor<2x5xf32>
 }
 
+// So is the log-softmax's, (x - max) - log(sum(exp(x - max))), into tpu.softmax {log}.
+// CHECK-LABEL: func.func @log_softmax
+// CHECK: tpu.softmax %arg0 {layer = "lsm", log}
+// CHECK-NOT: tosa.log
+func.func @log_softmax(%arg0: tensor<2x5xf32>) -> tensor<2x5xf32> {
+  %0 = tosa.reduce_max %arg0 {axis = 1 : i32} : (tensor<2x5xf32>) -> tensor<2x1xf32> loc("lsm")
+  %1 = tosa.sub %arg0, %0 : (tensor<2x5xf32>, tensor<2x1xf32>) -> tensor<2x5xf32>
+  %2 = tosa.exp %1 : (tensor<2x5xf32>) -> tensor<2x5xf32>
+  %3 = tosa.reduce_sum %2 {axis = 1 : i32} : (tensor<2x5xf32>) -> tensor<2x1xf32>
+  %4 = tosa.log %3 : (tensor<2x1xf32>) -> tensor<2x1xf32>
+  %5 = tosa.sub %1, %4 : (tensor<2x5xf32>, tensor<2x1xf32>) -> tensor<2x5xf32>
+  return %5 : tensor<2x5xf32>
+}
+
 // An unsupported op is an error naming its node.
 // RUN: not vtpu-opt --pass-pipeline='builtin.module(func.func(tpu-lower-tosa))' %S/Inputs/unsupported.mlir 2>&1 | FileCheck %s --check-prefix=ERR
 // ERR: node 'my_floor': tosa.floor cannot be lowered to the tpu dialect
@@ -104,13 +118,15 @@ func.func @softmax(%arg0: tensor<2x5xf32>) -> tensor<2x5xf32> {
 // CHECK: tpu.unary %{{.*}} {fn = "exp", layer = "e"}
 // CHECK: tpu.unary %{{.*}} {fn = "rsqrt", layer = "q"}
 // CHECK: tpu.unary %{{.*}} {fn = "recip", layer = "r"}
+// CHECK: tpu.unary %{{.*}} {fn = "log", layer = "l"}
 func.func @tables(%arg0: tensor<2x5xf32>) -> tensor<2x5xf32> {
   %0 = tosa.sigmoid %arg0 : (tensor<2x5xf32>) -> tensor<2x5xf32> loc("s")
   %1 = tosa.tanh %0 : (tensor<2x5xf32>) -> tensor<2x5xf32> loc("t")
   %2 = tosa.exp %1 : (tensor<2x5xf32>) -> tensor<2x5xf32> loc("e")
   %3 = tosa.rsqrt %2 : (tensor<2x5xf32>) -> tensor<2x5xf32> loc("q")
   %4 = tosa.reciprocal %3 : (tensor<2x5xf32>) -> tensor<2x5xf32> loc("r")
-  return %4 : tensor<2x5xf32>
+  %5 = tosa.log %4 : (tensor<2x5xf32>) -> tensor<2x5xf32> loc("l")
+  return %5 : tensor<2x5xf32>
 }
 
 // Sub and Mul of two activations become tpu.binary; a Mul by a constant stays an affine.

@@ -155,6 +155,7 @@ void add_elementwise_patterns(mlir::RewritePatternSet& p, State& s) {
   p.add<Table<tosa::ExpOp>>(ctx, s, "exp");
   p.add<Table<tosa::ReciprocalOp>>(ctx, s, "recip");
   p.add<Table<tosa::RsqrtOp>>(ctx, s, "rsqrt");
+  p.add<Table<tosa::LogOp>>(ctx, s, "log");
 }
 
 }  // namespace vtpu::tpu::lowering

@@ -1,6 +1,6 @@
 // Row reductions: the importer's TOSA forms of layer normalization (tosa.reduce_sum and what
 // follows) and softmax (tosa.reduce_max and what follows) become tpu.layernorm and
-// tpu.softmax (with an attention mask added right before it); any other sum over the last
+// tpu.softmax (with an attention mask added right before it; log-softmax too); any other sum over the last
 // axis is a matmul of the rows with a column of ones.
 #include <cmath>
 
@@ -59,14 +59,23 @@ struct ReduceSum : Lowering<tosa::ReduceSumOp> {
   }
 };
 
-// softmax: mul(exp(x - max(x)), reciprocal(sum(exp(x - max(x)))))
+// softmax: mul(exp(x - max(x)), reciprocal(sum(exp(x - max(x)))));
+// log-softmax: (x - max(x)) - log(sum(exp(x - max(x)))).
 struct ReduceMax : Lowering<tosa::ReduceMaxOp> {
   using Lowering::Lowering;
   void lower(tosa::ReduceMaxOp rm, mlir::PatternRewriter& b) const override {
     mlir::Operation* op = rm;
     Value x = rm.getInput();
     auto sub = mlir::dyn_cast_or_null<tosa::SubOp>(single_user(rm.getResult()));
-    auto ex = sub ? mlir::dyn_cast_or_null<tosa::ExpOp>(single_user(sub.getResult())) : nullptr;
+    tosa::ExpOp ex;
+    tosa::SubOp log_out;  // log-softmax's (x - max) - log(sum)
+    size_t sub_users = 0;
+    if (sub)
+      for (mlir::Operation* u : sub.getResult().getUsers()) {
+        ++sub_users;
+        if (auto e = mlir::dyn_cast<tosa::ExpOp>(u)) ex = e;
+        if (auto s = mlir::dyn_cast<tosa::SubOp>(u); s && s.getInput1() == sub.getResult()) log_out = s;
+      }
     tosa::ReduceSumOp sum;
     tosa::MulOp mul;
     if (ex)
@@ -75,11 +84,16 @@ struct ReduceMax : Lowering<tosa::ReduceMaxOp> {
         if (auto m = mlir::dyn_cast<tosa::MulOp>(u)) mul = m;
       }
     auto rcp = sum ? mlir::dyn_cast_or_null<tosa::ReciprocalOp>(single_user(sum.getResult())) : nullptr;
-    if (!sub || sub.getInput1() != x || !ex || !sum || !mul || !rcp) fail(op, "a reduce_max that is not part of a softmax is not supported");
-    b.setInsertionPointAfter(mul);
+    auto lg = sum ? mlir::dyn_cast_or_null<tosa::LogOp>(single_user(sum.getResult())) : nullptr;
+    const bool log = lg && log_out && sub_users == 2 && single_user(lg.getResult()) == log_out.getOperation() &&
+                     log_out.getInput2() == lg.getResult() && ex.getResult().hasOneUse();
+    if (!sub || sub.getInput1() != x || !ex || !sum || !(log || (mul && rcp && sub_users == 1)))
+      fail(op, "a reduce_max that is not part of a softmax or log-softmax is not supported");
+    mlir::Operation* last = log ? log_out.getOperation() : mul.getOperation();
+    b.setInsertionPointAfter(last);
     mlir::Location loc = op->getLoc();
     Value mask;
-    std::vector<mlir::Operation*> absorbed{op, sub, ex, sum, rcp};
+    std::vector<mlir::Operation*> absorbed{op, sub, ex, sum, log ? lg.getOperation() : rcp.getOperation()};
     if (mlir::Operation* add = x.getDefiningOp(); add && softmax_mask(add)) {
       bool k_first = bool(const_data(add->getOperand(0)));
       auto k = *const_data(add->getOperand(k_first ? 0 : 1));
@@ -93,8 +107,9 @@ struct ReduceMax : Lowering<tosa::ReduceMaxOp> {
       x = add->getOperand(k_first ? 1 : 0);
       absorbed.push_back(add);
     }
-    Value y = b.create<SoftmaxOp>(loc, mul.getType(), x, mask, b.getStringAttr(layer_name(op)));
-    replace_absorbing(state, b, mul, y, absorbed);
+    Value y = b.create<SoftmaxOp>(loc, last->getResult(0).getType(), x, mask, b.getStringAttr(layer_name(op)),
+                                  log ? b.getUnitAttr() : mlir::UnitAttr());
+    replace_absorbing(state, b, last, y, absorbed);
   }
 };
 

@@ -33,9 +33,25 @@
 // CHECK: vec.add
 // CHECK: vec.recip
 // CHECK-NOT: vec.recip
+// Log-softmax: the exponentials go to a spare row (x - max is kept), one vec.log of the
+// sums, the difference taken; the partial block's padding lanes are set back to 0 by a max
+// with the inverse mask (the result is never positive).
+// CHECK: .tag "lsm"
+// CHECK: vec.rmax
+// CHECK: li r7, [[EXPS:[0-9]+]]
+// CHECK-NEXT: vec.exp dst=ub[r7+0] a=ub[r2+0]
+// CHECK: vec.rsum {{.*}} a=ub[r7+0]
+// CHECK: vec.log
+// CHECK-NOT: vec.recip
+// CHECK: vec.sub
+// CHECK: vec.sub
+// CHECK-NEXT: wait
+// CHECK-NEXT: li r4
+// CHECK-NEXT: vec.max {{.*}} dt=fp32 bcast=1
 // CHECK: .tag "output ln"
-func.func @main(%a: tensor<4x12xf32> {vtpu.name = "a"}) -> (tensor<4x12xf32> {vtpu.name = "ln"}, tensor<4x12xf32> {vtpu.name = "sm"}) {
+func.func @main(%a: tensor<4x12xf32> {vtpu.name = "a"}) -> (tensor<4x12xf32> {vtpu.name = "ln"}, tensor<4x12xf32> {vtpu.name = "sm"}, tensor<4x12xf32> {vtpu.name = "lsm"}) {
   %0 = tpu.layernorm %a {epsilon = 1.0e-5 : f64, layer = "ln"} : (tensor<4x12xf32>) -> tensor<4x12xf32>
   %1 = tpu.softmax %a {layer = "sm"} : (tensor<4x12xf32>) -> tensor<4x12xf32>
-  return %0, %1 : tensor<4x12xf32>, tensor<4x12xf32>
+  %2 = tpu.softmax %a {layer = "lsm", log} : (tensor<4x12xf32>) -> tensor<4x12xf32>
+  return %0, %1, %2 : tensor<4x12xf32>, tensor<4x12xf32>, tensor<4x12xf32>
 }
