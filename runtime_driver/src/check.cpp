@@ -9,6 +9,7 @@
 
 #include <cmath>
 #include <cstdlib>
+#include <cstring>
 #include <fstream>
 
 #include "vtpu/runtime/onnxruntime.h"
@@ -70,20 +71,35 @@ std::vector<double> row_of(const std::vector<float>& v, const std::vector<int64_
 
 // An input fixed with --fix as onnxruntime takes it: the user's values (one fills all) in the
 // input's shape (the model's dims, or --shape's where the model leaves them symbolic).
+// Integers are read as int64 and stored in the input's width, so values past 2^53 stay exact
+// (the compiler has checked the text and the range).
 NpyArray fixed_feed(const GraphInput& g, const std::string& text, const compiler::CompileOptions& copt) {
   std::vector<int64_t> dims = g.dims;
   if (auto s = copt.shapes.find(g.name); s != copt.shapes.end()) dims = s->second;
   int64_t count = 1;
   for (int64_t d : dims) count *= std::max<int64_t>(d, 0);
-  std::vector<double> given;
+  std::vector<std::string> given;
   for (size_t at = 0; at <= text.size();) {
     size_t end = std::min(text.find(',', at), text.size());
-    std::string v = text.substr(at, end - at);
-    given.push_back(v == "true" ? 1 : v == "false" ? 0 : std::strtod(v.c_str(), nullptr));  // the compiler checked them
+    given.push_back(text.substr(at, end - at));
     at = end + 1;
   }
-  std::vector<double> values(size_t(count), given.empty() ? 0 : given[0]);
-  if (given.size() == values.size()) values = given;
+  auto text_at = [&](int64_t i) -> const std::string& { return given[given.size() == size_t(count) ? size_t(i) : 0]; };
+  const char kind = g.descr.size() > 2 ? g.descr[1] : 'f';
+  if (kind == 'i' || kind == 'u' || kind == 'b') {
+    NpyArray a{g.descr, dims, {}};
+    const size_t width = size_t(std::atoi(g.descr.c_str() + 2));
+    for (int64_t i = 0; i < count; ++i) {
+      const std::string& v = text_at(i);
+      int64_t x = v == "true" ? 1 : v == "false" ? 0 : int64_t(std::strtoll(v.c_str(), nullptr, 10));
+      uint8_t bytes[8];
+      std::memcpy(bytes, &x, 8);  // little-endian: the low `width` bytes are the value
+      a.data.insert(a.data.end(), bytes, bytes + width);
+    }
+    return a;
+  }
+  std::vector<double> values(static_cast<size_t>(count));
+  for (int64_t i = 0; i < count; ++i) values[size_t(i)] = std::strtod(text_at(i).c_str(), nullptr);
   return npy_of(g.descr, dims, values);
 }
 

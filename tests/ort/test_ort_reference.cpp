@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "vtpu/compiler/compiler.h"
+#include "vtpu/models/onnx_builder.h"
 #include "vtpu/models/zoo.h"
 #include "vtpu/runtime/npy.h"
 #include "vtpu/runtime/onnxruntime.h"
@@ -198,5 +199,37 @@ INSTANTIATE_TEST_SUITE_P(Zoo, OrtReference,
                              if (!std::isalnum(static_cast<unsigned char>(ch))) ch = '_';
                            return n;
                          });
+
+// `--check` feeds an input fixed with --fix to onnxruntime exactly: k = 2^53 + 1 (odd) read as a
+// double becomes 2^53 (even), and y = x + float(k mod 2) would then differ by 1 from the chip's
+// folded value.
+TEST(FixedInputs, CheckFeedsIntegersPast2To53Exactly) {
+  vtpu::testing::OnnxBuilder m;
+  m.input("x", {1, 4});
+  m.input("k", {}, onnx::TensorProto::INT64);
+  m.init_i64("two", {2});
+  m.node("Mod", "mod", {"k", "two"}, {"r"});
+  vtpu::testing::OnnxBuilder::attr(m.node("Cast", "cast", {"r"}, {"rf"}), "to", int64_t(onnx::TensorProto::FLOAT));
+  m.node("Add", "add", {"x", "rf"}, {"y"});
+  m.output("y", {1, 4});
+  fs::path path = m.save(fmt::format("vtpu_fix_exact_{}.onnx", ::getpid()));
+  // In a child: SystemC runs one simulation per process, and the zoo cases fork after this.
+  std::string got = run_in_child(
+      [&] {
+        runtime::RunOptions o;
+        o.precision = compiler::Precision::Bf16;
+        o.fixed = {{"k", "9007199254740993"}};
+        o.check = true;
+        o.check_reference = "onnxruntime";
+        runtime::ModelRun run = runtime::run_model(path, config::load_preset("tiny-16x16"), o);
+        if (run.check_reference_short != "onnxruntime") return "ERR reference: " + run.check_reference;
+        if (run.checks.size() != 1) return std::string("ERR not one check");
+        return fmt::format("{}", run.checks[0].max_abs_error);
+      },
+      [](const std::exception& e) { return std::string("ERR ") + e.what(); }, "ERR child crashed");
+  fs::remove(path);
+  ASSERT_EQ(got.rfind("ERR", 0), std::string::npos) << got;
+  EXPECT_LT(std::stod(got), 0.05) << "onnxruntime got k rounded to an even number";
+}
 
 }  // namespace
