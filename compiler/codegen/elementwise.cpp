@@ -223,6 +223,12 @@ void Codegen::gen_unary(tpu::UnaryOp op) {
     code("  " + emit::li(reg(4), int64_t(pad_fix)));
     vec_wait(vec_binary(fn == "log" ? "max" : "min", dst, dst, ub_reg(4), y.rows, row_dt, true));
   };
+  // The function on rows a into dst: sqrt as rsqrt then recip (in place, on the result).
+  auto table = [&](const emit::Mem& dst, const emit::Mem& a, isa::Dtype dt) {
+    if (fn != "sqrt") return vec_wait(vec_unary(fn, dst, a, y.rows, dt));
+    vec_wait(emit::vec_rsqrt(dst, a, y.rows, dt));
+    vec_wait(emit::vec_recip(dst, dst, y.rows, dt));
+  };
   uint64_t tmp = 0;
   std::string in_s, out_s;
   if (q8_) {
@@ -234,14 +240,14 @@ void Codegen::gen_unary(tpu::UnaryOp op) {
   for (uint64_t blk = 0; blk < y.blocks; ++blk) {
     code(bundle({emit::li(reg(1), int64_t(x.base + blk * x.block_bytes)), emit::li(reg(2), int64_t(y.base + blk * y.block_bytes))}));
     if (!q8_) {
-      vec_wait(vec_unary(fn, ub_reg(2), ub_reg(1), y.rows, isa::Dtype::Bf16));
+      table(ub_reg(2), ub_reg(1), isa::Dtype::Bf16);
       fix_padding(blk, ub_reg(2));
       continue;
     }
     code("  " + emit::li(reg(3), int64_t(tmp)));
     vec_wait(emit::vec_cvt(ub_reg(3), ub_reg(1), y.rows, i8, f32));
     vec_wait(emit::vec_affine(ub_reg(3), ub_reg(3), y.rows, f32, emit::Param{in_s}));
-    vec_wait(vec_unary(fn, ub_reg(3), ub_reg(3), y.rows, f32));
+    table(ub_reg(3), ub_reg(3), f32);
     fix_padding(blk, ub_reg(3));
     vec_wait(emit::vec_affine(ub_reg(3), ub_reg(3), y.rows, f32, emit::Param{out_s}));
     vec_wait(emit::vec_cvt(ub_reg(2), ub_reg(3), y.rows, f32, i8));

@@ -258,6 +258,11 @@ class Planner {
     auto un = mlir::dyn_cast<tpu::UnaryOp>(op);
     return un && infinite_at_zero(un.getFn().str()) && uint64_t(shape_of(un.getOutput()).back()) % R_ != 0;
   }
+  // sqrt is two table steps (gen_unary), not one epilogue instruction.
+  static bool two_steps(mlir::Operation* op) {
+    auto un = mlir::dyn_cast<tpu::UnaryOp>(op);
+    return un && un.getFn() == "sqrt";
+  }
 
   // An elementwise op that is the only consumer of a matmul's output (through reshapes that
   // keep the rows), in bf16: a table function (BERT's GELU), a per-channel affine step
@@ -270,7 +275,7 @@ class Planner {
     auto ys = shape_of(out);
     if (u->getNumResults() != 1 || numel(shape_of(u->getResult(0))) != numel(ys) || shape_of(u->getResult(0)).back() != ys.back())
       return nullptr;
-    if (mlir::isa<tpu::UnaryOp>(u)) return padding_goes_infinite(u) ? nullptr : u;
+    if (mlir::isa<tpu::UnaryOp>(u)) return padding_goes_infinite(u) || two_steps(u) ? nullptr : u;
     if (mlir::isa<tpu::AffineOp>(u)) return folded(u) ? nullptr : u;
     auto ad = mlir::dyn_cast<tpu::AddOp>(u);
     if (!ad) return nullptr;
@@ -299,7 +304,7 @@ class Planner {
                   shape_of(n->getResult(0)) == shape;
       if (auto b = mlir::dyn_cast<tpu::BinaryOp>(n); b && b.getKind() == "div") link = false;
       if (mlir::isa<tpu::AffineOp>(n) && folded(n)) link = false;
-      if (padding_goes_infinite(n)) link = false;
+      if (padding_goes_infinite(n) || two_steps(n)) link = false;
       for (Value v : link ? link_operands(n) : std::vector<Value>{}) link &= in_chain.count(v.getAsOpaquePointer()) > 0;
       if (!link) break;
       links.push_back(n);

@@ -7,12 +7,13 @@
 
 namespace vtpu::tpu {
 
-// fn names a vec.<fn> instruction, so codegen can emit it without another check.
+// fn names a vec.<fn> instruction, so codegen can emit it without another check; "sqrt" is
+// vec.rsqrt then vec.recip on the same rows.
 mlir::LogicalResult UnaryOp::verify() {
-  static const char* const kTableFunctions[] = {"sigmoid", "tanh", "erf", "exp", "recip", "rsqrt", "gelu", "log"};
+  static const char* const kTableFunctions[] = {"sigmoid", "tanh", "erf", "exp", "recip", "rsqrt", "gelu", "log", "sqrt"};
   for (const char* f : kTableFunctions)
     if (getFn() == f) return mlir::success();
-  return emitOpError("fn '") << getFn() << "' is not a vector-unit table function (sigmoid, tanh, erf, exp, recip, rsqrt, gelu, log)";
+  return emitOpError("fn '") << getFn() << "' is not a vector-unit table function (sigmoid, tanh, erf, exp, recip, rsqrt, gelu, log, sqrt)";
 }
 
 mlir::LogicalResult BinaryOp::verify() {

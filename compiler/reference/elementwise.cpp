@@ -54,6 +54,7 @@ void eval(tpu::UnaryOp un, const Env& env, RefTensor& y) {
     else if (fn == "recip") r = 1.0 / v;
     else if (fn == "rsqrt") r = 1.0 / std::sqrt(v);
     else if (fn == "log") r = std::log(v);
+    else if (fn == "sqrt") r = std::sqrt(v);
     else if (fn == "gelu") r = 0.5 * v * (1.0 + std::erf(v * M_SQRT1_2));
     else throw CompileError(fmt::format("tpu.unary: unknown function '{}'", fn));
     y.data[i] = float(r);

@@ -90,6 +90,23 @@ void materialize_constants(mlir::func::FuncOp fn, mlir::OpBuilder& b) {
 // GELU as exported: x * (1 + erf(x * (1/sqrt 2))) * 0.5, or (x * 0.5) * (1 + erf(..)),
 // becomes the vector unit's vec.gelu (x * Phi(x)) in one step. Runs before the other
 
+// sqrt(x), which the importer writes as reciprocal(rsqrt(x)), becomes one tpu.unary "sqrt":
+// its two table steps then run back to back on the same rows, and INT8 does not round the
+// intermediate 1/sqrt(x) (huge near 0) to a scale of its own.
+void fuse_sqrt(mlir::func::FuncOp fn, mlir::OpBuilder& b) {
+  std::vector<tosa::ReciprocalOp> recips;
+  fn.walk([&](tosa::ReciprocalOp r) { recips.push_back(r); });
+  for (tosa::ReciprocalOp r : recips) {
+    auto rs = r.getInput1().getDefiningOp<tosa::RsqrtOp>();
+    if (!rs || !rs->getResult(0).hasOneUse()) continue;
+    b.setInsertionPoint(r);
+    Value y = b.create<UnaryOp>(r->getLoc(), r.getType(), rs.getInput1(), b.getStringAttr("sqrt"), b.getStringAttr(layer_name(r)));
+    r->getResult(0).replaceAllUsesWith(y);
+    r->erase();
+    rs->erase();
+  }
+}
+
 // GELU as exported: x * (1 + erf(x * (1/sqrt 2))) * 0.5, or (x * 0.5) * (1 + erf(..)),
 // becomes the vector unit's vec.gelu (x * Phi(x)) in one step. Runs before the other
 // rewrites, which would turn the scalar multiplies into affine steps first.
@@ -184,6 +201,7 @@ struct LowerTosaToTpu : impl::LowerTosaToTpuPassBase<LowerTosaToTpu> {
     mlir::func::FuncOp fn = getOperation();
     mlir::OpBuilder b(&getContext());
     fuse_gelu(fn, b);
+    fuse_sqrt(fn, b);
     materialize_constants(fn, b);
 
     // What lowering leaves: tpu ops, the function, and constants (weights).

@@ -52,18 +52,20 @@ struct Case {
 
 const std::vector<Case>& cases() {
   static const std::vector<Case> c = {
-      // INT8 of v5 is known to lose its LSTM state (stateN cosine 0.67, the probability off
-      // by 0.085 on this clip; v6 keeps 0.97 and 0.001): the bounds hold it where it is, so a
-      // change that makes it worse fails, and one that fixes it shows in the figures.
+      // INT8 of v5 loses part of its LSTM state (stateN cosine 0.81; the probability is within
+      // 1e-4 on this clip; v6 keeps 0.98 and 0.001). Before Sqrt ran as one step the 1/sqrt of
+      // its spectrum was rounded to int8 on its own: 0.67 and 0.085. The bounds hold it where
+      // it is, so a change that makes it worse fails.
       {"SileroVadV5", "ricky0123-vad-web-0.0.31/package/dist/silero_vad_v5.onnx",
        {{"input", {1, 512}, Fill::Audio}, {"state", {2, 1, 128}, Fill::Zeros}}, {{"sr", "16000"}},
-       {"tpu-v4-core", "edge", "tiny-16x16"}, 0.998, 0.6, 0, 1, 1, "output", 0.01, 0.1},
+       {"tpu-v4-core", "edge", "tiny-16x16"}, 0.998, 0.78, 0, 1, 1, "output", 0.01, 0.005},
       {"SileroVadV6", "ricky0123-vad-web-0.0.31/package/dist/silero_vad_v6.onnx",
        {{"input", {1, 512}, Fill::Audio}, {"state", {2, 1, 128}, Fill::Zeros}}, {{"sr", "16000"}},
        {"tpu-v4-core", "edge", "tiny-16x16"}, 0.998, 0.9, 0, 1, 1, "output", 0.01, 0.05},
       // The older Silero (v4 "legacy", opset 16): its feature front end takes a Log (vec.log),
-      // h and c are its LSTMs' states. INT8 loses the states as v5 does (hn cosine 0.77, cn
-      // 0.84) while the probability stays within 0.022; held there like v5.
+      // h and c are its LSTMs' states. INT8 loses the states (hn cosine 0.76, cn 0.83) while
+      // the probability stays within 0.022: the log of its spectrum takes int8-rounded
+      // magnitudes (docs/validation.md); held there like v5.
       {"SileroVadLegacy", "ricky0123-vad-web-0.0.31/package/dist/silero_vad_legacy.onnx",
        {{"input", {1, 512}, Fill::Audio}, {"h", {2, 1, 64}, Fill::Zeros}, {"c", {2, 1, 64}, Fill::Zeros}},
        {{"sr", "16000"}}, {"tpu-v4-core", "edge", "tiny-16x16"}, 0.999, 0.7, 0, 1, 1, "output", 0.01, 0.03},

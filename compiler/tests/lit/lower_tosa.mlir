@@ -117,16 +117,27 @@ func.func @log_softmax(%arg0: tensor<2x5xf32>) -> tensor<2x5xf32> {
 // CHECK: tpu.unary %{{.*}} {fn = "tanh", layer = "t"}
 // CHECK: tpu.unary %{{.*}} {fn = "exp", layer = "e"}
 // CHECK: tpu.unary %{{.*}} {fn = "rsqrt", layer = "q"}
-// CHECK: tpu.unary %{{.*}} {fn = "recip", layer = "r"}
 // CHECK: tpu.unary %{{.*}} {fn = "log", layer = "l"}
+// CHECK: tpu.unary %{{.*}} {fn = "recip", layer = "r"}
 func.func @tables(%arg0: tensor<2x5xf32>) -> tensor<2x5xf32> {
   %0 = tosa.sigmoid %arg0 : (tensor<2x5xf32>) -> tensor<2x5xf32> loc("s")
   %1 = tosa.tanh %0 : (tensor<2x5xf32>) -> tensor<2x5xf32> loc("t")
   %2 = tosa.exp %1 : (tensor<2x5xf32>) -> tensor<2x5xf32> loc("e")
   %3 = tosa.rsqrt %2 : (tensor<2x5xf32>) -> tensor<2x5xf32> loc("q")
-  %4 = tosa.reciprocal %3 : (tensor<2x5xf32>) -> tensor<2x5xf32> loc("r")
-  %5 = tosa.log %4 : (tensor<2x5xf32>) -> tensor<2x5xf32> loc("l")
+  %4 = tosa.log %3 : (tensor<2x5xf32>) -> tensor<2x5xf32> loc("l")
+  %5 = tosa.reciprocal %4 : (tensor<2x5xf32>) -> tensor<2x5xf32> loc("r")
   return %5 : tensor<2x5xf32>
+}
+
+// The importer's sqrt, reciprocal(rsqrt(x)), becomes one tpu.unary "sqrt" (two table steps
+// on the same rows; INT8 does not round the 1/sqrt between them).
+// CHECK-LABEL: func.func @sqrt
+// CHECK: tpu.unary %arg0 {fn = "sqrt", layer = "root"}
+// CHECK-NOT: fn = "rsqrt"
+func.func @sqrt(%arg0: tensor<2x5xf32>) -> tensor<2x5xf32> {
+  %0 = tosa.rsqrt %arg0 : (tensor<2x5xf32>) -> tensor<2x5xf32>
+  %1 = tosa.reciprocal %0 : (tensor<2x5xf32>) -> tensor<2x5xf32> loc("root")
+  return %1 : tensor<2x5xf32>
 }
 
 // Sub and Mul of two activations become tpu.binary; a Mul by a constant stays an affine.
