@@ -80,17 +80,13 @@ std::pair<std::string, std::string> Importer::fix_advice(const std::vector<std::
     for (const auto& x : inputs_behind(name)) from.insert(x);
   if (from.empty()) return {"", ""};
   std::vector<std::string> fixes;
-  for (const auto& x : from) fixes.push_back("--fix " + x + "=VALUE");
+  for (const auto& x : from) {
+    auto et = elem_types_.find(x);
+    bool flag = et != elem_types_.end() && et->second == onnx::TensorProto::BOOL;
+    fixes.push_back(flag ? fmt::format("--fix {}=true or --fix {}=false", x, x) : "--fix " + x + "=VALUE");
+  }
   return {fmt::format(" from input(s) {}", fmt::join(from, ", ")),
           fmt::format(": give the value the program will always run with ({})", fmt::join(fixes, " "))};
-}
-
-void Importer::boolean_at_run_time(const onnx::NodeProto& n) {
-  auto [from, fix] = fix_advice({n.input().begin(), n.input().end()});
-  fail(fmt::format("{} of values computed at run time{} is not supported: the chip computes no booleans, and a {} folds "
-                   "only when its inputs are known when compiling (as an If's condition on a setting is){}",
-                   n.op_type(), from, n.op_type(), fix),
-       node_name(n));
 }
 
 void Importer::if_node(const onnx::NodeProto& n) {

@@ -21,7 +21,7 @@ void Importer::import_node(const onnx::NodeProto& n) {
   if (empty_input(n)) return;
   static const std::set<std::string> kBoolean = {"Equal", "Less", "LessOrEqual", "Greater", "GreaterOrEqual", "Not", "And",
                                                  "Or", "Xor"};
-  if (kBoolean.count(op)) boolean_at_run_time(n);  // control.cpp: they only fold
+  if (kBoolean.count(op)) return boolean_op(n, mlir::NameLoc::get(b_.getStringAttr(node_name(n))));  // logical.cpp
   using Handler = void (Importer::*)(const onnx::NodeProto&, mlir::Location);
   // By family: matmul.cpp, conv.cpp, pool.cpp, elementwise.cpp, shape.cpp, normalization.cpp,
   // reduce.cpp, recurrent.cpp, resize.cpp, quantization.cpp.
@@ -67,6 +67,7 @@ void Importer::import_node(const onnx::NodeProto& n) {
       {"Selu", &Importer::elementwise_extra},
       {"Celu", &Importer::elementwise_extra},
       {"Cast", &Importer::cast},
+      {"Where", &Importer::where},
       {"Identity", &Importer::identity},
       {"Dropout", &Importer::identity},
       {"Flatten", &Importer::flatten},

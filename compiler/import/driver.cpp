@@ -25,7 +25,7 @@ mlir::OwningOpRef<mlir::ModuleOp> Importer::run() {
   opset_18_as_17(file_.proto(), path_);
   if (opset_ == 18) opset_ = 17;
   fix_inputs(file_.proto(), opt_.fixed, opt_.shapes);  // fixed inputs are initializers from here on
-  validate_onnx(file_.proto(), path_, opt_.batch, opt_.shapes, &file_.outside());  // compiler/validate: nothing below sees a model onnxruntime would refuse
+  validate_onnx(file_.proto(), path_, opt_.batch, opt_.shapes, &file_.outside(), &elem_types_);  // compiler/validate: nothing below sees a model onnxruntime would refuse
   // Owned from here: a user error thrown below (an unsupported node, a bad attribute) must
   // not leak the half-built module.
   mlir::OwningOpRef<mlir::ModuleOp> module = mlir::ModuleOp::create(b_.getUnknownLoc());
@@ -78,13 +78,13 @@ mlir::func::FuncOp Importer::declare_inputs(mlir::ModuleOp module) {
     auto shape = input_shape(in);
     if (Tensor{Value(), shape}.empty()) {  // no data: a program tensor of 0 bytes, no argument
       values_[in.name()] = {Value(), shape, false};
-      empty_io_.push_back({"input", in.name(), shape, is_integer_type(in.type().tensor_type().elem_type())});
+      empty_io_.push_back({"input", in.name(), shape, is_integer_io(in.type().tensor_type().elem_type())});
       continue;
     }
     in_names.push_back(in.name());
     in_shapes.push_back(shape);
     // Integer inputs (token ids, quantized activations) enter as int32 program tensors.
-    bool integer = is_integer_type(in.type().tensor_type().elem_type());
+    bool integer = is_integer_io(in.type().tensor_type().elem_type());
     if (integer) in_elem_[in.name()] = in.type().tensor_type().elem_type();
     auto stored = shape.size() == 4 ? to_nhwc(shape) : shape;
     in_types.push_back(integer ? mlir::RankedTensorType::get(stored, b_.getI32Type()) : tensor_type(stored));
@@ -109,7 +109,7 @@ mlir::func::FuncOp Importer::declare_inputs(mlir::ModuleOp module) {
       int et = in_elem_[in_names[i]];
       int64_t lo = et == onnx::TensorProto::INT8 ? -128 : et == onnx::TensorProto::INT16 ? -32768 : 0;
       int64_t hi = et == onnx::TensorProto::INT8 ? 127 : et == onnx::TensorProto::INT16 ? 32767
-                   : et == onnx::TensorProto::UINT16 ? 65535 : 255;
+                   : et == onnx::TensorProto::UINT16 ? 65535 : et == onnx::TensorProto::BOOL ? 1 : 255;
       fn.setArgAttr(unsigned(i), tpu::kIntLoAttr, b_.getI64IntegerAttr(lo));
       fn.setArgAttr(unsigned(i), tpu::kIntHiAttr, b_.getI64IntegerAttr(hi));
     } else {
@@ -151,7 +151,7 @@ Value Importer::graph_output(const onnx::ValueInfoProto& out, bool& nhwc) {
     const std::vector<int64_t>& shape = c.shape;  // a scalar stays rank 0
     mlir::Location l = mlir::NameLoc::get(b_.getStringAttr(out.name()));
     Value v;
-    if (is_integer_type(et)) {
+    if (is_integer_io(et)) {
       auto type = mlir::RankedTensorType::get(shape, b_.getI32Type());
       std::vector<int32_t> d;
       for (size_t i = 0; i < c.data.size(); ++i) {
@@ -172,7 +172,7 @@ Value Importer::graph_output(const onnx::ValueInfoProto& out, bool& nhwc) {
   if (it == values_.end()) fail(fmt::format("graph output '{}' is never produced", out.name()), out.name());
   if (it->second.empty()) {
     int et = out.type().has_tensor_type() ? out.type().tensor_type().elem_type() : 0;
-    empty_io_.push_back({"output", out.name(), it->second.shape, is_integer_type(et)});
+    empty_io_.push_back({"output", out.name(), it->second.shape, is_integer_io(et)});
     return Value();
   }
   // Images leave in the chip's NHWC layout, like they enter (the runtime transposes).
@@ -180,8 +180,8 @@ Value Importer::graph_output(const onnx::ValueInfoProto& out, bool& nhwc) {
   int out_et = out.type().has_tensor_type() ? out.type().tensor_type().elem_type() : 0;
   if (!is_float_type(out_et) && out_et != onnx::TensorProto::UNDEFINED) {
     int et = out.type().tensor_type().elem_type();
-    if (!is_integer_type(et))
-      fail(fmt::format("graph output '{}' has element type {}; outputs must be float32, float16, bfloat16, double or "
+    if (!is_integer_io(et))
+      fail(fmt::format("graph output '{}' has element type {}; outputs must be float32, float16, bfloat16, double, bool or "
                        "an integer type (int64, int32, int16, uint16, int8, uint8)",
                        out.name(), onnx::TensorProto::DataType_Name(onnx::TensorProto::DataType(et))),
            out.name());
@@ -247,15 +247,10 @@ std::vector<int64_t> Importer::input_shape(const onnx::ValueInfoProto& in) {
   };
   if (!in.type().has_tensor_type()) fail_input("only tensor inputs are supported");
   const auto& t = in.type().tensor_type();
-  if (!is_float_type(t.elem_type()) && !is_integer_type(t.elem_type()))
-    fail_input(fmt::format("element type {} is not supported: model inputs must be float32, float16, bfloat16, double or "
-                           "an integer type (int64, int32, int16, int8 and their unsigned forms; carried as int32){}",
-                           onnx::TensorProto::DataType_Name(onnx::TensorProto::DataType(t.elem_type())),
-                           t.elem_type() == onnx::TensorProto::BOOL
-                               ? fmt::format(". A bool input that is a setting (a flag choosing an If's branch) can be "
-                                             "fixed when compiling: --fix {}=true or --fix {}=false",
-                                             in.name(), in.name())
-                               : ""));
+  if (!is_float_type(t.elem_type()) && !is_integer_io(t.elem_type()))
+    fail_input(fmt::format("element type {} is not supported: model inputs must be float32, float16, bfloat16, double, bool "
+                           "or an integer type (int64, int32, int16, int8 and their unsigned forms; carried as int32)",
+                           onnx::TensorProto::DataType_Name(onnx::TensorProto::DataType(t.elem_type()))));
   std::vector<int64_t> shape = input_dims(in, opt_.batch, opt_.shapes);
   for (size_t i = 0; i < shape.size(); ++i) {
     if (shape[i] >= 0) continue;

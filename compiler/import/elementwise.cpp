@@ -104,6 +104,8 @@ void Importer::binary(const onnx::NodeProto& n, mlir::Location loc) {
   if (n.op_type() == "Add") out.value = b_.create<mlir::tosa::AddOp>(loc, out_type, x, y);
   else if (n.op_type() == "Sub") out.value = b_.create<mlir::tosa::SubOp>(loc, out_type, x, y);
   else out.value = b_.create<mlir::tosa::MulOp>(loc, out_type, x, y, b_.getI8IntegerAttr(0));
+  // Integers in, integers out (a mask's 1 - m stays a mask: logical.cpp takes it as one).
+  if (n.op_type() != "Div" && integer_typed(n.input(0)) && integer_typed(n.input(1))) whole_values_.insert(n.output(0));
   define(n, out);
 }
 
@@ -263,6 +265,7 @@ void Importer::cast(const onnx::NodeProto& n, mlir::Location loc) {
   only_attrs(n, {"to", "saturate"});
   (void)loc;
   int to = int(attr_i(n, "to", 0));
+  if (to == onnx::TensorProto::BOOL && !constants_.count(n.input(0))) return cast_to_bool(n, loc);  // logical.cpp
   bool to_int = is_integer_type(to);
   if (constants_.count(n.input(0))) {  // a constant that is also an activation elsewhere: any type
     constants_[n.output(0)] = *folded(n);
@@ -284,6 +287,7 @@ void Importer::cast(const onnx::NodeProto& n, mlir::Location loc) {
          node_name(n));
   values_[n.output(0)] = input(n, 0);
   if (integral && to_int) integer_valued_.insert(n.output(0));
+  if (integral) whole_values_.insert(n.output(0));  // of a float type too: the values are still integers
 }
 
 }  // namespace vtpu::compiler::onnx_import

@@ -107,6 +107,7 @@ class Importer {
   Constant read_tensor(const onnx::TensorProto& t);
   static bool is_float_type(int t);
   static bool is_integer_type(int t);
+  static bool is_integer_io(int t);
   bool is_integral(const std::string& name) const;
   mlir::RankedTensorType tensor_type(const std::vector<int64_t>& shape);
   static std::vector<int64_t> to_nhwc(const std::vector<int64_t>& s);
@@ -127,7 +128,15 @@ class Importer {
   // ---- control.cpp: If whose condition is known when compiling ----
   void if_node(const onnx::NodeProto& n);
   // A comparison or logical operator that did not fold: refused, naming the inputs to fix.
-  [[noreturn]] void boolean_at_run_time(const onnx::NodeProto& n);
+
+  // ---- logical.cpp: comparisons, logical operators, Where, Cast to bool at run time ----
+  bool integer_typed(const std::string& name) const;
+  Value scaled(Value v, const std::vector<int64_t>& shape, float k, float c, mlir::Location loc);
+  Value magnitude(Value v, const std::vector<int64_t>& shape, mlir::Location loc);
+  std::pair<Value, Value> logical_operands(const onnx::NodeProto& n, Tensor& out, mlir::Location loc);
+  void boolean_op(const onnx::NodeProto& n, mlir::Location loc);
+  void cast_to_bool(const onnx::NodeProto& n, mlir::Location loc);
+  void where(const onnx::NodeProto& n, mlir::Location loc);
   std::vector<std::string> inputs_behind(const std::string& name);
   std::pair<std::string, std::string> fix_advice(const std::vector<std::string>& names);
 
@@ -280,6 +289,8 @@ class Importer {
   std::map<std::string, unsigned> arg_index_;
   std::map<std::string, int> in_elem_;  // ONNX element type of each integer input
   std::set<std::string> integer_valued_;  // float activations that hold integers (MatMulInteger's results, ...)
+  std::set<std::string> whole_values_;    // float-typed values that hold integers (a Cast of a mask, 1 - mask)
+  ElemTypes elem_types_;                  // every value's ONNX element type (validate_onnx's inference)
   std::map<std::string, QParams> quantized_;  // activation name -> how it was quantized
   mlir::func::FuncOp fn_;
 };

@@ -30,6 +30,9 @@ bool Importer::is_integer_type(int t) {
          t == onnx::TensorProto::UINT32 || t == onnx::TensorProto::UINT64;
 }
 
+// Program inputs and outputs of this type are int32 tensors: the integers, and bool as 0/1.
+bool Importer::is_integer_io(int t) { return is_integer_type(t) || t == onnx::TensorProto::BOOL; }
+
 mlir::RankedTensorType Importer::tensor_type(const std::vector<int64_t>& shape) {
   return mlir::RankedTensorType::get(shape, b_.getF32Type());
 }

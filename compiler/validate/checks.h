@@ -63,7 +63,7 @@ void check_attribute_ranges(const onnx::NodeProto& n, const Ctx& ctx);
 // that crash on disagreeing ranks; shape inference runs with these.
 const onnx::ISchemaRegistry* guarded_schemas();
 // shapes.cpp: ONNX shape inference in strict mode, sizes, and the rules that need shapes.
-void check_shapes(const onnx::ModelProto& m, const Ctx& ctx);
+void check_shapes(const onnx::ModelProto& m, const Ctx& ctx, std::map<std::string, int>* elem_out = nullptr);
 
 // What shape inference found: every value's dims (-1 where unknown) and the model's
 // initializers, for the rules that need shapes or constant values.

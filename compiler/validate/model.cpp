@@ -84,13 +84,13 @@ std::string_view raw_data_of(const onnx::TensorProto& t, const OutsideRawData* o
 }
 
 void validate_onnx(const onnx::ModelProto& model, const std::filesystem::path& path, int64_t batch,
-                   const InputShapes& shapes, const OutsideRawData* outside) {
+                   const InputShapes& shapes, const OutsideRawData* outside, ElemTypes* elem_types) {
   validate::Ctx ctx{path, 0, batch, &shapes, outside};
   validate::check_header(model, ctx);
   validate::check_graph(model.graph(), ctx);
   validate::check_node_schemas(model, ctx);
   validate::for_each_node(model.graph(), [&](const onnx::NodeProto& n) { validate::check_attribute_ranges(n, ctx); });
-  validate::check_shapes(model, ctx);
+  validate::check_shapes(model, ctx, elem_types);
 }
 
 }  // namespace vtpu::compiler

@@ -121,7 +121,7 @@ std::optional<std::vector<double>> Shapes::values(const std::string& name) const
   return v;
 }
 
-void check_shapes(const onnx::ModelProto& m, const Ctx& ctx) {
+void check_shapes(const onnx::ModelProto& m, const Ctx& ctx, std::map<std::string, int>* elem_out) {
   onnx::ModelProto light = light_copy(m, ctx);
   try {
     onnx::ShapeInferenceOptions opt(/*check_type=*/true, /*strict_mode=*/1, /*data_prop=*/true);
@@ -162,6 +162,7 @@ void check_shapes(const onnx::ModelProto& m, const Ctx& ctx) {
     for (const auto& v : *list)
       if (v.type().has_tensor_type()) elem[v.name()] = v.type().tensor_type().elem_type();
   check_types(m, elem, ctx);
+  if (elem_out) *elem_out = elem;
 
   // Every value the nodes make, as the importer will build it.
   for_each_node(m.graph(), [&](const onnx::NodeProto& n) {

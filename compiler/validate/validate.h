@@ -45,7 +45,11 @@ std::string model_dims(const onnx::ValueInfoProto& in);
 using OutsideRawData = std::unordered_map<const onnx::TensorProto*, std::string_view>;
 // t's raw_data bytes: from `outside` if it holds them, else the proto's own.
 std::string_view raw_data_of(const onnx::TensorProto& t, const OutsideRawData* outside);
+// `elem_types`, when given, receives every value's ONNX element type as inference found it
+// (the importer tells integer and bool values from float ones by it).
+using ElemTypes = std::map<std::string, int>;
 void validate_onnx(const onnx::ModelProto& model, const std::filesystem::path& path, int64_t batch,
-                   const InputShapes& shapes = {}, const OutsideRawData* outside = nullptr);
+                   const InputShapes& shapes = {}, const OutsideRawData* outside = nullptr,
+                   ElemTypes* elem_types = nullptr);
 
 }  // namespace vtpu::compiler

@@ -33,7 +33,7 @@ namespace {
 
 const std::set<std::string> kOperators = {"Gemm", "MatMul", "Conv", "Relu", "Clip", "Add", "MaxPool", "AveragePool",
                                           "GlobalAveragePool", "Flatten", "Reshape", "BatchNormalization", "Softmax",
-                                          "Sigmoid", "Tanh", "Erf", "Exp", "Reciprocal", "Sqrt", "Log", "Softplus", "LogSoftmax",
+                                          "Sigmoid", "Tanh", "Erf", "Exp", "Reciprocal", "Sqrt", "Log", "Softplus", "LogSoftmax", "Equal", "Less", "LessOrEqual", "Greater", "GreaterOrEqual", "Not", "And", "Or", "Xor", "Where",
                                           "HardSigmoid", "Neg", "Sub", "Mul", "Max", "Min", "LeakyRelu", "PRelu", "Squeeze", "Unsqueeze",
                                           "Transpose", "Concat", "Slice", "Split", "Div", "LayerNormalization", "LSTM", "GRU", "Resize", "Upsample", "ConvTranspose", "Gather", "ConvTranspose", "Gather",
                                           "MatMulInteger", "ConvInteger", "Abs", "Elu", "Selu", "Softsign", "Pad", "ReduceMean", "ReduceSum", "Sum", "Mean", "InstanceNormalization", "Tile", "Expand", "Shape", "Size", "GlobalMaxPool", "HardSwish", "Celu", "ArgMax", "ArgMin"};
@@ -51,7 +51,7 @@ std::vector<float> floats_of(const onnx::TensorProto& t) {
   // Integer tensors: raw little-endian data, or the typed field ONNX keeps them in
   // (int32_data up to 32 bits, int64_data, uint64_data for uint32/uint64).
   static const std::map<int, std::pair<size_t, bool>> kInts = {  // element bytes, signed
-      {onnx::TensorProto::INT8, {1, true}},   {onnx::TensorProto::UINT8, {1, false}},
+      {onnx::TensorProto::INT8, {1, true}},   {onnx::TensorProto::UINT8, {1, false}},  {onnx::TensorProto::BOOL, {1, false}},
       {onnx::TensorProto::INT16, {2, true}},  {onnx::TensorProto::UINT16, {2, false}},
       {onnx::TensorProto::INT32, {4, true}},  {onnx::TensorProto::UINT32, {4, false}},
       {onnx::TensorProto::INT64, {8, true}},  {onnx::TensorProto::UINT64, {8, false}}};
