@@ -17,14 +17,14 @@
 namespace vtpu::runtime {
 namespace {
 
-// The values of an integer (or integral float32) array as int32; an error names the input
-// and the first value int32 cannot hold.
+// The values of an integer, bool (0/1) or integral float32 array as int32; an error names
+// the input and the first value int32 cannot hold.
 std::vector<int32_t> int32_values(const NpyArray& a, const std::string& tensor, const std::string& file) {
-  static const std::set<std::string> kKinds = {"i1", "u1", "i2", "u2", "i4", "u4", "i8", "u8", "f4"};
+  static const std::set<std::string> kKinds = {"b1", "i1", "u1", "i2", "u2", "i4", "u4", "i8", "u8", "f4"};
   auto values = kKinds.count(a.descr.substr(1)) ? npy_values(a) : std::nullopt;
   if (!values)
     throw UserError(fmt::format("{}: input '{}' is an integer tensor; the file holds numpy '{}' (use int64, int32, int16, "
-                                "int8, uint8 or float32 holding integers)",
+                                "int8, uint8, bool or float32 holding integers)",
                                 file, tensor, a.descr));
   std::vector<int32_t> out(values->size());
   for (size_t i = 0; i < out.size(); ++i) {

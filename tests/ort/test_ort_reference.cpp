@@ -232,4 +232,47 @@ TEST(FixedInputs, CheckFeedsIntegersPast2To53Exactly) {
   EXPECT_LT(std::stod(got), 0.05) << "onnxruntime got k rounded to an even number";
 }
 
+// A bool model input read from a numpy bool file, a Where on it and a Not of it as a bool
+// output, against onnxruntime fed the same file.
+TEST(BoolInputs, ReadFromNumpyBoolFilesAndAgreeWithOnnxruntime) {
+  vtpu::testing::OnnxBuilder m;
+  m.input("c", {2, 4}, onnx::TensorProto::BOOL);
+  m.input("x", {2, 4});
+  m.init("k", {1}, 0, {-2.0f});
+  m.node("Where", "pick", {"c", "x", "k"}, {"z"});
+  m.node("Not", "flip", {"c"}, {"nc"});
+  m.output("z", {2, 4});
+  m.output("nc", {2, 4}, onnx::TensorProto::BOOL);
+  fs::path dir = fs::temp_directory_path() / fmt::format("vtpu_bool_in_{}", ::getpid());
+  fs::create_directories(dir);
+  fs::path path = m.save_to(dir / "model.onnx");
+  runtime::NpyArray c{"|b1", {2, 4}, {1, 0, 1, 0, 0, 0, 1, 1}};
+  runtime::write_npy(dir / "c.npy", c);
+  std::string got = run_in_child(
+      [&] {
+        runtime::RunOptions o;
+        o.precision = compiler::Precision::Bf16;
+        o.input_files = {{"c", dir / "c.npy"}};
+        o.check = true;
+        o.check_reference = "onnxruntime";
+        runtime::ModelRun run = runtime::run_model(path, config::load_preset("tiny-16x16"), o);
+        if (run.check_reference_short != "onnxruntime") return "ERR reference: " + run.check_reference;
+        std::string r;
+        for (const auto& ch : run.checks) r += fmt::format("{} {} ", ch.output, ch.max_abs_error);
+        return r;
+      },
+      [](const std::exception& e) { return std::string("ERR ") + e.what(); }, "ERR child crashed");
+  fs::remove_all(dir);
+  ASSERT_EQ(got.rfind("ERR", 0), std::string::npos) << got;
+  std::istringstream is(got);
+  std::string name;
+  double err;
+  int outputs = 0;
+  while (is >> name >> err) {
+    ++outputs;
+    EXPECT_LT(err, name == "nc" ? 1e-9 : 0.01) << name;
+  }
+  EXPECT_EQ(outputs, 2) << got;
+}
+
 }  // namespace
