@@ -280,6 +280,10 @@ class Codegen {
     ConvShape s;
     bool same = false, padded = false, pairs = false;  // "same" taps, a padded copy, tap pairs
     Act x, xp, y;  // input, its padded copy (or x), output
+    // A depthwise convolution whose whole padded copy does not fit pads one channel block
+    // at a time: xp then holds block `xp_first` only.
+    bool pad_per_block = false;
+    uint64_t xp_first = 0;
     std::vector<float> w, bias;
     std::vector<double> acc_scale;  // INT8
     std::optional<FusedAdd> fused;  // a residual add in the epilogues, through scratch slots:
@@ -467,10 +471,11 @@ class Codegen {
   void gen_conv(tpu::Conv2DOp op);
   void conv_output(tpu::Conv2DOp op, ConvPlan& p);
   void conv_input(tpu::Conv2DOp op, ConvPlan& p);
+  void pad_block(ConvPlan& p, uint64_t cb);
   void conv_weights(tpu::Conv2DOp op, ConvPlan& p);
   bool group_overlap(const ConvShape& c, uint64_t cb, uint64_t nb) const;
   void conv_tiles(ConvPlan& p);
-  std::vector<Block> conv_blocks(tpu::Conv2DOp op, ConvPlan& p);
+  std::vector<Block> conv_blocks(tpu::Conv2DOp op, ConvPlan& p, std::optional<uint64_t> only_nb = std::nullopt);
   std::function<std::vector<std::string>(uint32_t, uint64_t)> conv_epilogue(const ConvPlan& p, uint64_t nb, uint64_t px0,
                                                                            uint64_t rows);
 

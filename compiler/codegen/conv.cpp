@@ -168,8 +168,18 @@ void Codegen::gen_conv(tpu::Conv2DOp op) {
   conv_input(op, p);
   conv_weights(op, p);
   conv_tiles(p);
-  std::vector<Block> blocks = conv_blocks(op, p);
-  run_blocks(blocks, true);  // constant weights: the prologue hoists into the previous stream
+  if (p.pad_per_block) {
+    // One channel block at a time through the one-block padded copy (a depthwise output
+    // block reads only its own input block); each stream ends before the next copy.
+    for (uint64_t nb = 0; nb < p.x.blocks; ++nb) {
+      pad_block(p, nb);
+      std::vector<Block> blocks = conv_blocks(op, p, nb);
+      run_blocks(blocks, true);
+    }
+  } else {
+    std::vector<Block> blocks = conv_blocks(op, p);
+    run_blocks(blocks, true);  // constant weights: the prologue hoists into the previous stream
+  }
   const ConvShape& c = p.s;
   ub_.release(p.bias_ub);
   if (p.padded) ub_.release(p.xp.base);
@@ -218,22 +228,29 @@ void Codegen::conv_input(tpu::Conv2DOp op, ConvPlan& p) {
   p.same = c.same();
   p.padded = (c.pt || c.pb || c.pl || c.pr) && !p.same;
   if (p.padded) {
-    p.xp = new_act({int64_t(c.N), int64_t(Hp), int64_t(Wp), int64_t(c.CI)},
+    // A depthwise convolution's padded copy one channel block at a time when the whole
+    // copy does not fit (OCR networks' 5x5 depthwise layers of 200 channels on small buffers).
+    uint64_t block_bytes = align_up(c.N * Hp * Wp * R_ * esz_, 64);
+    p.pad_per_block = c.G > 1 && c.G == c.CI && c.CI == c.CO && R_ == C_ && x.blocks > 1 &&
+                      x.blocks * block_bytes > ub_.largest_free();
+    p.xp = new_act({int64_t(c.N), int64_t(Hp), int64_t(Wp), int64_t(p.pad_per_block ? std::min<uint64_t>(c.CI, R_) : c.CI)},
                    fmt::format("the padded input of '{}'", op.getLayer().str()), /*temporary=*/true);
-    // Border fills and interior copies touch disjoint rows: all in flight, one wait.
-    uint64_t inflight = 0;
-    clear_border(p.xp, c.N, Hp, Wp, c.pt, c.pb, c.pl, c.pr, false, &inflight);
-    for (uint64_t b = 0; b < x.blocks; ++b)
-      for (uint64_t n = 0; n < c.N; ++n) {
-        uint64_t src = x.base + b * x.block_bytes + n * c.H * c.W * R_ * esz_;
-        uint64_t dst = p.xp.base + b * p.xp.block_bytes + ((n * Hp + c.pt) * Wp + c.pl) * R_ * esz_;
-        std::string d = new_desc(fmt::format("bytes={} src_off={} dst_off={} dim=[{}, {}, {}]", c.W * R_ * esz_, src, dst, c.H,
-                                             c.W * R_ * esz_, Wp * R_ * esz_));
-        code("  " + emit::dma_copy(emit::Desc{d}, reg(0), reg(0), emit::flag(1)));
-        ++inflight;
-      }
-    for (; inflight; inflight -= std::min<uint64_t>(inflight, 65535))
-      code("  " + emit::wait(emit::flag(1), std::min<uint64_t>(inflight, 65535)));
+    if (!p.pad_per_block) {
+      // Border fills and interior copies touch disjoint rows: all in flight, one wait.
+      uint64_t inflight = 0;
+      clear_border(p.xp, c.N, Hp, Wp, c.pt, c.pb, c.pl, c.pr, false, &inflight);
+      for (uint64_t b = 0; b < x.blocks; ++b)
+        for (uint64_t n = 0; n < c.N; ++n) {
+          uint64_t src = x.base + b * x.block_bytes + n * c.H * c.W * R_ * esz_;
+          uint64_t dst = p.xp.base + b * p.xp.block_bytes + ((n * Hp + c.pt) * Wp + c.pl) * R_ * esz_;
+          std::string d = new_desc(fmt::format("bytes={} src_off={} dst_off={} dim=[{}, {}, {}]", c.W * R_ * esz_, src, dst,
+                                               c.H, c.W * R_ * esz_, Wp * R_ * esz_));
+          code("  " + emit::dma_copy(emit::Desc{d}, reg(0), reg(0), emit::flag(1)));
+          ++inflight;
+        }
+      for (; inflight; inflight -= std::min<uint64_t>(inflight, 65535))
+        code("  " + emit::wait(emit::flag(1), std::min<uint64_t>(inflight, 65535)));
+    }
   }
   // Planned (plan.cpp, tap_pairs) unless an alias shares the input's buffer.
   p.pairs = op->hasAttr(kTapPairsAttr) && last_use(op.getInput());
@@ -249,6 +266,25 @@ void Codegen::conv_input(tpu::Conv2DOp op, ConvPlan& p) {
     code("  " + emit::dma_load(emit::Desc{d}, reg(0), reg(0), emit::flag(1)));
     code("  " + emit::wait(emit::flag(1)));
   }
+}
+
+// Channel block cb of the input into the one-block padded copy (pad_per_block): its border
+// zeroed once, with the first block, then only the interior rewritten.
+void Codegen::pad_block(ConvPlan& p, uint64_t cb) {
+  const ConvShape& c = p.s;
+  uint64_t Hp = c.Hp(), Wp = c.Wp(), inflight = 0;
+  if (cb == 0) clear_border(p.xp, c.N, Hp, Wp, c.pt, c.pb, c.pl, c.pr, false, &inflight);
+  for (uint64_t n = 0; n < c.N; ++n) {
+    uint64_t src = p.x.base + cb * p.x.block_bytes + n * c.H * c.W * R_ * esz_;
+    uint64_t dst = p.xp.base + ((n * Hp + c.pt) * Wp + c.pl) * R_ * esz_;
+    std::string d = new_desc(fmt::format("bytes={} src_off={} dst_off={} dim=[{}, {}, {}]", c.W * R_ * esz_, src, dst, c.H,
+                                         c.W * R_ * esz_, Wp * R_ * esz_));
+    code("  " + emit::dma_copy(emit::Desc{d}, reg(0), reg(0), emit::flag(1)));
+    ++inflight;
+  }
+  for (; inflight; inflight -= std::min<uint64_t>(inflight, 65535))
+    code("  " + emit::wait(emit::flag(1), std::min<uint64_t>(inflight, 65535)));
+  p.xp_first = cb;
 }
 
 // INT8 weights per output channel, the bias (rows, or on the MXU through bias lanes), the
@@ -357,7 +393,7 @@ void Codegen::conv_tiles(ConvPlan& p) {
 
 // The blocks: output rows (n, oy) in chunks that fit an accumulator region, per output
 // channel block; a tap's matmul per output row reads the input rows it reaches.
-std::vector<Block> Codegen::conv_blocks(tpu::Conv2DOp op, ConvPlan& p) {
+std::vector<Block> Codegen::conv_blocks(tpu::Conv2DOp op, ConvPlan& p, std::optional<uint64_t> only_nb) {
   const ConvShape& c = p.s;
   uint64_t N = c.N, H = c.H, W = c.W, OH = c.OH, OW = c.OW, KW = c.KW, Hp = c.Hp(), Wp = c.Wp();
   uint64_t cbs = ceil_div(c.CI, R_), nbs = ceil_div(c.CO, C_);
@@ -374,7 +410,7 @@ std::vector<Block> Codegen::conv_blocks(tpu::Conv2DOp op, ConvPlan& p) {
   const Act &x = p.x, &xp = p.xp;
   std::vector<Block> blocks;
   for (uint64_t nb = 0; nb < nbs; ++nb)
-    for (uint64_t r0 = 0; r0 < N * OH; r0 += rows_per_chunk)
+    for (uint64_t r0 = 0; r0 < N * OH && (!only_nb || nb == *only_nb); r0 += rows_per_chunk)
       for (uint64_t c0 = 0; c0 < OW; c0 += cols) {
         uint64_t r1 = std::min(N * OH, r0 + rows_per_chunk), c1 = std::min(OW, c0 + cols), width = c1 - c0;
         Block b;
@@ -398,7 +434,7 @@ std::vector<Block> Codegen::conv_blocks(tpu::Conv2DOp op, ConvPlan& p) {
                 continue;
               }
               uint64_t iy = oy * c.sh + dy * c.dh, ix = dx * c.dw + c0 * c.sw;  // in the padded image
-              uint64_t src = xp.base + cb * xp.block_bytes + ((n * Hp + iy) * Wp + ix) * R_ * esz_;
+              uint64_t src = xp.base + (cb - p.xp_first) * xp.block_bytes + ((n * Hp + iy) * Wp + ix) * R_ * esz_;
               g.steps.push_back({src, width, c.sw == 1 ? 0 : c.sw * R_ * esz_, (r - r0) * width, !first});
             }
             first = false;

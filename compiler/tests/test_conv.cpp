@@ -235,6 +235,48 @@ TEST_P(CompileE2E, DepthwiseAndGroupedConvolutionsMatchFp32Reference) {
   expect_close(got, want, tolerance(0.03));
 }
 
+// A depthwise convolution whose whole padded copy does not fit the unified buffer beside its
+// input and output, and whose rows are too few and wide for row bands (the OCR classifier's
+// 5x5, stride (2, 1) layer over 3 x 96 pixels of 104-200 channels) pads and runs one channel
+// block at a time. Here 200 channels: input 120 KB and output 80 KB in bf16 on tiny-16x16's
+// 256 KiB, the whole padded copy 291 KB, one channel block of it 22 KB (INT8: half of each,
+// on a 128 KiB buffer). Before: refused.
+TEST_P(CompileE2E, DepthwisePaddedOneChannelBlockAtATime) {
+  if (preset() != "tiny-16x16") GTEST_SKIP() << "sized for tiny-16x16's buffer and 16 lanes";
+  const int64_t C = 200, H = 3, W = 96;
+  tweak_config = [this](config::Config& cfg) {
+    if (int8()) cfg.core.unified_buffer.bytes = 128 * 1024;
+  };
+  OnnxBuilder m;
+  m.input("img", {1, C, H, W});
+  auto& w = m.init("w", {C, 1, 5, 5}, 0.3f);
+  auto& b = m.init("b", {C}, 0.2f);
+  auto* c = m.node("Conv", "dw", {"img", "w", "b"}, {"y"});
+  OnnxBuilder::attr(c, "pads", std::vector<int64_t>{2, 2, 2, 2});
+  OnnxBuilder::attr(c, "strides", std::vector<int64_t>{2, 1});
+  OnnxBuilder::attr(c, "group", C);
+  m.output("y", {1, C, 2, W});
+  auto path = m.save("vtpu_depthwise_blocks_" + id() + ".onnx");
+  Vec x = uniform_values(size_t(C * H * W), 23, 300.0f);
+  Vec got = compile_and_run(path, {{"img", x}}, "y", /*nchw=*/true);
+  ConvGeom g{5, 5, 2, 1, 1, 1, 2, 2, 2, 2};
+  std::vector<float> wv(w.begin(), w.end());
+  Vec want(size_t(C * 2 * W));
+  for (int64_t ch = 0; ch < C; ++ch)
+    for (int64_t oy = 0; oy < 2; ++oy)
+      for (int64_t ox = 0; ox < W; ++ox) {
+        double s = b[size_t(ch)];
+        for (int64_t ky = 0; ky < 5; ++ky)
+          for (int64_t kx = 0; kx < 5; ++kx) {
+            int64_t iy = oy * g.sh + ky - g.pt, ix = ox * g.sw + kx - g.pl;
+            if (iy < 0 || ix < 0 || iy >= H || ix >= W) continue;
+            s += double(x[size_t((ch * H + iy) * W + ix)]) * wv[size_t((ch * 5 + ky) * 5 + kx)];
+          }
+        want[size_t((ch * 2 + oy) * W + ox)] = float(s);
+      }
+  expect_close(got, want, tolerance(0.02));
+}
+
 // Output rows wider than an accumulator region (512 pixels here, 256 on tiny-8x8): a same
 // convolution, a valid one and a stride-2 one over a 600-pixel-wide strip run in column
 // pieces of each row.
