@@ -50,12 +50,7 @@ void Codegen::gen_argmax(tpu::ArgMaxOp op) {
       float f = b * R_ + l < K ? 0.0f : -std::numeric_limits<float>::infinity();
       std::memcpy(&mask[b * row32 + l * 4], &f, 4);
     }
-  {
-    uint64_t n = mask.size(), hbm = hbm_const(std::move(mask));
-    code("  " + emit::dma_load(emit::Desc{new_desc(fmt::format("bytes={} src_off={} dst_off={}", n, hbm, masks))}, reg(0), reg(0),
-                               emit::flag(1)));
-    code("  " + emit::wait(emit::flag(1)));
-  }
+  load_constant(std::move(mask), masks);
   std::string neg = new_param("scale=[-1]");
   const isa::Dtype f32 = isa::Dtype::Fp32;
   auto blk = [&](uint64_t b) { return v.base + b * v.block_bytes; };

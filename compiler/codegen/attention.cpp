@@ -48,10 +48,7 @@ std::optional<Codegen::SoftmaxEpilogue> Codegen::fuse_softmax(mlir::Operation* p
       }
     masks = ub_take(bytes.size(), fmt::format("the attention mask of '{}'", sm.getLayer().str()));
     e.buffers.push_back(masks);
-    uint64_t n = bytes.size(), hbm = hbm_const(std::move(bytes));
-    code("  " + emit::dma_load(emit::Desc{new_desc(fmt::format("bytes={} src_off={} dst_off={}", n, hbm, masks))}, reg(0), reg(0),
-                               emit::flag(1)));
-    code("  " + emit::wait(emit::flag(1)));
+    load_constant(std::move(bytes), masks);
   }
   std::string scale_p;
   if (af && !has_role(af, "scale")) scale_p = affine_param(const_floats(af.getScale(), af.getLayer().str()), const_floats(af.getBias(), af.getLayer().str()), 0, 1.0, 1.0);

@@ -360,6 +360,8 @@ class Codegen {
   void load_wait(const std::string& desc);
   uint64_t hbm_alloc(uint64_t bytes);
   uint64_t hbm_const(std::vector<uint8_t> bytes);
+  void load_constant(std::vector<uint8_t> bytes, uint64_t ub);
+  std::vector<uint8_t> lane_row(uint64_t valid, float on_valid, float on_pad, isa::Dtype dt) const;
   std::string intern(std::map<std::string, std::string>& names, const char* prefix, const char* directive,
                      const std::string& body);
   std::string new_desc(const std::string& body);
@@ -471,7 +473,7 @@ class Codegen {
   void gen_conv(tpu::Conv2DOp op);
   void conv_output(tpu::Conv2DOp op, ConvPlan& p);
   void conv_input(tpu::Conv2DOp op, ConvPlan& p);
-  void pad_block(ConvPlan& p, uint64_t cb);
+  void fill_padded(ConvPlan& p, uint64_t first, uint64_t count, bool border);
   void conv_weights(tpu::Conv2DOp op, ConvPlan& p);
   bool group_overlap(const ConvShape& c, uint64_t cb, uint64_t nb) const;
   void conv_tiles(ConvPlan& p);

@@ -100,9 +100,7 @@ uint64_t Codegen::bias_lanes_row(uint64_t at) {
   for (uint64_t k = 0; k < kBiasLanes; ++k) row[at + k] = uint8_t(kBiasBig);
   row[at + kBiasLanes] = 1;
   uint64_t ub = ub_take(C_, "the bias lanes' constants", false);
-  std::string d = new_desc(fmt::format("bytes={} src_off={} dst_off={}", C_, hbm_const(row), ub));
-  code("  " + emit::dma_load(emit::Desc{d}, reg(0), reg(0), emit::flag(1)));
-  code("  " + emit::wait(emit::flag(1)));
+  load_constant(std::move(row), ub);
   return bias_lanes_rows_[at] = ub;
 }
 
@@ -172,7 +170,8 @@ void Codegen::gen_conv(tpu::Conv2DOp op) {
     // One channel block at a time through the one-block padded copy (a depthwise output
     // block reads only its own input block); each stream ends before the next copy.
     for (uint64_t nb = 0; nb < p.x.blocks; ++nb) {
-      pad_block(p, nb);
+      p.xp_first = nb;  // the copy's one block is input block nb (its border zeroed once)
+      fill_padded(p, nb, 1, nb == 0);
       std::vector<Block> blocks = conv_blocks(op, p, nb);
       run_blocks(blocks, true);
     }
@@ -235,22 +234,7 @@ void Codegen::conv_input(tpu::Conv2DOp op, ConvPlan& p) {
                       x.blocks * block_bytes > ub_.largest_free();
     p.xp = new_act({int64_t(c.N), int64_t(Hp), int64_t(Wp), int64_t(p.pad_per_block ? std::min<uint64_t>(c.CI, R_) : c.CI)},
                    fmt::format("the padded input of '{}'", op.getLayer().str()), /*temporary=*/true);
-    if (!p.pad_per_block) {
-      // Border fills and interior copies touch disjoint rows: all in flight, one wait.
-      uint64_t inflight = 0;
-      clear_border(p.xp, c.N, Hp, Wp, c.pt, c.pb, c.pl, c.pr, false, &inflight);
-      for (uint64_t b = 0; b < x.blocks; ++b)
-        for (uint64_t n = 0; n < c.N; ++n) {
-          uint64_t src = x.base + b * x.block_bytes + n * c.H * c.W * R_ * esz_;
-          uint64_t dst = p.xp.base + b * p.xp.block_bytes + ((n * Hp + c.pt) * Wp + c.pl) * R_ * esz_;
-          std::string d = new_desc(fmt::format("bytes={} src_off={} dst_off={} dim=[{}, {}, {}]", c.W * R_ * esz_, src, dst,
-                                               c.H, c.W * R_ * esz_, Wp * R_ * esz_));
-          code("  " + emit::dma_copy(emit::Desc{d}, reg(0), reg(0), emit::flag(1)));
-          ++inflight;
-        }
-      for (; inflight; inflight -= std::min<uint64_t>(inflight, 65535))
-        code("  " + emit::wait(emit::flag(1), std::min<uint64_t>(inflight, 65535)));
-    }
+    if (!p.pad_per_block) fill_padded(p, 0, x.blocks, true);
   }
   // Planned (plan.cpp, tap_pairs) unless an alias shares the input's buffer.
   p.pairs = op->hasAttr(kTapPairsAttr) && last_use(op.getInput());
@@ -268,23 +252,24 @@ void Codegen::conv_input(tpu::Conv2DOp op, ConvPlan& p) {
   }
 }
 
-// Channel block cb of the input into the one-block padded copy (pad_per_block): its border
-// zeroed once, with the first block, then only the interior rewritten.
-void Codegen::pad_block(ConvPlan& p, uint64_t cb) {
+// Input channel blocks [first, first + count) into the padded copy's interior (whose
+// block 0 is input block p.xp_first), with `border` the copy's border zeroed too. Border
+// fills and interior copies touch disjoint rows: all in flight, one wait.
+void Codegen::fill_padded(ConvPlan& p, uint64_t first, uint64_t count, bool border) {
   const ConvShape& c = p.s;
   uint64_t Hp = c.Hp(), Wp = c.Wp(), inflight = 0;
-  if (cb == 0) clear_border(p.xp, c.N, Hp, Wp, c.pt, c.pb, c.pl, c.pr, false, &inflight);
-  for (uint64_t n = 0; n < c.N; ++n) {
-    uint64_t src = p.x.base + cb * p.x.block_bytes + n * c.H * c.W * R_ * esz_;
-    uint64_t dst = p.xp.base + ((n * Hp + c.pt) * Wp + c.pl) * R_ * esz_;
-    std::string d = new_desc(fmt::format("bytes={} src_off={} dst_off={} dim=[{}, {}, {}]", c.W * R_ * esz_, src, dst, c.H,
-                                         c.W * R_ * esz_, Wp * R_ * esz_));
-    code("  " + emit::dma_copy(emit::Desc{d}, reg(0), reg(0), emit::flag(1)));
-    ++inflight;
-  }
+  if (border) clear_border(p.xp, c.N, Hp, Wp, c.pt, c.pb, c.pl, c.pr, false, &inflight);
+  for (uint64_t b = first; b < first + count; ++b)
+    for (uint64_t n = 0; n < c.N; ++n) {
+      uint64_t src = p.x.base + b * p.x.block_bytes + n * c.H * c.W * R_ * esz_;
+      uint64_t dst = p.xp.base + (b - p.xp_first) * p.xp.block_bytes + ((n * Hp + c.pt) * Wp + c.pl) * R_ * esz_;
+      std::string d = new_desc(fmt::format("bytes={} src_off={} dst_off={} dim=[{}, {}, {}]", c.W * R_ * esz_, src, dst, c.H,
+                                           c.W * R_ * esz_, Wp * R_ * esz_));
+      code("  " + emit::dma_copy(emit::Desc{d}, reg(0), reg(0), emit::flag(1)));
+      ++inflight;
+    }
   for (; inflight; inflight -= std::min<uint64_t>(inflight, 65535))
     code("  " + emit::wait(emit::flag(1), std::min<uint64_t>(inflight, 65535)));
-  p.xp_first = cb;
 }
 
 // INT8 weights per output channel, the bias (rows, or on the MXU through bias lanes), the

@@ -199,23 +199,9 @@ void Codegen::gen_unary(tpu::UnaryOp op) {
   uint64_t pad_fix = 0;
   if (infinite_at_zero(fn) && valid < C_) {
     const float keep = fn == "log" ? -std::numeric_limits<float>::infinity() : std::numeric_limits<float>::infinity();
-    std::vector<uint8_t> row(C_ * (q8_ ? 4 : 2));
-    for (uint64_t i = 0; i < C_; ++i) {
-      float f = i < valid ? keep : 0.0f;
-      if (q8_) {
-        std::memcpy(&row[i * 4], &f, 4);
-      } else {
-        uint32_t b;
-        std::memcpy(&b, &f, 4);
-        uint16_t h = uint16_t(b >> 16);  // +-inf and 0 are exact in bf16
-        std::memcpy(&row[i * 2], &h, 2);
-      }
-    }
+    std::vector<uint8_t> row = lane_row(valid, keep, 0.0f, row_dt);
     pad_fix = ub_take(row.size(), fmt::format("the padding lanes' mask of '{}'", layer));
-    uint64_t n = row.size(), hbm = hbm_const(std::move(row));
-    code("  " + emit::dma_load(emit::Desc{new_desc(fmt::format("bytes={} src_off={} dst_off={}", n, hbm, pad_fix))}, reg(0), reg(0),
-                               emit::flag(1)));
-    code("  " + emit::wait(emit::flag(1)));
+    load_constant(std::move(row), pad_fix);
   }
   // dst's padding lanes back to 0 (the last block of a partial one only)
   auto fix_padding = [&](uint64_t blk, const emit::Mem& dst) {

@@ -157,9 +157,7 @@ class EmbeddingLookup {
     }
     row32_ = C_ * 4, acc_rows_ = cg_.cfg_.core.accumulators.rows;
     iota_ = cg_.ub_take(row32_, fmt::format("the lane numbers of '{}'", layer_));
-    std::string d = cg_.new_desc(fmt::format("bytes={} src_off={} dst_off={}", row32_, cg_.hbm_const(std::move(lanes)), iota_));
-    cg_.code("  " + emit::dma_load(emit::Desc{d}, reg(0), reg(0), emit::flag(1)));
-    cg_.code("  " + emit::wait(emit::flag(1)));
+    cg_.load_constant(std::move(lanes), iota_);
     neg_scale_ = cg_.new_param(fmt::format("scale=[{}] bias=[0]", -double(V_)));
     neg_clamp_ = cg_.new_param(fmt::format("min=0 max={}", V_));
     at_most_1_ = cg_.new_param("max=1");

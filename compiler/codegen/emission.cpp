@@ -27,6 +27,27 @@ void Codegen::load_wait(const std::string& d) {
   code("  " + emit::wait(emit::flag(1)));
 }
 
+// Constant bytes into the unified buffer at `ub`: a copy in HBM, loaded, waited for.
+void Codegen::load_constant(std::vector<uint8_t> bytes, uint64_t ub) {
+  uint64_t n = bytes.size(), hbm = hbm_const(std::move(bytes));
+  load_wait(new_desc(fmt::format("bytes={} src_off={} dst_off={}", n, hbm, ub)));
+}
+
+// A row of the C lanes: `on_valid` in the first `valid`, `on_pad` in the others (the padding
+// of a partial lane block), as fp32 or bf16 (exact for 0, 1 and +-inf).
+std::vector<uint8_t> Codegen::lane_row(uint64_t valid, float on_valid, float on_pad, isa::Dtype dt) const {
+  const size_t esz = dt == isa::Dtype::Fp32 ? 4 : 2;
+  std::vector<uint8_t> row(C_ * esz);
+  for (uint64_t i = 0; i < C_; ++i) {
+    uint32_t b;
+    float f = i < valid ? on_valid : on_pad;
+    std::memcpy(&b, &f, 4);
+    if (esz == 4) std::memcpy(&row[i * 4], &b, 4);
+    else row[i * 2] = uint8_t(b >> 16), row[i * 2 + 1] = uint8_t(b >> 24);  // bf16: the upper half
+  }
+  return row;
+}
+
 uint64_t Codegen::hbm_alloc(uint64_t bytes) {
   uint64_t at = hbm_next_;
   hbm_next_ = align_up(hbm_next_ + bytes, hbm_align_);

@@ -72,10 +72,8 @@ uint64_t Codegen::bias_rows(const std::vector<float>& bias, const std::vector<do
       std::memcpy(&bytes[i * 4], &bias[i], 4);
     }
   }
-  uint64_t hbm = hbm_const(bytes);
   uint64_t at = ub_take(bytes.size(), "a layer's bias rows");
-  std::string d = new_desc(fmt::format("bytes={} src_off={} dst_off={}", bytes.size(), hbm, at));
-  load_wait(d);
+  load_constant(std::move(bytes), at);
   return at;
 }
 

@@ -54,16 +54,9 @@ tpu::AffineOp Codegen::ln_affine(tpu::LayerNormOp ln) {
 // The row of ones (valid lanes) the layer norm masks its last lane block with, when that
 // block is partial.
 void Codegen::ln_load_mask(const Act& x, uint64_t base, const LnLayout& lay) {
-  uint64_t valid = x.features - (x.blocks - 1) * C_, row32 = C_ * 4;
+  uint64_t valid = x.features - (x.blocks - 1) * C_;
   if (valid == C_) return;
-  std::vector<uint8_t> m(row32, 0);
-  for (uint64_t i = 0; i < valid; ++i) {
-    float one = 1.0f;
-    std::memcpy(&m[i * 4], &one, 4);
-  }
-  std::string d = new_desc(fmt::format("bytes={} src_off={} dst_off={}", row32, hbm_const(m), base + lay.mask_off));
-  code("  " + emit::dma_load(emit::Desc{d}, reg(0), reg(0), emit::flag(1)));
-  code("  " + emit::wait(emit::flag(1)));
+  load_constant(lane_row(valid, 1.0f, 0.0f, isa::Dtype::Fp32), base + lay.mask_off);
 }
 
 // The vector operations of a layer norm of rows [r0, r0 + rows) of x into y, with its fp32
@@ -220,22 +213,16 @@ void Codegen::gen_softmax(tpu::SoftmaxOp op) {
   // lanes of the result 0 again (a matmul reading them would make -inf * 0 a NaN).
   const bool log = op.getLog();
   const float ninf = -std::numeric_limits<float>::infinity();
-  std::vector<uint8_t> pad_mask(x.blocks * row32 * (log ? 2 : 1));
+  std::vector<uint8_t> pad_mask, inverse;
   for (uint64_t b = 0; b < x.blocks; ++b) {
     uint64_t valid = std::min<uint64_t>(C_, x.features - b * C_);
-    for (uint64_t i = 0; i < C_; ++i) {
-      float f = i < valid ? 0.0f : ninf, inv = i < valid ? ninf : 0.0f;
-      std::memcpy(&pad_mask[b * row32 + i * 4], &f, 4);
-      if (log) std::memcpy(&pad_mask[(x.blocks + b) * row32 + i * 4], &inv, 4);
-    }
+    auto row = lane_row(valid, 0.0f, ninf, isa::Dtype::Fp32), inv = lane_row(valid, ninf, 0.0f, isa::Dtype::Fp32);
+    pad_mask.insert(pad_mask.end(), row.begin(), row.end());
+    if (log) inverse.insert(inverse.end(), inv.begin(), inv.end());
   }
+  pad_mask.insert(pad_mask.end(), inverse.begin(), inverse.end());
   uint64_t masks = ub_take(pad_mask.size(), fmt::format("the lane masks of '{}'", layer));
-  {
-    uint64_t n = pad_mask.size(), hbm = hbm_const(std::move(pad_mask));
-    code("  " + emit::dma_load(emit::Desc{new_desc(fmt::format("bytes={} src_off={} dst_off={}", n, hbm, masks))}, reg(0), reg(0),
-                               emit::flag(1)));
-    code("  " + emit::wait(emit::flag(1)));
-  }
+  load_constant(std::move(pad_mask), masks);
   // The model's own mask [M, N] (fp32, blocked like the values), added to each group of M rows.
   uint64_t mask_rows = 0, user_mask = 0;
   if (op.getMask()) {
@@ -247,10 +234,7 @@ void Codegen::gen_softmax(tpu::SoftmaxOp op) {
       for (uint64_t j = 0; j < x.features; ++j)
         std::memcpy(&bytes[((j / C_) * mask_rows + i) * row32 + (j % C_) * 4], &mk[i * x.features + j], 4);
     user_mask = ub_take(bytes.size(), fmt::format("the attention mask of '{}'", layer));
-    uint64_t n = bytes.size(), hbm = hbm_const(std::move(bytes));
-    std::string d = new_desc(fmt::format("bytes={} src_off={} dst_off={}", n, hbm, user_mask));
-    code("  " + emit::dma_load(emit::Desc{d}, reg(0), reg(0), emit::flag(1)));
-    code("  " + emit::wait(emit::flag(1)));
+    load_constant(std::move(bytes), user_mask);
   }
   // Work rows per chunk: one per block for the values, plus the max, sum and a spare row
   // (and the exponentials of a log-softmax).
