@@ -205,6 +205,21 @@ void Importer::scale_shift(const onnx::NodeProto& n, mlir::Location loc) {
   define(n, {y, x.shape, x.nhwc});
 }
 
+// v * k + c (one affine step after lowering).
+Value Importer::scaled(Value v, const std::vector<int64_t>& shape, float k, float c, mlir::Location loc) {
+  auto t = v.getType();
+  std::vector<int64_t> one(shape.size(), 1);
+  Value y = v;
+  if (k != 1.0f) y = b_.create<mlir::tosa::MulOp>(loc, t, y, constant(one, {k}, loc), b_.getI8IntegerAttr(0));
+  if (c != 0.0f) y = b_.create<mlir::tosa::AddOp>(loc, t, y, constant(one, {c}, loc));
+  return y;
+}
+
+// |v| = max(v, -v).
+Value Importer::magnitude(Value v, const std::vector<int64_t>& shape, mlir::Location loc) {
+  return b_.create<mlir::tosa::MaximumOp>(loc, v.getType(), v, scaled(v, shape, -1.0f, 0.0f, loc));
+}
+
 // Elementwise operators made of the vector unit's others: Abs = max(x, -x); Softsign =
 // x / (1 + |x|); Elu = max(x, 0) + alpha * (exp(min(x, 0)) - 1); Selu = gamma * Elu(x) with
 // Selu's alpha; Celu = max(x, 0) + alpha * (exp(min(x, 0) / alpha) - 1); Softplus =
@@ -219,7 +234,7 @@ void Importer::elementwise_extra(const onnx::NodeProto& n, mlir::Location loc) {
   float inf = std::numeric_limits<float>::infinity();
   Value y;
   if (op == "Abs" || op == "Softsign") {
-    y = b_.create<mlir::tosa::MaximumOp>(loc, t, x.value, scale(x.value, -1.0f));
+    y = magnitude(x.value, x.shape, loc);
     if (op == "Softsign") {
       Value den = b_.create<mlir::tosa::AddOp>(loc, t, y, constant(one, {1.0f}, loc));
       y = b_.create<mlir::tosa::MulOp>(loc, t, x.value, b_.create<mlir::tosa::ReciprocalOp>(loc, t, den), b_.getI8IntegerAttr(0));
@@ -263,7 +278,6 @@ void Importer::prelu(const onnx::NodeProto& n, mlir::Location loc) {
 // to any type (constant_ops.h).
 void Importer::cast(const onnx::NodeProto& n, mlir::Location loc) {
   only_attrs(n, {"to", "saturate"});
-  (void)loc;
   int to = int(attr_i(n, "to", 0));
   if (to == onnx::TensorProto::BOOL && !constants_.count(n.input(0))) return cast_to_bool(n, loc);  // logical.cpp
   bool to_int = is_integer_type(to);

@@ -127,12 +127,9 @@ class Importer {
 
   // ---- control.cpp: If whose condition is known when compiling ----
   void if_node(const onnx::NodeProto& n);
-  // A comparison or logical operator that did not fold: refused, naming the inputs to fix.
 
   // ---- logical.cpp: comparisons, logical operators, Where, Cast to bool at run time ----
   bool integer_typed(const std::string& name) const;
-  Value scaled(Value v, const std::vector<int64_t>& shape, float k, float c, mlir::Location loc);
-  Value magnitude(Value v, const std::vector<int64_t>& shape, mlir::Location loc);
   std::pair<Value, Value> logical_operands(const onnx::NodeProto& n, Tensor& out, mlir::Location loc);
   void boolean_op(const onnx::NodeProto& n, mlir::Location loc);
   void cast_to_bool(const onnx::NodeProto& n, mlir::Location loc);
@@ -174,6 +171,8 @@ class Importer {
   void clip(const onnx::NodeProto& n, mlir::Location loc);
   void clamp(const onnx::NodeProto& n, mlir::Location loc, float lo, float hi);
   Value make_clamp(Value v, float lo, float hi, mlir::Location loc);
+  Value scaled(Value v, const std::vector<int64_t>& shape, float k, float c, mlir::Location loc);  // v * k + c
+  Value magnitude(Value v, const std::vector<int64_t>& shape, mlir::Location loc);                 // |v|
   void binary(const onnx::NodeProto& n, mlir::Location loc);
   std::pair<Value, Value> broadcast_pair(const onnx::NodeProto& n, const Tensor& a, const Tensor& c, Tensor& out,
                                          mlir::Location loc);

@@ -34,20 +34,6 @@ bool Importer::integer_typed(const std::string& name) const {
   return it != elem_types_.end() && (it->second == onnx::TensorProto::BOOL || is_integer_type(it->second));
 }
 
-// v * k + c (one affine step after lowering).
-Value Importer::scaled(Value v, const std::vector<int64_t>& shape, float k, float c, mlir::Location loc) {
-  auto t = v.getType();
-  std::vector<int64_t> one(shape.size(), 1);
-  Value y = v;
-  if (k != 1.0f) y = b_.create<mlir::tosa::MulOp>(loc, t, y, constant(one, {k}, loc), b_.getI8IntegerAttr(0));
-  if (c != 0.0f) y = b_.create<mlir::tosa::AddOp>(loc, t, y, constant(one, {c}, loc));
-  return y;
-}
-
-Value Importer::magnitude(Value v, const std::vector<int64_t>& shape, mlir::Location loc) {
-  return b_.create<mlir::tosa::MaximumOp>(loc, v.getType(), v, scaled(v, shape, -1.0f, 0.0f, loc));
-}
-
 // The operands of a two-input operator broadcast to one shape; out takes that shape.
 std::pair<Value, Value> Importer::logical_operands(const onnx::NodeProto& n, Tensor& out, mlir::Location loc) {
   Tensor a = input(n, 0), c = input(n, 1);
