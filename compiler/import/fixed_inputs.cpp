@@ -12,12 +12,11 @@
 #include "import/importer.h"
 #include "validate.h"
 
-namespace vtpu::compiler::onnx_import {
-namespace {
+namespace vtpu::compiler {
 
-// The text between commas, each value parsed whole: an integer for an integer input (int64
-// exactly), true/false or 0/1 for a bool one, a number for a float one.
-std::vector<std::string> split_values(const std::string& text) {
+// Each value parsed whole afterwards: an integer for an integer input (int64 exactly),
+// true/false or 0/1 for a bool one, a number for a float one.
+std::vector<std::string> fixed_values(const std::string& text) {
   std::vector<std::string> parts;
   size_t start = 0;
   for (;;) {
@@ -28,7 +27,7 @@ std::vector<std::string> split_values(const std::string& text) {
   }
 }
 
-}  // namespace
+namespace onnx_import {
 
 void fix_inputs(onnx::ModelProto& model, const FixedInputs& fixed, const InputShapes& shapes) {
   if (fixed.empty()) return;
@@ -73,7 +72,7 @@ void fix_inputs(onnx::ModelProto& model, const FixedInputs& fixed, const InputSh
                                     spec, name, fmt::join(dims, ", ")));
       count *= d;
     }
-    std::vector<std::string> parts = split_values(text);
+    std::vector<std::string> parts = fixed_values(text);
     if (int64_t(parts.size()) != count && parts.size() != 1)
       throw UserError(fmt::format("{}: input '{}' of shape [{}] has {} element(s); give {} value(s), or one for all of "
                                   "them",
@@ -112,4 +111,5 @@ void fix_inputs(onnx::ModelProto& model, const FixedInputs& fixed, const InputSh
   }
 }
 
-}  // namespace vtpu::compiler::onnx_import
+}  // namespace onnx_import
+}  // namespace vtpu::compiler

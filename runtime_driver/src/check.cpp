@@ -78,12 +78,7 @@ NpyArray fixed_feed(const GraphInput& g, const std::string& text, const compiler
   if (auto s = copt.shapes.find(g.name); s != copt.shapes.end()) dims = s->second;
   int64_t count = 1;
   for (int64_t d : dims) count *= std::max<int64_t>(d, 0);
-  std::vector<std::string> given;
-  for (size_t at = 0; at <= text.size();) {
-    size_t end = std::min(text.find(',', at), text.size());
-    given.push_back(text.substr(at, end - at));
-    at = end + 1;
-  }
+  const std::vector<std::string> given = compiler::fixed_values(text);
   auto text_at = [&](int64_t i) -> const std::string& { return given[given.size() == size_t(count) ? size_t(i) : 0]; };
   const char kind = g.descr.size() > 2 ? g.descr[1] : 'f';
   if (kind == 'i' || kind == 'u' || kind == 'b') {

@@ -28,6 +28,8 @@ using InputShapes = std::map<std::string, std::vector<int64_t>>;
 // If on a sample rate, a mode flag's arithmetic) folds at compile time; the program has no
 // such input, and --check feeds the same values to onnxruntime.
 using FixedInputs = std::map<std::string, std::string>;
+// The values of one fixed input's text, as written between its commas.
+std::vector<std::string> fixed_values(const std::string& text);
 
 // How LSTM and GRU layers multiply their inputs by the input weights W (docs/compiler.md):
 // Hoisted: one matmul over all time steps' inputs (W is read once per sequence); PerStep:
