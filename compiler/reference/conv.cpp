@@ -10,12 +10,10 @@ using tpu::shape_of;
 
 namespace {
 
-// One group: kPixels neighbouring output pixels of row (nn, oy) from ox0 at a time, so that each
-// weight row is read once for all of them (a deep layer's weights do not stay in cache from one
-// pixel to the next). Each output's sum runs over taps and input channels in the same order as
-// one pixel at a time, so the values are the same.
-constexpr int64_t kPixels = 4;
-
+// One group: kConvPixels neighbouring output pixels of row (nn, oy) from ox0 at a time, so that
+// each weight row is read once for all of them (a deep layer's weights do not stay in cache from
+// one pixel to the next). Each output's sum runs over taps and input channels in the same order
+// as one pixel at a time, so the values are the same.
 VTPU_REFERENCE_KERNEL void conv_pixels(const RefTensor& x, const float* w, const std::vector<float>& b, int64_t KH, int64_t KW,
                                        int64_t CO, llvm::ArrayRef<int64_t> st, llvm::ArrayRef<int64_t> pad,
                                        llvm::ArrayRef<int64_t> dil, int64_t nn, int64_t oy, int64_t ox0, int64_t P, double* a) {
@@ -26,7 +24,7 @@ VTPU_REFERENCE_KERNEL void conv_pixels(const RefTensor& x, const float* w, const
     for (int64_t kx = 0; kx < KW; ++kx) {
       int64_t iy = oy * st[0] + ky * dil[0] - pad[0];
       if (iy < 0 || iy >= H) continue;
-      const float* xr[kPixels] = {};
+      const float* xr[kConvPixels] = {};
       for (int64_t p = 0; p < P; ++p) {
         int64_t ix = (ox0 + p) * st[1] + kx * dil[1] - pad[2];
         if (ix >= 0 && ix < W) xr[p] = x.data.data() + ((nn * H + iy) * W + ix) * CI;
@@ -54,12 +52,13 @@ VTPU_REFERENCE_KERNEL void conv_reference(const RefTensor& x, const float* w, co
   int64_t H = x.shape[1], W = x.shape[2], CI = x.shape[3];
   int64_t KH = ws[0], KW = ws[1], CO = ws[3], OH = y.shape[1], OW = y.shape[2];
   int64_t CIg = ws[2], COg = CO / groups;  // per group
-  std::vector<double> acc(static_cast<size_t>(CO * kPixels));
+  if (CIg == CI && avx512_kernels()) return conv_rows_avx512(x, w, b, KH, KW, st, pad, dil, lo, hi, row0, row1, y);
+  std::vector<double> acc(static_cast<size_t>(CO * kConvPixels));
   double* a = acc.data();
   if (CIg == CI) {  // one group
     for (int64_t row = row0; row < row1; ++row)
-      for (int64_t nn = row / OH, oy = row % OH, ox0 = 0; ox0 < OW; ox0 += kPixels) {
-          int64_t P = std::min(kPixels, OW - ox0);
+      for (int64_t nn = row / OH, oy = row % OH, ox0 = 0; ox0 < OW; ox0 += kConvPixels) {
+        int64_t P = std::min(kConvPixels, OW - ox0);
         conv_pixels(x, w, b, KH, KW, CO, st, pad, dil, nn, oy, ox0, P, a);
         for (int64_t p = 0; p < P; ++p)
           for (int64_t co = 0; co < CO; ++co)

@@ -45,6 +45,18 @@ void eval(tpu::BatchMatmulOp op, const Env& env, RefTensor& y);
 void eval(tpu::EmbeddingOp op, const Env& env, RefTensor& y);
 // conv.cpp
 void eval(tpu::Conv2DOp op, const Env& env, RefTensor& y);
+// A convolution's output pixels of one image row computed together, each weight row read once
+// for all of them.
+constexpr int64_t kConvPixels = 4;
+// conv_avx512.cpp: the same loop with its sums in registers, on processors with AVX-512 (the
+// same values: the tests compare the two). avx512_kernels(): the processor has them and they
+// are allowed (allow_avx512_kernels(false) makes a test run the portable loop).
+bool avx512_kernels();
+void allow_avx512_kernels(bool allowed);
+// y's output rows [row0, row1) (row nn * OH + oy) of a one-group convolution, as conv.cpp's loop.
+void conv_rows_avx512(const RefTensor& x, const float* w, const std::vector<float>& b, int64_t KH, int64_t KW,
+                      llvm::ArrayRef<int64_t> st, llvm::ArrayRef<int64_t> pad, llvm::ArrayRef<int64_t> dil, double lo,
+                      double hi, int64_t row0, int64_t row1, RefTensor& y);
 void eval(tpu::ZeroInsertOp op, const Env& env, RefTensor& y);
 // pool.cpp
 void eval(tpu::PoolOp op, const Env& env, RefTensor& y);
