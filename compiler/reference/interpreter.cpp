@@ -28,8 +28,6 @@ tpu::FloatData const_view(mlir::Value v) {
   return tpu::float_data(c.getValue());
 }
 
-float clampf(double x, double lo, double hi) { return float(std::min(std::max(x, lo), hi)); }
-
 int reference_threads() {
   static const int n = [] {
     if (const char* e = std::getenv("VTPU_THREADS")) {

@@ -3,6 +3,7 @@
 // is one eval() overload, in the file of its operator family, written from the op's definition
 // (compiler/dialect/TpuOps.td) in plain loops, accumulating in double; `y` arrives shaped as the
 // op's result and zero-filled.
+#include <algorithm>
 #include <functional>
 #include <string>
 #include <vector>
@@ -31,8 +32,8 @@ tpu::FloatData const_view(mlir::Value v);
 void parallel_for(int64_t n, double work_per_item, const std::function<void(int64_t lo, int64_t hi)>& body);
 // The interpreter's threads: VTPU_THREADS when set (1 or more), else the processor count, at most 8.
 int reference_threads();
-// x clamped to [lo, hi], as float.
-float clampf(double x, double lo, double hi);
+// x clamped to [lo, hi], as float (inline: the elementwise loops call it once per value).
+inline float clampf(double x, double lo, double hi) { return float(std::min(std::max(x, lo), hi)); }
 
 // The interpreter's MAC loops (convolution, matmul), in two builds (vtpu/support/clones.h).
 // Their results are the same: each product of two floats is exact in double, so a fused
