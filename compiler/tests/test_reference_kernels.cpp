@@ -114,8 +114,12 @@ TEST_P(ReferenceConv, RegistersGiveThePortableLoopsValuesBitForBit) {
   }
   EXPECT_EQ(differ, 0u) << "of " << want.size() << " outputs";
   // The cases reach what they are about: sums of -0, and NaN where weights are special.
-  if (std::string(c.activation).empty()) EXPECT_GT(negative_zeros, 0u);
-  if (c.special_weights) EXPECT_GT(nans, 0u);
+  if (std::string(c.activation).empty()) {
+    EXPECT_GT(negative_zeros, 0u);
+  }
+  if (c.special_weights) {
+    EXPECT_GT(nans, 0u);
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(
