@@ -1,6 +1,9 @@
 // Epilogues, weights and requantization: bias rows, epilogue phases, RESCALE parameters, weight tiles (docs/compiler.md, "Code generation").
+#include <mutex>
+
 #include "codegen_internal.h"
 #include "vtpu/support/clones.h"
+#include "vtpu/support/parallel.h"
 
 namespace vtpu::compiler::codegen {
 
@@ -21,18 +24,50 @@ std::pair<int64_t, int64_t> Codegen::fixed_point(double M) {
   return {std::min<int64_t>(m, INT32_MAX), std::max<int64_t>(shift, 2)};
 }
 
-VTPU_CLONES std::vector<double> Codegen::quantize(std::vector<float>& w, uint64_t K, uint64_t N, const std::vector<double>* absmax) {
-  // Row by row (the matrix is row-major): each column's largest magnitude, then the codes.
+namespace {
+
+// Rows [k0, k1) of a row-major [K, N] matrix: each column's largest magnitude so far, in mx.
+VTPU_CLONES void column_maxima(const float* w, uint64_t N, uint64_t k0, uint64_t k1, float* mx) {
+  for (uint64_t k = k0; k < k1; ++k)
+    for (uint64_t n = 0; n < N; ++n) mx[n] = std::max(mx[n], std::fabs(w[k * N + n]));
+}
+
+// Rows [k0, k1) as INT8 codes of their column's scale s[n], in place: nearbyint(w / s) clamped
+// to [-127, 127] (NaN stays NaN). GCC vectorizes nearbyint only without trapping math, which
+// changes no value (only whether the inexact flag, which nothing reads, may be raised), and
+// only with the clamp written as two selects: 4 (AVX2) divisions at a time, not one.
+__attribute__((optimize("no-trapping-math"))) VTPU_CLONES void quantize_rows(float* w, uint64_t N, const double* s, uint64_t k0,
+                                                                             uint64_t k1) {
+  for (uint64_t k = k0; k < k1; ++k)
+    for (uint64_t n = 0; n < N; ++n) {
+      double q = std::nearbyint(double(w[k * N + n]) / s[n]);
+      q = q < -127.0 ? -127.0 : q;
+      q = 127.0 < q ? 127.0 : q;
+      w[k * N + n] = float(q);
+    }
+}
+
+}  // namespace
+
+std::vector<double> Codegen::quantize(std::vector<float>& w, uint64_t K, uint64_t N, const std::vector<double>* absmax) {
+  // Row by row (the matrix is row-major): each column's largest magnitude, then the codes; rows
+  // split over threads (a deep layer has millions of weights), each thread's maxima joined after
+  // (a maximum does not depend on the order; NaN is left out either way).
   std::vector<double> s(N);
   std::vector<float> mx(N, 0.0f);
-  if (absmax)
+  if (absmax) {
     for (uint64_t n = 0; n < N; ++n) mx[n] = float(absmax->at(n));
-  else
-    for (uint64_t k = 0; k < K; ++k)
-      for (uint64_t n = 0; n < N; ++n) mx[n] = std::max(mx[n], std::fabs(w[k * N + n]));
+  } else {
+    std::mutex joined;
+    parallel_for(int64_t(K), double(N), [&](int64_t k0, int64_t k1) {
+      std::vector<float> part(N, 0.0f);
+      column_maxima(w.data(), N, uint64_t(k0), uint64_t(k1), part.data());
+      std::lock_guard<std::mutex> lock(joined);
+      for (uint64_t n = 0; n < N; ++n) mx[n] = std::max(mx[n], part[n]);
+    });
+  }
   for (uint64_t n = 0; n < N; ++n) s[n] = mx[n] > 0 ? double(mx[n]) / 127.0 : 1.0;
-  for (uint64_t k = 0; k < K; ++k)
-    for (uint64_t n = 0; n < N; ++n) w[k * N + n] = float(std::clamp<double>(std::nearbyint(w[k * N + n] / s[n]), -127, 127));
+  parallel_for(int64_t(K), double(N), [&](int64_t k0, int64_t k1) { quantize_rows(w.data(), N, s.data(), uint64_t(k0), uint64_t(k1)); });
   return s;
 }
 

@@ -4,9 +4,6 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <cstdlib>
-#include <exception>
-#include <thread>
 
 #include "llvm/ADT/TypeSwitch.h"
 #include "mlir/Dialect/Tosa/IR/TosaOps.h"
@@ -26,47 +23,6 @@ tpu::FloatData const_view(mlir::Value v) {
   auto c = v.getDefiningOp<mlir::tosa::ConstOp>();
   if (!c) throw InternalError("reference: expected a constant");
   return tpu::float_data(c.getValue());
-}
-
-int reference_threads() {
-  static const int n = [] {
-    if (const char* e = std::getenv("VTPU_THREADS")) {
-      char* end = nullptr;
-      long v = std::strtol(e, &end, 10);
-      if (end != e && *end == '\0' && v >= 1 && v <= 1024) return int(v);
-      throw UserError(fmt::format("VTPU_THREADS='{}': give a whole number of threads, 1 or more", e));
-    }
-    return int(std::clamp(std::thread::hardware_concurrency(), 1u, 8u));
-  }();
-  return n;
-}
-
-void parallel_for(int64_t n, double work_per_item, const std::function<void(int64_t lo, int64_t hi)>& body) {
-  // A thread's start and join cost about as much as a few million MACs.
-  constexpr double kWorkPerThread = 4e6;
-  int64_t threads = std::min<int64_t>({reference_threads(), n, int64_t(double(n) * work_per_item / kWorkPerThread)});
-  if (threads <= 1) {
-    if (n > 0) body(0, n);
-    return;
-  }
-  std::vector<std::thread> pool;
-  std::vector<std::exception_ptr> errors(static_cast<size_t>(threads));
-  for (int64_t t = 1; t < threads; ++t)
-    pool.emplace_back([&, t] {
-      try {
-        body(n * t / threads, n * (t + 1) / threads);
-      } catch (...) {
-        errors[size_t(t)] = std::current_exception();
-      }
-    });
-  try {
-    body(0, n / threads);
-  } catch (...) {
-    errors[0] = std::current_exception();
-  }
-  for (auto& th : pool) th.join();
-  for (auto& e : errors)
-    if (e) std::rethrow_exception(e);
 }
 
 namespace {

@@ -12,6 +12,7 @@
 #include "reference/reference.h"
 #include "vtpu/compiler/compiler.h"
 #include "vtpu/support/clones.h"
+#include "vtpu/support/parallel.h"
 
 namespace vtpu::compiler::reference {
 
@@ -26,12 +27,8 @@ std::vector<float> consts(mlir::Value v);
 // The same in place where it can be (a model's weights are not copied; tpu::float_data).
 tpu::FloatData const_view(mlir::Value v);
 
-// Runs body(lo, hi) over ranges that split [0, n) on up to reference_threads() threads, when
-// the work (n x `work_per_item` MACs) is worth a thread's start. Each item is computed by one
-// thread as it would be alone, so results do not depend on the thread count.
-void parallel_for(int64_t n, double work_per_item, const std::function<void(int64_t lo, int64_t hi)>& body);
-// The interpreter's threads: VTPU_THREADS when set (1 or more), else the processor count, at most 8.
-int reference_threads();
+// Rows of a convolution or matmul split over threads (VTPU_THREADS): vtpu::parallel_for.
+using vtpu::parallel_for;
 // x clamped to [lo, hi], as float (inline: the elementwise loops call it once per value).
 inline float clampf(double x, double lo, double hi) { return float(std::min(std::max(x, lo), hi)); }
 
