@@ -123,13 +123,16 @@ Tensor Importer::conv_of(const onnx::NodeProto& n, const Tensor& x, const Consta
   int64_t COg = CO / G;
   std::vector<Value> parts;
   for (int64_t g = 0; g < G; ++g) {
-    // OIHW -> OHWI, output channels [g*COg, (g+1)*COg).
-    std::vector<float> wt(size_t(COg * KH * KW * CIg));
-    for (int64_t o = 0; o < COg; ++o)
-      for (int64_t i = 0; i < CIg; ++i)
-        for (int64_t h = 0; h < KH; ++h)
-          for (int64_t ww = 0; ww < KW; ++ww)
-            wt[size_t(((o * KH + h) * KW + ww) * CIg + i)] = w.data[size_t((((g * COg + o) * CIg + i) * KH + h) * KW + ww)];
+    // OIHW -> OHWI, output channels [g*COg, (g+1)*COg), written in order (a 1 x 1 kernel's
+    // are the same order: one copy).
+    std::vector<float> wt;
+    wt.reserve(size_t(COg * KH * KW * CIg));
+    const float* wg = w.data.data() + g * COg * CIg * KH * KW;
+    if (KH * KW == 1) wt.assign(wg, wg + COg * CIg);
+    for (int64_t o = 0; KH * KW > 1 && o < COg; ++o)
+      for (int64_t h = 0; h < KH; ++h)
+        for (int64_t ww = 0; ww < KW; ++ww)
+          for (int64_t i = 0; i < CIg; ++i) wt.push_back(wg[((o * CIg + i) * KH + h) * KW + ww]);
     std::vector<float> bg(bias.begin() + g * COg, bias.begin() + (g + 1) * COg);
     Value xg = in;
     if (G > 1)

@@ -105,6 +105,7 @@ class Importer {
   // ---- tensors.cpp: values and TOSA building blocks ----
   // An initializer or tensor attribute (constant.h), errors named after the tensor.
   Constant read_tensor(const onnx::TensorProto& t);
+  std::vector<Constant> read_initializers(const google::protobuf::RepeatedPtrField<onnx::TensorProto>& inits);
   static bool is_float_type(int t);
   static bool is_integer_type(int t);
   static bool is_integer_io(int t);

@@ -20,6 +20,10 @@ namespace vtpu {
 inline void heap_on_huge_pages(size_t reserve = size_t(1) << 30) {
   constexpr int kMiB = 1 << 20;
   mallopt(M_MMAP_THRESHOLD, 32 * kMiB);  // tensors of up to 32 MiB come from the heap (glibc's largest)
+  // Every thread's allocations from this heap: a thread's own arena is mapped memory without
+  // huge pages, and what one thread frees (an initializer read on a helper thread) is kept
+  // for the next allocation of any thread.
+  mallopt(M_ARENA_MAX, 1);
   mallopt(M_TRIM_THRESHOLD, int(reserve));
   mallopt(M_TOP_PAD, int(reserve));
   auto* lo = static_cast<char*>(sbrk(0));
