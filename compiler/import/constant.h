@@ -4,6 +4,7 @@
 // (ONNX's integer and bool types: shapes, indices, slice bounds, the arithmetic exporters do on
 // them) also hold them exactly as int64, so INT64_MAX as a Slice end, or a count beyond 2^24,
 // stays what the model says from the file through every fold.
+#include <algorithm>
 #include <cstdint>
 #include <filesystem>
 #include <optional>
@@ -22,6 +23,20 @@ inline int64_t numel(const std::vector<int64_t>& s) {
   int64_t n = 1;
   for (int64_t d : s) n *= d;
   return n;
+}
+
+// The [cols, rows] transpose of a row-major [rows, cols] matrix, f applied to each value, in
+// 32 x 32 blocks written row by row (walking a large matrix down its columns, a 2048 x 1000
+// MatMul weight, missed the cache on every element).
+template <class F>
+std::vector<float> transposed(const std::vector<float>& m, int64_t rows, int64_t cols, F f) {
+  std::vector<float> t(m.size());
+  constexpr int64_t kBlock = 32;
+  for (int64_t c0 = 0; c0 < cols; c0 += kBlock)
+    for (int64_t r0 = 0; r0 < rows; r0 += kBlock)
+      for (int64_t c = c0; c < std::min(cols, c0 + kBlock); ++c)
+        for (int64_t r = r0; r < std::min(rows, r0 + kBlock); ++r) t[size_t(c * rows + r)] = f(m[size_t(r * cols + c)]);
+  return t;
 }
 
 // A constant's or a folded node's error, without the node's name (the importer adds it).

@@ -18,10 +18,10 @@ void Importer::gemm(const onnx::NodeProto& n, mlir::Location loc) {
   bool tb = attr_i(n, "transB", 0) != 0;
   int64_t K = a.shape[1], N = tb ? w.shape[0] : w.shape[1];
   if ((tb ? w.shape[1] : w.shape[0]) != K) fail("Gemm: A and B shapes do not agree", node_name(n));
-  // TOSA fully_connected wants weights [N, K].
-  std::vector<float> wt(size_t(N * K));
-  for (int64_t k = 0; k < K; ++k)
-    for (int64_t j = 0; j < N; ++j) wt[size_t(j * K + k)] = alpha * (tb ? w.data[size_t(j * K + k)] : w.data[size_t(k * N + j)]);
+  // TOSA fully_connected wants weights [N, K]: with transB they are already.
+  auto scaled = [alpha](float v) { return alpha * v; };
+  std::vector<float> wt = tb ? std::vector<float>(w.data.size()) : transposed(w.data, K, N, scaled);
+  if (tb) std::transform(w.data.begin(), w.data.end(), wt.begin(), scaled);
   std::vector<float> bias(size_t(N), 0.0f);
   std::vector<float> matrix_bias;  // C of [M, N] or [M, 1]: added after the matmul
   int64_t M = a.shape[0];
@@ -86,9 +86,7 @@ Tensor Importer::matmul_const(const onnx::NodeProto& n, const Tensor& a, const C
   int64_t K = w.shape[0], N = w.shape[1];
   if (a.shape.back() != K) fail("MatMul: shapes do not agree", node_name(n));
   int64_t M = numel(a.shape) / K;
-  std::vector<float> wt(size_t(N * K));
-  for (int64_t k = 0; k < K; ++k)
-    for (int64_t j = 0; j < N; ++j) wt[size_t(j * K + k)] = w.data[size_t(k * N + j)];
+  std::vector<float> wt = transposed(w.data, K, N, [](float v) { return v; });  // [N, K]
   Value x = a.shape.size() == 2 ? a.value : reshape(a.value, {M, K}, loc);
   Value fc = b_.create<mlir::tosa::FullyConnectedOp>(loc, tensor_type({M, N}), x, constant({N, K}, std::move(wt), loc),
                                                      constant({N}, std::vector<float>(size_t(N), 0.0f), loc), nullptr);
