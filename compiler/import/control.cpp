@@ -111,7 +111,9 @@ void Importer::if_node(const onnx::NodeProto& n) {
     fail(fmt::format("If's {} has {} outputs and the node {}; they must agree", which, g.output_size(), n.output_size()),
          node_name(n));
   for (const auto& init : g.initializer()) constants_[init.name()] = read_tensor(init);
+  ++subgraph_depth_;  // a branch's nodes may read an outer constant more than once
   for (const auto& node : g.node()) import_node(node);
+  --subgraph_depth_;
   // The If's outputs are the branch's.
   for (int i = 0; i < n.output_size(); ++i) {
     const std::string &from = g.output(i).name(), &to = n.output(i);

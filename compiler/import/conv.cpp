@@ -41,7 +41,7 @@ void Importer::conv(const onnx::NodeProto& n, mlir::Location loc) {
   if (input(n, 0).shape.size() == 5) return conv_3d(n, input(n, 0), loc);
   std::vector<float> bias;
   if (n.input_size() > 2 && !n.input(2).empty()) bias = const_input(n, 2, "Conv bias").data;
-  define(n, conv_of(n, input(n, 0), const_input(n, 1, "Conv weight"), bias, loc));
+  define(n, conv_of(n, input(n, 0), take_const_input(n, 1, "Conv weight"), bias, loc));
 }
 
 // A 3-D Conv as a 2-D one with the depth folded into the channels: output channel
@@ -82,12 +82,12 @@ void Importer::conv_3d(const onnx::NodeProto& n, const Tensor& x, mlir::Location
   set_ints(m, "dilations", {dil[1], dil[2]});
   set_ints(m, "pads", {p[1], p[2], p[4], p[5]});
   Tensor x2{reshape(x.value, {N, CI * D, H, W}, loc), {N, CI * D, H, W}, false};
-  Tensor y = conv_of(m, x2, w2, bias, loc);
+  Tensor y = conv_of(m, x2, std::move(w2), bias, loc);
   std::vector<int64_t> out{N, CO, OD, y.shape[2], y.shape[3]};
   define(n, {reshape(y.nhwc ? to_nchw_value(y, loc) : y.value, out, loc), out, false});
 }
 
-Tensor Importer::conv_of(const onnx::NodeProto& n, const Tensor& x, const Constant& w, std::vector<float> bias, mlir::Location loc,
+Tensor Importer::conv_of(const onnx::NodeProto& n, const Tensor& x, Constant w, std::vector<float> bias, mlir::Location loc,
                          const ConvGeometry* geometry) {
   if (x.shape.size() != 4) fail("only 2-D convolutions (4-D inputs) are supported", node_name(n));
   if (w.shape.size() != 4) fail("the Conv weight must be 4-D [CO, CI/group, KH, KW]", node_name(n));
@@ -124,11 +124,12 @@ Tensor Importer::conv_of(const onnx::NodeProto& n, const Tensor& x, const Consta
   std::vector<Value> parts;
   for (int64_t g = 0; g < G; ++g) {
     // OIHW -> OHWI, output channels [g*COg, (g+1)*COg), written in order (a 1 x 1 kernel's
-    // are the same order: one copy).
+    // are the same order: one group's weights are taken over as they are, others copied).
     std::vector<float> wt;
-    wt.reserve(size_t(COg * KH * KW * CIg));
     const float* wg = w.data.data() + g * COg * CIg * KH * KW;
-    if (KH * KW == 1) wt.assign(wg, wg + COg * CIg);
+    if (KH * KW == 1 && G == 1) wt = std::move(w.data);
+    else if (KH * KW == 1) wt.assign(wg, wg + COg * CIg);
+    else wt.reserve(size_t(COg * KH * KW * CIg));
     for (int64_t o = 0; KH * KW > 1 && o < COg; ++o)
       for (int64_t h = 0; h < KH; ++h)
         for (int64_t ww = 0; ww < KW; ++ww)
@@ -212,7 +213,7 @@ void Importer::conv_transpose(const onnx::NodeProto& n, mlir::Location loc) {
   std::vector<float> bias;
   if (n.input_size() > 2 && !n.input(2).empty()) bias = const_input(n, 2, "ConvTranspose bias").data;
   ConvGeometry geo{{1, 1}, dil, {0, 0, 0, 0}};
-  define(n, conv_of(n, {spread, {x.shape[0], CI, SH, SW}, true}, wc, bias, loc, &geo));
+  define(n, conv_of(n, {spread, {x.shape[0], CI, SH, SW}, true}, std::move(wc), bias, loc, &geo));
 }
 
 // A 3-D ConvTranspose as a 2-D one with the depth folded into the channels: input channel

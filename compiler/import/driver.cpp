@@ -46,19 +46,17 @@ mlir::OwningOpRef<mlir::ModuleOp> Importer::run() {
   // A constant is released once the last node that reads it is imported: a layer's weights
   // are not held as floats beside their MLIR attribute (ResNet-50: 100 MB less memory to
   // touch). Graph outputs are kept: collect_outputs reads them at the end.
-  std::map<std::string, int64_t> readers;
   // A node's reads include what its subgraphs (If's branches) read from outside them.
   std::vector<std::vector<std::string>> reads;
   for (const auto& node : file_.proto().graph().node()) {
     reads.push_back(names_read(node));
-    for (const auto& in : reads.back()) ++readers[in];
+    for (const auto& in : reads.back()) ++readers_[in];
   }
-  std::set<std::string> outputs;
-  for (const auto& out : file_.proto().graph().output()) outputs.insert(out.name());
+  for (const auto& out : file_.proto().graph().output()) graph_outputs_.insert(out.name());
   for (int i = 0; i < file_.proto().graph().node_size(); ++i) {
     import_node(file_.proto().graph().node(i));
     for (const auto& in : reads[size_t(i)])
-      if (--readers[in] == 0 && !outputs.count(in)) constants_.erase(in);
+      if (--readers_[in] == 0 && !graph_outputs_.count(in)) constants_.erase(in);
   }
   GraphOutputs outs = collect_outputs();
   b_.create<mlir::func::ReturnOp>(b_.getUnknownLoc(), outs.values);

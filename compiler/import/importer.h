@@ -118,6 +118,9 @@ class Importer {
   Value reshape(Value v, const std::vector<int64_t>& shape, mlir::Location loc);
   const Tensor& input(const onnx::NodeProto& n, int i);
   const Constant& const_input(const onnx::NodeProto& n, int i, const char* what);
+  // The same as a value of its own: moved out of the table when n is the last node to read it
+  // (a model's weights are then not copied once more), else a copy.
+  Constant take_const_input(const onnx::NodeProto& n, int i, const char* what);
   void define(const onnx::NodeProto& n, Tensor t);
 
   // ---- folding.cpp: constants at import ----
@@ -153,7 +156,7 @@ class Importer {
   };
   void conv(const onnx::NodeProto& n, mlir::Location loc);
   void conv_3d(const onnx::NodeProto& n, const Tensor& x, mlir::Location loc);
-  Tensor conv_of(const onnx::NodeProto& n, const Tensor& x, const Constant& w, std::vector<float> bias, mlir::Location loc,
+  Tensor conv_of(const onnx::NodeProto& n, const Tensor& x, Constant w, std::vector<float> bias, mlir::Location loc,
                  const ConvGeometry* geometry = nullptr);
   void conv_transpose(const onnx::NodeProto& n, mlir::Location loc);
   void conv_transpose_3d(const onnx::NodeProto& n, const Tensor& x, mlir::Location loc);
@@ -278,6 +281,12 @@ class Importer {
   ModelFile file_;  // the model as read (model_file.h)
   int64_t opset_ = 0;  // of the default domain; 0 if the model does not say
   std::map<std::string, Constant> constants_;
+  // Of the main graph's values: how many nodes still to be imported read each (a constant is
+  // released after its last reader), and the graph outputs (never released); inside an If's
+  // branch (subgraph_depth_ > 0) nothing is moved out.
+  std::map<std::string, int64_t> readers_;
+  std::set<std::string> graph_outputs_;
+  int subgraph_depth_ = 0;
   std::map<std::string, Tensor> values_;
   struct EmptyIo {
     std::string role, name;

@@ -86,6 +86,16 @@ const Constant& Importer::const_input(const onnx::NodeProto& n, int i, const cha
   return c->second;
 }
 
+Constant Importer::take_const_input(const onnx::NodeProto& n, int i, const char* what) {
+  const Constant& c = const_input(n, i, what);
+  const std::string& name = n.input(i);
+  auto r = readers_.find(name);
+  bool last = subgraph_depth_ == 0 && r != readers_.end() && r->second == 1 && !graph_outputs_.count(name) &&
+              std::count(n.input().begin(), n.input().end(), name) == 1;
+  if (!last) return c;
+  return std::move(constants_.at(name));  // the empty entry is erased once n is imported (driver.cpp)
+}
+
 void Importer::define(const onnx::NodeProto& n, Tensor t) { values_[n.output(0)] = std::move(t); }
 
 // True for values of an integer type (integer inputs, MatMulInteger's results, ...), which

@@ -54,6 +54,31 @@ TEST_P(CompileE2E, SmallCnnWithBatchNormMatchesFp32Reference) {
   expect_close(got, want, tolerance(0.04));
 }
 
+// The importer takes over a 1 x 1 kernel's weights from the initializer when its Conv is the
+// last node to read them (import/tensors.cpp, take_const_input): a weight read by two Convs
+// must reach both whole, and one read by a single Conv its own.
+TEST_P(CompileE2E, OneByOneWeightsSharedByTwoConvsReachBoth) {
+  OnnxBuilder m;
+  m.input("x", {1, 6, 5, 5});
+  auto& w = m.init("w", {6, 6, 1, 1}, 0.5f);
+  auto& b = m.init("b", {6}, 0.1f);
+  auto& w2 = m.init("w2", {4, 6, 1, 1}, 0.5f);
+  m.node("Conv", "first", {"x", "w", "b"}, {"c1"});
+  m.node("Relu", "relu", {"c1"}, {"r1"});
+  m.node("Conv", "second", {"r1", "w", "b"}, {"c2"});  // the same weights again
+  m.node("Conv", "third", {"c2", "w2"}, {"y"});
+  m.output("y", {1, 4, 5, 5});
+  auto path = m.save("vtpu_shared_1x1_" + id() + ".onnx");
+  Vec x = uniform_values(size_t(6 * 25), 31, 1000.0f);
+  Vec got = compile_and_run(path, {{"x", x}}, "y", /*nchw=*/true);
+  int64_t OH, OW;
+  ConvGeom g{1, 1, 1, 1, 1, 1, 0, 0, 0, 0};
+  Vec r1 = relu(conv_nchw(x, 1, 6, 5, 5, w, b, 6, g, OH, OW));
+  Vec c2 = conv_nchw(r1, 1, 6, 5, 5, w, b, 6, g, OH, OW);
+  Vec want = conv_nchw(c2, 1, 6, 5, 5, w2, Vec(4, 0.0f), 4, g, OH, OW);
+  expect_close(got, want, tolerance(0.03));
+}
+
 // First layers on few-channel images, which convolutions read packed from HBM with several
 // kernel rows stacked in one matmul row where the array has room (docs/compiler.md): a
 // ResNet-style 7x7 stride-2 convolution with ReLU (two kernel-row groups on tpu-v4-core,
