@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "vtpu/support/error.h"
+#include "vtpu/support/heap.h"
 
 extern char** environ;
 
@@ -45,6 +46,7 @@ inline ForkedWriter fork_writer(const std::function<std::string()>& fn,
   pid_t pid = fork();
   if (pid < 0) throw InternalError(std::string("fork failed: ") + std::strerror(errno));
   if (pid == 0) {
+    heap_on_huge_pages_after_fork();
     if (die_with_parent) {
       prctl(PR_SET_PDEATHSIG, SIGKILL);
       if (getppid() != parent) _exit(1);  // the parent is already gone
