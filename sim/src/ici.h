@@ -32,8 +32,10 @@ struct IciTransfer {
   uint32_t bundle = 0;
   const char* mnemonic = "";
   uint64_t issue = 0;      // cycle T
-  // Payload (none for a signal): the source bytes captured at issue, in descriptor order,
-  // and where they land on the destination chip.
+  // Payload (none for a signal): its size, the source bytes captured at issue in descriptor
+  // order (none in a timing-only run, which moves no data), and where they land on the
+  // destination chip.
+  uint64_t bytes = 0;
   std::shared_ptr<const std::vector<uint8_t>> data;
   IciSpace dst_space = IciSpace::Ub;
   std::shared_ptr<const std::vector<std::pair<uint64_t, uint64_t>>> dst_rows;  // (address, bytes)

@@ -116,9 +116,18 @@ void Machine::start_send(const SendArgs& a, uint64_t T, const OpRef& ref) {
   // Every chip of a system has the same memories, so the sender checks the destination too.
   auto [slo, shi] = check_dma_side(ref, d, src_ub, src, dma_shape(d, true), "src", src_strides);
   auto [dlo, dhi] = check_dma_side(ref, d, dst_ub, dst, dma_shape(d, false), "dst", dst_strides);
-  std::vector<std::pair<uint64_t, uint64_t>> rows = dma_rows(d, src, dst);
   const uint64_t N = d.total_bytes(), P = cfg_.ici.packet_bytes, npk = ceil_div(N, P);
   const uint64_t S = T + cfg_.core.dma.setup_cycles;
+  // A send that cannot end inside the cycle limit stops the run before its rows are listed and
+  // its bytes copied (a legal descriptor of 2^32 - 1 rows would ask for 64 GiB of rows): its
+  // bytes take at least one link byte time each (docs/microarch.md, "Chips and links").
+  const double link_cycles = double(N) * cfg_.clock_mhz / (cfg_.ici.link_bandwidth_gbytes_per_s * 1000.0);
+  const auto least = uint64_t(std::min(link_cycles * (1 - 1e-9), 1.8e19));
+  if (least > opt_.max_cycles || S + least > opt_.max_cycles)
+    fail(ref, fmt::format("descriptor '{}' sends {} rows of {} bytes, at least {} cycles on the link at its full bandwidth, "
+                          "past the cycle limit {} at cycle {}; check the descriptor's counts or raise --max-cycles",
+                          d.name, N / d.bytes, d.bytes, least, opt_.max_cycles, S));
+  std::vector<std::pair<uint64_t, uint64_t>> rows = dma_rows(d, src, dst);
 
   IciTransfer tv;
   IciTransfer* t = &tv;
@@ -132,7 +141,9 @@ void Machine::start_send(const SendArgs& a, uint64_t T, const OpRef& ref) {
   t->dst_space = a.dst_space;
   t->dst_lo = dlo, t->dst_hi = dhi;
   t->flag = a.flag;
-  auto data = std::make_shared<std::vector<uint8_t>>(N);
+  t->bytes = N;
+  // The payload as the source holds it at issue; a timing-only run reads and copies nothing.
+  auto data = opt_.timing_only ? nullptr : std::make_shared<std::vector<uint8_t>>(N);
   auto drows = std::make_shared<std::vector<std::pair<uint64_t, uint64_t>>>();
   drows->reserve(rows.size());
   t->packet_ready.assign(npk, S);
@@ -144,12 +155,12 @@ void Machine::start_send(const SendArgs& a, uint64_t T, const OpRef& ref) {
     for (uint64_t k = 0; k < npk; ++k)
       t->packet_ready[k] = start + ceil_div(std::min(N, (k + 1) * P), port) + ub_cfg.read_latency_cycles;
     ici_port_free_ = start + ceil_div(N, port);
-    for (size_t r = 0; r < rows.size(); ++r) std::memcpy(data->data() + r * d.bytes, ub_.get() + rows[r].first, d.bytes);
+    for (size_t r = 0; data && r < rows.size(); ++r) std::memcpy(data->data() + r * d.bytes, ub_.get() + rows[r].first, d.bytes);
     c.ub_read_bytes += N;
   } else {
     // One memory request per row at S; a packet leaves once all its bytes have arrived.
     for (size_t r = 0; r < rows.size(); ++r) {
-      uint64_t done = hbm_port_(rows[r].first, data->data() + r * d.bytes, d.bytes, S, false);
+      uint64_t done = hbm_port_(rows[r].first, data ? data->data() + r * d.bytes : nullptr, d.bytes, S, false);
       uint64_t o = r * d.bytes;
       for (uint64_t k = o / P; k <= (o + d.bytes - 1) / P; ++k) t->packet_ready[k] = std::max(t->packet_ready[k], done);
     }
@@ -226,8 +237,8 @@ void Machine::apply_deliveries(std::vector<IciDelivery>&& ds) {
         Counters& c = tagc(0);  // another chip's bytes belong to none of this program's tags
         c.last_done = std::max(c.last_done, d.cycle);
         passes_.done(0, d.cycle);
-        c.ici_bytes_received += t->data->size();
-        (t->dst_space == IciSpace::Ub ? c.ub_write_bytes : c.hbm_write_bytes) += t->data->size();
+        c.ici_bytes_received += t->bytes;
+        (t->dst_space == IciSpace::Ub ? c.ub_write_bytes : c.hbm_write_bytes) += t->bytes;
         last_done_ = std::max(last_done_, d.cycle);
         break;
       }
@@ -254,6 +265,7 @@ void Machine::land_writes(uint64_t T) {
   size_t n = 0;
   for (; n < landings_.size() && landings_[n].done <= T; ++n) {
     const IciTransfer& t = *landings_[n].t;
+    if (!t.data) continue;  // a timing-only run moves no data
     const uint8_t* p = t.data->data();
     for (auto [addr, bytes] : *t.dst_rows) {
       if (t.dst_space == IciSpace::Ub) std::memcpy(ub_.get() + addr, p, bytes);

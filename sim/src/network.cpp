@@ -57,7 +57,7 @@ uint32_t IciNetwork::sim_link(const config::Topology::Hop& h) const {
 
 uint64_t IciNetwork::packet_bytes(const Xfer& x, uint32_t pkt) const {
   if (x.t->signal) return 0;
-  uint64_t n = x.t->data->size(), p = tm_.packet_bytes;
+  uint64_t n = x.t->bytes, p = tm_.packet_bytes;
   return std::min(p, n - uint64_t(pkt) * p);
 }
 

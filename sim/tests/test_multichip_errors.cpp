@@ -92,6 +92,22 @@ TEST(MultiChipErrors, WrongProgramCountAndSymmetryOnAMesh) {
   expect_error(fails(small_system({4}, false), {"  halt\n"}, o), {"needs a torus", "mesh"}, "EXCEPTION: ");
 }
 
+TEST(MultiChipErrors, SendPastTheCycleLimitIsRefusedBeforeItRuns) {
+  // 2^32 - 1 rows of one UB address: a legal descriptor whose rows alone would take 64 GiB to
+  // list. Its bytes take at least one link byte time each, so it cannot end inside 10^9 cycles.
+  std::string send = ".desc d bytes=4 dim=[4294967295, 0, 0]\n  li r3, 1\n  ici.send desc=d src=r0 dst=r0 chip=r3 flag=f1\n  halt\n";
+  expect_error(fails(small_system({2}), {send, "  halt\n"}),
+               {"chip 0 (0): bundle 1 (slot ici, ici.send)", "descriptor 'd' sends 4294967295 rows of 4 bytes",
+                "past the cycle limit 1000000000"});
+  // The bound is a lower one: a send that fits runs under a limit of the cycles it took.
+  std::string fits = ".desc d bytes=64 dim=[512, 0, 0]\n  li r3, 1\n  ici.send desc=d src=r0 dst=r0 chip=r3 sflag=f2\n  wait f2\n  halt\n";
+  std::string got = fails(small_system({2}), {fits, "  halt\n"});
+  ASSERT_EQ(got.rfind("ran ", 0), 0u) << got;
+  SystemOptions limit;
+  limit.sim.max_cycles = std::stoull(got.substr(4));
+  EXPECT_EQ(fails(small_system({2}), {fits, "  halt\n"}, limit), got);
+}
+
 TEST(MultiChipErrors, ALoopThatNeverEndsHitsTheCycleLimit) {
   SystemOptions o;
   o.sim.max_cycles = 5000;

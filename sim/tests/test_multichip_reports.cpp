@@ -42,10 +42,11 @@ struct Reports {
   std::string json, table, trace;
 };
 
-Reports reports() {
+Reports reports(bool timing_only = false) {
   config::Config cfg = small_system({4});
   SystemOptions o;
   o.sim.record_trace = true;
+  o.sim.timing_only = timing_only;
   std::string got = run_system(cfg, exchange(4), [&](const SystemResult& r) {
     ReportMeta meta{"test", "exchange", 1, {}};
     std::ostringstream t;
@@ -87,6 +88,15 @@ TEST(MultiChipReports, EveryKeyIsDocumented) {
   };
   walk(j, "");
   EXPECT_TRUE(missing.empty()) << fmt::format("undocumented: {}", fmt::join(missing, ", "));
+}
+
+// A timing-only run (what a sweep simulates) moves no data, an ICI send's payload included, and
+// reports what the full run does: every figure, and the timeline.
+TEST(MultiChipReports, TimingOnlyReportsWhatTheFullRunDoes) {
+  Reports full = reports(false), timing = reports(true);
+  EXPECT_EQ(timing.json, full.json);
+  EXPECT_EQ(timing.table, full.table);
+  EXPECT_EQ(timing.trace, full.trace);
 }
 
 TEST(MultiChipReports, FiguresAddUp) {
