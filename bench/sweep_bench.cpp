@@ -1,6 +1,8 @@
 // What a sweep point costs, and the sweep-speed target of issue 17 (docs/sweeps.md):
 //   BM_CompileResNet50/cold             compile ResNet-50 int8 for tpu-v1 with INT8 calibration
 //   BM_CompileResNet50/reused_calibration  the same with the calibration of an earlier compile
+//   BM_CompileResNet50Group             8 programs from one lowering (compiler::ModelCompiler), as a
+//                                       sweep's compile task makes them: CPU per program
 //   BM_SimulateResNet50/full, /timing_only  one simulation, arithmetic on and off
 //   BM_Sweep1000                        bench/sweeps/resnet50_int8_1000.yaml from a cold cache, -j 2
 // Every figure is CPU seconds of the processes doing the work (the machine may be shared,
@@ -71,6 +73,37 @@ void BM_CompileResNet50(benchmark::State& state, bool reuse) {
 }
 BENCHMARK_CAPTURE(BM_CompileResNet50, cold, false)->Iterations(1)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK_CAPTURE(BM_CompileResNet50, reused_calibration, true)->Iterations(1)->Unit(benchmark::kMillisecond)->UseRealTime();
+
+// Eight tpu-v1 configs that differ in HBM bytes per cycle (each its own program), compiled
+// from one import and lowering with the calibration reused, as a sweep's worker does.
+void BM_CompileResNet50Group(benchmark::State& state) {
+  auto base = vtpu::config::load_preset("tpu-v1");
+  std::vector<vtpu::config::Config> cfgs;
+  for (double gbs : {8.5, 12.0, 17.0, 24.0, 34.0, 48.0, 68.0, 136.0}) {
+    cfgs.push_back(base);
+    cfgs.back().memory.bandwidth_gbytes_per_s = gbs;
+  }
+  vtpu::compiler::CompileOptions o;
+  o.precision = Precision::Int8;
+  std::string bytes = vtpu::run_in_child(
+      [&] {
+        std::vector<float> s = vtpu::compiler::compile_onnx(resnet50(), base, o).calibration_scales;
+        return std::string(reinterpret_cast<const char*>(s.data()), s.size() * sizeof(float));
+      },
+      [](const std::exception& e) { return std::string("error: ") + e.what(); }, "crashed");
+  if (bytes.size() % sizeof(float)) throw std::runtime_error(bytes);
+  o.calibration_scales.resize(bytes.size() / sizeof(float));
+  std::memcpy(o.calibration_scales.data(), bytes.data(), bytes.size());
+  double cpu = 0;
+  for (auto _ : state)
+    cpu = child_cpu([&] {
+      vtpu::compiler::ModelCompiler m(resnet50(), o);
+      for (const auto& c : cfgs) vtpu::isa::serialize(m.compile(c).program);
+    });
+  state.counters["cpu_s"] = cpu;
+  state.counters["cpu_s_per_program"] = cpu / double(cfgs.size());
+}
+BENCHMARK(BM_CompileResNet50Group)->Iterations(1)->Unit(benchmark::kMillisecond)->UseRealTime();
 
 void BM_SimulateResNet50(benchmark::State& state, bool timing_only) {
   auto cfg = vtpu::config::load_preset("tpu-v1");

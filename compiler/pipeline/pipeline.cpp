@@ -110,23 +110,28 @@ CompileResult compile_onnx(const std::filesystem::path& model, const config::Con
   CompileOptions generating = options;
   generating.progress = [step = report("codegen", calibrated, 1.0)](const std::string&, double done) { step(done); };
   report("codegen", calibrated, calibrated)(0);
-  CompileResult r;
+  CompileResult r = generate_or_split(front.module(), model, cfg, options, generating, scales, ordered);
+  r.mlir = std::move(mlir_text);
+  r.calibration_scales = std::move(ordered);
+  return r;
+}
+
+CompileResult generate_or_split(mlir::ModuleOp module, const std::filesystem::path& model, const config::Config& cfg,
+                                const CompileOptions& options, const CompileOptions& generating,
+                                const std::map<const void*, float>& scales, const std::vector<float>& ordered) {
   try {
-    r = generate_program(front.module(), cfg, generating, scales);
+    return generate_program(module, cfg, generating, scales);
   } catch (const DoesNotFitError& e) {
     // The whole batch does not fit the unified buffer: in chunks, if its samples stay apart.
-    auto fn = front.main();
+    auto fn = module.lookupSymbol<mlir::func::FuncOp>("main");
     auto first = fn.getNumArguments() ? mlir::cast<mlir::RankedTensorType>(fn.getArgument(0).getType()) : nullptr;
     int64_t batch = first && first.getRank() ? first.getShape()[0] : 0;
     if (e.key() != "core.unified_buffer.bytes") throw;
     bool bands = has_images(fn);
-    if (why_samples_mix(fn, batch).empty()) r = compile_in_chunks(model, cfg, options, generating, batch, ordered, e, bands);
-    else if (bands) r = compile_in_bands(model, cfg, options, generating, batch, ordered, e);  // one sample, or samples that mix
-    else throw;
+    if (why_samples_mix(fn, batch).empty()) return compile_in_chunks(model, cfg, options, generating, batch, ordered, e, bands);
+    if (bands) return compile_in_bands(model, cfg, options, generating, batch, ordered, e);  // one sample, or samples that mix
+    throw;
   }
-  r.mlir = std::move(mlir_text);
-  r.calibration_scales = std::move(ordered);
-  return r;
 }
 
 std::vector<ModelInput> model_inputs(const std::filesystem::path& model, const CompileOptions& options) {

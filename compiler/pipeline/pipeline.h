@@ -86,6 +86,13 @@ std::map<const void*, float> given_scales(mlir::func::FuncOp fn, const std::vect
 std::map<const void*, float> scales_by_value(mlir::func::FuncOp fn, const std::vector<float>& ordered,
                                              const std::filesystem::path& model, int64_t batch, int64_t whole_batch);
 
+// Code for `cfg` from a lowered `module` (generate_program), and when the whole batch does
+// not fit the unified buffer, the batch in chunks or the images in row bands as compile_onnx
+// does; `scales` are on `module`'s values, `ordered` the same in value_order (INT8).
+CompileResult generate_or_split(mlir::ModuleOp module, const std::filesystem::path& model, const config::Config& cfg,
+                                const CompileOptions& options, const CompileOptions& generating,
+                                const std::map<const void*, float>& scales, const std::vector<float>& ordered);
+
 // A batch in chunks (batch_chunks.cpp). Why @main, at batch `batch`, cannot run as chunks of
 // its batch (a value or op that mixes samples, an output that is not per sample), or "" when
 // it can.

@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <functional>
 #include <unistd.h>
 #include <fmt/format.h>
 #include <yaml-cpp/yaml.h>
@@ -240,6 +241,51 @@ TEST(CalibrationReuse, ScalesFromAnotherConfigGiveTheFreshProgram) {
   wrong.precision = Precision::Int8;
   wrong.calibration_scales = {1.0f, 2.0f};
   EXPECT_THROW(compile_onnx(cases()[0].model, a, wrong), UserError);
+}
+
+// A model lowered once and compiled for several configs (as a sweep's worker does) gives each
+// config the program, assembly, bounds and scales compile_onnx gives it, or the same error;
+// a config that fails leaves the next ones unharmed.
+TEST(ModelCompilerManyConfigs, EachConfigGetsWhatCompileOnnxGives) {
+  std::vector<config::Config> cfgs;
+  cfgs.push_back(base());
+  config::Config faster = base();
+  faster.memory.bandwidth_gbytes_per_s *= 8;  // another schedule, same lowering
+  cfgs.push_back(faster);
+  config::Config no_room = base();
+  no_room.core.unified_buffer.bytes = 2 * 1024;  // does not fit, even in bands
+  cfgs.push_back(no_room);
+  config::Config bands = base();
+  bands.core.unified_buffer.bytes = 16 * 1024;  // fits in chunks or bands only (lenet)
+  cfgs.push_back(bands);
+  cfgs.push_back(config::load_preset("tiny-8x8"));
+  auto outcome = [](const std::function<CompileResult()>& fn) {
+    try {
+      CompileResult r = fn();
+      auto b = isa::serialize(r.program);
+      std::string s(b.begin(), b.end());
+      s += r.assembly;
+      for (const LayerBound& l : r.bounds) s += fmt::format("|{} {} {} {} {}", l.layer, l.macs, l.hbm_bytes, l.weight_tiles, l.bound_cycles());
+      for (float f : r.calibration_scales) s += fmt::format(",{}", f);
+      return s;
+    } catch (const UserError& e) {
+      return std::string("error: ") + e.what();
+    }
+  };
+  for (const Case& c : cases()) {
+    CompileOptions o;
+    o.precision = c.precision;
+    ModelCompiler many(c.model, o);
+    int fitted = 0;
+    for (const config::Config& cfg : cfgs) {
+      std::string alone = outcome([&] { return compile_onnx(c.model, cfg, o); });
+      fitted += alone.rfind("error", 0) != 0;
+      EXPECT_EQ(outcome([&] { return many.compile(cfg); }), alone)
+          << c.model.filename() << " " << (c.precision == Precision::Int8 ? "int8" : "bf16") << " on config "
+          << (&cfg - cfgs.data());
+    }
+    EXPECT_GE(fitted, 3) << c.model.filename();
+  }
 }
 
 TEST(DoesNotFit, NamesTheBufferAndTheAmounts) {

@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <functional>
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -132,6 +133,26 @@ uint64_t config_fingerprint(const config::Config& cfg);
 
 CompileResult compile_onnx(const std::filesystem::path& model, const config::Config& cfg,
                            const CompileOptions& options = {});
+
+// One model imported and lowered once, then compiled for many configs: what a sweep's worker
+// does with the programs of one model (docs/sweeps.md), since neither step reads the config.
+// compile(cfg) gives what compile_onnx(model, cfg, options) gives, program byte for byte and
+// the same errors; INT8 calibration runs at the first compile that gets that far (unless the
+// options carry scales) and is reused by the rest. Progress is not reported.
+class ModelCompiler {
+ public:
+  // Throws what compile_onnx throws for the model (import and lowering).
+  ModelCompiler(const std::filesystem::path& model, const CompileOptions& options = {});
+  ~ModelCompiler();
+  ModelCompiler(const ModelCompiler&) = delete;
+  ModelCompiler& operator=(const ModelCompiler&) = delete;
+
+  CompileResult compile(const config::Config& cfg);
+
+ private:
+  struct State;
+  std::unique_ptr<State> state_;
+};
 
 // Pipeline parallelism (docs/compiler.md, "Pipeline stages"): the model cut into one stage
 // per chip of `chips` (in stage order), each a program of its own; stage s sends its output
