@@ -14,6 +14,8 @@
 
 namespace vtpu::sweep::detail {
 
+// The programs of one model (dtype, batch, calibration) for several configs, compiled in one
+// process: the model is imported and lowered once (compiler::ModelCompiler).
 struct CompileTask {
   std::filesystem::path model;
   std::string dtype;  // int8 or bf16
@@ -22,21 +24,29 @@ struct CompileTask {
   std::map<std::string, std::string> calibrate;  // input -> files; empty: seeded random
   std::string image_norm = "unit";
   const std::vector<float>* scales = nullptr;    // INT8 calibration to reuse, or null
-  std::filesystem::path program_file;            // written on success
   std::filesystem::path scales_file;             // written when calibration ran here ("" : not wanted)
+  struct Program {
+    config::Config cfg;
+    std::filesystem::path file;  // written on success
+  };
+  std::vector<Program> programs;
 };
 
 // Outcome of a compile: status ok, does_not_fit, unsupported or error, as results.h says.
 struct CompileOutcome {
   std::string status, message, dnf_buffer;
   uint64_t dnf_needed = 0, dnf_available = 0;
-  double seconds = 0;  // CPU seconds of the compile
+  double seconds = 0;  // CPU seconds of the compile (with its share of the import and lowering)
 };
 std::string to_json(const CompileOutcome& c);
 CompileOutcome compile_outcome_from_json(const std::string& json);
+// A task's outcomes, one per program, and back; a reply that is not `count` outcomes (a
+// worker that died) gives `count` errors saying so.
+std::string to_json(const std::vector<CompileOutcome>& c);
+std::vector<CompileOutcome> compile_outcomes_from_json(const std::string& json, size_t count);
 
-// Compiles; never throws for a problem of the point (the outcome says it).
-CompileOutcome compile_task(const CompileTask& t, const config::Config& cfg);
+// Compiles each program; never throws for a problem of a point (its outcome says it).
+std::vector<CompileOutcome> compile_task(const CompileTask& t);
 
 // Simulates `program` (stamped for cfg) and fills the figures of `r` (status ok). `macs`, the
 // compiler's useful MACs per layer (useful_macs_file), replace the array's count in r.macs

@@ -83,6 +83,7 @@ struct Prepared {
   PointResult row;
   std::optional<config::Config> cfg;
   std::string program_key, calibration_key;  // empty when decided
+  std::string model_key;  // the programs one worker may compile together (model, dtype, batch, seed)
   bool decided = false;
 };
 
@@ -223,8 +224,8 @@ class Coordinator {
       return x;
     }
     x.calibration_key = r.dtype == "int8" ? hex(fnv1a(fmt::format("cal|{}|{}|{}|{}", models_[p.model].hash, r.batch, s_.seed, build_))) : "";
-    x.program_key = hex(fnv1a(fmt::format("prog|{}|{}|{}|{}|{}", models_[p.model].hash, r.dtype, r.batch, s_.seed,
-                                          hex(compiler::config_fingerprint(c))) + "|" + build_));
+    x.model_key = fmt::format("{}|{}|{}|{}", models_[p.model].hash, r.dtype, r.batch, s_.seed);
+    x.program_key = hex(fnv1a(fmt::format("prog|{}|{}", x.model_key, hex(compiler::config_fingerprint(c))) + "|" + build_));
     return x;
   }
 
@@ -313,14 +314,14 @@ class Coordinator {
   // earliest runnable simulation, else any compile that can start.
   bool launch_one() {
     size_t compiling = 0;
-    for (const auto& [k, ps] : programs_) compiling += ps.state == ProgramState::kCompiling;
+    for (const auto& [id, t] : tasks_) compiling += t.compile;
     auto try_compile = [&](const std::string& key) {
       ProgramState& ps = programs_[key];
       if (ps.state != ProgramState::kUnknown || ps.pending.empty()) return false;
       const Prepared& p = (*batch_)[ps.pending.front()];
       CalibrationState* cal = p.calibration_key.empty() ? nullptr : &calibrations_[p.calibration_key];
       if (cal && cal->state == CalibrationState::kProducing) return false;
-      launch_compile(key, p, cal);
+      launch_compile(group_of(key, cal), cal);
       return true;
     };
     if (compiling == 0 || compiling * 2 < size_t(o_.jobs))
@@ -340,11 +341,31 @@ class Coordinator {
     return false;
   }
 
-  void launch_compile(const std::string& key, const Prepared& p, CalibrationState* cal) {
-    ProgramState& ps = programs_[key];
-    ps.state = ProgramState::kCompiling;
-    ps.calibrates = cal && cal->state == CalibrationState::kMissing;
-    if (ps.calibrates) cal->state = CalibrationState::kProducing;
+  // The programs one compile task builds, `key` first: programs of the same model not yet
+  // compiled, in the order their points come, so the model is imported and lowered once for
+  // several (docs/sweeps.md, "Caches"). A task that calibrates builds one program, so that
+  // the other workers can start on the model once it is done; the rest are shared out among
+  // the workers, at most kGroup to a task so that simulations start early.
+  std::vector<std::string> group_of(const std::string& key, const CalibrationState* cal) {
+    static constexpr size_t kGroup = 8;
+    std::vector<std::string> group{key};
+    if (cal && cal->state == CalibrationState::kMissing) return group;
+    const std::string& model = (*batch_)[programs_[key].pending.front()].model_key;
+    std::vector<std::string> same;
+    for (const std::string& k : order_) {
+      const ProgramState& ps = programs_[k];
+      if (k != key && ps.state == ProgramState::kUnknown && !ps.pending.empty() && (*batch_)[ps.pending.front()].model_key == model)
+        same.push_back(k);
+    }
+    size_t share = (same.size() + 1 + size_t(std::max(1, o_.jobs)) - 1) / size_t(std::max(1, o_.jobs));
+    for (size_t i = 0; i < same.size() && group.size() < std::min(kGroup, share); ++i) group.push_back(same[i]);
+    return group;
+  }
+
+  void launch_compile(const std::vector<std::string>& keys, CalibrationState* cal) {
+    const Prepared& p = (*batch_)[programs_[keys.front()].pending.front()];
+    bool calibrates = cal && cal->state == CalibrationState::kMissing;
+    if (calibrates) cal->state = CalibrationState::kProducing;
     detail::CompileTask t;
     const ModelSpec& m = s_.models[p.point.model];
     t.model = models_[p.point.model].path;
@@ -354,17 +375,22 @@ class Coordinator {
     t.calibrate = m.calibrate;
     t.image_norm = models_[p.point.model].image_norm;
     t.scales = cal && cal->state == CalibrationState::kReady ? &cal->scales : nullptr;
-    t.program_file = program_file(key);
-    t.scales_file = ps.calibrates ? scales_file(p.calibration_key) : fs::path();
-    config::Config cfg = *p.cfg;
-    uint64_t id = pool_.launch([t, cfg] { return detail::to_json(detail::compile_task(t, cfg)); },
-                               [](const std::exception& e) {
+    t.scales_file = calibrates ? scales_file(p.calibration_key) : fs::path();
+    for (const std::string& key : keys) t.programs.push_back({*(*batch_)[programs_[key].pending.front()].cfg, program_file(key)});
+    size_t n = keys.size();
+    uint64_t id = pool_.launch([t] { return detail::to_json(detail::compile_task(t)); },
+                               [n](const std::exception& e) {
                                  detail::CompileOutcome c;
                                  c.status = "error", c.message = e.what();
-                                 return detail::to_json(c);
+                                 return detail::to_json(std::vector<detail::CompileOutcome>(n, c));
                                });
-    tasks_[id] = {true, key, 0};
-    ++summary_.compiles;
+    for (const std::string& key : keys) {
+      ProgramState& ps = programs_[key];
+      ps.state = ProgramState::kCompiling;
+      ps.calibrates = calibrates && key == keys.front();
+    }
+    tasks_[id] = {true, keys, 0};
+    summary_.compiles += n;
   }
 
   void launch_simulation(const std::string& key, ProgramState& ps, size_t i) {
@@ -390,34 +416,25 @@ class Coordinator {
           return to_json(r);
         },
         [](const std::exception& e) { return nlohmann::json{{"worker_error", e.what()}}.dump(); });
-    tasks_[id] = {false, key, i};
+    tasks_[id] = {false, {key}, i};
   }
 
   void finish(detail::ProcessPool::Done& d) {
     Task t = tasks_.at(d.id);
     tasks_.erase(d.id);
-    ProgramState& ps = programs_[t.program];
     if (t.compile) {
-      detail::CompileOutcome c;
-      if (d.crashed) c.status = "error", c.message = "the compile worker crashed (a vtpu bug)";
-      else c = detail::compile_outcome_from_json(d.output);
-      ps.outcome = c;
-      const Prepared& p = (*batch_)[ps.pending.front()];
-      CalibrationState* cal = p.calibration_key.empty() ? nullptr : &calibrations_[p.calibration_key];
-      if (c.status == "ok") {
-        ps.state = ProgramState::kReady;
-        if (ps.calibrates) {
-          cal->scales = detail::read_scales(scales_file(p.calibration_key));
-          cal->state = CalibrationState::kReady;
-          ++summary_.calibrations;
-        }
+      std::vector<detail::CompileOutcome> outcomes;
+      if (d.crashed) {
+        detail::CompileOutcome c;
+        c.status = "error", c.message = "the compile worker crashed (a vtpu bug)";
+        outcomes.assign(t.programs.size(), c);
       } else {
-        ps.state = ProgramState::kFailed;
-        if (ps.calibrates) cal->state = CalibrationState::kMissing;  // another program calibrates
-        if (c.status != "error") detail::write_atomically(outcome_file(t.program), detail::to_json(c));
+        outcomes = detail::compile_outcomes_from_json(d.output, t.programs.size());
       }
+      for (size_t i = 0; i < t.programs.size(); ++i) finish_compile(t.programs[i], outcomes[i]);
       return;
     }
+    ProgramState& ps = programs_[t.programs.front()];
     --ps.in_flight;
     PointResult r = (*batch_)[t.point].row;
     auto j = nlohmann::json::parse(d.output, nullptr, false);
@@ -436,6 +453,25 @@ class Coordinator {
     if (ps.from_cache) ++summary_.program_cache_hits;
     record(r);
     if (ps.pending.empty() && ps.in_flight == 0) ps.loaded.reset();
+  }
+
+  void finish_compile(const std::string& key, const detail::CompileOutcome& c) {
+    ProgramState& ps = programs_[key];
+    ps.outcome = c;
+    const Prepared& p = (*batch_)[ps.pending.front()];
+    CalibrationState* cal = p.calibration_key.empty() ? nullptr : &calibrations_[p.calibration_key];
+    if (c.status == "ok") {
+      ps.state = ProgramState::kReady;
+      if (ps.calibrates) {
+        cal->scales = detail::read_scales(scales_file(p.calibration_key));
+        cal->state = CalibrationState::kReady;
+        ++summary_.calibrations;
+      }
+    } else {
+      ps.state = ProgramState::kFailed;
+      if (ps.calibrates) cal->state = CalibrationState::kMissing;  // another program calibrates
+      if (c.status != "error") detail::write_atomically(outcome_file(key), detail::to_json(c));
+    }
   }
 
   void record(const PointResult& r) {
@@ -457,7 +493,7 @@ class Coordinator {
 
   struct Task {
     bool compile;
-    std::string program;
+    std::vector<std::string> programs;  // a compile's; a simulation's one program
     size_t point;
   };
 

@@ -200,11 +200,12 @@ TEST(SweepRun, DoesNotFitSaysWhichBufferAndByHowMuch) {
 }
 
 TEST(SweepRun, APointGivesWhatAPlainRunOfItsConfigGives) {
-  // The sweep (cached programs, restamped, timing-only simulation) against runtime::run_model
+  // The sweep (programs compiled several to a worker from one lowering, cached, restamped,
+  // timing-only simulation) against runtime::run_model
   // (fresh compile, full simulation) on the same config.
   fs::path dir = scratch("plain");
   SweepSpec s = parse_sweep("base: tiny-16x16\nmodels: [lenet5]\ndtypes: [int8, bf16]\naxes:\n"
-                            "  - key: memory.bandwidth_gbytes_per_s\n    values: [16, 48]\n",
+                            "  - key: memory.bandwidth_gbytes_per_s\n    values: [16, 24, 48, 96]\n",
                             "plain.yaml", ".");
   run_sweep(s, options(dir));
   for (const Point& p : initial_points(s)) {
