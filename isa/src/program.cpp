@@ -2,6 +2,10 @@
 
 #include <fmt/format.h>
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <bit>
 #include <cstring>
 #include <fstream>
@@ -166,9 +170,9 @@ void check_ranges(const Program& p, std::string_view src) {
                        fmt::join(t.shape, ", "), t.hbm_addr));
   }
   for (size_t i = 0; i < p.constants.size(); ++i)
-    if (p.constants[i].hbm_addr > kMaxAddressBytes - p.constants[i].data.size())
+    if (p.constants[i].hbm_addr > kMaxAddressBytes - p.constants[i].bytes())
       fail(fmt::format("constant segment {} at HBM address 0x{:x} ({} bytes) reaches past 2^48 bytes", i,
-                       p.constants[i].hbm_addr, p.constants[i].data.size()));
+                       p.constants[i].hbm_addr, p.constants[i].bytes()));
   for (const DmaDescriptor& d : p.descriptors) {
     if (d.src_offset > kMaxAddressBytes || d.dst_offset > kMaxAddressBytes)
       fail(fmt::format("descriptor '{}' has an offset past 2^48 bytes", d.name));
@@ -220,6 +224,9 @@ class Container {
 };
 
 Container::Container(const Program& p) {
+  for (const ConstSegment& c : p.constants)
+    if (c.data.empty() && c.elided_bytes)
+      throw InternalError("a program read without its constant bytes (isa::ReadOptions) cannot be written");
   std::vector<std::pair<uint32_t, std::vector<uint8_t>>> sections;
   {
     Writer w;
@@ -365,7 +372,11 @@ std::vector<uint8_t> serialize(const Program& p) {
   return out;
 }
 
-Program deserialize(std::span<const uint8_t> bytes, std::string_view source_name) {
+namespace {
+
+// `elided`: the constant segments are their heads alone (address, size), as
+// read_without_constant_bytes makes them.
+Program deserialize(std::span<const uint8_t> bytes, std::string_view source_name, bool elided) {
   Reader r(bytes, std::string(source_name));
   Program p;
   p.tags.clear();
@@ -479,7 +490,8 @@ Program deserialize(std::span<const uint8_t> bytes, std::string_view source_name
         for (uint32_t k = 0; k < n; ++k) {
           ConstSegment c;
           c.hbm_addr = s.get<uint64_t>();
-          c.data = s.vec<uint8_t>();
+          if (elided) c.elided_bytes = s.get<uint32_t>();
+          else c.data = s.vec<uint8_t>();
           p.constants.push_back(std::move(c));
         }
         break;
@@ -510,12 +522,81 @@ Program deserialize(std::span<const uint8_t> bytes, std::string_view source_name
   return p;
 }
 
+// The file's bytes but the constant segments' data, as deserialize(elided) reads them; nullopt
+// when its framing is broken (the whole file is then read, for deserialize's error).
+std::optional<std::vector<uint8_t>> read_without_constant_bytes(const std::filesystem::path& path) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return std::nullopt;
+  struct Closer {
+    int fd;
+    ~Closer() { ::close(fd); }
+  } closer{fd};
+  struct stat st{};
+  if (::fstat(fd, &st) != 0) return std::nullopt;
+  const uint64_t size = uint64_t(st.st_size);
+  std::vector<uint8_t> out;
+  auto copy = [&](uint64_t at, uint64_t n) {
+    if (at > size || n > size - at) return false;
+    size_t from = out.size();
+    out.resize(from + n);
+    return ::pread(fd, out.data() + from, n, off_t(at)) == ssize_t(n);
+  };
+  auto get = [&](uint64_t at, auto& v) { return at <= size && sizeof v <= size - at && ::pread(fd, &v, sizeof v, off_t(at)) == ssize_t(sizeof v); };
+  constexpr uint64_t kHeader = 24;  // magic, version, reserved, fingerprint, bundle bits, section count
+  uint32_t sections = 0;
+  if (!copy(0, kHeader) || !get(kHeader - 4, sections)) return std::nullopt;
+  uint64_t at = kHeader;
+  for (uint32_t i = 0; i < sections; ++i) {
+    uint32_t id = 0;
+    uint64_t bytes = 0;
+    if (!get(at, id) || !get(at + 4, bytes) || bytes > size - at - 12) return std::nullopt;
+    if (id != kConstants) {
+      if (!copy(at, 12 + bytes)) return std::nullopt;
+      at += 12 + bytes;
+      continue;
+    }
+    const uint64_t end = at + 12 + bytes;
+    uint32_t n = 0;
+    if (!get(at + 12, n) || uint64_t(n) * 12 > bytes) return std::nullopt;
+    Writer w;
+    w.put<uint32_t>(id);
+    w.put<uint64_t>(4 + 12 * uint64_t(n));
+    w.put<uint32_t>(n);
+    out.insert(out.end(), w.out.begin(), w.out.end());
+    uint64_t seg = at + 16;
+    for (uint32_t k = 0; k < n; ++k) {
+      uint32_t len = 0;
+      if (!get(seg + 8, len) || !copy(seg, 12)) return std::nullopt;
+      seg += 12 + uint64_t(len);
+      if (seg > end) return std::nullopt;
+    }
+    if (seg != end) return std::nullopt;
+    at = end;
+  }
+  if (at != size) return std::nullopt;
+  return out;
+}
+
+}  // namespace
+
+Program deserialize(std::span<const uint8_t> bytes, std::string_view source_name) {
+  return deserialize(bytes, source_name, false);
+}
+
 void write_program(const Program& p, const std::filesystem::path& path) {
   write_file_pieces(path, Container(p).pieces());
 }
 
-Program read_program(const std::filesystem::path& path) {
+Program read_program(const std::filesystem::path& path, const ReadOptions& options) {
   require_readable_file(path, "a program (.vtpu)");
+  if (!options.constant_bytes)
+    if (std::optional<std::vector<uint8_t>> heads = read_without_constant_bytes(path)) {
+      try {
+        return deserialize(*heads, path.string(), true);
+      } catch (const ProgramFormatError&) {
+        // A bad file: read whole below, so the error says what a full read says (and where).
+      }
+    }
   std::ifstream f(path, std::ios::binary);
   if (!f)
     throw UserError(fmt::format("{}: cannot open program (does the file exist?)", path.string()));
@@ -529,7 +610,7 @@ Program read_program(const std::filesystem::path& path) {
   std::unique_ptr<uint8_t[]> bytes(new uint8_t[size_t(size) + 1]);  // not zeroed: read over at once
   if (!f.read(reinterpret_cast<char*>(bytes.get()), std::streamsize(size)))
     throw UserError(fmt::format("{}: cannot read the program", path.string()));
-  return deserialize(std::span<const uint8_t>(bytes.get(), size_t(size)), path.string());
+  return deserialize(std::span<const uint8_t>(bytes.get(), size_t(size)), path.string(), false);
 }
 
 std::vector<Bundle> decode_program(const Program& p) {

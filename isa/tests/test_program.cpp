@@ -1,6 +1,10 @@
 // Program container: serialization round-trips, and damaged files give clear errors, never a crash.
 #include <gtest/gtest.h>
 
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <fstream>
 #include <random>
 
 #include "vtpu/isa/assembler.h"
@@ -107,6 +111,59 @@ TEST(Program, FileIo) {
   EXPECT_EQ(read_program(path), sample());
   std::filesystem::remove(path);
   EXPECT_THROW(read_program(path), UserError);
+}
+
+// Read without its constant bytes (for timing-only runs): everything else equal, each segment's
+// size kept; such a program cannot be written back; a damaged file gives the error a full
+// read gives, for every truncation and for bit flips in the framing.
+TEST(Program, ReadWithoutConstantBytes) {
+  Program p = assemble(R"(
+    .tensor x role=input dtype=int8 shape=[4, 4] addr=0x100
+    .data addr=0x800 hex="deadbeef"
+    .data addr=0x900 hex="01"
+    .data addr=0xa00 hex="0102030405060708090a"
+    halt
+  )", "three.s");
+  auto path = std::filesystem::temp_directory_path() / fmt::format("vtpu_program_elided_{}.vtpu", ::getpid());
+  write_program(p, path);
+  Program q = read_program(path, {.constant_bytes = false});
+  ASSERT_EQ(q.constants.size(), 3u);
+  std::vector<uint64_t> sizes = {4, 1, 10};
+  for (size_t i = 0; i < 3; ++i) {
+    EXPECT_TRUE(q.constants[i].data.empty());
+    EXPECT_EQ(q.constants[i].bytes(), sizes[i]);
+    EXPECT_EQ(q.constants[i].bytes(), p.constants[i].bytes());
+    EXPECT_EQ(q.constants[i].hbm_addr, p.constants[i].hbm_addr);
+  }
+  Program without = p;
+  without.constants.clear();
+  q.constants.clear();
+  EXPECT_EQ(q, without);
+  EXPECT_THROW(serialize(read_program(path, {.constant_bytes = false})), InternalError);
+
+  auto bytes = serialize(p);
+  auto outcome = [&](const std::vector<uint8_t>& b, bool constant_bytes) {
+    std::ofstream(path, std::ios::binary | std::ios::trunc).write(reinterpret_cast<const char*>(b.data()), long(b.size()));
+    try {
+      Program r = read_program(path, {.constant_bytes = constant_bytes});
+      std::string s = fmt::format("ok {} bundles, {} tensors:", r.code.size(), r.tensors.size());
+      for (const ConstSegment& c : r.constants) s += fmt::format(" {} bytes at 0x{:x}", c.bytes(), c.hbm_addr);
+      return s;
+    } catch (const ProgramFormatError& e) {
+      return std::string(e.what());
+    }
+  };
+  for (size_t n = 0; n < bytes.size(); ++n) {
+    std::vector<uint8_t> cut(bytes.begin(), bytes.begin() + long(n));
+    EXPECT_EQ(outcome(cut, false), outcome(cut, true)) << "length " << n;
+  }
+  std::mt19937 rng(2);
+  for (int i = 0; i < 2000; ++i) {
+    auto b = bytes;
+    b[rng() % b.size()] ^= uint8_t(1u << (rng() % 8));
+    EXPECT_EQ(outcome(b, false), outcome(b, true)) << "flip " << i;
+  }
+  std::filesystem::remove(path);
 }
 
 }  // namespace

@@ -136,15 +136,22 @@ sc_time start_kernel(const config::Config& cfg) {
 
 void load_memory(Hbm& hbm, const config::Config& cfg, const isa::Program& prog,
                  const std::map<std::string, std::vector<uint8_t>>& inputs, bool timing_only) {
-  auto place = [&](uint64_t addr, const std::vector<uint8_t>& data, const std::string& what) {
-    if (addr > cfg.memory.bytes || data.size() > cfg.memory.bytes - addr)
+  auto place = [&](uint64_t addr, uint64_t bytes, const uint8_t* data, const std::string& what) {
+    if (addr > cfg.memory.bytes || bytes > cfg.memory.bytes - addr)
       throw UserError(fmt::format("{} at HBM address 0x{:x} ({} bytes) does not fit the {} bytes of memory.bytes",
-                                  what, addr, data.size(), cfg.memory.bytes));
-    if (!timing_only) hbm.store.write(addr, data.data(), data.size());
+                                  what, addr, bytes, cfg.memory.bytes));
+    if (!timing_only) hbm.store.write(addr, data, bytes);
   };
-  for (const auto& seg : prog.constants) place(seg.hbm_addr, seg.data, "a constant");
+  for (const auto& seg : prog.constants) {
+    if (!timing_only && seg.bytes() != seg.data.size())
+      throw InternalError("a program read without its constant bytes (isa::ReadOptions) runs only timing-only");
+    place(seg.hbm_addr, seg.bytes(), seg.data.data(), "a constant");
+  }
   for (const auto& t : prog.tensors)
-    if (t.role == isa::TensorRole::Input) place(t.hbm_addr, inputs.at(t.name), "input '" + t.name + "'");
+    if (t.role == isa::TensorRole::Input) {
+      const std::vector<uint8_t>& in = inputs.at(t.name);
+      place(t.hbm_addr, in.size(), in.data(), "input '" + t.name + "'");
+    }
 }
 
 std::map<std::string, std::vector<uint8_t>> read_outputs(const Hbm& hbm, const config::Config& cfg,
@@ -200,10 +207,10 @@ RunResult simulate(const config::Config& cfg, const isa::Program& prog,
 void check_fits_memory(const config::Config& cfg, const isa::Program& prog) {
   auto fits = [&](uint64_t addr, uint64_t bytes) { return addr <= cfg.memory.bytes && bytes <= cfg.memory.bytes - addr; };
   for (const auto& seg : prog.constants)
-    if (!fits(seg.hbm_addr, seg.data.size()))
+    if (!fits(seg.hbm_addr, seg.bytes()))
       throw UserError(fmt::format("a constant segment at HBM address 0x{:x} ({} bytes) does not fit the {} bytes of "
                                   "memory.bytes",
-                                  seg.hbm_addr, seg.data.size(), cfg.memory.bytes));
+                                  seg.hbm_addr, seg.bytes(), cfg.memory.bytes));
   for (const auto& t : prog.tensors)
     if (!fits(t.hbm_addr, t.bytes()))
       throw UserError(fmt::format("{} tensor '{}' ({} {}, {} bytes) at HBM address 0x{:x} does not fit the {} bytes of "

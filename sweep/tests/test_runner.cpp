@@ -201,7 +201,7 @@ TEST(SweepRun, DoesNotFitSaysWhichBufferAndByHowMuch) {
 
 TEST(SweepRun, APointGivesWhatAPlainRunOfItsConfigGives) {
   // The sweep (programs compiled several to a worker from one lowering, cached, restamped,
-  // timing-only simulation) against runtime::run_model
+  // read without their constant bytes, timing-only simulation) against runtime::run_model
   // (fresh compile, full simulation) on the same config.
   fs::path dir = scratch("plain");
   SweepSpec s = parse_sweep("base: tiny-16x16\nmodels: [lenet5]\ndtypes: [int8, bf16]\naxes:\n"
