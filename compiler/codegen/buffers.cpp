@@ -7,11 +7,17 @@ namespace vtpu::compiler::codegen {
 // activations from the bottom, so freeing a temporary leaves one hole, not a scattering.
 std::optional<uint64_t> UbAllocator::alloc_high(uint64_t bytes) {
   bytes = align_up(std::max<uint64_t>(bytes, 1), align_);
-  for (auto it = free_.rbegin(); it != free_.rend(); ++it)
-    if (it->second >= bytes) {
-      uint64_t start = it->first, size = it->second, at = start + size - bytes;
+  // As high as the operations' 24-bit address offsets reach from r0 first (a unified buffer
+  // above 16 MiB), so a temporary needs no register loaded before each use; else the top.
+  for (uint64_t top : {std::min<uint64_t>(cap_, kDirectReach), cap_})
+    for (auto it = free_.rbegin(); it != free_.rend(); ++it) {
+      uint64_t start = it->first, end = std::min(start + it->second, top);
+      if (end < start + bytes) continue;
+      uint64_t at = end - bytes;
+      uint64_t size = it->second;
       free_.erase(start);
-      if (size > bytes) free_[start] = size - bytes;
+      if (at > start) free_[start] = at - start;
+      if (start + size > at + bytes) free_[at + bytes] = start + size - at - bytes;
       used_[at] = bytes;
       high_ = std::max(high_, at + bytes);
       return at;

@@ -150,6 +150,8 @@ class UbAllocator {
   uint64_t largest_free() const;
 
  private:
+  // The unified-buffer bytes operations address from r0 with their 24-bit offsets alone.
+  static constexpr uint64_t kDirectReach = uint64_t(1) << 24;
   uint64_t cap_, align_, high_ = 0;
   std::map<uint64_t, uint64_t> free_, used_;
 };
@@ -373,6 +375,12 @@ class Codegen {
   std::string new_param(const std::string& body);
   static std::string reg_ref(uint64_t addr, int reg, std::string& pre);
   std::string addr_ref(uint64_t addr, int reg);
+  // addr_ref for a run of addresses through a register nothing else writes meanwhile (an
+  // MXU's operand register within one layer's matmul stream): `held` is the address it holds
+  // (nullopt: not known), loaded only when `addr` is out of its offsets' 24-bit reach; sets
+  // `loaded` then, and the use must go in a later bundle. A unified buffer above 16 MiB
+  // otherwise cost a `li` bundle per matmul.
+  std::string addr_ref_held(uint64_t addr, int reg, std::optional<uint64_t>& held, bool& loaded);
   void load_act(const Act& a, uint64_t hbm);
   void clear_partial_blocks(const Act& a);
   void store_act(const Act& a, uint64_t hbm);

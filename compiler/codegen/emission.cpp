@@ -159,6 +159,15 @@ std::string Codegen::addr_ref(uint64_t addr, int reg) {
   return fmt::format("r{}+0", reg);
 }
 
+std::string Codegen::addr_ref_held(uint64_t addr, int reg, std::optional<uint64_t>& held, bool& loaded) {
+  loaded = false;
+  if (addr <= 0xFFFFFF) return fmt::format("r0+{}", addr);
+  if (held && addr >= *held && addr - *held <= 0xFFFFFF) return fmt::format("r{}+{}", reg, addr - *held);
+  std::string ref = addr_ref(addr, reg);
+  held = addr, loaded = true;
+  return ref;
+}
+
 // Blocked-layout DMA between HBM row-major [rows, features] and UB. The blocks' transfers
 // are independent: all are issued, then waited for together, so they share the HBM
 // channels instead of each paying the memory's latency alone.

@@ -48,7 +48,7 @@ class StreamScheduler {
     for (const Block& b : blocks_)
       for (const TileGroup& g : b.groups) slotted_ |= g.steps.size() > 1;
     started_.assign(blocks_.size(), false);
-    mxu_free_.assign(nm_, 0), shifted_.assign(nm_, 0);
+    mxu_free_.assign(nm_, 0), shifted_.assign(nm_, 0), operand_held_.assign(nm_, std::nullopt);
     drain_lat_ = config::mxu_fill_drain_cycles(cg.cfg_);
     vlat_ = std::max({config::vector_latency(cg.cfg_, isa::OpClass::VecAlu), config::vector_latency(cg.cfg_, isa::OpClass::VecRescale),
                       config::vector_latency(cg.cfg_, isa::OpClass::VecConvert)});
@@ -196,8 +196,9 @@ class StreamScheduler {
     bool last = gi + 1 == blocks_[bi].groups.size() && k + 1 == grp.steps.size();
     uint64_t issue = std::max({now_, mxu_free_[m], k == 0 ? shifted_[m] : 0});
     if (slotted_ || side_work_) slot_in(issue, !slotted_);
-    std::string src = cg_.addr_ref(st.src, int(kOperandRegs + m));
-    if (st.src > 0xFFFFFF) bundle(now_);
+    bool loaded = false;
+    std::string src = cg_.addr_ref_held(st.src, int(kOperandRegs + m), operand_held_[m], loaded);
+    if (loaded) bundle(now_);
     auto opt = [](bool on) { return on ? std::optional(true) : std::nullopt; };
     std::string op = emit::mxu_matmul(m, {src}, emit::addr(0, base + st.acc_row), st.rows, cg_.dtype_,
                                       st.stride ? std::optional(st.stride) : std::nullopt, opt(st.accumulate), opt(k == 0),
@@ -392,6 +393,7 @@ class StreamScheduler {
   // vector unit's issue stage and the done cycle of the epilogue operations in flight.
   uint64_t now_ = 0, vfree_ = 0, vdone_ = 0;
   std::vector<uint64_t> mxu_free_, shifted_;
+  std::vector<std::optional<uint64_t>> operand_held_;  // what each MXU's operand register holds (addr_ref_held)
   uint64_t drain_lat_ = 0, vlat_ = 0, lag_ = 0, clock_ = 0;
   double bytes_per_cycle_ = 0;
   uint64_t issued_ = 0, consumed_ = 0;
