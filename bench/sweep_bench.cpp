@@ -50,23 +50,27 @@ double child_cpu(const std::function<void()>& fn) {
   return children_cpu() - before;
 }
 
+// ResNet-50's INT8 scales from a compile in a child, as a sweep's worker makes them (a
+// compile here would leave this process's heap in pieces that the measured child then reuses
+// on small pages).
+std::vector<float> scales_from_a_child(const vtpu::config::Config& cfg, const vtpu::compiler::CompileOptions& o) {
+  std::string bytes = vtpu::run_in_child(
+      [&] {
+        std::vector<float> s = vtpu::compiler::compile_onnx(resnet50(), cfg, o).calibration_scales;
+        return std::string(reinterpret_cast<const char*>(s.data()), s.size() * sizeof(float));
+      },
+      [](const std::exception& e) { return std::string("error: ") + e.what(); }, "crashed");
+  if (bytes.size() % sizeof(float)) throw std::runtime_error(bytes);
+  std::vector<float> scales(bytes.size() / sizeof(float));
+  std::memcpy(scales.data(), bytes.data(), bytes.size());
+  return scales;
+}
+
 void BM_CompileResNet50(benchmark::State& state, bool reuse) {
   auto cfg = vtpu::config::load_preset("tpu-v1");
   vtpu::compiler::CompileOptions o;
   o.precision = Precision::Int8;
-  if (reuse) {
-    // From a compile in a child, as a sweep's worker makes them (a compile here would leave
-    // this process's heap in pieces that the measured child then reuses on small pages).
-    std::string bytes = vtpu::run_in_child(
-        [&] {
-          std::vector<float> s = vtpu::compiler::compile_onnx(resnet50(), cfg, o).calibration_scales;
-          return std::string(reinterpret_cast<const char*>(s.data()), s.size() * sizeof(float));
-        },
-        [](const std::exception& e) { return std::string("error: ") + e.what(); }, "crashed");
-    if (bytes.size() % sizeof(float)) throw std::runtime_error(bytes);
-    o.calibration_scales.resize(bytes.size() / sizeof(float));
-    std::memcpy(o.calibration_scales.data(), bytes.data(), bytes.size());
-  }
+  if (reuse) o.calibration_scales = scales_from_a_child(cfg, o);
   double cpu = 0;
   for (auto _ : state) cpu = child_cpu([&] { vtpu::compiler::compile_onnx(resnet50(), cfg, o); });
   state.counters["cpu_s"] = cpu;
@@ -85,15 +89,7 @@ void BM_CompileResNet50Group(benchmark::State& state) {
   }
   vtpu::compiler::CompileOptions o;
   o.precision = Precision::Int8;
-  std::string bytes = vtpu::run_in_child(
-      [&] {
-        std::vector<float> s = vtpu::compiler::compile_onnx(resnet50(), base, o).calibration_scales;
-        return std::string(reinterpret_cast<const char*>(s.data()), s.size() * sizeof(float));
-      },
-      [](const std::exception& e) { return std::string("error: ") + e.what(); }, "crashed");
-  if (bytes.size() % sizeof(float)) throw std::runtime_error(bytes);
-  o.calibration_scales.resize(bytes.size() / sizeof(float));
-  std::memcpy(o.calibration_scales.data(), bytes.data(), bytes.size());
+  o.calibration_scales = scales_from_a_child(base, o);
   double cpu = 0;
   for (auto _ : state)
     cpu = child_cpu([&] {
