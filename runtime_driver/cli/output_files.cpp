@@ -23,11 +23,12 @@ void write_output_files(const std::filesystem::path& dir, const std::vector<isa:
       if (t.name == name && t.role == isa::TensorRole::Output && t.dtype == isa::Dtype::Int32) {
         // Integer outputs are written as int32, bit for bit (images back in NCHW order).
         const auto& b = raw.at(name);
-        std::vector<float> pos(b.size() / 4);
-        for (size_t i = 0; i < pos.size(); ++i) pos[i] = float(i);
-        if (t.nhwc) pos = nhwc_to_nchw(pos, t.shape);
+        std::vector<int32_t> v32(b.size() / 4);
+        std::memcpy(v32.data(), b.data(), v32.size() * 4);
+        if (t.nhwc) v32 = nhwc_to_nchw(v32, t.shape);
         arr.descr = "<i4";
-        for (size_t i = 0; i < pos.size(); ++i) std::memcpy(&arr.data[i * 4], &b[size_t(pos[i]) * 4], 4);
+        arr.data.assign(v32.size() * 4, 0);
+        std::memcpy(arr.data.data(), v32.data(), arr.data.size());
       }
     runtime::write_npy(file_in_dir(dir, name, ".npy", "output"), arr);
   }

@@ -61,15 +61,6 @@ std::vector<std::filesystem::path> comma_list(const std::string& spec) {
   return files;
 }
 
-std::vector<int32_t> nchw_to_nhwc_ints(const std::vector<int32_t>& x, const std::vector<int64_t>& nchw) {
-  std::vector<float> idx(x.size());
-  for (size_t i = 0; i < x.size(); ++i) idx[i] = float(i);  // positions, exact below 2^24
-  auto moved = nchw_to_nhwc(idx, nchw);
-  std::vector<int32_t> y(x.size());
-  for (size_t i = 0; i < x.size(); ++i) y[i] = x[size_t(moved[i])];
-  return y;
-}
-
 }  // namespace
 
 namespace detail {
@@ -159,7 +150,7 @@ ProgramInputs program_inputs(const isa::Program& program, const RunOptions& opt)
       NpyArray a = read_npy(it->second);
       check_npy_shape(a, model_shape, t.name, it->second.string());
       std::vector<int32_t> iv = int32_values(a, t.name, it->second.string());
-      if (t.nhwc) iv = nchw_to_nhwc_ints(iv, model_shape);
+      if (t.nhwc) iv = nchw_to_nhwc(iv, model_shape);
       std::vector<uint8_t> b(iv.size() * 4);
       std::memcpy(b.data(), iv.data(), b.size());
       in.bytes[t.name] = std::move(b);

@@ -9,10 +9,11 @@ namespace vtpu {
 
 inline std::vector<int64_t> nchw_shape_of(const std::vector<int64_t>& nhwc) { return {nhwc[0], nhwc[3], nhwc[1], nhwc[2]}; }
 
-// Values of an NCHW tensor of shape `nchw`, in NHWC order.
-inline std::vector<float> nchw_to_nhwc(const std::vector<float>& x, const std::vector<int64_t>& nchw) {
+// Values of an NCHW tensor of shape `nchw`, in NHWC order (any element type).
+template <typename T>
+std::vector<T> nchw_to_nhwc(const std::vector<T>& x, const std::vector<int64_t>& nchw) {
   int64_t N = nchw[0], C = nchw[1], H = nchw[2], W = nchw[3];
-  std::vector<float> y(x.size());
+  std::vector<T> y(x.size());
   for (int64_t n = 0; n < N; ++n)
     for (int64_t c = 0; c < C; ++c)
       for (int64_t h = 0; h < H; ++h)
@@ -20,10 +21,11 @@ inline std::vector<float> nchw_to_nhwc(const std::vector<float>& x, const std::v
   return y;
 }
 
-// Values of an NHWC tensor of shape `nhwc`, in NCHW order.
-inline std::vector<float> nhwc_to_nchw(const std::vector<float>& x, const std::vector<int64_t>& nhwc) {
+// Values of an NHWC tensor of shape `nhwc`, in NCHW order (any element type).
+template <typename T>
+std::vector<T> nhwc_to_nchw(const std::vector<T>& x, const std::vector<int64_t>& nhwc) {
   int64_t N = nhwc[0], H = nhwc[1], W = nhwc[2], C = nhwc[3];
-  std::vector<float> y(x.size());
+  std::vector<T> y(x.size());
   for (int64_t n = 0; n < N; ++n)
     for (int64_t h = 0; h < H; ++h)
       for (int64_t w = 0; w < W; ++w)
