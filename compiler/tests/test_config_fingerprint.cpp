@@ -1,5 +1,5 @@
 // compiler::config_fingerprint covers exactly the config values code generation reads, and
-// INT8 calibration scales carry over between configs (docs/sweeps.md, "Caches"):
+// INT8 calibration scales carry over between configs (docs/sweeps.md, "Making a point cheap"):
 // - every schema key is perturbed alone; when the fingerprint stays, each test model's
 //   program must stay byte-identical (apart from its config stamp) — the list is complete;
 // - the keys the fingerprint covers are written down here, apart from the code, and must

@@ -343,7 +343,7 @@ class Coordinator {
 
   // The programs one compile task builds, `key` first: programs of the same model not yet
   // compiled, in the order their points come, so the model is imported and lowered once for
-  // several (docs/sweeps.md, "Caches"). A task that calibrates builds one program, so that
+  // several (docs/sweeps.md, "Making a point cheap"). A task that calibrates builds one program, so that
   // the other workers can start on the model once it is done; the rest are shared out among
   // the workers, at most kGroup to a task so that simulations start early.
   std::vector<std::string> group_of(const std::string& key, const CalibrationState* cal) {
