@@ -385,7 +385,8 @@ int cmd_run(RunArgs a) {
     std::cout << runtime::layer_table(run) << "\n" << runtime::totals_text(run);
   }
   if (!a.output_dir.empty())
-    cli::write_output_files(a.output_dir, run.program.tensors, run.outputs, run.output_shapes, run.sim.outputs);
+    cli::write_output_files(a.output_dir, run.program.tensors, run.outputs, run.output_shapes, run.sim.outputs,
+                            cli::model_output_types(a.model));
   if (!a.report.empty()) {
     sim::ReportMeta meta{VTPU_VERSION, a.model, a.seed, run.inputs_used};
     write_file(a.report, sim::report_json(run.sim, cfg, meta));

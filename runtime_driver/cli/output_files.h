@@ -1,7 +1,8 @@
 #pragma once
 // Files the commands write: a report or trace file, and `--output-dir`: a run's outputs as
-// NAME.npy, float32 in the model's layout, integer outputs as int32 bit for bit (shared by the
-// single-chip and the parallel runs of `vtpu run`).
+// NAME.npy, float32 in the model's layout, integer outputs in the integer type the ONNX file
+// declares (int64, bool, ...) or else as int32, bit for bit (shared by the single-chip and
+// the parallel runs of `vtpu run`).
 #include <cstdint>
 #include <filesystem>
 #include <fstream>
@@ -10,15 +11,26 @@
 #include <vector>
 
 #include "vtpu/isa/program.h"
+#include "vtpu/runtime/npy.h"
 
 namespace vtpu::cli {
 
 // `tensors`: the program's (for each output's dtype, stored shape and layout); `raw`: each
-// output's bytes as the program stored them. An output whose name is not a plain file name
-// (`../x`, `/abs/x`) is an error: nothing is written outside `dir`.
+// output's bytes as the program stored them; `types`: the ONNX file's output types
+// (runtime::onnx_output_types), by which an integer output is written as int64, bool or a
+// narrower integer when every value fits that type (else as int32). An output whose name is
+// not a plain file name (`../x`, `/abs/x`) is an error: nothing is written outside `dir`.
 void write_output_files(const std::filesystem::path& dir, const std::vector<isa::TensorInfo>& tensors,
                         const std::map<std::string, std::vector<float>>& outputs,
                         const std::map<std::string, std::vector<int64_t>>& shapes,
-                        const std::map<std::string, std::vector<uint8_t>>& raw);
+                        const std::map<std::string, std::vector<uint8_t>>& raw,
+                        const std::map<std::string, std::string>& types = {});
+
+// runtime::onnx_output_types of the model a run was given; none for a .vtpu program.
+std::map<std::string, std::string> model_output_types(const std::string& model);
+
+// An integer output in the NumPy type `type` ("<i8", "|b1", "|u1", ...) when every value
+// fits it (bool: 0 and 1), else as int32.
+runtime::NpyArray integer_output(const std::vector<int32_t>& values, const std::vector<int64_t>& shape, const std::string& type);
 
 }  // namespace vtpu::cli

@@ -28,7 +28,7 @@ int run_parallel_model(const ParallelArgs& a, const config::Config& system, cons
               << sim::system_summary_table(run.system, system);
   }
   if (!a.output_dir.empty())
-    write_output_files(a.output_dir, run.tensors, run.outputs, run.output_shapes, run.output_bytes);
+    write_output_files(a.output_dir, run.tensors, run.outputs, run.output_shapes, run.output_bytes, model_output_types(a.model));
   if (!a.report.empty()) {
     sim::ReportMeta meta{VTPU_VERSION, a.model, a.seed, run.inputs_used};
     nlohmann::json j = nlohmann::json::parse(sim::system_report_json(run.system, system, meta));

@@ -183,6 +183,16 @@ Reference check_reference(const std::filesystem::path& model, const isa::Program
   return ref;
 }
 
+std::map<std::string, std::string> onnx_output_types(const std::filesystem::path& model) {
+  std::map<std::string, std::string> types;
+  onnx::ModelProto m;
+  std::ifstream f(model, std::ios::binary);
+  if (!f || !m.ParseFromIstream(&f)) return types;
+  for (const auto& out : m.graph().output())
+    if (std::string d = descr_of_onnx(out.type().tensor_type().elem_type()); !d.empty()) types[out.name()] = d;
+  return types;
+}
+
 std::vector<CheckResult> compare_outputs(const std::map<std::string, std::vector<float>>& got, const Reference& ref) {
   std::vector<CheckResult> r;
   for (const auto& [name, v] : got) {

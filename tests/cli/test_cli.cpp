@@ -293,6 +293,62 @@ TEST(Cli, RunTakesIntegerNpyInputsAndWritesInt32Outputs) {
   fs::remove(a_file);
 }
 
+// An output the model declares int64 (ArgMax's indices) is written as int64, not int32; a
+// float output stays float32.
+TEST(Cli, RunWritesIntegerOutputsInTheModelsOwnType) {
+  vtpu::testing::OnnxBuilder m;
+  const int64_t A = 3, K = 40;
+  m.input("x", {A, K});
+  auto* mx = m.node("ArgMax", "amax", {"x"}, {"i"});
+  vtpu::testing::OnnxBuilder::attr(mx, "axis", int64_t(1));
+  vtpu::testing::OnnxBuilder::attr(mx, "keepdims", int64_t(0));
+  m.node("Relu", "relu", {"x"}, {"r"});
+  m.output("i", {A}, onnx::TensorProto::INT64);
+  m.output("r", {A, K});
+  fs::path model = m.save("cli_argmax_int64.onnx"), dir = tmp("cli_int64_out"), x_file = tmp("cli_argmax_x.npy");
+  fs::remove_all(dir);
+  std::vector<float> x(size_t(A * K));
+  for (size_t i = 0; i < x.size(); ++i) x[i] = float(int(i * 29 % 31) - 15);
+  std::vector<uint8_t> xb(x.size() * 4);
+  std::memcpy(xb.data(), x.data(), xb.size());
+  vtpu::runtime::write_npy(x_file, {"<f4", {A, K}, xb});
+  CliResult r = vtpu("run " + model.string() + " -c tiny-8x8 -q --input x=" + x_file.string() + " --output-dir " + dir.string());
+  ASSERT_EQ(r.code, 0) << r.err;
+  vtpu::runtime::NpyArray i = vtpu::runtime::read_npy(dir / "i.npy");
+  EXPECT_EQ(i.descr, "<i8");
+  ASSERT_EQ(i.data.size(), size_t(A * 8));
+  for (int64_t a = 0; a < A; ++a) {
+    int64_t want = 0, got = -1;
+    for (int64_t k = 1; k < K; ++k) want = x[size_t(a * K + k)] > x[size_t(a * K + want)] ? k : want;
+    std::memcpy(&got, &i.data[size_t(a) * 8], 8);
+    EXPECT_EQ(got, want) << "row " << a;
+  }
+  EXPECT_EQ(vtpu::runtime::read_npy(dir / "r.npy").descr, "<f4");
+  // A comparison's bool output as bool, its Cast to uint8 as uint8.
+  vtpu::testing::OnnxBuilder b;
+  b.input("x", {A, K});
+  b.init("zero", {}, 0, {0.0f});
+  b.node("Greater", "gt", {"x", "zero"}, {"y"});
+  vtpu::testing::OnnxBuilder::attr(b.node("Cast", "cast", {"y"}, {"z"}), "to", int64_t(onnx::TensorProto::UINT8));
+  b.output("y", {A, K}, onnx::TensorProto::BOOL);
+  b.output("z", {A, K}, onnx::TensorProto::UINT8);
+  fs::path bool_model = b.save("cli_greater_bool.onnx");
+  fs::remove_all(dir);
+  r = vtpu("run " + bool_model.string() + " -c tiny-8x8 -q --input x=" + x_file.string() + " --output-dir " + dir.string());
+  ASSERT_EQ(r.code, 0) << r.err;
+  vtpu::runtime::NpyArray y = vtpu::runtime::read_npy(dir / "y.npy"), z = vtpu::runtime::read_npy(dir / "z.npy");
+  EXPECT_EQ(y.descr, "|b1");
+  EXPECT_EQ(z.descr, "|u1");
+  ASSERT_EQ(y.data.size(), x.size());
+  ASSERT_EQ(z.data.size(), x.size());
+  for (size_t k = 0; k < x.size(); ++k) {
+    EXPECT_EQ(y.data[k], x[k] > 0 ? 1 : 0) << k;
+    EXPECT_EQ(z.data[k], x[k] > 0 ? 1 : 0) << k;
+  }
+  fs::remove_all(dir);
+  fs::remove(x_file);
+}
+
 // INT8 calibration from the user's data: the program's scales are the calibration data's
 // ranges (input: max |x| / 127; output: max |x W| / 127 over every sample), not the seeded
 // random defaults'; bad calibration files are refused with what to fix.

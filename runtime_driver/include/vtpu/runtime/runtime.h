@@ -112,6 +112,11 @@ std::string quant_error_table(const ModelRun& run);
 // Whether any --check result failed (totals_text says which and why).
 bool check_failed(const ModelRun& run);
 
+// The NumPy element type ("<f4", "<i8", "|b1", ...) of each graph output as the ONNX file
+// declares it, so outputs can be written in the model's own types; empty when `model` is not
+// an ONNX file that parses.
+std::map<std::string, std::string> onnx_output_types(const std::filesystem::path& model);
+
 // `model` is an .onnx file (compiled here) or a .vtpu program.
 ModelRun run_model(const std::filesystem::path& model, const config::Config& cfg, const RunOptions& options);
 
