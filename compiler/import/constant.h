@@ -13,6 +13,8 @@
 #include <string_view>
 #include <vector>
 
+#include "vtpu/support/layout.h"
+
 namespace onnx {
 class TensorProto;
 }  // namespace onnx
@@ -25,18 +27,11 @@ inline int64_t numel(const std::vector<int64_t>& s) {
   return n;
 }
 
-// The [cols, rows] transpose of a row-major [rows, cols] matrix, f applied to each value, in
-// 32 x 32 blocks written row by row (walking a large matrix down its columns, a 2048 x 1000
-// MatMul weight, missed the cache on every element).
+// The [cols, rows] transpose of a row-major [rows, cols] matrix, f applied to each value
+// (blocked_matrix: in cache-friendly blocks).
 template <class F>
 std::vector<float> transposed(const std::vector<float>& m, int64_t rows, int64_t cols, F f) {
-  std::vector<float> t(m.size());
-  constexpr int64_t kBlock = 32;
-  for (int64_t c0 = 0; c0 < cols; c0 += kBlock)
-    for (int64_t r0 = 0; r0 < rows; r0 += kBlock)
-      for (int64_t c = c0; c < std::min(cols, c0 + kBlock); ++c)
-        for (int64_t r = r0; r < std::min(rows, r0 + kBlock); ++r) t[size_t(c * rows + r)] = f(m[size_t(r * cols + c)]);
-  return t;
+  return blocked_matrix(cols, rows, [&](int64_t c, int64_t r) { return f(m[size_t(r * cols + c)]); });
 }
 
 // A constant's or a folded node's error, without the node's name (the importer adds it).

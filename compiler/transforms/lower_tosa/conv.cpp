@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "transforms/lower_tosa/lowering.h"
+#include "vtpu/support/layout.h"
 
 namespace vtpu::tpu::lowering {
 namespace {
@@ -39,12 +40,8 @@ struct Conv : Lowering<tosa::Conv2DOp> {
     // OHWI is a [CO, KH * KW * CI] matrix and HWIO its transpose: moved in square blocks, so
     // that reads and writes both stay within a few cache lines (ResNet-50 has 100 MB of them),
     // each block written row by row (contiguous stores; 5x faster than contiguous loads).
-    std::vector<float> hwio(w.size());
-    const int64_t rows = KH * KW * CI, kBlock = 32;
-    for (int64_t r0 = 0; r0 < rows; r0 += kBlock)
-      for (int64_t o0 = 0; o0 < CO; o0 += kBlock)
-        for (int64_t r = r0; r < std::min(rows, r0 + kBlock); ++r)
-          for (int64_t o = o0; o < std::min(CO, o0 + kBlock); ++o) hwio[size_t(r * CO + o)] = w[size_t(o * rows + r)];
+    const int64_t rows = KH * KW * CI;
+    std::vector<float> hwio = blocked_matrix(rows, CO, [&](int64_t r, int64_t o) { return w[size_t(o * rows + r)]; });
     // The OHWI weights are read for the last time: their memory goes to the next layer's.
     release_consumed(cv->getParentOfType<mlir::func::FuncOp>(), cv.getWeight(), cv);
     lower_conv(state, b, cv, cv.getInput(), {KH, KW, CI, CO}, std::move(hwio), *bias, cv.getStrideAttr(), cv.getPadAttr(), cv.getDilationAttr(), 1);

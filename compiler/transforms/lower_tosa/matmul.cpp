@@ -2,6 +2,7 @@
 // bias add and clamp fused and an image's flatten order folded into the weight rows;
 // tosa.matmul (two activations) becomes tpu.batch_matmul.
 #include "transforms/lower_tosa/lowering.h"
+#include "vtpu/support/layout.h"
 
 namespace vtpu::tpu::lowering {
 namespace {
@@ -43,14 +44,8 @@ struct FullyConnected : Lowering<tosa::FullyConnectedOp> {
     Value wkn_const = plain_order ? state.shared_weights.lookup(fc.getWeight()) : Value();
     mlir::Location loc = op->getLoc();
     if (!wkn_const) {
-      // In 32 x 32 blocks, each written row by row (walking [N, K] down its columns missed the
-      // cache on every element).
-      std::vector<float> wkn(size_t(K * N));
-      constexpr int64_t kBlock = 32;
-      for (int64_t k0 = 0; k0 < K; k0 += kBlock)
-        for (int64_t n0 = 0; n0 < N; n0 += kBlock)
-          for (int64_t k = k0; k < std::min(K, k0 + kBlock); ++k)
-            for (int64_t n = n0; n < std::min(N, n0 + kBlock); ++n) wkn[size_t(k * N + n)] = (*w)[size_t(n * K + col_of[size_t(k)])];
+      // In blocks (walking [N, K] down its columns missed the cache on every element).
+      std::vector<float> wkn = blocked_matrix(K, N, [&](int64_t k, int64_t n) { return (*w)[size_t(n * K + col_of[size_t(k)])]; });
       mlir::OpBuilder::InsertionGuard guard(b);
       b.setInsertionPointToStart(&op->getParentOfType<mlir::func::FuncOp>().getBody().front());
       wkn_const = make_const(b, loc, {K, N}, std::move(wkn));
