@@ -76,6 +76,9 @@ inline std::string with_flag(std::string text, int f) {
   return text;
 }
 inline emit::Reg reg(unsigned n) { return {n}; }
+// The largest offset an operand's 24-bit offset field holds (docs/isa.md): unified-buffer
+// addresses up to it need no register (r0+addr); above it an address is loaded into one.
+inline constexpr uint64_t kMaxOffset = 0xFFFFFF;
 // Scalar registers by use: r0..r9 addresses of the op at hand; MXU m's operand base
 // r(kOperandRegs + m) and weight-FIFO source r(kWfifoRegs + m) (scheduler.cpp, embedding.cpp);
 // the registers from kWfifoRegs + MXUs up are free for the batch-chunk loop (batch_chunks.cpp).
@@ -150,8 +153,6 @@ class UbAllocator {
   uint64_t largest_free() const;
 
  private:
-  // The unified-buffer bytes operations address from r0 with their 24-bit offsets alone.
-  static constexpr uint64_t kDirectReach = uint64_t(1) << 24;
   uint64_t cap_, align_, high_ = 0;
   std::map<uint64_t, uint64_t> free_, used_;
 };

@@ -145,7 +145,7 @@ std::string Codegen::new_param(const std::string& body) { return intern(param_na
 // offset fields, else "rN+0" with the `li` that loads it appended to `pre` (emitted in
 // front of the operation, in bundles of their own).
 std::string Codegen::reg_ref(uint64_t addr, int reg, std::string& pre) {
-  if (addr <= 0xFFFFFF) return fmt::format("r0+{}", addr);
+  if (addr <= kMaxOffset) return fmt::format("r0+{}", addr);
   pre += "  " + emit::li(codegen::reg(unsigned(reg)), int64_t(addr)) + "\n";
   return fmt::format("r{}+0", reg);
 }
@@ -153,7 +153,7 @@ std::string Codegen::reg_ref(uint64_t addr, int reg, std::string& pre) {
 // "r0+addr" when the address fits the 24-bit offset fields, else loads it into `reg`
 // (in a bundle of its own: registers are read before a bundle writes them).
 std::string Codegen::addr_ref(uint64_t addr, int reg) {
-  if (addr <= 0xFFFFFF) return fmt::format("r0+{}", addr);
+  if (addr <= kMaxOffset) return fmt::format("r0+{}", addr);
   if (addr > UINT32_MAX) throw CompileError(fmt::format("address {} exceeds the 32-bit registers", addr));
   code("  " + emit::li(codegen::reg(unsigned(reg)), int64_t(addr)));
   return fmt::format("r{}+0", reg);
@@ -161,8 +161,8 @@ std::string Codegen::addr_ref(uint64_t addr, int reg) {
 
 std::string Codegen::addr_ref_held(uint64_t addr, int reg, std::optional<uint64_t>& held, bool& loaded) {
   loaded = false;
-  if (addr <= 0xFFFFFF) return fmt::format("r0+{}", addr);
-  if (held && addr >= *held && addr - *held <= 0xFFFFFF) return fmt::format("r{}+{}", reg, addr - *held);
+  if (addr <= kMaxOffset) return fmt::format("r0+{}", addr);
+  if (held && addr >= *held && addr - *held <= kMaxOffset) return fmt::format("r{}+{}", reg, addr - *held);
   std::string ref = addr_ref(addr, reg);
   held = addr, loaded = true;
   return ref;

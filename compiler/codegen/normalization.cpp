@@ -73,7 +73,7 @@ std::vector<VecStep> Codegen::ln_steps(tpu::LayerNormOp op, const Act& x, const 
   std::string pre;
   int reg = 6;
   auto U = [&](uint64_t a) {
-    if (a <= 0xFFFFFF) return ub_at(a);
+    if (a <= kMaxOffset) return ub_at(a);
     pre += "  " + emit::li(codegen::reg(unsigned(reg)), int64_t(a)) + "\n";
     return ub_reg(unsigned(reg++));
   };
