@@ -9,8 +9,10 @@ std::optional<uint64_t> UbAllocator::alloc_high(uint64_t bytes) {
   bytes = align_up(std::max<uint64_t>(bytes, 1), align_);
   // As high as the operations' 24-bit address offsets reach from r0 first (a unified buffer
   // above 16 MiB), so a temporary needs no register loaded before each use; else the top.
-  for (uint64_t top : {std::min<uint64_t>(cap_, kMaxOffset + 1), cap_})
+  const uint64_t reach = std::min<uint64_t>(cap_, kMaxOffset + 1);
+  for (int pass = 0; pass < (cap_ > reach ? 2 : 1); ++pass)  // the top again only when it is higher
     for (auto it = free_.rbegin(); it != free_.rend(); ++it) {
+      const uint64_t top = pass ? cap_ : reach;
       uint64_t start = it->first, end = std::min(start + it->second, top);
       if (end < start + bytes) continue;
       uint64_t at = end - bytes;

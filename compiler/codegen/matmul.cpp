@@ -136,7 +136,7 @@ std::vector<Block> Codegen::plan_matmul(tpu::MatmulOp op, uint64_t nt_total, Mat
     std::string p = new_param(fmt::format("scale=[{}]", double(const_floats(af.getScale(), af.getLayer().str())[0])));
     fused = [this, y, p](uint64_t n, uint64_t off, uint64_t rows) {
       uint64_t o = y.base + n * y.block_bytes + off;
-      std::string pre, at = o <= kMaxOffset ? fmt::format("r0+{}", o) : (pre = "  " + emit::li(reg(6), int64_t(o)) + "\n", "r6+0");
+      std::string pre, at = reg_ref(o, 6, pre);
       return std::vector<std::string>{
           pre + "  " + emit::vec_affine(ub_ref(at), ub_ref(at), rows, isa::Dtype::Bf16, emit::Param{p}, kPendingFlag) + "\n"};
     };
@@ -170,7 +170,7 @@ std::vector<Block> Codegen::plan_matmul(tpu::MatmulOp op, uint64_t nt_total, Mat
         a.groups.push_back({tiles[n][k], {{x.base + k * x.block_bytes + r0 * R_ * esz_, rows, 0, 0, k > 0}}});
       a.epilogue = [this, rows, part, acc_dt](uint32_t m, uint64_t acc_row) {
         uint64_t g = uint64_t(m) * cfg_.core.accumulators.rows + acc_row;
-        std::string pre, at = part <= kMaxOffset ? fmt::format("r0+{}", part) : (pre = "  " + emit::li(reg(8), int64_t(part)) + "\n", "r8+0");
+        std::string pre, at = reg_ref(part, 8, pre);
         return std::vector<std::string>{pre + "  " + emit::vec_copy(ub_ref(at), acc_at(g), rows, acc_dt, kPendingFlag) + "\n"};
       };
       chunk_blocks[r0 / mc].push_back(blocks.size());
@@ -186,7 +186,7 @@ std::vector<Block> Codegen::plan_matmul(tpu::MatmulOp op, uint64_t nt_total, Mat
       std::vector<std::string> ph;
       if (split) {
         uint64_t g = uint64_t(m) * cfg_.core.accumulators.rows + acc_row;
-        std::string pre, at = part <= kMaxOffset ? fmt::format("r0+{}", part) : (pre = "  " + emit::li(reg(8), int64_t(part)) + "\n", "r8+0");
+        std::string pre, at = reg_ref(part, 8, pre);
         ph.push_back(pre + "  " + emit::vec_add(acc_at(g), acc_at(g), ub_ref(at), rows, acc_dt, std::nullopt, kPendingFlag) + "\n");
       }
       for (auto& p : epilogue(m, acc_row, rows, bias_row, ep, out)) ph.push_back(p);

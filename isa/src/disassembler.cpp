@@ -168,7 +168,7 @@ std::string disassemble(const Program& p) {
     out += '\n';
   }
   for (const ConstSegment& c : p.constants) {
-    if (c.bytes() != c.data.size())
+    if (c.elided())
       throw InternalError("a program read without its constant bytes (isa::ReadOptions) cannot be disassembled");
     out += fmt::format(".data addr=0x{:x} hex=\"", c.hbm_addr);
     for (uint8_t b : c.data) out += fmt::format("{:02x}", b);

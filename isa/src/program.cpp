@@ -225,7 +225,7 @@ class Container {
 
 Container::Container(const Program& p) {
   for (const ConstSegment& c : p.constants)
-    if (c.data.empty() && c.elided_bytes)
+    if (c.elided())
       throw InternalError("a program read without its constant bytes (isa::ReadOptions) cannot be written");
   std::vector<std::pair<uint32_t, std::vector<uint8_t>>> sections;
   {

@@ -90,6 +90,8 @@ struct ConstSegment {
   // this is its size; 0 for a segment with its bytes.
   uint64_t elided_bytes = 0;
   uint64_t bytes() const { return data.empty() ? elided_bytes : data.size(); }
+  // Whether the segment was read without its bytes (it has a size but no data).
+  bool elided() const { return data.empty() && elided_bytes; }
   bool operator==(const ConstSegment&) const = default;
 };
 
