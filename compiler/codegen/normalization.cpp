@@ -201,28 +201,40 @@ void Codegen::gen_softmax(tpu::SoftmaxOp op) {
     shape_only.blocks = ceil_div(shape_only.features, R_);
   }
   const Act& x = from_hbm ? shape_only : act(op.getInput());
-  Act y = new_act(shape_of(op.getOutput()), fmt::format("the output of '{}'", layer));
   uint64_t row32 = C_ * 4, rows = x.rows, xrow = R_ * esz_;
   std::string in_scale, out_scale;
   if (q8_) {
     in_scale = new_param(fmt::format("scale=[{}]", double(scale(op.getInput()))));
     out_scale = new_param(fmt::format("scale=[{}]", 1.0 / double(scale(op.getOutput()))));
   }
-  // Mask rows: 0 on valid lanes, -inf on padding, so padding never wins the max. A
-  // log-softmax (never positive) also has the inverse rows: max with them makes the padding
-  // lanes of the result 0 again (a matmul reading them would make -inf * 0 a NaN).
+  // Mask rows of the last lane block when it is partial: 0 on valid lanes, -inf on padding,
+  // so padding never wins the max. A log-softmax (never positive) also has the inverse row:
+  // max with it makes the padding lanes of the result 0 again (a matmul reading them would
+  // make -inf * 0 a NaN).
   const bool log = op.getLog();
   const float ninf = -std::numeric_limits<float>::infinity();
-  std::vector<uint8_t> pad_mask, inverse;
-  for (uint64_t b = 0; b < x.blocks; ++b) {
-    uint64_t valid = std::min<uint64_t>(C_, x.features - b * C_);
-    auto row = lane_row(valid, 0.0f, ninf, isa::Dtype::Fp32), inv = lane_row(valid, ninf, 0.0f, isa::Dtype::Fp32);
-    pad_mask.insert(pad_mask.end(), row.begin(), row.end());
-    if (log) inverse.insert(inverse.end(), inv.begin(), inv.end());
+  const uint64_t last_valid = x.features - (x.blocks - 1) * C_;
+  std::vector<uint8_t> pad_mask;
+  if (last_valid < C_) {
+    pad_mask = lane_row(last_valid, 0.0f, ninf, isa::Dtype::Fp32);
+    if (log) {
+      auto inv = lane_row(last_valid, ninf, 0.0f, isa::Dtype::Fp32);
+      pad_mask.insert(pad_mask.end(), inv.begin(), inv.end());
+    }
   }
-  pad_mask.insert(pad_mask.end(), inverse.begin(), inverse.end());
-  uint64_t masks = ub_take(pad_mask.size(), fmt::format("the lane masks of '{}'", layer));
-  load_constant(std::move(pad_mask), masks);
+  // Work rows per chunk: one per block for the values, plus the max, sum and a spare row
+  // (and the exponentials of a log-softmax).
+  uint64_t unit = std::max<uint64_t>(op.getMask() ? numel(shape_of(op.getMask())) / x.features : 1, 1);
+  auto work_bytes = [&](uint64_t n) { return (x.blocks + 3 + (log ? 1 : 0)) * align_up(n * row32, 64); };
+  // The result takes the input's place when it would not fit beside the masks and the work
+  // rows of one chunk and this is the input's last use: each chunk's input rows are in the
+  // work rows before its result rows are written.
+  const uint64_t y_bytes = x.blocks * align_up(rows * xrow, 64);
+  const bool in_place = !from_hbm && y_bytes + pad_mask.size() + work_bytes(unit) > ub_.largest_free() && last_use(op.getInput());
+  Act y = in_place ? x : new_act(shape_of(op.getOutput()), fmt::format("the output of '{}'", layer));
+  const bool partial = !pad_mask.empty();
+  uint64_t masks = partial ? ub_take(pad_mask.size(), fmt::format("the lane masks of '{}'", layer)) : 0;
+  if (partial) load_constant(std::move(pad_mask), masks);
   // The model's own mask [M, N] (fp32, blocked like the values), added to each group of M rows.
   uint64_t mask_rows = 0, user_mask = 0;
   if (op.getMask()) {
@@ -236,10 +248,7 @@ void Codegen::gen_softmax(tpu::SoftmaxOp op) {
     user_mask = ub_take(bytes.size(), fmt::format("the attention mask of '{}'", layer));
     load_constant(std::move(bytes), user_mask);
   }
-  // Work rows per chunk: one per block for the values, plus the max, sum and a spare row
-  // (and the exponentials of a log-softmax).
-  uint64_t unit = std::max<uint64_t>(mask_rows, 1), cr = rows;
-  auto work_bytes = [&](uint64_t n) { return (x.blocks + 3 + (log ? 1 : 0)) * align_up(n * row32, 64); };
+  uint64_t cr = rows;
   while (cr > unit && work_bytes(cr) > ub_.largest_free()) cr = std::max(unit, (cr / 2 + unit - 1) / unit * unit);
   uint64_t span = align_up(cr * row32, 64);
   uint64_t vals = ub_take(work_bytes(cr), fmt::format("the fp32 work rows of '{}'", layer));
@@ -271,8 +280,8 @@ void Codegen::gen_softmax(tpu::SoftmaxOp op) {
         vec_wait(emit::vec_cvt(ub_reg(2), ub_reg(1), n, dtype_, isa::Dtype::Fp32));
         if (q8_) vec_wait(emit::vec_affine(ub_reg(2), ub_reg(2), n, isa::Dtype::Fp32, emit::Param{in_scale}));
       }
-      if (x.features - b * C_ < C_) {  // only a partial block has padding lanes to mask
-        code("  " + emit::li(reg(3), int64_t(masks + b * row32)));
+      if (x.features - b * C_ < C_) {  // only the last block, when partial, has padding lanes to mask
+        code("  " + emit::li(reg(3), int64_t(masks)));
         vec_wait(emit::vec_add(ub_reg(2), ub_reg(2), ub_reg(3), n, isa::Dtype::Fp32, true));
       }
       for (uint64_t g = 0; mask_rows && g < n / mask_rows; ++g) {
@@ -299,7 +308,7 @@ void Codegen::gen_softmax(tpu::SoftmaxOp op) {
       if (log) {
         vec_wait(emit::vec_sub(ub_reg(2), ub_reg(2), ub_reg(5), n, isa::Dtype::Fp32));
         if (x.features - b * C_ < C_) {
-          code("  " + emit::li(reg(4), int64_t(masks + (x.blocks + b) * row32)));
+          code("  " + emit::li(reg(4), int64_t(masks + row32)));
           vec_wait(emit::vec_max(ub_reg(2), ub_reg(2), ub_reg(4), n, isa::Dtype::Fp32, true));
         }
       } else {
@@ -310,7 +319,7 @@ void Codegen::gen_softmax(tpu::SoftmaxOp op) {
     }
   }
   ub_.release(vals);
-  ub_.release(masks);
+  if (partial) ub_.release(masks);
   if (mask_rows) ub_.release(user_mask);
   add_bound(layer, 0, 0);
   define(op.getOutput(), y);
