@@ -23,15 +23,19 @@ uint64_t rows_offset(const std::vector<int64_t>& shape, int64_t axis, int64_t st
 // load_act/store_act, but the addresses go in registers r1 (HBM) and r2 (unified buffer),
 // stepped block by block in the bundle of each block's transfer, so all the full blocks of a
 // band share one descriptor and every band of a layer shares it (the table holds 4096).
-void Codegen::move_rows(const Act& a, uint64_t hbm, bool load) {
-  if (hbm > uint64_t(INT32_MAX) || a.base + a.bytes() > uint64_t(INT32_MAX)) return load ? load_act(a, hbm) : store_act(a, hbm);
+// `hbm_row_bytes`: the HBM tensor's bytes per row when the band holds some of its channels
+// only (0: the band's own).
+void Codegen::move_rows(const Act& a, uint64_t hbm, bool load, uint64_t hbm_row_bytes) {
+  if (hbm > uint64_t(INT32_MAX) || a.base + a.bytes() > uint64_t(INT32_MAX))
+    return load ? load_act(a, hbm, hbm_row_bytes) : store_act(a, hbm, hbm_row_bytes);
+  if (!hbm_row_bytes) hbm_row_bytes = a.features * esz_;
   if (load) clear_partial_blocks(a);
   code("  " + emit::addi(reg(1), hbm_base(hbm), int64_t(hbm)));
   code("  " + emit::li(reg(2), int64_t(a.base)));
   for (uint64_t b = 0; b < a.blocks; ++b) {
     uint64_t fw = std::min<uint64_t>(R_, a.features - b * R_);
-    std::string d = load ? new_desc(fmt::format("bytes={} src_off=0 dst_off=0 dim=[{}, {}, {}]", fw * esz_, a.rows, a.features * esz_, R_ * esz_))
-                         : new_desc(fmt::format("bytes={} src_off=0 dst_off=0 dim=[{}, {}, {}]", fw * esz_, a.rows, R_ * esz_, a.features * esz_));
+    std::string d = load ? new_desc(fmt::format("bytes={} src_off=0 dst_off=0 dim=[{}, {}, {}]", fw * esz_, a.rows, hbm_row_bytes, R_ * esz_))
+                         : new_desc(fmt::format("bytes={} src_off=0 dst_off=0 dim=[{}, {}, {}]", fw * esz_, a.rows, R_ * esz_, hbm_row_bytes));
     std::string move = load ? emit::dma_load({d}, reg(1), reg(2), emit::flag(1)) : emit::dma_store({d}, reg(2), reg(1), emit::flag(1));
     if (b + 1 == a.blocks) code("  " + move);
     else code(bundle({move, emit::addi(reg(1), reg(1), int64_t(R_ * esz_)), emit::addi(reg(2), reg(2), int64_t(a.block_bytes))}));
@@ -67,7 +71,22 @@ void Codegen::gen_hbm_tensor(tpu::HbmTensorOp op) {
       hbm_acts_[op.getOutput().getAsOpaquePointer()] = addr;
       return;
     }
-  hbm_acts_[op.getOutput().getAsOpaquePointer()] = hbm_alloc(bytes);
+  size_t readers = 0;
+  for (mlir::Operation* u : last.getUsers()) readers += mlir::isa<tpu::LoadRowsOp>(u);
+  const uint64_t span = align_up(bytes, hbm_align_);
+  uint64_t at = 0;
+  auto fit = reuse_hbm_ ? std::find_if(hbm_free_.begin(), hbm_free_.end(), [&](const auto& f) { return f.second >= span; })
+                        : hbm_free_.end();
+  if (fit != hbm_free_.end()) {  // first fit among the images read for the last time
+    at = fit->first;
+    uint64_t left = fit->second - span;
+    hbm_free_.erase(fit);
+    if (left) hbm_free_[at + span] = left;
+  } else {
+    at = hbm_alloc(bytes);
+  }
+  if (reuse_hbm_ && readers) hbm_readers_[at] = {span, readers};
+  hbm_acts_[op.getOutput().getAsOpaquePointer()] = at;
 }
 
 void Codegen::gen_store_rows(tpu::StoreRowsOp op) {
@@ -75,9 +94,14 @@ void Codegen::gen_store_rows(tpu::StoreRowsOp op) {
   uint64_t at = hbm_act(op.getDest(), layer);
   const Act& band = act(op.getBand());
   tag(layer);
-  move_rows(band, at + rows_offset(shape_of(op.getDest()), op.getAxis(), int64_t(op.getStart()), esz_), false);
+  auto whole = shape_of(op.getDest());
+  move_rows(band, at + rows_offset(whole, op.getAxis(), int64_t(op.getStart()), esz_) + uint64_t(op.getChannelStart()) * esz_, false,
+            uint64_t(whole.back()) * esz_);
   band_bytes_[layer] += band.rows * band.features * esz_;
   hbm_acts_[op.getOutput().getAsOpaquePointer()] = at;
+  // A store that is itself its layer's work (a concat of channels into HBM) makes the layer's
+  // row of the bounds, merged over its stores.
+  if (op->getAttrOfType<mlir::DenseI64ArrayAttr>(tpu::kBandAttr)) add_bound(layer, 0, 0);
 }
 
 void Codegen::gen_load_rows(tpu::LoadRowsOp op) {
@@ -85,9 +109,16 @@ void Codegen::gen_load_rows(tpu::LoadRowsOp op) {
   uint64_t at = hbm_act(op.getInput(), layer);
   tag(layer);
   Act a = new_act(shape_of(op.getOutput()), fmt::format("rows of the input of '{}'", layer));
-  move_rows(a, at + rows_offset(shape_of(op.getInput()), op.getAxis(), int64_t(op.getStart()), esz_), true);
+  auto whole = shape_of(op.getInput());
+  move_rows(a, at + rows_offset(whole, op.getAxis(), int64_t(op.getStart()), esz_) + uint64_t(op.getChannelStart()) * esz_, true,
+            uint64_t(whole.back()) * esz_);
   band_bytes_[layer] += a.rows * a.features * esz_;
   define(op.getOutput(), a);
+  // The image's last band read (and waited for): its bytes for the images made after it.
+  if (auto r = hbm_readers_.find(at); r != hbm_readers_.end() && --r->second.second == 0) {
+    hbm_free_[at] = r->second.first;
+    hbm_readers_.erase(r);
+  }
 }
 
 // A model output whose image is in HBM at `from` but not in the output's own bytes (the model

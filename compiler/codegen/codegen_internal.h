@@ -208,7 +208,10 @@ class EmbeddingLookup;
 class Codegen {
  public:
   // `compact_hbm`: HBM allocations on 64-byte boundaries instead of 4 KiB pages (see hbm_alloc).
-  Codegen(const config::Config& cfg, const CompileOptions& opt, std::map<const void*, float> scales, bool compact_hbm = false);
+  // `compact_hbm`: allocations packed on 64-byte boundaries; `reuse_hbm`: an image in HBM
+  // that its last band has been read from gives its bytes to later ones (bands.cpp).
+  Codegen(const config::Config& cfg, const CompileOptions& opt, std::map<const void*, float> scales, bool compact_hbm = false,
+          bool reuse_hbm = false);
   bool read_fp32(Value arg) const;
   void check_inputs_fit(mlir::ModuleOp module);
   CompileResult run(mlir::ModuleOp module);
@@ -333,7 +336,7 @@ class Codegen {
 
   // bands.cpp: images in HBM, loaded and stored a band of rows at a time (the band planner's
   // tpu.hbm_tensor, tpu.load_rows, tpu.store_rows), and their layers' bounds as one row each.
-  void move_rows(const Act& a, uint64_t hbm, bool load);
+  void move_rows(const Act& a, uint64_t hbm, bool load, uint64_t hbm_row_bytes = 0);
   uint64_t hbm_act(Value v, const std::string& layer) const;
   void gen_hbm_tensor(tpu::HbmTensorOp op);
   void gen_store_rows(tpu::StoreRowsOp op);
@@ -382,9 +385,9 @@ class Codegen {
   // `loaded` then, and the use must go in a later bundle. A unified buffer above 16 MiB
   // otherwise cost a `li` bundle per matmul.
   std::string addr_ref_held(uint64_t addr, int reg, std::optional<uint64_t>& held, bool& loaded);
-  void load_act(const Act& a, uint64_t hbm);
+  void load_act(const Act& a, uint64_t hbm, uint64_t hbm_row_bytes = 0);
   void clear_partial_blocks(const Act& a);
-  void store_act(const Act& a, uint64_t hbm);
+  void store_act(const Act& a, uint64_t hbm, uint64_t hbm_row_bytes = 0);
   void clear_border(const Act& xp, uint64_t N, uint64_t Hp, uint64_t Wp, uint64_t pt, uint64_t pb, uint64_t pl,
                     uint64_t pr, bool lowest = false, uint64_t* unwaited = nullptr);
   void clear(uint64_t ub, uint64_t bytes);
@@ -572,6 +575,9 @@ class Codegen {
   std::vector<int64_t> current_shape_;
   std::map<const void*, uint64_t> input_hbm_;  // model inputs left in HBM for packed convolutions
   std::map<const void*, uint64_t> hbm_acts_;   // images in HBM, row-major (bands.cpp)
+  bool reuse_hbm_ = false;
+  std::map<uint64_t, uint64_t> hbm_free_;                          // reusable HBM of images read for the last time: address, bytes
+  std::map<uint64_t, std::pair<uint64_t, size_t>> hbm_readers_;  // an image in HBM's bytes and the band loads still to read it
   std::map<unsigned, uint64_t> hbm_outputs_;   // outputs whose images in HBM are their own bytes, by result index
   // Ops run in bands, by layer and op (a transposed convolution's spread and convolution share
   // a layer): their whole shapes.

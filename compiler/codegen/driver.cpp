@@ -4,8 +4,10 @@
 
 namespace vtpu::compiler::codegen {
 
-Codegen::Codegen(const config::Config& cfg, const CompileOptions& opt, std::map<const void*, float> scales, bool compact_hbm)
-    : cfg_(cfg), flags_(FlagPlan::of(cfg)), opt_(opt), ub_(cfg.core.unified_buffer.bytes, 64), scales_(std::move(scales)) {
+Codegen::Codegen(const config::Config& cfg, const CompileOptions& opt, std::map<const void*, float> scales, bool compact_hbm,
+                 bool reuse_hbm)
+    : cfg_(cfg), flags_(FlagPlan::of(cfg)), opt_(opt), ub_(cfg.core.unified_buffer.bytes, 64), scales_(std::move(scales)),
+      reuse_hbm_(reuse_hbm) {
   if (compact_hbm) hbm_align_ = 64;
   R_ = cfg.core.mxu.rows;
   C_ = cfg.core.mxu.cols;
@@ -341,7 +343,16 @@ CompileResult generate_program(mlir::ModuleOp module, const config::Config& cfg,
   // the start rather than after a whole program's failed attempt.
   bool bands = false;
   module.walk([&](mlir::Operation* op) { bands |= op->hasAttr(tpu::kBandAttr); });
-  if (bands) return codegen::Codegen(cfg, options, scales, true).run(module);
+  if (bands) {
+    try {
+      return codegen::Codegen(cfg, options, scales, true).run(module);
+    } catch (const DoesNotFitError& e) {
+      // Out of HBM: again with the images in HBM reusing the bytes of those read for the last
+      // time. Only then, so programs that fit keep their layout.
+      if (e.key() != "memory.bytes") throw;
+      return codegen::Codegen(cfg, options, scales, true, true).run(module);
+    }
+  }
   try {
     return codegen::Codegen(cfg, options, scales).run(module);
   } catch (const DoesNotFitError& e) {

@@ -171,12 +171,13 @@ std::string Codegen::addr_ref_held(uint64_t addr, int reg, std::optional<uint64_
 // Blocked-layout DMA between HBM row-major [rows, features] and UB. The blocks' transfers
 // are independent: all are issued, then waited for together, so they share the HBM
 // channels instead of each paying the memory's latency alone.
-void Codegen::load_act(const Act& a, uint64_t hbm) {
+void Codegen::load_act(const Act& a, uint64_t hbm, uint64_t hbm_row_bytes) {
   clear_partial_blocks(a);
+  if (!hbm_row_bytes) hbm_row_bytes = a.features * esz_;
   for (uint64_t b = 0; b < a.blocks; ++b) {
     uint64_t fw = std::min<uint64_t>(R_, a.features - b * R_);
     std::string d = new_desc(fmt::format("bytes={} src_off={} dst_off={} dim=[{}, {}, {}]", fw * esz_, hbm + b * R_ * esz_,
-                                         a.base + b * a.block_bytes, a.rows, a.features * esz_, R_ * esz_));
+                                         a.base + b * a.block_bytes, a.rows, hbm_row_bytes, R_ * esz_));
     code("  " + emit::dma_load({d}, hbm_base(hbm), reg(0), emit::flag(1)));
   }
   if (a.blocks) code("  " + emit::wait(emit::flag(1), a.blocks));
@@ -189,11 +190,12 @@ void Codegen::clear_partial_blocks(const Act& a) {
     if (a.features - b * R_ < R_) clear(a.base + b * a.block_bytes, a.block_bytes);
 }
 
-void Codegen::store_act(const Act& a, uint64_t hbm) {
+void Codegen::store_act(const Act& a, uint64_t hbm, uint64_t hbm_row_bytes) {
+  if (!hbm_row_bytes) hbm_row_bytes = a.features * esz_;
   for (uint64_t b = 0; b < a.blocks; ++b) {
     uint64_t fw = std::min<uint64_t>(R_, a.features - b * R_);
     std::string d = new_desc(fmt::format("bytes={} src_off={} dst_off={} dim=[{}, {}, {}]", fw * esz_,
-                                         a.base + b * a.block_bytes, hbm + b * R_ * esz_, a.rows, R_ * esz_, a.features * esz_));
+                                         a.base + b * a.block_bytes, hbm + b * R_ * esz_, a.rows, R_ * esz_, hbm_row_bytes));
     code("  " + emit::dma_store({d}, reg(0), hbm_base(hbm), emit::flag(1)));
   }
   if (a.blocks) code("  " + emit::wait(emit::flag(1), a.blocks));

@@ -76,11 +76,13 @@ void Codegen::gen_slice(tpu::SliceOp op) {
     else runs.push_back({row, src, 1});
   }
   uint64_t lane0 = uint64_t(start[r - 1]);
-  if (lane0 == 0 && y.features == x.features) {
-    uint64_t rowb = R_ * esz_;
+  // Whole lane blocks: the slice starts on a block and each of its blocks is full or ends
+  // where the input's last (partial) block ends, so the padding lanes copied are the input's.
+  if (lane0 % R_ == 0 && (y.features % R_ == 0 || lane0 + y.features == x.features)) {
+    uint64_t rowb = R_ * esz_, first = lane0 / R_;
     for (uint64_t blk = 0; blk < y.blocks; ++blk)
       for (const Run& run : runs)
-        ub_copy(x.base + blk * x.block_bytes + run.src * rowb, y.base + blk * y.block_bytes + run.dst * rowb,
+        ub_copy(x.base + (first + blk) * x.block_bytes + run.src * rowb, y.base + blk * y.block_bytes + run.dst * rowb,
                 fmt::format("bytes={}", run.count * rowb));
   } else {
     require_fp32_lane_moves(layer, "a Slice of the last dimension copies");

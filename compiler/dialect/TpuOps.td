@@ -287,9 +287,11 @@ def Tpu_StoreRowsOp : Tpu_Op<"store_rows", [Pure]> {
     Destination-passing: the result is `dest` (the same HBM bytes) with rows
     [start, start + band's extent) of dimension `axis` replaced by `band`, an activation in
     the unified buffer. Every dimension before `axis` is 1, so the band is one contiguous
-    piece of the row-major tensor.
+    piece of the row-major tensor; or, when the band has fewer channels (last dimension) than
+    the tensor, channels [channel_start, channel_start + band's channels) of those rows.
   }];
-  let arguments = (ins AnyRankedTensor:$band, AnyRankedTensor:$dest, I64Attr:$axis, I64Attr:$start, StrAttr:$layer);
+  let arguments = (ins AnyRankedTensor:$band, AnyRankedTensor:$dest, I64Attr:$axis, I64Attr:$start, StrAttr:$layer,
+                   DefaultValuedAttr<I64Attr, "0">:$channel_start);
   let results = (outs AnyRankedTensor:$output);
   let assemblyFormat = "operands attr-dict `:` functional-type(operands, results)";
   let hasVerifier = 1;
@@ -299,9 +301,11 @@ def Tpu_LoadRowsOp : Tpu_Op<"load_rows", [Pure]> {
   let summary = "rows [start, start + output's extent) of `axis` of an HBM tensor, into the unified buffer";
   let description = [{
     The source is a tpu.hbm_tensor (through its tpu.store_rows) or a model input kept in
-    HBM; every dimension before `axis` is 1.
+    HBM; every dimension before `axis` is 1. When the output has fewer channels (last
+    dimension) than the input: channels [channel_start, channel_start + output's channels).
   }];
-  let arguments = (ins AnyRankedTensor:$input, I64Attr:$axis, I64Attr:$start, StrAttr:$layer);
+  let arguments = (ins AnyRankedTensor:$input, I64Attr:$axis, I64Attr:$start, StrAttr:$layer,
+                   DefaultValuedAttr<I64Attr, "0">:$channel_start);
   let results = (outs AnyRankedTensor:$output);
   let assemblyFormat = "operands attr-dict `:` functional-type(operands, results)";
   let hasVerifier = 1;

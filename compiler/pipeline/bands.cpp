@@ -7,7 +7,10 @@
 // result is small. A transposed convolution's spread input (tpu.zero_insert) runs in bands
 // too: a band's input rows are those its stride puts in it, the zeros around them its padding.
 // A pool over a whole image runs band by band, the bands' results combined; a one-row gate
-// broadcast over an image's rows feeds every band. A convolution or pool runs together with
+// broadcast over an image's rows feeds every band. When even one row of a layer's image does
+// not fit and its ops keep channels apart (a depthwise convolution, a pool, elementwise ops, a
+// gate), its bands hold some of the channels too: the layer's constants per channel are cut
+// to each band's. A convolution or pool runs together with
 // the elementwise ops after it that
 // only it feeds (a residual add, an activation), so the planner's epilogue fusion still finds
 // them side by side. This file decides and rewrites; code generation only prints the loads and
@@ -71,6 +74,26 @@ std::optional<Window> window_of(mlir::Operation* op) {
   return std::nullopt;
 }
 
+// A constant operand of a channel-wise op that holds one value per channel (its last
+// dimension; a depthwise convolution's weights [KH, KW, 1, C] too): cut to a band's channels.
+// A single value serves every band as it is.
+bool per_channel(mlir::Operation* op, Value v, int64_t C) {
+  auto d = band_dims(v);
+  int64_t n = 1;
+  for (int64_t x : d) n *= x;
+  if (n == 1) return true;
+  if (d.empty() || d.back() != C) return false;
+  if (mlir::isa<tpu::Conv2DOp>(op)) return true;
+  return n == C;
+}
+
+// A convolution over all input channels (groups 1): a band of its output channels reads
+// every channel of its input.
+bool reads_all_channels(mlir::Operation* op, Value v) {
+  auto c = mlir::dyn_cast<tpu::Conv2DOp>(op);
+  return c && c.getGroups() == 1 && v == c.getInput();
+}
+
 bool bandable(mlir::Operation* op) {
   if (op->getNumResults() != 1 || !one_image(op->getResult(0)) || !window_of(op)) return false;
   if (auto c = mlir::dyn_cast<tpu::Conv2DOp>(op))  // weights computed at run time are not cut in bands
@@ -109,12 +132,17 @@ Rows band_input(mlir::Operation* op, int64_t in_rows, int64_t o0, int64_t o1) {
 
 class BandPlanner {
  public:
-  BandPlanner(mlir::func::FuncOp fn, const config::Config& cfg, bool int8, uint64_t budget, std::map<const void*, float>& scales)
-      : fn_(fn), b_(fn.getContext()), lanes_(cfg.core.mxu.rows), esz_(int8 ? 1 : 2), budget_(budget), scales_(scales) {}
+  BandPlanner(mlir::func::FuncOp fn, const config::Config& cfg, bool int8, uint64_t budget, std::map<const void*, float>& scales,
+              bool channels)
+      : fn_(fn), b_(fn.getContext()), lanes_(cfg.core.mxu.rows), esz_(int8 ? 1 : 2), budget_(budget), scales_(scales),
+        channels_(channels) {}
 
   size_t run();
 
  private:
+  bool channel_wise(const std::vector<mlir::Operation*>& group) const;
+  Value channels_of(Value c, int64_t C, int64_t c0, int64_t n);
+  std::pair<int64_t, int64_t> band_shape(const std::vector<mlir::Operation*>& group);
   // A layer's unified-buffer bytes for `rows` rows of an image of dims d (codegen's Act).
   uint64_t ub_bytes(const std::vector<int64_t>& d, int64_t rows) const {
     uint64_t blocks = (uint64_t(d[3]) + lanes_ - 1) / lanes_;
@@ -122,8 +150,10 @@ class BandPlanner {
   }
   bool big(Value v) const { return in_hbm_.count(v.getAsOpaquePointer()) > 0; }
   std::vector<mlir::Operation*> chain_from(mlir::Operation* op, const std::set<mlir::Operation*>& grouped);
-  int64_t band_rows(const std::vector<mlir::Operation*>& group);
+  uint64_t need(const std::vector<mlir::Operation*>& group, int64_t rows, int64_t channels) const;
+  int64_t band_rows(const std::vector<mlir::Operation*>& group, int64_t channels);
   void rewrite_global_pool(tpu::PoolOp pool);
+  void rewrite_concat(tpu::ConcatOp cat);
   std::vector<std::pair<int64_t, int64_t>> bands(const std::vector<mlir::Operation*>& group, int64_t rows);
   // Any other reader of an image in HBM loads it whole, just before it.
   void load_whole(mlir::Operation* op) {
@@ -132,8 +162,8 @@ class BandPlanner {
       if (big(use.get())) use.set(band_of(use.get(), 0, band_dims(use.get())[1], layer_of(op)));
   }
   bool bands_read_rows(const std::vector<mlir::Operation*>& group, int64_t rows);
-  void rewrite(const std::vector<mlir::Operation*>& group, int64_t rows);
-  Value band_of(Value v, int64_t start, int64_t rows, const std::string& layer);
+  void rewrite(const std::vector<mlir::Operation*>& group, int64_t rows, int64_t channels);
+  Value band_of(Value v, int64_t start, int64_t rows, const std::string& layer, int64_t c0 = 0, int64_t channels = -1);
   void inherit(Value to, Value from) {
     if (auto s = scales_.find(from.getAsOpaquePointer()); s != scales_.end()) scales_[to.getAsOpaquePointer()] = s->second;
   }
@@ -143,7 +173,9 @@ class BandPlanner {
   mlir::OpBuilder b_;
   uint64_t lanes_, esz_, budget_;
   std::map<const void*, float>& scales_;
+  bool channels_;  // bands of channels and concats into HBM allowed
   std::set<const void*> in_hbm_;
+  std::map<std::pair<const void*, int64_t>, Value> cut_consts_;  // a constant's channels from c0, made once for all row bands
 };
 
 // The op and the elementwise ops after it that only it feeds, in order.
@@ -190,33 +222,97 @@ bool windowed(mlir::Operation* op) {
 
 }  // namespace
 
-// Output rows per band: the most whose loads, outputs and a padded copy of the input fit
-// the budget (at least one).
-int64_t BandPlanner::band_rows(const std::vector<mlir::Operation*>& group) {
+// The unified-buffer bytes of a band of `rows` output rows and `channels` channels of a
+// group: its loads, outputs and a padded copy of the input.
+uint64_t BandPlanner::need(const std::vector<mlir::Operation*>& group, int64_t h, int64_t channels) const {
   auto out = band_dims(group.back()->getResult(0));
+  const bool split = channels < out[3];  // in a channel-wise group, every image but a full convolution's input has out's channels
+  out[3] = std::min(out[3], channels);
   Window w = *window_of(group.front());
-  auto need = [&](int64_t h) {
-    uint64_t bytes = 2 * ub_bytes(out, h);
-    for (mlir::Operation* op : group)
-      for (Value v : op->getOperands()) {
-        if (v.getDefiningOp<mlir::tosa::ConstOp>() || in_group(group, v)) continue;
-        auto d = band_dims(v);
-        bool win = op == group.front() && windowed(op);
-        int64_t in_rows = win ? (h - 1) * w.stride + (w.kernel - 1) * w.dilation + 1 : h;
-        if (auto z = mlir::dyn_cast<tpu::ZeroInsertOp>(op)) in_rows = h / z.getStride()[0] + 1;
-        bytes += (win && w.kernel > 1 ? 2 : 1) * ub_bytes(d, std::min(in_rows, d[1]));
-      }
-    return bytes;
-  };
+  uint64_t bytes = 2 * ub_bytes(out, h);
+  for (mlir::Operation* op : group)
+    for (Value v : op->getOperands()) {
+      if (v.getDefiningOp<mlir::tosa::ConstOp>() || in_group(group, v)) continue;
+      auto d = band_dims(v);
+      if (split && !reads_all_channels(op, v)) d[3] = channels;
+      bool win = op == group.front() && windowed(op);
+      int64_t in_rows = win ? (h - 1) * w.stride + (w.kernel - 1) * w.dilation + 1 : h;
+      if (auto z = mlir::dyn_cast<tpu::ZeroInsertOp>(op)) in_rows = h / z.getStride()[0] + 1;
+      bytes += (win && w.kernel > 1 ? 2 : 1) * ub_bytes(d, std::min(in_rows, d[1]));
+    }
+  return bytes;
+}
+
+// Output rows per band of `channels` channels: the most that fit the budget (at least one).
+int64_t BandPlanner::band_rows(const std::vector<mlir::Operation*>& group, int64_t channels) {
+  auto out = band_dims(group.back()->getResult(0));
   int64_t lo = 1, hi = out[1];
   while (lo < hi) {
     int64_t mid = (lo + hi + 1) / 2;
-    if (need(mid) <= budget_) lo = mid;
+    if (need(group, mid, channels) <= budget_) lo = mid;
     else hi = mid - 1;
   }
   // A spread's band holds at least one input row: at least `stride` rows.
   if (auto z = mlir::dyn_cast<tpu::ZeroInsertOp>(group.front())) lo = std::min(out[1], std::max(lo, z.getStride()[0]));
   return lo;
+}
+
+// Whether a band of the group may hold some of its output channels: every op keeps channels
+// apart (a depthwise convolution, a pool, a resize, a spread, a gate, an elementwise op, all
+// with the image's channels and constants of one value or one per channel), but for a
+// convolution over all input channels first, whose bands each read all of them.
+bool BandPlanner::channel_wise(const std::vector<mlir::Operation*>& group) const {
+  const int64_t C = band_dims(group.front()->getResult(0))[3];
+  for (mlir::Operation* op : group) {
+    if (band_dims(op->getResult(0))[3] != C) return false;
+    if (auto c = mlir::dyn_cast<tpu::Conv2DOp>(op)) {
+      auto w = band_dims(c.getWeight());
+      bool depthwise = c.getGroups() == C && w.size() == 4 && w[2] == 1 && w[3] == C;
+      if (!depthwise && !(op == group.front() && c.getGroups() == 1)) return false;
+    } else if (!mlir::isa<tpu::PoolOp, tpu::ResizeNearestOp, tpu::ZeroInsertOp, tpu::BroadcastOp>(op) && !elementwise(op)) {
+      return false;
+    }
+    for (Value v : op->getOperands())
+      if (v.getDefiningOp<mlir::tosa::ConstOp>() ? !per_channel(op, v, C) : !reads_all_channels(op, v) && band_dims(v)[3] != C)
+        return false;
+  }
+  return true;
+}
+
+// Rows and channels per band: every channel in bands of rows, as many rows as fit; when not
+// even one row of all channels fits and the group keeps channels apart, bands of whole lane
+// blocks of channels: all the rows when a block fits so (no halo read twice), else as many
+// rows as fit with as many channels as fit in one row.
+std::pair<int64_t, int64_t> BandPlanner::band_shape(const std::vector<mlir::Operation*>& group) {
+  const int64_t C = band_dims(group.back()->getResult(0))[3], H = band_dims(group.back()->getResult(0))[1];
+  const int64_t lanes = int64_t(lanes_);
+  int64_t rows = band_rows(group, C);
+  if (!channels_ || need(group, rows, C) <= budget_ || C <= lanes || !channel_wise(group)) return {rows, C};
+  auto most_channels = [&](int64_t h) {
+    int64_t best = 0;
+    for (int64_t c = lanes; c < C; c += lanes)
+      if (need(group, h, c) <= budget_) best = c;
+    return best;
+  };
+  if (int64_t c = most_channels(H)) return {H, c};
+  int64_t c = std::max(lanes, most_channels(1));
+  return {band_rows(group, c), c};
+}
+
+// Channels [c0, c0 + n) of a constant with one value per channel (per_channel); one value as it is.
+Value BandPlanner::channels_of(Value c, int64_t C, int64_t c0, int64_t n) {
+  auto d = band_dims(c);
+  if (d.empty() || d.back() != C || n == C) return c;
+  auto key = std::make_pair(c.getAsOpaquePointer(), c0);
+  if (auto it = cut_consts_.find(key); it != cut_consts_.end()) return it->second;
+  std::optional<std::vector<float>> all = tpu::const_data(c);
+  if (!all) throw InternalError("a per-channel constant of a banded layer is not a float constant");
+  std::vector<float> cut;
+  for (size_t i = 0; i < all->size(); i += size_t(C)) cut.insert(cut.end(), all->begin() + int64_t(i) + c0, all->begin() + int64_t(i) + c0 + n);
+  d.back() = n;
+  Value r = tpu::make_const(b_, c.getLoc(), d, std::move(cut));
+  cut_consts_[key] = r;
+  return r;
 }
 
 // The bands [o0, o1) of `rows` output rows; a spread's last band, when it falls wholly in the
@@ -232,27 +328,31 @@ std::vector<std::pair<int64_t, int64_t>> BandPlanner::bands(const std::vector<ml
   return r;
 }
 
-// Band `start` (rows of dimension 1) of v: loaded from HBM, or a slice of it in the unified buffer.
-Value BandPlanner::band_of(Value v, int64_t start, int64_t rows, const std::string& layer) {
+// Band `start` (rows of dimension 1; channels [c0, c0 + channels), all by default) of v:
+// loaded from HBM, or a slice of it in the unified buffer.
+Value BandPlanner::band_of(Value v, int64_t start, int64_t rows, const std::string& layer, int64_t c0, int64_t channels) {
   auto d = band_dims(v);
-  if (start == 0 && rows == d[1] && !big(v)) return v;
+  if (channels < 0) channels = d[3];
+  if (start == 0 && rows == d[1] && c0 == 0 && channels == d[3] && !big(v)) return v;
   auto t = mlir::cast<mlir::RankedTensorType>(v.getType());
-  d[1] = rows;
+  d[1] = rows, d[3] = channels;
   auto type = mlir::RankedTensorType::get(d, t.getElementType());
   Value r;
   if (big(v))
-    r = b_.create<tpu::LoadRowsOp>(v.getLoc(), type, v, b_.getI64IntegerAttr(1), b_.getI64IntegerAttr(start), text(layer));
+    r = b_.create<tpu::LoadRowsOp>(v.getLoc(), type, v, b_.getI64IntegerAttr(1), b_.getI64IntegerAttr(start), text(layer),
+                                   b_.getI64IntegerAttr(c0));
   else
-    r = b_.create<tpu::SliceOp>(v.getLoc(), type, v, b_.getDenseI64ArrayAttr({0, start, 0, 0}), text(layer));
+    r = b_.create<tpu::SliceOp>(v.getLoc(), type, v, b_.getDenseI64ArrayAttr({0, start, 0, c0}), text(layer));
   r.getDefiningOp()->setAttr(tpu::kBandAttr, b_.getUnitAttr());
   inherit(r, v);
   return r;
 }
 
-void BandPlanner::rewrite(const std::vector<mlir::Operation*>& group, int64_t rows) {
+void BandPlanner::rewrite(const std::vector<mlir::Operation*>& group, int64_t rows, int64_t channels) {
   mlir::Operation* last = group.back();
   Value whole = last->getResult(0);
   auto out = band_dims(whole);
+  const int64_t C = out[3];
   std::string out_layer = layer_of(last);
   b_.setInsertionPoint(last);
   Value dest;
@@ -260,60 +360,79 @@ void BandPlanner::rewrite(const std::vector<mlir::Operation*>& group, int64_t ro
     dest = b_.create<tpu::HbmTensorOp>(whole.getLoc(), whole.getType(), text(out_layer));
     inherit(dest, whole);
   }
-  std::vector<Value> parts;
+  auto joined = [&](std::vector<Value> parts, int64_t axis, std::vector<int64_t> shape) {
+    if (parts.size() == 1) return parts[0];
+    auto type = mlir::RankedTensorType::get(shape, mlir::cast<mlir::RankedTensorType>(whole.getType()).getElementType());
+    Value r = b_.create<tpu::ConcatOp>(whole.getLoc(), type, parts, b_.getI64IntegerAttr(axis), text(out_layer)).getResult();
+    r.getDefiningOp()->setAttr(tpu::kBandAttr, b_.getUnitAttr());
+    inherit(r, whole);
+    return r;
+  };
+  std::vector<Value> row_parts;
   int64_t in_rows = band_dims(group.front()->getOperand(0))[1];
   for (auto [o0, o1] : bands(group, rows)) {
     Rows r = band_input(group.front(), in_rows, o0, o1);
-    // Every op's band inputs first (as the whole ops had theirs before the group), so a
-    // residual add planned into the convolution's epilogues finds its other operand there.
-    std::vector<mlir::IRMapping> maps(group.size());
-    for (size_t k = 0; k < group.size(); ++k) {
-      mlir::Operation* op = group[k];
-      for (Value v : op->getOperands()) {
-        if (v.getDefiningOp<mlir::tosa::ConstOp>() || in_group(group, v) || maps[k].contains(v)) continue;
-        bool win = k == 0 && windowed(op);
-        maps[k].map(v, win ? band_of(v, r.i0, r.i1 - r.i0, layer_of(op)) : band_of(v, o0, o1 - o0, layer_of(op)));
+    std::vector<Value> channel_parts;
+    for (int64_t c0 = 0; c0 < C; c0 += channels) {
+      const int64_t n = std::min(channels, C - c0);
+      // Every op's band inputs first (as the whole ops had theirs before the group), so a
+      // residual add planned into the convolution's epilogues finds its other operand there.
+      std::vector<mlir::IRMapping> maps(group.size());
+      for (size_t k = 0; k < group.size(); ++k) {
+        mlir::Operation* op = group[k];
+        for (Value v : op->getOperands()) {
+          if (in_group(group, v) || maps[k].contains(v)) continue;
+          if (v.getDefiningOp<mlir::tosa::ConstOp>()) {
+            if (n < C) maps[k].map(v, channels_of(v, C, c0, n));
+            continue;
+          }
+          bool win = k == 0 && windowed(op), all = n == C || reads_all_channels(op, v);
+          int64_t from = all ? 0 : c0, count = all ? -1 : n;
+          maps[k].map(v, win ? band_of(v, r.i0, r.i1 - r.i0, layer_of(op), from, count) : band_of(v, o0, o1 - o0, layer_of(op), from, count));
+        }
+      }
+      mlir::IRMapping chain;  // the group's results in this band
+      Value prev;
+      for (size_t k = 0; k < group.size(); ++k) {
+        mlir::Operation* op = group[k];
+        mlir::IRMapping map = maps[k];
+        for (auto [from, to] : chain.getValueMap()) map.map(from, to);
+        mlir::Operation* c = b_.clone(*op, map);
+        auto d = band_dims(op->getResult(0));
+        d[1] = o1 - o0, d[3] = n;
+        c->getResult(0).setType(mlir::RankedTensorType::get(d, mlir::cast<mlir::RankedTensorType>(op->getResult(0).getType()).getElementType()));
+        if (op == group.front() && mlir::isa<tpu::Conv2DOp, tpu::PoolOp, tpu::ZeroInsertOp>(op)) {
+          auto pad = mlir::cast<mlir::DenseI64ArrayAttr>(op->getAttr("pad")).asArrayRef();
+          c->setAttr("pad", b_.getDenseI64ArrayAttr({r.pad_top, r.pad_bottom, pad[2], pad[3]}));
+        }
+        if (auto conv = mlir::dyn_cast<tpu::Conv2DOp>(c); conv && n < C && conv.getGroups() != 1) conv.setGroups(n);  // depthwise: the band's channels
+        if (auto rz = mlir::dyn_cast<tpu::ResizeNearestOp>(op)) {  // the band's rows, from its first input row
+          std::vector<int64_t> src;
+          for (int64_t y = o0; y < o1; ++y) src.push_back(rz.getRows()[size_t(y)] - r.i0);
+          c->setAttr("rows", b_.getDenseI64ArrayAttr(src));
+        }
+        c->setAttr(tpu::kBandAttr, b_.getDenseI64ArrayAttr(band_dims(op->getResult(0))));  // the whole layer's shape
+        inherit(c->getResult(0), op->getResult(0));
+        chain.map(op->getResult(0), c->getResult(0));
+        prev = c->getResult(0);
+      }
+      if (dest) {
+        dest = b_.create<tpu::StoreRowsOp>(whole.getLoc(), whole.getType(), prev, dest, b_.getI64IntegerAttr(1),
+                                           b_.getI64IntegerAttr(o0), text(out_layer), b_.getI64IntegerAttr(c0));
+        dest.getDefiningOp()->setAttr(tpu::kBandAttr, b_.getUnitAttr());
+        inherit(dest, whole);
+      } else {
+        channel_parts.push_back(prev);
       }
     }
-    mlir::IRMapping chain;  // the group's results in this band
-    Value prev;
-    for (size_t k = 0; k < group.size(); ++k) {
-      mlir::Operation* op = group[k];
-      mlir::IRMapping map = maps[k];
-      for (auto [from, to] : chain.getValueMap()) map.map(from, to);
-      mlir::Operation* c = b_.clone(*op, map);
-      auto d = band_dims(op->getResult(0));
+    if (!dest) {
+      auto d = out;
       d[1] = o1 - o0;
-      c->getResult(0).setType(mlir::RankedTensorType::get(d, mlir::cast<mlir::RankedTensorType>(op->getResult(0).getType()).getElementType()));
-      if (op == group.front() && mlir::isa<tpu::Conv2DOp, tpu::PoolOp, tpu::ZeroInsertOp>(op)) {
-        auto pad = mlir::cast<mlir::DenseI64ArrayAttr>(op->getAttr("pad")).asArrayRef();
-        c->setAttr("pad", b_.getDenseI64ArrayAttr({r.pad_top, r.pad_bottom, pad[2], pad[3]}));
-      }
-      if (auto rz = mlir::dyn_cast<tpu::ResizeNearestOp>(op)) {  // the band's rows, from its first input row
-        std::vector<int64_t> src;
-        for (int64_t y = o0; y < o1; ++y) src.push_back(rz.getRows()[size_t(y)] - r.i0);
-        c->setAttr("rows", b_.getDenseI64ArrayAttr(src));
-      }
-      c->setAttr(tpu::kBandAttr, b_.getDenseI64ArrayAttr(band_dims(op->getResult(0))));  // the whole layer's shape
-      inherit(c->getResult(0), op->getResult(0));
-      chain.map(op->getResult(0), c->getResult(0));
-      prev = c->getResult(0);
-    }
-    if (dest) {
-      dest = b_.create<tpu::StoreRowsOp>(whole.getLoc(), whole.getType(), prev, dest, b_.getI64IntegerAttr(1),
-                                         b_.getI64IntegerAttr(o0), text(out_layer));
-      dest.getDefiningOp()->setAttr(tpu::kBandAttr, b_.getUnitAttr());
-      inherit(dest, whole);
-    } else {
-      parts.push_back(prev);
+      row_parts.push_back(joined(channel_parts, 3, d));
     }
   }
-  Value result = dest;
-  if (!dest) {
-    result = parts.size() == 1 ? parts[0] : b_.create<tpu::ConcatOp>(whole.getLoc(), whole.getType(), parts, b_.getI64IntegerAttr(1), text(out_layer)).getResult();
-    if (parts.size() > 1) result.getDefiningOp()->setAttr(tpu::kBandAttr, b_.getUnitAttr());
-    inherit(result, whole);
-  }
+  Value result = dest ? dest : joined(row_parts, 1, out);
+  if (!dest && row_parts.size() == 1) inherit(result, whole);
   whole.replaceAllUsesWith(result);
   // The erased values' addresses may be reused by values made later: forget them.
   in_hbm_.erase(whole.getAsOpaquePointer());
@@ -330,41 +449,107 @@ void BandPlanner::rewrite(const std::vector<mlir::Operation*>& group, int64_t ro
 void BandPlanner::rewrite_global_pool(tpu::PoolOp pool) {
   Value x = pool.getInput(), whole = pool.getOutput();
   auto d = band_dims(x);
-  const int64_t H = d[1], C = d[3];
+  const int64_t H = d[1], C = d[3], lanes = int64_t(lanes_);
   const bool avg = pool.getKind() == "avg";
   const std::string layer = pool.getLayer().str();
-  int64_t rows = std::max<int64_t>(1, std::min<int64_t>(H, int64_t(budget_ / std::max<uint64_t>(1, ub_bytes(d, 1)))));
-  b_.setInsertionPoint(pool);
-  Value acc;
-  for (int64_t i0 = 0; i0 < H; i0 += rows) {
-    int64_t n = std::min(rows, H - i0);
-    mlir::IRMapping map;
-    map.map(x, band_of(x, i0, n, layer));
-    auto c = mlir::cast<tpu::PoolOp>(b_.clone(*pool, map));
-    c.setKernelAttr(b_.getDenseI64ArrayAttr({n, pool.getKernel()[1]}));
-    c->setAttr(tpu::kBandAttr, b_.getDenseI64ArrayAttr(band_dims(whole)));
-    inherit(c.getOutput(), whole);
-    Value part = c.getOutput();
-    if (avg && n != H) {
-      auto per_channel = [&](float v) { return tpu::make_const(b_, pool.getLoc(), {C}, std::vector<float>(size_t(C), v)); };
-      part = b_.create<tpu::AffineOp>(pool.getLoc(), whole.getType(), part, per_channel(float(n) / float(H)), per_channel(0.0f),
-                                      text(layer));
-      part.getDefiningOp()->setAttr(tpu::kBandAttr, b_.getUnitAttr());
-      inherit(part, whole);
-    }
-    if (acc) {
-      double inf = std::numeric_limits<double>::infinity();
-      acc = avg ? b_.create<tpu::AddOp>(pool.getLoc(), whole.getType(), acc, part, b_.getF64FloatAttr(-inf), b_.getF64FloatAttr(inf), text(layer)).getResult()
-                : b_.create<tpu::BinaryOp>(pool.getLoc(), whole.getType(), acc, part, text("max"), text(layer)).getResult();
-      acc.getDefiningOp()->setAttr(tpu::kBandAttr, b_.getUnitAttr());
-      inherit(acc, whole);
-    } else {
-      acc = part;
-    }
+  // Channels per band: all, or (second pass) as many lane blocks as one row of fits.
+  int64_t channels = C;
+  if (channels_ && ub_bytes(d, 1) > budget_ && C > lanes) {
+    auto block = d;
+    block[3] = lanes;
+    channels = std::min(C, lanes * std::max<int64_t>(1, int64_t(budget_ / ub_bytes(block, 1))));
   }
-  whole.replaceAllUsesWith(acc);
+  auto band = d;
+  band[3] = channels;
+  int64_t rows = std::max<int64_t>(1, std::min<int64_t>(H, int64_t(budget_ / std::max<uint64_t>(1, ub_bytes(band, 1)))));
+  b_.setInsertionPoint(pool);
+  std::vector<Value> parts;
+  for (int64_t c0 = 0; c0 < C; c0 += channels) {
+    const int64_t nc = std::min(channels, C - c0);
+    auto out = band_dims(whole);
+    out[3] = nc;
+    auto type = mlir::RankedTensorType::get(out, mlir::cast<mlir::RankedTensorType>(whole.getType()).getElementType());
+    Value acc;
+    for (int64_t i0 = 0; i0 < H; i0 += rows) {
+      int64_t n = std::min(rows, H - i0);
+      mlir::IRMapping map;
+      map.map(x, nc == C ? band_of(x, i0, n, layer) : band_of(x, i0, n, layer, c0, nc));
+      auto c = mlir::cast<tpu::PoolOp>(b_.clone(*pool, map));
+      c.getOutput().setType(type);
+      c.setKernelAttr(b_.getDenseI64ArrayAttr({n, pool.getKernel()[1]}));
+      c->setAttr(tpu::kBandAttr, b_.getDenseI64ArrayAttr(band_dims(whole)));
+      inherit(c.getOutput(), whole);
+      Value part = c.getOutput();
+      if (avg && n != H) {
+        auto per_channel = [&](float v) { return tpu::make_const(b_, pool.getLoc(), {nc}, std::vector<float>(size_t(nc), v)); };
+        part = b_.create<tpu::AffineOp>(pool.getLoc(), type, part, per_channel(float(n) / float(H)), per_channel(0.0f), text(layer));
+        part.getDefiningOp()->setAttr(tpu::kBandAttr, b_.getUnitAttr());
+        inherit(part, whole);
+      }
+      if (acc) {
+        double inf = std::numeric_limits<double>::infinity();
+        acc = avg ? b_.create<tpu::AddOp>(pool.getLoc(), type, acc, part, b_.getF64FloatAttr(-inf), b_.getF64FloatAttr(inf), text(layer)).getResult()
+                  : b_.create<tpu::BinaryOp>(pool.getLoc(), type, acc, part, text("max"), text(layer)).getResult();
+        acc.getDefiningOp()->setAttr(tpu::kBandAttr, b_.getUnitAttr());
+        inherit(acc, whole);
+      } else {
+        acc = part;
+      }
+    }
+    parts.push_back(acc);
+  }
+  Value result = parts[0];
+  if (parts.size() > 1) {
+    result = b_.create<tpu::ConcatOp>(pool.getLoc(), whole.getType(), parts, b_.getI64IntegerAttr(3), text(layer)).getResult();
+    result.getDefiningOp()->setAttr(tpu::kBandAttr, b_.getUnitAttr());
+    inherit(result, whole);
+  }
+  whole.replaceAllUsesWith(result);
   scales_.erase(whole.getAsOpaquePointer());
   pool->erase();
+}
+
+// A concat of channels whose result lives in HBM: each input's rows stored straight into its
+// channels of the result, as many rows at a time as the widest input fits in the budget, so
+// the joined image is never in the unified buffer. INT8 inputs of another scale are first
+// rescaled to the result's (an affine step of 1 and 0).
+void BandPlanner::rewrite_concat(tpu::ConcatOp cat) {
+  Value whole = cat.getOutput();
+  auto out = band_dims(whole);
+  const std::string layer = cat.getLayer().str();
+  b_.setInsertionPoint(cat);
+  Value dest = b_.create<tpu::HbmTensorOp>(cat.getLoc(), whole.getType(), text(layer));
+  inherit(dest, whole);
+  uint64_t widest = 1;
+  for (Value v : cat.getInputs()) widest = std::max(widest, ub_bytes(band_dims(v), 1));
+  const int64_t rows = std::clamp<int64_t>(int64_t(budget_ / widest), 1, out[1]);
+  auto whole_scale = scales_.find(whole.getAsOpaquePointer());
+  for (int64_t o0 = 0; o0 < out[1]; o0 += rows) {
+    const int64_t n = std::min(rows, out[1] - o0);
+    int64_t c0 = 0;
+    for (Value v : cat.getInputs()) {
+      auto d = band_dims(v);
+      Value part = band_of(v, o0, n, layer);
+      auto scale = scales_.find(v.getAsOpaquePointer());
+      if (whole_scale != scales_.end() && scale != scales_.end() && scale->second != whole_scale->second) {
+        auto per_channel = [&](float x) { return tpu::make_const(b_, cat.getLoc(), {d[3]}, std::vector<float>(size_t(d[3]), x)); };
+        part = b_.create<tpu::AffineOp>(cat.getLoc(), part.getType(), part, per_channel(1.0f), per_channel(0.0f), text(layer));
+        part.getDefiningOp()->setAttr(tpu::kBandAttr, b_.getUnitAttr());
+        inherit(part, whole);
+      }
+      dest = b_.create<tpu::StoreRowsOp>(cat.getLoc(), whole.getType(), part, dest, b_.getI64IntegerAttr(1), b_.getI64IntegerAttr(o0),
+                                         text(layer), b_.getI64IntegerAttr(c0));
+      // The layer's one row of the bounds, with its whole shape (codegen/bands.cpp).
+      dest.getDefiningOp()->setAttr(tpu::kBandAttr, b_.getDenseI64ArrayAttr(out));
+      inherit(dest, whole);
+      c0 += d[3];
+    }
+  }
+  whole.replaceAllUsesWith(dest);
+  in_hbm_.erase(whole.getAsOpaquePointer());
+  in_hbm_.insert(dest.getAsOpaquePointer());
+  scales_.erase(whole.getAsOpaquePointer());
+  cat->erase();
 }
 
 // Whether every band of the group reads at least one row of its input (a band wholly in
@@ -410,15 +595,21 @@ size_t BandPlanner::run() {
       bool touches = big(group.back()->getResult(0));
       for (mlir::Operation* m : group)
         for (Value v : m->getOperands()) touches |= big(v);
+      // A concat of channels into HBM: its inputs stored into their channels of the result.
+      if (auto cat = mlir::dyn_cast<tpu::ConcatOp>(group[0]); channels_ && cat && group.size() == 1 && big(cat.getOutput())) {
+        rewrite_concat(cat);
+        ++banded;
+        continue;
+      }
       // A pool over a whole image in HBM: pooled band by band, the bands' results combined.
       if (group.size() == 1 && global_pool(group[0]) && big(group[0]->getOperand(0))) {
         rewrite_global_pool(mlir::cast<tpu::PoolOp>(group[0]));
         ++banded;
         continue;
       }
-      int64_t rows = touches ? band_rows(group) : 0;
+      auto [rows, channels] = touches ? band_shape(group) : std::pair<int64_t, int64_t>{0, 0};
       if (touches && bands_read_rows(group, rows)) {
-        rewrite(group, rows);
+        rewrite(group, rows, channels);
         ++banded;
         continue;
       }
@@ -442,8 +633,10 @@ bool has_images(mlir::func::FuncOp fn) {
 }
 
 size_t split_into_bands(mlir::func::FuncOp fn, const config::Config& cfg, bool int8, uint64_t budget,
-                        std::map<const void*, float>& scales) {
-  return BandPlanner(fn, cfg, int8, budget, scales).run();
+                        std::map<const void*, float>& scales, bool channels) {
+  size_t split = BandPlanner(fn, cfg, int8, budget, scales, channels).run();
+  if (channels) split += split_matmul_rows(fn, cfg, int8, budget, scales);
+  return split;
 }
 
 }  // namespace vtpu::compiler

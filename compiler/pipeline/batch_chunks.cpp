@@ -77,7 +77,8 @@ namespace {
 std::optional<CompileResult> chunks_of(const std::filesystem::path& model, const config::Config& cfg,
                                        const CompileOptions& options, const CompileOptions& generating, int64_t batch,
                                        int64_t n, const std::vector<float>& scales, const DoesNotFitError& whole,
-                                       std::string& error, uint64_t band_budget = 0, bool* too_long = nullptr) {
+                                       std::string& error, uint64_t band_budget = 0, bool* too_long = nullptr,
+                                       bool channels = false) {
   CompileOptions o = options;
   if (n != batch) o.batch = n;
   o.calibration.clear();
@@ -96,7 +97,7 @@ std::optional<CompileResult> chunks_of(const std::filesystem::path& model, const
   if (passes * n != batch) fn->setAttr(tpu::kBatchWholeAttr, i64(batch));  // the last pass's rows past the batch: padding
   std::map<const void*, float> by_value;
   if (options.precision == Precision::Int8) by_value = scales_by_value(fn, scales, model, n, batch);
-  if (band_budget && !split_into_bands(fn, cfg, options.precision == Precision::Int8, band_budget, by_value)) {
+  if (band_budget && !split_into_bands(fn, cfg, options.precision == Precision::Int8, band_budget, by_value, channels)) {
     error = "no layer runs in row bands";
     return std::nullopt;
   }
@@ -137,16 +138,21 @@ std::string no_bands(const DoesNotFitError& whole, const std::string& error) {
 }
 
 // Chunks of n with images in row bands, the budget of a band halved until it fits (or the
-// bands are as small as they go).
+// bands are as small as they go, or the program too long: smaller bands would only be
+// longer); then, when no band of rows fitted, with bands of channels too (split_into_bands),
+// so that a model that fits in rows keeps that program.
 std::optional<CompileResult> in_bands(const std::filesystem::path& model, const config::Config& cfg,
                                       const CompileOptions& options, const CompileOptions& generating, int64_t batch,
                                       int64_t n, const std::vector<float>& scales, const DoesNotFitError& whole,
                                       std::string& error) {
-  bool too_long = false;
-  for (uint64_t budget = cfg.core.unified_buffer.bytes / 2, tries = 0; tries < 7 && !too_long; budget /= 2, ++tries) {
-    std::string before = error;
-    if (auto r = chunks_of(model, cfg, options, generating, batch, n, scales, whole, error, budget, &too_long)) return r;
-    if (tries && error == before) break;  // the same op fails the same way: a smaller budget does not reach it
+  for (bool channels : {false, true}) {
+    bool too_long = false;
+    std::string last;
+    for (uint64_t budget = cfg.core.unified_buffer.bytes / 2, tries = 0; tries < 7 && !too_long; budget /= 2, ++tries) {
+      if (auto r = chunks_of(model, cfg, options, generating, batch, n, scales, whole, error, budget, &too_long, channels)) return r;
+      if (tries && error == last) break;  // the same op fails the same way: a smaller budget does not reach it
+      last = error;
+    }
   }
   return std::nullopt;
 }

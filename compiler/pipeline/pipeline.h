@@ -114,9 +114,18 @@ bool has_images(mlir::func::FuncOp fn);
 // Images too large for the unified buffer in row bands through HBM (bands.cpp): images of one
 // sample larger than half of `budget` bytes are kept in HBM, and the layers that read or write
 // them run in bands of rows whose working set fits `budget`. Scales of the new values are
-// their originals' (INT8). Returns how many layers (with the ops chained to them) were split.
+// their originals' (INT8). With `channels` (tried once bands of rows alone have not fitted),
+// the layers of which not even one row fits and that keep channels apart run in bands of
+// channels too, a concat of channels into HBM stores its inputs into their channels, and a
+// matmul whose output does not fit runs in bands of rows (split_matmul_rows).
+// Returns how many layers (with the ops chained to them) were split.
 size_t split_into_bands(mlir::func::FuncOp fn, const config::Config& cfg, bool int8, uint64_t budget,
-                        std::map<const void*, float>& scales);
+                        std::map<const void*, float>& scales, bool channels = false);
+// A matmul whose result (a model output) is larger than half of `budget`, with the row-wise
+// ops after it, in bands of rows stored into the output in HBM (matmul_rows.cpp). Returns
+// how many were split.
+size_t split_matmul_rows(mlir::func::FuncOp fn, const config::Config& cfg, bool int8, uint64_t budget,
+                         std::map<const void*, float>& scales);
 // The model at batch `batch` compiled with its images in row bands, the budget halved until
 // it fits the unified buffer; `whole` (the error without bands) thrown again when nothing fits.
 CompileResult compile_in_bands(const std::filesystem::path& model, const config::Config& cfg, const CompileOptions& options,
