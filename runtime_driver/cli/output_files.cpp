@@ -40,6 +40,10 @@ void write_output_files(const std::filesystem::path& dir, const std::vector<isa:
   for (const auto& [name, v] : outputs) {
     runtime::NpyArray arr{"<f4", shapes.at(name), std::vector<uint8_t>(v.size() * 4)};
     std::memcpy(arr.data.data(), v.data(), arr.data.size());
+    // A float16 or float64 output in its own type (the chip's values rounded to float16 as
+    // the model would, or widened exactly).
+    if (auto type = types.find(name); type != types.end() && (type->second == "<f2" || type->second == "<f8"))
+      arr = runtime::npy_of(type->second, arr.shape, std::vector<double>(v.begin(), v.end()));
     for (const auto& t : tensors)
       if (t.name == name && t.role == isa::TensorRole::Output && t.dtype == isa::Dtype::Int32) {
         // Integer outputs exactly, in the model's own integer type (images back in NCHW order).

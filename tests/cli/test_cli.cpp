@@ -347,6 +347,26 @@ TEST(Cli, RunWritesIntegerOutputsInTheModelsOwnType) {
   }
   fs::remove_all(dir);
   fs::remove(x_file);
+  // A float16 model's output as float16, a float64 model's as float64 (inputs in their types).
+  for (auto [type, descr] : {std::pair{onnx::TensorProto::FLOAT16, "<f2"}, std::pair{onnx::TensorProto::DOUBLE, "<f8"}}) {
+    vtpu::testing::OnnxBuilder f;
+    f.input("x", {A, K}, type);
+    f.node("Relu", "relu", {"x"}, {"y"});
+    f.output("y", {A, K}, type);
+    fs::path float_model = f.save(std::string("cli_float_") + descr[1] + descr[2] + ".onnx"), in = tmp("cli_float_x.npy");
+    vtpu::runtime::write_npy(in, vtpu::runtime::npy_of(descr, {A, K}, std::vector<double>(x.begin(), x.end())));
+    fs::remove_all(dir);
+    r = vtpu("run " + float_model.string() + " -c tiny-8x8 -q --input x=" + in.string() + " --output-dir " + dir.string());
+    ASSERT_EQ(r.code, 0) << r.err;
+    vtpu::runtime::NpyArray out = vtpu::runtime::read_npy(dir / "y.npy");
+    EXPECT_EQ(out.descr, descr);
+    auto values = vtpu::runtime::npy_values(out);
+    ASSERT_TRUE(values);
+    ASSERT_EQ(values->size(), x.size());
+    for (size_t k = 0; k < x.size(); ++k) EXPECT_EQ((*values)[k], std::max(0.0, double(x[k]))) << k;
+    fs::remove(in);
+  }
+  fs::remove_all(dir);
 }
 
 // INT8 calibration from the user's data: the program's scales are the calibration data's
