@@ -36,10 +36,7 @@ namespace {
 
 using mlir::Value;
 
-std::vector<int64_t> band_dims(Value v) {
-  auto t = mlir::cast<mlir::RankedTensorType>(v.getType());
-  return {t.getShape().begin(), t.getShape().end()};
-}
+std::vector<int64_t> band_dims(Value v) { return tpu::shape_of(v); }
 
 // An NHWC image of one sample in a float type: what runs in bands of rows (dimension 1).
 bool one_image(Value v) {

@@ -23,14 +23,9 @@ namespace {
 
 using mlir::Value;
 
-std::vector<int64_t> dims_of(Value v) {
-  auto t = mlir::cast<mlir::RankedTensorType>(v.getType());
-  return {t.getShape().begin(), t.getShape().end()};
-}
-
 // The axis of v's rows when v is [1, ..., 1, rows, features] (rank 2 or more), else -1.
 int64_t rows_axis(Value v) {
-  auto d = dims_of(v);
+  auto d = tpu::shape_of(v);
   if (d.size() < 2) return -1;
   for (size_t i = 0; i + 2 < d.size(); ++i)
     if (d[i] != 1) return -1;
@@ -41,8 +36,8 @@ int64_t rows_axis(Value v) {
 bool per_feature(Value v, int64_t features) {
   if (!v.getDefiningOp<mlir::tosa::ConstOp>()) return false;
   int64_t n = 1;
-  for (int64_t d : dims_of(v)) n *= d;
-  return n == 1 || (n == features && dims_of(v).back() == features);
+  for (int64_t d : tpu::shape_of(v)) n *= d;
+  return n == 1 || (n == features && tpu::shape_of(v).back() == features);
 }
 
 // An op that computes each row of its result from the same row of `from` (and constants).
@@ -88,13 +83,13 @@ bool MatmulRows::rewrite(tpu::MatmulOp m) {
   const int64_t xa = rows_axis(x), ya = rows_axis(y);
   if (xa < 0 || ya < 0 || !m.getWeight().getDefiningOp<mlir::tosa::ConstOp>() || !m.getBias().getDefiningOp<mlir::tosa::ConstOp>())
     return false;
-  auto xd = dims_of(x), yd = dims_of(y);
+  auto xd = tpu::shape_of(x), yd = tpu::shape_of(y);
   const int64_t M = yd[size_t(ya)], K = xd.back(), N = yd.back();
   if (xd[size_t(xa)] != M || bytes(M, N) <= budget_ / 2) return false;
   std::vector<mlir::Operation*> chain{m};
   while (chain.back()->getResult(0).hasOneUse()) {
     mlir::Operation* u = *chain.back()->getResult(0).getUsers().begin();
-    if (u->getNumResults() != 1 || dims_of(u->getResult(0)) != yd || !row_wise(u, chain.back()->getResult(0), N)) break;
+    if (u->getNumResults() != 1 || tpu::shape_of(u->getResult(0)) != yd || !row_wise(u, chain.back()->getResult(0), N)) break;
     chain.push_back(u);
   }
   Value whole = chain.back()->getResult(0);
