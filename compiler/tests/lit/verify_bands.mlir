@@ -33,3 +33,30 @@ func.func @store_type(%arg0: tensor<1x2x4x3xf32>) -> tensor<1x9x4x3xf32> {
   %1 = tpu.store_rows %arg0, %0 {axis = 1 : i64, start = 0 : i64, layer = "s"} : (tensor<1x2x4x3xf32>, tensor<1x8x4x3xf32>) -> tensor<1x9x4x3xf32>
   return %1 : tensor<1x9x4x3xf32>
 }
+
+// -----
+
+// Bands of channels: channels [channel_start, channel_start + the band's) of its rows.
+// CHECK: 'tpu.load_rows' op the band's channels are outside the tensor
+func.func @load_channels_past_end(%arg0: tensor<1x8x4x32xf32>) -> tensor<1x2x4x16xf32> {
+  %0 = tpu.load_rows %arg0 {axis = 1 : i64, start = 0 : i64, layer = "l", channel_start = 24 : i64} : (tensor<1x8x4x32xf32>) -> tensor<1x2x4x16xf32>
+  return %0 : tensor<1x2x4x16xf32>
+}
+
+// -----
+
+// CHECK: 'tpu.store_rows' op a band along the last dimension has no channel start
+func.func @store_channels_on_their_axis(%arg0: tensor<1x1x1x8xf32>) -> tensor<1x1x1x32xf32> {
+  %0 = tpu.hbm_tensor {layer = "s"} : tensor<1x1x1x32xf32>
+  %1 = tpu.store_rows %arg0, %0 {axis = 3 : i64, start = 8 : i64, layer = "s", channel_start = 8 : i64} : (tensor<1x1x1x8xf32>, tensor<1x1x1x32xf32>) -> tensor<1x1x1x32xf32>
+  return %1 : tensor<1x1x1x32xf32>
+}
+
+// -----
+
+// A band of some channels inside the tensor is valid: no error.
+// CHECK-NOT: error
+func.func @load_channels(%arg0: tensor<1x8x4x32xf32>) -> tensor<1x2x4x16xf32> {
+  %0 = tpu.load_rows %arg0 {axis = 1 : i64, start = 6 : i64, layer = "l", channel_start = 16 : i64} : (tensor<1x8x4x32xf32>) -> tensor<1x2x4x16xf32>
+  return %0 : tensor<1x2x4x16xf32>
+}
