@@ -57,7 +57,13 @@ for m in $models; do
         printf '%-10s %-14s %-4s (no %s on this preset)\n' "$m" "$p" "$d" "$d"
       else
         cells=$((cells + 1))
-        printf '%-10s %-14s %-4s refused (exit %d): %s\n' "$m" "$p" "$d" "$rc" "$(grep -v '^vtpu: warning' <<< "$msg" | head -1 | cut -c1-160)"
+        # The reason the last attempt gave (row bands, when tried) rather than the whole program's.
+        why=$(grep -v '^vtpu: warning' <<< "$msg" | head -1)
+        if [[ $why == *"(nor in row bands through HBM: "* ]]; then
+          why=${why##*(nor in row bands through HBM: }
+          why="(in bands) ${why%)}"
+        fi
+        printf '%-10s %-14s %-4s refused (exit %d): %s\n' "$m" "$p" "$d" "$rc" "$(cut -c1-200 <<< "$why")"
       fi
     done
   done
