@@ -2,7 +2,6 @@
 // generation once per config. Code generation records its plan on the IR it is given
 // (plan.cpp), so each config gets a copy of the lowered module, its INT8 scales carried over
 // in value_order as between any two compiles of one model.
-#include <fmt/format.h>
 
 #include "import.h"
 #include "pipeline/pipeline.h"
@@ -21,8 +20,7 @@ struct ModelCompiler::State {
 };
 
 ModelCompiler::ModelCompiler(const std::filesystem::path& model, const CompileOptions& options) {
-  if (!options.emit_mlir_stage.empty() && options.emit_mlir_stage != "tosa" && options.emit_mlir_stage != "tpu")
-    throw UserError(fmt::format("--emit-mlir '{}': the stages are tosa and tpu", options.emit_mlir_stage));
+  check_emit_stage(options);
   state_ = std::make_unique<State>(model, options);
   state_->options.progress = nullptr;
   State& s = *state_;
@@ -41,9 +39,7 @@ CompileResult ModelCompiler::compile(const config::Config& cfg) {
   if (int8) {
     check_inputs_fit(s.front.module(), cfg, s.options);
     if (!s.calibrated) {
-      s.ordered = scales_in_order(s.front.main(), s.options.calibration_scales.empty()
-                                                      ? calibrate(s.front.module(), s.options)
-                                                      : given_scales(s.front.main(), s.options.calibration_scales, s.model));
+      s.ordered = scales_in_order(s.front.main(), int8_scales(s.front, s.model, s.options));
       s.calibrated = true;
     }
   }

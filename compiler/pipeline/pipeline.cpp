@@ -78,9 +78,19 @@ std::vector<RefTensor> named_inputs(mlir::func::FuncOp fn, const std::map<std::s
   return in;
 }
 
-CompileResult compile_onnx(const std::filesystem::path& model, const config::Config& cfg, const CompileOptions& options) {
+void check_emit_stage(const CompileOptions& options) {
   if (!options.emit_mlir_stage.empty() && options.emit_mlir_stage != "tosa" && options.emit_mlir_stage != "tpu")
     throw UserError(fmt::format("--emit-mlir '{}': the stages are tosa and tpu", options.emit_mlir_stage));
+}
+
+std::map<const void*, float> int8_scales(Frontend& front, const std::filesystem::path& model, const CompileOptions& options,
+                                         const std::function<void(double)>& step) {
+  return options.calibration_scales.empty() ? calibrate(front.module(), options, step)
+                                            : given_scales(front.main(), options.calibration_scales, model);
+}
+
+CompileResult compile_onnx(const std::filesystem::path& model, const config::Config& cfg, const CompileOptions& options) {
+  check_emit_stage(options);
   check_config_for_compiler(cfg);
   // CompileOptions::progress: each stage spans its usual share of the whole compile
   // (docs/compiler.md, "Progress"); calibration and code generation report their steps.
@@ -103,8 +113,7 @@ CompileResult compile_onnx(const std::filesystem::path& model, const config::Con
   std::vector<float> ordered;  // the scales in value_order, as CompileResult carries them (INT8)
   if (options.precision == Precision::Int8) {
     check_inputs_fit(front.module(), cfg, options);
-    scales = options.calibration_scales.empty() ? calibrate(front.module(), options, report("calibrate", lowered, calibrated))
-                                                : given_scales(front.main(), options.calibration_scales, model);
+    scales = int8_scales(front, model, options, report("calibrate", lowered, calibrated));
     ordered = scales_in_order(front.main(), scales);
   }
   CompileOptions generating = options;

@@ -70,6 +70,13 @@ std::vector<RefTensor> named_inputs(mlir::func::FuncOp fn, const std::map<std::s
 std::map<const void*, float> calibrate(mlir::ModuleOp module, const CompileOptions& options,
                                        const std::function<void(double)>& step = {});
 
+// compile_onnx and ModelCompiler's shared steps: the --emit-mlir stage checked ("", tosa or
+// tpu), and the INT8 scales by value, calibrated (`step` hears the share done) or the ones
+// CompileOptions::calibration_scales gives.
+void check_emit_stage(const CompileOptions& options);
+std::map<const void*, float> int8_scales(Frontend& front, const std::filesystem::path& model, const CompileOptions& options,
+                                         const std::function<void(double)>& step = {});
+
 // @main's values in a fixed order (its arguments, then every op's results in walk order): the
 // order calibration scales travel in between compiles of one model
 // (CompileOptions/CompileResult::calibration_scales).
