@@ -9,12 +9,12 @@ namespace vtpu::compiler::codegen {
 
 namespace {
 
-// Byte offset of row `start` of dimension `axis` (every dimension before it 1) in a row-major
-// tensor of `shape` with `esz`-byte elements.
-uint64_t rows_offset(const std::vector<int64_t>& shape, int64_t axis, int64_t start, uint64_t esz) {
+// Byte offset of row `start` of dimension `axis` (every dimension before it 1), at channel
+// `channel` of the last dimension, in a row-major tensor of `shape` with `esz`-byte elements.
+uint64_t rows_offset(const std::vector<int64_t>& shape, int64_t axis, int64_t start, int64_t channel, uint64_t esz) {
   uint64_t inner = 1;
   for (size_t d = size_t(axis) + 1; d < shape.size(); ++d) inner *= uint64_t(shape[d]);
-  return uint64_t(start) * inner * esz;
+  return (uint64_t(start) * inner + uint64_t(channel)) * esz;
 }
 
 }  // namespace
@@ -95,7 +95,7 @@ void Codegen::gen_store_rows(tpu::StoreRowsOp op) {
   const Act& band = act(op.getBand());
   tag(layer);
   auto whole = shape_of(op.getDest());
-  move_rows(band, at + rows_offset(whole, op.getAxis(), int64_t(op.getStart()), esz_) + uint64_t(op.getChannelStart()) * esz_, false,
+  move_rows(band, at + rows_offset(whole, op.getAxis(), int64_t(op.getStart()), int64_t(op.getChannelStart()), esz_), false,
             uint64_t(whole.back()) * esz_);
   band_bytes_[layer] += band.rows * band.features * esz_;
   hbm_acts_[op.getOutput().getAsOpaquePointer()] = at;
@@ -110,7 +110,7 @@ void Codegen::gen_load_rows(tpu::LoadRowsOp op) {
   tag(layer);
   Act a = new_act(shape_of(op.getOutput()), fmt::format("rows of the input of '{}'", layer));
   auto whole = shape_of(op.getInput());
-  move_rows(a, at + rows_offset(whole, op.getAxis(), int64_t(op.getStart()), esz_) + uint64_t(op.getChannelStart()) * esz_, true,
+  move_rows(a, at + rows_offset(whole, op.getAxis(), int64_t(op.getStart()), int64_t(op.getChannelStart()), esz_), true,
             uint64_t(whole.back()) * esz_);
   band_bytes_[layer] += a.rows * a.features * esz_;
   define(op.getOutput(), a);

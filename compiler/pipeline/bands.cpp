@@ -151,6 +151,7 @@ class BandPlanner {
   int64_t band_rows(const std::vector<mlir::Operation*>& group, int64_t channels);
   void rewrite_global_pool(tpu::PoolOp pool);
   void rewrite_concat(tpu::ConcatOp cat);
+  Value scaled_band(Value x, float scale, mlir::Location loc, const std::string& layer, Value like);
   std::vector<std::pair<int64_t, int64_t>> bands(const std::vector<mlir::Operation*>& group, int64_t rows);
   // Any other reader of an image in HBM loads it whole, just before it.
   void load_whole(mlir::Operation* op) {
@@ -477,12 +478,7 @@ void BandPlanner::rewrite_global_pool(tpu::PoolOp pool) {
       c->setAttr(tpu::kBandAttr, b_.getDenseI64ArrayAttr(band_dims(whole)));
       inherit(c.getOutput(), whole);
       Value part = c.getOutput();
-      if (avg && n != H) {
-        auto per_channel = [&](float v) { return tpu::make_const(b_, pool.getLoc(), {nc}, std::vector<float>(size_t(nc), v)); };
-        part = b_.create<tpu::AffineOp>(pool.getLoc(), type, part, per_channel(float(n) / float(H)), per_channel(0.0f), text(layer));
-        part.getDefiningOp()->setAttr(tpu::kBandAttr, b_.getUnitAttr());
-        inherit(part, whole);
-      }
+      if (avg && n != H) part = scaled_band(part, float(n) / float(H), pool.getLoc(), layer, whole);
       if (acc) {
         double inf = std::numeric_limits<double>::infinity();
         acc = avg ? b_.create<tpu::AddOp>(pool.getLoc(), type, acc, part, b_.getF64FloatAttr(-inf), b_.getF64FloatAttr(inf), text(layer)).getResult()
@@ -504,6 +500,18 @@ void BandPlanner::rewrite_global_pool(tpu::PoolOp pool) {
   whole.replaceAllUsesWith(result);
   scales_.erase(whole.getAsOpaquePointer());
   pool->erase();
+}
+
+// x times `scale` on every channel (an affine step with one constant per channel), a band op
+// with `like`'s INT8 scale: a band's share of an average over the image, or a concat's input
+// rescaled to the concat's scale.
+Value BandPlanner::scaled_band(Value x, float scale, mlir::Location loc, const std::string& layer, Value like) {
+  const int64_t C = band_dims(x).back();
+  auto per_channel = [&](float v) { return tpu::make_const(b_, loc, {C}, std::vector<float>(size_t(C), v)); };
+  Value r = b_.create<tpu::AffineOp>(loc, x.getType(), x, per_channel(scale), per_channel(0.0f), text(layer));
+  r.getDefiningOp()->setAttr(tpu::kBandAttr, b_.getUnitAttr());
+  inherit(r, like);
+  return r;
 }
 
 // A concat of channels whose result lives in HBM: each input's rows stored straight into its
@@ -528,12 +536,8 @@ void BandPlanner::rewrite_concat(tpu::ConcatOp cat) {
       auto d = band_dims(v);
       Value part = band_of(v, o0, n, layer);
       auto scale = scales_.find(v.getAsOpaquePointer());
-      if (whole_scale != scales_.end() && scale != scales_.end() && scale->second != whole_scale->second) {
-        auto per_channel = [&](float x) { return tpu::make_const(b_, cat.getLoc(), {d[3]}, std::vector<float>(size_t(d[3]), x)); };
-        part = b_.create<tpu::AffineOp>(cat.getLoc(), part.getType(), part, per_channel(1.0f), per_channel(0.0f), text(layer));
-        part.getDefiningOp()->setAttr(tpu::kBandAttr, b_.getUnitAttr());
-        inherit(part, whole);
-      }
+      if (whole_scale != scales_.end() && scale != scales_.end() && scale->second != whole_scale->second)
+        part = scaled_band(part, 1.0f, cat.getLoc(), layer, whole);
       dest = b_.create<tpu::StoreRowsOp>(cat.getLoc(), whole.getType(), part, dest, b_.getI64IntegerAttr(1), b_.getI64IntegerAttr(o0),
                                          text(layer), b_.getI64IntegerAttr(c0));
       // The layer's one row of the bounds, with its whole shape (codegen/bands.cpp).
