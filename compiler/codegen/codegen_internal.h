@@ -524,6 +524,10 @@ class Codegen {
   void gen_broadcast(tpu::BroadcastOp op);
   void gen_slice(tpu::SliceOp op);
   void gen_concat(tpu::ConcatOp op);
+  bool lane_words(const std::vector<uint64_t>& starts) const;
+  void copy_lanes(const Act& x, uint64_t from, uint64_t xr, const Act& y, uint64_t to, uint64_t yr, uint64_t lanes, uint64_t rows,
+                  uint64_t esz);
+  void zero_padding_lanes(const Act& a);
   void gen_transpose(tpu::TransposeOp op);
   std::optional<Act> split_or_merge_rows(const Act& x, const std::vector<int64_t>& ys, const std::string& layer,
                                          bool clear_padding = true);

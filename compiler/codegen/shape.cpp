@@ -84,17 +84,15 @@ void Codegen::gen_slice(tpu::SliceOp op) {
       for (const Run& run : runs)
         ub_copy(x.base + (first + blk) * x.block_bytes + run.src * rowb, y.base + blk * y.block_bytes + run.dst * rowb,
                 fmt::format("bytes={}", run.count * rowb));
+  } else if (lane_words({lane0})) {  // runs of lanes in the activations' own type
+    zero_padding_lanes(y);
+    for (const Run& run : runs) copy_lanes(x, lane0, run.src, y, 0, run.dst, y.features, run.count, esz_);
+    copies_wait();
   } else {
     require_fp32_lane_moves(layer, "a Slice of the last dimension copies");
     Act xt = fp32_twin(x, layer, "slice copies", true), yt = fp32_twin(y, layer, "slice copies", false);
-    uint64_t rowb4 = R_ * 4;
-    for (const Run& run : runs)
-      for (uint64_t c = 0; c < y.features; ++c) {
-        uint64_t sc = lane0 + c;
-        ub_copy(xt.base + (sc / R_) * xt.block_bytes + run.src * rowb4 + (sc % R_) * 4,
-                yt.base + (c / R_) * yt.block_bytes + run.dst * rowb4 + (c % R_) * 4,
-                fmt::format("bytes=4 dim=[{}, {}, {}]", run.count, rowb4, rowb4));
-      }
+    for (const Run& run : runs) copy_lanes(xt, lane0, run.src, yt, 0, run.dst, y.features, run.count, 4);
+    copies_wait();
     ub_.release(xt.base);
     from_fp32_twin(yt, y);
   }
@@ -103,9 +101,10 @@ void Codegen::gen_slice(tpu::SliceOp op) {
 }
 
 // Concat by unified-buffer DMA. Along a row dimension each input lands as runs of whole
-// rows; along the lanes, whole lane blocks when every input fills its blocks, else lane
-// columns of fp32 copies (DMA rows start on unified-buffer words). INT8 inputs are first
-// rescaled to the output's scale.
+// rows; along the lanes, whole lane blocks when every input fills its blocks, else runs of
+// lanes (copy_lanes): in the activations' own type when every input starts on a
+// unified-buffer word, else in fp32 copies. INT8 inputs are first rescaled to the output's
+// scale.
 void Codegen::gen_concat(tpu::ConcatOp op) {
   std::string layer = op.getLayer().str();
   tag(layer);
@@ -114,11 +113,16 @@ void Codegen::gen_concat(tpu::ConcatOp op) {
   size_t r = ys.size(), axis = size_t(op.getAxis());
   bool lanes = axis == r - 1;
   bool blockwise = true;
-  for (Value v : op.getInputs()) blockwise &= act(v).features % R_ == 0;
-  bool columns = lanes && !blockwise;
-  if (columns) require_fp32_lane_moves(layer, "a Concat along unaligned lanes copies");
-  uint64_t rowb = R_ * esz_, rowb4 = R_ * 4;
-  Act yt = columns ? fp32_twin(y, layer, "concat copy", false) : y;
+  std::vector<uint64_t> starts;  // each input's first lane in the output
+  for (Value v : op.getInputs()) {
+    blockwise &= act(v).features % R_ == 0;
+    starts.push_back(starts.empty() ? 0 : starts.back() + act(op.getInputs()[starts.size() - 1]).features);
+  }
+  bool columns = lanes && !blockwise, twins = columns && !lane_words(starts);
+  if (twins) require_fp32_lane_moves(layer, "a Concat along unaligned lanes copies");
+  else if (columns) zero_padding_lanes(y);
+  uint64_t rowb = R_ * esz_;
+  Act yt = twins ? fp32_twin(y, layer, "concat copy", false) : y;
   uint64_t outer = 1, inner = 1;  // row counts around the axis (row dimensions only)
   for (size_t d = 0; d < axis && d + 1 < r; ++d) outer *= uint64_t(ys[d]);
   for (size_t d = axis + 1; d + 1 < r; ++d) inner *= uint64_t(ys[d]);
@@ -127,13 +131,10 @@ void Codegen::gen_concat(tpu::ConcatOp op) {
     Act x = act(v);
     uint64_t xtmp = 0;
     double rs = q8_ ? double(scale(v)) / double(scale(op.getOutput())) : 1.0;
-    if (columns) {  // fp32 copy of the input, rescaled for INT8
+    if (twins) {  // fp32 copy of the input, rescaled for INT8
       Act xt = fp32_twin(x, layer, "concat copy", true, q8_ ? std::optional<double>(rs) : std::nullopt);
-      for (uint64_t c = 0; c < x.features; ++c) {
-        uint64_t dc = off + c;
-        ub_copy(xt.base + (c / R_) * xt.block_bytes + (c % R_) * 4, yt.base + (dc / R_) * yt.block_bytes + (dc % R_) * 4,
-                fmt::format("bytes=4 dim=[{}, {}, {}]", y.rows, rowb4, rowb4));
-      }
+      copy_lanes(xt, 0, 0, yt, off, 0, x.features, y.rows, 4);
+      copies_wait();
       ub_.release(xt.base);
       off += x.features;
       continue;
@@ -148,7 +149,11 @@ void Codegen::gen_concat(tpu::ConcatOp op) {
       xtmp = *t;
       x.base = *t;
     }
-    if (lanes) {  // whole lane blocks
+    if (columns) {  // runs of lanes
+      copy_lanes(x, 0, 0, y, off, 0, x.features, y.rows, esz_);
+      copies_wait();
+      off += x.features;
+    } else if (lanes) {  // whole lane blocks
       for (uint64_t blk = 0; blk < x.blocks; ++blk)
         ub_copy(x.base + blk * x.block_bytes, y.base + (off / R_ + blk) * y.block_bytes, fmt::format("bytes={}", x.rows * rowb));
       off += x.features;
@@ -161,9 +166,47 @@ void Codegen::gen_concat(tpu::ConcatOp op) {
     }
     if (xtmp) ub_.release(xtmp);
   }
-  if (columns) from_fp32_twin(yt, y);
+  if (twins) from_fp32_twin(yt, y);
   add_bound(layer, 0, 0);
   define(op.getOutput(), y);
+}
+
+// Whether lane runs starting at each of `starts` (and at every lane block) begin on
+// unified-buffer words in the activations' own type, so DMA can move them as they are.
+bool Codegen::lane_words(const std::vector<uint64_t>& starts) const {
+  uint64_t al = cfg_.core.unified_buffer.alignment_bytes;
+  for (uint64_t s : starts)
+    if (s * esz_ % al) return false;
+  return true;
+}
+
+// Lanes [from, from + lanes) of x's rows [xr, xr + rows) to lanes [to, to + lanes) of y's
+// rows [yr, yr + rows): one copy per run of lanes inside one lane block of each, `esz` bytes
+// a lane (the activations' own, or 4 in fp32 twins); not waited for (copies_wait).
+void Codegen::copy_lanes(const Act& x, uint64_t from, uint64_t xr, const Act& y, uint64_t to, uint64_t yr, uint64_t lanes,
+                         uint64_t rows, uint64_t esz) {
+  uint64_t rowb = R_ * esz;
+  for (uint64_t c = 0; c < lanes;) {
+    uint64_t s = from + c, d = to + c, n = std::min({R_ - s % R_, R_ - d % R_, lanes - c});
+    ub_copy_async(x.base + s / R_ * x.block_bytes + xr * rowb + s % R_ * esz,
+                  y.base + d / R_ * y.block_bytes + yr * rowb + d % R_ * esz,
+                  rows > 1 ? fmt::format("bytes={} dim=[{}, {}, {}]", n * esz, rows, rowb, rowb) : fmt::format("bytes={}", n * esz));
+    c += n;
+  }
+}
+
+// The padding lanes of `a`'s last lane block, when partial, set to zero before lane copies
+// fill the others: copied from a row of zeros (source stride 0), cheaper than as many short
+// rows loaded from HBM. From the unified-buffer word the first padding lane is in: the
+// copies then overwrite the valid lanes before it.
+void Codegen::zero_padding_lanes(const Act& a) {
+  uint64_t used = a.features % R_, rowb = R_ * esz_;
+  if (!used || !a.rows) return;
+  uint64_t from = used * esz_ / cfg_.core.unified_buffer.alignment_bytes * cfg_.core.unified_buffer.alignment_bytes;
+  uint64_t zero = ub_take(rowb, "a row of zeros");
+  clear(zero, rowb);
+  ub_copy(zero, a.base + (a.blocks - 1) * a.block_bytes + from, fmt::format("bytes={} dim=[{}, 0, {}]", rowb - from, a.rows, rowb));
+  ub_.release(zero);
 }
 
 void Codegen::gen_transpose(tpu::TransposeOp op) {

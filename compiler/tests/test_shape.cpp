@@ -58,6 +58,46 @@ TEST_P(CompileE2E, ConcatAlongChannelsAndRowsMatchesFp32Reference) {
   expect_close(got, want, tolerance(0.02));
 }
 
+// Concat of 4 + 12 + 6 conv channels and a Slice of channels [4, 18): every input and the
+// slice start on a unified-buffer word in INT8 and bf16, so runs of lanes move in the
+// activations' own type, across lane blocks on the tiny presets (8 and 16 lanes).
+TEST_P(CompileE2E, ConcatAndSliceOfChannelRunsOnWordsMatchFp32Reference) {
+  const int64_t H = 5, W = 6;
+  const std::vector<int64_t> parts{4, 12, 6};
+  const int64_t C = 22, S0 = 4, S1 = 18;
+  OnnxBuilder m;
+  m.input("img", {1, 1, H, W});
+  std::vector<std::pair<Vec, Vec>> wb;
+  std::vector<std::string> names;
+  for (size_t i = 0; i < parts.size(); ++i) {
+    std::string n = "c" + std::to_string(i);
+    auto [w, b] = conv3x3(m, "conv" + n, "img", n, 1, parts[i], 0.5f + 0.5f * float(i), 0.1f, "w" + n, "b" + n);
+    wb.push_back({w, b});
+    names.push_back(n);
+  }
+  OnnxBuilder::attr(m.node("Concat", "cat", names, {"y"}), "axis", int64_t(1));
+  m.init_i64("s0", {S0});
+  m.init_i64("s1", {S1});
+  m.init_i64("ax", {1});
+  m.node("Slice", "mid", {"y", "s0", "s1", "ax"}, {"s"});
+  m.output("y", {1, C, H, W});
+  m.output("s", {1, S1 - S0, H, W});
+  auto path = m.save("vtpu_concat_runs_" + id() + ".onnx");
+  Vec x = uniform_values(size_t(H * W), 43, 1000.0f);
+  Vec want(size_t(H * W * C)), want_s(size_t(H * W * (S1 - S0)));  // NHWC
+  int64_t c0 = 0, OH, OW;
+  for (size_t i = 0; i < parts.size(); ++i) {
+    Vec f = conv(x, 1, H, W, wb[i].first, wb[i].second, parts[i], 3, 1, OH, OW);
+    for (int64_t p = 0; p < H * W; ++p)
+      for (int64_t c = 0; c < parts[i]; ++c) want[size_t(p * C + c0 + c)] = f[size_t(c * H * W + p)];
+    c0 += parts[i];
+  }
+  for (int64_t p = 0; p < H * W; ++p)
+    for (int64_t c = S0; c < S1; ++c) want_s[size_t(p * (S1 - S0) + c - S0)] = want[size_t(p * C + c)];
+  expect_close(compile_and_run(path, {{"img", x}}, "y"), want, tolerance(0.02));
+  expect_close(compile_and_run(path, {{"img", x}}, "s"), want_s, tolerance(0.02));
+}
+
 // Split of conv channels (3 + 5: lane columns), Slices along H (row runs), joined again:
 // y[c, h] = conv[c, h + 1] for c < 3 and conv[c, h] for the others, h < 3.
 TEST_P(CompileE2E, SplitAndSliceMatchFp32Reference) {
