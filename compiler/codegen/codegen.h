@@ -13,6 +13,10 @@ namespace vtpu::compiler {
 // (by Value::getAsOpaquePointer) its symmetric per-tensor scale from calibration.
 CompileResult generate_program(mlir::ModuleOp module, const config::Config& cfg, const CompileOptions& options,
                                const std::map<const void*, float>& scales);
+// The same with `tail`, the model's last layers at the whole batch, run once after the chunk
+// loop of `module` (compiler/pipeline/batch_chunks.cpp); `scales` holds both modules' values.
+CompileResult generate_program(mlir::ModuleOp module, mlir::ModuleOp tail, const config::Config& cfg,
+                               const CompileOptions& options, const std::map<const void*, float>& scales);
 
 // Throws the unified-buffer error generate_program would give when the model's inputs
 // alone do not fit (checked before INT8 calibration, which is slow for big models).

@@ -214,7 +214,9 @@ class Codegen {
           bool reuse_hbm = false);
   bool read_fp32(Value arg) const;
   void check_inputs_fit(mlir::ModuleOp module);
-  CompileResult run(mlir::ModuleOp module);
+  // `tail`: the model's last layers at the whole batch, run once after the chunk loop of
+  // `module`'s (batch_chunks.cpp, "A tail at the whole batch").
+  CompileResult run(mlir::ModuleOp module, mlir::ModuleOp tail = nullptr);
 
  private:
   friend class StreamScheduler;  // scheduler.cpp: run_blocks
@@ -411,6 +413,8 @@ class Codegen {
   const Act& act(Value v);
   void define(Value v, const Act& a);
   void uses_left(mlir::func::FuncOp fn);
+  void gen_body(mlir::func::FuncOp fn, size_t ops_before, size_t ops_total);
+  void gen_tail(mlir::ModuleOp tail, size_t ops_before, size_t ops_total);
   void release(Value v);
 
   // epilogue.cpp: epilogues, weights and requantization: bias rows, epilogue phases, RESCALE parameters, weight tiles
@@ -606,6 +610,8 @@ class Codegen {
     unsigned reg;                 // its base register
   };
   std::vector<IoRegion> io_regions_;
+  std::string tail_input_;  // @main's result that the tail reads (vtpu.tail_input), and where it is in HBM
+  uint64_t tail_hbm_ = 0;
   struct StageLink {
     bool staged = false, receive = false;
     int64_t send_chip = -1;  // -1: the last stage

@@ -49,13 +49,15 @@ void Codegen::check_inputs_fit(mlir::ModuleOp module) {
   }
 }
 
-CompileResult Codegen::run(mlir::ModuleOp module) {
+CompileResult Codegen::run(mlir::ModuleOp module, mlir::ModuleOp tail) {
   auto fn = module.lookupSymbol<mlir::func::FuncOp>("main");
   if (!fn) throw InternalError("no func @main");
   for (mlir::Operation& op : fn.getBody().front())  // what the planner put into other ops (plan.h)
     if (auto id = op.getAttrOfType<mlir::IntegerAttr>(kFusedIntoAttr)) planned_[id.getInt()].push_back(&op);
   chunks_of(fn);
   stage_of(fn);
+  if (auto t = fn->getAttrOfType<mlir::StringAttr>(tpu::kTailInputAttr)) tail_input_ = t.str();
+  if (tail_input_.empty() != !tail) throw InternalError("a tail at the whole batch without its input, or an input without its tail");
   decl(fmt::format(".config {}", cfg_.name));
   // Zero region in HBM (never written) for clearing UB buffers.
   zero_hbm_ = hbm_alloc(1 << 20);
@@ -65,23 +67,58 @@ CompileResult Codegen::run(mlir::ModuleOp module) {
   gen_inputs(fn);
   declare_empty_tensors(fn);
   uses_left(fn);
-  // CompileOptions::progress: the share of @main's ops generated, once per percent.
-  size_t ops = fn.getBody().front().getOperations().size(), done = 0;
-  int percent = -1;
-  for (mlir::Operation& op : fn.getBody().front()) {
-    if (opt_.progress && int(100 * done / ops) != percent) opt_.progress("codegen", double(percent = int(100 * done / ops)) / 100);
-    ++done;
-    if (mlir::isa<tosa::ConstOp>(op)) continue;
-    if (auto ret = mlir::dyn_cast<mlir::func::ReturnOp>(op)) gen_outputs(fn, ret);
-    else gen_op(op);
-  }
+  size_t ops = fn.getBody().front().getOperations().size();
+  size_t tail_ops = tail ? tail.lookupSymbol<mlir::func::FuncOp>("main").getBody().front().getOperations().size() : 0;
+  gen_body(fn, 0, ops + tail_ops);
   stage_send();
   chunks_end();
+  if (tail) gen_tail(tail, ops, ops + tail_ops);
   stage_end();
   code("  " + emit::halt());
   CompileResult r = assemble();
   if (opt_.progress) opt_.progress("codegen", 1.0);
   return r;
+}
+
+// @main's ops in order, its return storing the outputs. CompileOptions::progress hears the
+// share of all ops generated (`ops_before` of `ops_total` before these), once per percent.
+void Codegen::gen_body(mlir::func::FuncOp fn, size_t ops_before, size_t ops_total) {
+  size_t done = ops_before;
+  int percent = -1;
+  for (mlir::Operation& op : fn.getBody().front()) {
+    if (opt_.progress && int(100 * done / ops_total) != percent)
+      opt_.progress("codegen", double(percent = int(100 * done / ops_total)) / 100);
+    ++done;
+    if (mlir::isa<tosa::ConstOp>(op)) continue;
+    if (auto ret = mlir::dyn_cast<mlir::func::ReturnOp>(op)) gen_outputs(fn, ret);
+    else gen_op(op);
+  }
+}
+
+// The tail at the whole batch, after the chunk loop: its one input is the chunks' result
+// that @main stored into HBM (every pass's rows, one after the other: the whole batch's), its
+// addresses absolute, its outputs the program's at the whole batch.
+void Codegen::gen_tail(mlir::ModuleOp tail, size_t ops_before, size_t ops_total) {
+  auto fn = tail.lookupSymbol<mlir::func::FuncOp>("main");
+  if (!fn || fn.getNumArguments() != 1 || fn.getArgAttrOfType<mlir::StringAttr>(0, "vtpu.name").str() != tail_input_)
+    throw InternalError(fmt::format("the tail at the whole batch does not read '{}' alone", tail_input_));
+  std::set<uint64_t> bases;  // what the chunks left in the unified buffer: their outputs
+  for (const auto& [v, a] : acts_) bases.insert(a.base);
+  for (uint64_t b : bases) ub_.release(b);
+  acts_.clear();
+  planned_.clear();
+  for (mlir::Operation& op : fn.getBody().front())
+    if (auto id = op.getAttrOfType<mlir::IntegerAttr>(kFusedIntoAttr)) planned_[id.getInt()].push_back(&op);
+  batch_chunks_ = 1, batch_whole_ = 0;
+  io_regions_.clear();
+  hoist_at_.reset();
+  Value arg = fn.getArgument(0);
+  tag("input " + tail_input_);
+  Act a = new_act(shape_of(arg), "the tail's input '" + tail_input_ + "'");
+  load_act(a, tail_hbm_);
+  acts_[arg.getAsOpaquePointer()] = a;
+  uses_left(fn);
+  gen_body(fn, ops_before, ops_total);
 }
 
 // Inputs: HBM -> UB blocked layout (integer, fp32 and packed inputs stay in HBM).
@@ -162,6 +199,12 @@ void Codegen::gen_outputs(mlir::func::FuncOp fn, mlir::func::ReturnOp ret) {
       tag("output " + name);
       store_rows(act(v), addr, 4);
       stage_output(addr, numel(shape) * 4);
+      continue;
+    }
+    if (name == tail_input_ && !tail_hbm_) {  // what the tail reads: every pass's rows in HBM, no program tensor
+      tail_hbm_ = io_alloc(numel(shape) * esz_, name);
+      tag("output " + name);
+      store_act(act(v), tail_hbm_);
       continue;
     }
     // An image in HBM: already in the output's bytes (bands.cpp), or copied there.
@@ -338,29 +381,35 @@ namespace vtpu::compiler {
 
 CompileResult generate_program(mlir::ModuleOp module, const config::Config& cfg, const CompileOptions& options,
                                const std::map<const void*, float>& scales) {
+  return generate_program(module, nullptr, cfg, options, scales);
+}
+
+CompileResult generate_program(mlir::ModuleOp module, mlir::ModuleOp tail, const config::Config& cfg,
+                               const CompileOptions& options, const std::map<const void*, float>& scales) {
   codegen::plan_codegen(module, cfg, options.precision == Precision::Int8);
+  if (tail) codegen::plan_codegen(tail, cfg, options.precision == Precision::Int8);
   // A program in row bands (bands.cpp) is made for a buffer-starved chip: HBM packed from
   // the start rather than after a whole program's failed attempt.
   bool bands = false;
   module.walk([&](mlir::Operation* op) { bands |= op->hasAttr(tpu::kBandAttr); });
   if (bands) {
     try {
-      return codegen::Codegen(cfg, options, scales, true).run(module);
+      return codegen::Codegen(cfg, options, scales, true).run(module, tail);
     } catch (const DoesNotFitError& e) {
       // Out of HBM: again with the images in HBM reusing the bytes of those read for the last
       // time. Only then, so programs that fit keep their layout.
       if (e.key() != "memory.bytes") throw;
-      return codegen::Codegen(cfg, options, scales, true, true).run(module);
+      return codegen::Codegen(cfg, options, scales, true, true).run(module, tail);
     }
   }
   try {
-    return codegen::Codegen(cfg, options, scales).run(module);
+    return codegen::Codegen(cfg, options, scales).run(module, tail);
   } catch (const DoesNotFitError& e) {
     // Out of HBM with every allocation on its own 4 KiB page (small arrays' weight tiles are
     // 64 to 256 bytes each): again with them packed on 64-byte boundaries. Only then, so
     // programs that fit keep their layout.
     if (e.key() != "memory.bytes") throw;
-    return codegen::Codegen(cfg, options, scales, true).run(module);
+    return codegen::Codegen(cfg, options, scales, true).run(module, tail);
   }
 }
 

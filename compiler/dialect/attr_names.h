@@ -27,6 +27,10 @@ inline constexpr llvm::StringLiteral kBatchChunksAttr = "vtpu.batch_chunks";
 // the first dimension the inputs and outputs are declared with; the last pass's rows past it
 // are padding that nothing reads.
 inline constexpr llvm::StringLiteral kBatchWholeAttr = "vtpu.batch_whole";
+// With vtpu.batch_chunks, when the model's last layers run once at the whole batch after the
+// chunks (batch_chunks.cpp, "a tail at the whole batch"): the name of @main's result that the
+// tail reads (a StringAttr); it stays in HBM, no program tensor.
+inline constexpr llvm::StringLiteral kTailInputAttr = "vtpu.tail_input";
 // On @main, set by the pipeline-parallel split (compiler/pipeline/stages.cpp): the program is
 // one stage of a model split across chips (a DictionaryAttr): `receive` (BoolAttr) its first
 // input arrives over ICI, one chunk per pass; `send_chip` and `send_addr` (IntegerAttrs) its

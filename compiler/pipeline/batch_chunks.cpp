@@ -9,6 +9,7 @@
 
 #include <cmath>
 #include <optional>
+#include <set>
 
 #include "codegen/codegen.h"
 #include "dialect/attr_names.h"
@@ -157,6 +158,105 @@ std::optional<CompileResult> in_bands(const std::filesystem::path& model, const 
   return std::nullopt;
 }
 
+// A tail at the whole batch (docs/compiler.md, "Batches larger than the unified buffer"):
+// where the batch runs in chunks of n, the model's last layers whose values hold one row per
+// sample (a classifier's fully connected layers after a global pool) need little of the
+// unified buffer at the whole batch, and run once after the chunk loop, reading the chunks'
+// result from HBM: their weights are loaded once instead of once per chunk. The cut is the
+// earliest place (cuts_of) with a matmul after it, only such layers after it, and no model
+// input read there.
+std::optional<size_t> tail_cut(const std::vector<mlir::Operation*>& ops, const std::vector<Cut>& cuts, int64_t n) {
+  auto one_row = [n](mlir::Value v) {
+    auto t = mlir::cast<mlir::RankedTensorType>(v.getType());
+    return t.getRank() && t.getShape()[0] == n && t.getNumElements() == n * t.getShape().back();
+  };
+  // From the end: the first op that is not such a layer, and the last matmul.
+  size_t first = ops.size();
+  bool matmul = false;
+  while (first > 0) {
+    mlir::Operation* op = ops[first - 1];
+    bool ok = true;
+    for (mlir::Value r : op->getResults()) ok &= one_row(r);
+    for (mlir::Value v : op->getOperands()) ok &= !mlir::isa<mlir::BlockArgument>(v);
+    if (!ok) break;
+    matmul |= mlir::isa<tpu::MatmulOp>(op);
+    --first;
+  }
+  if (!matmul) return std::nullopt;
+  for (size_t i = 0; i < cuts.size(); ++i)
+    if (cuts[i].at + 1 >= first && cuts[i].at + 1 < ops.size() && one_row(cuts[i].value) &&
+        mlir::isa<mlir::FloatType>(mlir::cast<mlir::RankedTensorType>(cuts[i].value.getType()).getElementType())) {
+      bool reads_matmul = false;  // the tail must hold a matmul
+      for (size_t j = cuts[i].at + 1; j < ops.size(); ++j) reads_matmul |= mlir::isa<tpu::MatmulOp>(ops[j]);
+      if (reads_matmul) return i;
+    }
+  return std::nullopt;
+}
+
+std::vector<mlir::Operation*> ops_of(mlir::func::FuncOp fn) {
+  std::vector<mlir::Operation*> ops;
+  for (mlir::Operation& op : fn.getBody().front())
+    if (!mlir::isa<mlir::tosa::ConstOp, mlir::func::ReturnOp>(op)) ops.push_back(&op);
+  return ops;
+}
+
+// The model in chunks of n (`passes` of them) with its tail at the whole batch, or nothing
+// when it has no tail or the tail does not fit.
+std::optional<CompileResult> with_tail(const std::filesystem::path& model, const config::Config& cfg,
+                                       const CompileOptions& options, const CompileOptions& generating, int64_t batch,
+                                       int64_t n, const std::vector<float>& scales) {
+  CompileOptions o = options;
+  o.calibration.clear();
+  o.calibration_scales = scales;
+  o.batch = n;
+  Frontend part(model, o);
+  o.batch = batch;
+  Frontend whole(model, o);
+  try {
+    part.import(), part.lower();
+    whole.import(), whole.lower();
+  } catch (const CompileError&) {
+    return std::nullopt;
+  }
+  std::vector<mlir::Operation*> pops = ops_of(part.main()), wops = ops_of(whole.main());
+  std::vector<Cut> cuts = cuts_of(pops);
+  std::optional<size_t> at = tail_cut(pops, cuts, n);
+  if (!at || pops.size() != wops.size()) return std::nullopt;
+  Cut c = cuts[*at], cw = c;
+  cw.value = wops[c.defined]->getResult(c.result);
+  const int64_t passes = (batch + n - 1) / n;
+  auto fn = part.main();
+  auto i64 = [&](int64_t v) { return mlir::IntegerAttr::get(mlir::IntegerType::get(fn->getContext(), 64), v); };
+  fn->setAttr(tpu::kBatchChunksAttr, i64(passes));
+  if (passes * n != batch) fn->setAttr(tpu::kBatchWholeAttr, i64(batch));
+  std::string name = layer_of(c.value.getDefiningOp()) + " (to the whole batch)";
+  fn->setAttr(tpu::kTailInputAttr, mlir::StringAttr::get(fn->getContext(), name));
+  std::map<const void*, float> part_scales, whole_scales, scales_of_both;
+  if (options.precision == Precision::Int8) {
+    part_scales = scales_by_value(part.main(), scales, model, n, batch);
+    whole_scales = scales_by_value(whole.main(), scales, model, batch, batch);
+  }
+  auto head = stage_module(part.module(), nullptr, &c, "", name, part_scales, scales_of_both);
+  auto tail = stage_module(whole.module(), &cw, nullptr, name, "", whole_scales, scales_of_both);
+  std::set<std::string> tail_layers;
+  for (size_t i = c.at + 1; i < wops.size(); ++i) tail_layers.insert(layer_of(wops[i]));
+  CompileResult r;
+  try {
+    r = generate_program(*head, *tail, cfg, generating, scales_of_both);
+  } catch (const DoesNotFitError&) {
+    return std::nullopt;
+  }
+  r.calibration_scales = scales;
+  // The chunks' bounds scaled to the batch (their code runs once per chunk); the tail's are
+  // the whole batch's already.
+  std::vector<LayerBound> chunked, once;
+  for (LayerBound& b : r.bounds) (tail_layers.count(b.layer) ? once : chunked).push_back(std::move(b));
+  scale_bounds(chunked, passes, batch, n);
+  r.bounds = std::move(chunked);
+  for (LayerBound& b : once) r.bounds.push_back(std::move(b));
+  return r;
+}
+
 }  // namespace
 
 CompileResult compile_in_bands(const std::filesystem::path& model, const config::Config& cfg, const CompileOptions& options,
@@ -199,15 +299,18 @@ CompileResult compile_in_chunks(const std::filesystem::path& model, const config
   // otherwise): the fewest passes p whose chunk ceil(batch / p) fits, the last pass padded.
   // Tried only below the divisors' count of passes, so a batch the divisors serve as well
   // keeps their program.
+  int64_t chunk = best_n;
   for (int64_t lo = 1, hi = batch / best_n - 1; lo <= hi;) {
     int64_t p = (lo + hi) / 2, n = (batch + p - 1) / p;
     if (auto r = n < batch ? chunks_of(model, cfg, options, generating, batch, n, scales, whole, error) : std::nullopt) {
       best = std::move(r);
+      chunk = n;
       hi = p - 1;
     } else {
       lo = p + 1;
     }
   }
+  if (auto r = with_tail(model, cfg, options, generating, batch, chunk, scales)) return std::move(*r);
   return std::move(*best);
 }
 

@@ -115,6 +115,23 @@ CompileResult compile_in_chunks(const std::filesystem::path& model, const config
                                 const CompileOptions& generating, int64_t batch, const std::vector<float>& scales,
                                 const DoesNotFitError& whole, bool bands);
 
+// A place the model may be cut (stages.cpp): after ops[at] (@main's ops but constants and the
+// return), where `value` alone crosses and is stored as it is, so that the parts compute what
+// the whole does.
+struct Cut {
+  size_t at;
+  mlir::Value value;
+  size_t defined;   // the index of value's op
+  unsigned result;  // which of its results
+};
+std::vector<Cut> cuts_of(const std::vector<mlir::Operation*>& ops);
+// The part of `whole` after cut `a` (none: from the start) up to cut `b` (none: to the
+// return), `a`'s value an argument named `in`, `b`'s returned as `out`; `stage_scales` the
+// INT8 scales of `scales` on the part's values.
+mlir::OwningOpRef<mlir::ModuleOp> stage_module(mlir::ModuleOp whole, const Cut* a, const Cut* b, const std::string& in,
+                                               const std::string& out, const std::map<const void*, float>& scales,
+                                               std::map<const void*, float>& stage_scales);
+
 // Whether @main has images whose rows layers could take in bands (a convolution, pool or
 // resize): a transformer or an MLP has none, and is not compiled again to find out.
 bool has_images(mlir::func::FuncOp fn);

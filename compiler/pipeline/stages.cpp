@@ -87,14 +87,9 @@ bool stored_as_is(Value v) {
   return single(*v.getUsers().begin());
 }
 
-// A place the model may be cut: after ops[at], where `value` alone crosses.
-struct Cut {
-  size_t at;
-  Value value;
-  size_t defined;  // the index of value's op
-  unsigned result;  // which of its results
-};
+}  // namespace
 
+// A place the model may be cut: after ops[at], where `value` alone crosses.
 std::vector<Cut> cuts_of(const std::vector<mlir::Operation*>& ops) {
   std::map<mlir::Operation*, size_t> index;
   for (size_t i = 0; i < ops.size(); ++i) index[ops[i]] = i;
@@ -121,6 +116,8 @@ std::vector<Cut> cuts_of(const std::vector<mlir::Operation*>& ops) {
   }
   return cuts;
 }
+
+namespace {
 
 // The cuts that minimise the slowest stage's cost: `stages - 1` of `cuts`, each stage
 // computing its own output (a cut's value is defined after the cut before it).
@@ -193,6 +190,8 @@ StagePlan plan_stages(const std::vector<mlir::Operation*>& ops, const config::Co
   return best;
 }
 
+}  // namespace
+
 // Stage `s` of the module: ops after cut `a` (none: from the start) up to cut `b` (none: to
 // the return), the value of `a` as an argument named `in`, the value of `b` returned as
 // `out`. INT8 scales carried over to the clone's values.
@@ -251,6 +250,8 @@ mlir::OwningOpRef<mlir::ModuleOp> stage_module(mlir::ModuleOp whole, const Cut* 
         stage_scales[body.getArgument(i).getAsOpaquePointer()] = scales.at(a->value.getAsOpaquePointer());
   return m;
 }
+
+namespace {
 
 // @main as a stage: it receives its first input (or not), sends its output to `chip` at HBM
 // address `addr` (chip -1: it is the last), and runs once per micro-batch.
