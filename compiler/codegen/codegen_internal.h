@@ -286,7 +286,8 @@ class Codegen {
   // gen_conv's decisions and buffers, made in its steps' order (conv.cpp).
   struct ConvPlan {
     ConvShape s;
-    bool same = false, padded = false, pairs = false;  // "same" taps, a padded copy, tap pairs
+    bool same = false, padded = false;  // "same" taps, a padded copy
+    uint64_t stack = 1;                 // kernel rows per matmul row (tap stacks; 1: none)
     Act x, xp, y;  // input, its padded copy (or x), output
     // A depthwise convolution whose whole padded copy does not fit pads one channel block
     // at a time: xp then holds block `xp_first` only.
@@ -303,8 +304,8 @@ class Codegen {
     uint64_t bias_ub = kNoBias;
     std::vector<std::string> eps;
     std::map<std::tuple<uint64_t, uint64_t, uint64_t>, TileRef> tiles;  // (tap, ci block, co block)
-    std::map<std::pair<uint64_t, uint64_t>, TileRef> pair_tiles;  // (tap, co block)
-    std::vector<std::pair<uint64_t, bool>> order;  // (tap, paired)
+    std::map<std::tuple<uint64_t, uint64_t, uint64_t>, TileRef> stack_tiles;  // (first tap, kernel rows, co block)
+    std::vector<std::pair<uint64_t, uint64_t>> order;  // (tap, kernel rows from it)
   };
   // Where gen_layernorm keeps its fp32 rows (one block of rows per lane block) and its
   // statistics rows: on unified-buffer rows whose banks none of the blocks use.
@@ -479,7 +480,7 @@ class Codegen {
   int free_rhs_flag() const;
   void merge_heads(tpu::TransposeOp op);
 
-  // conv.cpp: convolutions: taps as shifted matmuls, tap pairs, a residual add in the epilogues, bias on the MXU
+  // conv.cpp: convolutions: taps as shifted matmuls, tap stacks, a residual add in the epilogues, bias on the MXU
   std::optional<FusedAdd> fusable_add(tpu::Conv2DOp op, uint64_t scratch_bytes);
   std::vector<std::string> acc_add_phases(const FusedAdd& f, uint32_t mxu, uint64_t acc_row, uint64_t rows, uint64_t bias_ub,
                                           uint64_t nb, uint64_t tmp, uint64_t other);
@@ -494,6 +495,7 @@ class Codegen {
   bool group_overlap(const ConvShape& c, uint64_t cb, uint64_t nb) const;
   void conv_tiles(ConvPlan& p);
   std::vector<Block> conv_blocks(tpu::Conv2DOp op, ConvPlan& p, std::optional<uint64_t> only_nb = std::nullopt);
+  std::vector<TileGroup> stack_groups(ConvPlan& p, uint64_t nb, uint64_t r0, uint64_t r1, uint64_t c0, uint64_t c1);
   std::function<std::vector<std::string>(uint32_t, uint64_t)> conv_epilogue(const ConvPlan& p, uint64_t nb, uint64_t px0,
                                                                            uint64_t rows);
 

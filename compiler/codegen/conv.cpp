@@ -1,4 +1,4 @@
-// Convolutions: taps as shifted matmuls, tap pairs, a residual add in the epilogues, bias on the MXU (docs/compiler.md, "Code generation").
+// Convolutions: taps as shifted matmuls, tap stacks, a residual add in the epilogues, bias on the MXU (docs/compiler.md, "Code generation").
 #include "codegen_internal.h"
 
 namespace vtpu::compiler::codegen {
@@ -211,13 +211,14 @@ void Codegen::conv_output(tpu::Conv2DOp op, ConvPlan& p) {
 // (stride 1, odd kernel, centred pads): their taps read the unpadded input, each clipped
 // to the output pixels and rows it reaches, with the centre tap (which reaches all of
 // them) first to initialize the accumulators.
-// Tap pairs (the planner's tpu.tap_pairs, plan.cpp): a "same" convolution on at most R/2
-// channels leaves half of every matmul row's K empty. When it is its input's last user,
-// one DMA copies each pixel's channels into lanes [CI, 2 CI) of the pixel above (zeros
-// for an image's bottom row), so a matmul row covers kernel rows dy and dy + 1 (K = 2 CI);
-// whatever other padding lanes hold is never read. Pairs start at the centre row (their
-// row read is never above the image); rows above it stay single taps. ResNet-50's
-// 64-channel 3x3 convs take 6 matmuls per output row instead of 9. The emitter declines
+// Tap stacks (the planner's tpu.tap_rows = k, plan.cpp): a "same" convolution on at most
+// R/2 channels leaves most of every matmul row's K empty. When it is its input's last user,
+// DMA copies each pixel's channels into lanes [j CI, (j + 1) CI) of the pixel j rows above,
+// j = 1 .. k - 1 (zeros for an image's last j rows), so a matmul row covers kernel rows dy
+// .. dy + k - 1 (K = k CI); whatever other padding lanes hold is never read. A stack read
+// from a row above the image starts at the image's first row with the kernel rows that reach
+// it (a shorter stack). CNN1's 32-channel 3x3 convs take 3 matmuls per output row instead of
+// 9 on a 256-lane array, ResNet-50's 64-channel ones 6 on 128 lanes. The emitter declines
 // (drops the attribute) when an alias shares the input's buffer.
 void Codegen::conv_input(tpu::Conv2DOp op, ConvPlan& p) {
   const ConvShape& c = p.s;
@@ -236,17 +237,19 @@ void Codegen::conv_input(tpu::Conv2DOp op, ConvPlan& p) {
                    fmt::format("the padded input of '{}'", op.getLayer().str()), /*temporary=*/true);
     if (!p.pad_per_block) fill_padded(p, 0, x.blocks, true);
   }
-  // Planned (plan.cpp, tap_pairs) unless an alias shares the input's buffer.
-  p.pairs = op->hasAttr(kTapPairsAttr) && last_use(op.getInput());
-  if (!p.pairs) op->removeAttr(kTapPairsAttr);
-  if (p.pairs) {
-    uint64_t px = R_ * esz_, img = c.H * c.W * px;
+  // Planned (plan.cpp, tap_rows) unless an alias shares the input's buffer.
+  auto rows = op->getAttrOfType<mlir::IntegerAttr>(kTapRowsAttr);
+  p.stack = rows && last_use(op.getInput()) ? uint64_t(rows.getInt()) : 1;
+  if (p.stack < 2) op->removeAttr(kTapRowsAttr);
+  uint64_t px = R_ * esz_, img = c.H * c.W * px;
+  // Each group's copy and its zeros, one at a time (their spans interleave).
+  for (uint64_t j = 1; j < p.stack; ++j) {
     std::string d = new_desc(fmt::format("bytes={} src_off={} dst_off={} dim=[{}, {}, {}] dim=[{}, {}, {}]", c.CI * esz_,
-                                         x.base + c.W * px, x.base + c.CI * esz_, (c.H - 1) * c.W, px, px, c.N, img, img));
+                                         x.base + j * c.W * px, x.base + j * c.CI * esz_, (c.H - j) * c.W, px, px, c.N, img, img));
     code("  " + emit::dma_copy(emit::Desc{d}, reg(0), reg(0), emit::flag(1)));
-    code("  " + emit::wait(emit::flag(1)));  // the two transfers' spans interleave
+    code("  " + emit::wait(emit::flag(1)));
     d = new_desc(fmt::format("bytes={} src_off={} dst_off={} dim=[{}, 0, {}] dim=[{}, 0, {}]", c.CI * esz_, zero_hbm_,
-                             x.base + (c.H - 1) * c.W * px + c.CI * esz_, c.W, px, c.N, img));
+                             x.base + (c.H - j) * c.W * px + j * c.CI * esz_, j * c.W, px, c.N, img));
     code("  " + emit::dma_load(emit::Desc{d}, reg(0), reg(0), emit::flag(1)));
     code("  " + emit::wait(emit::flag(1)));
   }
@@ -357,22 +360,31 @@ void Codegen::conv_tiles(ConvPlan& p) {
           p.tiles[{t, cb, nb}] = p.bias_on_mxu ? weight_tile(p.folded, p.lanes + kBiasLanes + 1, CO, 0, nb)
                                                : weight_tile(tap, CI, CO, cb, nb);
   }
-  uint64_t centre = (KH / 2) * KW + KW / 2;
-  for (uint64_t i = 0; i < KH * KW && !p.pairs; ++i)
-    p.order.push_back({!p.same ? i : i == 0 ? centre : i <= centre ? i - 1 : i, false});
-  for (uint64_t dx = 0; p.pairs && dx < KW; ++dx) {
-    uint64_t col = (dx + c.pl) % KW;  // from the centre column on
-    for (uint64_t dy = c.pt; dy + 1 < KH; dy += 2) {
-      p.order.push_back({dy * KW + col, true});
-      // w holds tap t's CI x CO block at t * CI * CO.
-      std::vector<float> t(2 * CI * CO);
-      std::copy(w.begin() + long((dy * KW + col) * CI * CO), w.begin() + long((dy * KW + col + 1) * CI * CO), t.begin());
-      std::copy(w.begin() + long(((dy + 1) * KW + col) * CI * CO), w.begin() + long(((dy + 1) * KW + col + 1) * CI * CO),
-                t.begin() + long(CI * CO));
-      for (uint64_t nb = 0; nb < nbs; ++nb) p.pair_tiles[{dy * KW + col, nb}] = weight_tile(t, 2 * CI, CO, 0, nb);
+  uint64_t centre = (KH / 2) * KW + KW / 2, k = p.stack;
+  for (uint64_t i = 0; i < KH * KW && k < 2; ++i)
+    p.order.push_back({!p.same ? i : i == 0 ? centre : i <= centre ? i - 1 : i, 1});
+  // Kernel rows [dy, dy + rows) of column col as one tile (w holds tap t's CI x CO block at
+  // t * CI * CO); one row is the tap's own tile.
+  auto stack_tile = [&](uint64_t dy, uint64_t col, uint64_t rows) {
+    for (uint64_t nb = 0; rows > 1 && nb < nbs; ++nb) {
+      auto key = std::make_tuple(dy * KW + col, rows, nb);
+      if (p.stack_tiles.count(key)) continue;
+      std::vector<float> t(rows * CI * CO);
+      for (uint64_t j = 0; j < rows; ++j)
+        std::copy(w.begin() + long(((dy + j) * KW + col) * CI * CO), w.begin() + long(((dy + j) * KW + col + 1) * CI * CO),
+                  t.begin() + long(j * CI * CO));
+      p.stack_tiles[key] = weight_tile(t, rows * CI, CO, 0, nb);
     }
-    if ((KH - c.pt) % 2) p.order.push_back({(KH - 1) * KW + col, false});
-    for (uint64_t dy = 0; dy < c.pt; ++dy) p.order.push_back({dy * KW + col, false});
+  };
+  for (uint64_t dx = 0; k > 1 && dx < KW; ++dx) {
+    uint64_t col = (dx + c.pl) % KW;  // from the centre column on, which reaches every output
+    for (uint64_t dy = 0; dy < KH; dy += k) {
+      uint64_t rows = std::min(k, KH - dy);
+      p.order.push_back({dy * KW + col, rows});
+      stack_tile(dy, col, rows);
+      // Output rows for which it starts m rows above the image: from kernel row dy + m.
+      for (uint64_t m = 1; m < rows && dy + m <= c.pt; ++m) stack_tile(dy + m, col, rows - m);
+    }
   }
 }
 
@@ -400,10 +412,14 @@ std::vector<Block> Codegen::conv_blocks(tpu::Conv2DOp op, ConvPlan& p, std::opti
         uint64_t r1 = std::min(N * OH, r0 + rows_per_chunk), c1 = std::min(OW, c0 + cols), width = c1 - c0;
         Block b;
         bool first = true;
-        for (auto [t, paired] : p.order)
+        if (p.stack > 1) {
+          b.groups = stack_groups(p, nb, r0, r1, c0, c1);
+          first = false;
+        }
+        for (auto [t, rows] : p.stack > 1 ? std::vector<std::pair<uint64_t, uint64_t>>{} : p.order)
           for (uint64_t cb = 0; cb < cbs; ++cb) {
             if (!group_overlap(c, cb, nb)) continue;
-            TileGroup g{paired ? p.pair_tiles[{t, nb}] : p.tiles[{t, cb, nb}], {}};
+            TileGroup g{p.tiles[{t, cb, nb}], {}};
             uint64_t dy = t / KW, dx = t % KW;
             for (uint64_t r = r0; r < r1; ++r) {
               uint64_t n = r / OH, oy = r % OH;
@@ -429,6 +445,42 @@ std::vector<Block> Codegen::conv_blocks(tpu::Conv2DOp op, ConvPlan& p, std::opti
         blocks.push_back(std::move(b));
       }
   return blocks;
+}
+
+// The tile groups of output block nb, rows [r0, r1) and columns [c0, c1) with tap stacks:
+// per stack, one group for the output rows it starts inside the image, and one per shorter
+// stack for those it starts m rows above it (from the image's first row). A row's first
+// step sets its accumulators: the centre column's stacks go first and reach every row and
+// column.
+std::vector<TileGroup> Codegen::stack_groups(ConvPlan& p, uint64_t nb, uint64_t r0, uint64_t r1, uint64_t c0, uint64_t c1) {
+  const ConvShape& c = p.s;
+  const uint64_t KW = c.KW, H = c.H, W = c.W, OH = c.OH, width = c1 - c0;
+  std::vector<bool> set(r1 - r0, false);
+  std::vector<TileGroup> groups;
+  for (auto [t, rows] : p.order) {
+    uint64_t dy = t / KW, dx = t % KW;
+    std::map<uint64_t, TileGroup> by_skip;  // rows above the image -> the group
+    for (uint64_t r = r0; r < r1; ++r) {
+      uint64_t n = r / OH, oy = r % OH;
+      int64_t iy = int64_t(oy + dy) - int64_t(c.pt);
+      uint64_t m = iy < 0 ? uint64_t(-iy) : 0;
+      uint64_t lo = std::max(c0, c.pl > dx ? c.pl - dx : 0),
+               hi = std::min(c1, uint64_t(std::clamp<int64_t>(int64_t(W + c.pl) - int64_t(dx), 0, int64_t(c.OW))));
+      if (m >= rows || iy >= int64_t(H) || lo >= hi) continue;
+      if (!set[r - r0] && (lo != c0 || hi != c1)) throw InternalError("tap stacks: an output row's first step leaves columns out");
+      auto g = by_skip.find(m);
+      if (g == by_skip.end()) {
+        uint64_t left = rows - m, tap = (dy + m) * KW + dx;
+        g = by_skip.emplace(m, TileGroup{left > 1 ? p.stack_tiles.at({tap, left, nb}) : p.tiles.at({tap, 0, nb}), {}}).first;
+      }
+      uint64_t src = p.x.base + ((n * H + uint64_t(iy + int64_t(m))) * W + lo + dx - c.pl) * R_ * esz_;
+      g->second.steps.push_back({src, hi - lo, 0, (r - r0) * width + lo - c0, bool(set[r - r0])});
+      if (lo == c0 && hi == c1) set[r - r0] = true;
+    }
+    for (auto& [m, g] : by_skip)
+      if (!g.steps.empty()) groups.push_back(std::move(g));
+  }
+  return groups;
 }
 
 // The epilogue of output block (nb, `rows` pixels from output pixel `px0` = row * OW + column):

@@ -38,7 +38,7 @@ std::pair<uint64_t, std::string> Codegen::two_pixel_params(const std::vector<flo
 // read at entry 2i + t covers input pixels 2i + t - 1 and 2i + t; a tile per (kernel row,
 // t in {0, 2}) has output pixel 2i's weights in columns [0, C/2) and pixel 2i + 1's in
 // [C/2, C). Each kernel row then takes 2 matmuls of W/2 rows instead of 3 of W (or the
-// tap pairs' 2 of W): K and N are both full. The epilogue writes these two-pixel rows,
+// tap stacks' 2 of W with two rows a stack): K and N are both full. The epilogue writes these two-pixel rows,
 // and two copies spread them into the output's rows (their padding lanes hold the other
 // pixel, which the consumers, convolutions reading R/2 channels, never read).
 bool wide_conv(tpu::Conv2DOp op, const config::Config& cfg, uint64_t esz) {

@@ -1,5 +1,5 @@
 // The code-generation planner (plan.h): matmul streams, what runs in epilogues (a
-// convolution's residual add too), a convolution's tap pairs and bias lanes.
+// convolution's residual add too), a convolution's tap stacks and bias lanes.
 #include "plan.h"
 
 #include <map>
@@ -80,7 +80,7 @@ std::optional<Value> rhs_target(Value v) {
 namespace {
 
 const char* const kPlanAttrs[] = {kStreamAttr,   kIdAttr,        kEpilogueAttr, kFusedIntoAttr, kRoleAttr,      kSlotAttr,
-                                  kTapPairsAttr, kBiasLanesAttr, kConvFormAttr, kHeadsAttr,     kEarlyStoreAttr};
+                                  kTapRowsAttr, kBiasLanesAttr, kConvFormAttr, kHeadsAttr,     kEarlyStoreAttr};
 
 class Planner {
  public:
@@ -106,7 +106,7 @@ class Planner {
       if (auto conv = mlir::dyn_cast<tpu::Conv2DOp>(op); conv && conv_form(conv) == "packed") pool_beside(conv);
     for (mlir::Operation& op : body)
       if (auto conv = mlir::dyn_cast<tpu::Conv2DOp>(op); conv && by_taps(conv)) {
-        tap_pairs(conv);
+        tap_rows(conv);
         residual_add(conv);
         bias_lanes(conv);
       }
@@ -429,15 +429,17 @@ class Planner {
     if (auto pool = mlir::dyn_cast<tpu::PoolOp>(*out.getUsers().begin())) fuse(op, "pool", pool, "pool");
   }
 
-  // Tap pairs (conv.cpp, conv_input): a "same" convolution of one group with more than one
+  // Tap stacks (conv.cpp, conv_input): a "same" convolution of one group with more than one
   // kernel row and image row, on at most R/2 channels whose bytes end on an aligned address
-  // (the DMA writing the pixel below's channels after them), that is its input's last
-  // reader (it then overwrites the input's padding lanes).
-  void tap_pairs(tpu::Conv2DOp op) {
+  // (the DMA writing the pixels below's channels after them), that is its input's last
+  // reader (it then overwrites the input's padding lanes): its matmul rows take as many
+  // kernel rows as the kernel has, as R lanes hold groups of its channels, as the image has
+  // rows.
+  void tap_rows(tpu::Conv2DOp op) {
     ConvShape c = conv_shape(op);
     if (c.same() && c.G == 1 && c.KH > 1 && c.H > 1 && 2 * c.CI <= R_ &&
         (c.CI * esz_) % cfg_.core.unified_buffer.alignment_bytes == 0 && read_last_by(op.getInput(), op, op))
-      op->setAttr(kTapPairsAttr, mlir::UnitAttr::get(op->getContext()));
+      set_int(op, kTapRowsAttr, int64_t(std::min<uint64_t>({c.KH, R_ / c.CI, c.H})));
   }
 
   // A residual add in the convolution's epilogues (conv.cpp, fusable_add): the add is the

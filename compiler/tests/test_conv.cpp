@@ -1,4 +1,4 @@
-// Convolutions (packed first layers, tap pairs, fused residual adds, grouped, transposed, 3-D and 1-D): models built in C++, compiled, run on the simulator and compared with a plain
+// Convolutions (packed first layers, tap stacks, fused residual adds, grouped, transposed, 3-D and 1-D): models built in C++, compiled, run on the simulator and compared with a plain
 // fp32 forward pass written from the ONNX operator definitions (e2e_fixture.h).
 #include "e2e_fixture.h"
 
@@ -134,11 +134,12 @@ TEST_P(CompileE2E, PackedFirstLayersWithStackedKernelRowsMatchFp32Reference) {
   expect_close(compile_and_run(path, in, "pb", /*nchw=*/true), want_b, tolerance(0.02));
 }
 
-// "Same" convolutions on few channels, each its input's last user, pair kernel rows in one
-// matmul row (docs/compiler.md): a 3x3 on 4 channels (pairs on every preset) and a 5x5 with
-// ReLU on 8 channels (pairs on tiny-16x16 and tpu-v4-core: a pair, a single below it and
-// two single rows above it). Batch 2: each image's bottom row pairs with zeros.
-TEST_P(CompileE2E, SameConvolutionsOnFewChannelsPairKernelRowsMatchFp32Reference) {
+// "Same" convolutions on few channels, each its input's last user, stack kernel rows in one
+// matmul row (tap stacks, docs/compiler.md): a 3x3 on 4 channels (two rows on tiny-8x8, all
+// three on the others), a 5x5 with ReLU on 8 channels (two rows on tiny-16x16, all five on
+// tpu-v4-core, output rows near the top from shorter stacks) and a 5x5 on 4 channels (four
+// and one on tiny-16x16). Batch 2: each image's bottom rows stack with zeros.
+TEST_P(CompileE2E, SameConvolutionsOnFewChannelsStackKernelRowsMatchFp32Reference) {
   OnnxBuilder m;
   const int64_t N = 2, H = 6, W = 7;
   m.input("a", {N, 4, H, W});
@@ -157,8 +158,16 @@ TEST_P(CompileE2E, SameConvolutionsOnFewChannelsPairKernelRowsMatchFp32Reference
   OnnxBuilder::attr(cb, "kernel_shape", std::vector<int64_t>{5, 5});
   OnnxBuilder::attr(cb, "pads", std::vector<int64_t>{2, 2, 2, 2});
   m.node("Relu", "relu_cb", {"cb"}, {"yb"});
+  m.input("c", {N, 4, H, W});
+  m.node("Relu", "relu_c", {"c"}, {"rc"});
+  auto& wc = m.init("wc", {5, 4, 5, 5}, 0.2f);
+  auto& bc = m.init("bc", {5}, 0.1f);
+  auto* cc = m.node("Conv", "conv_c", {"rc", "wc", "bc"}, {"yc"});
+  OnnxBuilder::attr(cc, "kernel_shape", std::vector<int64_t>{5, 5});
+  OnnxBuilder::attr(cc, "pads", std::vector<int64_t>{2, 2, 2, 2});
   m.output("ya", {N, 7, H, W});
   m.output("yb", {N, 6, H, W});
+  m.output("yc", {N, 5, H, W});
   auto path = m.save("vtpu_pairs_" + id() + ".onnx");
   Vec xa = uniform_values(size_t(N * 4 * H * W), 31, 1000.0f), xb = uniform_values(size_t(N * 8 * H * W), 32, 1000.0f);
   int64_t OH, OW;
@@ -166,9 +175,12 @@ TEST_P(CompileE2E, SameConvolutionsOnFewChannelsPairKernelRowsMatchFp32Reference
   for (auto& v : sa) v = float(1.0 / (1.0 + std::exp(-double(v))));
   Vec want_a = conv_nchw(sa, N, 4, H, W, wa, ba, 7, ga, OH, OW);
   Vec want_b = relu(conv_nchw(relu(xb), N, 8, H, W, wb, bb, 6, gb, OH, OW));
-  std::map<std::string, Vec> in{{"a", xa}, {"b", xb}};
+  Vec xc = uniform_values(size_t(N * 4 * H * W), 33, 1000.0f);
+  Vec want_c = conv_nchw(relu(xc), N, 4, H, W, wc, bc, 5, gb, OH, OW);
+  std::map<std::string, Vec> in{{"a", xa}, {"b", xb}, {"c", xc}};
   expect_close(compile_and_run(path, in, "ya", /*nchw=*/true), want_a, tolerance(0.02));
   expect_close(compile_and_run(path, in, "yb", /*nchw=*/true), want_b, tolerance(0.02));
+  expect_close(compile_and_run(path, in, "yc", /*nchw=*/true), want_c, tolerance(0.02));
 }
 
 // A residual block (1x1 conv + ReLU, 3x3 conv, add of the block's input, ReLU), batch 2:

@@ -4,10 +4,11 @@
 // What the code-generation planner decides around tpu.conv2d (compiler/codegen/plan.cpp),
 // on an 8x8 array.
 
-// Tap pairs: a "same" 3x3 convolution on 4 channels (at most R/2) that is its input's last
-// reader: its matmul rows take kernel rows dy and dy + 1 together.
+// Tap stacks: a "same" 3x3 convolution on 4 channels (at most R/2) that is its input's last
+// reader: its matmul rows take kernel rows dy and dy + 1 together (8 lanes hold two groups
+// of 4 channels).
 // CHECK-LABEL: func.func @pairs
-// CHECK: tpu.conv2d {{.*}}tpu.tap_pairs
+// CHECK: tpu.conv2d {{.*}}tpu.tap_rows = 2
 func.func @pairs(%x: tensor<1x4x4x4xf32>) -> tensor<1x4x4x4xf32> {
   %w = "tosa.const"() {value = dense<0.5> : tensor<3x3x4x4xf32>} : () -> tensor<3x3x4x4xf32>
   %b = "tosa.const"() {value = dense<0.0> : tensor<4xf32>} : () -> tensor<4xf32>
@@ -15,10 +16,25 @@ func.func @pairs(%x: tensor<1x4x4x4xf32>) -> tensor<1x4x4x4xf32> {
   return %0 : tensor<1x4x4x4xf32>
 }
 
+// On 2 channels (of a computed image: a model input of so few channels is read packed
+// from HBM), 8 lanes hold all three kernel rows (bf16: each group of 2 channels starts on a
+// 4-byte word); INT8 groups of 2 bytes do not, so no stacks.
+// CHECK-LABEL: func.func @stack_of_three
+// BF16: tpu.conv2d {{.*}}tpu.tap_rows = 3
+// INT8-NOT: tpu.tap_rows
+// CHECK: return
+func.func @stack_of_three(%x: tensor<1x4x4x2xf32>) -> tensor<1x4x4x2xf32> {
+  %w = "tosa.const"() {value = dense<0.5> : tensor<3x3x2x2xf32>} : () -> tensor<3x3x2x2xf32>
+  %b = "tosa.const"() {value = dense<0.0> : tensor<2xf32>} : () -> tensor<2xf32>
+  %e = tpu.unary %x {fn = "exp", layer = "e"} : (tensor<1x4x4x2xf32>) -> tensor<1x4x4x2xf32>
+  %0 = tpu.conv2d %e, %w, %b {clamp_max = 6.0 : f64, clamp_min = 0.0 : f64, dilation = array<i64: 1, 1>, groups = 1 : i64, layer = "c", pad = array<i64: 1, 1, 1, 1>, stride = array<i64: 1, 1>} : (tensor<1x4x4x2xf32>, tensor<3x3x2x2xf32>, tensor<2xf32>) -> tensor<1x4x4x2xf32>
+  return %0 : tensor<1x4x4x2xf32>
+}
+
 // The input is read again after the convolution (the pairs' copy would overwrite its
 // padding lanes while they are still needed): no pairs.
 // CHECK-LABEL: func.func @input_read_later
-// CHECK-NOT: tpu.tap_pairs
+// CHECK-NOT: tpu.tap_rows
 // CHECK: return
 func.func @input_read_later(%x: tensor<1x4x4x4xf32>) -> (tensor<1x4x4x4xf32>, tensor<1x4x4x4xf32>) {
   %w = "tosa.const"() {value = dense<0.5> : tensor<3x3x4x4xf32>} : () -> tensor<3x3x4x4xf32>
@@ -30,7 +46,7 @@ func.func @input_read_later(%x: tensor<1x4x4x4xf32>) -> (tensor<1x4x4x4xf32>, te
 
 // 8 input channels fill a matmul row's K already: no pairs.
 // CHECK-LABEL: func.func @wide_input
-// CHECK-NOT: tpu.tap_pairs
+// CHECK-NOT: tpu.tap_rows
 // CHECK: return
 func.func @wide_input(%x: tensor<1x4x4x8xf32>) -> tensor<1x4x4x8xf32> {
   %w = "tosa.const"() {value = dense<0.5> : tensor<3x3x8x8xf32>} : () -> tensor<3x3x8x8xf32>
@@ -44,8 +60,8 @@ func.func @wide_input(%x: tensor<1x4x4x8xf32>) -> tensor<1x4x4x8xf32> {
 // has them.
 // CHECK-LABEL: func.func @two_pixels
 // CHECK: tpu.conv2d {{.*}}layer = "c1"{{.*}}tpu.conv_form = "two-pixel"
-// CHECK-NOT: tpu.tap_pairs
-// CHECK: tpu.conv2d {{.*}}layer = "c2"{{.*}}tpu.tap_pairs
+// CHECK-NOT: tpu.tap_rows
+// CHECK: tpu.conv2d {{.*}}layer = "c2"{{.*}}tpu.tap_rows
 func.func @two_pixels(%x: tensor<1x4x4x4xf32>) -> tensor<1x4x4x4xf32> {
   %w = "tosa.const"() {value = dense<0.5> : tensor<3x3x4x4xf32>} : () -> tensor<3x3x4x4xf32>
   %b = "tosa.const"() {value = dense<0.0> : tensor<4xf32>} : () -> tensor<4xf32>
@@ -134,7 +150,7 @@ func.func @bias_lanes(%x: tensor<1x4x4x4xf32>) -> tensor<1x4x4x4xf32> {
 // (conv_packed.cpp): planned "packed", so neither tap pairs nor a residual add.
 // CHECK-LABEL: func.func @packed
 // CHECK: tpu.conv2d {{.*}}layer = "p"{{.*}}tpu.conv_form = "packed"
-// CHECK-NOT: tpu.tap_pairs
+// CHECK-NOT: tpu.tap_rows
 // CHECK: return
 func.func @packed(%x: tensor<1x8x8x2xf32>) -> tensor<1x8x8x8xf32> {
   %w = "tosa.const"() {value = dense<0.5> : tensor<1x1x2x8xf32>} : () -> tensor<1x1x2x8xf32>
