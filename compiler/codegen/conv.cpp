@@ -376,10 +376,27 @@ void Codegen::conv_tiles(ConvPlan& p) {
       p.stack_tiles[key] = weight_tile(t, rows * CI, CO, 0, nb);
     }
   };
+  // The stacks (first kernel row, rows): k at a time from kernel row a, then rows [0, a) as
+  // one. The a whose stacks take the fewest tiles (each a weight load per block), with the
+  // shorter stacks of output rows near the top; then the fewest stacks (matmul passes).
+  auto stacks_from = [&](uint64_t a) {
+    std::vector<std::pair<uint64_t, uint64_t>> st;
+    for (uint64_t dy = a; dy < KH; dy += k) st.push_back({dy, std::min(k, KH - dy)});
+    if (a) st.push_back({0, a});
+    return st;
+  };
+  auto tiles_of = [&](const std::vector<std::pair<uint64_t, uint64_t>>& st) {
+    uint64_t n = 0;
+    for (auto [dy, rows] : st)
+      for (uint64_t m = 0; m < rows && dy + m <= std::max(dy, c.pt); ++m) ++n;
+    return std::pair{n, st.size()};
+  };
+  std::vector<std::pair<uint64_t, uint64_t>> stacks;
+  for (uint64_t a = 0; a < k && k > 1; ++a)
+    if (stacks.empty() || tiles_of(stacks_from(a)) < tiles_of(stacks)) stacks = stacks_from(a);
   for (uint64_t dx = 0; k > 1 && dx < KW; ++dx) {
     uint64_t col = (dx + c.pl) % KW;  // from the centre column on, which reaches every output
-    for (uint64_t dy = 0; dy < KH; dy += k) {
-      uint64_t rows = std::min(k, KH - dy);
+    for (auto [dy, rows] : stacks) {
       p.order.push_back({dy * KW + col, rows});
       stack_tile(dy, col, rows);
       // Output rows for which it starts m rows above the image: from kernel row dy + m.
