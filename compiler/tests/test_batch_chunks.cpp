@@ -18,15 +18,21 @@ int64_t chunks_of(const std::string& assembly) {
   return line == std::string::npos ? -1 : std::stoll(assembly.substr(line + 8));
 }
 
+// compile_onnx's options for `precision` at batch `batch`.
+CompileOptions at_batch(Precision precision, int64_t batch) {
+  CompileOptions o;
+  o.precision = precision;
+  o.batch = batch;
+  return o;
+}
+
 TEST(BatchChunks, ABatchLargerThanTheUnifiedBufferRunsChunkByChunkAsOneChunkAlone) {
   auto lenet = models::materialize("lenet5", models::default_dir());
   config::Config cfg = config::load_preset("tiny-16x16");  // 256 KiB: LeNet-5 at batch 16 does not fit
   const int64_t batch = 16;
   for (Precision precision : {Precision::Int8, Precision::Bf16}) {
     SCOPED_TRACE(precision == Precision::Int8 ? "int8" : "bf16");
-    CompileOptions o;
-    o.precision = precision;
-    o.batch = batch;
+    CompileOptions o = at_batch(precision, batch);
     CompileResult whole = compile_onnx(lenet, cfg, o);
     int64_t k = chunks_of(whole.assembly);
     ASSERT_GT(k, 1) << "the batch fits whole: the test needs a batch that does not";
@@ -75,9 +81,7 @@ TEST(BatchChunks, AClassifiersLastLayersRunOnceAtTheWholeBatchAfterTheChunks) {
   const int64_t batch = 16;
   for (Precision precision : {Precision::Int8, Precision::Bf16}) {
     SCOPED_TRACE(precision == Precision::Int8 ? "int8" : "bf16");
-    CompileOptions o;
-    o.precision = precision;
-    o.batch = batch;
+    CompileOptions o = at_batch(precision, batch);
     CompileResult whole = compile_onnx(lenet, cfg, o);
     const std::string& a = whole.assembly;
     int64_t k = chunks_of(a);
