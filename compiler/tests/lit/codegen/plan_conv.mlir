@@ -32,7 +32,7 @@ func.func @stack_of_three(%x: tensor<1x4x4x2xf32>) -> tensor<1x4x4x2xf32> {
 }
 
 // The input is read again after the convolution (the pairs' copy would overwrite its
-// padding lanes while they are still needed): no pairs.
+// padding lanes while they are still needed): no stacks.
 // CHECK-LABEL: func.func @input_read_later
 // CHECK-NOT: tpu.tap_rows
 // CHECK: return
@@ -44,7 +44,7 @@ func.func @input_read_later(%x: tensor<1x4x4x4xf32>) -> (tensor<1x4x4x4xf32>, te
   return %0, %1 : tensor<1x4x4x4xf32>, tensor<1x4x4x4xf32>
 }
 
-// 8 input channels fill a matmul row's K already: no pairs.
+// 8 input channels fill a matmul row's K already: no stacks.
 // CHECK-LABEL: func.func @wide_input
 // CHECK-NOT: tpu.tap_rows
 // CHECK: return
@@ -56,7 +56,7 @@ func.func @wide_input(%x: tensor<1x4x4x8xf32>) -> tensor<1x4x4x8xf32> {
 }
 
 // A convolution read only by convolutions computes two output pixels per matmul row
-// instead (conv_wide.cpp): no pairs for it; the one after it (whose output is returned)
+// instead (conv_wide.cpp): no stacks for it; the one after it (whose output is returned)
 // has them.
 // CHECK-LABEL: func.func @two_pixels
 // CHECK: tpu.conv2d {{.*}}layer = "c1"{{.*}}tpu.conv_form = "two-pixel"
@@ -147,7 +147,7 @@ func.func @bias_lanes(%x: tensor<1x4x4x4xf32>) -> tensor<1x4x4x4xf32> {
 
 // A model input of few channels (at most R/4, and KW times its channels rounded up to 4
 // bytes at most R) that only convolutions read stays in HBM, and they load it packed
-// (conv_packed.cpp): planned "packed", so neither tap pairs nor a residual add.
+// (conv_packed.cpp): planned "packed", so neither tap stacks nor a residual add.
 // CHECK-LABEL: func.func @packed
 // CHECK: tpu.conv2d {{.*}}layer = "p"{{.*}}tpu.conv_form = "packed"
 // CHECK-NOT: tpu.tap_rows
