@@ -31,7 +31,7 @@ func.func @stack_of_three(%x: tensor<1x4x4x2xf32>) -> tensor<1x4x4x2xf32> {
   return %0 : tensor<1x4x4x2xf32>
 }
 
-// The input is read again after the convolution (the pairs' copy would overwrite its
+// The input is read again after the convolution (the stacks' copies would overwrite its
 // padding lanes while they are still needed): no stacks.
 // CHECK-LABEL: func.func @input_read_later
 // CHECK-NOT: tpu.tap_rows
