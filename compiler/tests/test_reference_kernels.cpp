@@ -108,7 +108,12 @@ TEST_P(ReferenceConv, RegistersGiveThePortableLoopsValuesBitForBit) {
   ASSERT_EQ(got.size(), want.size());
   size_t differ = 0, negative_zeros = 0, nans = 0;
   for (size_t i = 0; i < want.size(); ++i) {
-    differ += got[i] != want[i];
+    // Every bit of every number, and NaN where NaN: the sign of a NaN the processor makes
+    // (inf x 0) is the instruction's choice, and the compiler's: the asan-ubsan preset's
+    // unoptimised build gave the portable loop's separate multiply and add -NaN where the
+    // fused one gives +NaN (scripts/asan-suite.sh, kernel5 and specials40).
+    bool both_nan = std::isnan(portable[0].data[i]) && std::isnan(simd[0].data[i]);
+    differ += got[i] != want[i] && !both_nan;
     negative_zeros += want[i] == 0x80000000u;
     nans += std::isnan(portable[0].data[i]);
   }
