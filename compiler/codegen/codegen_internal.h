@@ -200,6 +200,8 @@ struct SideWork {
 // the kernel taps whose input position lies inside the image, x input channels per group x
 // output channels. Taps on padding are not counted, however the schedule computes them.
 uint64_t conv_useful_macs(const ConvShape& c);
+// Of output columns [c0, c1) of a "same" convolution, those [lo, hi) its tap column dx reaches.
+std::pair<uint64_t, uint64_t> same_columns(const ConvShape& c, uint64_t dx, uint64_t c0, uint64_t c1);
 
 class StreamScheduler;
 class PackedConv;

@@ -429,12 +429,9 @@ std::vector<Block> Codegen::conv_blocks(tpu::Conv2DOp op, ConvPlan& p, std::opti
         uint64_t r1 = std::min(N * OH, r0 + rows_per_chunk), c1 = std::min(OW, c0 + cols), width = c1 - c0;
         Block b;
         bool first = true;
-        if (p.stack > 1) {
-          b.groups = stack_groups(p, nb, r0, r1, c0, c1);
-          first = false;
-        }
-        for (auto [t, rows] : p.stack > 1 ? std::vector<std::pair<uint64_t, uint64_t>>{} : p.order)
-          for (uint64_t cb = 0; cb < cbs; ++cb) {
+        if (p.stack > 1) b.groups = stack_groups(p, nb, r0, r1, c0, c1);
+        for (auto [t, rows] : p.order)
+          for (uint64_t cb = 0; cb < cbs && p.stack < 2; ++cb) {
             if (!group_overlap(c, cb, nb)) continue;
             TileGroup g{p.tiles[{t, cb, nb}], {}};
             uint64_t dy = t / KW, dx = t % KW;
@@ -442,10 +439,7 @@ std::vector<Block> Codegen::conv_blocks(tpu::Conv2DOp op, ConvPlan& p, std::opti
               uint64_t n = r / OH, oy = r % OH;
               if (p.same) {
                 int64_t iy = int64_t(oy + dy) - int64_t(c.pt);
-                // Output columns [lo, hi) whose tap dx lands inside the row (none when the kernel
-                // reaches past a narrow image: W + pl < dx).
-                uint64_t lo = std::max(c0, c.pl > dx ? c.pl - dx : 0),
-                         hi = std::min(c1, uint64_t(std::clamp<int64_t>(int64_t(W + c.pl) - int64_t(dx), 0, int64_t(OW))));
+                auto [lo, hi] = same_columns(c, dx, c0, c1);
                 if (iy < 0 || iy >= int64_t(H) || lo >= hi) continue;
                 uint64_t src = x.base + cb * x.block_bytes + ((n * H + uint64_t(iy)) * W + lo + dx - c.pl) * R_ * esz_;
                 g.steps.push_back({src, hi - lo, 0, (r - r0) * width + lo - c0, !first});
@@ -462,6 +456,13 @@ std::vector<Block> Codegen::conv_blocks(tpu::Conv2DOp op, ConvPlan& p, std::opti
         blocks.push_back(std::move(b));
       }
   return blocks;
+}
+
+// Of output columns [c0, c1) of a "same" convolution, those [lo, hi) whose tap column dx
+// lands inside the image's row (none when the kernel reaches past a narrow image: W + pl < dx).
+std::pair<uint64_t, uint64_t> same_columns(const ConvShape& c, uint64_t dx, uint64_t c0, uint64_t c1) {
+  return {std::max(c0, c.pl > dx ? c.pl - dx : 0),
+          std::min(c1, uint64_t(std::clamp<int64_t>(int64_t(c.W + c.pl) - int64_t(dx), 0, int64_t(c.OW))))};
 }
 
 // The tile groups of output block nb, rows [r0, r1) and columns [c0, c1) with tap stacks:
@@ -481,8 +482,7 @@ std::vector<TileGroup> Codegen::stack_groups(ConvPlan& p, uint64_t nb, uint64_t 
       uint64_t n = r / OH, oy = r % OH;
       int64_t iy = int64_t(oy + dy) - int64_t(c.pt);
       uint64_t m = iy < 0 ? uint64_t(-iy) : 0;
-      uint64_t lo = std::max(c0, c.pl > dx ? c.pl - dx : 0),
-               hi = std::min(c1, uint64_t(std::clamp<int64_t>(int64_t(W + c.pl) - int64_t(dx), 0, int64_t(c.OW))));
+      auto [lo, hi] = same_columns(c, dx, c0, c1);
       if (m >= rows || iy >= int64_t(H) || lo >= hi) continue;
       if (!set[r - r0] && (lo != c0 || hi != c1)) throw InternalError("tap stacks: an output row's first step leaves columns out");
       auto g = by_skip.find(m);

@@ -114,9 +114,10 @@ void Codegen::gen_concat(tpu::ConcatOp op) {
   bool lanes = axis == r - 1;
   bool blockwise = true;
   std::vector<uint64_t> starts;  // each input's first lane in the output
-  for (Value v : op.getInputs()) {
+  for (uint64_t at = 0; Value v : op.getInputs()) {
     blockwise &= act(v).features % R_ == 0;
-    starts.push_back(starts.empty() ? 0 : starts.back() + act(op.getInputs()[starts.size() - 1]).features);
+    starts.push_back(at);
+    at += act(v).features;
   }
   bool columns = lanes && !blockwise, twins = columns && !lane_words(starts);
   if (twins) require_fp32_lane_moves(layer, "a Concat along unaligned lanes copies");

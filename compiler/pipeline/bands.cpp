@@ -265,7 +265,7 @@ bool BandPlanner::channel_wise(const std::vector<mlir::Operation*>& group) const
     if (band_dims(op->getResult(0))[3] != C) return false;
     if (auto c = mlir::dyn_cast<tpu::Conv2DOp>(op)) {
       auto w = band_dims(c.getWeight());
-      bool depthwise = c.getGroups() == C && w.size() == 4 && w[2] == 1 && w[3] == C;
+      bool depthwise = int64_t(c.getGroups()) == C && w.size() == 4 && w[2] == 1 && w[3] == C;
       if (!depthwise && !(op == group.front() && c.getGroups() == 1)) return false;
     } else if (!mlir::isa<tpu::PoolOp, tpu::ResizeNearestOp, tpu::ZeroInsertOp, tpu::BroadcastOp>(op) && !elementwise(op)) {
       return false;

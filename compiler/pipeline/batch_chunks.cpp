@@ -38,6 +38,14 @@ void scale_bounds(std::vector<LayerBound>& bounds, int64_t passes, int64_t batch
   }
 }
 
+int64_t mark_chunks(mlir::func::FuncOp fn, int64_t batch, int64_t chunk) {
+  const int64_t passes = (batch + chunk - 1) / chunk;
+  auto i64 = [&](int64_t v) { return mlir::IntegerAttr::get(mlir::IntegerType::get(fn->getContext(), 64), v); };
+  if (passes > 1) fn->setAttr(tpu::kBatchChunksAttr, i64(passes));
+  if (passes * chunk != batch) fn->setAttr(tpu::kBatchWholeAttr, i64(batch));  // the last pass's rows past the batch: padding
+  return passes;
+}
+
 std::string why_samples_mix(mlir::func::FuncOp fn, int64_t batch) {
   if (batch < 2) return "the batch is 1";
   if (fn->hasAttr(tpu::kEmptyTensorsAttr)) return "the model has empty inputs or outputs";
@@ -92,10 +100,7 @@ std::optional<CompileResult> chunks_of(const std::filesystem::path& model, const
     throw whole;  // a model that cannot be imported at a smaller batch (a constant with the batch in its shape)
   }
   mlir::func::FuncOp fn = front.main();
-  const int64_t passes = (batch + n - 1) / n;
-  auto i64 = [&](int64_t v) { return mlir::IntegerAttr::get(mlir::IntegerType::get(fn->getContext(), 64), v); };
-  if (passes > 1) fn->setAttr(tpu::kBatchChunksAttr, i64(passes));
-  if (passes * n != batch) fn->setAttr(tpu::kBatchWholeAttr, i64(batch));  // the last pass's rows past the batch: padding
+  const int64_t passes = mark_chunks(fn, batch, n);
   std::map<const void*, float> by_value;
   if (options.precision == Precision::Int8) by_value = scales_by_value(fn, scales, model, n, batch);
   if (band_budget && !split_into_bands(fn, cfg, options.precision == Precision::Int8, band_budget, by_value, channels)) {
@@ -171,33 +176,20 @@ std::optional<size_t> tail_cut(const std::vector<mlir::Operation*>& ops, const s
     return t.getRank() && t.getShape()[0] == n && t.getNumElements() == n * t.getShape().back();
   };
   // From the end: the first op that is not such a layer, and the last matmul.
-  size_t first = ops.size();
-  bool matmul = false;
-  while (first > 0) {
+  size_t first = ops.size(), last_matmul = 0;
+  for (; first > 0; --first) {
     mlir::Operation* op = ops[first - 1];
     bool ok = true;
     for (mlir::Value r : op->getResults()) ok &= one_row(r);
     for (mlir::Value v : op->getOperands()) ok &= !mlir::isa<mlir::BlockArgument>(v);
     if (!ok) break;
-    matmul |= mlir::isa<tpu::MatmulOp>(op);
-    --first;
+    if (!last_matmul && mlir::isa<tpu::MatmulOp>(op)) last_matmul = first;  // its index + 1
   }
-  if (!matmul) return std::nullopt;
-  for (size_t i = 0; i < cuts.size(); ++i)
-    if (cuts[i].at + 1 >= first && cuts[i].at + 1 < ops.size() && one_row(cuts[i].value) &&
-        mlir::isa<mlir::FloatType>(mlir::cast<mlir::RankedTensorType>(cuts[i].value.getType()).getElementType())) {
-      bool reads_matmul = false;  // the tail must hold a matmul
-      for (size_t j = cuts[i].at + 1; j < ops.size(); ++j) reads_matmul |= mlir::isa<tpu::MatmulOp>(ops[j]);
-      if (reads_matmul) return i;
-    }
+  for (size_t i = 0; i < cuts.size(); ++i)  // the tail must hold a matmul
+    if (cuts[i].at + 1 >= first && cuts[i].at + 1 < last_matmul && one_row(cuts[i].value) &&
+        mlir::isa<mlir::FloatType>(mlir::cast<mlir::RankedTensorType>(cuts[i].value.getType()).getElementType()))
+      return i;
   return std::nullopt;
-}
-
-std::vector<mlir::Operation*> ops_of(mlir::func::FuncOp fn) {
-  std::vector<mlir::Operation*> ops;
-  for (mlir::Operation& op : fn.getBody().front())
-    if (!mlir::isa<mlir::tosa::ConstOp, mlir::func::ReturnOp>(op)) ops.push_back(&op);
-  return ops;
 }
 
 // The model in chunks of n (`passes` of them) with its tail at the whole batch, or nothing
@@ -224,11 +216,8 @@ std::optional<CompileResult> with_tail(const std::filesystem::path& model, const
   if (!at || pops.size() != wops.size()) return std::nullopt;
   Cut c = cuts[*at], cw = c;
   cw.value = wops[c.defined]->getResult(c.result);
-  const int64_t passes = (batch + n - 1) / n;
   auto fn = part.main();
-  auto i64 = [&](int64_t v) { return mlir::IntegerAttr::get(mlir::IntegerType::get(fn->getContext(), 64), v); };
-  fn->setAttr(tpu::kBatchChunksAttr, i64(passes));
-  if (passes * n != batch) fn->setAttr(tpu::kBatchWholeAttr, i64(batch));
+  const int64_t passes = mark_chunks(fn, batch, n);
   std::string name = layer_of(c.value.getDefiningOp()) + " (to the whole batch)";
   fn->setAttr(tpu::kTailInputAttr, mlir::StringAttr::get(fn->getContext(), name));
   std::map<const void*, float> part_scales, whole_scales, scales_of_both;

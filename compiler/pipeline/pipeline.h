@@ -107,6 +107,9 @@ std::string why_samples_mix(mlir::func::FuncOp fn, int64_t batch);
 // Bounds of code for `chunk` samples that runs `passes` times (chunks, micro-batches) over a
 // batch of `batch` (passes x chunk, or fewer when the last pass is padded) as the batch's.
 void scale_bounds(std::vector<LayerBound>& bounds, int64_t passes, int64_t batch, int64_t chunk);
+// Marks @main, compiled for chunks of `chunk`, to run ceil(batch / chunk) times (and, when
+// the chunks do not divide the batch, with the batch's rows declared); returns the passes.
+int64_t mark_chunks(mlir::func::FuncOp fn, int64_t batch, int64_t chunk);
 // The model compiled for the largest chunk of `batch` that fits, run once per chunk; `scales`
 // are the whole batch's in value_order (INT8), `whole` the whole batch's error, thrown again
 // (with the one-sample error) when no chunk fits; with `bands`, one sample at a time in row
@@ -125,6 +128,8 @@ struct Cut {
   unsigned result;  // which of its results
 };
 std::vector<Cut> cuts_of(const std::vector<mlir::Operation*>& ops);
+// @main's ops but its constants and return, in order: what cuts_of indexes.
+std::vector<mlir::Operation*> ops_of(mlir::func::FuncOp fn);
 // The part of `whole` after cut `a` (none: from the start) up to cut `b` (none: to the
 // return), `a`'s value an argument named `in`, `b`'s returned as `out`; `stage_scales` the
 // INT8 scales of `scales` on the part's values.

@@ -89,6 +89,13 @@ bool stored_as_is(Value v) {
 
 }  // namespace
 
+std::vector<mlir::Operation*> ops_of(mlir::func::FuncOp fn) {
+  std::vector<mlir::Operation*> ops;
+  for (mlir::Operation& op : fn.getBody().front())
+    if (!mlir::isa<mlir::tosa::ConstOp, mlir::func::ReturnOp>(op)) ops.push_back(&op);
+  return ops;
+}
+
 // A place the model may be cut: after ops[at], where `value` alone crosses.
 std::vector<Cut> cuts_of(const std::vector<mlir::Operation*>& ops) {
   std::map<mlir::Operation*, size_t> index;
@@ -310,9 +317,7 @@ Pipeline compile_stages(const std::filesystem::path& model, const config::Config
   if (!so.micro_batches && !why.empty() && batch > 1) pipe.whole_batch_why = why;
   std::vector<float> ordered = options.calibration_scales;
   if (options.precision == Precision::Int8 && ordered.empty()) ordered = scales_in_order(wfn, calibrate(whole.module(), options));
-  std::vector<mlir::Operation*> wops;
-  for (mlir::Operation& op : wfn.getBody().front())
-    if (!mlir::isa<mlir::tosa::ConstOp, mlir::func::ReturnOp>(op)) wops.push_back(&op);
+  std::vector<mlir::Operation*> wops = ops_of(wfn);
   StagePlan plan = plan_stages(wops, cfg, batch, options.precision == Precision::Int8 ? 1 : 2, S, counts);
   if (plan.chosen.empty())
     throw UserError(fmt::format("{}: the model can be cut into at most {} pipeline stages (it has {} places where one "
@@ -340,9 +345,7 @@ Pipeline compile_stages(const std::filesystem::path& model, const config::Config
   auto fn = front.main();
   std::map<const void*, float> scales;
   if (options.precision == Precision::Int8) scales = scales_by_value(fn, ordered, model, micro, batch);
-  std::vector<mlir::Operation*> ops;
-  for (mlir::Operation& op : fn.getBody().front())
-    if (!mlir::isa<mlir::tosa::ConstOp, mlir::func::ReturnOp>(op)) ops.push_back(&op);
+  std::vector<mlir::Operation*> ops = ops_of(fn);
   if (ops.size() != wops.size())
     throw InternalError(fmt::format("{}: the model has {} ops at batch {}, {} at batch {}", model.string(), ops.size(), micro,
                                     wops.size(), batch));
