@@ -395,6 +395,8 @@ class Codegen {
   void store_act(const Act& a, uint64_t hbm, uint64_t hbm_row_bytes = 0);
   void clear_border(const Act& xp, uint64_t N, uint64_t Hp, uint64_t Wp, uint64_t pt, uint64_t pb, uint64_t pl,
                     uint64_t pr, bool lowest = false, uint64_t* unwaited = nullptr);
+  void clear_frame(uint64_t img, uint64_t Hp, uint64_t Wp, uint64_t pt, uint64_t pb, uint64_t pl, uint64_t pr, uint64_t px,
+                   uint64_t src, uint64_t* unwaited = nullptr);
   void clear(uint64_t ub, uint64_t bytes);
   void set_limits(LayerBound& lb) const;
   void add_bound(const std::string& layer, uint64_t macs, uint64_t hbm_bytes,

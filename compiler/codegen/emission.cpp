@@ -209,7 +209,7 @@ void Codegen::store_act(const Act& a, uint64_t hbm, uint64_t hbm_row_bytes) {
 // With `unwaited`, the loads are left in flight on f1 and counted there.
 void Codegen::clear_border(const Act& xp, uint64_t N, uint64_t Hp, uint64_t Wp, uint64_t pt, uint64_t pb, uint64_t pl,
                   uint64_t pr, bool lowest, uint64_t* unwaited) {
-  uint64_t px = R_ * esz_, H = Hp - pt - pb;
+  uint64_t px = R_ * esz_;
   uint64_t src = zero_hbm_;
   if (lowest) {
     std::vector<uint8_t> pat(std::max(pt, pb) * Wp * px + std::max(pl, pr) * px);
@@ -218,6 +218,16 @@ void Codegen::clear_border(const Act& xp, uint64_t N, uint64_t Hp, uint64_t Wp, 
       else pat[i] = 0x80, pat[i + 1] = 0xFF;  // bf16 -inf, little-endian
     src = hbm_const(std::move(pat));
   }
+  for (uint64_t b = 0; b < xp.blocks; ++b)
+    for (uint64_t n = 0; n < N; ++n) clear_frame(xp.base + b * xp.block_bytes + n * Hp * Wp * px, Hp, Wp, pt, pb, pl, pr, px, src, unwaited);
+}
+
+// The border of one image of Hp x Wp pixels of `px` bytes at `img`, from HBM bytes at `src`
+// (zeros, or a pattern): top and bottom rows whole, left and right columns as strided rows
+// that all read the same bytes.
+void Codegen::clear_frame(uint64_t img, uint64_t Hp, uint64_t Wp, uint64_t pt, uint64_t pb, uint64_t pl, uint64_t pr, uint64_t px,
+                          uint64_t src, uint64_t* unwaited) {
+  uint64_t H = Hp - pt - pb;
   auto fill = [&](uint64_t dst, uint64_t bytes, uint64_t rows, uint64_t dst_stride) {
     std::string d = new_desc(rows > 1 ? fmt::format("bytes={} src_off={} dst_off={} dim=[{}, 0, {}]", bytes, src, dst, rows, dst_stride)
                                       : fmt::format("bytes={} src_off={} dst_off={}", bytes, src, dst));
@@ -225,14 +235,10 @@ void Codegen::clear_border(const Act& xp, uint64_t N, uint64_t Hp, uint64_t Wp, 
     if (unwaited) ++*unwaited;
     else code("  " + emit::wait(emit::flag(1)));
   };
-  for (uint64_t b = 0; b < xp.blocks; ++b)
-    for (uint64_t n = 0; n < N; ++n) {
-      uint64_t img = xp.base + b * xp.block_bytes + n * Hp * Wp * px;
-      if (pt) fill(img, pt * Wp * px, 1, 0);
-      if (pb) fill(img + (pt + H) * Wp * px, pb * Wp * px, 1, 0);
-      if (pl && H) fill(img + pt * Wp * px, pl * px, H, Wp * px);
-      if (pr && H) fill(img + (pt * Wp + Wp - pr) * px, pr * px, H, Wp * px);
-    }
+  if (pt) fill(img, pt * Wp * px, 1, 0);
+  if (pb) fill(img + (pt + H) * Wp * px, pb * Wp * px, 1, 0);
+  if (pl && H) fill(img + pt * Wp * px, pl * px, H, Wp * px);
+  if (pr && H) fill(img + (pt * Wp + Wp - pr) * px, pr * px, H, Wp * px);
 }
 
 // Zero-fill UB bytes by loading from HBM that is never written.

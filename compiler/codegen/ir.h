@@ -59,9 +59,11 @@ bool wide_conv(tpu::Conv2DOp op, const config::Config& cfg, uint64_t esz);
 
 // A packed convolution's matmul rows (conv_packed.cpp), for `cfg` with `esz`-byte elements:
 // its input channels rounded to a word (CIp), the taps side by side in a row (span), two
-// output pixels per row (two_px), kernel rows stacked in a row (S).
+// output pixels per row (two_px), kernel rows stacked in a row (S); and for INT8, the image
+// pixels one row of the placement matmul spreads into packed pixels (placed: C / CIp, so a
+// row of its output is C lanes of whole pixels; 0 where that does not work).
 struct PackedRows {
-  uint64_t CIp = 0, span = 0, S = 1;
+  uint64_t CIp = 0, span = 0, S = 1, placed = 0;
   bool two_px = false;
 };
 PackedRows packed_rows(tpu::Conv2DOp op, const config::Config& cfg, uint64_t esz);

@@ -411,8 +411,10 @@ class Planner {
   // How the convolution is generated (kConvFormAttr): packed from HBM (conv_packed.cpp), two
   // output pixels per matmul row (conv_wide.cpp), or by taps (conv.cpp, no attribute).
   void plan_conv_form(tpu::Conv2DOp op) {
-    if (packed(op)) op->setAttr(kConvFormAttr, mlir::StringAttr::get(op->getContext(), "packed"));
-    else if (wide_conv(op, cfg_, esz_)) op->setAttr(kConvFormAttr, mlir::StringAttr::get(op->getContext(), "two-pixel"));
+    if (packed(op)) {
+      op->setAttr(kConvFormAttr, mlir::StringAttr::get(op->getContext(), "packed"));
+      if (uint64_t p = packed_rows(op, cfg_, esz_).placed) set_int(op, kPlacedPixelsAttr, int64_t(p));
+    } else if (wide_conv(op, cfg_, esz_)) op->setAttr(kConvFormAttr, mlir::StringAttr::get(op->getContext(), "two-pixel"));
   }
   static bool by_taps(tpu::Conv2DOp op) { return conv_form(op).empty(); }
   bool packed(tpu::Conv2DOp op) const {

@@ -148,8 +148,13 @@ func.func @bias_lanes(%x: tensor<1x4x4x4xf32>) -> tensor<1x4x4x4xf32> {
 // A model input of few channels (at most R/4, and KW times its channels rounded up to 4
 // bytes at most R) that only convolutions read stays in HBM, and they load it packed
 // (conv_packed.cpp): planned "packed", so neither tap stacks nor a residual add.
+// In INT8 its image is loaded as it lies and spread into packed pixels by a placement
+// matmul, C / 4 = 2 of its pixels (4 bytes) per matmul row (tpu.placed_pixels); bf16 loads
+// per pixel.
 // CHECK-LABEL: func.func @packed
 // CHECK: tpu.conv2d {{.*}}layer = "p"{{.*}}tpu.conv_form = "packed"
+// INT8-SAME: tpu.placed_pixels = 2
+// BF16-NOT: tpu.placed_pixels
 // CHECK-NOT: tpu.tap_rows
 // CHECK: return
 func.func @packed(%x: tensor<1x8x8x2xf32>) -> tensor<1x8x8x8xf32> {
