@@ -265,11 +265,19 @@ CompileResult compile_in_chunks(const std::filesystem::path& model, const config
   for (int64_t n = 1; n < batch; ++n)
     if (batch % n == 0) sizes.push_back(n);
   std::optional<CompileResult> best;
-  int64_t best_n = 0;
+  int64_t best_n = 0, fails_from = batch;  // the smallest chunk known not to fit
   std::string error;
+  // A chunk no smaller than one that did not fit is not compiled again (each attempt imports
+  // the model anew: CNN1 at batch 32 tried chunks of 3 three times and of 4 twice).
+  auto attempt = [&](int64_t n) -> std::optional<CompileResult> {
+    if (n >= fails_from) return std::nullopt;
+    auto r = chunks_of(model, cfg, options, generating, batch, n, scales, whole, error);
+    if (!r) fails_from = n;
+    return r;
+  };
   for (size_t lo = 0, hi = sizes.size(); lo < hi;) {
     size_t mid = (lo + hi) / 2;
-    if (auto r = chunks_of(model, cfg, options, generating, batch, sizes[mid], scales, whole, error)) {
+    if (auto r = attempt(sizes[mid])) {
       best = std::move(r), best_n = sizes[mid];
       lo = mid + 1;
     } else {
@@ -291,7 +299,7 @@ CompileResult compile_in_chunks(const std::filesystem::path& model, const config
   int64_t chunk = best_n;
   for (int64_t lo = 1, hi = batch / best_n - 1; lo <= hi;) {
     int64_t p = (lo + hi) / 2, n = (batch + p - 1) / p;
-    if (auto r = n < batch ? chunks_of(model, cfg, options, generating, batch, n, scales, whole, error) : std::nullopt) {
+    if (auto r = attempt(n)) {
       best = std::move(r);
       chunk = n;
       hi = p - 1;
