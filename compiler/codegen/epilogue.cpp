@@ -137,6 +137,14 @@ std::vector<std::string> Codegen::epilogue_of(const emit::Mem& sums, uint64_t ro
                                               uint64_t out_ub) {
   std::vector<std::string> ph;
   std::string pre;
+  if (q8_ && bias_ub != kNoBias) {  // the bias add and the RESCALE in one pass (vec.addrescale)
+    std::string bias = reg_ref(bias_ub, 8, pre), out = reg_ref(out_ub, 9, pre);
+    ph.push_back(pre + "  " +
+                 emit::vec_addrescale(emit::ub({out}), sums, emit::ub({bias}), rows, {clamp_param}, std::nullopt,
+                                      int_out_ ? std::optional(isa::Dtype::Int32) : std::nullopt, true, kPendingFlag) +
+                 "\n");
+    return ph;
+  }
   if (bias_ub != kNoBias) ph.push_back(bias_phase(sums, bias_ub, rows));
   if (q8_) {
     pre.clear();

@@ -244,6 +244,11 @@ IsaTable build() {
             {M("dst", "dst"), M("a", "a"), F("rows"), F("param"), Opt("dt", 2), Opt("odt", 0),
              Opt("flag", 0)},
             "TOSA RESCALE of int32 (dt) to odt with param's multipliers, shifts and zero points"},
+      OpDef{"vec.addrescale", SC::Vector, 14, OC::VecRescale,
+            {M("dst", "dst"), M("a", "a"), M("b", "b"), F("rows"), F("param"), Opt("dt", 2), Opt("odt", 0),
+             Opt("bcast", 0), Opt("flag", 0)},
+            "TOSA RESCALE of a + b (int32, the sum modulo 2^32) to odt with param's multipliers, shifts and zero "
+            "points: an INT8 epilogue's bias add and rescale in one pass"},
       OpDef{"vec.cvt", SC::Vector, 13, OC::VecConvert,
             {M("dst", "dst"), M("a", "a"), F("rows"), F("dt"), F("odt"), Opt("flag", 0)},
             "convert each element from dt to odt (round to nearest even, saturate)"},

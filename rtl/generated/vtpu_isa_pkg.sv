@@ -208,6 +208,7 @@ package vtpu_isa_pkg;
   localparam int OP_VEC_VEC_CLAMP = 10;
   localparam int OP_VEC_VEC_AFFINE = 11;
   localparam int OP_VEC_VEC_RESCALE = 12;
+  localparam int OP_VEC_VEC_ADDRESCALE = 14;
   localparam int OP_VEC_VEC_CVT = 13;
   localparam int OP_VEC_VEC_EXP = 16;
   localparam int OP_VEC_VEC_TANH = 17;

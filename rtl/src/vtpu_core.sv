@@ -227,6 +227,7 @@ module vtpu_core import vtpu_isa_pkg::*; #(
       OP_VEC_VEC_MAXPOOL, OP_VEC_VEC_AVGPOOL:
         vec_ok_op = 32'(v_dt_f) <= DTYPE_INT16 && 32'(v_odt_f) <= DTYPE_INT16;
       OP_VEC_VEC_RESCALE: vec_ok_op = int_type(v_dt_f) && int_type(v_odt_f);
+      OP_VEC_VEC_ADDRESCALE: vec_ok_op = 32'(v_dt_f) == DTYPE_INT32 && int_type(v_odt_f);
       // the table functions compute on fp32 or bf16 rows
       OP_VEC_VEC_EXP, OP_VEC_VEC_TANH, OP_VEC_VEC_SIGMOID, OP_VEC_VEC_GELU, OP_VEC_VEC_ERF, OP_VEC_VEC_RECIP,
       OP_VEC_VEC_RSQRT, OP_VEC_VEC_LOG:
@@ -466,8 +467,9 @@ module vtpu_core import vtpu_isa_pkg::*; #(
     .clk(clk), .rst_n(rst_n), .now(now),
     .param_we(param_we), .param_waddr(param_waddr), .param_wdata(param_wdata),
     .fire(issue && vec_op != '0), .ready(vec_ready), .op(vec_op), .dt(v_dt_f),
-    // only vec.rescale, vec.cvt and vec.rsum have a result type; the others write dt
-    .odt((32'(vec_op) == OP_VEC_VEC_RESCALE || 32'(vec_op) == OP_VEC_VEC_CVT || 32'(vec_op) == OP_VEC_VEC_RSUM)
+    // only vec.rescale, vec.addrescale, vec.cvt and vec.rsum have a result type; the others write dt
+    .odt((32'(vec_op) == OP_VEC_VEC_RESCALE || 32'(vec_op) == OP_VEC_VEC_ADDRESCALE || 32'(vec_op) == OP_VEC_VEC_CVT ||
+          32'(vec_op) == OP_VEC_VEC_RSUM)
          ? v_odt_f : v_dt_f),
     .param(b[VEC_PARAM_LSB +: 12]),
     .a_acc(b[VEC_A_MEM_LSB]), .a_addr(v_a), .b_acc(b[VEC_B_MEM_LSB]), .b_addr(v_b),

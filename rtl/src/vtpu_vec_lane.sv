@@ -144,6 +144,8 @@ module vtpu_vec_lane import vtpu_isa_pkg::*, vtpu_num_pkg::*; (
     end
   end
   assign conv_y = convert(conv_int, conv_vi, conv_vf, conv_to);
+  logic signed [47:0] ab_sum;  // vec.addrescale: a + b on int32 rows, modulo 2^32
+  assign ab_sum = 48'($signed(a_i[31:0] + b_i[31:0]));
   logic int_result;  // the integer operations on integer rows
   assign int_result = !is_float_dt && (32'(op) == OP_VEC_VEC_ADD || 32'(op) == OP_VEC_VEC_SUB ||
                       32'(op) == OP_VEC_VEC_MUL || 32'(op) == OP_VEC_VEC_MAX || 32'(op) == OP_VEC_VEC_MIN ||
@@ -151,6 +153,7 @@ module vtpu_vec_lane import vtpu_isa_pkg::*, vtpu_num_pkg::*; (
                       32'(op) == OP_VEC_VEC_MAXPOOL || 32'(op) == OP_VEC_VEC_RMAX);
   always_comb begin
     if (32'(op) == OP_VEC_VEC_RESCALE) r = 32'(rescale(a_i, mult, shift, in_zp, out_zp, dround, lo_t, hi_t));
+    else if (32'(op) == OP_VEC_VEC_ADDRESCALE) r = 32'(rescale(ab_sum, mult, shift, in_zp, out_zp, dround, lo_t, hi_t));
     else if (int_result) r = 32'(ri);
     else r = conv_y;
   end

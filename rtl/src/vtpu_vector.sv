@@ -1,6 +1,7 @@
 // vtpu_vector: the vector unit (docs/microarch.md, "Vector unit"), for the operations of
 // docs/rtl.md's subset: vec.add, vec.sub, vec.mul, vec.max, vec.min, vec.relu, vec.clamp,
-// vec.affine and vec.copy on every type, vec.rescale (TOSA RESCALE between integer types),
+// vec.affine and vec.copy on every type, vec.rescale (TOSA RESCALE between integer types) and
+// vec.addrescale (of the int32 sum of a and b),
 // vec.cvt between any two types, the row reductions vec.rsum and vec.rmax, and the pooling
 // windows vec.maxpool and vec.avgpool (one window row per cycle, from the unified buffer or
 // the accumulators, where offsets and stride are whole rows of COLS * 4 bytes),
@@ -140,6 +141,7 @@ module vtpu_vector import vtpu_isa_pkg::*, vtpu_num_pkg::*, vtpu_vec_table_pkg::
   logic binary, b_every_row;
   assign binary = (32'(e_op) == OP_VEC_VEC_ADD) || (32'(e_op) == OP_VEC_VEC_SUB) ||
                   (32'(e_op) == OP_VEC_VEC_MAX) || (32'(e_op) == OP_VEC_VEC_MIN) ||
+                  (32'(e_op) == OP_VEC_VEC_ADDRESCALE) ||
                   (32'(e_op) == OP_VEC_VEC_MUL);
   logic is_pool;
   assign is_pool = (32'(e_op) == OP_VEC_VEC_MAXPOOL) || (32'(e_op) == OP_VEC_VEC_AVGPOOL);
@@ -334,7 +336,7 @@ module vtpu_vector import vtpu_isa_pkg::*, vtpu_num_pkg::*, vtpu_vec_table_pkg::
   always_comb begin
     case (32'(e_op))
       OP_VEC_VEC_MUL, OP_VEC_VEC_AFFINE: lat = 32'(LAT_MUL);
-      OP_VEC_VEC_RESCALE: lat = 32'(LAT_RESCALE);
+      OP_VEC_VEC_RESCALE, OP_VEC_VEC_ADDRESCALE: lat = 32'(LAT_RESCALE);
       OP_VEC_VEC_CVT: lat = 32'(LAT_CONVERT);
       OP_VEC_VEC_RSUM, OP_VEC_VEC_RMAX: lat = 32'(LAT_REDUCE);
       OP_VEC_VEC_MAXPOOL, OP_VEC_VEC_AVGPOOL: lat = 32'(LAT_POOL);

@@ -51,12 +51,13 @@ std::string unsupported_in_rtl(const isa::Program& prog, const CoreModelParams& 
       const std::string_view m = v.def->mnemonic;
       static const char* kSupported[] = {"vec.add",     "vec.sub",     "vec.mul",     "vec.max",  "vec.min",
                                          "vec.relu",    "vec.clamp",   "vec.affine",  "vec.copy", "vec.rescale",
+                                         "vec.addrescale",
                                          "vec.cvt",     "vec.rsum",    "vec.rmax",    "vec.maxpool", "vec.avgpool",
                                          "vec.exp",     "vec.tanh",    "vec.sigmoid", "vec.gelu", "vec.erf",
                                          "vec.recip",   "vec.rsqrt",   "vec.log"};
       if (std::find(std::begin(kSupported), std::end(kSupported), m) == std::end(kSupported))
         return refuse(isa::SlotId::Vector, "the vector unit implements vec.add/sub/mul/max/min/relu/clamp/affine, "
-                                           "vec.copy, vec.rescale, vec.cvt, vec.rsum/rmax, vec.maxpool/avgpool and "
+                                           "vec.copy, vec.rescale/addrescale, vec.cvt, vec.rsum/rmax, vec.maxpool/avgpool and "
                                            "the table functions vec.exp/tanh/sigmoid/gelu/erf/recip/rsqrt/log");
       if (m == "vec.maxpool" || m == "vec.avgpool") {
         const size_t pi = size_t(isa::field(v, isa::SlotId::Vector, "param"));

@@ -289,20 +289,22 @@ std::string random_core_program(const config::Config& cfg, uint64_t seed, const 
                                  "vec.copy",    "vec.clamp", "vec.mul",     "vec.rescale", "vec.cvt",
                                  "vec.affine",  "vec.rsum",  "vec.rmax",    "vec.maxpool", "vec.avgpool",
                                  "vec.exp",     "vec.tanh",  "vec.sigmoid", "vec.recip",   "vec.rsqrt",
-                                 "vec.gelu",    "vec.erf",   "vec.log"};
+                                 "vec.gelu",    "vec.erf",   "vec.log",     "vec.addrescale"};
     static const char* kTypes[] = {"int8", "bf16", "int32", "fp32", "uint8", "int16"};
     static const uint32_t kSize[] = {1, 2, 4, 4, 1, 2};
     const std::string op = kOps[g.rng() % std::size(kOps)];
     const bool table = op == "vec.exp" || op == "vec.tanh" || op == "vec.sigmoid" || op == "vec.recip" ||
                        op == "vec.rsqrt" || op == "vec.gelu" || op == "vec.erf" || op == "vec.log";
     const bool pool = op == "vec.maxpool" || op == "vec.avgpool";
-    const bool binary = op == "vec.add" || op == "vec.sub" || op == "vec.max" || op == "vec.min" || op == "vec.mul";
+    const bool rescale = op == "vec.rescale" || op == "vec.addrescale";
+    const bool binary = op == "vec.add" || op == "vec.sub" || op == "vec.max" || op == "vec.min" || op == "vec.mul" ||
+                        op == "vec.addrescale";
     // source and result types: mostly the accumulator type, sometimes any other
     unsigned dt = acct == "fp32" ? 3 : 2, odt = dt;
     if (g.chance(40)) dt = odt = unsigned(g.rng() % 6);
-    if (op == "vec.rescale") {
+    if (rescale) {
       static const unsigned kInt[] = {0, 2, 4, 5};
-      dt = g.chance(70) ? 2 : kInt[g.rng() % 4];
+      dt = g.chance(70) || op == "vec.addrescale" ? 2 : kInt[g.rng() % 4];  // vec.addrescale adds int32 rows
       odt = kInt[g.rng() % 4];
     }
     if (op == "vec.cvt") dt = unsigned(g.rng() % 6), odt = unsigned(g.rng() % 6);
@@ -324,10 +326,10 @@ std::string random_core_program(const config::Config& cfg, uint64_t seed, const 
         window.push_back(pool_acc ? acc_row_bytes * (int64_t(g.pick(0, 2)) - 1) : 4 * int64_t(g.pick(0, 48)) - 64);
       pool_stride = g.chance(50) ? 0 : pool_acc ? acc_row_bytes * int64_t(g.pick(1, 2)) : 4 * int64_t(g.pick(1, 24));
     }
-    if (op == "vec.clamp" || op == "vec.rescale" || op == "vec.affine" || pool) {  // a fresh .vparam record
+    if (op == "vec.clamp" || rescale || op == "vec.affine" || pool) {  // a fresh .vparam record
       const std::string name = fmt::format("p{}", nparams++);
       std::string line = ".vparam " + name;
-      if (op == "vec.rescale") {
+      if (rescale) {
         const bool per_lane = g.chance(40);
         std::string mult, shift;
         for (uint32_t n = 0; n < (per_lane ? C : 1); ++n) {
@@ -435,7 +437,7 @@ std::string random_core_program(const config::Config& cfg, uint64_t seed, const 
     std::string text = fmt::format("{} dst={} a={}", op, d, a);
     if (binary) text += fmt::format(" b={}", b);
     text += fmt::format(" rows={} dt={}{}{}{} flag=f4", rows, kTypes[dt],
-                        op == "vec.rescale" || op == "vec.cvt" || op == "vec.rsum" ? fmt::format(" odt={}", kTypes[odt])
+                        rescale || op == "vec.cvt" || op == "vec.rsum" ? fmt::format(" odt={}", kTypes[odt])
                                                                                      : "",
                         bcast ? " bcast=1" : "", param);
     B bundle{.vec = text};

@@ -84,7 +84,9 @@ std::string vector_check(const isa::OpDef& def, Dtype dt, Dtype odt, const isa::
   auto name = [](Dtype d) { return isa::dtype_name(d); };
   if (transcendental_of(m) && dt != Dtype::Fp32 && dt != Dtype::Bf16)
     return fmt::format("{} computes on fp32 or bf16, not dt={}; convert with vec.cvt first", m, name(dt));
-  if (m == "vec.rescale") {
+  if (m == "vec.addrescale" && dt != Dtype::Int32)
+    return fmt::format("vec.addrescale adds int32 rows, not dt={}; rescale other types with vec.rescale", name(dt));
+  if (m == "vec.rescale" || m == "vec.addrescale") {
     try {
       nm::validate_rescale(rescale_params(*param), nt(dt), nt(odt), W,
                            fmt::format("vec.rescale with .vparam '{}'", param->name).c_str());
@@ -113,6 +115,7 @@ void vector_compute(const isa::OpDef& def, const VecOperand& dst, const VecOpera
                     bool bcast, size_t rows, uint32_t W, const isa::VectorParams* param) {
   std::string_view m = def.mnemonic;
   nm::NumType dt = nt(a.dtype), odt = nt(dst.dtype);
+  std::vector<uint8_t> sum(m == "vec.addrescale" ? size_t(W) * 4 : 0);  // vec.addrescale's a + b, int32
   for (size_t i = 0; i < rows; ++i) {
     const uint8_t* pa = a.ptr + i * a.row_bytes;
     const uint8_t* pb = b.ptr ? b.ptr + (bcast ? 0 : i * b.row_bytes) : nullptr;
@@ -124,6 +127,10 @@ void vector_compute(const isa::OpDef& def, const VecOperand& dst, const VecOpera
     else if (m == "vec.clamp") nm::clamp_row(dt, pa, pd, W, param->min, param->max);
     else if (m == "vec.affine") nm::affine_row(dt, pa, pd, W, param->scale, param->bias);
     else if (m == "vec.rescale") nm::rescale_row(dt, pa, odt, pd, W, rescale_params(*param));
+    else if (m == "vec.addrescale") {
+      nm::binary_row(nm::BinaryOp::Add, dt, pa, pb, sum.data(), W);
+      nm::rescale_row(dt, sum.data(), odt, pd, W, rescale_params(*param));
+    }
     else if (m == "vec.cvt") nm::convert_row(dt, pa, odt, pd, W);
     else if (m == "vec.rsum") nm::rsum_row(dt, pa, odt, pd, W);
     else if (m == "vec.rmax") nm::rmax_row(dt, pa, pd, W);

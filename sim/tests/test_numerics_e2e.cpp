@@ -145,6 +145,63 @@ TEST(SimNumerics, MatmulThenRescaleToInt8) {
   EXPECT_EQ(out, hex(expect));
 }
 
+// vec.addrescale (an INT8 epilogue's bias add and RESCALE in one pass) gives the bytes of
+// vec.add (int32, modulo 2^32) then vec.rescale, and the TOSA formula applied by hand, with
+// per-lane multipliers and shifts, a broadcast bias row and sums that wrap; the vector unit
+// is busy for one pass over the rows instead of two.
+TEST(SimNumerics, AddRescaleIsTheBiasAddThenTheRescaleInOnePass) {
+  const uint32_t C = 4, rows = 6;
+  std::mt19937_64 rng(11);
+  std::vector<int32_t> a(rows * C), bias(C);
+  for (auto& x : a) x = int32_t(uint32_t(rng()) >> (rng() % 2 ? 0 : 12));  // some near +-2^31
+  for (auto& x : bias) x = int32_t(uint32_t(rng()));
+  a[0] = INT32_MAX, bias[0] = 5;  // wraps to negative
+  const int32_t mult[C] = {1518500250, 1073741824, 2147483647, 987654321}, shift[C] = {38, 30, 40, 33};
+  auto bytes = [](const std::vector<int32_t>& v) {
+    std::vector<uint8_t> b(v.size() * 4);
+    std::memcpy(b.data(), v.data(), b.size());
+    return b;
+  };
+  auto program = [&](bool fused) {
+    return fmt::format(R"(
+    .tensor A role=input dtype=int32 shape=[6, 4] addr=0x0
+    .tensor B role=input dtype=int32 shape=[1, 4] addr=0x100
+    .tensor Y role=output dtype=int8 shape=[6, 4] addr=0x200
+    .desc in bytes=96
+    .desc bias bytes=16 src_off=0x100 dst_off=0x100
+    .desc out bytes=24 src_off=0x200 dst_off=0x200
+    .vparam rq mult=[{}, {}, {}, {}] shift=[{}, {}, {}, {}] out_zp=-2
+      dma.load desc=in src=r0 dst=r0 flag=f1
+      dma.load desc=bias src=r0 dst=r0 flag=f1
+      wait f1, 2
+      {}
+      dma.store desc=out src=r0 dst=r0 flag=f4
+      wait f4
+      halt
+  )", mult[0], mult[1], mult[2], mult[3], shift[0], shift[1], shift[2], shift[3],
+                       fused ? "vec.addrescale dst=ub[r0+512] a=ub[r0+0] b=ub[r0+256] rows=6 param=rq bcast=1 flag=f3\n      wait f3"
+                             : "vec.add dst=ub[r0+0] a=ub[r0+0] b=ub[r0+256] rows=6 dt=int32 bcast=1 flag=f3\n      wait f3\n"
+                               "      vec.rescale dst=ub[r0+512] a=ub[r0+0] rows=6 param=rq flag=f3\n      wait f3");
+  };
+  auto report = [](const RunResult& r) { return hex(r.outputs.at("Y")) + " " + std::to_string(r.stats.total.vector_busy_cycles); };
+  std::map<std::string, std::vector<uint8_t>> in{{"A", bytes(a)}, {"B", bytes(bias)}};
+  std::string fused = run_asm("tiny-4x4", program(true), report, in), apart = run_asm("tiny-4x4", program(false), report, in);
+  std::vector<uint8_t> expect(rows * C);
+  for (uint32_t i = 0; i < rows; ++i)
+    for (uint32_t j = 0; j < C; ++j) {
+      int64_t s = int32_t(uint32_t(a[i * C + j]) + uint32_t(bias[j]));  // modulo 2^32
+      int64_t v = ((s * mult[j] + (int64_t(1) << (shift[j] - 1))) >> shift[j]) - 2;
+      expect[i * C + j] = uint8_t(int8_t(std::clamp<int64_t>(v, -128, 127)));
+    }
+  ASSERT_EQ(fused.substr(0, fused.find(' ')), hex(expect));
+  EXPECT_EQ(apart.substr(0, apart.find(' ')), hex(expect));
+  EXPECT_EQ(std::stoull(apart.substr(apart.find(' ') + 1)) - std::stoull(fused.substr(fused.find(' ') + 1)), rows);  // one pass fewer
+  // It adds int32 rows only.
+  std::string int8_rows = program(true);
+  int8_rows.replace(int8_rows.find("bcast=1"), 7, "bcast=1 dt=int8");
+  EXPECT_NE(run_asm("tiny-4x4", int8_rows, report, in).find("vec.addrescale adds int32 rows, not dt=int8"), std::string::npos);
+}
+
 // Random GEMMs tiled over the array by a small program generator, on several presets.
 std::string tiled_gemm_program(uint32_t R, uint32_t C, uint32_t M, uint32_t K, uint32_t N, uint64_t fifo) {
   // Layout: A (M x K, int8, row-major) at 0; W (K x N) at 1 MiB; Y (M x N int32) at 2 MiB.
