@@ -29,10 +29,15 @@ std::optional<uint64_t> UbAllocator::alloc_high(uint64_t bytes) {
 
 std::optional<uint64_t> UbAllocator::alloc(uint64_t bytes) {
   bytes = align_up(std::max<uint64_t>(bytes, 1), align_);
-  // Best fit: the smallest hole that holds it, so large holes stay whole for large tensors.
+  // Best fit: the smallest hole that holds it, so large holes stay whole for large tensors;
+  // first among the holes that hold it within the operations' 24-bit reach from r0 (a
+  // unified buffer above 16 MiB), so its uses need no register loaded before each.
+  const uint64_t reach = std::min<uint64_t>(cap_, kMaxOffset + 1);
   auto best = free_.end();
-  for (auto it = free_.begin(); it != free_.end(); ++it)
-    if (it->second >= bytes && (best == free_.end() || it->second < best->second)) best = it;
+  for (int pass = 0; pass < (cap_ > reach ? 2 : 1) && best == free_.end(); ++pass)
+    for (auto it = free_.begin(); it != free_.end(); ++it)
+      if (it->second >= bytes && (pass || it->first + bytes <= reach) && (best == free_.end() || it->second < best->second))
+        best = it;
   if (best == free_.end()) return std::nullopt;
   uint64_t at = best->first, left = best->second - bytes;
   free_.erase(best);

@@ -19,13 +19,15 @@
 // CHECK-NOT: .tag "gelu"
 // CHECK: .tag "output y"
 
-// In INT8, int32 sums plus the int32 bias, then one RESCALE per lane to the output's scale:
-// input scale 1/16 x weight scale (0.5 / 127) / output scale 1/16 = 0.5 / 127, as TOSA's
-// m * 2^-shift with m in [2^30, 2^31): shift 38, m = round(2^37 / 127) = 1082196484; ReLU
-// as its lower bound 0. The GELU is not fused into INT8 epilogues: it runs in fp32 rows.
+// In INT8, int32 sums plus the int32 bias, then one RESCALE per lane to the output's scale,
+// in one pass (vec.addrescale, the bias row broadcast): input scale 1/16 x weight scale
+// (0.5 / 127) / output scale 1/16 = 0.5 / 127, as TOSA's m * 2^-shift with m in [2^30,
+// 2^31): shift 38, m = round(2^37 / 127) = 1082196484; ReLU as its lower bound 0. The GELU
+// is not fused into INT8 epilogues: it runs in fp32 rows.
 // INT8: .vparam [[RQ:p[0-9]+]] mult=[1082196484, 1082196484, 1082196484, 1082196484, 1082196484, 1082196484, 1082196484, 1082196484] shift=[38, 38, 38, 38, 38, 38, 38, 38] min=0
-// INT8: vec.add dst=acc[r0+0] a=acc[r0+0] b=ub[{{.*}}] rows=4 dt=int32 bcast=1
-// INT8: vec.rescale dst=ub[{{.*}}] a=acc[r0+0] rows=4 param=[[RQ]]
+// INT8-NOT: vec.add
+// INT8: vec.addrescale dst=ub[{{.*}}] a=acc[r0+0] b=ub[{{.*}}] rows=4 param=[[RQ]] bcast=1
+// INT8-NOT: vec.rescale
 // INT8: .tag "gelu"
 // INT8: vec.gelu {{.*}} dt=fp32
 func.func @main(%x: tensor<4x8xf32> {vtpu.name = "x"}) -> (tensor<4x8xf32> {vtpu.name = "y"}) {
