@@ -93,8 +93,11 @@ std::vector<float> floats_of(const onnx::TensorProto& t) {
   }
   if (t.data_type() != onnx::TensorProto::FLOAT)
     throw UserError(fmt::format("tensor '{}' has element type {}", t.name(), t.data_type()));
-  if (t.has_raw_data()) std::memcpy(v.data(), t.raw_data().data(), n * 4);
-  else for (size_t i = 0; i < n; ++i) v[i] = t.float_data(int(i));
+  if (t.has_raw_data()) {
+    if (n) std::memcpy(v.data(), t.raw_data().data(), n * 4);  // an empty tensor's vector has no data pointer
+  } else {
+    for (size_t i = 0; i < n; ++i) v[i] = t.float_data(int(i));
+  }
   return v;
 }
 
