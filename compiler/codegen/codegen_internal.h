@@ -79,6 +79,8 @@ inline emit::Reg reg(unsigned n) { return {n}; }
 // The largest offset an operand's 24-bit offset field holds (docs/isa.md): unified-buffer
 // addresses up to it need no register (r0+addr); above it an address is loaded into one.
 inline constexpr uint64_t kMaxOffset = 0xFFFFFF;
+// Bytes of zeros in HBM (zero_hbm_) that clears load from; a longer zero fill goes in pieces.
+inline constexpr uint64_t kZeroHbmBytes = 1 << 20;
 // Scalar registers by use: r0..r9 addresses of the op at hand; MXU m's operand base
 // r(kOperandRegs + m) and weight-FIFO source r(kWfifoRegs + m) (scheduler.cpp, embedding.cpp);
 // the registers from kWfifoRegs + MXUs up are free for the batch-chunk loop (batch_chunks.cpp).

@@ -108,7 +108,7 @@ class PackedConv {
     if (placed_ && S_ > 1) return;  // stacked straight from the spread image (stack_flat_copies)
     xq_ = cg_.ub_take(bytes_, fmt::format("the packed input of '{}'", layer_)), has_xq_ = true;
     uint64_t image = c_.Hp() * c_.Wp() * pix_;
-    if (placed_ && std::max(c_.pt, c_.pb) * c_.Wp() * pix_ <= (1 << 20)) {  // the spread images' copies write the rest
+    if (placed_) {  // the spread images' copies write the rest
       uint64_t loads = 0;
       for (uint64_t n = 0; n < c_.N; ++n)
         cg_.clear_frame(xq_ + n * image, c_.Hp(), c_.Wp(), c_.pt, c_.pb, c_.pl, c_.pr, pix_, cg_.zero_hbm_, &loads);
@@ -401,7 +401,7 @@ class PackedConv {
       top = std::max(top, j0), bottom = std::min(bottom, j1);
     }
     uint64_t row = c_.Wp() * zp_;
-    if (top >= bottom || std::max<uint64_t>(top, ZH_ - bottom) * row > (1 << 20)) return cg_.clear(zb, zbytes_);
+    if (top >= bottom) return cg_.clear(zb, zbytes_);
     uint64_t loads = 0;
     cg_.clear_frame(zb, ZH_, c_.Wp(), uint64_t(top), ZH_ - uint64_t(bottom), c_.pl, c_.pr, zp_, cg_.zero_hbm_, &loads);
     clear_slack(zb + ZH_ * row, loads);

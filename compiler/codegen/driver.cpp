@@ -60,7 +60,7 @@ CompileResult Codegen::run(mlir::ModuleOp module, mlir::ModuleOp tail) {
   if (tail_input_.empty() != !tail) throw InternalError("a tail at the whole batch without its input, or an input without its tail");
   decl(fmt::format(".config {}", cfg_.name));
   // Zero region in HBM (never written) for clearing UB buffers.
-  zero_hbm_ = hbm_alloc(1 << 20);
+  zero_hbm_ = hbm_alloc(kZeroHbmBytes);
   all_reduce_of(fn);  // before anything whose size depends on the chip's share of the weights
   hoist_at_ = 0;  // the first stream's weights may load while the inputs do
   stage_receive();

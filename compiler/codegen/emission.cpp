@@ -224,16 +224,20 @@ void Codegen::clear_border(const Act& xp, uint64_t N, uint64_t Hp, uint64_t Wp, 
 
 // The border of one image of Hp x Wp pixels of `px` bytes at `img`, from HBM bytes at `src`
 // (zeros, or a pattern): top and bottom rows whole, left and right columns as strided rows
-// that all read the same bytes.
+// that all read the same bytes. A run of rows longer than the zeros in HBM goes in pieces.
 void Codegen::clear_frame(uint64_t img, uint64_t Hp, uint64_t Wp, uint64_t pt, uint64_t pb, uint64_t pl, uint64_t pr, uint64_t px,
                           uint64_t src, uint64_t* unwaited) {
   uint64_t H = Hp - pt - pb;
-  auto fill = [&](uint64_t dst, uint64_t bytes, uint64_t rows, uint64_t dst_stride) {
+  auto load = [&](uint64_t dst, uint64_t bytes, uint64_t rows, uint64_t dst_stride) {
     std::string d = new_desc(rows > 1 ? fmt::format("bytes={} src_off={} dst_off={} dim=[{}, 0, {}]", bytes, src, dst, rows, dst_stride)
                                       : fmt::format("bytes={} src_off={} dst_off={}", bytes, src, dst));
     code("  " + emit::dma_load({d}, reg(0), reg(0), emit::flag(1)));
     if (unwaited) ++*unwaited;
     else code("  " + emit::wait(emit::flag(1)));
+  };
+  auto fill = [&](uint64_t dst, uint64_t bytes, uint64_t rows, uint64_t dst_stride) {
+    if (rows > 1 || src != zero_hbm_) return load(dst, bytes, rows, dst_stride);  // a pattern is as long as its rows
+    for (uint64_t at = 0; at < bytes; at += kZeroHbmBytes) load(dst + at, std::min(kZeroHbmBytes, bytes - at), 1, 0);
   };
   if (pt) fill(img, pt * Wp * px, 1, 0);
   if (pb) fill(img + (pt + H) * Wp * px, pb * Wp * px, 1, 0);
@@ -244,7 +248,7 @@ void Codegen::clear_frame(uint64_t img, uint64_t Hp, uint64_t Wp, uint64_t pt, u
 // Zero-fill UB bytes by loading from HBM that is never written.
 void Codegen::clear(uint64_t ub, uint64_t bytes) {
   while (bytes) {
-    uint64_t n = std::min<uint64_t>(bytes, 1 << 20);
+    uint64_t n = std::min<uint64_t>(bytes, kZeroHbmBytes);
     std::string d = new_desc(fmt::format("bytes={} src_off={} dst_off={}", n, zero_hbm_, ub));
     load_wait(d);
     ub += n, bytes -= n;
