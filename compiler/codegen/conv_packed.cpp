@@ -118,7 +118,7 @@ class PackedConv {
     }
     if (S_ > 1) return;
     if (!placed_) {
-      for (uint64_t n = 0; n < c_.N; ++n) load_image(n, xq_ + n * c_.Hp() * c_.Wp() * pix_);
+      for (uint64_t n = 0; n < c_.N; ++n) load_image(n, xq_ + n * image);
       return;
     }
     for (uint64_t n = 0; n < c_.N; ++n) {
@@ -412,13 +412,17 @@ class PackedConv {
     cg_.code("  " + emit::dma_load({d}, reg(0), reg(0), emit::flag(1)));
     cg_.code("  " + emit::wait(emit::flag(1), loads + 1));
   }
+  // The loaded image placed, and stacked into zb (waited).
+  void place_and_stack(uint64_t zb) {
+    place();
+    auto [text, copies] = stack_flat_copies(zb, 1);
+    cg_.code_ += text;
+    cg_.code("  " + emit::wait(emit::flag(1), copies));
+  }
   // Image 0 placed and stacked; with a second stacked copy, image 1's load under way.
   void first_placed_image() {
     load_raw(0, raw_piece_count(), 1, true);
-    place();
-    auto [text, copies] = stack_flat_copies(zb_, 1);
-    cg_.code_ += text;
-    cg_.code("  " + emit::wait(emit::flag(1), copies));
+    place_and_stack(zb_);
     if (zb2_ && c_.N > 1) load_raw(1, raw_piece_count(), cg_.flags_.loaded, false);
   }
   // Before image n's matmuls (placed): without a second stacked copy, image n (loaded beside
@@ -431,10 +435,7 @@ class PackedConv {
     if (!zb2_) {
       if (n > 0) {
         cg_.code("  " + emit::wait(emit::flag(cg_.flags_.loaded), pieces));
-        place();
-        auto [text, copies] = stack_flat_copies(zb_, 1);
-        cg_.code_ += text;
-        cg_.code("  " + emit::wait(emit::flag(1), copies));
+        place_and_stack(zb_);
       }
       if (n + 1 < N) next = raw_pieces(n + 1, pieces, cg_.flags_.loaded);
       return {zb_, next};

@@ -138,14 +138,7 @@ std::vector<std::string> Codegen::epilogue_of(const emit::Mem& sums, uint64_t ro
   std::vector<std::string> ph;
   std::string pre;
   if (q8_ && bias_ub != kNoBias) {  // the bias add and the RESCALE in one pass (vec.addrescale)
-    std::vector<std::string> lis;  // addresses past the operations' reach, loaded in one bundle
-    auto ref = [&](uint64_t addr, unsigned r) {
-      if (addr <= kMaxOffset) return fmt::format("r0+{}", addr);
-      lis.push_back(emit::li(reg(r), int64_t(addr)));
-      return fmt::format("r{}+0", r);
-    };
-    std::string bias = ref(bias_ub, 8), out = ref(out_ub, 9);
-    if (!lis.empty()) pre = fmt::format("  {}\n", fmt::join(lis, " || "));
+    std::string bias = reg_ref(bias_ub, 8, pre), out = reg_ref(out_ub, 9, pre);
     ph.push_back(pre + "  " +
                  emit::vec_addrescale(emit::ub({out}), sums, emit::ub({bias}), rows, {clamp_param}, std::nullopt,
                                       int_out_ ? std::optional(isa::Dtype::Int32) : std::nullopt, true, kPendingFlag) +
