@@ -121,6 +121,12 @@ uint64_t Codegen::ub_take(uint64_t bytes, const std::string& what, bool temporar
                                     what, bytes, free, ub_.capacity(), pieces, bytes - std::min(bytes, largest)));
 }
 
+// The bytes new_act takes for an activation of `shape` (without slack).
+uint64_t Codegen::act_bytes(const std::vector<int64_t>& shape) const {
+  uint64_t features = shape.empty() ? 1 : uint64_t(shape.back());
+  return align_up(numel(shape) / features * R_ * esz_, 64) * ceil_div(features, R_);
+}
+
 // With `apart_from` (another activation's base), the activation starts one bank after it
 // (modulo the banks), so an elementwise op on the two reads row i of each from different
 // banks instead of paying a conflict on every step.

@@ -27,6 +27,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstring>
 #include <deque>
@@ -310,6 +311,7 @@ class Codegen {
     std::map<std::tuple<uint64_t, uint64_t, uint64_t>, TileRef> tiles;  // (tap, ci block, co block)
     std::map<std::tuple<uint64_t, uint64_t, uint64_t>, TileRef> stack_tiles;  // (first tap, kernel rows, co block)
     std::vector<std::pair<uint64_t, uint64_t>> order;  // (tap, kernel rows from it)
+    std::vector<std::array<uint64_t, 3>> spans;  // each block's output lane block and rows [r0, r1) of the N x OH
   };
   // Where gen_layernorm keeps its fp32 rows (one block of rows per lane block) and its
   // statistics rows: on unified-buffer rows whose banks none of the blocks use.
@@ -415,6 +417,7 @@ class Codegen {
   uint64_t ub_take(uint64_t bytes, const std::string& what, bool temporary = true);
   Act new_act(const std::vector<int64_t>& shape, const std::string& what, bool temporary = false, uint64_t slack = 0,
               std::optional<uint64_t> apart_from = std::nullopt);
+  uint64_t act_bytes(const std::vector<int64_t>& shape) const;
   Act out_in_place(Value out, std::initializer_list<Value> operands, const std::string& layer);
   bool last_use(Value v);
   const Act& act(Value v);
@@ -515,8 +518,11 @@ class Codegen {
 
   // pool.cpp: pools
   std::vector<std::pair<std::string, uint64_t>> pool_ops(tpu::PoolOp op, const Act& x, const Act& y, int64_t n0, int64_t n1,
-                                                         int64_t x_first = 0);
+                                                         int64_t x_first = 0, std::vector<std::array<int64_t, 3>>* at = nullptr);
+  std::vector<SideWork> pool_beside(tpu::Conv2DOp conv, const Act& out, const std::vector<std::array<uint64_t, 3>>& spans);
   void gen_pool(tpu::PoolOp op);
+  std::vector<std::pair<std::string, uint64_t>> hosted_pool_ops(tpu::Conv2DOp host);
+  void run_vector_ops(const std::vector<std::pair<std::string, uint64_t>>& ops);
 
   // argmax.cpp: index searches: ArgMax/ArgMin and MaxPool's Indices
   void index_offer(const std::string& v, const std::string& m, uint64_t rows, const std::string& bias);
@@ -607,6 +613,12 @@ class Codegen {
   std::map<const void*, uint64_t> int_hbm_;    // integer model inputs (int32 in HBM)
   bool int_out_ = false;     // the op being generated has an int32 result
   uint64_t out_esz_ = 2;     // bytes per element of that op's output rows
+  struct HostedPool {  // a pool run beside convolutions (kBackgroundAttr, pool.cpp)
+    Act y;              // its output, allocated by the first host
+    size_t next = 0;    // its instructions run so far
+    bool declined = false;
+  };
+  std::map<mlir::Operation*, HostedPool> hosted_pools_;
   std::map<mlir::Operation*, Act> fused_pools_;  // pools done along the convolution before them (planned: role "pool"), and their output
   uint64_t hbm_next_ = 0, zero_hbm_ = 0, const_bytes_ = 0, hbm_align_ = 4096;
   uint64_t copies_in_flight_ = 0;  // ub_copy_async copies not yet waited for (on f1)

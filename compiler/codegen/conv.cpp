@@ -159,6 +159,7 @@ void Codegen::gen_conv(tpu::Conv2DOp op) {
   }
   if (form == "two-pixel") return gen_conv_wide(op);
   ConvPlan p;
+  auto pool = hosted_pool_ops(op);  // a pool's share beside the matmuls (planned: kBackgroundAttr)
   p.x = act(op.getInput());
   p.s = conv_shape(op);
   p.w = const_floats(op.getWeight(), layer), p.bias = const_floats(op.getBias(), layer);
@@ -175,9 +176,13 @@ void Codegen::gen_conv(tpu::Conv2DOp op) {
       std::vector<Block> blocks = conv_blocks(op, p, nb);
       run_blocks(blocks, true);
     }
+    run_vector_ops(pool);
+    decline(op, "pool");  // a pool of the output runs at its turn
   } else {
     std::vector<Block> blocks = conv_blocks(op, p);
-    run_blocks(blocks, true);  // constant weights: the prologue hoists into the previous stream
+    std::vector<SideWork> after = p.fused ? std::vector<SideWork>{} : pool_beside(op, p.y, p.spans);
+    // Constant weights: the prologue hoists into the previous stream.
+    run_blocks(blocks, true, std::nullopt, std::move(pool), std::move(after));
   }
   const ConvShape& c = p.s;
   ub_.release(p.bias_ub);
@@ -454,6 +459,7 @@ std::vector<Block> Codegen::conv_blocks(tpu::Conv2DOp op, ConvPlan& p, std::opti
           }
         b.epilogue = conv_epilogue(p, nb, r0 * OW + c0, (r1 - r0) * width);
         blocks.push_back(std::move(b));
+        p.spans.push_back({nb, r0, r1});
       }
   return blocks;
 }

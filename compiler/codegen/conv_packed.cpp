@@ -214,7 +214,7 @@ class PackedConv {
     if (auto planned = cg_.planned(op_, "pool"); !planned.empty()) {
       auto p = mlir::cast<tpu::PoolOp>(planned[0]);
       auto ps = shape_of(p.getOutput());
-      uint64_t c = uint64_t(ps.back()), need = align_up(numel(ps) / c * R_ * esz_, 64) * ceil_div(c, R_);
+      uint64_t need = cg_.act_bytes(ps);
       y_ = cg_.new_act({2, int64_t(c_.OH), int64_t(c_.OW), int64_t(c_.CO)}, fmt::format("the output of '{}'", layer_));
       if (need <= cg_.ub_.largest_free()) {
         bool high = cg_.output_high_;

@@ -12,7 +12,7 @@ namespace vtpu::compiler::codegen {
 // estimated issue cycles; "{flag}" stands for the completion flag.
 // x's first row is image x_first's (a convolution's two-image ring, gen_conv_packed).
 std::vector<std::pair<std::string, uint64_t>> Codegen::pool_ops(tpu::PoolOp op, const Act& x, const Act& y, int64_t n0, int64_t n1,
-                                                       int64_t x_first) {
+                                                       int64_t x_first, std::vector<std::array<int64_t, 3>>* at) {
   std::string layer = op.getLayer().str();
   auto ys = shape_of(op.getOutput());
   int64_t N = n1 - n0, H = x.shape[1], W = x.shape[2], OH = ys[1], OW = ys[2];
@@ -72,9 +72,96 @@ std::vector<std::pair<std::string, uint64_t>> Codegen::pool_ops(tpu::PoolOp op, 
                                   : emit::vec_avgpool(ub_reg(2), ub_reg(1), rows, dtype_, emit::Param{p}, kPendingFlag);
           ops.push_back({bundle({emit::li(reg(1), int64_t(src)), emit::li(reg(2), int64_t(dst))}) + "\n  " + pool + "\n",
                          config::vector_issue_cycles(cfg_, rows) * window.size()});
+          if (at) at->push_back({int64_t(b), n, oy});
         }
       }
   return ops;
+}
+
+// Vector instructions ("{flag}" for their flag) one after the other, each waited for.
+void Codegen::run_vector_ops(const std::vector<std::pair<std::string, uint64_t>>& ops) {
+  for (auto& [text, occ] : ops) {
+    code_ += with_flag(text, flags_.vector);
+    code("  " + emit::wait(emit::flag(flags_.vector)));
+  }
+}
+
+// The share of a pool that the convolution `host` runs beside its matmuls (planned:
+// kBackgroundAttr, plan.cpp pool_background): the pool's instructions whose estimated
+// vector cycles start in the share's thousandths, from the first not yet run. The first
+// host generated allocates the pool's output, or declines for every host (the pool then
+// runs at its turn) where the input is not in the unified buffer or the output would take
+// more than half the room left.
+std::vector<std::pair<std::string, uint64_t>> Codegen::hosted_pool_ops(tpu::Conv2DOp host) {
+  auto share = host->getAttrOfType<mlir::DenseI64ArrayAttr>(kBackgroundAttr);
+  if (!share || share.size() != 3) return {};
+  auto id = mlir::IntegerAttr::get(mlir::IntegerType::get(host->getContext(), 64), share[0]);
+  tpu::PoolOp pool;
+  for (mlir::Operation* o = host->getNextNode(); o && !pool; o = o->getNextNode())
+    if (o->getAttr(kIdAttr) == id) pool = mlir::dyn_cast<tpu::PoolOp>(o);
+  auto it = pool ? hosted_pools_.find(pool.getOperation()) : hosted_pools_.end();
+  if (!pool || (it == hosted_pools_.end() && !has_role(pool, "background")))
+    throw InternalError(fmt::format("'{}': no pool numbered {} after it to run beside it", host.getLayer().str(), share[0]));
+  if (it == hosted_pools_.end()) {
+    HostedPool h;
+    auto ys = shape_of(pool.getOutput());
+    h.declined = !acts_.count(pool.getInput().getAsOpaquePointer()) || 2 * act_bytes(ys) > ub_.largest_free();
+    if (h.declined) drop_plan_role(pool);
+    else h.y = new_act(ys, fmt::format("the output of '{}'", pool.getLayer().str()));
+    it = hosted_pools_.emplace(pool.getOperation(), h).first;
+  }
+  HostedPool& h = it->second;
+  if (h.declined) {
+    host->removeAttr(kBackgroundAttr);
+    return {};
+  }
+  const Act& x = act(pool.getInput());
+  auto ops = pool_ops(pool, x, h.y, 0, x.shape[0]);
+  uint64_t total = 0, at = 0;
+  for (const auto& o : ops) total += o.second;
+  size_t first = ops.size(), last = ops.size();
+  for (size_t i = 0; i < ops.size(); ++i) {
+    if (first == ops.size() && at * 1000 >= uint64_t(share[1]) * total) first = i;
+    if (at * 1000 >= uint64_t(share[2]) * total) {
+      last = i;
+      break;
+    }
+    at += ops[i].second;
+  }
+  first = std::max(first, h.next), last = std::max(last, first);
+  h.next = last;
+  return {std::make_move_iterator(ops.begin() + long(first)), std::make_move_iterator(ops.begin() + long(last))};
+}
+
+// A pool that is a convolution's only use (planned: role "pool", plan.cpp pool_after),
+// beside the convolution's matmuls: each output row's instructions as side work that
+// starts once the blocks writing the rows its windows read (conv.cpp, ConvPlan::spans: each
+// block's lane block and output rows) have their epilogues done. The output is allocated
+// here; declined (the pool then runs at its turn) where it would take more than half the
+// room left.
+std::vector<SideWork> Codegen::pool_beside(tpu::Conv2DOp conv, const Act& out, const std::vector<std::array<uint64_t, 3>>& spans) {
+  auto planned_pool = planned(conv, "pool");
+  if (planned_pool.empty()) return {};
+  auto pool = mlir::cast<tpu::PoolOp>(planned_pool[0]);
+  auto ys = shape_of(pool.getOutput());
+  if (2 * act_bytes(ys) > ub_.largest_free()) return decline(conv, "pool"), std::vector<SideWork>{};
+  Act y = new_act(ys, fmt::format("the output of '{}'", pool.getLayer().str()));
+  fused_pools_[pool.getOperation()] = y;
+  std::vector<std::array<int64_t, 3>> at;
+  auto ops = pool_ops(pool, out, y, 0, out.shape[0], 0, &at);
+  int64_t H = out.shape[1], k = pool.getKernel()[0], st = pool.getStride()[0], pt = pool.getPad()[0];
+  int64_t dh = pool.getDilation() ? (*pool.getDilation())[0] : 1;
+  std::vector<SideWork> side;
+  for (size_t i = 0; i < ops.size(); ++i) {
+    auto [b, n, oy] = at[i];
+    int64_t lo = std::max<int64_t>(0, oy * st - pt), hi = std::min<int64_t>(H - 1, oy * st - pt + (k - 1) * dh);
+    std::vector<size_t> deps;
+    for (size_t j = 0; j < spans.size(); ++j)
+      if (int64_t(spans[j][0]) == b && int64_t(spans[j][1]) <= n * H + hi && int64_t(spans[j][2]) > n * H + lo) deps.push_back(j);
+    if (side.empty() || side.back().deps != deps) side.push_back({deps, {}});
+    side.back().steps.push_back({ops[i].first, ops[i].second, false});
+  }
+  return side;
 }
 
 void Codegen::gen_pool(tpu::PoolOp op) {
@@ -86,11 +173,17 @@ void Codegen::gen_pool(tpu::PoolOp op) {
     return;
   }
   const Act& x = act(op.getInput());
-  Act y = new_act(shape_of(op.getOutput()), fmt::format("the output of '{}'", layer));
-  for (auto& [text, occ] : pool_ops(op, x, y, 0, x.shape[0])) {
-    code_ += with_flag(text, flags_.vector);
-    code("  " + emit::wait(emit::flag(flags_.vector)));
+  if (auto it = hosted_pools_.find(op.getOperation()); it != hosted_pools_.end() && !it->second.declined) {
+    // Beside convolutions before it (hosted_pool_ops): what they did not run, here.
+    auto ops = pool_ops(op, x, it->second.y, 0, x.shape[0]);
+    run_vector_ops({ops.begin() + long(std::min(it->second.next, ops.size())), ops.end()});
+    add_bound(layer, 0, 0);
+    define(op.getOutput(), it->second.y);
+    return;
   }
+  drop_plan_role(op);  // no host was generated (a host in another program part)
+  Act y = new_act(shape_of(op.getOutput()), fmt::format("the output of '{}'", layer));
+  run_vector_ops(pool_ops(op, x, y, 0, x.shape[0]));
   add_bound(layer, 0, 0);
   define(op.getOutput(), y);
 }

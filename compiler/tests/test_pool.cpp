@@ -71,6 +71,55 @@ TEST_P(CompileE2E, DilatedMaxPoolMatchesDefinition) {
   expect_close(got, want, tolerance(0.03));
 }
 
+// Pools beside convolutions (compiler/codegen/plan.cpp pool_after and pool_background;
+// docs/compiler.md "Pools off the vector unit's critical path") issue the same instructions,
+// only earlier: the same bytes as where they run on their own, in fewer cycles.
+// A stem (3x3 convolution, then a 3x3 max pool with stride 2 that is its only use) and an
+// Inception-style module on its output: two 3x3 branches, a 3x3 average pool with a 1x1
+// projection, concatenated. In `beside` the module's pool comes after the branches in the
+// graph (they host it) and the stem's pool is its convolution's only use; in `alone` the
+// module's pool comes first (no convolution between its input and it) and the stem's
+// convolution is also an output, so neither pool runs beside a convolution.
+TEST_P(CompileE2E, PoolsBesideConvolutionsGiveTheSameBytesInFewerCycles) {
+  const int64_t N = 2, C = 16, H = 32, M = 16;
+  auto build = [&](bool beside) {
+    OnnxBuilder m;
+    m.input("img", {N, 8, H, H});
+    conv3x3(m, "stem", "img", "s", 8, C, 0.2f, 0.1f, "ws", "bs");
+    auto* mp = m.node("MaxPool", "stem_pool", {"s"}, {"x"});
+    OnnxBuilder::attr(mp, "kernel_shape", std::vector<int64_t>{3, 3});
+    OnnxBuilder::attr(mp, "strides", std::vector<int64_t>{2, 2});
+    OnnxBuilder::attr(mp, "pads", std::vector<int64_t>{1, 1, 1, 1});
+    auto pool = [&] {
+      auto* ap = m.node("AveragePool", "pool", {"x"}, {"p"});
+      OnnxBuilder::attr(ap, "kernel_shape", std::vector<int64_t>{3, 3});
+      OnnxBuilder::attr(ap, "pads", std::vector<int64_t>{1, 1, 1, 1});
+    };
+    if (!beside) pool();
+    conv3x3(m, "a", "x", "ya", C, M, 0.2f, 0.1f, "wa", "ba");
+    conv3x3(m, "b", "x", "yb", C, M, 0.2f, 0.1f, "wb", "bb");
+    if (beside) pool();
+    m.init("wq", {M, C, 1, 1}, 0.3f), m.init("bq", {M}, 0.1f);
+    m.node("Conv", "proj", {"p", "wq", "bq"}, {"yq"});
+    OnnxBuilder::attr(m.node("Concat", "cat", {"ya", "yb", "yq"}, {"y"}), "axis", int64_t(1));
+    m.output("y", {N, 3 * M, H / 2, H / 2});
+    if (!beside) m.output("s", {N, C, H, H});
+    return m.save(std::string("vtpu_pools_") + (beside ? "beside_" : "alone_") + id() + ".onnx");
+  };
+  config::Config cfg = config::load_preset(preset());
+  Vec img = uniform_values(size_t(N * 8 * H * H), 23, 500.0f);
+  SimRun run[2];
+  for (int beside = 0; beside < 2; ++beside) {
+    CompileOptions opt = options();
+    opt.calibration = {{{"img", img}}};
+    CompileResult r = compile_onnx(build(beside), cfg, opt);
+    run[beside] = run_program(cfg, r.program, {{"img", encode(r.program, "img", img)}}, "y");
+    ASSERT_EQ(run[beside].error, "") << (beside ? "beside" : "alone");
+  }
+  EXPECT_EQ(run[1].output, run[0].output);
+  EXPECT_LT(run[1].cycles, run[0].cycles) << "beside " << run[1].cycles << " cycles, alone " << run[0].cycles;
+}
+
 // 3-D pools with padding, strides and ceil_mode on the depth: MaxPool, and AveragePool
 // both leaving padding out of the divisor and counting it, against ONNX's definition.
 TEST_P(CompileE2E, Pool3dMatchesDefinition) {
