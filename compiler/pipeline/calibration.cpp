@@ -109,7 +109,12 @@ std::map<const void*, float> shared_scales(mlir::func::FuncOp fn, const std::map
   // - matmuls of one weight constant (an unrolled LSTM's or GRU's recurrent matmuls, one per
   //   time step) take inputs of one scale and give outputs of one scale, as a quantized
   //   recurrent layer has one scale for its state: their requantization parameters are then
-  //   the same at every step instead of one set per step (4096 at most per program).
+  //   the same at every step instead of one set per step (4096 at most per program);
+  // - a concat and each input it is the only reader of (an Inception module's branches), as
+  //   TFLite and TensorRT quantize concats: the producers then write the concat's scale
+  //   directly and the concat only copies, instead of rescaling each input (a vector pass
+  //   over every row and a second rounding). Not where a quantized model fixes the scale of
+  //   the concat or of an input.
   std::map<const void*, const void*> parent;
   std::function<const void*(const void*)> find = [&](const void* v) -> const void* {
     auto it = parent.find(v);
@@ -138,6 +143,10 @@ std::map<const void*, float> shared_scales(mlir::func::FuncOp fn, const std::map
       if (!first) unite(it->second.getInput(), mm.getInput()), unite(it->second.getOutput(), mm.getOutput());
     }
   }
+  for (mlir::Operation& op : fn.getBody().front())
+    if (auto cat = mlir::dyn_cast<tpu::ConcatOp>(op); cat && !fixed.count(cat.getOutput().getAsOpaquePointer()))
+      for (mlir::Value in : cat.getInputs())
+        if (in.getDefiningOp() && in.hasOneUse() && !fixed.count(in.getAsOpaquePointer())) unite(cat.getOutput(), in);
   std::map<const void*, float> class_max, class_fixed;
   for (const auto& [v, m] : maxabs) {
     float& c = class_max[find(v)];

@@ -101,5 +101,41 @@ TEST(QuantizationErrors, FallWhereScalesClip) {
   EXPECT_EQ(good.back().op, "matmul");
 }
 
+// A concat's INT8 inputs that it alone reads share its scale (calibration.cpp,
+// shared_scales), as TFLite and TensorRT quantize concats: the convolutions write the
+// concat's scale directly and the concat only copies, with no vector rescale (the two
+// branches' ranges differ 10-fold: each would otherwise be rescaled). The values still match
+// the definition.
+TEST(QuantizedConcat, InputsShareItsScaleSoItOnlyCopies) {
+  const int64_t C = 8, H = 10, M = 16;
+  OnnxBuilder m;
+  m.input("x", {1, C, H, H});
+  auto [wa, ba] = conv3x3(m, "a", "x", "ya", C, M, 0.5f, 0.1f, "wa", "ba");
+  auto [wb, bb] = conv3x3(m, "b", "x", "yb", C, M, 0.05f, 0.01f, "wb", "bb");
+  OnnxBuilder::attr(m.node("Concat", "cat", {"ya", "yb"}, {"y"}), "axis", int64_t(1));
+  m.output("y", {1, 2 * M, H, H});
+  auto path = m.save("vtpu_quantized_concat.onnx");
+  config::Config cfg = config::load_preset("tiny-16x16");
+  Vec x = uniform_values(size_t(C * H * H), 7, 1000.0f), xs = nchw_to_nhwc(x, {1, C, H, H});  // as the program stores images
+  CompileOptions o;
+  o.precision = Precision::Int8;
+  o.calibration = {{{"x", xs}}};
+  CompileResult r = compile_onnx(path, cfg, o);
+  size_t at = r.assembly.find(".tag \"cat\"");
+  ASSERT_NE(at, std::string::npos);
+  std::string cat = r.assembly.substr(at, r.assembly.find(".tag", at + 1) - at);
+  EXPECT_EQ(cat.find("vec."), std::string::npos) << cat;
+  EXPECT_NE(cat.find("dma."), std::string::npos) << cat;
+  std::string out = simulate(cfg, r.program, {{"x", encode(r.program, "x", xs)}}, "y");
+  ASSERT_EQ(out.substr(0, 2), "OK") << out;
+  int64_t OH, OW;
+  Vec a = conv(x, C, H, H, wa, ba, M, 3, 1, OH, OW), b = conv(x, C, H, H, wb, bb, M, 3, 1, OH, OW);
+  Vec want(size_t(H * H * 2 * M));  // NHWC, as the program stores images
+  for (int64_t p = 0; p < H * H; ++p)
+    for (int64_t c = 0; c < M; ++c)
+      want[size_t(p * 2 * M + c)] = a[size_t(c * H * H + p)], want[size_t(p * 2 * M + M + c)] = b[size_t(c * H * H + p)];
+  expect_close(decode(r.program, "y", out.substr(2)), want, 0.04);
+}
+
 }  // namespace
 }  // namespace vtpu::compiler
