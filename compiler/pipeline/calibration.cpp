@@ -7,6 +7,7 @@
 #include <cmath>
 #include <functional>
 #include <random>
+#include <set>
 
 #include "dialect/tpu_dialect.h"
 #include "pipeline/pipeline.h"
@@ -110,11 +111,14 @@ std::map<const void*, float> shared_scales(mlir::func::FuncOp fn, const std::map
   //   time step) take inputs of one scale and give outputs of one scale, as a quantized
   //   recurrent layer has one scale for its state: their requantization parameters are then
   //   the same at every step instead of one set per step (4096 at most per program);
-  // - a concat and each input it is the only reader of (an Inception module's branches), as
-  //   TFLite and TensorRT quantize concats: the producers then write the concat's scale
-  //   directly and the concat only copies, instead of rescaling each input (a vector pass
-  //   over every row and a second rounding). Not where a quantized model fixes the scale of
-  //   the concat or of an input.
+  // - a concat and each input it is the only reader of that a convolution or matmul
+  //   produces (an Inception module's branches), as TFLite and TensorRT quantize concats:
+  //   the producer then requantizes its int32 sums straight to the concat's scale and the
+  //   concat only copies, instead of rescaling the input (a vector pass over every row and
+  //   a second rounding). Not an input computed at its own scale by int8 arithmetic (an
+  //   Add rescales its operands to its output's scale: a coarser one rounds them coarser;
+  //   Silero VAD's spectrogram lost accuracy so), nor one that already shares a scale with
+  //   others (it would coarsen them all), nor where a quantized model fixes a scale.
   std::map<const void*, const void*> parent;
   std::function<const void*(const void*)> find = [&](const void* v) -> const void* {
     auto it = parent.find(v);
@@ -143,10 +147,16 @@ std::map<const void*, float> shared_scales(mlir::func::FuncOp fn, const std::map
       if (!first) unite(it->second.getInput(), mm.getInput()), unite(it->second.getOutput(), mm.getOutput());
     }
   }
+  std::set<const void*> grouped;  // values that share a scale with another so far
+  for (const auto& [v, p] : parent)
+    if (v != p) grouped.insert(v), grouped.insert(find(v));
   for (mlir::Operation& op : fn.getBody().front())
     if (auto cat = mlir::dyn_cast<tpu::ConcatOp>(op); cat && !fixed.count(cat.getOutput().getAsOpaquePointer()))
-      for (mlir::Value in : cat.getInputs())
-        if (in.getDefiningOp() && in.hasOneUse() && !fixed.count(in.getAsOpaquePointer())) unite(cat.getOutput(), in);
+      for (mlir::Value in : cat.getInputs()) {
+        const void* v = in.getAsOpaquePointer();
+        bool requantized = in.getDefiningOp<tpu::Conv2DOp>() || in.getDefiningOp<tpu::MatmulOp>();
+        if (requantized && in.hasOneUse() && !fixed.count(v) && !grouped.count(v)) unite(cat.getOutput(), in);
+      }
   std::map<const void*, float> class_max, class_fixed;
   for (const auto& [v, m] : maxabs) {
     float& c = class_max[find(v)];
