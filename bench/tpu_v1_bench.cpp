@@ -7,12 +7,12 @@
 //   build/bench/bench_tpu_v1                      all six, then the table and mean |TOPS error|
 //   build/bench/bench_tpu_v1 --benchmark_filter=mlp
 //   build/bench/bench_tpu_v1 --benchmark_filter=lstm   the LSTMs hoisted and per-step (the paper's schedule)
+//   build/bench/bench_tpu_v1 --benchmark_filter=whole  each with whole weight tiles (core.mxu.whole_weight_tiles)
 //
 // Each application compiles (int8, seeded calibration) and simulates in a forked child (one
 // SystemC simulation per process). An application the compiler refuses at the paper's batch
-// runs at the largest smaller power-of-two batch it accepts, and the table says so. All six
-// take about a quarter of an hour on a loaded 2-core machine (cnn1's refusals at batch 32
-// and 16 are most of it).
+// runs at the largest smaller power-of-two batch it accepts, and the table says so. All of
+// them take about 4 minutes on the 2-core machine (cnn1 most of it, twice).
 #include <benchmark/benchmark.h>
 
 #include <cmath>
@@ -49,7 +49,7 @@ struct Result {
 
 std::string bytes_of(const Result& r) { return std::string(reinterpret_cast<const char*>(&r), sizeof r); }
 
-Result run_at(const Paper& app, int64_t batch, vtpu::compiler::RnnSchedule rnn) {
+Result run_at(const Paper& app, int64_t batch, vtpu::compiler::RnnSchedule rnn, bool whole) {
   const std::string got = vtpu::run_in_child(
       [&] {
         Result r;
@@ -58,8 +58,9 @@ Result run_at(const Paper& app, int64_t batch, vtpu::compiler::RnnSchedule rnn) 
         o.batch = batch;
         o.rnn_schedule = rnn;
         o.record_trace = true;
-        auto run = vtpu::runtime::run_model(vtpu::models::materialize(app.name, vtpu::models::default_dir()),
-                                            vtpu::config::load_preset("tpu-v1"), o);
+        vtpu::config::Config cfg = vtpu::config::load_preset("tpu-v1");
+        cfg.core.mxu.whole_weight_tiles = whole;
+        auto run = vtpu::runtime::run_model(vtpu::models::materialize(app.name, vtpu::models::default_dir()), cfg, o);
         const auto& s = run.sim.stats;
         const vtpu::sim::MxuBreakdown b = vtpu::sim::mxu_breakdown(run.sim, run.program);
         r.cycles = s.total_cycles;
@@ -89,6 +90,7 @@ Result run_at(const Paper& app, int64_t batch, vtpu::compiler::RnnSchedule rnn) 
 struct Row {
   const Paper* app;
   bool per_step;  // the LSTMs with the paper's schedule (--rnn-schedule per-step)
+  bool whole;     // weight tiles moved whole (core.mxu.whole_weight_tiles; docs/validation.md)
   Result r;
 };
 std::vector<Row>& results() {
@@ -100,17 +102,17 @@ std::vector<std::string>& notes() {
   return v;
 }
 
-void BM_App(benchmark::State& state, const Paper* app, bool per_step) {
+void BM_App(benchmark::State& state, const Paper* app, bool per_step, bool whole) {
   const auto rnn = per_step ? vtpu::compiler::RnnSchedule::PerStep : vtpu::compiler::RnnSchedule::Hoisted;
   Result r;
   for (auto _ : state) {
-    r = run_at(*app, app->batch, rnn);
+    r = run_at(*app, app->batch, rnn, whole);
     // The compiler's limits at the paper's batch (a descriptor table, a layer's activation
     // bigger than the unified buffer): the largest power-of-two batch it takes.
     auto limit = [](const char* e) { return std::strstr(e, "descriptor") || std::strstr(e, "too small"); };
     const std::string why = r.error;  // at the paper's batch
     for (int64_t b = app->batch / 2; r.error[0] && b >= 1 && limit(r.error); b /= 2) {
-      r = run_at(*app, b, rnn);
+      r = run_at(*app, b, rnn, whole);
       if (!r.error[0])
         notes().push_back(std::string(app->name) + ": ran at batch " + std::to_string(b) + "; at batch " +
                           std::to_string(app->batch) + " the compiler refused: " + why);
@@ -120,7 +122,7 @@ void BM_App(benchmark::State& state, const Paper* app, bool per_step) {
     state.SkipWithError(r.error);
     return;
   }
-  results().push_back({app, per_step, r});
+  results().push_back({app, per_step, whole, r});
   state.counters["tops"] = r.tops;
   state.counters["paper_tops"] = app->tops;
   state.counters["tops_error_pct"] = 100 * (r.tops - app->tops) / app->tops;
@@ -138,36 +140,40 @@ void BM_App(benchmark::State& state, const Paper* app, bool per_step) {
 void print_table() {
   if (results().empty()) return;
   std::printf("\nTPU v1's applications on tpu-v1 (int8): vtpu | paper (Table 3). Shares of all cycles, %%.\n");
-  std::printf("%-14s %5s %14s %14s %14s %14s %14s %12s %12s %7s\n", "app", "batch", "TOPS", "array active",
+  std::printf("%-20s %5s %14s %14s %14s %14s %14s %12s %12s %7s\n", "app", "batch", "TOPS", "array active",
               "weight stall", "weight shift", "non-matrix", "RAW stalls", "input stalls", "MAC/B");
   // The mean |TOPS error| and largest share gaps over the six, once with vtpu's own LSTM
-  // schedule and once with the paper's (per-step rows in place of the hoisted ones).
+  // schedule and once with the paper's (per-step rows in place of the hoisted ones); and
+  // with the paper's schedule and whole weight tiles.
   struct Sum {
     double err = 0, gap[4] = {};
     size_t n = 0;
-  } own, paper;
+  } own, paper, whole;
   for (const Row& row : results()) {
     const Paper* p = row.app;
     const Result& r = row.r;
-    const std::string name = std::string(p->name) + (row.per_step ? " per-step" : "");
-    std::printf("%-14s %5lld %6.1f | %5.1f %6.1f | %5.1f %6.1f | %5.1f %6.1f | %5.1f %6.1f | %5.1f %5.1f | %4.1f %5.1f | %4.1f %7.0f\n",
+    const std::string name = std::string(p->name) + (row.per_step ? " per-step" : "") + (row.whole ? " whole" : "");
+    std::printf("%-20s %5lld %6.1f | %5.1f %6.1f | %5.1f %6.1f | %5.1f %6.1f | %5.1f %6.1f | %5.1f %5.1f | %4.1f %5.1f | %4.1f %7.0f\n",
                 name.c_str(), static_cast<long long>(r.batch), r.tops, p->tops, r.active, p->active, r.weight_stall,
                 p->weight_stall, r.weight_shift, p->weight_shift, r.non_matrix, p->non_matrix, r.raw, p->raw, r.input,
                 p->input, r.macs_per_weight_byte);
     const bool recurrent = std::strncmp(p->name, "lstm", 4) == 0;
-    for (Sum* sum : {&own, &paper}) {
-      if (recurrent && row.per_step != (sum == &paper)) continue;
+    for (Sum* sum : {&own, &paper, &whole}) {
+      if (row.whole != (sum == &whole) || (recurrent && row.per_step != (sum != &own))) continue;
       sum->err += std::fabs(r.tops - p->tops) / p->tops, ++sum->n;
       const double d[4] = {r.active - p->active, r.weight_stall - p->weight_stall, r.weight_shift - p->weight_shift,
                            r.non_matrix - p->non_matrix};
       for (int i = 0; i < 4; ++i) sum->gap[i] = std::max(sum->gap[i], std::fabs(d[i]));
     }
   }
-  for (const Sum* sum : {&own, &paper}) {
+  for (const Sum* sum : {&own, &paper, &whole}) {
     if (!sum->n) continue;
+    const char* what = sum == &own     ? "LSTMs hoisted (vtpu's default)"
+                       : sum == &paper ? "LSTMs per-step (the paper's schedule)"
+                                       : "LSTMs per-step, whole weight tiles (core.mxu.whole_weight_tiles)";
     std::printf("%s: mean |TOPS error| over %zu applications %.1f%% (Google's own model, Table 7: 8%%); largest share gaps "
                 "(points): array active %.1f, weight stall %.1f, weight shift %.1f, non-matrix %.1f\n",
-                sum == &own ? "LSTMs hoisted (vtpu's default)" : "LSTMs per-step (the paper's schedule)", sum->n,
+                what, sum->n,
                 100 * sum->err / double(sum->n), sum->gap[0], sum->gap[1], sum->gap[2], sum->gap[3]);
   }
   for (const auto& n : notes()) std::printf("note: %s\n", n.c_str());
@@ -175,12 +181,13 @@ void print_table() {
 
 const bool registered = [] {
   for (const Paper& p : kPaper) {
-    benchmark::RegisterBenchmark(p.name, BM_App, &p, false)->Iterations(1)->Unit(benchmark::kSecond)->UseRealTime();
-    if (std::strncmp(p.name, "lstm", 4) == 0)
-      benchmark::RegisterBenchmark((std::string(p.name) + "/per-step").c_str(), BM_App, &p, true)
-          ->Iterations(1)
-          ->Unit(benchmark::kSecond)
-          ->UseRealTime();
+    const bool recurrent = std::strncmp(p.name, "lstm", 4) == 0;
+    auto add = [&](const std::string& name, bool per_step, bool whole) {
+      benchmark::RegisterBenchmark(name.c_str(), BM_App, &p, per_step, whole)->Iterations(1)->Unit(benchmark::kSecond)->UseRealTime();
+    };
+    add(p.name, false, false);
+    if (recurrent) add(std::string(p.name) + "/per-step", true, false);
+    add(std::string(p.name) + (recurrent ? "/per-step" : "") + "/whole-tiles", recurrent, true);
   }
   return true;
 }();

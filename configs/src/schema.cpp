@@ -123,6 +123,13 @@ std::vector<Field> build_fields() {
       opt("core.mxu.weight_fifo_tiles", T::kInt, "tiles", "2", 1, 64,
           "Weight tiles buffered between memory and the array (TPU v1: 4).",
           SLOT(core.mxu.weight_fifo_tiles)),
+      opt("core.mxu.whole_weight_tiles", T::kBool, "", "false", 0, 0,
+          "Whether a weight tile moves from memory to the weight FIFO whole (rows x cols "
+          "elements, the memory time and bytes of a full tile) however few rows and columns "
+          "hold weights, as TPU v1 read 64 KiB tiles (Jouppi et al. 2017, section 7: a "
+          "600 x 600 matrix takes 9 steps of 256 x 256); false: only the rows and columns "
+          "a dma.wfifo describes move.",
+          SLOT(core.mxu.whole_weight_tiles)),
       der("core.mxu.weight_shift_cycles", T::kInt, "cycles", "= core.mxu.rows", 1, 65536,
           "Cycles to shift one weight tile into the array, overlapped with compute on the "
           "other weight buffer.",

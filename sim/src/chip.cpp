@@ -31,8 +31,9 @@ void Hbm::b_transport(tlm::tlm_generic_payload& trans, sc_time& delay) {
   uint64_t addr = trans.get_address(), n = trans.get_data_length();
   bool write = trans.get_command() == tlm::TLM_WRITE_COMMAND;
   uint64_t done = timing.access(addr, n, now, write);
+  // No data pointer: a read for its time alone (the rest of a whole weight tile).
   if (!timing_only_ && write) store.write(addr, trans.get_data_ptr(), n);
-  if (!timing_only_ && !write) store.read(addr, trans.get_data_ptr(), n);
+  if (!timing_only_ && !write && trans.get_data_ptr()) store.read(addr, trans.get_data_ptr(), n);
   delay = period_ * double(done) - sc_core::sc_time_stamp();
   trans.set_response_status(tlm::TLM_OK_RESPONSE);
 }

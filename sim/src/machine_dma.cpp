@@ -158,6 +158,13 @@ void Machine::exec_dma(const Operation& op, uint64_t T, const OpRef& ref) {
     uint64_t H = S;
     for (uint64_t r = 0; r < nrows; ++r)
       H = std::max(H, hbm_port_(row(r).first, opt_.timing_only ? nullptr : tile->data.data() + r * d.bytes, d.bytes, S, false));
+    // A chip that moves whole tiles (core.mxu.whole_weight_tiles) reads the rest of the tile
+    // too: the bytes after the described ones, as one more request (its data unused).
+    if (uint64_t whole = uint64_t(R_) * C_ * esz; cfg_.core.mxu.whole_weight_tiles && N < whole) {
+      uint64_t rest = whole - N, at = std::min(row(nrows - 1).first + d.bytes, hbm_.capacity() - std::min(hbm_.capacity(), rest));
+      H = std::max(H, hbm_port_(at, nullptr, rest, S, false));
+      c.hbm_read_bytes += rest, c.wfifo_bytes += rest;
+    }
     D = H;
     tile->ready = D;
     tile->loaded_by_bundle = ref.bundle;

@@ -267,6 +267,41 @@ TEST(Timing, BranchPenaltyAndLoopCount) {
   EXPECT_EQ(v["total"], halt + 1);
 }
 
+// core.mxu.whole_weight_tiles (docs/microarch.md, "DMA engine"): a tile that describes fewer
+// than rows x cols elements still moves a whole tile's bytes from memory, one more request
+// after its rows, so its dma.wfifo ends no earlier and its bytes count as a whole tile's; a
+// full tile is the same either way. The loaded weights are the described ones: the matmul's
+// output is the same.
+TEST(Timing, WholeWeightTilesMoveAFullTileFromMemory) {
+  auto run = [](bool whole, uint32_t k, uint32_t n) {
+    config::Config cfg = config::load_preset("tiny-8x8");
+    cfg.core.mxu.whole_weight_tiles = whole;
+    std::string text = fmt::format(R"(
+    .desc w bytes={n} dim=[{k}, {n}, {n}]
+      dma.wfifo desc=w src=r0 mxu=0 flag=f1
+      wait f1
+      mxu.wload mxu=0
+      mxu.matmul mxu=0 src=r0+0 dst=r0+0 rows=4 dtype=int8 swap=1 flag=f2
+      wait f2
+      halt
+    )", fmt::arg("k", k), fmt::arg("n", n));
+    return parse(run_asm(cfg, text, [](const RunResult& r) {
+      const TraceEvent* d = find_event(r, Unit::Dma);
+      return fmt::format("end={}\nhbm={}\nfifo={}\ncycles={}\n", d ? d->end : 0, r.stats.total.hbm_read_bytes,
+                         r.stats.total.wfifo_bytes, r.stats.total_cycles);
+    }, {}, traced()));
+  };
+  auto part = run(false, 2, 3), part_whole = run(true, 2, 3), full = run(false, 8, 8), full_whole = run(true, 8, 8);
+  EXPECT_EQ(part["hbm"], 6u);
+  EXPECT_EQ(part["fifo"], 6u);
+  EXPECT_EQ(part_whole["hbm"], 64u);
+  EXPECT_EQ(part_whole["fifo"], 64u);
+  EXPECT_GT(part_whole["end"], part["end"]);
+  EXPECT_EQ(full_whole["hbm"], full["hbm"]);
+  EXPECT_EQ(full_whole["end"], full["end"]);
+  EXPECT_EQ(full_whole["cycles"], full["cycles"]);
+}
+
 TEST(Timing, DmaSlotsLimitTransfersInFlight) {
   config::Config cfg = config::load_preset("tiny-8x8");
   uint32_t slots = cfg.core.dma.max_in_flight;

@@ -37,6 +37,7 @@ struct MxuConfig {
   uint32_t cols{};                   // PEs per row = output width of a tile
   std::vector<DType> dtypes;         // supported multiply types, no duplicates
   uint32_t weight_fifo_tiles{};      // weight tiles buffered between memory and array
+  bool whole_weight_tiles{};         // a tile moves from memory whole (rows x cols), however few weights it holds
   uint32_t weight_shift_cycles{};    // cycles to shift one tile into the array
   uint32_t input_latency_cycles{};   // unified-buffer read to the array's first row
   uint32_t output_latency_cycles{};  // array's last row to the accumulator write
