@@ -121,23 +121,26 @@ uint64_t Codegen::ub_take(uint64_t bytes, const std::string& what, bool temporar
                                     what, bytes, free, ub_.capacity(), pieces, bytes - std::min(bytes, largest)));
 }
 
-// The bytes new_act takes for an activation of `shape` (without slack).
-uint64_t Codegen::act_bytes(const std::vector<int64_t>& shape) const {
-  uint64_t features = shape.empty() ? 1 : uint64_t(shape.back());
-  return align_up(numel(shape) / features * R_ * esz_, 64) * ceil_div(features, R_);
-}
-
-// With `apart_from` (another activation's base), the activation starts one bank after it
-// (modulo the banks), so an elementwise op on the two reads row i of each from different
-// banks instead of paying a conflict on every step.
-Act Codegen::new_act(const std::vector<int64_t>& shape, const std::string& what, bool temporary, uint64_t slack,
-            std::optional<uint64_t> apart_from) {
+// The layout of an activation of `shape` (no base yet): rows of R lanes per block of features.
+Act Codegen::act_layout(const std::vector<int64_t>& shape) const {
   Act a;
   a.shape = shape;
   a.features = shape.empty() ? 1 : uint64_t(shape.back());  // a scalar: one row of one feature
   a.rows = numel(shape) / a.features;
   a.blocks = ceil_div(a.features, R_);
   a.block_bytes = align_up(a.rows * R_ * esz_, 64);
+  return a;
+}
+
+// The bytes new_act takes for an activation of `shape` (without slack).
+uint64_t Codegen::act_bytes(const std::vector<int64_t>& shape) const { return act_layout(shape).bytes(); }
+
+// With `apart_from` (another activation's base), the activation starts one bank after it
+// (modulo the banks), so an elementwise op on the two reads row i of each from different
+// banks instead of paying a conflict on every step.
+Act Codegen::new_act(const std::vector<int64_t>& shape, const std::string& what, bool temporary, uint64_t slack,
+            std::optional<uint64_t> apart_from) {
+  Act a = act_layout(shape);
   uint64_t rb = cfg_.core.unified_buffer.row_bytes, period = rb * cfg_.core.unified_buffer.banks;
   if (apart_from && ub_.largest_free() >= a.bytes() + slack + period) {
     uint64_t at = ub_take(a.bytes() + slack + period, what, temporary || output_high_);

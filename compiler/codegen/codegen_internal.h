@@ -417,6 +417,7 @@ class Codegen {
   uint64_t ub_take(uint64_t bytes, const std::string& what, bool temporary = true);
   Act new_act(const std::vector<int64_t>& shape, const std::string& what, bool temporary = false, uint64_t slack = 0,
               std::optional<uint64_t> apart_from = std::nullopt);
+  Act act_layout(const std::vector<int64_t>& shape) const;
   uint64_t act_bytes(const std::vector<int64_t>& shape) const;
   Act out_in_place(Value out, std::initializer_list<Value> operands, const std::string& layer);
   bool last_use(Value v);
@@ -615,6 +616,8 @@ class Codegen {
   uint64_t out_esz_ = 2;     // bytes per element of that op's output rows
   struct HostedPool {  // a pool run beside convolutions (kBackgroundAttr, pool.cpp)
     Act y;              // its output, allocated by the first host
+    std::vector<std::pair<std::string, uint64_t>> ops;  // its instructions (pool_ops), made by the first host
+    uint64_t total = 0;  // their estimated vector cycles
     size_t next = 0;    // its instructions run so far
     bool declined = false;
   };

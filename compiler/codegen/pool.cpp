@@ -106,23 +106,27 @@ std::vector<std::pair<std::string, uint64_t>> Codegen::hosted_pool_ops(tpu::Conv
     HostedPool h;
     auto ys = shape_of(pool.getOutput());
     h.declined = !acts_.count(pool.getInput().getAsOpaquePointer()) || 2 * act_bytes(ys) > ub_.largest_free();
-    if (h.declined) drop_plan_role(pool);
-    else h.y = new_act(ys, fmt::format("the output of '{}'", pool.getLayer().str()));
-    it = hosted_pools_.emplace(pool.getOperation(), h).first;
+    if (h.declined) {
+      drop_plan_role(pool);
+    } else {
+      h.y = new_act(ys, fmt::format("the output of '{}'", pool.getLayer().str()));
+      const Act& x = act(pool.getInput());
+      h.ops = pool_ops(pool, x, h.y, 0, x.shape[0]);
+      for (const auto& o : h.ops) h.total += o.second;
+    }
+    it = hosted_pools_.emplace(pool.getOperation(), std::move(h)).first;
   }
   HostedPool& h = it->second;
   if (h.declined) {
     host->removeAttr(kBackgroundAttr);
     return {};
   }
-  const Act& x = act(pool.getInput());
-  auto ops = pool_ops(pool, x, h.y, 0, x.shape[0]);
-  uint64_t total = 0, at = 0;
-  for (const auto& o : ops) total += o.second;
+  const auto& ops = h.ops;
+  uint64_t at = 0;
   size_t first = ops.size(), last = ops.size();
   for (size_t i = 0; i < ops.size(); ++i) {
-    if (first == ops.size() && at * 1000 >= uint64_t(share[1]) * total) first = i;
-    if (at * 1000 >= uint64_t(share[2]) * total) {
+    if (first == ops.size() && at * 1000 >= uint64_t(share[1]) * h.total) first = i;
+    if (at * 1000 >= uint64_t(share[2]) * h.total) {
       last = i;
       break;
     }
@@ -130,7 +134,7 @@ std::vector<std::pair<std::string, uint64_t>> Codegen::hosted_pool_ops(tpu::Conv
   }
   first = std::max(first, h.next), last = std::max(last, first);
   h.next = last;
-  return {std::make_move_iterator(ops.begin() + long(first)), std::make_move_iterator(ops.begin() + long(last))};
+  return {ops.begin() + long(first), ops.begin() + long(last)};
 }
 
 // A pool that is a convolution's only use (planned: role "pool", plan.cpp pool_after),
@@ -172,15 +176,15 @@ void Codegen::gen_pool(tpu::PoolOp op) {
     define(op.getOutput(), it->second);
     return;
   }
-  const Act& x = act(op.getInput());
   if (auto it = hosted_pools_.find(op.getOperation()); it != hosted_pools_.end() && !it->second.declined) {
     // Beside convolutions before it (hosted_pool_ops): what they did not run, here.
-    auto ops = pool_ops(op, x, it->second.y, 0, x.shape[0]);
-    run_vector_ops({ops.begin() + long(std::min(it->second.next, ops.size())), ops.end()});
+    const HostedPool& h = it->second;
+    run_vector_ops({h.ops.begin() + long(std::min(h.next, h.ops.size())), h.ops.end()});
     add_bound(layer, 0, 0);
-    define(op.getOutput(), it->second.y);
+    define(op.getOutput(), h.y);
     return;
   }
+  const Act& x = act(op.getInput());
   drop_plan_role(op);  // no host was generated (a host in another program part)
   Act y = new_act(shape_of(op.getOutput()), fmt::format("the output of '{}'", layer));
   run_vector_ops(pool_ops(op, x, y, 0, x.shape[0]));

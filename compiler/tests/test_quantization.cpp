@@ -101,6 +101,30 @@ TEST(QuantizationErrors, FallWhereScalesClip) {
   EXPECT_EQ(good.back().op, "matmul");
 }
 
+// An INT8 model of one image input "x" [1, C, H, H] and one output "y", compiled for
+// tiny-16x16 (calibrated on `x`, NCHW) and run on `x`: the concat layer's ("cat")
+// instructions and y as the program stores it (NHWC).
+struct ConcatRun {
+  std::string cat;
+  Vec y;
+};
+ConcatRun run_concat_model(const std::string& path, const Vec& x, int64_t C, int64_t H) {
+  config::Config cfg = config::load_preset("tiny-16x16");
+  Vec xs = nchw_to_nhwc(x, {1, C, H, H});  // as the program stores images
+  CompileOptions o;
+  o.precision = Precision::Int8;
+  o.calibration = {{{"x", xs}}};
+  CompileResult r = compile_onnx(path, cfg, o);
+  ConcatRun run;
+  size_t at = r.assembly.find(".tag \"cat\"");
+  EXPECT_NE(at, std::string::npos);
+  if (at != std::string::npos) run.cat = r.assembly.substr(at, r.assembly.find(".tag", at + 1) - at);
+  std::string out = simulate(cfg, r.program, {{"x", encode(r.program, "x", xs)}}, "y");
+  EXPECT_EQ(out.substr(0, 2), "OK") << out;
+  if (out.substr(0, 2) == "OK") run.y = decode(r.program, "y", out.substr(2));
+  return run;
+}
+
 // A concat's INT8 inputs that it alone reads share its scale (calibration.cpp,
 // shared_scales), as TFLite and TensorRT quantize concats: the convolutions write the
 // concat's scale directly and the concat only copies, with no vector rescale (the two
@@ -114,27 +138,19 @@ TEST(QuantizedConcat, InputsShareItsScaleSoItOnlyCopies) {
   auto [wb, bb] = conv3x3(m, "b", "x", "yb", C, M, 0.05f, 0.01f, "wb", "bb");
   OnnxBuilder::attr(m.node("Concat", "cat", {"ya", "yb"}, {"y"}), "axis", int64_t(1));
   m.output("y", {1, 2 * M, H, H});
-  auto path = m.save("vtpu_quantized_concat.onnx");
-  config::Config cfg = config::load_preset("tiny-16x16");
-  Vec x = uniform_values(size_t(C * H * H), 7, 1000.0f), xs = nchw_to_nhwc(x, {1, C, H, H});  // as the program stores images
-  CompileOptions o;
-  o.precision = Precision::Int8;
-  o.calibration = {{{"x", xs}}};
-  CompileResult r = compile_onnx(path, cfg, o);
-  size_t at = r.assembly.find(".tag \"cat\"");
-  ASSERT_NE(at, std::string::npos);
-  std::string cat = r.assembly.substr(at, r.assembly.find(".tag", at + 1) - at);
-  EXPECT_EQ(cat.find("vec."), std::string::npos) << cat;
-  EXPECT_NE(cat.find("dma."), std::string::npos) << cat;
-  std::string out = simulate(cfg, r.program, {{"x", encode(r.program, "x", xs)}}, "y");
-  ASSERT_EQ(out.substr(0, 2), "OK") << out;
+  Vec x = uniform_values(size_t(C * H * H), 7, 1000.0f);
+  ConcatRun run = run_concat_model(m.save("vtpu_quantized_concat.onnx"), x, C, H);
+  ASSERT_FALSE(run.cat.empty());
+  EXPECT_EQ(run.cat.find("vec."), std::string::npos) << run.cat;
+  EXPECT_NE(run.cat.find("dma."), std::string::npos) << run.cat;
+  ASSERT_FALSE(run.y.empty());
   int64_t OH, OW;
   Vec a = conv(x, C, H, H, wa, ba, M, 3, 1, OH, OW), b = conv(x, C, H, H, wb, bb, M, 3, 1, OH, OW);
   Vec want(size_t(H * H * 2 * M));  // NHWC, as the program stores images
   for (int64_t p = 0; p < H * H; ++p)
     for (int64_t c = 0; c < M; ++c)
       want[size_t(p * 2 * M + c)] = a[size_t(c * H * H + p)], want[size_t(p * 2 * M + M + c)] = b[size_t(c * H * H + p)];
-  expect_close(decode(r.program, "y", out.substr(2)), want, 0.04);
+  expect_close(run.y, want, 0.04);
 }
 
 // Not an input that int8 arithmetic computes at its own scale: an Add rescales its operands
@@ -149,19 +165,11 @@ TEST(QuantizedConcat, AnAddKeepsItsOwnScale) {
   m.node("Add", "twice", {"x", "x"}, {"s"});
   OnnxBuilder::attr(m.node("Concat", "cat", {"ya", "s"}, {"y"}), "axis", int64_t(1));
   m.output("y", {1, M + C, H, H});
-  auto path = m.save("vtpu_quantized_concat_add.onnx");
-  config::Config cfg = config::load_preset("tiny-16x16");
-  Vec x = uniform_values(size_t(C * H * H), 8, 1000.0f), xs = nchw_to_nhwc(x, {1, C, H, H});
-  CompileOptions o;
-  o.precision = Precision::Int8;
-  o.calibration = {{{"x", xs}}};
-  CompileResult r = compile_onnx(path, cfg, o);
-  size_t at = r.assembly.find(".tag \"cat\"");
-  ASSERT_NE(at, std::string::npos);
-  std::string cat = r.assembly.substr(at, r.assembly.find(".tag", at + 1) - at);
-  EXPECT_NE(cat.find("vec."), std::string::npos) << cat;
-  std::string out = simulate(cfg, r.program, {{"x", encode(r.program, "x", xs)}}, "y");
-  ASSERT_EQ(out.substr(0, 2), "OK") << out;
+  Vec x = uniform_values(size_t(C * H * H), 8, 1000.0f);
+  ConcatRun run = run_concat_model(m.save("vtpu_quantized_concat_add.onnx"), x, C, H);
+  ASSERT_FALSE(run.cat.empty());
+  EXPECT_NE(run.cat.find("vec."), std::string::npos) << run.cat;
+  ASSERT_FALSE(run.y.empty());
   int64_t OH, OW;
   Vec a = conv(x, C, H, H, wa, ba, M, 3, 1, OH, OW);
   Vec want(size_t(H * H * (M + C)));
@@ -169,7 +177,7 @@ TEST(QuantizedConcat, AnAddKeepsItsOwnScale) {
     for (int64_t c = 0; c < M; ++c) want[size_t(p * (M + C) + c)] = a[size_t(c * H * H + p)];
     for (int64_t c = 0; c < C; ++c) want[size_t(p * (M + C) + M + c)] = 2 * x[size_t(c * H * H + p)];
   }
-  expect_close(decode(r.program, "y", out.substr(2)), want, 0.04);
+  expect_close(run.y, want, 0.04);
 }
 
 }  // namespace
