@@ -627,6 +627,14 @@ class Loader {
                std::to_string(lanes), "divisor or multiple of core.mxu.cols");
     }
 
+    if (c.core.scalar.imem_prefetch && c.core.scalar.imem_bundles < 2) {
+      fail_key("core.scalar.imem_bundles",
+               fmt::format("{} bundle cannot hold the two windows core.scalar.imem_prefetch needs",
+                           c.core.scalar.imem_bundles),
+               "give the instruction memory at least 2 bundles or set core.scalar.imem_prefetch: false",
+               std::to_string(c.core.scalar.imem_bundles), ">= 2");
+    }
+
     if (c.core.dma.queue_depth < c.core.dma.max_in_flight) {
       fail_key("core.dma.queue_depth",
                fmt::format("queue depth {} is smaller than core.dma.max_in_flight = {}",

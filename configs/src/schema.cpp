@@ -219,6 +219,13 @@ std::vector<Field> build_fields() {
           "this many bundles, each fetched from memory when execution enters it (stall "
           "imem_fetch).",
           SLOT(core.scalar.imem_bundles)),
+      opt("core.scalar.imem_prefetch", T::kBool, "", "false", 0, 0,
+          "Whether the sequencer fetches the next instruction window while the current one "
+          "runs: the instruction memory then holds two windows of imem_bundles / 2 bundles, "
+          "and a window costs stall cycles only for the part of its fetch not yet done when "
+          "execution reaches it (an instruction buffer fed ahead of use, as TPU v1's host "
+          "fed its over PCIe); false: a window is fetched when execution enters it.",
+          SLOT(core.scalar.imem_prefetch)),
       opt("core.scalar.branch_penalty_cycles", T::kInt, "cycles", "2", 0, 1024,
           "Bubble cycles after a taken branch.", SLOT(core.scalar.branch_penalty_cycles)),
       opt("core.scalar.registers", T::kInt, "registers", "32", 1, isa::kNumScalarRegs,

@@ -40,9 +40,14 @@ uint64_t vector_issue_cycles(const Config& c, uint64_t rows) { return vector_ste
 
 double hbm_bytes_per_cycle(const Config& c) { return c.memory.bandwidth_gbytes_per_s * 1e3 / c.clock_mhz; }
 
+uint64_t imem_window_bundles(const Config& c) {
+  const uint64_t all = c.core.scalar.imem_bundles;
+  return c.core.scalar.imem_prefetch ? std::max<uint64_t>(1, all / 2) : all;
+}
+
 uint64_t imem_fetch_cycles(const Config& c, uint64_t program_bundles) {
   if (program_bundles <= c.core.scalar.imem_bundles) return 0;
-  return uint64_t(std::ceil(double(c.core.scalar.imem_bundles) * isa::kBundleBytes / hbm_bytes_per_cycle(c))) +
+  return uint64_t(std::ceil(double(imem_window_bundles(c)) * isa::kBundleBytes / hbm_bytes_per_cycle(c))) +
          uint64_t(std::ceil(c.memory.access_latency_ns * c.clock_mhz / 1e3));
 }
 

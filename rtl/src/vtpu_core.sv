@@ -9,8 +9,8 @@
 // Cycle 0 is the first cycle with rst_n high. Programs (bundles, DMA descriptors) are
 // written through imem_* / desc_* while rst_n is low. The instruction memory holds the whole
 // program; a program longer than the config's core.scalar.imem_bundles runs as from windows
-// of imem_window bundles, each costing imem_fetch_cycles when execution enters it
-// (docs/microarch.md, "Instruction memory"; both inputs held while the core runs).
+// of imem_window bundles, each fetch taking imem_fetch_cycles, on demand or ahead of use with
+// imem_prefetch (docs/microarch.md, "Instruction memory"; the inputs held while the core runs).
 module vtpu_core import vtpu_isa_pkg::*; #(
   parameter int ROWS           = 4,
   parameter int COLS           = 4,
@@ -60,8 +60,10 @@ module vtpu_core import vtpu_isa_pkg::*; #(
   input  logic              imem_we,
   input  logic [IW-1:0]     imem_waddr,
   input  logic [IB-1:0]     imem_wdata,
-  input  logic [23:0]       imem_window,        // core.scalar.imem_bundles
+  input  logic [23:0]       imem_window,        // config::imem_window_bundles
   input  logic [31:0]       imem_fetch_cycles,  // config::imem_fetch_cycles; 0: the program is resident
+  input  logic              imem_prefetch,      // core.scalar.imem_prefetch
+  input  logic [23:0]       imem_program,       // the program's bundles
   input  logic              desc_we,
   input  logic [DW-1:0]     desc_waddr,
   input  logic [322:0]      desc_wdata,
@@ -109,12 +111,14 @@ module vtpu_core import vtpu_isa_pkg::*; #(
   logic        err_unsup, err_late, err_pend;
   assign error = {err_pend, 1'b0, err_late, err_unsup};
   logic [31:0] bubble;  // branch penalty and window fetch cycles left
-  // The resident instruction window: its first bundle, the window after this bundle issues
-  // (it moves when the bundle lies outside), and the next bundle to issue.
-  logic [23:0] win_base, win_after, next_pc;
-  function automatic logic outside(input logic [23:0] p, input logic [23:0] base);
-    return imem_fetch_cycles != 32'd0 && (p < base || 25'(p) >= 25'(base) + 25'(imem_window));
-  endfunction
+  logic [23:0] next_pc;
+  // The resident instruction windows (slot 1 only with prefetch; all ones: none), the cycle
+  // each one's fetch ends, the window of the last bundle issued and the end of the last fetch.
+  localparam logic [23:0] NO_WIN = '1;
+  logic [23:0] slot_win [2];
+  logic [31:0] slot_ready [2];
+  logic [23:0] cur_win;
+  logic [31:0] fetch_free;
   logic [IB-1:0] b;
   assign b = imem[IW'(pc)];
   assign cycle = now;
@@ -262,7 +266,55 @@ module vtpu_core import vtpu_isa_pkg::*; #(
     endcase
   end
   assign next_pc = taken ? 24'(b[CTL_TARGET_LSB +: CTL_TARGET_WIDTH]) : pc + 24'd1;
-  assign win_after = outside(pc, win_base) ? pc - pc % imem_window : win_base;
+
+  // Issuing the bundle at pc (window w) at cycle `now`: entering w starts, with prefetch, the
+  // fetch of window w + 1 into the slot not holding w; then the next bundle's window is
+  // resident (it waits for its fetch's end, if later than the branch penalty) or fetched on
+  // demand into the slot not holding w, after the fetch under way. The simulator makes the
+  // demand fetch when that bundle issues (machine_imem.cpp): nothing else moves the windows
+  // in between, so the cycles are the same.
+  logic [23:0] ns_win [2];
+  logic [31:0] ns_ready [2];
+  logic [31:0] ns_free, ns_bubble;
+  always_comb begin
+    logic [23:0] w, nw;
+    logic [31:0] base, start;
+    logic hit, victim;
+    w = '0;
+    nw = '0;
+    start = '0;
+    hit = 1'b0;
+    victim = 1'b0;
+    ns_win = slot_win;
+    ns_ready = slot_ready;
+    ns_free = fetch_free;
+    base = taken ? 32'(BRANCH_PENALTY) : 32'd0;
+    ns_bubble = base;
+    if (imem_fetch_cycles != 32'd0) begin
+      w = pc / imem_window;
+      victim = imem_prefetch && ns_win[0] == w;
+      if (imem_prefetch && w != cur_win && 25'(w + 24'd1) * 25'(imem_window) < 25'(imem_program) &&
+          ns_win[0] != w + 24'd1 && ns_win[1] != w + 24'd1) begin
+        start = (now > ns_free ? now : ns_free) + imem_fetch_cycles;
+        ns_win[victim] = w + 24'd1;
+        ns_ready[victim] = start;
+        ns_free = start;
+      end
+      nw = next_pc / imem_window;
+      for (int k = 0; k < 2; k++)
+        if (ns_win[k] == nw) begin
+          hit = 1'b1;
+          if (ns_ready[k] > now + 32'd1 + base) ns_bubble = ns_ready[k] - now - 32'd1;
+        end
+      if (!hit) begin
+        start = (now + 32'd1 + base > ns_free ? now + 32'd1 + base : ns_free) + imem_fetch_cycles;
+        ns_win[victim] = nw;
+        ns_ready[victim] = start;
+        ns_free = start;
+        ns_bubble = start - now - 32'd1;
+      end
+    end
+  end
 
   always_ff @(posedge clk) begin
     if (!rst_n) begin
@@ -270,7 +322,12 @@ module vtpu_core import vtpu_isa_pkg::*; #(
       pc <= '0;
       halted <= 1'b0;
       bubble <= '0;
-      win_base <= '0;
+      slot_win[0] <= '0;
+      slot_win[1] <= imem_prefetch && imem_fetch_cycles != 32'd0 ? 24'd1 : NO_WIN;
+      slot_ready[0] <= '0;
+      slot_ready[1] <= '0;
+      cur_win <= NO_WIN;
+      fetch_free <= '0;
       sig_pend <= 1'b0;
       for (int f = 0; f < 64; f++) flags[f] <= '0;
       for (int r = 0; r < 32; r++) regs[r] <= '0;
@@ -294,8 +351,11 @@ module vtpu_core import vtpu_isa_pkg::*; #(
         if (s1_op != '0) regs[b[S1_RD_LSB +: 5]] <= s1_y;
         if (32'(ctl_op) == OP_CTL_LOOP) regs[b[CTL_RS1_LSB +: 5]] <= c_a - 32'd1;
         pc <= next_pc;
-        win_base <= win_after;
-        bubble <= (taken ? 32'(BRANCH_PENALTY) : 32'd0) + (outside(next_pc, win_after) ? imem_fetch_cycles : 32'd0);
+        slot_win <= ns_win;
+        slot_ready <= ns_ready;
+        fetch_free <= ns_free;
+        if (imem_fetch_cycles != 32'd0) cur_win <= pc / imem_window;
+        bubble <= ns_bubble;
       end
     end
   end

@@ -184,8 +184,10 @@ CoreRunResult run_model(const CoreModelParams& p, const config::Config& cfg, con
     r.error = fmt::format("an instruction window's fetch takes {} cycles; the RTL core counts them in 32 bits", fetch);
     return r;
   }
-  m->imem_window = std::min<uint32_t>(cfg.core.scalar.imem_bundles, (1u << 24) - 1);
+  m->imem_window = uint32_t(std::min<uint64_t>(config::imem_window_bundles(cfg), (1u << 24) - 1));
   m->imem_fetch_cycles = uint32_t(fetch);
+  m->imem_prefetch = cfg.core.scalar.imem_prefetch;
+  m->imem_program = uint32_t(prog.code.size());
   // Load the program while in reset.
   m->rst_n = 0;
   m->mem_resp_done = 0;

@@ -7,11 +7,13 @@
 //   VTPU_COSIM_SEED=<n>     CoreCosim.Reproduce reruns seed n on VTPU_COSIM_MODEL=<model>
 //                           and VTPU_COSIM_DTYPE=<int8|bf16>; a failure prints this command.
 #include <fmt/format.h>
+
 #include <gtest/gtest.h>
 
 #include <chrono>
 #include <cstdlib>
 #include <fstream>
+#include <functional>
 #include <regex>
 #include <sstream>
 #include <string>
@@ -45,8 +47,10 @@ std::string reproduce(const CoreModelParams& p, const std::string& dtype, uint64
 
 // Runs one program on both sides; empty if they agree, else the whole report.
 std::string cross_check(const CoreModelParams& p, const std::string& text, const Inputs* given, uint64_t seed,
-                        const std::string& what, uint64_t* cycles = nullptr) {
-  const config::Config cfg = config::load_preset(p.preset);
+                        const std::string& what, uint64_t* cycles = nullptr,
+                        const std::function<void(config::Config&)>& tweak = {}) {
+  config::Config cfg = config::load_preset(p.preset);
+  if (tweak) tweak(cfg);
   isa::Program prog;
   try {
     prog = isa::assemble(text, what);
@@ -261,6 +265,22 @@ TEST(CoreEdge, InstructionWindowsFetchedFromMemory) {
             "");
   EXPECT_GE(cycles, 5 * fetch + 3 * 1100);
   EXPECT_LT(cycles, 6 * fetch);
+
+  // With core.scalar.imem_prefetch: windows of 512, 0 and 1 loaded before the start; each
+  // pass enters window 1 (which starts window 2's fetch), waits for window 2, then branches
+  // back into window 0, no longer resident (a fetch on demand after the one under way, into
+  // the slot window 1 held), whose entry starts window 1's fetch again.
+  auto prefetch = [](config::Config& c) { c.core.scalar.imem_prefetch = true; };
+  config::Config ahead = cfg;
+  prefetch(ahead);
+  const uint64_t half = config::imem_fetch_cycles(ahead, 1108);
+  ASSERT_GT(half, 512u);
+  uint64_t ahead_cycles = 0;
+  EXPECT_EQ(cross_check(p, fmt::format(".config {}\n{}{}", p.preset, head, body), nullptr, 7,
+                        "instruction windows fetched ahead", &ahead_cycles, prefetch),
+            "");
+  EXPECT_GT(ahead_cycles, 3 * half);
+  EXPECT_NE(ahead_cycles, cycles);
 }
 
 TEST(CoreEdge, DmaDrainsAfterHalt) {

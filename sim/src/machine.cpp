@@ -94,7 +94,7 @@ Machine::Machine(const config::Config& cfg, const isa::Program& prog, const SimO
   stats_.mxu_count = cfg.core.mxu.count;
   stats_.mxu_rows = R_;
   stats_.mxu_cols = C_;
-  imem_fetch_cycles_ = config::imem_fetch_cycles(cfg, bundles_.size());
+  imem_start();
 }
 
 std::string Machine::where(const OpRef& ref) const {
@@ -550,10 +550,9 @@ void Machine::run(const std::function<void(uint64_t)>& sync) {
     const Bundle& b = bundles_[pc];
     auto ref_of = [&](SlotId s) { return OpRef{uint32_t(pc), s, b.at(s).def, b.tag}; };
     uint64_t earliest = first ? 0 : prev + 1 + penalty;
-    // Past an instruction fetch from HBM when the bundle is outside the resident window (the
-    // window moves once the bundle issues: in a system it may be accepted more than once).
-    const bool outside = imem_fetch_cycles_ && (pc < imem_window_ || pc >= imem_window_ + cfg_.core.scalar.imem_bundles);
-    const uint64_t fetched = outside ? earliest + imem_fetch_cycles_ : earliest;
+    // Past an instruction fetch from HBM when the bundle's window is not resident yet (the
+    // windows move once the bundle issues: in a system it may be accepted more than once).
+    const uint64_t fetched = imem_ready(pc, earliest);
     Accept best{fetched, StallReason::ImemFetch};
     SlotId stall_slot = SlotId::Control;
     for (SlotId s : kAcceptOrder) {
@@ -587,10 +586,7 @@ void Machine::run(const std::function<void(uint64_t)>& sync) {
                                  "long transfer); raise it with --max-cycles",
                                  where(ref_of(stall_slot)), opt_.max_cycles));
     Counters& c = tagc(b.tag);
-    if (outside) {
-      imem_window_ = pc - pc % cfg_.core.scalar.imem_bundles;
-      c.hbm_read_bytes += uint64_t(cfg_.core.scalar.imem_bundles) * isa::kBundleBytes;
-    }
+    imem_issued(pc, earliest, T, c);
     if (T > earliest) {
       uint64_t stall = T - earliest;
       c.stall[size_t(best.why)] += stall;

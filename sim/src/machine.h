@@ -266,10 +266,25 @@ class Machine {
   // Vector unit
   uint64_t vec_free_ = 0;
 
-  // Instruction memory: a program longer than core.scalar.imem_bundles runs from windows of
-  // that many bundles, each fetched from HBM when execution enters it (docs/microarch.md).
-  uint64_t imem_window_ = 0;  // first bundle of the resident window (the first is loaded before the start)
-  uint64_t imem_fetch_cycles_ = 0;
+  // Instruction memory (machine_imem.cpp): a program longer than core.scalar.imem_bundles
+  // runs from windows of config::imem_window_bundles bundles, fetched from HBM when execution
+  // enters one, or ahead of it with core.scalar.imem_prefetch (docs/microarch.md).
+  struct ImemSlot {
+    uint64_t window = UINT64_MAX;  // window index held (UINT64_MAX: none)
+    uint64_t ready = 0;            // cycle its fetch ends
+  };
+  ImemSlot imem_slot_[2];               // slot 1 is used only with prefetch
+  uint64_t imem_current_ = UINT64_MAX;  // window of the last bundle issued
+  uint64_t imem_port_free_ = 0;         // end of the last fetch (one fetch at a time)
+  uint64_t imem_window_bundles_ = 0;
+  uint64_t imem_fetch_cycles_ = 0;      // 0: the program is resident whole
+  void imem_start();
+  // The cycle from which the bundle at pc can issue as far as the instruction memory goes,
+  // `earliest` being the sequencer's own earliest cycle.
+  uint64_t imem_ready(size_t pc, uint64_t earliest) const;
+  // The bundle at pc issued at T: a window fetched on demand becomes resident and, with
+  // prefetch, entering a window starts the next one's fetch.
+  void imem_issued(size_t pc, uint64_t earliest, uint64_t T, Counters& c);
 
   // ICI engine and the system around it (machine_ici.cpp)
   Fabric* fabric_ = nullptr;

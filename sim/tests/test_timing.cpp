@@ -2,9 +2,11 @@
 // config — not against the simulator's own earlier output.
 #include <fmt/format.h>
 
+#include <cmath>
 #include <sstream>
 
 #include "sim_test_util.h"
+#include "vtpu/config/timing.h"
 
 namespace vtpu::sim {
 namespace {
@@ -300,6 +302,44 @@ TEST(Timing, WholeWeightTilesMoveAFullTileFromMemory) {
   EXPECT_EQ(full_whole["hbm"], full["hbm"]);
   EXPECT_EQ(full_whole["end"], full["end"]);
   EXPECT_EQ(full_whole["cycles"], full["cycles"]);
+}
+
+// docs/microarch.md, "Instruction memory", with core.scalar.imem_prefetch: the memory holds
+// two windows of imem_bundles / 2; entering window w starts window w + 1's fetch, and a
+// bundle waits only for what is left of its window's fetch. 41 nops and a halt on 16
+// bundles of memory: windows of 8, 0 and 1 loaded before the start, window w >= 2 fetched
+// from the cycle window w - 1 was entered, F cycles, while its 8 bundles issue one a
+// cycle: each of windows 2..5 costs F - 8 cycles. Without prefetch: windows of 16, two
+// fetched when entered, 2F' (F' the larger window's fetch).
+TEST(Timing, PrefetchedInstructionWindowsCostWhatTheirFetchOutlasts) {
+  auto run = [](bool prefetch) {
+    config::Config cfg = config::load_preset("tiny-4x4");
+    cfg.core.scalar.imem_bundles = 16;
+    cfg.core.scalar.imem_prefetch = prefetch;
+    std::string text;
+    for (int i = 0; i < 41; ++i) text += "  nop\n";
+    text += "  halt\n";
+    return parse(run_asm(cfg, text, [](const RunResult& r) {
+      return fmt::format("cycles={}\nstall={}\nhbm={}\n", r.stats.total_cycles,
+                         r.stats.total.stall[size_t(StallReason::ImemFetch)], r.stats.total.hbm_read_bytes);
+    }));
+  };
+  config::Config cfg = config::load_preset("tiny-4x4");
+  cfg.core.scalar.imem_bundles = 16;
+  const double bytes_per_cycle = cfg.memory.bandwidth_gbytes_per_s * 1e3 / cfg.clock_mhz;
+  const uint64_t latency = uint64_t(std::ceil(cfg.memory.access_latency_ns * cfg.clock_mhz * 1e-3));
+  const uint64_t f16 = uint64_t(std::ceil(16 * 64 / bytes_per_cycle)) + latency;
+  const uint64_t f8 = uint64_t(std::ceil(8 * 64 / bytes_per_cycle)) + latency;
+  ASSERT_GT(f8, 8u);
+  cfg.core.scalar.imem_prefetch = true;
+  EXPECT_EQ(config::imem_window_bundles(cfg), 8u);
+  EXPECT_EQ(config::imem_fetch_cycles(cfg, 42), f8);
+  auto plain = run(false), ahead = run(true);
+  EXPECT_EQ(plain["stall"], 2 * f16);
+  EXPECT_EQ(plain["hbm"], 2u * 16 * 64);
+  EXPECT_EQ(ahead["stall"], 4 * (f8 - 8));
+  EXPECT_EQ(ahead["hbm"], 4u * 8 * 64);
+  EXPECT_EQ(plain["cycles"] - ahead["cycles"], 2 * f16 - 4 * (f8 - 8));
 }
 
 TEST(Timing, DmaSlotsLimitTransfersInFlight) {

@@ -83,6 +83,7 @@ struct VectorConfig {
 
 struct ScalarConfig {  // scalar unit and instruction sequencer
   uint32_t imem_bundles{};
+  bool imem_prefetch{};  // two half-size windows: the next one is fetched while this one runs
   uint32_t branch_penalty_cycles{};
   uint32_t registers{};
   uint64_t smem_bytes{};

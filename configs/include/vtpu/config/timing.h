@@ -34,11 +34,15 @@ uint64_t vector_issue_cycles(const Config& c, uint64_t rows);  // steps x lane p
 // clock_mhz, all channels together).
 double hbm_bytes_per_cycle(const Config& c);
 
-// Cycles a window of core.scalar.imem_bundles bundles takes to come from memory when
-// execution enters it (docs/microarch.md, "Instruction memory"): its bytes at the memory's
-// full bandwidth plus one access latency. 0 when a program of `program_bundles` bundles fits
-// the instruction memory whole (it is loaded before the start). The simulator and the RTL
-// core's harness both take it from here.
+// Bundles in one instruction window (docs/microarch.md, "Instruction memory"):
+// core.scalar.imem_bundles, or half of it (rounded down) with core.scalar.imem_prefetch,
+// whose memory holds the running window and the next one.
+uint64_t imem_window_bundles(const Config& c);
+
+// Cycles a window takes to come from memory: its bytes at the memory's full bandwidth plus
+// one access latency. 0 when a program of `program_bundles` bundles fits the instruction
+// memory whole (it is loaded before the start). The simulator and the RTL core's harness
+// both take it from here.
 uint64_t imem_fetch_cycles(const Config& c, uint64_t program_bundles);
 
 }  // namespace vtpu::config
