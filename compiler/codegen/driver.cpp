@@ -165,6 +165,9 @@ void Codegen::gen_outputs(mlir::func::FuncOp fn, mlir::func::ReturnOp ret) {
     Value v = ret.getOperand(i);
     std::string name = fn.getResultAttrOfType<mlir::StringAttr>(i, "vtpu.name").str();
     auto shape = shape_of(v);
+    // The model's own element type, for a program run on its own (isa::TensorInfo::model_type).
+    std::string typed;
+    if (auto t = fn.getResultAttrOfType<mlir::StringAttr>(i, tpu::kModelTypeAttr)) typed = " model_type=" + t.str();
     if (auto c = v.getDefiningOp<tosa::ConstOp>()) {  // a constant output: its bytes preloaded, no code
       mlir::Attribute attr = c.getValue();
       std::vector<uint8_t> bytes;
@@ -186,16 +189,16 @@ void Codegen::gen_outputs(mlir::func::FuncOp fn, mlir::func::ReturnOp ret) {
           }
         }
       }
-      decl(fmt::format(".tensor {} role=output dtype={} shape=[{}] addr={}{}", quote(name), dt, fmt::join(shape, ", "),
-                       hbm_const(std::move(bytes)), extra));
+      decl(fmt::format(".tensor {} role=output dtype={} shape=[{}] addr={}{}{}", quote(name), dt, fmt::join(shape, ", "),
+                       hbm_const(std::move(bytes)), extra, typed));
       continue;
     }
     if (is_int32(v)) {  // an integer output: int32 rows, stored as they are
       if (int_hbm_.count(v.getAsOpaquePointer()))
         throw CompileError(fmt::format("output '{}' is a model input; nothing computes it", name));
       uint64_t addr = io_alloc(numel(shape) * 4, name);
-      decl(fmt::format(".tensor {} role=output dtype=int32 shape=[{}] addr={}{}", quote(name), fmt::join(io_shape(shape), ", "),
-                       addr, fn.getResultAttr(i, "vtpu.nhwc") ? " layout=nhwc" : ""));
+      decl(fmt::format(".tensor {} role=output dtype=int32 shape=[{}] addr={}{}{}", quote(name), fmt::join(io_shape(shape), ", "),
+                       addr, fn.getResultAttr(i, "vtpu.nhwc") ? " layout=nhwc" : "", typed));
       tag("output " + name);
       store_rows(act(v), addr, 4);
       stage_output(addr, numel(shape) * 4);
@@ -211,8 +214,8 @@ void Codegen::gen_outputs(mlir::func::FuncOp fn, mlir::func::ReturnOp ret) {
     auto own = hbm_outputs_.find(i);
     bool in_hbm = hbm_acts_.count(v.getAsOpaquePointer());
     uint64_t addr = in_hbm && own != hbm_outputs_.end() ? own->second : io_alloc(numel(shape) * esz_, name);
-    decl(fmt::format(".tensor {} role=output dtype={} shape=[{}] addr={}{}", quote(name), dt_, fmt::join(io_shape(shape), ", "),
-                     addr, quant_attrs(v, bool(fn.getResultAttr(i, "vtpu.nhwc")))));
+    decl(fmt::format(".tensor {} role=output dtype={} shape=[{}] addr={}{}{}", quote(name), dt_, fmt::join(io_shape(shape), ", "),
+                     addr, quant_attrs(v, bool(fn.getResultAttr(i, "vtpu.nhwc"))), typed));
     tag("output " + name);
     if (!in_hbm) store_act(act(v), addr);
     else if (own == hbm_outputs_.end()) copy_hbm_rows(hbm_act(v, name), addr, shape);

@@ -12,6 +12,10 @@ inline constexpr llvm::StringLiteral kNameAttr = "vtpu.name";
 // On @main's arguments and results: a 4-D image stored NHWC (a UnitAttr); the runtime
 // transposes NCHW data.
 inline constexpr llvm::StringLiteral kNhwcAttr = "vtpu.nhwc";
+// On @main's results: the element type the ONNX file declares when it is neither float32 nor
+// int32 (a StringAttr, one of isa::model_types(): "int64", "bool", "float16", ...); the
+// program's output tensor carries it (isa::TensorInfo::model_type).
+inline constexpr llvm::StringLiteral kModelTypeAttr = "vtpu.model_type";
 // On an integer input (an i32 argument): the range of integers INT8 calibration draws its
 // samples from (IntegerAttrs; token ids: the rows of the table they index).
 inline constexpr llvm::StringLiteral kIntLoAttr = "vtpu.int_lo";

@@ -145,6 +145,26 @@ mlir::func::FuncOp Importer::declare_inputs(mlir::ModuleOp module) {
 }
 
 // The graph outputs in order; empty ones are recorded in empty_io_ instead.
+namespace {
+// isa::TensorInfo::model_type of an output of ONNX element type `et`: empty for float32,
+// bfloat16 and int32, which the program's tensors hold as they are.
+std::string model_type_of(int et) {
+  switch (et) {
+    case onnx::TensorProto::FLOAT16: return "float16";
+    case onnx::TensorProto::DOUBLE: return "float64";
+    case onnx::TensorProto::INT64: return "int64";
+    case onnx::TensorProto::INT16: return "int16";
+    case onnx::TensorProto::INT8: return "int8";
+    case onnx::TensorProto::UINT64: return "uint64";
+    case onnx::TensorProto::UINT32: return "uint32";
+    case onnx::TensorProto::UINT16: return "uint16";
+    case onnx::TensorProto::UINT8: return "uint8";
+    case onnx::TensorProto::BOOL: return "bool";
+    default: return "";
+  }
+}
+}  // namespace
+
 Importer::GraphOutputs Importer::collect_outputs() {
   GraphOutputs r;
   for (const auto& out : file_.proto().graph().output()) {
@@ -155,6 +175,7 @@ Importer::GraphOutputs Importer::collect_outputs() {
     r.types.push_back(v.getType());
     r.names.push_back(out.name());
     r.nhwc.push_back(nhwc);
+    r.model_types.push_back(model_type_of(out.type().has_tensor_type() ? out.type().tensor_type().elem_type() : 0));
   }
   return r;
 }
@@ -243,6 +264,8 @@ void Importer::annotate(mlir::func::FuncOp fn, const GraphOutputs& outs) {
   for (size_t i = 0; i < outs.names.size(); ++i) {
     fn.setResultAttr(unsigned(i), tpu::kNameAttr, b_.getStringAttr(outs.names[i]));
     if (outs.nhwc[i]) fn.setResultAttr(unsigned(i), tpu::kNhwcAttr, b_.getUnitAttr());
+    if (!outs.model_types[i].empty())
+      fn.setResultAttr(unsigned(i), tpu::kModelTypeAttr, b_.getStringAttr(outs.model_types[i]));
   }
 }
 

@@ -81,6 +81,7 @@ class Importer {
     std::vector<mlir::Type> types;
     std::vector<std::string> names;
     std::vector<bool> nhwc;
+    std::vector<std::string> model_types;  // isa::TensorInfo::model_type of each
   };
   [[noreturn]] void fail(const std::string& what, const std::string& node) const;
   void load();

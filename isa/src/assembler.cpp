@@ -775,7 +775,7 @@ class Assembler {
     const Value* values = nullptr;
     bool bits = false;
     static const std::vector<const char*> kConstKeys{"dtype", "shape", "addr", "scale", "zp", "values", "bits"};
-    static const std::vector<const char*> kTensorKeys{"role", "dtype", "shape", "addr", "scale", "zp", "layout"};
+    static const std::vector<const char*> kTensorKeys{"role", "dtype", "shape", "addr", "scale", "zp", "layout", "model_type"};
     const auto& keys = is_const ? kConstKeys : kTensorKeys;
     each_key(args, is_const ? ".const" : ".tensor", keys, [&](const std::string& k, const Value& v) {
       if (k == "role") {
@@ -795,6 +795,11 @@ class Assembler {
         if (v.kind != Value::Ident || (v.text != "nhwc" && v.text != "rowmajor"))
           throw LineError{v.loc, "layout must be rowmajor or nhwc"};
         t.nhwc = v.text == "nhwc";
+      } else if (k == "model_type") {
+        const auto& known = model_types();
+        if (v.kind != Value::Ident || std::find(known.begin(), known.end(), v.text) == known.end())
+          throw LineError{v.loc, fmt::format("model_type must be one of {}", fmt::join(known, ", "))};
+        t.model_type = v.text;
       }
       else if (k == "values" || k == "bits") {
         if (values) throw LineError{v.loc, "give either values= or bits=, not both"};

@@ -165,6 +165,7 @@ std::string disassemble(const Program& p) {
     if (t.quant_scale != 0.0) out += " scale=" + num(t.quant_scale);
     if (t.zero_point) out += fmt::format(" zp={}", t.zero_point);
     if (t.nhwc) out += " layout=nhwc";
+    if (!t.model_type.empty()) out += " model_type=" + t.model_type;
     out += '\n';
   }
   for (const ConstSegment& c : p.constants) {

@@ -1,11 +1,13 @@
 #include "vtpu/isa/program.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <bit>
 #include <cstring>
 #include <fstream>
@@ -27,6 +29,12 @@ std::string_view tensor_role_name(TensorRole r) {
   return "?";
 }
 
+const std::vector<std::string_view>& model_types() {
+  static const std::vector<std::string_view> kTypes{"float16", "float64", "int64",  "int32",  "int16", "int8",
+                                                    "uint64",  "uint32",  "uint16", "uint8",  "bool"};
+  return kTypes;
+}
+
 uint64_t DmaDescriptor::total_bytes() const {
   uint64_t n = bytes;
   for (const DmaDim& d : dims) n *= d.count;
@@ -43,7 +51,7 @@ namespace {
 
 enum SectionId : uint32_t {
   kCode = 1, kTags = 2, kDescriptors = 3, kParams = 4, kTensors = 5, kConstants = 6,
-  kSymbols = 7, kConfigName = 8,
+  kSymbols = 7, kConfigName = 8, kModelTypes = 9,
 };
 
 const char* section_name(uint32_t id) {
@@ -56,6 +64,7 @@ const char* section_name(uint32_t id) {
     case kConstants: return "constants";
     case kSymbols: return "symbols";
     case kConfigName: return "config name";
+    case kModelTypes: return "model types";
   }
   return "unknown";
 }
@@ -319,6 +328,19 @@ Container::Container(const Program& p) {
     w.str(p.config_name);
     sections.emplace_back(kConfigName, std::move(w.out));
   }
+  // Only in programs that name a model type (readers of programs without it need nothing).
+  std::vector<uint32_t> typed;
+  for (size_t i = 0; i < p.tensors.size(); ++i)
+    if (!p.tensors[i].model_type.empty()) typed.push_back(uint32_t(i));
+  if (!typed.empty()) {
+    Writer w;
+    w.put<uint32_t>(uint32_t(typed.size()));
+    for (uint32_t i : typed) {
+      w.put(i);
+      w.str(p.tensors[i].model_type);
+    }
+    sections.emplace_back(kModelTypes, std::move(w.out));
+  }
 
   Writer w;
   for (char c : kMagic) w.put<char>(c);
@@ -397,6 +419,7 @@ Program deserialize(std::span<const uint8_t> bytes, std::string_view source_name
     r.fail(fmt::format("bundle width {} bits, expected {}", bundle_bits, kBundleBits));
   uint32_t nsections = r.get<uint32_t>();
   bool seen[16] = {};
+  std::vector<std::pair<uint32_t, std::string>> model_types_of;  // section "model types", applied last
   for (uint32_t i = 0; i < nsections; ++i) {
     uint32_t id = r.get<uint32_t>();
     uint64_t size = r.get<uint64_t>();
@@ -509,15 +532,35 @@ Program deserialize(std::span<const uint8_t> bytes, std::string_view source_name
       case kConfigName:
         p.config_name = s.str();
         break;
+      case kModelTypes: {
+        uint32_t n = s.count(8);
+        for (uint32_t k = 0; k < n; ++k) {
+          uint32_t index = s.get<uint32_t>();
+          std::string type = s.str();
+          const auto& known = model_types();
+          if (std::find(known.begin(), known.end(), type) == known.end())
+            s.fail(fmt::format("unknown model type '{}' (one of {})", type, fmt::join(known, ", ")));
+          model_types_of.emplace_back(index, std::move(type));
+        }
+        break;
+      }
       default:
         break;  // unknown sections are skipped: newer writers may add optional ones
     }
-    if (id < 16 && id >= kCode && id <= kConfigName && !s.done())
+    if (id < 16 && id >= kCode && id <= kModelTypes && !s.done())
       s.fail(fmt::format("{} trailing bytes", s.remaining()));
   }
   if (!r.done()) r.fail(fmt::format("{} bytes after the last section", r.remaining()));
   if (!seen[kCode]) r.fail("no code section");
   if (p.tags.empty() || !p.tags[0].empty()) r.fail("tag table must start with the empty tag");
+  // Model types name tensors by index, whichever section comes first.
+  for (auto& [index, type] : model_types_of) {
+    if (index >= p.tensors.size())
+      r.fail(fmt::format("section 'model types' names tensor {} of {}", index, p.tensors.size()));
+    if (!p.tensors[index].model_type.empty())
+      r.fail(fmt::format("section 'model types' names tensor '{}' twice", p.tensors[index].name));
+    p.tensors[index].model_type = std::move(type);
+  }
   check_ranges(p, source_name);
   return p;
 }

@@ -41,6 +41,47 @@ TEST(Program, SerializeRoundTrip) {
 
 // A fingerprint is a 64-bit hash: one with the top bit set reads back whole (the listing of
 // `vtpu disasm` prints it so).
+// An output's model type (TensorInfo::model_type) reads back from the container and from
+// the listing; the section that holds it names tensors by index, each once, with a known type.
+TEST(Program, ModelTypesRoundTripAndAreChecked) {
+  Program p = assemble(R"(
+    .tensor x role=input dtype=bf16 shape=[4] addr=0x100
+    .tensor i role=output dtype=int32 shape=[4] addr=0x200 model_type=int64
+    .tensor b role=output dtype=int32 shape=[4] addr=0x300 model_type=bool
+    halt
+  )", "types.s");
+  ASSERT_EQ(p.tensors.size(), 3u);
+  EXPECT_EQ(p.tensors[0].model_type, "");
+  EXPECT_EQ(p.tensors[1].model_type, "int64");
+  EXPECT_EQ(p.tensors[2].model_type, "bool");
+  auto bytes = serialize(p);
+  EXPECT_EQ(deserialize(bytes, "mem"), p);
+  EXPECT_EQ(assemble(disassemble(p), "listing.s").tensors, p.tensors);
+  // Without model types a program has no such section: its bytes are as before the section existed.
+  Program plain = p;
+  for (auto& t : plain.tensors) t.model_type.clear();
+  EXPECT_EQ(serialize(plain).size() + 4 + 8 + 4 + 2 * (4 + 4) + 5 + 4, bytes.size());
+  auto with = [&](size_t at, const std::string& text) {
+    auto b = bytes;
+    std::copy(text.begin(), text.end(), b.begin() + std::ptrdiff_t(at));
+    try {
+      deserialize(b, "mem");
+    } catch (const std::exception& e) {
+      return std::string(e.what());
+    }
+    return std::string("accepted");
+  };
+  std::string text(bytes.begin(), bytes.end());
+  size_t bool_at = text.rfind("bool"), int_at = text.rfind("int64");
+  ASSERT_NE(bool_at, std::string::npos);
+  ASSERT_NE(int_at, std::string::npos);
+  EXPECT_NE(with(int_at, "int65").find("unknown model type 'int65'"), std::string::npos);
+  // The index before a type's length: tensor 7 of 3, then tensor 1 twice.
+  EXPECT_NE(with(bool_at - 8, std::string("\x07\0\0\0", 4)).find("names tensor 7 of 3"), std::string::npos);
+  EXPECT_NE(with(bool_at - 8, std::string("\x01\0\0\0", 4)).find("names tensor 'i' twice"), std::string::npos);
+  EXPECT_THROW(assemble(".tensor y role=output dtype=int32 shape=[1] addr=0 model_type=float32\n  halt\n", "t.s"), AsmError);
+}
+
 TEST(Program, FingerprintWithTheTopBitSet) {
   Program p = assemble(".fingerprint 0xe47eb5fcde08e969\n  halt\n", "fp.s");
   EXPECT_EQ(p.config_fingerprint, 0xe47eb5fcde08e969ull);

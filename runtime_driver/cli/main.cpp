@@ -468,7 +468,15 @@ int cmd_sim(const SimArgs& a) {
     for (const auto& t : prog.tensors) {
       if (t.role != isa::TensorRole::Output) continue;
       auto path = file_in_dir(a.output_dir, t.name, ".npy", "output tensor");
-      runtime::write_npy(path, runtime::npy_from_tensor_bytes(r.outputs.at(t.name), t.dtype, t.shape));
+      const std::vector<uint8_t>& bytes = r.outputs.at(t.name);
+      if (std::string type = cli::descr_of_model_type(t.model_type); t.dtype == isa::Dtype::Int32 && !type.empty()) {
+        // In the model's integer type (int64, bool, ...) when every value fits it, as `vtpu run` writes it.
+        std::vector<int32_t> v32(bytes.size() / 4);
+        std::memcpy(v32.data(), bytes.data(), v32.size() * 4);
+        runtime::write_npy(path, cli::integer_output(v32, t.shape, type));
+        continue;
+      }
+      runtime::write_npy(path, runtime::npy_from_tensor_bytes(bytes, t.dtype, t.shape));
     }
   }
   if (!a.report.empty()) write_file(a.report, sim::report_json(r, cfg, meta));
@@ -619,7 +627,9 @@ int main(int argc, char** argv) {
   sim_cmd->add_option("-c,--config", sim_args.config, "preset name or YAML file (default: the program's config)");
   sim_cmd->add_option("--input", sim_args.inputs, "NAME=FILE.npy for an input tensor (repeatable); others are seeded random");
   sim_cmd->add_option("--seed", sim_args.seed, "seed for generated inputs")->capture_default_str();
-  sim_cmd->add_option("--output-dir", sim_args.output_dir, "write every output tensor as NAME.npy here");
+  sim_cmd->add_option("--output-dir", sim_args.output_dir,
+                      "write every output tensor as NAME.npy here, as the program stores it (integer outputs in the "
+                      "model's integer type: int64, bool, ...)");
   sim_cmd->add_option("--report", sim_args.report, "write the JSON report (docs/reports.md) here");
   sim_cmd->add_option("--trace", sim_args.trace, "write a Chrome-trace/Perfetto timeline here");
   sim_cmd->add_option("--max-cycles", sim_args.max_cycles, "stop with an error past this many cycles")

@@ -18,6 +18,14 @@ std::map<std::string, std::string> model_output_types(const std::string& model) 
   return runtime::onnx_output_types(model);
 }
 
+std::string descr_of_model_type(const std::string& t) {
+  static const std::map<std::string, std::string> kDescr{
+      {"float16", "<f2"}, {"float64", "<f8"}, {"int64", "<i8"},  {"int32", "<i4"},  {"int16", "<i2"}, {"int8", "|i1"},
+      {"uint64", "<u8"},  {"uint32", "<u4"},  {"uint16", "<u2"}, {"uint8", "|u1"},  {"bool", "|b1"}};
+  auto it = kDescr.find(t);
+  return it == kDescr.end() ? "" : it->second;
+}
+
 runtime::NpyArray integer_output(const std::vector<int32_t>& v, const std::vector<int64_t>& shape, const std::string& type) {
   // The int32 values each integer type holds (every int32 fits int64).
   static const std::map<std::string, std::pair<double, double>> kRange = {
@@ -35,8 +43,13 @@ void write_output_files(const std::filesystem::path& dir, const std::vector<isa:
                         const std::map<std::string, std::vector<float>>& outputs,
                         const std::map<std::string, std::vector<int64_t>>& shapes,
                         const std::map<std::string, std::vector<uint8_t>>& raw,
-                        const std::map<std::string, std::string>& types) {
+                        const std::map<std::string, std::string>& given_types) {
   make_output_dir(dir);
+  // The ONNX file's types when the run had one, else those the program records.
+  std::map<std::string, std::string> types = given_types;
+  for (const auto& t : tensors)
+    if (t.role == isa::TensorRole::Output && !t.model_type.empty() && !types.count(t.name))
+      if (std::string d = descr_of_model_type(t.model_type); !d.empty()) types[t.name] = d;
   for (const auto& [name, v] : outputs) {
     runtime::NpyArray arr{"<f4", shapes.at(name), std::vector<uint8_t>(v.size() * 4)};
     std::memcpy(arr.data.data(), v.data(), arr.data.size());

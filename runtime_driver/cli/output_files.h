@@ -18,7 +18,9 @@ namespace vtpu::cli {
 // `tensors`: the program's (for each output's dtype, stored shape and layout); `raw`: each
 // output's bytes as the program stored them; `types`: the ONNX file's output types
 // (runtime::onnx_output_types), by which an integer output is written as int64, bool or a
-// narrower integer when every value fits that type (else as int32). An output whose name is
+// narrower integer when every value fits that type (else as int32); where `types` names
+// none (a .vtpu program run on its own), the type the program records for the output
+// (isa::TensorInfo::model_type). An output whose name is
 // not a plain file name (`../x`, `/abs/x`) is an error: nothing is written outside `dir`.
 void write_output_files(const std::filesystem::path& dir, const std::vector<isa::TensorInfo>& tensors,
                         const std::map<std::string, std::vector<float>>& outputs,
@@ -26,8 +28,12 @@ void write_output_files(const std::filesystem::path& dir, const std::vector<isa:
                         const std::map<std::string, std::vector<uint8_t>>& raw,
                         const std::map<std::string, std::string>& types = {});
 
-// runtime::onnx_output_types of the model a run was given; none for a .vtpu program.
+// runtime::onnx_output_types of the model a run was given; none for a .vtpu program (whose
+// tensors carry their model types).
 std::map<std::string, std::string> model_output_types(const std::string& model);
+
+// The NumPy type ("<i8", "|b1", ...) of an isa::TensorInfo::model_type; "" for none.
+std::string descr_of_model_type(const std::string& model_type);
 
 // An integer output in the NumPy type `type` ("<i8", "|b1", "|u1", ...) when every value
 // fits it (bool: 0 and 1), else as int32.

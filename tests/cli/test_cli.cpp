@@ -369,6 +369,58 @@ TEST(Cli, RunWritesIntegerOutputsInTheModelsOwnType) {
   fs::remove_all(dir);
 }
 
+// A compiled program records the model's output types (isa::TensorInfo::model_type), so
+// `vtpu sim` of the .vtpu alone writes ArgMax's indices as int64 and a comparison as bool,
+// as `vtpu run` of the ONNX file does; a float output stays as the program stores it.
+TEST(Cli, SimOfAProgramWritesIntegerOutputsInTheModelsOwnType) {
+  vtpu::testing::OnnxBuilder m;
+  const int64_t A = 3, K = 40;
+  m.input("x", {A, K});
+  auto* mx = m.node("ArgMax", "amax", {"x"}, {"i"});
+  vtpu::testing::OnnxBuilder::attr(mx, "axis", int64_t(1));
+  vtpu::testing::OnnxBuilder::attr(mx, "keepdims", int64_t(0));
+  m.init("zero", {}, 0, {0.0f});
+  m.node("Greater", "gt", {"x", "zero"}, {"b"});
+  m.node("Relu", "relu", {"x"}, {"r"});
+  m.output("i", {A}, onnx::TensorProto::INT64);
+  m.output("b", {A, K}, onnx::TensorProto::BOOL);
+  m.output("r", {A, K});
+  fs::path model = m.save("cli_sim_types.onnx"), prog = tmp("cli_sim_types.vtpu"), dir = tmp("cli_sim_types_out"),
+           x_file = tmp("cli_sim_types_x.npy");
+  std::vector<float> x(size_t(A * K));
+  for (size_t k = 0; k < x.size(); ++k) x[k] = float(int(k * 29 % 31) - 15);
+  std::vector<uint8_t> xb(x.size() * 4);
+  std::memcpy(xb.data(), x.data(), xb.size());
+  CliResult r = vtpu("compile " + model.string() + " -c tiny-8x8 -o " + prog.string());
+  ASSERT_EQ(r.code, 0) << r.err;
+  r = vtpu("disasm " + prog.string());
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find(".tensor i role=output dtype=int32 shape=[3] addr="), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("model_type=int64"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("model_type=bool"), std::string::npos) << r.out;
+  // The program's input is bf16 as stored; give it the values exactly (small integers).
+  vtpu::runtime::write_npy(x_file, {"<f4", {A, K}, xb});
+  fs::remove_all(dir);
+  r = vtpu("sim " + prog.string() + " -q --input x=" + x_file.string() + " --output-dir " + dir.string());
+  ASSERT_EQ(r.code, 0) << r.err;
+  vtpu::runtime::NpyArray i = vtpu::runtime::read_npy(dir / "i.npy"), b = vtpu::runtime::read_npy(dir / "b.npy");
+  EXPECT_EQ(i.descr, "<i8");
+  EXPECT_EQ(b.descr, "|b1");
+  ASSERT_EQ(i.data.size(), size_t(A * 8));
+  ASSERT_EQ(b.data.size(), x.size());
+  for (int64_t a = 0; a < A; ++a) {
+    int64_t want = 0, got = -1;
+    for (int64_t k = 1; k < K; ++k) want = x[size_t(a * K + k)] > x[size_t(a * K + want)] ? k : want;
+    std::memcpy(&got, &i.data[size_t(a) * 8], 8);
+    EXPECT_EQ(got, want) << "row " << a;
+  }
+  for (size_t k = 0; k < x.size(); ++k) EXPECT_EQ(b.data[k], x[k] > 0 ? 1 : 0) << k;
+  EXPECT_EQ(vtpu::runtime::read_npy(dir / "r.npy").descr, "<f4");
+  fs::remove_all(dir);
+  fs::remove(x_file);
+  fs::remove(prog);
+}
+
 // INT8 calibration from the user's data: the program's scales are the calibration data's
 // ranges (input: max |x| / 127; output: max |x W| / 127 over every sample), not the seeded
 // random defaults'; bad calibration files are refused with what to fix.

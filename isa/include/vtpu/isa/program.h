@@ -67,6 +67,9 @@ struct VectorParams {
 enum class TensorRole : uint8_t { Input = 0, Output = 1, Constant = 2, Scratch = 3 };
 std::string_view tensor_role_name(TensorRole r);
 
+// The names TensorInfo::model_type may take (ONNX's element type names).
+const std::vector<std::string_view>& model_types();
+
 // Where a named tensor lives in HBM, for the runtime to place inputs and read outputs.
 struct TensorInfo {
   std::string name;
@@ -78,6 +81,10 @@ struct TensorInfo {
   int32_t zero_point = 0;
   // nhwc: a 4-D image stored NHWC whose model-level shape is NCHW (the runtime transposes).
   bool nhwc = false;
+  // The element type the model declares for it when that is not what `dtype` holds as
+  // float32 or int32 (one of model_types(): "int64", "bool", "float16", ...), so a program run
+  // on its own writes outputs as the model would; empty: float32 (int32 for int32 tensors).
+  std::string model_type;
   bool operator==(const TensorInfo&) const = default;
   uint64_t bytes() const;
 };
