@@ -144,7 +144,6 @@ mlir::func::FuncOp Importer::declare_inputs(mlir::ModuleOp module) {
   return fn;
 }
 
-// The graph outputs in order; empty ones are recorded in empty_io_ instead.
 namespace {
 // isa::TensorInfo::model_type of an output of ONNX element type `et`: empty for float32,
 // bfloat16 and int32, which the program's tensors hold as they are.
@@ -165,6 +164,7 @@ std::string model_type_of(int et) {
 }
 }  // namespace
 
+// The graph outputs in order; empty ones are recorded in empty_io_ instead.
 Importer::GraphOutputs Importer::collect_outputs() {
   GraphOutputs r;
   for (const auto& out : file_.proto().graph().output()) {
