@@ -471,9 +471,7 @@ int cmd_sim(const SimArgs& a) {
       const std::vector<uint8_t>& bytes = r.outputs.at(t.name);
       if (std::string type = cli::descr_of_model_type(t.model_type); t.dtype == isa::Dtype::Int32 && !type.empty()) {
         // In the model's integer type (int64, bool, ...) when every value fits it, as `vtpu run` writes it.
-        std::vector<int32_t> v32(bytes.size() / 4);
-        std::memcpy(v32.data(), bytes.data(), v32.size() * 4);
-        runtime::write_npy(path, cli::integer_output(v32, t.shape, type));
+        runtime::write_npy(path, cli::integer_output(cli::int32_values(bytes), t.shape, type));
         continue;
       }
       runtime::write_npy(path, runtime::npy_from_tensor_bytes(bytes, t.dtype, t.shape));

@@ -26,6 +26,12 @@ std::string descr_of_model_type(const std::string& t) {
   return it == kDescr.end() ? "" : it->second;
 }
 
+std::vector<int32_t> int32_values(const std::vector<uint8_t>& bytes) {
+  std::vector<int32_t> v(bytes.size() / 4);
+  std::memcpy(v.data(), bytes.data(), v.size() * 4);
+  return v;
+}
+
 runtime::NpyArray integer_output(const std::vector<int32_t>& v, const std::vector<int64_t>& shape, const std::string& type) {
   // The int32 values each integer type holds (every int32 fits int64).
   static const std::map<std::string, std::pair<double, double>> kRange = {
@@ -61,8 +67,7 @@ void write_output_files(const std::filesystem::path& dir, const std::vector<isa:
       if (t.name == name && t.role == isa::TensorRole::Output && t.dtype == isa::Dtype::Int32) {
         // Integer outputs exactly, in the model's own integer type (images back in NCHW order).
         const auto& b = raw.at(name);
-        std::vector<int32_t> v32(b.size() / 4);
-        std::memcpy(v32.data(), b.data(), v32.size() * 4);
+        std::vector<int32_t> v32 = int32_values(b);
         if (t.nhwc) v32 = nhwc_to_nchw(v32, t.shape);
         auto type = types.find(name);
         arr = integer_output(v32, arr.shape, type == types.end() ? "<i4" : type->second);

@@ -35,6 +35,9 @@ std::map<std::string, std::string> model_output_types(const std::string& model);
 // The NumPy type ("<i8", "|b1", ...) of an isa::TensorInfo::model_type; "" for none.
 std::string descr_of_model_type(const std::string& model_type);
 
+// The int32 values of an int32 output's bytes as the program stored them.
+std::vector<int32_t> int32_values(const std::vector<uint8_t>& bytes);
+
 // An integer output in the NumPy type `type` ("<i8", "|b1", "|u1", ...) when every value
 // fits it (bool: 0 and 1), else as int32.
 runtime::NpyArray integer_output(const std::vector<int32_t>& values, const std::vector<int64_t>& shape, const std::string& type);
