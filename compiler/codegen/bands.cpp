@@ -107,11 +107,19 @@ void Codegen::gen_store_rows(tpu::StoreRowsOp op) {
 void Codegen::gen_load_rows(tpu::LoadRowsOp op) {
   std::string layer = op.getLayer().str();
   uint64_t at = hbm_act(op.getInput(), layer);
+  auto whole = shape_of(op.getInput());
+  const uint64_t from = at + rows_offset(whole, op.getAxis(), int64_t(op.getStart()), int64_t(op.getChannelStart()), esz_);
+  // Rows of a model input that packed convolutions read straight from HBM (conv_packed.cpp,
+  // packed_view): nothing moves here.
+  bool view = !op.getOutput().use_empty();
+  for (mlir::Operation* u : op.getOutput().getUsers()) view &= mlir::isa<tpu::Conv2DOp>(u) && conv_form(u) == "packed";
+  if (view) {
+    input_hbm_[op.getOutput().getAsOpaquePointer()] = from;
+    return;
+  }
   tag(layer);
   Act a = new_act(shape_of(op.getOutput()), fmt::format("rows of the input of '{}'", layer));
-  auto whole = shape_of(op.getInput());
-  move_rows(a, at + rows_offset(whole, op.getAxis(), int64_t(op.getStart()), int64_t(op.getChannelStart()), esz_), true,
-            uint64_t(whole.back()) * esz_);
+  move_rows(a, from, true, uint64_t(whole.back()) * esz_);
   band_bytes_[layer] += a.rows * a.features * esz_;
   define(op.getOutput(), a);
   // The image's last band read (and waited for): its bytes for the images made after it.

@@ -25,6 +25,20 @@ bool packed_input(Value arg, uint64_t R, uint64_t esz, uint64_t acc_region) {
   return packed;
 }
 
+// A band of a model input's rows in HBM (tpu.load_rows along the rows, every channel) that
+// only such convolutions read: they read the band from HBM as packed_input's convolutions
+// read the whole image, and the load moves nothing (codegen/bands.cpp). A convolution in row
+// bands (compiler/pipeline/bands.cpp) so keeps the packed form its whole layer has, each band
+// loading its weight tiles once, instead of one tap per matmul with the channels padded to
+// R lanes: ResNet-50's conv1 on a 1 MiB buffer.
+bool packed_view(Value v, uint64_t R, uint64_t esz, uint64_t acc_region) {
+  auto load = v.getDefiningOp<tpu::LoadRowsOp>();
+  if (!load || !mlir::isa<mlir::BlockArgument>(load.getInput()) || is_int32(load.getInput())) return false;
+  auto in = shape_of(load.getInput()), out = shape_of(v);
+  if (load.getAxis() != 1 || load.getChannelStart() != 0 || in.size() != 4 || in[0] != 1 || out.back() != in.back()) return false;
+  return packed_input(v, R, esz, acc_region);
+}
+
 PackedRows packed_rows(tpu::Conv2DOp op, const config::Config& cfg, uint64_t esz) {
   ConvShape c = conv_shape(op);
   uint64_t R = cfg.core.mxu.rows, C = cfg.core.mxu.cols;

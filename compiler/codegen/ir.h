@@ -46,7 +46,7 @@ ConvShape conv_shape(tpu::Conv2DOp op);  // conv.cpp
 
 // How a convolution is generated, for `cfg` with `esz`-byte elements: packed from HBM
 // (conv_packed.cpp: packable, and packed_input for the model input only such convolutions
-// read), two output pixels per matmul row (conv_wide.cpp: wide_conv, padding_lanes_unread),
+// read, packed_view for a band of its rows), two output pixels per matmul row (conv_wide.cpp: wide_conv, padding_lanes_unread),
 // else by taps (conv.cpp). The first two keep to output rows that fit an accumulator region
 // (`acc_region` pixels: half the accumulator rows); wider rows go by taps, in column pieces.
 inline uint64_t acc_region(const config::Config& cfg) { return cfg.core.accumulators.rows / 2; }
@@ -54,6 +54,7 @@ inline uint64_t acc_region(const config::Config& cfg) { return cfg.core.accumula
 inline bool infinite_at_zero(const std::string& fn) { return fn == "log" || fn == "recip" || fn == "rsqrt"; }
 bool packable(tpu::Conv2DOp op, uint64_t R, uint64_t esz, uint64_t acc_region);
 bool packed_input(mlir::Value arg, uint64_t R, uint64_t esz, uint64_t acc_region);
+bool packed_view(mlir::Value v, uint64_t R, uint64_t esz, uint64_t acc_region);
 bool padding_lanes_unread(mlir::Value v);
 bool wide_conv(tpu::Conv2DOp op, const config::Config& cfg, uint64_t esz);
 

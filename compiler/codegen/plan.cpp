@@ -423,6 +423,7 @@ class Planner {
   static bool by_taps(tpu::Conv2DOp op) { return conv_form(op).empty(); }
   bool packed(tpu::Conv2DOp op) const {
     Value x = op.getInput();
+    if (packed_view(x, R_, esz_, acc_region(cfg_))) return true;  // a band of a model input's rows
     return mlir::isa<mlir::BlockArgument>(x) && !is_int32(x) && packed_input(x, R_, esz_, acc_region(cfg_));
   }
 

@@ -23,6 +23,7 @@
 #include <optional>
 #include <set>
 
+#include "codegen/ir.h"
 #include "dialect/attr_names.h"
 #include "dialect/tpu_dialect.h"
 #include "mlir/Dialect/Tosa/IR/TosaOps.h"
@@ -131,7 +132,7 @@ class BandPlanner {
  public:
   BandPlanner(mlir::func::FuncOp fn, const config::Config& cfg, bool int8, uint64_t budget, std::map<const void*, float>& scales,
               bool channels)
-      : fn_(fn), b_(fn.getContext()), lanes_(cfg.core.mxu.rows), esz_(int8 ? 1 : 2), budget_(budget), scales_(scales),
+      : fn_(fn), b_(fn.getContext()), cfg_(cfg), lanes_(cfg.core.mxu.rows), esz_(int8 ? 1 : 2), budget_(budget), scales_(scales),
         channels_(channels) {}
 
   size_t run();
@@ -167,8 +168,11 @@ class BandPlanner {
   }
   mlir::StringAttr text(const std::string& s) { return b_.getStringAttr(s); }
 
+  uint64_t packed_bytes(tpu::Conv2DOp conv, int64_t in_rows, int64_t out_rows) const;
+
   mlir::func::FuncOp fn_;
   mlir::OpBuilder b_;
+  const config::Config& cfg_;
   uint64_t lanes_, esz_, budget_;
   std::map<const void*, float>& scales_;
   bool channels_;  // bands of channels and concats into HBM allowed
@@ -220,6 +224,19 @@ bool windowed(mlir::Operation* op) {
 
 }  // namespace
 
+// The unified-buffer bytes a packed convolution (codegen/conv_packed.cpp) takes for a band
+// of `out_rows` output rows reading `in_rows` rows of a model input straight from HBM: the
+// packed, padded rows, the image as it lies and spread by the placement matmul, and the
+// row-stacked copy (each pixel a few words, not R lanes), with a word of slack each.
+uint64_t BandPlanner::packed_bytes(tpu::Conv2DOp conv, int64_t in_rows, int64_t out_rows) const {
+  codegen::PackedRows p = codegen::packed_rows(conv, cfg_, esz_);
+  auto x = band_dims(conv.getInput()), w = band_dims(conv.getWeight());
+  const uint64_t W = uint64_t(x[2]), Wp = W + uint64_t(conv.getPad()[2] + conv.getPad()[3]), KH = uint64_t(w[0]);
+  const uint64_t pix = p.CIp * esz_, rows = uint64_t(in_rows) + KH;
+  const uint64_t stacked = (uint64_t(out_rows) * uint64_t(conv.getStride()[0]) + KH) * Wp * p.S * pix;
+  return rows * Wp * pix + rows * W * (uint64_t(x[3]) * esz_ + pix) + stacked + 4 * lanes_ * esz_;
+}
+
 // The unified-buffer bytes of a band of `rows` output rows and `channels` channels of a
 // group: its loads, outputs and a padded copy of the input.
 uint64_t BandPlanner::need(const std::vector<mlir::Operation*>& group, int64_t h, int64_t channels) const {
@@ -236,6 +253,13 @@ uint64_t BandPlanner::need(const std::vector<mlir::Operation*>& group, int64_t h
       bool win = op == group.front() && windowed(op);
       int64_t in_rows = win ? (h - 1) * w.stride + (w.kernel - 1) * w.dilation + 1 : h;
       if (auto z = mlir::dyn_cast<tpu::ZeroInsertOp>(op)) in_rows = h / z.getStride()[0] + 1;
+      // A model input's rows that a packed convolution reads from HBM (codegen::packed_view).
+      auto conv = mlir::dyn_cast<tpu::Conv2DOp>(op);
+      if (win && conv && mlir::isa<mlir::BlockArgument>(v) && big(v) && !split &&
+          codegen::packable(conv, lanes_, esz_, codegen::acc_region(cfg_))) {
+        bytes += packed_bytes(conv, std::min(in_rows, d[1]), h);
+        continue;
+      }
       bytes += (win && w.kernel > 1 ? 2 : 1) * ub_bytes(d, std::min(in_rows, d[1]));
     }
   return bytes;

@@ -196,6 +196,37 @@ std::filesystem::path hbm_chain_model() {
   return m.save("vtpu_bands_hbm_" + std::to_string(::getpid()) + ".onnx");
 }
 
+// A CNN's stem, small: a 3x3 stride-2 convolution of a 3-channel 96x96 image with ReLU, then
+// a 3x3 convolution. On a 16x16 array the first convolution is packed (a kernel row's three
+// taps side by side in a matmul row, conv_packed.cpp) whether the image fits or not.
+std::filesystem::path stem_model() {
+  OnnxBuilder m;
+  m.input("img", {1, 3, 96, 96});
+  m.init("ws", {16, 3, 3, 3}, 0.3f), m.init("bs", {16}, 0.1f);
+  auto* c = m.node("Conv", "stem", {"img", "ws", "bs"}, {"so"});
+  OnnxBuilder::attr(c, "kernel_shape", std::vector<int64_t>{3, 3});
+  OnnxBuilder::attr(c, "strides", std::vector<int64_t>{2, 2});
+  OnnxBuilder::attr(c, "pads", std::vector<int64_t>{1, 1, 1, 1});
+  m.node("Relu", "relu", {"so"}, {"s"});
+  conv3x3(m, "next", "s", "y", 16, 8, 0.1f, 0.1f, "wn", "bn");
+  m.output("y", {1, 8, 48, 48});
+  return m.save("vtpu_bands_stem_" + std::to_string(::getpid()) + ".onnx");
+}
+
+// The matmuls of a layer's code: those after its `.tag` lines, up to the next tag.
+size_t matmuls_of(const std::string& assembly, const std::string& layer) {
+  size_t n = 0;
+  bool in = false;
+  for (size_t at = 0, end; at < assembly.size(); at = end + 1) {
+    end = assembly.find('\n', at);
+    if (end == std::string::npos) end = assembly.size();
+    std::string_view line(assembly.data() + at, end - at);
+    if (line.rfind(".tag ", 0) == 0) in = line == ".tag \"" + layer + "\"";
+    for (size_t m = line.find("mxu.matmul"); in && m != std::string_view::npos; m = line.find("mxu.matmul", m + 1)) ++n;
+  }
+  return n;
+}
+
 // The same model compiled for a unified buffer that holds it and one that does not: the
 // second in row bands, with the first one's outputs, useful MACs and layers.
 // `int8_slack` > 0: INT8 outputs may differ by that many steps (a pool over the whole image
@@ -267,6 +298,31 @@ TEST(Bands, AnImageLargerThanTheUnifiedBufferRunsInRowBandsAsOnALargerBuffer) {
 
 TEST(Bands, ADetectorsPyramidWithAnUpsampleAndAConcatRunsInRowBands) {
   expect_bands_as_whole(pyramid_model(), {"p"}, 48 * 1024, "s1");
+}
+
+TEST(Bands, APackedFirstConvolutionReadsItsBandsStraightFromHbm) {
+  auto model = stem_model();
+  expect_bands_as_whole(model, {"y"}, 48 * 1024, "stem");
+  // Packed in bands too: the bands' output rows take as many matmuls as the whole layer's
+  // (one per kernel row and output row), where by taps they would take one per tap (three
+  // times as many); the 96x96 image (144 KiB blocked in INT8) is never in the 48 KiB buffer.
+  // The old code ran such bands by taps.
+  config::Config small = config::load_preset("tiny-16x16"), big = small;
+  small.name = "tiny-16x16-48KiB", small.core.unified_buffer.bytes = 48 * 1024;
+  big.name = "tiny-16x16-1MiB", big.core.unified_buffer.bytes = 1 << 20;
+  for (Precision precision : {Precision::Int8, Precision::Bf16}) {
+    CompileOptions o;
+    o.precision = precision;
+    CompileResult whole = compile_onnx(model, big, o), banded = compile_onnx(model, small, o);
+    const size_t rows = 48u * 3u, taps = 48u * 9u;
+    if (precision == Precision::Bf16) {
+      EXPECT_EQ(matmuls_of(whole.assembly, "stem"), rows);
+      EXPECT_EQ(matmuls_of(banded.assembly, "stem"), rows);
+    } else {  // and the placement matmuls spreading the INT8 image's pixels, per band
+      EXPECT_GT(matmuls_of(banded.assembly, "stem"), rows);
+      EXPECT_LT(matmuls_of(banded.assembly, "stem"), taps / 2);
+    }
+  }
 }
 
 TEST(Bands, TransposedConvolutionsRunInRowBandsOfTheirSpreadInput) {
