@@ -1,6 +1,7 @@
 // The compiler's quality figures on zoo models (issue figures: ResNet-50 compile time, a
 // 2048^3 GEMM's simulated cycles over its roofline bound, MXU utilization of ResNet-50 and
-// a BERT-base layer): each case compiles and simulates in a forked child (one SystemC
+// a BERT-base layer, ResNet-50 on unified buffers smaller than its activations, which run
+// through HBM in row bands): each case compiles and simulates in a forked child (one SystemC
 // simulation per process) and reports compile seconds, simulated cycles, the GEMM layers'
 // cycles / roofline, MXU utilization and TOPS as counters. A case that does not compile
 // (a model too large for the preset at that batch) reports the error and is skipped.
@@ -20,7 +21,8 @@ struct Figures {
   char error[512] = {};
 };
 
-Figures run(const std::string& model, const std::string& preset, vtpu::compiler::Precision p, int64_t batch) {
+// `ub_bytes` > 0: the preset with that unified buffer.
+Figures run(const std::string& model, const std::string& preset, vtpu::compiler::Precision p, int64_t batch, uint64_t ub_bytes) {
   auto bytes = [](const Figures& f) { return std::string(reinterpret_cast<const char*>(&f), sizeof f); };
   std::string got = vtpu::run_in_child(
       [&] {
@@ -28,8 +30,9 @@ Figures run(const std::string& model, const std::string& preset, vtpu::compiler:
         vtpu::runtime::RunOptions o;
         o.precision = p;
         o.batch = batch;
-        auto r = vtpu::runtime::run_model(vtpu::models::materialize(model, vtpu::models::default_dir()),
-                                          vtpu::config::load_preset(preset), o);
+        vtpu::config::Config cfg = vtpu::config::load_preset(preset);
+        if (ub_bytes) cfg.core.unified_buffer.bytes = ub_bytes, cfg.name += "-ub" + std::to_string(ub_bytes >> 10) + "KiB";
+        auto r = vtpu::runtime::run_model(vtpu::models::materialize(model, vtpu::models::default_dir()), cfg, o);
         f.compile_s = r.compile_seconds, f.simulate_s = r.simulate_seconds, f.cycles = r.sim.stats.total_cycles;
         const auto& s = r.sim.stats;
         double peak = double(s.mxu_count) * s.mxu_rows * s.mxu_cols;
@@ -56,9 +59,10 @@ Figures run(const std::string& model, const std::string& preset, vtpu::compiler:
   return f;
 }
 
-void BM_Model(benchmark::State& state, const char* model, const char* preset, vtpu::compiler::Precision p, int64_t batch) {
+void BM_Model(benchmark::State& state, const char* model, const char* preset, vtpu::compiler::Precision p, int64_t batch,
+              uint64_t ub_bytes = 0) {
   Figures f;
-  for (auto _ : state) f = run(model, preset, p, batch);
+  for (auto _ : state) f = run(model, preset, p, batch, ub_bytes);
   if (f.error[0]) {
     state.SkipWithError(f.error);
     return;
@@ -89,6 +93,14 @@ CASE(lstm0_tpu_v1_int8, "lstm0", "tpu-v1", Precision::Int8, 0);
 CASE(mlp0_tpu_v1_int8, "mlp0", "tpu-v1", Precision::Int8, 0);
 // Token ids in: BERT's word-embedding lookup (30522 x 768, one-hot x table on the MXUs) + one layer.
 CASE(bert_ids_layer_v4_bf16, "bert-base-ids-layer", "tpu-v4-core", Precision::Bf16, 1);
+// The unified buffer as a performance parameter (docs/compiler.md, "Activations larger than the
+// unified buffer"): ResNet-50 int8 b8 with 1, 2 and 4 MiB (16 MiB: resnet50_v4_int8_b8).
+#define CASE_UB(name, mib) \
+  BENCHMARK_CAPTURE(BM_Model, name, "resnet50", "tpu-v4-core", Precision::Int8, 8, uint64_t(mib) << 20) \
+      ->Iterations(1)->Unit(benchmark::kMillisecond)->UseRealTime()
+CASE_UB(resnet50_v4_int8_b8_ub1MiB, 1);
+CASE_UB(resnet50_v4_int8_b8_ub2MiB, 2);
+CASE_UB(resnet50_v4_int8_b8_ub4MiB, 4);
 
 }  // namespace
 
