@@ -661,7 +661,6 @@ class Codegen {
   std::vector<std::tuple<std::string, std::string, std::vector<int64_t>>> fused_bounds_;
   std::map<std::string, std::string> desc_names_, param_names_;
   std::string decls_, code_;
-  std::optional<std::string> last_tag_;  // the layer of code_'s last `.tag` line (tag())
   std::vector<isa::ConstSegment> segments_;
   std::map<const void*, Act> acts_;
   std::map<const void*, int> uses_;

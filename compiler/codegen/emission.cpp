@@ -19,14 +19,7 @@ void Codegen::code(const std::string& s) {
                                       kBandProgramBytes >> 20, current_layer_, code_.size() / 70));
 }
 
-// A `.tag` line only where the layer changes: the assembler keeps the tag until the next one,
-// so a repeated line changes no program and only lengthens the text (a program in bands
-// names its layer before each band's loads, ops and stores).
-void Codegen::tag(const std::string& layer) {
-  if (last_tag_ && *last_tag_ == layer) return;
-  last_tag_ = layer;
-  code(".tag " + quote(layer));
-}
+void Codegen::tag(const std::string& layer) { code(".tag " + quote(layer)); }
 
 // One DMA load with descriptor d (its addresses in the descriptor), waited for.
 void Codegen::load_wait(const std::string& d) {
