@@ -46,8 +46,8 @@ ConvShape conv_shape(tpu::Conv2DOp op);  // conv.cpp
 
 // How a convolution is generated, for `cfg` with `esz`-byte elements: packed from HBM
 // (conv_packed.cpp: packable, and packed_input for the model input only such convolutions
-// read, packed_view for a band of its rows), two output pixels per matmul row (conv_wide.cpp: wide_conv, padding_lanes_unread),
-// else by taps (conv.cpp). The first two keep to output rows that fit an accumulator region
+// read, packed_view for a band of its rows), two output pixels per matmul row
+// (conv_wide.cpp: wide_conv, padding_lanes_unread), else by taps (conv.cpp). The first two keep to output rows that fit an accumulator region
 // (`acc_region` pixels: half the accumulator rows); wider rows go by taps, in column pieces.
 inline uint64_t acc_region(const config::Config& cfg) { return cfg.core.accumulators.rows / 2; }
 // The table functions whose value at 0 (the padding lanes' value) is not finite.
