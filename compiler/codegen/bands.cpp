@@ -63,16 +63,23 @@ void Codegen::gen_hbm_tensor(tpu::HbmTensorOp op) {
   }
   uint64_t bytes = numel(shape_of(last)) * esz_;
   auto fn = op->getParentOfType<mlir::func::FuncOp>();
-  for (mlir::OpOperand& use : last.getUses())
-    if (mlir::isa<mlir::func::ReturnOp>(use.getOwner())) {
-      unsigned i = use.getOperandNumber();
-      uint64_t addr = io_alloc(bytes, fn.getResultAttrOfType<mlir::StringAttr>(i, "vtpu.name").str());
-      hbm_outputs_[i] = addr;
-      hbm_acts_[op.getOutput().getAsOpaquePointer()] = addr;
-      return;
-    }
+  // The image and its reshapes (a flat view of a narrow image, pipeline/bands.cpp): the same bytes.
+  std::vector<Value> views{last};
+  for (size_t k = 0; k < views.size(); ++k)
+    for (mlir::Operation* u : views[k].getUsers())
+      if (auto r = mlir::dyn_cast<tpu::ReshapeOp>(u)) views.push_back(r.getOutput());
+  for (Value v : views)
+    for (mlir::OpOperand& use : v.getUses())
+      if (mlir::isa<mlir::func::ReturnOp>(use.getOwner())) {
+        unsigned i = use.getOperandNumber();
+        uint64_t addr = io_alloc(bytes, fn.getResultAttrOfType<mlir::StringAttr>(i, "vtpu.name").str());
+        hbm_outputs_[i] = addr;
+        hbm_acts_[op.getOutput().getAsOpaquePointer()] = addr;
+        return;
+      }
   size_t readers = 0;
-  for (mlir::Operation* u : last.getUsers()) readers += mlir::isa<tpu::LoadRowsOp>(u);
+  for (Value v : views)
+    for (mlir::Operation* u : v.getUsers()) readers += mlir::isa<tpu::LoadRowsOp>(u);
   const uint64_t span = align_up(bytes, hbm_align_);
   uint64_t at = 0;
   auto fit = reuse_hbm_ ? std::find_if(hbm_free_.begin(), hbm_free_.end(), [&](const auto& f) { return f.second >= span; })
@@ -87,6 +94,26 @@ void Codegen::gen_hbm_tensor(tpu::HbmTensorOp op) {
   }
   if (reuse_hbm_ && readers) hbm_readers_[at] = {span, readers};
   hbm_acts_[op.getOutput().getAsOpaquePointer()] = at;
+}
+
+// A reshape of an image in HBM (a narrow image seen flat, pipeline/bands.cpp): the same
+// row-major bytes, nothing moves.
+bool Codegen::gen_hbm_reshape(tpu::ReshapeOp op) {
+  auto it = hbm_acts_.find(op.getInput().getAsOpaquePointer());
+  if (it == hbm_acts_.end()) return false;
+  hbm_acts_[op.getOutput().getAsOpaquePointer()] = it->second;
+  return true;
+}
+
+// Whether a model input's user reads it from HBM in bands: a band's load, or a reshape
+// (a flat view) only bands' loads read.
+bool reads_rows(mlir::Operation* user) {
+  if (mlir::isa<tpu::LoadRowsOp>(user)) return true;
+  auto r = mlir::dyn_cast<tpu::ReshapeOp>(user);
+  if (!r || r.getOutput().use_empty()) return false;
+  for (mlir::Operation* u : r.getOutput().getUsers())
+    if (!mlir::isa<tpu::LoadRowsOp>(u)) return false;
+  return true;
 }
 
 void Codegen::gen_store_rows(tpu::StoreRowsOp op) {

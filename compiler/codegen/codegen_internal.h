@@ -205,6 +205,8 @@ struct SideWork {
 uint64_t conv_useful_macs(const ConvShape& c);
 // Of output columns [c0, c1) of a "same" convolution, those [lo, hi) its tap column dx reaches.
 std::pair<uint64_t, uint64_t> same_columns(const ConvShape& c, uint64_t dx, uint64_t c0, uint64_t c1);
+// Whether a model input's user reads it from HBM a band at a time (bands.cpp).
+bool reads_rows(mlir::Operation* user);
 
 class StreamScheduler;
 class PackedConv;
@@ -350,6 +352,7 @@ class Codegen {
   void gen_hbm_tensor(tpu::HbmTensorOp op);
   void gen_store_rows(tpu::StoreRowsOp op);
   void gen_load_rows(tpu::LoadRowsOp op);
+  bool gen_hbm_reshape(tpu::ReshapeOp op);
   void copy_hbm_rows(uint64_t from, uint64_t to, const std::vector<int64_t>& shape);
   void merge_band_bounds();
 

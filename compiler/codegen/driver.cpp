@@ -142,7 +142,7 @@ void Codegen::gen_inputs(mlir::func::FuncOp fn) {
     decl(fmt::format(".tensor {} role=input dtype={} shape=[{}] addr={}{}", quote(name), dt_, fmt::join(io_shape(shape), ", "), addr,
                      quant_attrs(arg, bool(fn.getArgAttr(i, "vtpu.nhwc")))));
     bool in_bands = !arg.use_empty();  // an image read a band of rows at a time (bands.cpp)
-    for (mlir::Operation* u : arg.getUsers()) in_bands &= mlir::isa<tpu::LoadRowsOp>(u);
+    for (mlir::Operation* u : arg.getUsers()) in_bands &= reads_rows(u);
     if (in_bands) {
       hbm_acts_[arg.getAsOpaquePointer()] = addr;
       continue;

@@ -213,8 +213,27 @@ std::filesystem::path stem_model() {
   return m.save("vtpu_bands_stem_" + std::to_string(::getpid()) + ".onnx");
 }
 
-// The matmuls of a layer's code: those after its `.tag` lines, up to the next tag.
-size_t matmuls_of(const std::string& assembly, const std::string& layer) {
+// A narrow image in HBM (4 channels of a 16-lane array's blocks): a 3x3 convolution whose
+// output a hard swish reads twice, as PaddleOCR's detector writes it (x * clip(x + 3, 0, 6) / 6),
+// and a one-channel 3x3 head with a sigmoid, a probability map.
+std::filesystem::path narrow_model() {
+  OnnxBuilder m;
+  m.input("img", {1, 3, 64, 64});
+  conv3x3(m, "conv", "img", "x", 3, 4, 0.3f, 0.1f, "wc", "bc");
+  m.init("three", {}, 0, {3.0f}), m.init("six", {}, 0, {6.0f}), m.init("zero", {}, 0, {0.0f});
+  m.node("Add", "plus3", {"x", "three"}, {"x3"});
+  m.node("Clip", "clip", {"x3", "zero", "six"}, {"c"});
+  m.node("Mul", "gate", {"x", "c"}, {"g"});
+  m.node("Div", "swish", {"g", "six"}, {"h"});
+  conv3x3(m, "head", "h", "hp", 4, 1, 0.2f, 0.1f, "wh", "bh");
+  m.node("Sigmoid", "prob", {"hp"}, {"p"});
+  m.output("p", {1, 1, 64, 64});
+  return m.save("vtpu_bands_narrow_" + std::to_string(::getpid()) + ".onnx");
+}
+
+// What a layer's code does, from the lines after its `.tag` lines up to the next tag: the
+// number of lines containing `what`, or with `rows` the sum of their `rows=` fields.
+size_t count_of(const std::string& assembly, const std::string& layer, const std::string& what, bool rows = false) {
   size_t n = 0;
   bool in = false;
   for (size_t at = 0, end; at < assembly.size(); at = end + 1) {
@@ -222,9 +241,26 @@ size_t matmuls_of(const std::string& assembly, const std::string& layer) {
     if (end == std::string::npos) end = assembly.size();
     std::string_view line(assembly.data() + at, end - at);
     if (line.rfind(".tag ", 0) == 0) in = line == ".tag \"" + layer + "\"";
-    for (size_t m = line.find("mxu.matmul"); in && m != std::string_view::npos; m = line.find("mxu.matmul", m + 1)) ++n;
+    for (size_t m = line.find(what); in && m != std::string_view::npos; m = line.find(what, m + 1)) {
+      size_t r = line.find(" rows=", m);
+      n += rows && r != std::string_view::npos ? std::stoul(std::string(line.substr(r + 6, line.find(' ', r + 6) - r - 6))) : 1;
+    }
   }
   return n;
+}
+
+// The matmuls of a layer's code.
+size_t matmuls_of(const std::string& assembly, const std::string& layer) { return count_of(assembly, layer, "mxu.matmul"); }
+
+// The model compiled for tiny-16x16 with 1 MiB of unified buffer and with `small_bytes`.
+std::pair<CompileResult, CompileResult> whole_and_banded(const std::filesystem::path& model, Precision precision,
+                                                         uint64_t small_bytes) {
+  config::Config small = config::load_preset("tiny-16x16"), big = small;
+  small.name = "tiny-16x16-small", small.core.unified_buffer.bytes = small_bytes;
+  big.name = "tiny-16x16-1MiB", big.core.unified_buffer.bytes = 1 << 20;
+  CompileOptions o;
+  o.precision = precision;
+  return {compile_onnx(model, big, o), compile_onnx(model, small, o)};
 }
 
 // The same model compiled for a unified buffer that holds it and one that does not: the
@@ -307,13 +343,8 @@ TEST(Bands, APackedFirstConvolutionReadsItsBandsStraightFromHbm) {
   // (one per kernel row and output row), where by taps they would take one per tap (three
   // times as many); the 96x96 image (144 KiB blocked in INT8) is never in the 48 KiB buffer.
   // The old code ran such bands by taps.
-  config::Config small = config::load_preset("tiny-16x16"), big = small;
-  small.name = "tiny-16x16-48KiB", small.core.unified_buffer.bytes = 48 * 1024;
-  big.name = "tiny-16x16-1MiB", big.core.unified_buffer.bytes = 1 << 20;
   for (Precision precision : {Precision::Int8, Precision::Bf16}) {
-    CompileOptions o;
-    o.precision = precision;
-    CompileResult whole = compile_onnx(model, big, o), banded = compile_onnx(model, small, o);
+    auto [whole, banded] = whole_and_banded(model, precision, 48 * 1024);
     const size_t rows = 48u * 3u, taps = 48u * 9u;
     if (precision == Precision::Bf16) {
       EXPECT_EQ(matmuls_of(whole.assembly, "stem"), rows);
@@ -327,6 +358,23 @@ TEST(Bands, APackedFirstConvolutionReadsItsBandsStraightFromHbm) {
 
 TEST(Bands, TransposedConvolutionsRunInRowBandsOfTheirSpreadInput) {
   expect_bands_as_whole(upsampling_head_model(), {"p"}, 48 * 1024, "up2");
+}
+
+TEST(Bands, ElementwiseLayersOnANarrowImageInHbmRunFlat) {
+  auto model = narrow_model();
+  expect_bands_as_whole(model, {"p"}, 48 * 1024, "head");
+  // Flat: the 64x64 images of 4 channels and of 1 seen as rows of 16 elements, not a pixel a
+  // row (16 lanes, 4 or 1 of them used); the sigmoid apart from its convolution. The old
+  // code ran them a pixel a row in bands too: 4096 rows per vector step.
+  for (Precision precision : {Precision::Int8, Precision::Bf16}) {
+    SCOPED_TRACE(precision == Precision::Int8 ? "int8" : "bf16");
+    auto [whole, banded] = whole_and_banded(model, precision, 48 * 1024);
+    const size_t pixels = 64 * 64;
+    EXPECT_EQ(count_of(whole.assembly, "prob", "vec.sigmoid", true), pixels);
+    EXPECT_EQ(count_of(banded.assembly, "prob", "vec.sigmoid", true), pixels / 16);
+    EXPECT_EQ(count_of(banded.assembly, "clip", "vec.", true) * 4, count_of(whole.assembly, "clip", "vec.", true));
+    EXPECT_EQ(count_of(banded.assembly, "gate", "vec.mul", true), pixels * 4 / 16);
+  }
 }
 
 TEST(Bands, GlobalPoolsAndAGateOverTheImageRunInRowBands) {
