@@ -54,6 +54,7 @@ void Codegen::gen_broadcast(tpu::BroadcastOp op) {
 // when the lanes are kept, else lane columns of fp32 copies (as in gen_concat).
 void Codegen::gen_slice(tpu::SliceOp op) {
   std::string layer = op.getLayer().str();
+  if (op->hasAttr(tpu::kInPlaceAttr)) return add_bound(layer, 0, 0);  // its readers load its channels (bands.cpp)
   tag(layer);
   const Act& x = act(op.getInput());
   auto ys = shape_of(op.getOutput());

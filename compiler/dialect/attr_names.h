@@ -57,5 +57,8 @@ inline constexpr llvm::StringLiteral kChipAttr = "vtpu.chip";
 // a layer's bands as one layer: on a band of a layer the attribute is the whole layer's shape
 // (a DenseI64ArrayAttr), on the loads, stores, slices and concats around them a UnitAttr.
 inline constexpr llvm::StringLiteral kBandAttr = "vtpu.band";
+// On a slice of channels of an image in HBM that the band planner reads in place (its readers'
+// bands load those channels; a UnitAttr): it moves nothing, its layer reported with no work.
+inline constexpr llvm::StringLiteral kInPlaceAttr = "vtpu.in_place";
 
 }  // namespace vtpu::tpu

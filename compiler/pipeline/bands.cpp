@@ -24,6 +24,7 @@
 #include <set>
 
 #include "codegen/ir.h"
+#include "pipeline/band_planner.h"
 #include "dialect/attr_names.h"
 #include "dialect/tpu_dialect.h"
 #include "mlir/Dialect/Tosa/IR/TosaOps.h"
@@ -32,10 +33,7 @@
 #include "pipeline/pipeline.h"
 #include "transforms/tosa_utils.h"
 
-namespace vtpu::compiler {
-namespace {
-
-using mlir::Value;
+namespace vtpu::compiler::bands {
 
 std::vector<int64_t> band_dims(Value v) { return tpu::shape_of(v); }
 
@@ -44,11 +42,6 @@ bool one_image(Value v) {
   auto t = mlir::dyn_cast<mlir::RankedTensorType>(v.getType());
   return t && t.getRank() == 4 && t.getShape()[0] == 1 && t.getShape()[1] > 0 && mlir::isa<mlir::FloatType>(t.getElementType());
 }
-
-// What sets the rows of a band's input: a convolution's or pool's window along H.
-struct Window {
-  int64_t kernel = 1, stride = 1, dilation = 1, pad_top = 0;
-};
 
 // The ops that run in bands: a convolution or pool (rows through its window), a nearest
 // resize (rows through its table), the elementwise ops and a concat of channels (rows one to one).
@@ -101,12 +94,6 @@ bool bandable(mlir::Operation* op) {
   return true;
 }
 
-// A band of output rows [o0, o1) of an op: the input rows [i0, i1) it reads and the padding
-// above and below them (the image's own edges only).
-struct Rows {
-  int64_t o0 = 0, o1 = 0, i0 = 0, i1 = 0, pad_top = 0, pad_bottom = 0;
-};
-
 Rows band_input(mlir::Operation* op, int64_t in_rows, int64_t o0, int64_t o1) {
   if (auto rz = mlir::dyn_cast<tpu::ResizeNearestOp>(op)) {  // output row y copies input row rows[y]
     auto src = rz.getRows();
@@ -128,62 +115,6 @@ Rows band_input(mlir::Operation* op, int64_t in_rows, int64_t o0, int64_t o1) {
   return r;
 }
 
-class BandPlanner {
- public:
-  BandPlanner(mlir::func::FuncOp fn, const config::Config& cfg, bool int8, uint64_t budget, std::map<const void*, float>& scales,
-              bool channels)
-      : fn_(fn), b_(fn.getContext()), cfg_(cfg), lanes_(cfg.core.mxu.rows), esz_(int8 ? 1 : 2), budget_(budget), scales_(scales),
-        channels_(channels) {}
-
-  size_t run();
-
- private:
-  bool channel_wise(const std::vector<mlir::Operation*>& group) const;
-  Value channels_of(Value c, int64_t C, int64_t c0, int64_t n);
-  std::pair<int64_t, int64_t> band_shape(const std::vector<mlir::Operation*>& group);
-  // A layer's unified-buffer bytes for `rows` rows of an image of dims d (codegen's Act).
-  uint64_t ub_bytes(const std::vector<int64_t>& d, int64_t rows) const {
-    uint64_t blocks = (uint64_t(d[3]) + lanes_ - 1) / lanes_;
-    return blocks * ((uint64_t(rows * d[2]) * lanes_ * esz_ + 63) / 64 * 64);
-  }
-  bool big(Value v) const { return in_hbm_.count(v.getAsOpaquePointer()) > 0; }
-  std::vector<mlir::Operation*> chain_from(mlir::Operation* op, const std::set<mlir::Operation*>& grouped);
-  uint64_t need(const std::vector<mlir::Operation*>& group, int64_t rows, int64_t channels) const;
-  int64_t band_rows(const std::vector<mlir::Operation*>& group, int64_t channels);
-  void rewrite_global_pool(tpu::PoolOp pool);
-  void rewrite_concat(tpu::ConcatOp cat);
-  Value scaled_band(Value x, float scale, mlir::Location loc, const std::string& layer, Value like);
-  std::vector<std::pair<int64_t, int64_t>> bands(const std::vector<mlir::Operation*>& group, int64_t rows);
-  // Any other reader of an image in HBM loads it whole, just before it.
-  void load_whole(mlir::Operation* op) {
-    b_.setInsertionPoint(op);
-    for (mlir::OpOperand& use : op->getOpOperands())
-      if (big(use.get())) use.set(band_of(use.get(), 0, band_dims(use.get())[1], layer_of(op)));
-  }
-  bool bands_read_rows(const std::vector<mlir::Operation*>& group, int64_t rows);
-  void rewrite(const std::vector<mlir::Operation*>& group, int64_t rows, int64_t channels);
-  bool too_big(Value v) const { return ub_bytes(band_dims(v), band_dims(v)[1]) > budget_ / 2; }
-  bool flat(const std::vector<mlir::Operation*>& group, Value also_big = {}) const;
-  void rewrite_flat(const std::vector<mlir::Operation*>& group);
-  void split_narrow_tails(std::vector<std::vector<mlir::Operation*>>& groups);
-  Value band_of(Value v, int64_t start, int64_t rows, const std::string& layer, int64_t c0 = 0, int64_t channels = -1);
-  void inherit(Value to, Value from) {
-    if (auto s = scales_.find(from.getAsOpaquePointer()); s != scales_.end()) scales_[to.getAsOpaquePointer()] = s->second;
-  }
-  mlir::StringAttr text(const std::string& s) { return b_.getStringAttr(s); }
-
-  uint64_t packed_bytes(tpu::Conv2DOp conv, int64_t in_rows, int64_t out_rows) const;
-
-  mlir::func::FuncOp fn_;
-  mlir::OpBuilder b_;
-  const config::Config& cfg_;
-  uint64_t lanes_, esz_, budget_;
-  std::map<const void*, float>& scales_;
-  bool channels_;  // bands of channels and concats into HBM allowed
-  std::set<const void*> in_hbm_;
-  std::map<std::pair<const void*, int64_t>, Value> cut_consts_;  // a constant's channels from c0, made once for all row bands
-  std::map<mlir::Operation*, std::vector<int64_t>> shown_dims_;  // a flat op's layer shape, as the model has it (rewrite_flat)
-};
 
 // The op and the elementwise ops after it that only it feeds, in order.
 std::vector<mlir::Operation*> BandPlanner::chain_from(mlir::Operation* op, const std::set<mlir::Operation*>& grouped) {
@@ -205,7 +136,6 @@ std::vector<mlir::Operation*> BandPlanner::chain_from(mlir::Operation* op, const
   return group;
 }
 
-namespace {
 
 bool in_group(const std::vector<mlir::Operation*>& group, Value v) {
   return v.getDefiningOp() && std::find(group.begin(), group.end(), v.getDefiningOp()) != group.end();
@@ -227,7 +157,6 @@ bool windowed(mlir::Operation* op) {
   return mlir::isa<tpu::Conv2DOp, tpu::PoolOp, tpu::ResizeNearestOp, tpu::ZeroInsertOp, tpu::BroadcastOp>(op);
 }
 
-}  // namespace
 
 // The unified-buffer bytes a packed convolution (codegen/conv_packed.cpp) takes for a band
 // of `out_rows` output rows reading `in_rows` rows of a model input straight from HBM: the
@@ -360,6 +289,16 @@ std::vector<std::pair<int64_t, int64_t>> BandPlanner::bands(const std::vector<ml
 Value BandPlanner::band_of(Value v, int64_t start, int64_t rows, const std::string& layer, int64_t c0, int64_t channels) {
   auto d = band_dims(v);
   if (channels < 0) channels = d[3];
+  if (auto view = views_.find(v.getAsOpaquePointer()); view != views_.end()) {  // the image's channels from the slice's first
+    auto t = mlir::cast<mlir::RankedTensorType>(v.getType());
+    d[1] = rows, d[3] = channels;
+    Value r = b_.create<tpu::LoadRowsOp>(v.getLoc(), mlir::RankedTensorType::get(d, t.getElementType()), view->second.first,
+                                         b_.getI64IntegerAttr(1), b_.getI64IntegerAttr(start), text(layer),
+                                         b_.getI64IntegerAttr(view->second.second + c0));
+    r.getDefiningOp()->setAttr(tpu::kBandAttr, b_.getUnitAttr());
+    inherit(r, v);
+    return r;
+  }
   if (start == 0 && rows == d[1] && c0 == 0 && channels == d[3] && !big(v)) return v;
   auto t = mlir::cast<mlir::RankedTensorType>(v.getType());
   d[1] = rows, d[3] = channels;
@@ -594,109 +533,6 @@ bool BandPlanner::bands_read_rows(const std::vector<mlir::Operation*>& group, in
   return true;
 }
 
-// Flat bands (docs/compiler.md, "Narrow images in flat bands"). An image of C channels takes
-// ceil(C / R) lane blocks of R lanes a pixel in the unified buffer, so an elementwise layer on
-// a one-channel image runs one useful lane of R per vector row, and moves one element per HBM
-// request. In HBM the image is row-major, so elementwise layers whose images are all there
-// can see it flat instead, as [1, elements / R, 1, R] (a tpu.reshape of the same bytes): full
-// rows of R elements, R times fewer vector rows and long HBM requests. Element e of the flat
-// view is channel e mod C, so a constant per channel repeats across the R lanes when C
-// divides R; one value serves as it is. `also_big`: an image taken to be in HBM (one the
-// planner will put there).
-bool BandPlanner::flat(const std::vector<mlir::Operation*>& group, Value also_big) const {
-  auto d = band_dims(group.back()->getResult(0));
-  const int64_t C = d[3], L = int64_t(lanes_);
-  int64_t n = 1;
-  for (int64_t x : d) n *= x;
-  Value out = group.back()->getResult(0);
-  if (C % L == 0 || n % L != 0 || !(big(out) || (also_big && too_big(out)))) return false;
-  for (mlir::Operation* op : group) {
-    if (!elementwise(op) || band_dims(op->getResult(0)) != d) return false;
-    for (Value v : op->getOperands()) {
-      if (in_group(group, v)) continue;
-      if (v.getDefiningOp<mlir::tosa::ConstOp>()) {
-        // An affine step's scale and bias: one value, or one per channel repeated over the lanes.
-        if (!mlir::isa<tpu::AffineOp>(op) || (C > 1 && L % C != 0)) return false;
-        continue;
-      }
-      if (band_dims(v) != d || !(big(v) || v == also_big)) return false;
-    }
-  }
-  return true;
-}
-
-// A narrow image's elementwise tail (a probability map's sigmoid after its one-channel
-// convolution) runs apart from the convolution when the image goes to HBM, so it can run
-// flat: the convolution's bands store its output (as the group's would have), the tail reads
-// it back flat. Only tails with a table function (several vector passes a row) are split; a
-// clamp or an add goes into the convolution's epilogues instead.
-void BandPlanner::split_narrow_tails(std::vector<std::vector<mlir::Operation*>>& groups) {
-  for (size_t i = 0; i < groups.size(); ++i) {
-    auto& g = groups[i];
-    if (g.size() < 2 || elementwise(g[0]) || !too_big(g[0]->getResult(0))) continue;
-    std::vector<mlir::Operation*> tail(g.begin() + 1, g.end());
-    bool table = std::any_of(tail.begin(), tail.end(), [](mlir::Operation* op) { return mlir::isa<tpu::UnaryOp>(op); });
-    if (!table || !flat(tail, g[0]->getResult(0))) continue;
-    g.resize(1);
-    groups.insert(groups.begin() + int64_t(i) + 1, std::move(tail));
-  }
-}
-
-// The group on the flat view of its images: reshapes of its inputs, its ops cloned with the
-// flat shape (an affine step's constants repeated over the lanes), a reshape of the result
-// back to the model's shape; then in bands of flat rows as any group.
-void BandPlanner::rewrite_flat(const std::vector<mlir::Operation*>& group) {
-  mlir::Operation* last = group.back();
-  Value whole = last->getResult(0);
-  auto d = band_dims(whole);
-  const int64_t C = d[3], L = int64_t(lanes_);
-  int64_t n = 1;
-  for (int64_t x : d) n *= x;
-  auto flat_type = [&](Value like) {
-    return mlir::RankedTensorType::get({1, n / L, 1, L}, mlir::cast<mlir::RankedTensorType>(like.getType()).getElementType());
-  };
-  b_.setInsertionPoint(group.front());
-  mlir::IRMapping map;
-  std::vector<mlir::Operation*> clones;
-  for (mlir::Operation* op : group) {
-    for (Value v : op->getOperands()) {
-      if (in_group(group, v) || map.contains(v)) continue;
-      if (v.getDefiningOp<mlir::tosa::ConstOp>()) {  // an affine step's: over the L lanes
-        std::optional<std::vector<float>> c = tpu::const_data(v);
-        if (!c || c->empty()) throw InternalError("a flat affine step's constant is not a float constant");
-        std::vector<float> lanes(size_t(L), 0.0f);
-        for (int64_t l = 0; l < L; ++l) lanes[size_t(l)] = (*c)[size_t(l % C) % c->size()];
-        map.map(v, tpu::make_const(b_, v.getLoc(), {L}, std::move(lanes)));
-        continue;
-      }
-      Value r = b_.create<tpu::ReshapeOp>(v.getLoc(), flat_type(v), v, text(layer_of(op)));
-      inherit(r, v);
-      in_hbm_.insert(r.getAsOpaquePointer());
-      map.map(v, r);
-    }
-    mlir::Operation* c = b_.clone(*op, map);
-    c->getResult(0).setType(flat_type(op->getResult(0)));
-    inherit(c->getResult(0), op->getResult(0));
-    map.map(op->getResult(0), c->getResult(0));
-    shown_dims_[c] = band_dims(op->getResult(0));
-    clones.push_back(c);
-  }
-  Value flat_whole = clones.back()->getResult(0);
-  Value back = b_.create<tpu::ReshapeOp>(whole.getLoc(), whole.getType(), flat_whole, text(layer_of(last)));
-  inherit(back, whole);
-  whole.replaceAllUsesWith(back);
-  in_hbm_.erase(whole.getAsOpaquePointer());
-  in_hbm_.insert(flat_whole.getAsOpaquePointer());
-  in_hbm_.insert(back.getAsOpaquePointer());
-  for (auto it = group.rbegin(); it != group.rend(); ++it) {
-    scales_.erase((*it)->getResult(0).getAsOpaquePointer());
-    (*it)->erase();
-  }
-  auto [rows, channels] = band_shape(clones);
-  rewrite(clones, rows, channels);
-  for (mlir::Operation* c : clones) shown_dims_.erase(c);  // erased by rewrite: their addresses may be reused
-}
-
 size_t BandPlanner::run() {
   mlir::Block& body = fn_.getBody().front();
   if (!has_images(fn_)) return 0;
@@ -723,6 +559,7 @@ size_t BandPlanner::run() {
   std::vector<mlir::Operation*> ops;  // a copy: rewriting adds and erases ops
   for (mlir::Operation& op : body) ops.push_back(&op);
   size_t banded = 0;
+  std::vector<tpu::SliceOp> in_place;  // channel views (channel_view)
   for (mlir::Operation* op : ops) {
     if (auto g = group_at.find(op); g != group_at.end()) {
       const auto& group = groups[g->second];
@@ -758,22 +595,34 @@ size_t BandPlanner::run() {
       continue;
     }
     if (grouped.count(op)) continue;  // an earlier member: its group's last op decides
+    if (auto slice = mlir::dyn_cast<tpu::SliceOp>(op); slice && channels_ && channel_view(slice)) {
+      in_place.push_back(slice);
+      continue;
+    }
     if (!mlir::isa<mlir::func::ReturnOp>(op)) load_whole(op);
+  }
+  // The channel slices read in place: their readers load the image's channels instead; each
+  // stays, unread, so its layer is reported (with no work).
+  for (tpu::SliceOp slice : in_place) {
+    if (!slice.getOutput().use_empty()) throw InternalError(fmt::format("a channel slice '{}' read in place is still read", layer_of(slice)));
+    slice->setAttr(tpu::kInPlaceAttr, b_.getUnitAttr());
   }
   return banded;
 }
 
-}  // namespace
+}  // namespace vtpu::compiler::bands
+
+namespace vtpu::compiler {
 
 bool has_images(mlir::func::FuncOp fn) {
   bool images = false;
-  fn.walk([&](mlir::Operation* op) { images |= windowed(op); });
+  fn.walk([&](mlir::Operation* op) { images |= bands::windowed(op); });
   return images;
 }
 
 size_t split_into_bands(mlir::func::FuncOp fn, const config::Config& cfg, bool int8, uint64_t budget,
                         std::map<const void*, float>& scales, bool channels) {
-  size_t split = BandPlanner(fn, cfg, int8, budget, scales, channels).run();
+  size_t split = bands::BandPlanner(fn, cfg, int8, budget, scales, channels).run();
   if (channels) split += split_matmul_rows(fn, cfg, int8, budget, scales);
   return split;
 }

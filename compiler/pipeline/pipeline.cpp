@@ -19,6 +19,7 @@ void load_dialects(mlir::MLIRContext& ctx) {
 }
 
 void build_tosa_to_tpu_pipeline(mlir::OpPassManager& pm) {
+  pm.addNestedPass<mlir::func::FuncOp>(tpu::createChannelShufflePass());
   pm.addNestedPass<mlir::func::FuncOp>(tpu::createCancelTransposesPass());
   pm.addNestedPass<mlir::func::FuncOp>(tpu::createFoldBatchNormPass());
   pm.addNestedPass<mlir::func::FuncOp>(tpu::createLowerTosaToTpuPass());

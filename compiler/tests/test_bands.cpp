@@ -231,6 +231,30 @@ std::filesystem::path narrow_model() {
   return m.save("vtpu_bands_narrow_" + std::to_string(::getpid()) + ".onnx");
 }
 
+// A ShuffleNetV2 unit (torchvision's, as torch exports it): the image's channels split in
+// halves, one half through a convolution, joined again and shuffled (a view into two groups,
+// the group axes swapped, a view back). The channel shuffle is a permutation convolution
+// (transforms/channel_shuffle.cpp); the halves of an image in HBM are read in place.
+std::filesystem::path shuffle_unit_model() {
+  OnnxBuilder m;
+  m.input("img", {1, 8, 48, 48});
+  conv3x3(m, "c1", "img", "a0", 8, 16, 0.3f, 0.1f, "w1", "b1");
+  m.node("Relu", "r1", {"a0"}, {"a"});
+  m.init_i64("halves", {8, 8});
+  OnnxBuilder::attr(m.node("Split", "split", {"a", "halves"}, {"l", "r"}), "axis", int64_t(1));
+  conv3x3(m, "c2", "r", "r0", 8, 8, 0.3f, 0.1f, "w2", "b2");
+  m.node("Relu", "r2", {"r0"}, {"rr"});
+  OnnxBuilder::attr(m.node("Concat", "cat", {"l", "rr"}, {"j"}), "axis", int64_t(1));
+  m.init_i64("groups", {1, 2, 8, 48, 48});
+  m.init_i64("merged", {1, 16, 48, 48});
+  m.node("Reshape", "view", {"j", "groups"}, {"g"});
+  OnnxBuilder::attr(m.node("Transpose", "shuffle", {"g"}, {"gt"}), "perm", std::vector<int64_t>{0, 2, 1, 3, 4});
+  m.node("Reshape", "unview", {"gt", "merged"}, {"s"});
+  conv3x3(m, "c3", "s", "y", 16, 8, 0.2f, 0.1f, "w3", "b3");
+  m.output("y", {1, 8, 48, 48});
+  return m.save("vtpu_bands_shuffle_" + std::to_string(::getpid()) + ".onnx");
+}
+
 // What a layer's code does, from the lines after its `.tag` lines up to the next tag: the
 // number of lines containing `what`, or with `rows` the sum of their `rows=` fields.
 size_t count_of(const std::string& assembly, const std::string& layer, const std::string& what, bool rows = false) {
@@ -375,6 +399,16 @@ TEST(Bands, ElementwiseLayersOnANarrowImageInHbmRunFlat) {
     EXPECT_EQ(count_of(banded.assembly, "clip", "vec.", true) * 4, count_of(whole.assembly, "clip", "vec.", true));
     EXPECT_EQ(count_of(banded.assembly, "gate", "vec.mul", true), pixels * 4 / 16);
   }
+}
+
+TEST(Bands, AChannelShuffleAndASplitOfChannelsRunInRowBands) {
+  // Before, the shuffle's NCHW moves and the split loaded the image whole: on 48 KiB no
+  // program, on 1 MiB the layers below (and the outputs are the same).
+  auto model = shuffle_unit_model();
+  expect_bands_as_whole(model, {"y"}, 48 * 1024, "c2");
+  auto [whole, banded] = whole_and_banded(model, Precision::Bf16, 48 * 1024);
+  EXPECT_GT(matmuls_of(banded.assembly, "shuffle"), 0u);  // the permutation convolution
+  EXPECT_EQ(count_of(banded.assembly, "split", ".tag"), 0u);  // the halves read in place
 }
 
 TEST(Bands, GlobalPoolsAndAGateOverTheImageRunInRowBands) {

@@ -6,8 +6,20 @@ def CancelTransposesPass : Pass<"tpu-cancel-transposes", "mlir::func::FuncOp"> {
   let summary = "Remove tosa.transpose pairs that compose to the identity";
   let description = [{
     The importer keeps images NHWC and inserts transposes where ONNX semantics follow NCHW
-    order; a transpose to NCHW followed by one back is the identity and goes. Runs until no
+    order; a transpose to NCHW followed by one back is the identity and goes, also when a
+    slice lies between them (the slice then takes the first transpose's input). Runs until no
     pair is left; transposes nothing uses any more are erased.
+  }];
+}
+
+def ChannelShufflePass : Pass<"tpu-channel-shuffle", "mlir::func::FuncOp"> {
+  let summary = "A channel shuffle becomes a 1x1 convolution by a permutation matrix";
+  let description = [{
+    ShuffleNet's channel shuffle as torch exports it (an NCHW view into groups, the two
+    group axes swapped, a view back), which the importer makes transpose -> reshape ->
+    transpose -> reshape of an NHWC image, becomes a 1x1 tosa.conv2d of the image whose
+    weights permute the channels (one 1 per output channel), then the transpose to NCHW its
+    users expect. Exact, and it runs wherever a convolution does (row bands included).
   }];
 }
 

@@ -1,6 +1,7 @@
 #pragma once
 // Internal: the compiler's passes on func @main, declared from transforms/Passes.td:
 //   createCancelTransposesPass()  --tpu-cancel-transposes  (cancel_transposes.cpp)
+//   createChannelShufflePass()    --tpu-channel-shuffle    (channel_shuffle.cpp)
 //   createFoldBatchNormPass()     --tpu-fold-batchnorm     (fold_batchnorm.cpp)
 //   createLowerTosaToTpuPass()    --tpu-lower-tosa         (lower_tosa.cpp, lower_tosa/*.cpp)
 // and registerTpuPasses() for vtpu-opt.
