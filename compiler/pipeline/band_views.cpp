@@ -34,10 +34,13 @@ bool BandPlanner::flat(const std::vector<mlir::Operation*>& group, Value also_bi
       if (in_group(group, v)) continue;
       if (v.getDefiningOp<mlir::tosa::ConstOp>()) {
         // An affine step's scale and bias: one value, or one per channel repeated over the lanes.
-        if (!mlir::isa<tpu::AffineOp>(op) || (C > 1 && L % C != 0)) return false;
+        int64_t values = 1;
+        for (int64_t x : band_dims(v)) values *= x;
+        if (!mlir::isa<tpu::AffineOp>(op) || (values > 1 && L % C != 0)) return false;
         continue;
       }
-      if (band_dims(v) != d || !(big(v) || v == also_big)) return false;
+      // An image's own bytes (not a slice of another's channels, read in place).
+      if (band_dims(v) != d || !(big(v) || v == also_big) || views_.count(v.getAsOpaquePointer())) return false;
     }
   }
   return true;
