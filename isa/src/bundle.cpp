@@ -33,7 +33,11 @@ int64_t field(const Operation& op, SlotId s, std::string_view name) {
 void set_field(Operation& op, SlotId s, std::string_view name, int64_t value) {
   int i = slot(s).field_index(name);
   if (i < 0) throw InternalError(fmt::format("slot {} has no field '{}'", slot(s).name, name));
-  op.fields[size_t(i)] = value;
+  // Stored in 32 bits (every field's range fits them); a value that does not is out of range
+  // for any field, which encode() would refuse too.
+  if (value != int64_t(int32_t(value)))
+    throw InternalError(fmt::format("field '{}' of slot {}: {} does not fit the field", name, slot(s).name, value));
+  op.fields[size_t(i)] = int32_t(value);
 }
 
 Operation make_op(const OpDef& def) {

@@ -308,6 +308,9 @@ IsaTable build() {
   if (t.used_bits > kBundleBits) fail("slots do not fit the bundle");
   for (size_t i = 0; i < t.slots.size(); ++i)
     if (size_t(t.slots[i].id) != i) fail("slots out of SlotId order");
+  for (const SlotDef& s : t.slots)  // an Operation stores its fields in 32 bits (bundle.h)
+    for (const FieldDef& f : s.fields)
+      if (f.min < std::numeric_limits<int32_t>::min() || f.max > std::numeric_limits<int32_t>::max()) fail("field " + std::string(f.name) + " of slot " + std::string(s.name) + " needs more than 32 bits");
   std::set<std::string_view> mnemonics;
   std::set<std::pair<int, int>> codes;
   for (const OpDef& op : t.ops) {

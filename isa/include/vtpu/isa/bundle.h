@@ -12,10 +12,12 @@ namespace vtpu::isa {
 
 inline constexpr unsigned kMaxSlotFields = 20;
 
-// One slot's operation. def == nullptr is a nop (all fields zero).
+// One slot's operation. def == nullptr is a nop (all fields zero). Every field's range fits
+// 32 bits (the ISA table checks it), so a field is stored in 32: a program of millions of
+// bundles (a large model in row bands on a small array) takes half the memory.
 struct Operation {
   const OpDef* def = nullptr;
-  std::array<int64_t, kMaxSlotFields> fields{};  // by the slot's field index; [0] = opcode
+  std::array<int32_t, kMaxSlotFields> fields{};  // by the slot's field index; [0] = opcode
 
   bool is_nop() const { return def == nullptr; }
   bool operator==(const Operation& o) const { return def == o.def && fields == o.fields; }
