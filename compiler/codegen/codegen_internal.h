@@ -610,7 +610,7 @@ class Codegen {
   std::map<std::string, std::vector<int64_t>> band_shapes_;
   static std::string band_key(const std::string& layer, const std::string& op) { return layer + '\x1f' + op; }
   std::map<std::string, uint64_t> band_bytes_;  // bytes the band loads and stores move, by layer
-  static constexpr uint64_t kBandProgramBytes = uint64_t(128) << 20;
+  static constexpr uint64_t kBandProgramBytes = uint64_t(256) << 20;
   std::string current_layer_;  // the layer of the op being generated (for errors)
   bool in_band_ = false;  // generating a band of a layer: its constants are shared with the other bands
   std::multimap<std::pair<size_t, size_t>, size_t> band_consts_;  // (hash, size) of their bytes -> segment

@@ -348,6 +348,7 @@ struct PendingBundle {
   uint16_t tag;
   std::vector<PendingOp> ops;
   Loc loc;
+  std::optional<EncodedBundle> done;  // bound when parsed (Assembler::bind_now); ops then empty
 };
 
 class Assembler {
@@ -474,6 +475,10 @@ class Assembler {
       pos = bar + 2;
     }
     check_register_writes(pb);
+    if (auto e = bind_now(pb)) {
+      pb.done = *e;
+      pb.ops = {};
+    }
     pending_.push_back(std::move(pb));
   }
 
@@ -850,22 +855,49 @@ class Assembler {
     }
     prog_.code.reserve(pending_.size());
     for (const PendingBundle& pb : pending_) {
-      Bundle b;
-      b.tag = pb.tag;
+      if (pb.done) {
+        prog_.code.push_back(*pb.done);
+        continue;
+      }
       try {
-        for (const PendingOp& po : pb.ops) {
-          Operation op = make_op(*po.def);
-          const SlotDef& sd = slot(po.slot);
-          for (const OperandDef& od : po.def->operands)
-            if (od.default_value) op.fields[size_t(sd.field_index(od.fields[0]))] = *od.default_value;
-          for (auto& [od, v] : po.bound) bind_value(op, sd, *po.def, *od, v);
-          b.at(po.slot) = op;
-        }
-        prog_.code.push_back(encode(b));
+        prog_.code.push_back(bind_bundle(pb));
       } catch (const LineError& e) {
         error(e.loc, e.msg);
         if (errors_.size() >= kMaxErrors) return;
       }
+    }
+  }
+
+  EncodedBundle bind_bundle(const PendingBundle& pb) {
+    Bundle b;
+    b.tag = pb.tag;
+    for (const PendingOp& po : pb.ops) {
+      Operation op = make_op(*po.def);
+      const SlotDef& sd = slot(po.slot);
+      for (const OperandDef& od : po.def->operands)
+        if (od.default_value) op.fields[size_t(sd.field_index(od.fields[0]))] = int32_t(*od.default_value);
+      for (auto& [od, v] : po.bound) bind_value(op, sd, *po.def, *od, v);
+      b.at(po.slot) = op;
+    }
+    return encode(b);
+  }
+
+  // A bundle's operands bound as it is parsed when nothing in them can change by the end of
+  // the file: no label not yet defined, no .equ (a later line may define it again), no
+  // descriptor or parameter not yet defined. It is then kept encoded (64 bytes) rather than as
+  // parsed operands (about 1.4 KB), which bounds a long program's memory (a model in row bands
+  // on a small array: millions of bundles). Anything else waits for the second pass, which
+  // binds it (or reports it) as before.
+  std::optional<EncodedBundle> bind_now(const PendingBundle& pb) {
+    equ_read_ = false;
+    try {
+      EncodedBundle e = bind_bundle(pb);
+      if (equ_read_) return std::nullopt;
+      return e;
+    } catch (const LineError&) {
+      return std::nullopt;
+    } catch (const InternalError&) {
+      return std::nullopt;
     }
   }
 
@@ -900,6 +932,7 @@ class Assembler {
       int64_t r = a.reg.value_or(0);
       int64_t off = a.off;
       if (!a.off_sym.empty()) {
+        equ_read_ = true;
         auto it = equs_.find(a.off_sym);
         if (it == equs_.end()) throw LineError{v.loc, fmt::format("unknown constant '{}' (define it with .equ)", a.off_sym)};
         off = it->second;
@@ -973,7 +1006,7 @@ class Assembler {
       case FieldKind::SImm:
       case FieldKind::Opcode:
         if (v.kind == Value::Int) x = v.i;
-        else if (v.kind == Value::Ident && equs_.count(v.text)) x = equs_[v.text];
+        else if (v.kind == Value::Ident && (equ_read_ = true) && equs_.count(v.text)) x = equs_[v.text];
         else if (v.kind == Value::Ident) throw LineError{v.loc, fmt::format("unknown constant '{}' (define it with .equ)", v.text)};
         else throw wrong("an integer");
         break;
@@ -986,6 +1019,7 @@ class Assembler {
   Program prog_;
   std::vector<Diagnostic> errors_;
   std::vector<PendingBundle> pending_;
+  bool equ_read_ = false;  // bind_value consulted .equ names (bind_now)
   std::map<std::string, std::pair<uint32_t, Loc>> labels_;
   std::map<std::string, uint32_t> descs_, params_;
   std::map<std::string, int64_t> equs_;
