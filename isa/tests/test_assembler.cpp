@@ -159,6 +159,37 @@ TEST(Assembler, HandWrittenSourceEncodesTheStatedFields) {
   EXPECT_EQ(assemble(disassemble(p), "again.s"), p);
 }
 
+// Bundles are bound as they are parsed only when no later line can change them: an .equ
+// defined again later, a label or descriptor defined later and a branch forward all take
+// their values at the end of the file, as they always did.
+TEST(Assembler, LaterDefinitionsAreSeenByEarlierBundles) {
+  const char* src = R"(
+    .equ N, 5
+          li r1, N
+    back: loop r2, ahead
+          dma.load desc=later src=r1 dst=r1 flag=f1 || li r3, 9
+          loop r4, back
+    .equ N, 7
+    .desc later bytes=64
+    ahead: halt
+  )";
+  Program p = assemble(src, "later.s");
+  auto bundles = decode_program(p);
+  ASSERT_EQ(bundles.size(), 5u);
+  EXPECT_EQ(field(bundles[0].at(SlotId::S0), SlotId::S0, "imm"), 7);
+  EXPECT_EQ(field(bundles[1].at(SlotId::Control), SlotId::Control, "target"), 4);
+  EXPECT_EQ(field(bundles[2].at(SlotId::Dma), SlotId::Dma, "desc"), 0);
+  EXPECT_EQ(field(bundles[2].at(SlotId::S0), SlotId::S0, "imm"), 9);
+  EXPECT_EQ(field(bundles[3].at(SlotId::Control), SlotId::Control, "target"), 1);
+  // An error in a bundle bound late is still reported at its line.
+  try {
+    assemble(".equ N, 5\n  li r1, N\n.equ N, 99999999999\n  halt\n", "bad.s");
+    FAIL() << "an .equ out of li's range should be refused";
+  } catch (const AsmError& e) {
+    EXPECT_NE(std::string(e.what()).find("bad.s:2"), std::string::npos) << e.what();
+  }
+}
+
 TEST(Assembler, PositionalOperandsAfterAnOmittedDefaultUseNames) {
   Program p = assemble("wait f1 count=1\nwait f2, 5\nsignal f3\n", "t.s");
   std::string text = disassemble(p);
