@@ -1005,8 +1005,9 @@ class Assembler {
       case FieldKind::UImm:
       case FieldKind::SImm:
       case FieldKind::Opcode:
+        equ_read_ |= v.kind == Value::Ident;
         if (v.kind == Value::Int) x = v.i;
-        else if (v.kind == Value::Ident && (equ_read_ = true) && equs_.count(v.text)) x = equs_[v.text];
+        else if (v.kind == Value::Ident && equs_.count(v.text)) x = equs_[v.text];
         else if (v.kind == Value::Ident) throw LineError{v.loc, fmt::format("unknown constant '{}' (define it with .equ)", v.text)};
         else throw wrong("an integer");
         break;
