@@ -64,7 +64,6 @@ bool global_pool(mlir::Operation* op);
 // from its output's).
 bool windowed(mlir::Operation* op);
 
-
 class BandPlanner {
  public:
   BandPlanner(mlir::func::FuncOp fn, const config::Config& cfg, bool int8, uint64_t budget, std::map<const void*, float>& scales,

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 
+#include "codegen/ir.h"
 #include "mlir/Dialect/Tosa/IR/TosaOps.h"
 #include "mlir/IR/IRMapping.h"
 #include "pipeline/band_planner.h"
@@ -23,9 +24,7 @@ namespace vtpu::compiler::bands {
 // planner will put there).
 bool BandPlanner::flat(const std::vector<mlir::Operation*>& group, Value also_big) const {
   auto d = band_dims(group.back()->getResult(0));
-  const int64_t C = d[3], L = int64_t(lanes_);
-  int64_t n = 1;
-  for (int64_t x : d) n *= x;
+  const int64_t C = d[3], L = int64_t(lanes_), n = int64_t(codegen::numel(d));
   Value out = group.back()->getResult(0);
   if (C % L == 0 || n % L != 0 || !(big(out) || (also_big && too_big(out)))) return false;
   for (mlir::Operation* op : group) {
@@ -34,9 +33,7 @@ bool BandPlanner::flat(const std::vector<mlir::Operation*>& group, Value also_bi
       if (in_group(group, v)) continue;
       if (v.getDefiningOp<mlir::tosa::ConstOp>()) {
         // An affine step's scale and bias: one value, or one per channel repeated over the lanes.
-        int64_t values = 1;
-        for (int64_t x : band_dims(v)) values *= x;
-        if (!mlir::isa<tpu::AffineOp>(op) || (values > 1 && L % C != 0)) return false;
+        if (!mlir::isa<tpu::AffineOp>(op) || (codegen::numel(band_dims(v)) > 1 && L % C != 0)) return false;
         continue;
       }
       // An image's own bytes (not a slice of another's channels, read in place).
@@ -70,9 +67,7 @@ void BandPlanner::rewrite_flat(const std::vector<mlir::Operation*>& group) {
   mlir::Operation* last = group.back();
   Value whole = last->getResult(0);
   auto d = band_dims(whole);
-  const int64_t C = d[3], L = int64_t(lanes_);
-  int64_t n = 1;
-  for (int64_t x : d) n *= x;
+  const int64_t C = d[3], L = int64_t(lanes_), n = int64_t(codegen::numel(d));
   auto flat_type = [&](Value like) {
     return mlir::RankedTensorType::get({1, n / L, 1, L}, mlir::cast<mlir::RankedTensorType>(like.getType()).getElementType());
   };

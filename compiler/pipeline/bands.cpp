@@ -115,7 +115,6 @@ Rows band_input(mlir::Operation* op, int64_t in_rows, int64_t o0, int64_t o1) {
   return r;
 }
 
-
 // The op and the elementwise ops after it that only it feeds, in order.
 std::vector<mlir::Operation*> BandPlanner::chain_from(mlir::Operation* op, const std::set<mlir::Operation*>& grouped) {
   std::vector<mlir::Operation*> group{op};
@@ -136,7 +135,6 @@ std::vector<mlir::Operation*> BandPlanner::chain_from(mlir::Operation* op, const
   return group;
 }
 
-
 bool in_group(const std::vector<mlir::Operation*>& group, Value v) {
   return v.getDefiningOp() && std::find(group.begin(), group.end(), v.getDefiningOp()) != group.end();
 }
@@ -156,7 +154,6 @@ bool global_pool(mlir::Operation* op) {
 bool windowed(mlir::Operation* op) {
   return mlir::isa<tpu::Conv2DOp, tpu::PoolOp, tpu::ResizeNearestOp, tpu::ZeroInsertOp, tpu::BroadcastOp>(op);
 }
-
 
 // The unified-buffer bytes a packed convolution (codegen/conv_packed.cpp) takes for a band
 // of `out_rows` output rows reading `in_rows` rows of a model input straight from HBM: the
@@ -289,26 +286,20 @@ std::vector<std::pair<int64_t, int64_t>> BandPlanner::bands(const std::vector<ml
 Value BandPlanner::band_of(Value v, int64_t start, int64_t rows, const std::string& layer, int64_t c0, int64_t channels) {
   auto d = band_dims(v);
   if (channels < 0) channels = d[3];
-  if (auto view = views_.find(v.getAsOpaquePointer()); view != views_.end()) {  // the image's channels from the slice's first
-    auto t = mlir::cast<mlir::RankedTensorType>(v.getType());
-    d[1] = rows, d[3] = channels;
-    Value r = b_.create<tpu::LoadRowsOp>(v.getLoc(), mlir::RankedTensorType::get(d, t.getElementType()), view->second.first,
-                                         b_.getI64IntegerAttr(1), b_.getI64IntegerAttr(start), text(layer),
-                                         b_.getI64IntegerAttr(view->second.second + c0));
-    r.getDefiningOp()->setAttr(tpu::kBandAttr, b_.getUnitAttr());
-    inherit(r, v);
-    return r;
-  }
   if (start == 0 && rows == d[1] && c0 == 0 && channels == d[3] && !big(v)) return v;
   auto t = mlir::cast<mlir::RankedTensorType>(v.getType());
   d[1] = rows, d[3] = channels;
   auto type = mlir::RankedTensorType::get(d, t.getElementType());
   Value r;
-  if (big(v))
-    r = b_.create<tpu::LoadRowsOp>(v.getLoc(), type, v, b_.getI64IntegerAttr(1), b_.getI64IntegerAttr(start), text(layer),
+  if (big(v)) {
+    // A slice of channels read in place (channel_view): those channels of its image's rows.
+    Value image = v;
+    if (auto view = views_.find(v.getAsOpaquePointer()); view != views_.end()) image = view->second.first, c0 += view->second.second;
+    r = b_.create<tpu::LoadRowsOp>(v.getLoc(), type, image, b_.getI64IntegerAttr(1), b_.getI64IntegerAttr(start), text(layer),
                                    b_.getI64IntegerAttr(c0));
-  else
+  } else {
     r = b_.create<tpu::SliceOp>(v.getLoc(), type, v, b_.getDenseI64ArrayAttr({0, start, 0, c0}), text(layer));
+  }
   r.getDefiningOp()->setAttr(tpu::kBandAttr, b_.getUnitAttr());
   inherit(r, v);
   return r;

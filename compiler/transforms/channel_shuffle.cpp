@@ -21,11 +21,6 @@ namespace {
 namespace tosa = mlir::tosa;
 using mlir::Value;
 
-std::vector<int64_t> dims(Value v) {
-  auto s = mlir::cast<mlir::RankedTensorType>(v.getType()).getShape();
-  return {s.begin(), s.end()};
-}
-
 // The NHWC image and the groups g of a channel shuffle ending at `r2`, or a null value.
 std::pair<Value, int64_t> shuffle_of(tosa::ReshapeOp r2) {
   auto t2 = r2.getInput1().getDefiningOp<tosa::TransposeOp>();
@@ -34,7 +29,7 @@ std::pair<Value, int64_t> shuffle_of(tosa::ReshapeOp r2) {
   if (!t1 || perm_of(t1) != std::vector<int32_t>{0, 3, 1, 2} || perm_of(t2) != std::vector<int32_t>{0, 2, 1, 3, 4})
     return {};
   if (!t2->hasOneUse() || !r1->hasOneUse()) return {};
-  auto x = dims(t1.getInput1()), split = dims(r1.getResult()), out = dims(r2.getResult());
+  auto x = shape_of(t1.getInput1()), split = shape_of(r1.getResult()), out = shape_of(r2.getResult());
   if (x.size() != 4 || split.size() != 5 || out != std::vector<int64_t>{x[0], x[3], x[1], x[2]}) return {};
   if (split[0] != x[0] || split[1] * split[2] != x[3] || split[3] != x[1] || split[4] != x[2] || split[1] < 2 || split[2] < 2)
     return {};
@@ -51,7 +46,7 @@ struct ChannelShuffle : impl::ChannelShufflePassBase<ChannelShuffle> {
     });
     for (tosa::ReshapeOp r2 : found) {
       auto [x, g] = shuffle_of(r2);
-      auto d = dims(x);
+      auto d = shape_of(x);
       const int64_t C = d[3], per = C / g;
       auto shuffle = r2.getInput1().getDefiningOp<tosa::TransposeOp>();
       mlir::Location loc = shuffle.getLoc();  // the node that shuffles: the layer's name
