@@ -24,18 +24,29 @@ uint64_t rows_offset(const std::vector<int64_t>& shape, int64_t axis, int64_t st
 // stepped block by block in the bundle of each block's transfer, so all the full blocks of a
 // band share one descriptor and every band of a layer shares it (the table holds 4096).
 // `hbm_row_bytes`: the HBM tensor's bytes per row when the band holds some of its channels
-// only (0: the band's own).
-void Codegen::move_rows(const Act& a, uint64_t hbm, bool load, uint64_t hbm_row_bytes) {
-  if (hbm > uint64_t(INT32_MAX) || a.base + a.bytes() > uint64_t(INT32_MAX))
+// only (0: the band's own). `image_row_pitch` (a store only): the HBM bytes from one image row
+// (dimension 1 of the band, a.shape[2] pixels) to the next when they are not consecutive (a
+// row step, gen_store_rows); 0: consecutive.
+void Codegen::move_rows(const Act& a, uint64_t hbm, bool load, uint64_t hbm_row_bytes, uint64_t image_row_pitch) {
+  if (hbm > uint64_t(INT32_MAX) || a.base + a.bytes() > uint64_t(INT32_MAX)) {
+    if (image_row_pitch)
+      throw CompileError(fmt::format("a band of a transposed convolution's output would be stored past 2 GiB of HBM (at {}); "
+                                     "use a chip with a larger unified buffer, or a smaller input",
+                                     hbm));
     return load ? load_act(a, hbm, hbm_row_bytes) : store_act(a, hbm, hbm_row_bytes);
+  }
   if (!hbm_row_bytes) hbm_row_bytes = a.features * esz_;
   if (load) clear_partial_blocks(a);
   code("  " + emit::addi(reg(1), hbm_base(hbm), int64_t(hbm)));
   code("  " + emit::li(reg(2), int64_t(a.base)));
+  const uint64_t W = a.shape.size() == 4 ? uint64_t(a.shape[2]) : 1, H = a.rows / std::max<uint64_t>(1, W);
   for (uint64_t b = 0; b < a.blocks; ++b) {
     uint64_t fw = std::min<uint64_t>(R_, a.features - b * R_);
     std::string d = load ? new_desc(fmt::format("bytes={} src_off=0 dst_off=0 dim=[{}, {}, {}]", fw * esz_, a.rows, hbm_row_bytes, R_ * esz_))
-                         : new_desc(fmt::format("bytes={} src_off=0 dst_off=0 dim=[{}, {}, {}]", fw * esz_, a.rows, R_ * esz_, hbm_row_bytes));
+                    : image_row_pitch
+                        ? new_desc(fmt::format("bytes={} src_off=0 dst_off=0 dim=[{}, {}, {}] dim=[{}, {}, {}]", fw * esz_, W, R_ * esz_,
+                                               hbm_row_bytes, H, W * R_ * esz_, image_row_pitch))
+                        : new_desc(fmt::format("bytes={} src_off=0 dst_off=0 dim=[{}, {}, {}]", fw * esz_, a.rows, R_ * esz_, hbm_row_bytes));
     std::string move = load ? emit::dma_load({d}, reg(1), reg(2), emit::flag(1)) : emit::dma_store({d}, reg(2), reg(1), emit::flag(1));
     if (b + 1 == a.blocks) code("  " + move);
     else code(bundle({move, emit::addi(reg(1), reg(1), int64_t(R_ * esz_)), emit::addi(reg(2), reg(2), int64_t(a.block_bytes))}));
@@ -106,9 +117,10 @@ bool Codegen::gen_hbm_reshape(tpu::ReshapeOp op) {
 }
 
 // Whether a model input's user reads it from HBM in bands: a band's load, or a reshape
-// (a flat view) only bands' loads read.
+// (a flat view) only bands' loads read; or does not read it at all (an op kept in place,
+// tpu::kInPlaceAttr).
 bool reads_rows(mlir::Operation* user) {
-  if (mlir::isa<tpu::LoadRowsOp>(user)) return true;
+  if (mlir::isa<tpu::LoadRowsOp>(user) || user->hasAttr(tpu::kInPlaceAttr)) return true;
   auto r = mlir::dyn_cast<tpu::ReshapeOp>(user);
   if (!r || r.getOutput().use_empty()) return false;
   for (mlir::Operation* u : r.getOutput().getUsers())
@@ -122,8 +134,14 @@ void Codegen::gen_store_rows(tpu::StoreRowsOp op) {
   const Act& band = act(op.getBand());
   tag(layer);
   auto whole = shape_of(op.getDest());
+  // With a row step (a transposed convolution's phase, pipeline/band_subpixel.cpp): the band's
+  // image rows `step` rows of the tensor apart.
+  const int64_t step = int64_t(op.getRowStep());
+  uint64_t pitch = step > 1 ? rows_offset(whole, op.getAxis(), step, 0, esz_) : 0;
+  if (step > 1 && (op.getAxis() != 1 || whole.size() != 4))
+    throw InternalError(fmt::format("node '{}': a row step along dimension {} of a rank-{} tensor", layer, op.getAxis(), whole.size()));
   move_rows(band, at + rows_offset(whole, op.getAxis(), int64_t(op.getStart()), int64_t(op.getChannelStart()), esz_), false,
-            uint64_t(whole.back()) * esz_);
+            uint64_t(whole.back()) * esz_, pitch);
   band_bytes_[layer] += band.rows * band.features * esz_;
   hbm_acts_[op.getOutput().getAsOpaquePointer()] = at;
   // A store that is itself its layer's work (a concat of channels into HBM) makes the layer's
@@ -181,7 +199,13 @@ void Codegen::merge_band_bounds() {
   std::map<std::string, std::string> first_op;
   for (const LayerBound& b : bounds_)
     if (band_shapes_.count(band_key(b.layer, b.op))) first_op.emplace(b.layer, b.op);
+  std::set<size_t> own;  // rows kept apart (own_rows_)
   for (LayerBound& b : bounds_) {
+    if (own_rows_.count(band_key(b.layer, b.op))) {
+      own.insert(merged.size());
+      merged.push_back(std::move(b));
+      continue;
+    }
     auto op = first_op.find(b.layer);
     auto whole = op == first_op.end() ? band_shapes_.end()
                  : band_shapes_.count(band_key(b.layer, b.op)) ? band_shapes_.find(band_key(b.layer, b.op))
@@ -191,9 +215,10 @@ void Codegen::merge_band_bounds() {
       continue;
     }
     auto [it, first] = at.emplace(whole->first, merged.size());
-    if (first) {
+    if (first) {  // the banded op's row, wherever its first band's slice or load was
       merged.push_back(std::move(b));
       merged.back().shape = whole->second;
+      merged.back().op = whole->first.substr(whole->first.find('\x1f') + 1);
       continue;
     }
     LayerBound& m = merged[it->second];
@@ -205,7 +230,7 @@ void Codegen::merge_band_bounds() {
   for (auto& [key, i] : at) changed.insert(i);
   for (auto& [layer, bytes] : band_bytes_)
     for (size_t i = 0; i < merged.size(); ++i)
-      if (merged[i].layer == layer) {
+      if (merged[i].layer == layer && !own.count(i)) {
         merged[i].hbm_bytes += bytes;
         changed.insert(i);
         break;

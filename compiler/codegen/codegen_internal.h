@@ -202,7 +202,7 @@ struct SideWork {
 // Useful MACs of a convolution (docs/reports.md, "Useful MACs"): for every output position,
 // the kernel taps whose input position lies inside the image, x input channels per group x
 // output channels. Taps on padding are not counted, however the schedule computes them.
-uint64_t conv_useful_macs(const ConvShape& c);
+uint64_t conv_useful_macs(tpu::Conv2DOp op);
 // Of output columns [c0, c1) of a "same" convolution, those [lo, hi) its tap column dx reaches.
 std::pair<uint64_t, uint64_t> same_columns(const ConvShape& c, uint64_t dx, uint64_t c0, uint64_t c1);
 // Whether a model input's user reads it from HBM a band at a time (bands.cpp).
@@ -347,7 +347,7 @@ class Codegen {
 
   // bands.cpp: images in HBM, loaded and stored a band of rows at a time (the band planner's
   // tpu.hbm_tensor, tpu.load_rows, tpu.store_rows), and their layers' bounds as one row each.
-  void move_rows(const Act& a, uint64_t hbm, bool load, uint64_t hbm_row_bytes = 0);
+  void move_rows(const Act& a, uint64_t hbm, bool load, uint64_t hbm_row_bytes = 0, uint64_t image_row_pitch = 0);
   uint64_t hbm_act(Value v, const std::string& layer) const;
   void gen_hbm_tensor(tpu::HbmTensorOp op);
   void gen_store_rows(tpu::StoreRowsOp op);
@@ -608,6 +608,9 @@ class Codegen {
   // Ops run in bands, by layer and op (a transposed convolution's spread and convolution share
   // a layer): their whole shapes.
   std::map<std::string, std::vector<int64_t>> band_shapes_;
+  // Rows of a banded layer that stay rows of their own (band_key): a transposed convolution's
+  // spread when its convolution runs in phases (gen_zero_insert).
+  std::set<std::string> own_rows_;
   static std::string band_key(const std::string& layer, const std::string& op) { return layer + '\x1f' + op; }
   std::map<std::string, uint64_t> band_bytes_;  // bytes the band loads and stores move, by layer
   static constexpr uint64_t kBandProgramBytes = uint64_t(256) << 20;

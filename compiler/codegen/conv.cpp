@@ -132,19 +132,40 @@ ConvShape conv_shape(tpu::Conv2DOp op) {
   return s;
 }
 
-uint64_t conv_useful_macs(const ConvShape& c) {
-  // Taps inside the image along one axis, summed over the output positions.
-  auto inside = [](uint64_t out, uint64_t in, uint64_t k, uint64_t stride, uint64_t before, uint64_t dil) {
-    uint64_t n = 0;
-    for (uint64_t o = 0; o < out; ++o)
-      for (uint64_t t = 0; t < k; ++t) {
-        int64_t i = int64_t(o * stride + t * dil) - int64_t(before);
-        n += i >= 0 && i < int64_t(in);
-      }
-    return n;
-  };
-  uint64_t taps = inside(c.OH, c.H, c.KH, c.sh, c.pt, c.dh) * inside(c.OW, c.W, c.KW, c.sw, c.pl, c.dw);
-  return c.N * taps * c.CIg * c.CO;
+std::pair<PixelAxis, PixelAxis> spread_axes(tpu::ZeroInsertOp z) {
+  auto x = shape_of(z.getInput());
+  return {{uint64_t(z.getPad()[0]), uint64_t(z.getStride()[0]), uint64_t(x[1])},
+          {uint64_t(z.getPad()[2]), uint64_t(z.getStride()[1]), uint64_t(x[2])}};
+}
+
+uint64_t taps_on_pixels(uint64_t o0, uint64_t o1, const PixelAxis& a, uint64_t k, uint64_t stride, uint64_t before, uint64_t dil) {
+  uint64_t n = 0;
+  for (uint64_t o = o0; o < o1; ++o)
+    for (uint64_t t = 0; t < k; ++t) {
+      int64_t i = int64_t(o * stride + t * dil) - int64_t(before) - int64_t(a.first);
+      n += i >= 0 && i % int64_t(a.step) == 0 && i / int64_t(a.step) < int64_t(a.n);
+    }
+  return n;
+}
+
+// Useful MACs (docs/reports.md): the taps that fall on the input's own pixels, not on the
+// padding around it, nor on the zeros a transposed convolution's spread input
+// (tpu.zero_insert, maybe through a slice of a group's channels) has between its pixels; a
+// block-diagonal convolution (a flat phase of a transposed convolution,
+// pipeline/band_subpixel.cpp, tpu::kBlockDiagonalAttr) counts its blocks only. A band of a
+// convolution of a spread in HBM carries its count (tpu::kUsefulMacsAttr, the band planner's).
+uint64_t conv_useful_macs(tpu::Conv2DOp op) {
+  if (auto m = op->getAttrOfType<mlir::IntegerAttr>(tpu::kUsefulMacsAttr)) return uint64_t(m.getInt());
+  const ConvShape c = conv_shape(op);
+  PixelAxis ah{0, 1, c.H}, aw{0, 1, c.W};
+  Value in = op.getInput();
+  if (auto sl = in.getDefiningOp<tpu::SliceOp>(); sl && sl.getStart().size() == 4 && !sl.getStart()[1] && !sl.getStart()[2])
+    in = sl.getInput();  // a group's channels of the spread
+  if (auto z = in.getDefiningOp<tpu::ZeroInsertOp>()) std::tie(ah, aw) = spread_axes(z);
+  uint64_t taps = taps_on_pixels(0, c.OH, ah, c.KH, c.sh, c.pt, c.dh) * taps_on_pixels(0, c.OW, aw, c.KW, c.sw, c.pl, c.dw);
+  uint64_t blocks = 1;
+  if (auto b = op->getAttrOfType<mlir::IntegerAttr>(tpu::kBlockDiagonalAttr)) blocks = uint64_t(std::max<int64_t>(1, b.getInt()));
+  return c.N * taps * c.CIg * c.CO / blocks;
 }
 
 void Codegen::gen_conv(tpu::Conv2DOp op) {
@@ -187,7 +208,7 @@ void Codegen::gen_conv(tpu::Conv2DOp op) {
   const ConvShape& c = p.s;
   ub_.release(p.bias_ub);
   if (p.padded) ub_.release(p.xp.base);
-  add_bound(layer, conv_useful_macs(c), c.KH * c.KW * c.CIg * c.CO * esz_);
+  add_bound(layer, conv_useful_macs(op), c.KH * c.KW * c.CIg * c.CO * esz_);
   if (p.fused) ub_.release(p.scratch);
   else define(op.getOutput(), p.y);
 }
@@ -286,7 +307,15 @@ void Codegen::conv_weights(tpu::Conv2DOp op, ConvPlan& p) {
   const ConvShape& c = p.s;
   if (q8_) {
     // Per output channel over all taps: [KH*KW*CI, CO] is the same layout as w.
-    for (double sw : quantize(p.w, c.KH * c.KW * c.CIg, c.CO)) p.acc_scale.push_back(sw * scale(op.getInput()));
+    // A transposed convolution's phase (pipeline/band_subpixel.cpp) takes the whole layer's
+    // scale per output channel, so its codes are the layer's.
+    std::vector<double> absmax;
+    if (auto am = op->getAttrOfType<mlir::DenseF64ArrayAttr>(tpu::kWeightAbsmaxAttr)) {
+      if (am.size() != int64_t(c.CO)) throw InternalError(fmt::format("node '{}': {} |weight| maxima for {} output channels", op.getLayer().str(), am.size(), c.CO));
+      absmax.assign(am.asArrayRef().begin(), am.asArrayRef().end());
+    }
+    for (double sw : quantize(p.w, c.KH * c.KW * c.CIg, c.CO, absmax.empty() ? nullptr : &absmax))
+      p.acc_scale.push_back(sw * scale(op.getInput()));
   }
   // The bias on the MXU (planned: tpu.bias_lanes): a 1x1 convolution of an input with bias
   // lanes, unless a bias does not fit the weight rows at those lanes (then the plan is dropped).

@@ -524,7 +524,7 @@ class PackedConv {
     if (xq2_) cg_.ub_.release(xq2_);
     if (zb2_) cg_.ub_.release(zb2_);
     if (two_px_) cg_.ub_.release(q2_);
-    cg_.add_bound(layer_, conv_useful_macs(c_), c_.KH * c_.KW * c_.CI * c_.CO * esz_ + N * c_.H * c_.W * c_.CI * esz_);
+    cg_.add_bound(layer_, conv_useful_macs(op_), c_.KH * c_.KW * c_.CI * c_.CO * esz_ + N * c_.H * c_.W * c_.CI * esz_);
     cg_.define(op_.getOutput(), y_);
   }
 

@@ -141,7 +141,7 @@ void Codegen::gen_conv_wide(tpu::Conv2DOp op) {
   code("  " + emit::wait(emit::flag(1), q8_ ? 3 : 2));
   ub_.release(q.base);
   // Compulsory HBM bytes: the layer's weights once (its six two-pixel tiles hold them).
-  add_bound(layer, conv_useful_macs(conv_shape(op)), 9 * CI * CO * esz_);
+  add_bound(layer, conv_useful_macs(op), 9 * CI * CO * esz_);
   define(op.getOutput(), y);
 }
 

@@ -44,6 +44,18 @@ struct ConvShape {
 };
 ConvShape conv_shape(tpu::Conv2DOp op);  // conv.cpp
 
+// Useful MACs (docs/reports.md) of convolutions (conv.cpp). Along one axis of an input, the
+// positions holding a pixel: first + i * step for i in [0, n) (step 1 and first 0 for an
+// image; a transposed convolution's spread input has zeros between).
+struct PixelAxis {
+  uint64_t first = 0, step = 1, n = 0;
+};
+// Where a transposed convolution's spread (tpu.zero_insert) puts its input's pixels.
+std::pair<PixelAxis, PixelAxis> spread_axes(tpu::ZeroInsertOp z);
+// Taps on a pixel of output positions [o0, o1) of a window of `k` taps, `stride`, `dil`, the
+// input padded by `before`.
+uint64_t taps_on_pixels(uint64_t o0, uint64_t o1, const PixelAxis& a, uint64_t k, uint64_t stride, uint64_t before, uint64_t dil);
+
 // How a convolution is generated, for `cfg` with `esz`-byte elements: packed from HBM
 // (conv_packed.cpp: packable, and packed_input for the model input only such convolutions
 // read, packed_view for a band of its rows), two output pixels per matmul row

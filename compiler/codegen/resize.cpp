@@ -7,6 +7,10 @@ namespace vtpu::compiler::codegen {
 // copied in one DMA whose destination steps `stride` pixels.
 void Codegen::gen_zero_insert(tpu::ZeroInsertOp op) {
   std::string layer = op.getLayer().str();
+  if (op->hasAttr(tpu::kInPlaceAttr)) {  // its convolution runs in phases (pipeline/band_subpixel.cpp): a row of its own, no work
+    own_rows_.insert(band_key(layer, "zero_insert"));
+    return add_bound(layer, 0, 0);
+  }
   tag(layer);
   const Act& x = act(op.getInput());
   Act y = new_act(shape_of(op.getOutput()), fmt::format("the spread input of '{}'", layer));

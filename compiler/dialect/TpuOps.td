@@ -288,10 +288,12 @@ def Tpu_StoreRowsOp : Tpu_Op<"store_rows", [Pure]> {
     [start, start + band's extent) of dimension `axis` replaced by `band`, an activation in
     the unified buffer. Every dimension before `axis` is 1, so the band is one contiguous
     piece of the row-major tensor; or, when the band has fewer channels (last dimension) than
-    the tensor, channels [channel_start, channel_start + band's channels) of those rows.
+    the tensor, channels [channel_start, channel_start + band's channels) of those rows. With
+    `row_step` s > 1 the band's rows go to rows start, start + s, start + 2s, ... (a phase of a
+    transposed convolution, pipeline/band_subpixel.cpp).
   }];
   let arguments = (ins AnyRankedTensor:$band, AnyRankedTensor:$dest, I64Attr:$axis, I64Attr:$start, StrAttr:$layer,
-                   DefaultValuedAttr<I64Attr, "0">:$channel_start);
+                   DefaultValuedAttr<I64Attr, "0">:$channel_start, DefaultValuedAttr<I64Attr, "1">:$row_step);
   let results = (outs AnyRankedTensor:$output);
   let assemblyFormat = "operands attr-dict `:` functional-type(operands, results)";
   let hasVerifier = 1;

@@ -46,6 +46,8 @@ inline constexpr llvm::StringLiteral kStageLinkAttr = "vtpu.stage_link";
 // the chip count). With it, in INT8, `vtpu.weight_absmax` (a DenseF64ArrayAttr): each output
 // column's largest |weight| over all the chips' rows, so every chip quantizes its share with
 // the whole column's scale and the int32 sums add up to the single-chip run's.
+// A tpu.conv2d may carry vtpu.weight_absmax too: a transposed convolution's phase
+// (pipeline/band_subpixel.cpp) quantized with the whole layer's scale per output channel.
 inline constexpr llvm::StringLiteral kAllReduceAttr = "vtpu.all_reduce";
 inline constexpr llvm::StringLiteral kWeightAbsmaxAttr = "vtpu.weight_absmax";
 // On @main of a tensor-parallel program: the chip of the system it runs on (an IntegerAttr);
@@ -57,8 +59,18 @@ inline constexpr llvm::StringLiteral kChipAttr = "vtpu.chip";
 // a layer's bands as one layer: on a band of a layer the attribute is the whole layer's shape
 // (a DenseI64ArrayAttr), on the loads, stores, slices and concats around them a UnitAttr.
 inline constexpr llvm::StringLiteral kBandAttr = "vtpu.band";
+// On a tpu.conv2d whose weights are this many equal-sized blocks on the diagonal, the rest
+// zeros (an IntegerAttr): a transposed convolution's phase on the flat view of its input
+// (pipeline/band_subpixel.cpp). Its useful MACs are the blocks' only.
+inline constexpr llvm::StringLiteral kBlockDiagonalAttr = "vtpu.block_diagonal";
+// On a band of a convolution whose input is a transposed convolution's spread (tpu.zero_insert)
+// that the band planner keeps in HBM: the band's useful MACs, the products of the spread's own
+// pixels (an IntegerAttr; code generation cannot see the spread through the band's load).
+inline constexpr llvm::StringLiteral kUsefulMacsAttr = "vtpu.useful_macs";
 // On a slice of channels of an image in HBM that the band planner reads in place (its readers'
-// bands load those channels; a UnitAttr): it moves nothing, its layer reported with no work.
+// bands load those channels; a UnitAttr), or on the spread input of a transposed convolution
+// run in phases (pipeline/band_subpixel.cpp; the phases read the unspread input): it moves
+// nothing, its layer reported with no work.
 inline constexpr llvm::StringLiteral kInPlaceAttr = "vtpu.in_place";
 
 }  // namespace vtpu::tpu

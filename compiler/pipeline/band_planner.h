@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "codegen/ir.h"
 #include "dialect/tpu_dialect.h"
 #include "mlir/IR/Builders.h"
 #include "pipeline/pipeline.h"
@@ -97,7 +98,16 @@ class BandPlanner {
       if (big(use.get())) use.set(band_of(use.get(), 0, band_dims(use.get())[1], layer_of(op)));
   }
   bool bands_read_rows(const std::vector<mlir::Operation*>& group, int64_t rows);
-  void rewrite(const std::vector<mlir::Operation*>& group, int64_t rows, int64_t channels);
+  // `into`: an image in HBM the bands store into (updated to the last store), their rows at
+  // offset + row * step of it (a transposed convolution's phase); else the group's own.
+  void rewrite(const std::vector<mlir::Operation*>& group, int64_t rows, int64_t channels, Value* into = nullptr,
+               int64_t offset = 0, int64_t step = 1);
+  // Transposed convolutions in phases (band_subpixel.cpp).
+  bool subpixel(tpu::Conv2DOp conv) const;
+  void cut_subpixel_group(std::vector<mlir::Operation*>& group) const;
+  void rewrite_subpixel(const std::vector<mlir::Operation*>& group);
+  void spread_band_macs(tpu::Conv2DOp conv, tpu::Conv2DOp band, int64_t o0, int64_t o1, int64_t n);
+  int64_t subpixel_pixels(tpu::Conv2DOp conv) const;
   bool too_big(Value v) const { return ub_bytes(band_dims(v), band_dims(v)[1]) > budget_ / 2; }
   bool flat(const std::vector<mlir::Operation*>& group, Value also_big = {}) const;
   void rewrite_flat(const std::vector<mlir::Operation*>& group);
@@ -122,6 +132,9 @@ class BandPlanner {
   // Channel slices of images in HBM read in place: the image and the first channel (channel_view).
   std::map<const void*, std::pair<Value, int64_t>> views_;
   bool channel_view(tpu::SliceOp slice);
+  // Transposed convolutions' spreads kept in HBM, by the image that holds them: where their
+  // pixels are (spread_band_macs).
+  std::map<const void*, std::pair<codegen::PixelAxis, codegen::PixelAxis>> spreads_;
 };
 
 }  // namespace vtpu::compiler::bands

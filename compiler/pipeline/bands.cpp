@@ -305,7 +305,22 @@ Value BandPlanner::band_of(Value v, int64_t start, int64_t rows, const std::stri
   return r;
 }
 
-void BandPlanner::rewrite(const std::vector<mlir::Operation*>& group, int64_t rows, int64_t channels) {
+// A band of output rows [o0, o1) and `n` output channels of a convolution of a transposed
+// convolution's spread: its useful MACs (the spread's own pixels only) on the band, `band`,
+// when code generation cannot see the spread (in HBM, or in the band's slice of it).
+void BandPlanner::spread_band_macs(tpu::Conv2DOp conv, tpu::Conv2DOp band, int64_t o0, int64_t o1, int64_t n) {
+  std::pair<codegen::PixelAxis, codegen::PixelAxis> axes;
+  if (auto z = conv.getInput().getDefiningOp<tpu::ZeroInsertOp>()) axes = codegen::spread_axes(z);
+  else if (auto s = spreads_.find(conv.getInput().getAsOpaquePointer()); s != spreads_.end()) axes = s->second;
+  else return;
+  const codegen::ConvShape c = codegen::conv_shape(conv);
+  uint64_t taps = codegen::taps_on_pixels(uint64_t(o0), uint64_t(o1), axes.first, c.KH, c.sh, c.pt, c.dh) *
+                  codegen::taps_on_pixels(0, c.OW, axes.second, c.KW, c.sw, c.pl, c.dw);
+  band->setAttr(tpu::kUsefulMacsAttr, b_.getI64IntegerAttr(int64_t(c.N * taps * c.CIg * uint64_t(n))));
+}
+
+void BandPlanner::rewrite(const std::vector<mlir::Operation*>& group, int64_t rows, int64_t channels, Value* into, int64_t offset,
+                          int64_t step) {
   mlir::Operation* last = group.back();
   Value whole = last->getResult(0);
   auto out = band_dims(whole);
@@ -313,7 +328,9 @@ void BandPlanner::rewrite(const std::vector<mlir::Operation*>& group, int64_t ro
   std::string out_layer = layer_of(last);
   b_.setInsertionPoint(last);
   Value dest;
-  if (big(whole)) {
+  if (into) {
+    dest = *into;
+  } else if (big(whole)) {
     dest = b_.create<tpu::HbmTensorOp>(whole.getLoc(), whole.getType(), text(out_layer));
     inherit(dest, whole);
   }
@@ -363,6 +380,7 @@ void BandPlanner::rewrite(const std::vector<mlir::Operation*>& group, int64_t ro
           c->setAttr("pad", b_.getDenseI64ArrayAttr({r.pad_top, r.pad_bottom, pad[2], pad[3]}));
         }
         if (auto conv = mlir::dyn_cast<tpu::Conv2DOp>(c); conv && n < C && conv.getGroups() != 1) conv.setGroups(n);  // depthwise: the band's channels
+        if (auto conv = mlir::dyn_cast<tpu::Conv2DOp>(op); conv && k == 0) spread_band_macs(conv, mlir::cast<tpu::Conv2DOp>(c), o0, o1, n);
         if (auto rz = mlir::dyn_cast<tpu::ResizeNearestOp>(op)) {  // the band's rows, from its first input row
           std::vector<int64_t> src;
           for (int64_t y = o0; y < o1; ++y) src.push_back(rz.getRows()[size_t(y)] - r.i0);
@@ -375,8 +393,9 @@ void BandPlanner::rewrite(const std::vector<mlir::Operation*>& group, int64_t ro
         prev = c->getResult(0);
       }
       if (dest) {
-        dest = b_.create<tpu::StoreRowsOp>(whole.getLoc(), whole.getType(), prev, dest, b_.getI64IntegerAttr(1),
-                                           b_.getI64IntegerAttr(o0), text(out_layer), b_.getI64IntegerAttr(c0));
+        dest = b_.create<tpu::StoreRowsOp>(whole.getLoc(), dest.getType(), prev, dest, b_.getI64IntegerAttr(1),
+                                           b_.getI64IntegerAttr(offset + o0 * step), text(out_layer), b_.getI64IntegerAttr(c0),
+                                           b_.getI64IntegerAttr(step));
         dest.getDefiningOp()->setAttr(tpu::kBandAttr, b_.getUnitAttr());
         inherit(dest, whole);
       } else {
@@ -390,6 +409,9 @@ void BandPlanner::rewrite(const std::vector<mlir::Operation*>& group, int64_t ro
     }
   }
   Value result = dest ? dest : joined(row_parts, 1, out);
+  if (into) *into = dest;
+  if (auto z = mlir::dyn_cast<tpu::ZeroInsertOp>(group.front()); z && dest && group.size() == 1)
+    spreads_[result.getAsOpaquePointer()] = codegen::spread_axes(z);
   if (!dest && row_parts.size() == 1) inherit(result, whole);
   whole.replaceAllUsesWith(result);
   // The erased values' addresses may be reused by values made later: forget them.
@@ -529,10 +551,19 @@ size_t BandPlanner::run() {
   if (!has_images(fn_)) return 0;
   // The groups: an op that runs in bands and the elementwise ops after it that only it feeds.
   std::vector<std::vector<mlir::Operation*>> groups;
-  std::set<mlir::Operation*> grouped;
+  std::set<mlir::Operation*> grouped, spreads, phased;  // transposed convolutions in phases (band_subpixel.cpp)
   for (mlir::Operation& op : body)
     if (!grouped.count(&op) && bandable(&op)) {
+      if (auto z = mlir::dyn_cast<tpu::ZeroInsertOp>(&op); z && z.getOutput().hasOneUse())
+        if (auto c = mlir::dyn_cast<tpu::Conv2DOp>(*z.getOutput().getUsers().begin()); c && subpixel(c)) {
+          spreads.insert(&op);  // no band of its own: the phases read its input
+          continue;
+        }
       groups.push_back(chain_from(&op, grouped));
+      if (auto c = mlir::dyn_cast<tpu::Conv2DOp>(&op); c && subpixel(c)) {
+        cut_subpixel_group(groups.back());
+        phased.insert(&op);
+      }
       grouped.insert(groups.back().begin(), groups.back().end());
     }
   split_narrow_tails(groups);
@@ -563,6 +594,12 @@ size_t BandPlanner::run() {
         ++banded;
         continue;
       }
+      // A transposed convolution whose kernel is its stride: in phases of 1x1 convolutions.
+      if (phased.count(group[0])) {
+        rewrite_subpixel(group);
+        ++banded;
+        continue;
+      }
       // A pool over a whole image in HBM: pooled band by band, the bands' results combined.
       if (group.size() == 1 && global_pool(group[0]) && big(group[0]->getOperand(0))) {
         rewrite_global_pool(mlir::cast<tpu::PoolOp>(group[0]));
@@ -585,7 +622,7 @@ size_t BandPlanner::run() {
       for (mlir::Operation* m : group) load_whole(m);
       continue;
     }
-    if (grouped.count(op)) continue;  // an earlier member: its group's last op decides
+    if (grouped.count(op) || spreads.count(op)) continue;  // an earlier member: its group's last op decides
     if (auto slice = mlir::dyn_cast<tpu::SliceOp>(op); slice && channels_ && channel_view(slice)) {
       in_place.push_back(slice);
       continue;

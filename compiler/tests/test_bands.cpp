@@ -68,21 +68,26 @@ std::filesystem::path pyramid_model() {
 }
 
 // A text detector's head (DB, as PaddleOCR's): two stride-2 ConvTransposes upsample the map
-// x4 to a probability per pixel; their spread inputs are the large images.
-std::filesystem::path upsampling_head_model() {
+// x4 to a probability per pixel; their spread inputs are the large images. `kernel` 2 (as
+// PaddleOCR's), or 3 with pads 1 and output_padding 1 (a decoder's): the same sizes.
+std::filesystem::path upsampling_head_model(int64_t kernel = 2) {
   OnnxBuilder m;
   m.input("feat", {1, 8, 24, 24});
   for (auto [name, in, out, ci, co] : {std::tuple{"up1", "feat", "u1", 8, 8}, std::tuple{"up2", "r1", "u2", 8, 4}}) {
-    m.init(std::string("w") + name, {ci, co, 2, 2}, 0.4f);
+    m.init(std::string("w") + name, {ci, co, kernel, kernel}, 0.4f);
     m.init(std::string("b") + name, {co}, 0.1f);
     auto* c = m.node("ConvTranspose", name, {in, std::string("w") + name, std::string("b") + name}, {out});
-    OnnxBuilder::attr(c, "kernel_shape", std::vector<int64_t>{2, 2});
+    OnnxBuilder::attr(c, "kernel_shape", std::vector<int64_t>{kernel, kernel});
     OnnxBuilder::attr(c, "strides", std::vector<int64_t>{2, 2});
+    if (kernel == 3) {
+      OnnxBuilder::attr(c, "pads", std::vector<int64_t>{1, 1, 1, 1});
+      OnnxBuilder::attr(c, "output_padding", std::vector<int64_t>{1, 1});
+    }
     if (out == std::string("u1")) m.node("Relu", "relu1", {"u1"}, {"r1"});
   }
   m.node("Sigmoid", "prob", {"u2"}, {"p"});
   m.output("p", {1, 4, 96, 96});
-  return m.save("vtpu_bands_upsampling_" + std::to_string(::getpid()) + ".onnx");
+  return m.save("vtpu_bands_upsampling" + std::to_string(kernel) + "_" + std::to_string(::getpid()) + ".onnx");
 }
 
 // A squeeze-and-excitation block (MobileNetV3's, PaddleOCR's detector's): a global average
@@ -382,6 +387,31 @@ TEST(Bands, APackedFirstConvolutionReadsItsBandsStraightFromHbm) {
 
 TEST(Bands, TransposedConvolutionsRunInRowBandsOfTheirSpreadInput) {
   expect_bands_as_whole(upsampling_head_model(), {"p"}, 48 * 1024, "up2");
+  // A 3x3 kernel of stride 2 runs as a convolution of the spread input in bands; its useful
+  // MACs (the products of the spread's own pixels) as the whole layer's.
+  expect_bands_as_whole(upsampling_head_model(3), {"p"}, 48 * 1024, "up2");
+}
+
+// A 2x2, stride-2 ConvTranspose whose output is in HBM runs as two phases of 1x1 convolutions
+// of its input (pipeline/band_subpixel.cpp), not as a 2x2 convolution of the spread input,
+// four times larger and three quarters zeros: the outputs above are the spread form's, byte
+// for byte; here, the work. up1 (input in the unified buffer, 16 of 16 lanes a phase): a
+// matmul row per input pixel and phase. up2 (input in HBM, 8 lanes a phase): two input
+// pixels a row, their weights twice on the diagonal. The spread form streams a row per output
+// pixel and tap of the 2x2 kernel: 16 times as many.
+TEST(Bands, TransposedConvolutionsWhoseKernelIsTheirStrideRunInPhases) {
+  auto model = upsampling_head_model();
+  for (Precision precision : {Precision::Int8, Precision::Bf16}) {
+    SCOPED_TRACE(precision == Precision::Int8 ? "int8" : "bf16");
+    auto [whole, banded] = whole_and_banded(model, precision, 48 * 1024);
+    const size_t in1 = 24 * 24, in2 = 48 * 48, out2 = 96 * 96;
+    EXPECT_EQ(count_of(whole.assembly, "up2", "mxu.matmul", true), 4 * out2);
+    EXPECT_EQ(count_of(banded.assembly, "up1", "mxu.matmul", true), 2 * in1);
+    EXPECT_EQ(count_of(banded.assembly, "up2", "mxu.matmul", true), 2 * in2 / 2);
+    uint64_t macs = 0;  // the definition's products: every input pixel through every tap
+    for (const LayerBound& b : banded.bounds) macs += b.layer == "up2" ? b.macs : 0;
+    EXPECT_EQ(macs, uint64_t(in2) * 8 * 4 * 4);
+  }
 }
 
 TEST(Bands, ElementwiseLayersOnANarrowImageInHbmRunFlat) {

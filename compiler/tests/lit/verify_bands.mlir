@@ -54,9 +54,38 @@ func.func @store_channels_on_their_axis(%arg0: tensor<1x1x1x8xf32>) -> tensor<1x
 
 // -----
 
+// A row step (a transposed convolution's phase, pipeline/band_subpixel.cpp): rows start,
+// start + step, ...; 2 rows from row 1 with step 4 reach row 5 of 0..7, 3 would reach row 9.
+// CHECK: 'tpu.store_rows' op the band's rows are outside the tensor
+func.func @store_step_past_end(%arg0: tensor<1x3x4x3xf32>) -> tensor<1x8x4x3xf32> {
+  %0 = tpu.hbm_tensor {layer = "s"} : tensor<1x8x4x3xf32>
+  %1 = tpu.store_rows %arg0, %0 {axis = 1 : i64, start = 1 : i64, layer = "s", row_step = 4 : i64} : (tensor<1x3x4x3xf32>, tensor<1x8x4x3xf32>) -> tensor<1x8x4x3xf32>
+  return %1 : tensor<1x8x4x3xf32>
+}
+
+// -----
+
+// CHECK: 'tpu.store_rows' op the row step must be at least 1
+func.func @store_step_zero(%arg0: tensor<1x2x4x3xf32>) -> tensor<1x8x4x3xf32> {
+  %0 = tpu.hbm_tensor {layer = "s"} : tensor<1x8x4x3xf32>
+  %1 = tpu.store_rows %arg0, %0 {axis = 1 : i64, start = 0 : i64, layer = "s", row_step = 0 : i64} : (tensor<1x2x4x3xf32>, tensor<1x8x4x3xf32>) -> tensor<1x8x4x3xf32>
+  return %1 : tensor<1x8x4x3xf32>
+}
+
+// -----
+
 // A band of some channels inside the tensor is valid: no error.
 // CHECK-NOT: error
 func.func @load_channels(%arg0: tensor<1x8x4x32xf32>) -> tensor<1x2x4x16xf32> {
   %0 = tpu.load_rows %arg0 {axis = 1 : i64, start = 6 : i64, layer = "l", channel_start = 16 : i64} : (tensor<1x8x4x32xf32>) -> tensor<1x2x4x16xf32>
   return %0 : tensor<1x2x4x16xf32>
+}
+
+// -----
+
+// CHECK-NOT: error
+func.func @store_step(%arg0: tensor<1x2x4x3xf32>) -> tensor<1x8x4x3xf32> {
+  %0 = tpu.hbm_tensor {layer = "s"} : tensor<1x8x4x3xf32>
+  %1 = tpu.store_rows %arg0, %0 {axis = 1 : i64, start = 1 : i64, layer = "s", row_step = 4 : i64} : (tensor<1x2x4x3xf32>, tensor<1x8x4x3xf32>) -> tensor<1x8x4x3xf32>
+  return %1 : tensor<1x8x4x3xf32>
 }
