@@ -10,11 +10,20 @@ namespace vtpu::compiler::codegen {
 namespace {
 
 // Byte offset of row `start` of dimension `axis` (every dimension before it 1), at channel
-// `channel` of the last dimension, in a row-major tensor of `shape` with `esz`-byte elements.
-uint64_t rows_offset(const std::vector<int64_t>& shape, int64_t axis, int64_t start, int64_t channel, uint64_t esz) {
+// `channel` of the last dimension (and column `col` of an image's rows), in a row-major tensor
+// of `shape` with `esz`-byte elements.
+uint64_t rows_offset(const std::vector<int64_t>& shape, int64_t axis, int64_t start, int64_t channel, uint64_t esz, int64_t col = 0) {
   uint64_t inner = 1;
   for (size_t d = size_t(axis) + 1; d < shape.size(); ++d) inner *= uint64_t(shape[d]);
-  return (uint64_t(start) * inner + uint64_t(channel)) * esz;
+  return (uint64_t(start) * inner + uint64_t(col) * uint64_t(shape.back()) + uint64_t(channel)) * esz;
+}
+
+// The HBM bytes from one image row of a band to the next when they are not consecutive: rows
+// `step` apart (a transposed convolution's phase), or a tile's rows (some of the columns); 0
+// when they are.
+uint64_t row_pitch(const std::vector<int64_t>& whole, const std::vector<int64_t>& band, int64_t axis, int64_t step, uint64_t esz) {
+  const bool tile = whole.size() == 4 && band.size() == 4 && band[2] < whole[2];
+  return step > 1 || tile ? rows_offset(whole, axis, step, 0, esz) : 0;
 }
 
 }  // namespace
@@ -24,13 +33,13 @@ uint64_t rows_offset(const std::vector<int64_t>& shape, int64_t axis, int64_t st
 // stepped block by block in the bundle of each block's transfer, so all the full blocks of a
 // band share one descriptor and every band of a layer shares it (the table holds 4096).
 // `hbm_row_bytes`: the HBM tensor's bytes per row when the band holds some of its channels
-// only (0: the band's own). `image_row_pitch` (a store only): the HBM bytes from one image row
-// (dimension 1 of the band, a.shape[2] pixels) to the next when they are not consecutive (a
-// row step, gen_store_rows); 0: consecutive.
+// only (0: the band's own). `image_row_pitch`: the HBM bytes from one image row (dimension 1
+// of the band, a.shape[2] pixels) to the next when they are not consecutive (row_pitch); 0:
+// consecutive.
 void Codegen::move_rows(const Act& a, uint64_t hbm, bool load, uint64_t hbm_row_bytes, uint64_t image_row_pitch) {
   if (hbm > uint64_t(INT32_MAX) || a.base + a.bytes() > uint64_t(INT32_MAX)) {
     if (image_row_pitch)
-      throw CompileError(fmt::format("a band of a transposed convolution's output would be stored past 2 GiB of HBM (at {}); "
+      throw CompileError(fmt::format("a band of an image in HBM whose rows are apart lies past 2 GiB of HBM (at {}); "
                                      "use a chip with a larger unified buffer, or a smaller input",
                                      hbm));
     return load ? load_act(a, hbm, hbm_row_bytes) : store_act(a, hbm, hbm_row_bytes);
@@ -42,11 +51,17 @@ void Codegen::move_rows(const Act& a, uint64_t hbm, bool load, uint64_t hbm_row_
   const uint64_t W = a.shape.size() == 4 ? uint64_t(a.shape[2]) : 1, H = a.rows / std::max<uint64_t>(1, W);
   for (uint64_t b = 0; b < a.blocks; ++b) {
     uint64_t fw = std::min<uint64_t>(R_, a.features - b * R_);
-    std::string d = load ? new_desc(fmt::format("bytes={} src_off=0 dst_off=0 dim=[{}, {}, {}]", fw * esz_, a.rows, hbm_row_bytes, R_ * esz_))
-                    : image_row_pitch
-                        ? new_desc(fmt::format("bytes={} src_off=0 dst_off=0 dim=[{}, {}, {}] dim=[{}, {}, {}]", fw * esz_, W, R_ * esz_,
-                                               hbm_row_bytes, H, W * R_ * esz_, image_row_pitch))
-                        : new_desc(fmt::format("bytes={} src_off=0 dst_off=0 dim=[{}, {}, {}]", fw * esz_, a.rows, R_ * esz_, hbm_row_bytes));
+    std::string d;
+    if (image_row_pitch && load)
+      d = new_desc(fmt::format("bytes={} src_off=0 dst_off=0 dim=[{}, {}, {}] dim=[{}, {}, {}]", fw * esz_, W, hbm_row_bytes, R_ * esz_, H,
+                               image_row_pitch, W * R_ * esz_));
+    else if (image_row_pitch)
+      d = new_desc(fmt::format("bytes={} src_off=0 dst_off=0 dim=[{}, {}, {}] dim=[{}, {}, {}]", fw * esz_, W, R_ * esz_, hbm_row_bytes, H,
+                               W * R_ * esz_, image_row_pitch));
+    else if (load)
+      d = new_desc(fmt::format("bytes={} src_off=0 dst_off=0 dim=[{}, {}, {}]", fw * esz_, a.rows, hbm_row_bytes, R_ * esz_));
+    else
+      d = new_desc(fmt::format("bytes={} src_off=0 dst_off=0 dim=[{}, {}, {}]", fw * esz_, a.rows, R_ * esz_, hbm_row_bytes));
     std::string move = load ? emit::dma_load({d}, reg(1), reg(2), emit::flag(1)) : emit::dma_store({d}, reg(2), reg(1), emit::flag(1));
     if (b + 1 == a.blocks) code("  " + move);
     else code(bundle({move, emit::addi(reg(1), reg(1), int64_t(R_ * esz_)), emit::addi(reg(2), reg(2), int64_t(a.block_bytes))}));
@@ -135,13 +150,13 @@ void Codegen::gen_store_rows(tpu::StoreRowsOp op) {
   tag(layer);
   auto whole = shape_of(op.getDest());
   // With a row step (a transposed convolution's phase, pipeline/band_subpixel.cpp): the band's
-  // image rows `step` rows of the tensor apart.
+  // image rows `step` rows of the tensor apart; a tile's (pipeline/band_tiles.cpp) a whole row.
   const int64_t step = int64_t(op.getRowStep());
-  uint64_t pitch = step > 1 ? rows_offset(whole, op.getAxis(), step, 0, esz_) : 0;
-  if (step > 1 && (op.getAxis() != 1 || whole.size() != 4))
-    throw InternalError(fmt::format("node '{}': a row step along dimension {} of a rank-{} tensor", layer, op.getAxis(), whole.size()));
-  move_rows(band, at + rows_offset(whole, op.getAxis(), int64_t(op.getStart()), int64_t(op.getChannelStart()), esz_), false,
-            uint64_t(whole.back()) * esz_, pitch);
+  uint64_t pitch = row_pitch(whole, band.shape, op.getAxis(), step, esz_);
+  if (pitch && (op.getAxis() != 1 || whole.size() != 4))
+    throw InternalError(fmt::format("node '{}': rows apart along dimension {} of a rank-{} tensor", layer, op.getAxis(), whole.size()));
+  move_rows(band, at + rows_offset(whole, op.getAxis(), int64_t(op.getStart()), int64_t(op.getChannelStart()), esz_, int64_t(op.getColStart())),
+            false, uint64_t(whole.back()) * esz_, pitch);
   band_bytes_[layer] += band.rows * band.features * esz_;
   hbm_acts_[op.getOutput().getAsOpaquePointer()] = at;
   // A store that is itself its layer's work (a concat of channels into HBM) makes the layer's
@@ -153,7 +168,8 @@ void Codegen::gen_load_rows(tpu::LoadRowsOp op) {
   std::string layer = op.getLayer().str();
   uint64_t at = hbm_act(op.getInput(), layer);
   auto whole = shape_of(op.getInput());
-  const uint64_t from = at + rows_offset(whole, op.getAxis(), int64_t(op.getStart()), int64_t(op.getChannelStart()), esz_);
+  const uint64_t from =
+      at + rows_offset(whole, op.getAxis(), int64_t(op.getStart()), int64_t(op.getChannelStart()), esz_, int64_t(op.getColStart()));
   // Rows of a model input that packed convolutions read straight from HBM (conv_packed.cpp,
   // packed_view): nothing moves here.
   bool view = !op.getOutput().use_empty();
@@ -164,7 +180,7 @@ void Codegen::gen_load_rows(tpu::LoadRowsOp op) {
   }
   tag(layer);
   Act a = new_act(shape_of(op.getOutput()), fmt::format("rows of the input of '{}'", layer));
-  move_rows(a, from, true, uint64_t(whole.back()) * esz_);
+  move_rows(a, from, true, uint64_t(whole.back()) * esz_, row_pitch(whole, a.shape, op.getAxis(), 1, esz_));
   band_bytes_[layer] += a.rows * a.features * esz_;
   define(op.getOutput(), a);
   // The image's last band read (and waited for): its bytes for the images made after it.

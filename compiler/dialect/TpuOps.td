@@ -290,10 +290,13 @@ def Tpu_StoreRowsOp : Tpu_Op<"store_rows", [Pure]> {
     piece of the row-major tensor; or, when the band has fewer channels (last dimension) than
     the tensor, channels [channel_start, channel_start + band's channels) of those rows. With
     `row_step` s > 1 the band's rows go to rows start, start + s, start + 2s, ... (a phase of a
-    transposed convolution, pipeline/band_subpixel.cpp).
+    transposed convolution, pipeline/band_subpixel.cpp). A band of rows (axis 1) of an image
+    with fewer columns (dimension 2) than it goes to columns [col_start, col_start + band's)
+    (a tile, pipeline/band_tiles.cpp).
   }];
   let arguments = (ins AnyRankedTensor:$band, AnyRankedTensor:$dest, I64Attr:$axis, I64Attr:$start, StrAttr:$layer,
-                   DefaultValuedAttr<I64Attr, "0">:$channel_start, DefaultValuedAttr<I64Attr, "1">:$row_step);
+                   DefaultValuedAttr<I64Attr, "0">:$channel_start, DefaultValuedAttr<I64Attr, "1">:$row_step,
+                   DefaultValuedAttr<I64Attr, "0">:$col_start);
   let results = (outs AnyRankedTensor:$output);
   let assemblyFormat = "operands attr-dict `:` functional-type(operands, results)";
   let hasVerifier = 1;
@@ -305,9 +308,11 @@ def Tpu_LoadRowsOp : Tpu_Op<"load_rows", [Pure]> {
     The source is a tpu.hbm_tensor (through its tpu.store_rows) or a model input kept in
     HBM; every dimension before `axis` is 1. When the output has fewer channels (last
     dimension) than the input: channels [channel_start, channel_start + output's channels).
+    A band of rows (axis 1) of an image with fewer columns (dimension 2): columns
+    [col_start, col_start + output's) (a tile, pipeline/band_tiles.cpp).
   }];
   let arguments = (ins AnyRankedTensor:$input, I64Attr:$axis, I64Attr:$start, StrAttr:$layer,
-                   DefaultValuedAttr<I64Attr, "0">:$channel_start);
+                   DefaultValuedAttr<I64Attr, "0">:$channel_start, DefaultValuedAttr<I64Attr, "0">:$col_start);
   let results = (outs AnyRankedTensor:$output);
   let assemblyFormat = "operands attr-dict `:` functional-type(operands, results)";
   let hasVerifier = 1;

@@ -201,14 +201,18 @@ namespace {
 // A band of `whole` along `axis` (every dimension before it 1, every other equal but the
 // channels, the last) that starts at `start` and channel `channel_start`; the error otherwise.
 std::string band_error(llvm::ArrayRef<int64_t> whole, llvm::ArrayRef<int64_t> band, int64_t axis, int64_t start,
-                       int64_t channel_start, int64_t row_step = 1) {
+                       int64_t channel_start, int64_t row_step, int64_t col_start) {
   if (whole.size() != band.size()) return "band and tensor must have one rank";
   if (axis < 0 || axis >= int64_t(whole.size())) return "axis is outside the rank";
   const int64_t last = int64_t(whole.size()) - 1;
+  // A tile: a band of rows of an image with some of its columns (dimension 2).
+  const bool tile = axis == 1 && whole.size() == 4 && band[2] < whole[2];
   for (int64_t d = 0; d < int64_t(whole.size()); ++d) {
     if (d < axis && whole[size_t(d)] != 1) return "every dimension before the axis must be 1";
-    if (d != axis && d != last && whole[size_t(d)] != band[size_t(d)]) return "band and tensor differ outside the axis";
+    if (d != axis && d != last && whole[size_t(d)] != band[size_t(d)] && !(tile && d == 2)) return "band and tensor differ outside the axis";
   }
+  if (col_start != 0 && !tile) return "a column start needs a band of some columns of an image's rows";
+  if (tile && (col_start < 0 || col_start + band[2] > whole[2])) return "the band's columns are outside the tensor";
   if (row_step < 1) return "the row step must be at least 1";
   if (row_step > 1 && axis == last) return "a row step needs rows of a dimension before the last";
   if (start < 0 || start + (band[size_t(axis)] - 1) * row_step + 1 > whole[size_t(axis)]) return "the band's rows are outside the tensor";
@@ -224,12 +228,12 @@ std::string band_error(llvm::ArrayRef<int64_t> whole, llvm::ArrayRef<int64_t> ba
 
 mlir::LogicalResult StoreRowsOp::verify() {
   if (dims(getDest()) != dims(getOutput())) return emitOpError("output must have the destination's shape");
-  std::string e = band_error(dims(getDest()), dims(getBand()), getAxis(), getStart(), getChannelStart(), getRowStep());
+  std::string e = band_error(dims(getDest()), dims(getBand()), getAxis(), getStart(), getChannelStart(), getRowStep(), getColStart());
   return e.empty() ? mlir::success() : emitOpError(e);
 }
 
 mlir::LogicalResult LoadRowsOp::verify() {
-  std::string e = band_error(dims(getInput()), dims(getOutput()), getAxis(), getStart(), getChannelStart());
+  std::string e = band_error(dims(getInput()), dims(getOutput()), getAxis(), getStart(), getChannelStart(), 1, getColStart());
   return e.empty() ? mlir::success() : emitOpError(e);
 }
 

@@ -54,6 +54,15 @@ struct Rows {
 
 Rows band_input(mlir::Operation* op, int64_t in_rows, int64_t o0, int64_t o1);
 
+// Positions [o0, o1) of an output axis through a window over an input axis of `in` positions:
+// the input positions they read and the padding beyond the input's edges.
+Rows through(const Window& w, int64_t in, int64_t o0, int64_t o1);
+
+// A band's output rows, channels and columns (0: all).
+struct BandShape {
+  int64_t rows = 0, channels = 0, cols = 0;
+};
+
 // Whether v is the result of one of the group's ops.
 bool in_group(const std::vector<mlir::Operation*>& group, Value v);
 
@@ -77,7 +86,13 @@ class BandPlanner {
  private:
   bool channel_wise(const std::vector<mlir::Operation*>& group) const;
   Value channels_of(Value c, int64_t C, int64_t c0, int64_t n);
-  std::pair<int64_t, int64_t> band_shape(const std::vector<mlir::Operation*>& group);
+  BandShape band_shape(const std::vector<mlir::Operation*>& group);
+  // Bands of some columns too (band_tiles.cpp): when even `shape` does not fit.
+  BandShape tiles(const std::vector<mlir::Operation*>& group, BandShape shape) const;
+  bool tileable(const std::vector<mlir::Operation*>& group) const;
+  Window tile_window(mlir::Operation* op) const;
+  int64_t tile_input_cols(mlir::Operation* op, int64_t cols) const;
+  Value clone_band(const std::vector<mlir::Operation*>& group, const Rows& r, const Rows& cl, bool tile, int64_t c0, int64_t n);
   // A layer's unified-buffer bytes for `rows` rows of an image of dims d (codegen's Act).
   uint64_t ub_bytes(const std::vector<int64_t>& d, int64_t rows) const {
     uint64_t blocks = (uint64_t(d[3]) + lanes_ - 1) / lanes_;
@@ -85,8 +100,8 @@ class BandPlanner {
   }
   bool big(Value v) const { return in_hbm_.count(v.getAsOpaquePointer()) > 0; }
   std::vector<mlir::Operation*> chain_from(mlir::Operation* op, const std::set<mlir::Operation*>& grouped);
-  uint64_t need(const std::vector<mlir::Operation*>& group, int64_t rows, int64_t channels) const;
-  int64_t band_rows(const std::vector<mlir::Operation*>& group, int64_t channels);
+  uint64_t need(const std::vector<mlir::Operation*>& group, int64_t rows, int64_t channels, int64_t cols = 0) const;
+  int64_t band_rows(const std::vector<mlir::Operation*>& group, int64_t channels, int64_t cols = 0) const;
   void rewrite_global_pool(tpu::PoolOp pool);
   void rewrite_concat(tpu::ConcatOp cat);
   Value scaled_band(Value x, float scale, mlir::Location loc, const std::string& layer, Value like);
@@ -100,19 +115,20 @@ class BandPlanner {
   bool bands_read_rows(const std::vector<mlir::Operation*>& group, int64_t rows);
   // `into`: an image in HBM the bands store into (updated to the last store), their rows at
   // offset + row * step of it (a transposed convolution's phase); else the group's own.
-  void rewrite(const std::vector<mlir::Operation*>& group, int64_t rows, int64_t channels, Value* into = nullptr,
-               int64_t offset = 0, int64_t step = 1);
+  void rewrite(const std::vector<mlir::Operation*>& group, const BandShape& shape, Value* into = nullptr, int64_t offset = 0,
+               int64_t step = 1);
   // Transposed convolutions in phases (band_subpixel.cpp).
   bool subpixel(tpu::Conv2DOp conv) const;
   void cut_subpixel_group(std::vector<mlir::Operation*>& group) const;
   void rewrite_subpixel(const std::vector<mlir::Operation*>& group);
-  void spread_band_macs(tpu::Conv2DOp conv, tpu::Conv2DOp band, int64_t o0, int64_t o1, int64_t n);
+  void spread_band_macs(tpu::Conv2DOp conv, tpu::Conv2DOp band, const Rows& r, const Rows& cl, int64_t n);
   int64_t subpixel_pixels(tpu::Conv2DOp conv) const;
   bool too_big(Value v) const { return ub_bytes(band_dims(v), band_dims(v)[1]) > budget_ / 2; }
   bool flat(const std::vector<mlir::Operation*>& group, Value also_big = {}) const;
   void rewrite_flat(const std::vector<mlir::Operation*>& group);
   void split_narrow_tails(std::vector<std::vector<mlir::Operation*>>& groups);
-  Value band_of(Value v, int64_t start, int64_t rows, const std::string& layer, int64_t c0 = 0, int64_t channels = -1);
+  Value band_of(Value v, int64_t start, int64_t rows, const std::string& layer, int64_t c0 = 0, int64_t channels = -1, int64_t col0 = 0,
+                int64_t cols = -1);
   void inherit(Value to, Value from) {
     if (auto s = scales_.find(from.getAsOpaquePointer()); s != scales_.end()) scales_[to.getAsOpaquePointer()] = s->second;
   }

@@ -149,8 +149,7 @@ void BandPlanner::rewrite_subpixel(const std::vector<mlir::Operation*>& group) {
     pc->setAttr(tpu::kWeightAbsmaxAttr, b_.getDenseF64ArrayAttr(absmax));
     if (P > 1) pc->setAttr(tpu::kBlockDiagonalAttr, b_.getI64IntegerAttr(P));
     in_hbm_.insert(clones.back()->getResult(0).getAsOpaquePointer());
-    auto [rows, channels] = band_shape(clones);
-    rewrite(clones, rows, channels, &dest, dy, sh);
+    rewrite(clones, band_shape(clones), &dest, dy, sh);
     for (mlir::Operation* c : clones) shown_dims_.erase(c);
   }
   // The model's shape of the output: a reshape of the same bytes.

@@ -108,8 +108,7 @@ void BandPlanner::rewrite_flat(const std::vector<mlir::Operation*>& group) {
     scales_.erase((*it)->getResult(0).getAsOpaquePointer());
     (*it)->erase();
   }
-  auto [rows, channels] = band_shape(clones);
-  rewrite(clones, rows, channels);
+  rewrite(clones, band_shape(clones));
   for (mlir::Operation* c : clones) shown_dims_.erase(c);  // erased by rewrite: their addresses may be reused
 }
 

@@ -108,9 +108,12 @@ Rows band_input(mlir::Operation* op, int64_t in_rows, int64_t o0, int64_t o1) {
     if (r.i1 > r.i0) r.pad_top = pt + r.i0 * s - o0, r.pad_bottom = (o1 - o0) - r.pad_top - ((r.i1 - r.i0 - 1) * s + 1);
     return r;
   }
-  Window w = *window_of(op);
+  return through(*window_of(op), in_rows, o0, o1);
+}
+
+Rows through(const Window& w, int64_t in, int64_t o0, int64_t o1) {
   int64_t first = o0 * w.stride - w.pad_top, last = (o1 - 1) * w.stride - w.pad_top + (w.kernel - 1) * w.dilation;
-  Rows r{o0, o1, std::max<int64_t>(0, first), std::min(in_rows - 1, last) + 1, 0, 0};
+  Rows r{o0, o1, std::max<int64_t>(0, first), std::min(in - 1, last) + 1, 0, 0};
   r.pad_top = r.i0 - first, r.pad_bottom = last + 1 - r.i1;
   return r;
 }
@@ -170,10 +173,12 @@ uint64_t BandPlanner::packed_bytes(tpu::Conv2DOp conv, int64_t in_rows, int64_t 
 
 // The unified-buffer bytes of a band of `rows` output rows and `channels` channels of a
 // group: its loads, outputs and a padded copy of the input.
-uint64_t BandPlanner::need(const std::vector<mlir::Operation*>& group, int64_t h, int64_t channels) const {
+uint64_t BandPlanner::need(const std::vector<mlir::Operation*>& group, int64_t h, int64_t channels, int64_t cols) const {
   auto out = band_dims(group.back()->getResult(0));
   const bool split = channels < out[3];  // in a channel-wise group, every image but a full convolution's input has out's channels
+  const bool tile = cols > 0 && cols < out[2];  // some columns (band_tiles.cpp)
   out[3] = std::min(out[3], channels);
+  if (tile) out[2] = cols;
   Window w = *window_of(group.front());
   uint64_t bytes = 2 * ub_bytes(out, h);
   for (mlir::Operation* op : group)
@@ -182,6 +187,7 @@ uint64_t BandPlanner::need(const std::vector<mlir::Operation*>& group, int64_t h
       auto d = band_dims(v);
       if (split && !reads_all_channels(op, v)) d[3] = channels;
       bool win = op == group.front() && windowed(op);
+      if (tile) d[2] = std::min(d[2], win ? tile_input_cols(op, cols) : cols);
       int64_t in_rows = win ? (h - 1) * w.stride + (w.kernel - 1) * w.dilation + 1 : h;
       if (auto z = mlir::dyn_cast<tpu::ZeroInsertOp>(op)) in_rows = h / z.getStride()[0] + 1;
       // A model input's rows that a packed convolution reads from HBM (codegen::packed_view).
@@ -197,12 +203,12 @@ uint64_t BandPlanner::need(const std::vector<mlir::Operation*>& group, int64_t h
 }
 
 // Output rows per band of `channels` channels: the most that fit the budget (at least one).
-int64_t BandPlanner::band_rows(const std::vector<mlir::Operation*>& group, int64_t channels) {
+int64_t BandPlanner::band_rows(const std::vector<mlir::Operation*>& group, int64_t channels, int64_t cols) const {
   auto out = band_dims(group.back()->getResult(0));
   int64_t lo = 1, hi = out[1];
   while (lo < hi) {
     int64_t mid = (lo + hi + 1) / 2;
-    if (need(group, mid, channels) <= budget_) lo = mid;
+    if (need(group, mid, channels, cols) <= budget_) lo = mid;
     else hi = mid - 1;
   }
   // A spread's band holds at least one input row: at least `stride` rows.
@@ -236,11 +242,12 @@ bool BandPlanner::channel_wise(const std::vector<mlir::Operation*>& group) const
 // even one row of all channels fits and the group keeps channels apart, bands of whole lane
 // blocks of channels: all the rows when a block fits so (no halo read twice), else as many
 // rows as fit with as many channels as fit in one row.
-std::pair<int64_t, int64_t> BandPlanner::band_shape(const std::vector<mlir::Operation*>& group) {
+BandShape BandPlanner::band_shape(const std::vector<mlir::Operation*>& group) {
   const int64_t C = band_dims(group.back()->getResult(0))[3], H = band_dims(group.back()->getResult(0))[1];
   const int64_t lanes = int64_t(lanes_);
   int64_t rows = band_rows(group, C);
-  if (!channels_ || need(group, rows, C) <= budget_ || C <= lanes || !channel_wise(group)) return {rows, C};
+  if (!channels_ || need(group, rows, C) <= budget_) return {rows, C};
+  if (C <= lanes || !channel_wise(group)) return tiles(group, {rows, C});
   auto most_channels = [&](int64_t h) {
     int64_t best = 0;
     for (int64_t c = lanes; c < C; c += lanes)
@@ -249,7 +256,7 @@ std::pair<int64_t, int64_t> BandPlanner::band_shape(const std::vector<mlir::Oper
   };
   if (int64_t c = most_channels(H)) return {H, c};
   int64_t c = std::max(lanes, most_channels(1));
-  return {band_rows(group, c), c};
+  return tiles(group, {band_rows(group, c), c});
 }
 
 // Channels [c0, c0 + n) of a constant with one value per channel (per_channel); one value as it is.
@@ -283,12 +290,14 @@ std::vector<std::pair<int64_t, int64_t>> BandPlanner::bands(const std::vector<ml
 
 // Band `start` (rows of dimension 1; channels [c0, c0 + channels), all by default) of v:
 // loaded from HBM, or a slice of it in the unified buffer.
-Value BandPlanner::band_of(Value v, int64_t start, int64_t rows, const std::string& layer, int64_t c0, int64_t channels) {
+Value BandPlanner::band_of(Value v, int64_t start, int64_t rows, const std::string& layer, int64_t c0, int64_t channels, int64_t col0,
+                           int64_t cols) {
   auto d = band_dims(v);
   if (channels < 0) channels = d[3];
-  if (start == 0 && rows == d[1] && c0 == 0 && channels == d[3] && !big(v)) return v;
+  if (cols < 0) cols = d[2];
+  if (start == 0 && rows == d[1] && c0 == 0 && channels == d[3] && col0 == 0 && cols == d[2] && !big(v)) return v;
   auto t = mlir::cast<mlir::RankedTensorType>(v.getType());
-  d[1] = rows, d[3] = channels;
+  d[1] = rows, d[2] = cols, d[3] = channels;
   auto type = mlir::RankedTensorType::get(d, t.getElementType());
   Value r;
   if (big(v)) {
@@ -296,35 +305,91 @@ Value BandPlanner::band_of(Value v, int64_t start, int64_t rows, const std::stri
     Value image = v;
     if (auto view = views_.find(v.getAsOpaquePointer()); view != views_.end()) image = view->second.first, c0 += view->second.second;
     r = b_.create<tpu::LoadRowsOp>(v.getLoc(), type, image, b_.getI64IntegerAttr(1), b_.getI64IntegerAttr(start), text(layer),
-                                   b_.getI64IntegerAttr(c0));
+                                   b_.getI64IntegerAttr(c0), b_.getI64IntegerAttr(col0));
   } else {
-    r = b_.create<tpu::SliceOp>(v.getLoc(), type, v, b_.getDenseI64ArrayAttr({0, start, 0, c0}), text(layer));
+    r = b_.create<tpu::SliceOp>(v.getLoc(), type, v, b_.getDenseI64ArrayAttr({0, start, col0, c0}), text(layer));
   }
   r.getDefiningOp()->setAttr(tpu::kBandAttr, b_.getUnitAttr());
   inherit(r, v);
   return r;
 }
 
-// A band of output rows [o0, o1) and `n` output channels of a convolution of a transposed
+// A band of output rows r, columns cl and `n` output channels of a convolution of a transposed
 // convolution's spread: its useful MACs (the spread's own pixels only) on the band, `band`,
 // when code generation cannot see the spread (in HBM, or in the band's slice of it).
-void BandPlanner::spread_band_macs(tpu::Conv2DOp conv, tpu::Conv2DOp band, int64_t o0, int64_t o1, int64_t n) {
+void BandPlanner::spread_band_macs(tpu::Conv2DOp conv, tpu::Conv2DOp band, const Rows& r, const Rows& cl, int64_t n) {
   std::pair<codegen::PixelAxis, codegen::PixelAxis> axes;
   if (auto z = conv.getInput().getDefiningOp<tpu::ZeroInsertOp>()) axes = codegen::spread_axes(z);
   else if (auto s = spreads_.find(conv.getInput().getAsOpaquePointer()); s != spreads_.end()) axes = s->second;
   else return;
   const codegen::ConvShape c = codegen::conv_shape(conv);
-  uint64_t taps = codegen::taps_on_pixels(uint64_t(o0), uint64_t(o1), axes.first, c.KH, c.sh, c.pt, c.dh) *
-                  codegen::taps_on_pixels(0, c.OW, axes.second, c.KW, c.sw, c.pl, c.dw);
+  uint64_t taps = codegen::taps_on_pixels(uint64_t(r.o0), uint64_t(r.o1), axes.first, c.KH, c.sh, c.pt, c.dh) *
+                  codegen::taps_on_pixels(uint64_t(cl.o0), uint64_t(cl.o1), axes.second, c.KW, c.sw, c.pl, c.dw);
   band->setAttr(tpu::kUsefulMacsAttr, b_.getI64IntegerAttr(int64_t(c.N * taps * c.CIg * uint64_t(n))));
 }
 
-void BandPlanner::rewrite(const std::vector<mlir::Operation*>& group, int64_t rows, int64_t channels, Value* into, int64_t offset,
-                          int64_t step) {
+// One band of the group: output rows r (its input rows and padding), columns cl (all, or a
+// tile's with its input columns and padding), channels [c0, c0 + n): its inputs loaded or
+// sliced first (as the whole ops had theirs before the group, so a residual add planned into
+// the convolution's epilogues finds its other operand there), then its ops cloned. Returns the
+// last one's result.
+Value BandPlanner::clone_band(const std::vector<mlir::Operation*>& group, const Rows& r, const Rows& cl, bool tile, int64_t c0, int64_t n) {
+  const int64_t C = band_dims(group.back()->getResult(0))[3];
+  const int64_t o0 = r.o0, o1 = r.o1;
+  std::vector<mlir::IRMapping> maps(group.size());
+  for (size_t k = 0; k < group.size(); ++k) {
+    mlir::Operation* op = group[k];
+    for (Value v : op->getOperands()) {
+      if (in_group(group, v) || maps[k].contains(v)) continue;
+      if (v.getDefiningOp<mlir::tosa::ConstOp>()) {
+        if (n < C) maps[k].map(v, channels_of(v, C, c0, n));
+        continue;
+      }
+      bool win = k == 0 && windowed(op), all = n == C || reads_all_channels(op, v);
+      int64_t from = all ? 0 : c0, count = all ? -1 : n;
+      int64_t x0 = tile ? (win ? cl.i0 : cl.o0) : 0, xn = tile ? (win ? cl.i1 - cl.i0 : cl.o1 - cl.o0) : -1;
+      maps[k].map(v, win ? band_of(v, r.i0, r.i1 - r.i0, layer_of(op), from, count, x0, xn)
+                         : band_of(v, o0, o1 - o0, layer_of(op), from, count, x0, xn));
+    }
+  }
+  mlir::IRMapping chain;  // the group's results in this band
+  Value prev;
+  for (size_t k = 0; k < group.size(); ++k) {
+    mlir::Operation* op = group[k];
+    mlir::IRMapping map = maps[k];
+    for (auto [from, to] : chain.getValueMap()) map.map(from, to);
+    mlir::Operation* c = b_.clone(*op, map);
+    auto d = band_dims(op->getResult(0));
+    d[1] = o1 - o0, d[3] = n;
+    if (tile) d[2] = cl.o1 - cl.o0;
+    c->getResult(0).setType(mlir::RankedTensorType::get(d, mlir::cast<mlir::RankedTensorType>(op->getResult(0).getType()).getElementType()));
+    if (op == group.front() && mlir::isa<tpu::Conv2DOp, tpu::PoolOp, tpu::ZeroInsertOp>(op)) {
+      auto pad = mlir::cast<mlir::DenseI64ArrayAttr>(op->getAttr("pad")).asArrayRef();
+      c->setAttr("pad", b_.getDenseI64ArrayAttr({r.pad_top, r.pad_bottom, tile ? cl.pad_top : pad[2], tile ? cl.pad_bottom : pad[3]}));
+    }
+    if (auto conv = mlir::dyn_cast<tpu::Conv2DOp>(c); conv && n < C && conv.getGroups() != 1) conv.setGroups(n);  // depthwise: the band's channels
+    if (auto conv = mlir::dyn_cast<tpu::Conv2DOp>(op); conv && k == 0) spread_band_macs(conv, mlir::cast<tpu::Conv2DOp>(c), r, cl, n);
+    if (auto rz = mlir::dyn_cast<tpu::ResizeNearestOp>(op)) {  // the band's rows, from its first input row
+      std::vector<int64_t> src;
+      for (int64_t y = o0; y < o1; ++y) src.push_back(rz.getRows()[size_t(y)] - r.i0);
+      c->setAttr("rows", b_.getDenseI64ArrayAttr(src));
+    }
+    auto shown = shown_dims_.find(op);  // the whole layer's shape
+    c->setAttr(tpu::kBandAttr, b_.getDenseI64ArrayAttr(shown != shown_dims_.end() ? shown->second : band_dims(op->getResult(0))));
+    inherit(c->getResult(0), op->getResult(0));
+    chain.map(op->getResult(0), c->getResult(0));
+    prev = c->getResult(0);
+  }
+  return prev;
+}
+
+void BandPlanner::rewrite(const std::vector<mlir::Operation*>& group, const BandShape& shape, Value* into, int64_t offset, int64_t step) {
   mlir::Operation* last = group.back();
   Value whole = last->getResult(0);
   auto out = band_dims(whole);
-  const int64_t C = out[3];
+  const int64_t C = out[3], W = out[2], channels = shape.channels;
+  const bool tile = shape.cols > 0 && shape.cols < W;  // bands of some columns too (band_tiles.cpp)
+  const int64_t cols = tile ? shape.cols : W;
   std::string out_layer = layer_of(last);
   b_.setInsertionPoint(last);
   Value dest;
@@ -343,69 +408,36 @@ void BandPlanner::rewrite(const std::vector<mlir::Operation*>& group, int64_t ro
     return r;
   };
   std::vector<Value> row_parts;
-  int64_t in_rows = band_dims(group.front()->getOperand(0))[1];
-  for (auto [o0, o1] : bands(group, rows)) {
-    Rows r = band_input(group.front(), in_rows, o0, o1);
-    std::vector<Value> channel_parts;
-    for (int64_t c0 = 0; c0 < C; c0 += channels) {
-      const int64_t n = std::min(channels, C - c0);
-      // Every op's band inputs first (as the whole ops had theirs before the group), so a
-      // residual add planned into the convolution's epilogues finds its other operand there.
-      std::vector<mlir::IRMapping> maps(group.size());
-      for (size_t k = 0; k < group.size(); ++k) {
-        mlir::Operation* op = group[k];
-        for (Value v : op->getOperands()) {
-          if (in_group(group, v) || maps[k].contains(v)) continue;
-          if (v.getDefiningOp<mlir::tosa::ConstOp>()) {
-            if (n < C) maps[k].map(v, channels_of(v, C, c0, n));
-            continue;
-          }
-          bool win = k == 0 && windowed(op), all = n == C || reads_all_channels(op, v);
-          int64_t from = all ? 0 : c0, count = all ? -1 : n;
-          maps[k].map(v, win ? band_of(v, r.i0, r.i1 - r.i0, layer_of(op), from, count) : band_of(v, o0, o1 - o0, layer_of(op), from, count));
+  auto in = band_dims(group.front()->getOperand(0));
+  for (auto [o0, o1] : bands(group, shape.rows)) {
+    Rows r = band_input(group.front(), in[1], o0, o1);
+    std::vector<Value> col_parts;
+    for (int64_t x0 = 0; x0 < W; x0 += cols) {
+      const int64_t x1 = std::min(W, x0 + cols);
+      Rows cl = tile ? through(tile_window(group.front()), in[2], x0, x1) : Rows{x0, x1, 0, in[2], 0, 0};
+      std::vector<Value> channel_parts;
+      for (int64_t c0 = 0; c0 < C; c0 += channels) {
+        Value prev = clone_band(group, r, cl, tile, c0, std::min(channels, C - c0));
+        if (dest) {
+          dest = b_.create<tpu::StoreRowsOp>(whole.getLoc(), dest.getType(), prev, dest, b_.getI64IntegerAttr(1),
+                                             b_.getI64IntegerAttr(offset + o0 * step), text(out_layer), b_.getI64IntegerAttr(c0),
+                                             b_.getI64IntegerAttr(step), b_.getI64IntegerAttr(tile ? x0 : 0));
+          dest.getDefiningOp()->setAttr(tpu::kBandAttr, b_.getUnitAttr());
+          inherit(dest, whole);
+        } else {
+          channel_parts.push_back(prev);
         }
       }
-      mlir::IRMapping chain;  // the group's results in this band
-      Value prev;
-      for (size_t k = 0; k < group.size(); ++k) {
-        mlir::Operation* op = group[k];
-        mlir::IRMapping map = maps[k];
-        for (auto [from, to] : chain.getValueMap()) map.map(from, to);
-        mlir::Operation* c = b_.clone(*op, map);
-        auto d = band_dims(op->getResult(0));
-        d[1] = o1 - o0, d[3] = n;
-        c->getResult(0).setType(mlir::RankedTensorType::get(d, mlir::cast<mlir::RankedTensorType>(op->getResult(0).getType()).getElementType()));
-        if (op == group.front() && mlir::isa<tpu::Conv2DOp, tpu::PoolOp, tpu::ZeroInsertOp>(op)) {
-          auto pad = mlir::cast<mlir::DenseI64ArrayAttr>(op->getAttr("pad")).asArrayRef();
-          c->setAttr("pad", b_.getDenseI64ArrayAttr({r.pad_top, r.pad_bottom, pad[2], pad[3]}));
-        }
-        if (auto conv = mlir::dyn_cast<tpu::Conv2DOp>(c); conv && n < C && conv.getGroups() != 1) conv.setGroups(n);  // depthwise: the band's channels
-        if (auto conv = mlir::dyn_cast<tpu::Conv2DOp>(op); conv && k == 0) spread_band_macs(conv, mlir::cast<tpu::Conv2DOp>(c), o0, o1, n);
-        if (auto rz = mlir::dyn_cast<tpu::ResizeNearestOp>(op)) {  // the band's rows, from its first input row
-          std::vector<int64_t> src;
-          for (int64_t y = o0; y < o1; ++y) src.push_back(rz.getRows()[size_t(y)] - r.i0);
-          c->setAttr("rows", b_.getDenseI64ArrayAttr(src));
-        }
-        auto shown = shown_dims_.find(op);  // the whole layer's shape
-        c->setAttr(tpu::kBandAttr, b_.getDenseI64ArrayAttr(shown != shown_dims_.end() ? shown->second : band_dims(op->getResult(0))));
-        inherit(c->getResult(0), op->getResult(0));
-        chain.map(op->getResult(0), c->getResult(0));
-        prev = c->getResult(0);
-      }
-      if (dest) {
-        dest = b_.create<tpu::StoreRowsOp>(whole.getLoc(), dest.getType(), prev, dest, b_.getI64IntegerAttr(1),
-                                           b_.getI64IntegerAttr(offset + o0 * step), text(out_layer), b_.getI64IntegerAttr(c0),
-                                           b_.getI64IntegerAttr(step));
-        dest.getDefiningOp()->setAttr(tpu::kBandAttr, b_.getUnitAttr());
-        inherit(dest, whole);
-      } else {
-        channel_parts.push_back(prev);
+      if (!dest) {
+        auto d = out;
+        d[1] = o1 - o0, d[2] = x1 - x0;
+        col_parts.push_back(joined(channel_parts, 3, d));
       }
     }
     if (!dest) {
       auto d = out;
       d[1] = o1 - o0;
-      row_parts.push_back(joined(channel_parts, 3, d));
+      row_parts.push_back(joined(col_parts, 2, d));
     }
   }
   Value result = dest ? dest : joined(row_parts, 1, out);
@@ -611,9 +643,9 @@ size_t BandPlanner::run() {
         ++banded;
         continue;
       }
-      auto [rows, channels] = touches ? band_shape(group) : std::pair<int64_t, int64_t>{0, 0};
-      if (touches && bands_read_rows(group, rows)) {
-        rewrite(group, rows, channels);
+      BandShape shape = touches ? band_shape(group) : BandShape{};
+      if (touches && bands_read_rows(group, shape.rows)) {
+        rewrite(group, shape);
         ++banded;
         continue;
       }

@@ -74,6 +74,25 @@ func.func @store_step_zero(%arg0: tensor<1x2x4x3xf32>) -> tensor<1x8x4x3xf32> {
 
 // -----
 
+// A tile (pipeline/band_tiles.cpp): a band of rows with some of the image's columns, from
+// col_start; columns 3..6 of 0..4 are outside.
+// CHECK: 'tpu.load_rows' op the band's columns are outside the tensor
+func.func @load_tile_past_end(%arg0: tensor<1x8x5x3xf32>) -> tensor<1x2x4x3xf32> {
+  %0 = tpu.load_rows %arg0 {axis = 1 : i64, start = 0 : i64, layer = "l", col_start = 3 : i64} : (tensor<1x8x5x3xf32>) -> tensor<1x2x4x3xf32>
+  return %0 : tensor<1x2x4x3xf32>
+}
+
+// -----
+
+// CHECK: 'tpu.store_rows' op a column start needs a band of some columns of an image's rows
+func.func @store_whole_rows_at_a_column(%arg0: tensor<1x2x4x3xf32>) -> tensor<1x8x4x3xf32> {
+  %0 = tpu.hbm_tensor {layer = "s"} : tensor<1x8x4x3xf32>
+  %1 = tpu.store_rows %arg0, %0 {axis = 1 : i64, start = 0 : i64, layer = "s", col_start = 1 : i64} : (tensor<1x2x4x3xf32>, tensor<1x8x4x3xf32>) -> tensor<1x8x4x3xf32>
+  return %1 : tensor<1x8x4x3xf32>
+}
+
+// -----
+
 // A band of some channels inside the tensor is valid: no error.
 // CHECK-NOT: error
 func.func @load_channels(%arg0: tensor<1x8x4x32xf32>) -> tensor<1x2x4x16xf32> {
@@ -88,4 +107,13 @@ func.func @store_step(%arg0: tensor<1x2x4x3xf32>) -> tensor<1x8x4x3xf32> {
   %0 = tpu.hbm_tensor {layer = "s"} : tensor<1x8x4x3xf32>
   %1 = tpu.store_rows %arg0, %0 {axis = 1 : i64, start = 1 : i64, layer = "s", row_step = 4 : i64} : (tensor<1x2x4x3xf32>, tensor<1x8x4x3xf32>) -> tensor<1x8x4x3xf32>
   return %1 : tensor<1x8x4x3xf32>
+}
+
+// -----
+
+// CHECK-NOT: error
+func.func @store_tile(%arg0: tensor<1x2x3x3xf32>) -> tensor<1x8x5x3xf32> {
+  %0 = tpu.hbm_tensor {layer = "s"} : tensor<1x8x5x3xf32>
+  %1 = tpu.store_rows %arg0, %0 {axis = 1 : i64, start = 6 : i64, layer = "s", col_start = 2 : i64} : (tensor<1x2x3x3xf32>, tensor<1x8x5x3xf32>) -> tensor<1x8x5x3xf32>
+  return %1 : tensor<1x8x5x3xf32>
 }
