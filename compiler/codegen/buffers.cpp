@@ -90,20 +90,24 @@ Act Codegen::fp32_twin(const Act& a, const std::string& layer, const std::string
     return t;
   }
   std::string p = rescale ? new_param(fmt::format("scale=[{}]", *rescale)) : "";
-  for (uint64_t blk = 0; blk < a.blocks; ++blk) {
-    code(bundle({emit::li(reg(1), int64_t(a.base + blk * a.block_bytes)), emit::li(reg(2), int64_t(t.base + blk * t.block_bytes))}));
-    vec_wait(emit::vec_cvt(ub_reg(2), ub_reg(1), a.rows, dtype_, isa::Dtype::Fp32));
-    if (rescale) vec_wait(emit::vec_affine(ub_reg(2), ub_reg(2), a.rows, isa::Dtype::Fp32, emit::Param{p}));
-  }
+  for (uint64_t blk = 0; blk < a.blocks; ++blk)
+    in_vector_pieces(a.rows, [&](uint64_t r0, uint64_t n) {
+      code(bundle({emit::li(reg(1), int64_t(a.base + blk * a.block_bytes + r0 * R_ * esz_)),
+                   emit::li(reg(2), int64_t(t.base + blk * t.block_bytes + r0 * R_ * 4))}));
+      vec_wait(emit::vec_cvt(ub_reg(2), ub_reg(1), n, dtype_, isa::Dtype::Fp32));
+      if (rescale) vec_wait(emit::vec_affine(ub_reg(2), ub_reg(2), n, isa::Dtype::Fp32, emit::Param{p}));
+    });
   return t;
 }
 
 // Converts an fp32 twin back into `a` (rounding to INT8 or bf16) and frees it.
 void Codegen::from_fp32_twin(const Act& t, const Act& a) {
-  for (uint64_t blk = 0; blk < a.blocks; ++blk) {
-    code(bundle({emit::li(reg(1), int64_t(t.base + blk * t.block_bytes)), emit::li(reg(2), int64_t(a.base + blk * a.block_bytes))}));
-    vec_wait(emit::vec_cvt(ub_reg(2), ub_reg(1), a.rows, isa::Dtype::Fp32, dtype_));
-  }
+  for (uint64_t blk = 0; blk < a.blocks; ++blk)
+    in_vector_pieces(a.rows, [&](uint64_t r0, uint64_t n) {
+      code(bundle({emit::li(reg(1), int64_t(t.base + blk * t.block_bytes + r0 * R_ * 4)),
+                   emit::li(reg(2), int64_t(a.base + blk * a.block_bytes + r0 * R_ * esz_))}));
+      vec_wait(emit::vec_cvt(ub_reg(2), ub_reg(1), n, isa::Dtype::Fp32, dtype_));
+    });
   ub_.release(t.base);
 }
 

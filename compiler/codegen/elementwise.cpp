@@ -42,7 +42,8 @@ void Codegen::gen_add(tpu::AddOp op) {
   // cover a chunk of rows at a time.
   std::string pa, pb;
   bool wide = q8_ && (scale(op.getLhs()) > sy || scale(op.getRhs()) > sy);
-  uint64_t row_tmp = wide ? C_ * 4 : R_ * esz_, cr = std::min<uint64_t>(y.rows, std::max<uint64_t>(1, (1u << 20) / row_tmp));
+  uint64_t row_tmp = wide ? C_ * 4 : R_ * esz_,
+           cr = std::min<uint64_t>({y.rows, std::max<uint64_t>(1, (1u << 20) / row_tmp), kMaxVectorRows});
   uint64_t tmp = 0, tmp_bytes = align_up(cr * row_tmp, 64);
   // vec.add reads y and the rescaled b together: the temporary starts one unified-buffer
   // bank after y's rows (mod the banks' period), so the two reads never share a bank.
@@ -55,8 +56,8 @@ void Codegen::gen_add(tpu::AddOp op) {
   }
   uint64_t rowb = R_ * esz_;
   for (uint64_t blk = 0; blk < y.blocks; ++blk)
-    for (uint64_t r0 = 0; r0 < y.rows; r0 += (q8_ ? cr : y.rows)) {
-      uint64_t n = q8_ ? std::min(cr, y.rows - r0) : y.rows;
+    for (uint64_t r0 = 0; r0 < y.rows; r0 += (q8_ ? cr : std::min(y.rows, kMaxVectorRows))) {
+      uint64_t n = q8_ ? std::min(cr, y.rows - r0) : std::min(y.rows - r0, kMaxVectorRows);
       uint64_t ya = y.base + blk * y.block_bytes + r0 * rowb, aa = a.base + blk * a.block_bytes + r0 * rowb,
                ba = b.base + blk * b.block_bytes + r0 * rowb;
       uint64_t tb = tmp;
@@ -99,33 +100,35 @@ void Codegen::gen_int_div(tpu::BinaryOp op) {
   Act S = fp32_twin(a, layer, "sign", false), T = fp32_twin(a, layer, "quotient", false), U = fp32_twin(a, layer, "remainder", false);
   std::string neg = new_param("scale=[-1]"), unit = clamp_param(-1.0, 1.0), bit = clamp_param(0.0, 1.0),
               plus1 = new_param("scale=[1] bias=[1]");
-  for (uint64_t blk = 0; blk < y.blocks; ++blk) {
-    uint64_t o = blk * A.block_bytes;
-    const isa::Dtype f32 = isa::Dtype::Fp32;
-    auto u = [&](const Act& t) { return ub_at(t.base + o); };
-    // d = x <kind> z (add, sub, mul, max), d = x * param (affine), d = clamp(x, param), d = 1 / x.
-    auto v = [&](const std::string& kind, const Act& d, const Act& x, const Act& z) {
-      vec_wait(vec_binary(kind, u(d), u(x), u(z), y.rows, f32));
-    };
-    auto affine = [&](const Act& d, const Act& x, const std::string& p) {
-      vec_wait(emit::vec_affine(u(d), u(x), y.rows, f32, emit::Param{p}));
-    };
-    auto clamp = [&](const Act& d, const Act& x, const std::string& p) {
-      vec_wait(emit::vec_clamp(u(d), u(x), y.rows, f32, emit::Param{p}));
-    };
-    v("mul", S, A, B), clamp(S, S, unit);  // the sign of a * b
-    affine(U, A, neg), v("max", A, A, U);  // |a|
-    affine(U, B, neg), v("max", B, B, U);  // |b|
-    vec_wait(emit::vec_recip(u(T), u(B), y.rows, f32)), v("mul", T, T, A);
-    vec_wait(emit::vec_cvt(u(T), u(T), y.rows, f32, isa::Dtype::Int32));  // round half to even
-    vec_wait(emit::vec_cvt(u(T), u(T), y.rows, isa::Dtype::Int32, f32));
-    v("mul", U, T, B), v("sub", U, A, U);  // the remainder |a| - q |b|
-    affine(A, U, neg), clamp(A, A, bit), v("sub", T, T, A);  // q -= (r < 0)
-    v("sub", U, U, B), affine(U, U, plus1), clamp(U, U, bit);
-    v("add", T, T, U);  // q += (r >= |b|)
-    v("mul", T, T, S);
-    if (q8_) affine(T, T, new_param(fmt::format("scale=[{}]", 1.0 / double(scale(op.getOutput())))));
-  }
+  const std::string to_out = q8_ ? new_param(fmt::format("scale=[{}]", 1.0 / double(scale(op.getOutput())))) : "";
+  for (uint64_t blk = 0; blk < y.blocks; ++blk)
+    in_vector_pieces(y.rows, [&](uint64_t r0, uint64_t rows) {
+      uint64_t o = blk * A.block_bytes + r0 * R_ * 4;
+      const isa::Dtype f32 = isa::Dtype::Fp32;
+      auto u = [&](const Act& t) { return ub_at(t.base + o); };
+      // d = x <kind> z (add, sub, mul, max), d = x * param (affine), d = clamp(x, param), d = 1 / x.
+      auto v = [&](const std::string& kind, const Act& d, const Act& x, const Act& z) {
+        vec_wait(vec_binary(kind, u(d), u(x), u(z), rows, f32));
+      };
+      auto affine = [&](const Act& d, const Act& x, const std::string& p) {
+        vec_wait(emit::vec_affine(u(d), u(x), rows, f32, emit::Param{p}));
+      };
+      auto clamp = [&](const Act& d, const Act& x, const std::string& p) {
+        vec_wait(emit::vec_clamp(u(d), u(x), rows, f32, emit::Param{p}));
+      };
+      v("mul", S, A, B), clamp(S, S, unit);  // the sign of a * b
+      affine(U, A, neg), v("max", A, A, U);  // |a|
+      affine(U, B, neg), v("max", B, B, U);  // |b|
+      vec_wait(emit::vec_recip(u(T), u(B), rows, f32)), v("mul", T, T, A);
+      vec_wait(emit::vec_cvt(u(T), u(T), rows, f32, isa::Dtype::Int32));  // round half to even
+      vec_wait(emit::vec_cvt(u(T), u(T), rows, isa::Dtype::Int32, f32));
+      v("mul", U, T, B), v("sub", U, A, U);  // the remainder |a| - q |b|
+      affine(A, U, neg), clamp(A, A, bit), v("sub", T, T, A);  // q -= (r < 0)
+      v("sub", U, U, B), affine(U, U, plus1), clamp(U, U, bit);
+      v("add", T, T, U);  // q += (r >= |b|)
+      v("mul", T, T, S);
+      if (q8_) affine(T, T, to_out);
+    });
   from_fp32_twin(T, y);
   for (const Act* t : {&A, &B, &S, &U}) ub_.release(t->base);
   add_bound(layer, 0, 0);
@@ -156,28 +159,32 @@ void Codegen::gen_binary(tpu::BinaryOp op) {
     pa = new_param(fmt::format("scale=[{}]", mul ? sa * sb / sy : sa / sy));
     if (!mul) pb = new_param(fmt::format("scale=[{}]", sb / sy));
   }
-  for (uint64_t blk = 0; blk < y.blocks; ++blk) {
-    uint64_t ya = y.base + blk * y.block_bytes, aa = a.base + blk * a.block_bytes, ba = b.base + blk * b.block_bytes;
-    code(bundle({emit::li(reg(1), int64_t(aa)), emit::li(reg(2), int64_t(ba))}));
-    code(bundle({emit::li(reg(3), int64_t(ya)), emit::li(reg(4), int64_t(tmp))}));
-    code("  " + emit::li(reg(5), int64_t(tmp + tmp_bytes)));
-    const isa::Dtype f32 = isa::Dtype::Fp32, i8 = isa::Dtype::Int8;
-    if (!q8_) {
-      vec_wait(vec_binary(op.getKind().str(), ub_reg(3), ub_reg(1), ub_reg(2), y.rows, dtype_));
-    } else if (rescale_both) {
-      vec_wait(emit::vec_affine(ub_reg(4), ub_reg(1), y.rows, i8, emit::Param{pa}));
-      vec_wait(emit::vec_affine(ub_reg(5), ub_reg(2), y.rows, i8, emit::Param{pb}));
-      vec_wait(vec_binary(op.getKind().str(), ub_reg(3), ub_reg(4), ub_reg(5), y.rows, i8));
-    } else if (op.getKind() == "mul") {
-      vec_wait(emit::vec_cvt(ub_reg(4), ub_reg(1), y.rows, i8, f32));
-      vec_wait(emit::vec_cvt(ub_reg(5), ub_reg(2), y.rows, i8, f32));
-      vec_wait(emit::vec_mul(ub_reg(4), ub_reg(4), ub_reg(5), y.rows, f32));
-      vec_wait(emit::vec_affine(ub_reg(4), ub_reg(4), y.rows, f32, emit::Param{pa}));
-      vec_wait(emit::vec_cvt(ub_reg(3), ub_reg(4), y.rows, f32, i8));
-    } else {  // a sub whose operands exceed the output's range: in fp32, rounded once
-      int8_in_fp32(op.getKind().str(), y.rows, pa, pb);
-    }
-  }
+  // A temporary row: int8 (both rescaled) or fp32 (mul, or a sub through fp32).
+  const uint64_t rowb = R_ * esz_, tmp_row = rescale_both ? R_ : C_ * 4;
+  for (uint64_t blk = 0; blk < y.blocks; ++blk)
+    in_vector_pieces(y.rows, [&](uint64_t r0, uint64_t n) {
+      uint64_t ya = y.base + blk * y.block_bytes + r0 * rowb, aa = a.base + blk * a.block_bytes + r0 * rowb,
+               ba = b.base + blk * b.block_bytes + r0 * rowb, ta = tmp + (q8_ ? r0 * tmp_row : 0);
+      code(bundle({emit::li(reg(1), int64_t(aa)), emit::li(reg(2), int64_t(ba))}));
+      code(bundle({emit::li(reg(3), int64_t(ya)), emit::li(reg(4), int64_t(ta))}));
+      code("  " + emit::li(reg(5), int64_t(ta + tmp_bytes)));
+      const isa::Dtype f32 = isa::Dtype::Fp32, i8 = isa::Dtype::Int8;
+      if (!q8_) {
+        vec_wait(vec_binary(op.getKind().str(), ub_reg(3), ub_reg(1), ub_reg(2), n, dtype_));
+      } else if (rescale_both) {
+        vec_wait(emit::vec_affine(ub_reg(4), ub_reg(1), n, i8, emit::Param{pa}));
+        vec_wait(emit::vec_affine(ub_reg(5), ub_reg(2), n, i8, emit::Param{pb}));
+        vec_wait(vec_binary(op.getKind().str(), ub_reg(3), ub_reg(4), ub_reg(5), n, i8));
+      } else if (op.getKind() == "mul") {
+        vec_wait(emit::vec_cvt(ub_reg(4), ub_reg(1), n, i8, f32));
+        vec_wait(emit::vec_cvt(ub_reg(5), ub_reg(2), n, i8, f32));
+        vec_wait(emit::vec_mul(ub_reg(4), ub_reg(4), ub_reg(5), n, f32));
+        vec_wait(emit::vec_affine(ub_reg(4), ub_reg(4), n, f32, emit::Param{pa}));
+        vec_wait(emit::vec_cvt(ub_reg(3), ub_reg(4), n, f32, i8));
+      } else {  // a sub whose operands exceed the output's range: in fp32, rounded once
+        int8_in_fp32(op.getKind().str(), n, pa, pb);
+      }
+    });
   if (q8_) ub_.release(tmp);
   add_bound(layer, 0, 0);
   define(op.getOutput(), y);
@@ -204,16 +211,16 @@ void Codegen::gen_unary(tpu::UnaryOp op) {
     load_constant(std::move(row), pad_fix);
   }
   // dst's padding lanes back to 0 (the last block of a partial one only)
-  auto fix_padding = [&](uint64_t blk, const emit::Mem& dst) {
+  auto fix_padding = [&](uint64_t blk, const emit::Mem& dst, uint64_t n) {
     if (!pad_fix || blk + 1 != y.blocks) return;
     code("  " + emit::li(reg(4), int64_t(pad_fix)));
-    vec_wait(vec_binary(fn == "log" ? "max" : "min", dst, dst, ub_reg(4), y.rows, row_dt, true));
+    vec_wait(vec_binary(fn == "log" ? "max" : "min", dst, dst, ub_reg(4), n, row_dt, true));
   };
-  // The function on rows a into dst: sqrt as rsqrt then recip (in place, on the result).
-  auto table = [&](const emit::Mem& dst, const emit::Mem& a, isa::Dtype dt) {
-    if (fn != "sqrt") return vec_wait(vec_unary(fn, dst, a, y.rows, dt));
-    vec_wait(emit::vec_rsqrt(dst, a, y.rows, dt));
-    vec_wait(emit::vec_recip(dst, dst, y.rows, dt));
+  // The function on n rows a into dst: sqrt as rsqrt then recip (in place, on the result).
+  auto table = [&](const emit::Mem& dst, const emit::Mem& a, isa::Dtype dt, uint64_t n) {
+    if (fn != "sqrt") return vec_wait(vec_unary(fn, dst, a, n, dt));
+    vec_wait(emit::vec_rsqrt(dst, a, n, dt));
+    vec_wait(emit::vec_recip(dst, dst, n, dt));
   };
   uint64_t tmp = 0;
   std::string in_s, out_s;
@@ -223,21 +230,24 @@ void Codegen::gen_unary(tpu::UnaryOp op) {
     out_s = new_param(fmt::format("scale=[{}]", 1.0 / double(scale(op.getOutput()))));
   }
   const isa::Dtype f32 = isa::Dtype::Fp32, i8 = isa::Dtype::Int8;
-  for (uint64_t blk = 0; blk < y.blocks; ++blk) {
-    code(bundle({emit::li(reg(1), int64_t(x.base + blk * x.block_bytes)), emit::li(reg(2), int64_t(y.base + blk * y.block_bytes))}));
-    if (!q8_) {
-      table(ub_reg(2), ub_reg(1), isa::Dtype::Bf16);
-      fix_padding(blk, ub_reg(2));
-      continue;
-    }
-    code("  " + emit::li(reg(3), int64_t(tmp)));
-    vec_wait(emit::vec_cvt(ub_reg(3), ub_reg(1), y.rows, i8, f32));
-    vec_wait(emit::vec_affine(ub_reg(3), ub_reg(3), y.rows, f32, emit::Param{in_s}));
-    table(ub_reg(3), ub_reg(3), f32);
-    fix_padding(blk, ub_reg(3));
-    vec_wait(emit::vec_affine(ub_reg(3), ub_reg(3), y.rows, f32, emit::Param{out_s}));
-    vec_wait(emit::vec_cvt(ub_reg(2), ub_reg(3), y.rows, f32, i8));
-  }
+  const uint64_t rowb = R_ * esz_;
+  for (uint64_t blk = 0; blk < y.blocks; ++blk)
+    in_vector_pieces(y.rows, [&](uint64_t r0, uint64_t n) {
+      code(bundle({emit::li(reg(1), int64_t(x.base + blk * x.block_bytes + r0 * rowb)),
+                   emit::li(reg(2), int64_t(y.base + blk * y.block_bytes + r0 * rowb))}));
+      if (!q8_) {
+        table(ub_reg(2), ub_reg(1), isa::Dtype::Bf16, n);
+        fix_padding(blk, ub_reg(2), n);
+        return;
+      }
+      code("  " + emit::li(reg(3), int64_t(tmp + r0 * C_ * 4)));
+      vec_wait(emit::vec_cvt(ub_reg(3), ub_reg(1), n, i8, f32));
+      vec_wait(emit::vec_affine(ub_reg(3), ub_reg(3), n, f32, emit::Param{in_s}));
+      table(ub_reg(3), ub_reg(3), f32, n);
+      fix_padding(blk, ub_reg(3), n);
+      vec_wait(emit::vec_affine(ub_reg(3), ub_reg(3), n, f32, emit::Param{out_s}));
+      vec_wait(emit::vec_cvt(ub_reg(2), ub_reg(3), n, f32, i8));
+    });
   if (q8_) ub_.release(tmp);
   if (pad_fix) ub_.release(pad_fix);
   add_bound(layer, 0, 0);
@@ -258,11 +268,15 @@ void Codegen::gen_affine(tpu::AffineOp op) {
   auto sc = const_floats(op.getScale(), layer), bi = const_floats(op.getBias(), layer);
   // INT8: y_q = (x_q * s_x * scale + bias) / s_y, folded into the lane constants.
   double sx = q8_ ? scale(op.getInput()) : 1.0, sy = q8_ ? scale(op.getOutput()) : 1.0;
+  const uint64_t rowb = R_ * esz_;
   for (uint64_t blk = 0; blk < y.blocks; ++blk) {
     std::string p = affine_param(sc, bi, blk, sx, sy);
-    code(bundle({emit::li(reg(1), int64_t(x.base + blk * x.block_bytes)), emit::li(reg(2), int64_t(y.base + blk * y.block_bytes))}));
-    code("  " + emit::vec_affine(ub_reg(2), ub_reg(1), y.rows, dtype_, emit::Param{p}, emit::flag(flags_.vector)));
-    code("  " + emit::wait(emit::flag(flags_.vector)));
+    in_vector_pieces(y.rows, [&](uint64_t r0, uint64_t n) {
+      code(bundle({emit::li(reg(1), int64_t(x.base + blk * x.block_bytes + r0 * rowb)),
+                   emit::li(reg(2), int64_t(y.base + blk * y.block_bytes + r0 * rowb))}));
+      code("  " + emit::vec_affine(ub_reg(2), ub_reg(1), n, dtype_, emit::Param{p}, emit::flag(flags_.vector)));
+      code("  " + emit::wait(emit::flag(flags_.vector)));
+    });
   }
   add_bound(layer, 0, 0);
   define(op.getOutput(), y);
@@ -287,15 +301,18 @@ void Codegen::gen_clamp(tpu::ClampOp op) {
   } else {
     cp = clamp_param(lo, hi);
   }
-  for (uint64_t blk = 0; blk < y.blocks; ++blk) {
-    code(bundle({emit::li(reg(1), int64_t(x.base + blk * x.block_bytes)), emit::li(reg(2), int64_t(y.base + blk * y.block_bytes))}));
-    const emit::Flag done = emit::flag(flags_.vector);
-    if (q8_)
-      code("  " + emit::vec_rescale(ub_reg(2), ub_reg(1), y.rows, emit::Param{rq}, isa::Dtype::Int8, isa::Dtype::Int8, done));
-    else if (cp.empty()) code("  " + emit::vec_copy(ub_reg(2), ub_reg(1), y.rows, isa::Dtype::Bf16, done));
-    else code("  " + emit::vec_clamp(ub_reg(2), ub_reg(1), y.rows, isa::Dtype::Bf16, emit::Param{cp}, done));
-    code("  " + emit::wait(done));
-  }
+  const uint64_t rowb = R_ * esz_;
+  for (uint64_t blk = 0; blk < y.blocks; ++blk)
+    in_vector_pieces(y.rows, [&](uint64_t r0, uint64_t n) {
+      code(bundle({emit::li(reg(1), int64_t(x.base + blk * x.block_bytes + r0 * rowb)),
+                   emit::li(reg(2), int64_t(y.base + blk * y.block_bytes + r0 * rowb))}));
+      const emit::Flag done = emit::flag(flags_.vector);
+      if (q8_)
+        code("  " + emit::vec_rescale(ub_reg(2), ub_reg(1), n, emit::Param{rq}, isa::Dtype::Int8, isa::Dtype::Int8, done));
+      else if (cp.empty()) code("  " + emit::vec_copy(ub_reg(2), ub_reg(1), n, isa::Dtype::Bf16, done));
+      else code("  " + emit::vec_clamp(ub_reg(2), ub_reg(1), n, isa::Dtype::Bf16, emit::Param{cp}, done));
+      code("  " + emit::wait(done));
+    });
   add_bound(layer, 0, 0);
   define(op.getOutput(), y);
 }

@@ -19,14 +19,15 @@ void Codegen::gen_fake_quant(tpu::FakeQuantOp op) {
   std::string range = new_param(fmt::format("min={} max={}", op.getLo().convertToDouble(), op.getHi().convertToDouble()));
   std::string back = new_param(fmt::format("scale=[{}]", q8_ ? s / double(scale(op.getOutput())) : s));
   const isa::Dtype f32 = isa::Dtype::Fp32, i32 = isa::Dtype::Int32;
-  for (uint64_t b = 0; b < t.blocks; ++b) {
-    code("  " + emit::li(reg(1), int64_t(t.base + b * t.block_bytes)));
-    vec_wait(emit::vec_affine(ub_reg(1), ub_reg(1), t.rows, f32, emit::Param{to_int}));
-    vec_wait(emit::vec_clamp(ub_reg(1), ub_reg(1), t.rows, f32, emit::Param{range}));
-    vec_wait(emit::vec_cvt(ub_reg(1), ub_reg(1), t.rows, f32, i32));
-    vec_wait(emit::vec_cvt(ub_reg(1), ub_reg(1), t.rows, i32, f32));
-    vec_wait(emit::vec_affine(ub_reg(1), ub_reg(1), t.rows, f32, emit::Param{back}));
-  }
+  for (uint64_t b = 0; b < t.blocks; ++b)
+    in_vector_pieces(t.rows, [&](uint64_t r0, uint64_t n) {
+      code("  " + emit::li(reg(1), int64_t(t.base + b * t.block_bytes + r0 * R_ * 4)));
+      vec_wait(emit::vec_affine(ub_reg(1), ub_reg(1), n, f32, emit::Param{to_int}));
+      vec_wait(emit::vec_clamp(ub_reg(1), ub_reg(1), n, f32, emit::Param{range}));
+      vec_wait(emit::vec_cvt(ub_reg(1), ub_reg(1), n, f32, i32));
+      vec_wait(emit::vec_cvt(ub_reg(1), ub_reg(1), n, i32, f32));
+      vec_wait(emit::vec_affine(ub_reg(1), ub_reg(1), n, f32, emit::Param{back}));
+    });
   from_fp32_twin(t, y);
   add_bound(layer, 0, 0);
   define(op.getOutput(), y);

@@ -1,5 +1,7 @@
 // Elementwise ops: models built in C++, compiled, run on the simulator and compared with a plain
 // fp32 forward pass written from the ONNX operator definitions (e2e_fixture.h).
+#include <unistd.h>
+
 #include "e2e_fixture.h"
 
 namespace vtpu::compiler {
@@ -347,6 +349,40 @@ TEST_P(CompileE2E, SqrtIsOneStepInInt8Too) {
   Vec want = gemm(x, B, K, w1, H, b1, true);
   for (auto& v : want) v = std::fabs(v);
   expect_close(got, want, tolerance(0.02));
+}
+
+// Elementwise ops on an image of more pixels than one vector operation's 16-bit `rows` field
+// holds (260x260 = 67,600), kept whole in a 32 MiB unified buffer: their vector work goes in
+// pieces (codegen in_vector_pieces). The old code refused it ("field 'rows' out of range").
+TEST(Elementwise, AnImageOfMorePixelsThanAVectorOperationTakesRunsInPieces) {
+  const int64_t C = 4, H = 260, W = 260;
+  OnnxBuilder m;
+  m.input("x", {1, C, H, W});
+  m.node("Sigmoid", "sig", {"x"}, {"s"});
+  auto& lo = m.init("lo", {}, 0, {-0.5f});
+  auto& hi = m.init("hi", {}, 0, {0.5f});
+  m.node("Clip", "clip", {"x", "lo", "hi"}, {"c"});
+  m.node("Mul", "mul", {"s", "c"}, {"p"});
+  m.node("Add", "add", {"p", "x"}, {"y"});
+  m.output("y", {1, C, H, W});
+  auto path = m.save("vtpu_vector_pieces_" + std::to_string(::getpid()) + ".onnx");
+  config::Config cfg = config::load_preset("tiny-16x16");
+  cfg.name = "tiny-16x16-32MiB", cfg.core.unified_buffer.bytes = 32u << 20;
+  Vec x = uniform_values(size_t(C * H * W), 7, 1000.0f);
+  Vec want(x.size());
+  for (size_t i = 0; i < x.size(); ++i)
+    want[i] = float(1.0 / (1.0 + std::exp(-double(x[i]))) * std::clamp(double(x[i]), double(lo[0]), double(hi[0])) + x[i]);
+  for (Precision precision : {Precision::Int8, Precision::Bf16}) {
+    SCOPED_TRACE(precision == Precision::Int8 ? "int8" : "bf16");
+    CompileOptions o;
+    o.precision = precision;
+    CompileResult r = compile_onnx(path, cfg, o);
+    EXPECT_NE(r.assembly.find(" rows=65535 "), std::string::npos);
+    // Elementwise: the values' order (NCHW given as the program's NHWC) does not matter.
+    SimRun run = run_program(cfg, r.program, {{"x", encode(r.program, "x", x)}}, "y");
+    ASSERT_TRUE(run.error.empty()) << run.error;
+    expect_close(decode(r.program, "y", run.output), want, precision == Precision::Int8 ? 0.05 : 0.01);
+  }
 }
 
 }  // namespace
