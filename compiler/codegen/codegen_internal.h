@@ -80,11 +80,14 @@ inline emit::Reg reg(unsigned n) { return {n}; }
 // The most rows one vector operation takes (its 16-bit `rows` field, docs/isa.md): work on an
 // image of more pixels (a 320x320 map kept whole in a large unified buffer) goes in pieces.
 inline constexpr uint64_t kMaxVectorRows = 0xFFFF;
-// Rows [0, rows) in pieces of at most kMaxVectorRows: body(first row, rows of the piece).
+// Rows [0, rows) in pieces of at most `most` (and kMaxVectorRows): body(first row, rows of
+// the piece).
 template <class Body>
-void in_vector_pieces(uint64_t rows, Body&& body) {
-  for (uint64_t r0 = 0; r0 < rows || r0 == 0; r0 += kMaxVectorRows) body(r0, std::min(kMaxVectorRows, rows - r0));
+void in_vector_pieces(uint64_t rows, Body&& body, uint64_t most = kMaxVectorRows) {
+  most = std::max<uint64_t>(1, std::min(most, kMaxVectorRows));
+  for (uint64_t r0 = 0; r0 < rows || r0 == 0; r0 += most) body(r0, std::min(most, rows - r0));
 }
+
 // The largest offset an operand's 24-bit offset field holds (docs/isa.md): unified-buffer
 // addresses up to it need no register (r0+addr); above it an address is loaded into one.
 inline constexpr uint64_t kMaxOffset = 0xFFFFFF;

@@ -151,20 +151,22 @@ void Codegen::gen_binary(tpu::BinaryOp op) {
     rescale_both = false;
   uint64_t tmp = 0, tmp_bytes = 0;
   std::string pa, pb;
+  // A temporary row: int8 (both rescaled) or fp32 (mul, or a sub through fp32); the two
+  // temporaries hold all the rows when the buffer has room, else a piece of them.
+  const uint64_t rowb = R_ * esz_, tmp_row = rescale_both ? R_ : C_ * 4;
+  const uint64_t piece = q8_ ? std::clamp<uint64_t>((ub_.largest_free() - std::min<uint64_t>(ub_.largest_free(), 256)) / (2 * tmp_row), 1, y.rows) : kMaxVectorRows;
   if (q8_) {
     double sa = scale(op.getLhs()), sb = scale(op.getRhs()), sy = scale(op.getOutput());
-    tmp_bytes = rescale_both ? y.block_bytes : y.rows * C_ * 4;
+    tmp_bytes = y.rows <= piece ? (rescale_both ? y.block_bytes : y.rows * C_ * 4) : align_up(piece * tmp_row, 64);
     tmp = ub_take(2 * tmp_bytes, fmt::format("the rescaled operands of '{}'", layer));
     bool mul = op.getKind() == "mul";
     pa = new_param(fmt::format("scale=[{}]", mul ? sa * sb / sy : sa / sy));
     if (!mul) pb = new_param(fmt::format("scale=[{}]", sb / sy));
   }
-  // A temporary row: int8 (both rescaled) or fp32 (mul, or a sub through fp32).
-  const uint64_t rowb = R_ * esz_, tmp_row = rescale_both ? R_ : C_ * 4;
   for (uint64_t blk = 0; blk < y.blocks; ++blk)
     in_vector_pieces(y.rows, [&](uint64_t r0, uint64_t n) {
       uint64_t ya = y.base + blk * y.block_bytes + r0 * rowb, aa = a.base + blk * a.block_bytes + r0 * rowb,
-               ba = b.base + blk * b.block_bytes + r0 * rowb, ta = tmp + (q8_ ? r0 * tmp_row : 0);
+               ba = b.base + blk * b.block_bytes + r0 * rowb, ta = tmp;
       code(bundle({emit::li(reg(1), int64_t(aa)), emit::li(reg(2), int64_t(ba))}));
       code(bundle({emit::li(reg(3), int64_t(ya)), emit::li(reg(4), int64_t(ta))}));
       code("  " + emit::li(reg(5), int64_t(ta + tmp_bytes)));
@@ -184,7 +186,7 @@ void Codegen::gen_binary(tpu::BinaryOp op) {
       } else {  // a sub whose operands exceed the output's range: in fp32, rounded once
         int8_in_fp32(op.getKind().str(), n, pa, pb);
       }
-    });
+    }, piece);
   if (q8_) ub_.release(tmp);
   add_bound(layer, 0, 0);
   define(op.getOutput(), y);
@@ -224,8 +226,10 @@ void Codegen::gen_unary(tpu::UnaryOp op) {
   };
   uint64_t tmp = 0;
   std::string in_s, out_s;
+  // The fp32 work rows: all of them when the buffer has room, else a piece.
+  const uint64_t piece = q8_ ? std::clamp<uint64_t>((ub_.largest_free() - std::min<uint64_t>(ub_.largest_free(), 128)) / (C_ * 4), 1, x.rows) : kMaxVectorRows;
   if (q8_) {
-    tmp = ub_take(x.rows * C_ * 4, fmt::format("the fp32 work rows of '{}'", layer));
+    tmp = ub_take(std::min(x.rows, piece) * C_ * 4, fmt::format("the fp32 work rows of '{}'", layer));
     in_s = new_param(fmt::format("scale=[{}]", double(scale(op.getInput()))));
     out_s = new_param(fmt::format("scale=[{}]", 1.0 / double(scale(op.getOutput()))));
   }
@@ -240,14 +244,14 @@ void Codegen::gen_unary(tpu::UnaryOp op) {
         fix_padding(blk, ub_reg(2), n);
         return;
       }
-      code("  " + emit::li(reg(3), int64_t(tmp + r0 * C_ * 4)));
+      code("  " + emit::li(reg(3), int64_t(tmp)));
       vec_wait(emit::vec_cvt(ub_reg(3), ub_reg(1), n, i8, f32));
       vec_wait(emit::vec_affine(ub_reg(3), ub_reg(3), n, f32, emit::Param{in_s}));
       table(ub_reg(3), ub_reg(3), f32, n);
       fix_padding(blk, ub_reg(3), n);
       vec_wait(emit::vec_affine(ub_reg(3), ub_reg(3), n, f32, emit::Param{out_s}));
       vec_wait(emit::vec_cvt(ub_reg(2), ub_reg(3), n, f32, i8));
-    });
+    }, piece);
   if (q8_) ub_.release(tmp);
   if (pad_fix) ub_.release(pad_fix);
   add_bound(layer, 0, 0);
