@@ -675,8 +675,11 @@ size_t BandPlanner::run() {
 namespace vtpu::compiler {
 
 bool has_images(mlir::func::FuncOp fn) {
-  bool images = false;
-  fn.walk([&](mlir::Operation* op) { images |= bands::windowed(op); });
+  // An elementwise op of an image counts in a model that takes an image (not a transformer's
+  // attention scores, which are 4-D too).
+  bool image_input = false, images = false;
+  for (mlir::Value a : fn.getArguments()) image_input |= bands::one_image(a);
+  fn.walk([&](mlir::Operation* op) { images |= bands::windowed(op) || (image_input && bands::elementwise(op) && bands::bandable(op)); });
   return images;
 }
 

@@ -138,7 +138,8 @@ mlir::OwningOpRef<mlir::ModuleOp> stage_module(mlir::ModuleOp whole, const Cut* 
                                                std::map<const void*, float>& stage_scales);
 
 // Whether @main has images whose rows layers could take in bands (a convolution, pool or
-// resize): a transformer or an MLP has none, and is not compiled again to find out.
+// resize, or an elementwise op of a model's input image): a transformer or an MLP has none, and
+// is not compiled again to find out.
 bool has_images(mlir::func::FuncOp fn);
 // Images too large for the unified buffer in row bands through HBM (bands.cpp): images of one
 // sample larger than half of `budget` bytes are kept in HBM, and the layers that read or write
