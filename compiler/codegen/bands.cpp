@@ -51,17 +51,13 @@ void Codegen::move_rows(const Act& a, uint64_t hbm, bool load, uint64_t hbm_row_
   const uint64_t W = a.shape.size() == 4 ? uint64_t(a.shape[2]) : 1, H = a.rows / std::max<uint64_t>(1, W);
   for (uint64_t b = 0; b < a.blocks; ++b) {
     uint64_t fw = std::min<uint64_t>(R_, a.features - b * R_);
-    std::string d;
-    if (image_row_pitch && load)
-      d = new_desc(fmt::format("bytes={} src_off=0 dst_off=0 dim=[{}, {}, {}] dim=[{}, {}, {}]", fw * esz_, W, hbm_row_bytes, R_ * esz_, H,
-                               image_row_pitch, W * R_ * esz_));
-    else if (image_row_pitch)
-      d = new_desc(fmt::format("bytes={} src_off=0 dst_off=0 dim=[{}, {}, {}] dim=[{}, {}, {}]", fw * esz_, W, R_ * esz_, hbm_row_bytes, H,
-                               W * R_ * esz_, image_row_pitch));
-    else if (load)
-      d = new_desc(fmt::format("bytes={} src_off=0 dst_off=0 dim=[{}, {}, {}]", fw * esz_, a.rows, hbm_row_bytes, R_ * esz_));
-    else
-      d = new_desc(fmt::format("bytes={} src_off=0 dst_off=0 dim=[{}, {}, {}]", fw * esz_, a.rows, R_ * esz_, hbm_row_bytes));
+    // Strides of a pixel and of an image row in HBM and in the unified buffer, source first.
+    auto dim = [&](uint64_t count, uint64_t hbm_stride, uint64_t ub_stride) {
+      return fmt::format(" dim=[{}, {}, {}]", count, load ? hbm_stride : ub_stride, load ? ub_stride : hbm_stride);
+    };
+    std::string d = new_desc(fmt::format("bytes={} src_off=0 dst_off=0", fw * esz_) +
+                             (image_row_pitch ? dim(W, hbm_row_bytes, R_ * esz_) + dim(H, image_row_pitch, W * R_ * esz_)
+                                              : dim(a.rows, hbm_row_bytes, R_ * esz_)));
     std::string move = load ? emit::dma_load({d}, reg(1), reg(2), emit::flag(1)) : emit::dma_store({d}, reg(2), reg(1), emit::flag(1));
     if (b + 1 == a.blocks) code("  " + move);
     else code(bundle({move, emit::addi(reg(1), reg(1), int64_t(R_ * esz_)), emit::addi(reg(2), reg(2), int64_t(a.block_bytes))}));

@@ -117,6 +117,9 @@ class BandPlanner {
   // offset + row * step of it (a transposed convolution's phase); else the group's own.
   void rewrite(const std::vector<mlir::Operation*>& group, const BandShape& shape, Value* into = nullptr, int64_t offset = 0,
                int64_t step = 1);
+  // The group's result read as `by` from now on; its ops erased, last first, with their INT8
+  // scales, and the result no longer an image in HBM.
+  void retire(const std::vector<mlir::Operation*>& group, Value by);
   // Transposed convolutions in phases (band_subpixel.cpp).
   bool subpixel(tpu::Conv2DOp conv) const;
   void cut_subpixel_group(std::vector<mlir::Operation*>& group) const;

@@ -156,14 +156,9 @@ void BandPlanner::rewrite_subpixel(const std::vector<mlir::Operation*>& group) {
   b_.setInsertionPoint(group.back());
   Value back = b_.create<tpu::ReshapeOp>(whole.getLoc(), whole.getType(), dest, text(layer_of(group.back())));
   inherit(back, whole);
-  whole.replaceAllUsesWith(back);
-  in_hbm_.erase(whole.getAsOpaquePointer());
+  retire(group, back);
   in_hbm_.insert(dest.getAsOpaquePointer());
   in_hbm_.insert(back.getAsOpaquePointer());
-  for (auto it = group.rbegin(); it != group.rend(); ++it) {
-    scales_.erase((*it)->getResult(0).getAsOpaquePointer());
-    (*it)->erase();
-  }
   // The spread stays, unread, so its layer's rows are those of the layer run whole (with no
   // work), as a channel slice read in place.
   z->setAttr(tpu::kInPlaceAttr, b_.getUnitAttr());

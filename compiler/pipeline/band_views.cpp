@@ -100,14 +100,9 @@ void BandPlanner::rewrite_flat(const std::vector<mlir::Operation*>& group) {
   Value flat_whole = clones.back()->getResult(0);
   Value back = b_.create<tpu::ReshapeOp>(whole.getLoc(), whole.getType(), flat_whole, text(layer_of(last)));
   inherit(back, whole);
-  whole.replaceAllUsesWith(back);
-  in_hbm_.erase(whole.getAsOpaquePointer());
+  retire(group, back);
   in_hbm_.insert(flat_whole.getAsOpaquePointer());
   in_hbm_.insert(back.getAsOpaquePointer());
-  for (auto it = group.rbegin(); it != group.rend(); ++it) {
-    scales_.erase((*it)->getResult(0).getAsOpaquePointer());
-    (*it)->erase();
-  }
   rewrite(clones, band_shape(clones));
   for (mlir::Operation* c : clones) shown_dims_.erase(c);  // erased by rewrite: their addresses may be reused
 }

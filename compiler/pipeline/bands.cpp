@@ -445,10 +445,15 @@ void BandPlanner::rewrite(const std::vector<mlir::Operation*>& group, const Band
   if (auto z = mlir::dyn_cast<tpu::ZeroInsertOp>(group.front()); z && dest && group.size() == 1)
     spreads_[result.getAsOpaquePointer()] = codegen::spread_axes(z);
   if (!dest && row_parts.size() == 1) inherit(result, whole);
-  whole.replaceAllUsesWith(result);
+  retire(group, result);
+  if (dest) in_hbm_.insert(result.getAsOpaquePointer());
+}
+
+void BandPlanner::retire(const std::vector<mlir::Operation*>& group, Value by) {
+  Value whole = group.back()->getResult(0);
+  whole.replaceAllUsesWith(by);
   // The erased values' addresses may be reused by values made later: forget them.
   in_hbm_.erase(whole.getAsOpaquePointer());
-  if (dest) in_hbm_.insert(result.getAsOpaquePointer());
   for (auto it = group.rbegin(); it != group.rend(); ++it) {
     scales_.erase((*it)->getResult(0).getAsOpaquePointer());
     (*it)->erase();
