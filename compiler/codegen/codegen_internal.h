@@ -231,7 +231,7 @@ class Codegen {
   Codegen(const config::Config& cfg, const CompileOptions& opt, std::map<const void*, float> scales, bool compact_hbm = false,
           bool reuse_hbm = false);
   bool read_fp32(Value arg) const;
-  void check_inputs_fit(mlir::ModuleOp module);
+  void check_inputs_fit(mlir::ModuleOp module, int64_t chunk_batch);
   // `tail`: the model's last layers at the whole batch, run once after the chunk loop of
   // `module`'s (batch_chunks.cpp, "A tail at the whole batch").
   CompileResult run(mlir::ModuleOp module, mlir::ModuleOp tail = nullptr);

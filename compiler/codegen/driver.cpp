@@ -38,14 +38,16 @@ bool Codegen::read_fp32(Value arg) const {
 // The unified-buffer rows the model's inputs take, allocated as run() does, so a model
 // whose inputs alone do not fit fails with the same error before INT8 calibration (which
 // runs the model in fp32, seconds for big models) instead of after it.
-void Codegen::check_inputs_fit(mlir::ModuleOp module) {
+void Codegen::check_inputs_fit(mlir::ModuleOp module, int64_t chunk_batch) {
   auto fn = module.lookupSymbol<mlir::func::FuncOp>("main");
   if (!fn) throw InternalError("no func @main");
   for (unsigned i = 0; i < fn.getNumArguments(); ++i) {
     Value arg = fn.getArgument(i);
     if (is_int32(arg) || packed_input(arg, R_, esz_, acc_region_) || read_fp32(arg)) continue;
     if (shape_of(arg).size() == 4) continue;  // an image: one sample at a time in row bands fits (bands.cpp)
-    new_act(shape_of(arg), "input '" + fn.getArgAttrOfType<mlir::StringAttr>(i, "vtpu.name").str() + "'");
+    std::vector<int64_t> shape = shape_of(arg);
+    if (chunk_batch > 1 && shape[0] == chunk_batch) shape[0] = 1;  // batch chunks may run one sample at a time
+    new_act(shape, "input '" + fn.getArgAttrOfType<mlir::StringAttr>(i, "vtpu.name").str() + "'");
   }
 }
 
@@ -416,8 +418,8 @@ CompileResult generate_program(mlir::ModuleOp module, mlir::ModuleOp tail, const
   }
 }
 
-void check_inputs_fit(mlir::ModuleOp module, const config::Config& cfg, const CompileOptions& options) {
-  codegen::Codegen(cfg, options, {}).check_inputs_fit(module);
+void check_inputs_fit(mlir::ModuleOp module, const config::Config& cfg, const CompileOptions& options, int64_t chunk_batch) {
+  codegen::Codegen(cfg, options, {}).check_inputs_fit(module, chunk_batch);
 }
 
 }  // namespace vtpu::compiler

@@ -38,6 +38,11 @@ void scale_bounds(std::vector<LayerBound>& bounds, int64_t passes, int64_t batch
   }
 }
 
+int64_t chunkable_batch(mlir::func::FuncOp fn) {
+  const int64_t batch = fn.getNumArguments() ? dim0(fn.getArgument(0)) : 0;
+  return batch > 1 && why_samples_mix(fn, batch).empty() ? batch : 0;
+}
+
 int64_t mark_chunks(mlir::func::FuncOp fn, int64_t batch, int64_t chunk) {
   const int64_t passes = (batch + chunk - 1) / chunk;
   auto i64 = [&](int64_t v) { return mlir::IntegerAttr::get(mlir::IntegerType::get(fn->getContext(), 64), v); };

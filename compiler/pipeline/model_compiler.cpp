@@ -37,7 +37,7 @@ CompileResult ModelCompiler::compile(const config::Config& cfg) {
   check_config_for_compiler(cfg);
   const bool int8 = s.options.precision == Precision::Int8;
   if (int8) {
-    check_inputs_fit(s.front.module(), cfg, s.options);
+    check_inputs_fit(s.front.module(), cfg, s.options, chunkable_batch(s.front.main()));
     if (!s.calibrated) {
       s.ordered = scales_in_order(s.front.main(), int8_scales(s.front, s.model, s.options));
       s.calibrated = true;

@@ -113,7 +113,7 @@ CompileResult compile_onnx(const std::filesystem::path& model, const config::Con
   std::map<const void*, float> scales;
   std::vector<float> ordered;  // the scales in value_order, as CompileResult carries them (INT8)
   if (options.precision == Precision::Int8) {
-    check_inputs_fit(front.module(), cfg, options);
+    check_inputs_fit(front.module(), cfg, options, chunkable_batch(front.main()));
     scales = int8_scales(front, model, options, report("calibrate", lowered, calibrated));
     ordered = scales_in_order(front.main(), scales);
   }

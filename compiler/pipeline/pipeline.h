@@ -104,6 +104,9 @@ CompileResult generate_or_split(mlir::ModuleOp module, const std::filesystem::pa
 // its batch (a value or op that mixes samples, an output that is not per sample), or "" when
 // it can.
 std::string why_samples_mix(mlir::func::FuncOp fn, int64_t batch);
+// The batch of @main (its first input's first dimension) when it can run in chunks of it
+// (why_samples_mix is empty), else 0.
+int64_t chunkable_batch(mlir::func::FuncOp fn);
 // Bounds of code for `chunk` samples that runs `passes` times (chunks, micro-batches) over a
 // batch of `batch` (passes x chunk, or fewer when the last pass is padded) as the batch's.
 void scale_bounds(std::vector<LayerBound>& bounds, int64_t passes, int64_t batch, int64_t chunk);

@@ -1,24 +1,12 @@
 #pragma once
 // Internal: the pieces of the pipeline (docs/compiler.md): the importer (import/import_onnx.h),
 // the pipeline and calibration (pipeline/pipeline.h), the reference interpreter
-// (reference/reference.h), and code generation, declared here.
+// (reference/reference.h), and code generation (codegen/codegen.h).
 #include <map>
 
+#include "codegen/codegen.h"
 #include "import/import_onnx.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "pipeline/pipeline.h"
 #include "reference/reference.h"
 #include "vtpu/compiler/compiler.h"
-
-namespace vtpu::compiler {
-
-// tpu dialect -> program for the config. INT8 needs `scales`: for every activation value
-// (by Value::getAsOpaquePointer) its symmetric per-tensor scale from calibration.
-CompileResult generate_program(mlir::ModuleOp module, const config::Config& cfg, const CompileOptions& options,
-                               const std::map<const void*, float>& scales = {});
-
-// Throws the unified-buffer error generate_program would give when the model's inputs
-// alone do not fit (checked before INT8 calibration, which is slow for big models).
-void check_inputs_fit(mlir::ModuleOp module, const config::Config& cfg, const CompileOptions& options);
-
-}  // namespace vtpu::compiler

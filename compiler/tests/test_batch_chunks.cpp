@@ -175,6 +175,32 @@ TEST(BatchChunks, APrimeBatchRunsInFewerChunksTheLastPadded) {
   }
 }
 
+TEST(BatchChunks, AnInt8InputLargerThanTheUnifiedBufferRunsInChunksAsInBf16) {
+  // A 2048 x 2048 GEMM's input alone (4 MiB in INT8) is 16 times tiny-16x16's buffer. INT8
+  // checks its inputs fit before calibrating; one row at a time does, so it runs in chunks
+  // of rows as bf16 does (before: refused, "input 'a' needs 4194304 bytes").
+  auto gemm = models::materialize("gemm2048", models::default_dir());
+  config::Config cfg = config::load_preset("tiny-16x16");
+  for (Precision precision : {Precision::Int8, Precision::Bf16}) {
+    SCOPED_TRACE(precision == Precision::Int8 ? "int8" : "bf16");
+    CompileResult r = compile_onnx(gemm, cfg, at_batch(precision, 0));
+    EXPECT_GT(chunks_of(r.assembly), 1);
+    EXPECT_EQ(only(r.program, isa::TensorRole::Input).shape[0], 2048);
+  }
+  // A sample that does not fit still fails before calibrating, with the input named.
+  OnnxBuilder m;
+  m.input("x", {4, 300000});
+  m.node("Relu", "relu", {"x"}, {"y"});
+  m.output("y", {4, 300000});
+  auto path = m.save("vtpu_chunks_wide_" + std::to_string(::getpid()) + ".onnx");
+  try {
+    compile_onnx(path, cfg, at_batch(Precision::Int8, 0));
+    FAIL() << "a 300,000-byte sample fit a 256 KiB unified buffer";
+  } catch (const DoesNotFitError& e) {
+    EXPECT_NE(std::string(e.what()).find("input 'x'"), std::string::npos) << e.what();
+  }
+}
+
 TEST(BatchChunks, SamplesThatMixKeepTheWholeBatchsError) {
   // A concat along the batch: each chunk's output would not be a slice of the whole's.
   OnnxBuilder m;
