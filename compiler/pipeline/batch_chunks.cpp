@@ -80,6 +80,9 @@ std::string why_samples_mix(mlir::func::FuncOp fn, int64_t batch) {
       why = "a broadcast repeats along the batch dimension";
     if (mlir::isa<tpu::PoolArgmaxOp>(op)) why = "MaxPool's indices count over the whole batch";
   });
+  // Values whose samples are not whole along their first dimension (time-major rows of a
+  // recurrent layer) may still keep them apart.
+  if (!why.empty() && why_samples_mix_by_layout(fn, batch).empty()) return "";
   return why;
 }
 

@@ -104,6 +104,9 @@ CompileResult generate_or_split(mlir::ModuleOp module, const std::filesystem::pa
 // its batch (a value or op that mixes samples, an output that is not per sample), or "" when
 // it can.
 std::string why_samples_mix(mlir::func::FuncOp fn, int64_t batch);
+// The second look why_samples_mix takes when its rules refuse (sample_layout.cpp): where each
+// value holds the samples (a recurrent layer's time-major rows), "" when no op mixes them.
+std::string why_samples_mix_by_layout(mlir::func::FuncOp fn, int64_t batch);
 // The batch of @main (its first input's first dimension) when it can run in chunks of it
 // (why_samples_mix is empty), else 0.
 int64_t chunkable_batch(mlir::func::FuncOp fn);

@@ -201,20 +201,80 @@ TEST(BatchChunks, AnInt8InputLargerThanTheUnifiedBufferRunsInChunksAsInBf16) {
   }
 }
 
+TEST(BatchChunks, ARecurrentModelsTimeMajorRowsKeepItsSamplesApart) {
+  // Two stacked batch-first LSTMs: the importer makes each layer's values time-major ([T * B,
+  // H] rows, a step's samples together), which transpose, slice and concat along the first
+  // dimension; no op mixes two samples, so a batch the unified buffer does not hold runs in
+  // chunks (pipeline/sample_layout.cpp), its output bytes those of the whole batch run on a
+  // buffer that holds it. Before: refused ("a transpose moves the batch dimension").
+  const int64_t B = 32, T = 8, H = 128;
+  OnnxBuilder m(17);  // LSTM's layout attribute: opset 14
+  m.input("x", {B, T, H});
+  std::string x = "x";
+  m.init_i64("axes", {2});
+  for (int l = 0; l < 2; ++l) {
+    std::string n = "lstm" + std::to_string(l);
+    m.init(n + ".W", {1, 4 * H, H}, 0.15f);
+    m.init(n + ".R", {1, 4 * H, H}, 0.15f);
+    m.init(n + ".B", {1, 8 * H}, 0.1f);
+    auto* lstm = m.node("LSTM", n, {x, n + ".W", n + ".R", n + ".B"}, {n + ".y"});
+    OnnxBuilder::attr(lstm, "hidden_size", H);
+    OnnxBuilder::attr(lstm, "layout", int64_t(1));
+    m.node("Squeeze", n + ".sq", {n + ".y", "axes"}, {n + ".out"});
+    x = n + ".out";
+  }
+  m.output(x, {B, T, H});
+  auto path = m.save("vtpu_chunks_lstm_" + std::to_string(::getpid()) + ".onnx");
+  config::Config big = config::load_preset("tiny-16x16"), small = big;
+  big.core.unified_buffer.bytes = 4 << 20;
+  small.core.unified_buffer.bytes = 64 * 1024;
+  for (Precision precision : {Precision::Int8, Precision::Bf16}) {
+    SCOPED_TRACE(precision == Precision::Int8 ? "int8" : "bf16");
+    CompileResult whole = compile_onnx(path, big, at_batch(precision, 0));
+    ASSERT_EQ(chunks_of(whole.assembly), 1) << "the batch does not fit 4 MiB whole";
+    CompileOptions o = at_batch(precision, 0);
+    o.calibration_scales = whole.calibration_scales;
+    CompileResult parts = compile_onnx(path, small, o);
+    EXPECT_GT(chunks_of(parts.assembly), 1);
+    const isa::TensorInfo& in = only(whole.program, isa::TensorRole::Input);
+    const isa::TensorInfo& out = only(whole.program, isa::TensorRole::Output);
+    Vec v = uniform_values(size_t(B * T * H), 11, 1000.0f);
+    SimRun a = run_program(big, whole.program, {{in.name, encode(whole.program, in.name, v)}}, out.name);
+    SimRun b = run_program(small, parts.program, {{in.name, encode(parts.program, in.name, v)}}, out.name);
+    ASSERT_TRUE(a.error.empty()) << a.error;
+    ASSERT_TRUE(b.error.empty()) << b.error;
+    EXPECT_EQ(a.output, b.output);
+  }
+}
+
 TEST(BatchChunks, SamplesThatMixKeepTheWholeBatchsError) {
   // A concat along the batch: each chunk's output would not be a slice of the whole's.
-  OnnxBuilder m;
-  m.input("x", {8, 16384});
-  OnnxBuilder::attr(m.node("Concat", "cat", {"x", "x"}, {"y"}), "axis", int64_t(0));
-  m.output("y", {16, 16384});
-  auto path = m.save("vtpu_chunks_concat_" + std::to_string(::getpid()) + ".onnx");
+  // And a reshape of [8, 4, 4096] to [4, 8, 4096] transposed back: it looks like a
+  // recurrent layer's time-major rows (sample_layout.cpp), but row 1 of the reshape holds
+  // halves of samples 2 and 3, so the transpose's sample 1 is made of two samples.
   config::Config cfg = config::load_preset("tiny-16x16");
-  try {
-    compile_onnx(path, cfg, {});
-    FAIL() << "the concat's output fit a 256 KiB unified buffer";
-  } catch (const DoesNotFitError& e) {
-    EXPECT_EQ(e.key(), "core.unified_buffer.bytes");
-    EXPECT_EQ(std::string(e.what()).find("one sample at a time"), std::string::npos) << e.what();
+  for (bool concat : {true, false}) {
+    SCOPED_TRACE(concat ? "concat" : "reshape");
+    OnnxBuilder m;
+    if (concat) {
+      m.input("x", {8, 16384});
+      OnnxBuilder::attr(m.node("Concat", "cat", {"x", "x"}, {"y"}), "axis", int64_t(0));
+      m.output("y", {16, 16384});
+    } else {
+      m.input("x", {8, 4, 4096});
+      m.init_i64("shape", {4, -1, 4096});  // valid at any batch, so chunks would compile
+      m.node("Reshape", "reshape", {"x", "shape"}, {"r"});
+      OnnxBuilder::attr(m.node("Transpose", "transpose", {"r"}, {"y"}), "perm", std::vector<int64_t>{1, 0, 2});
+      m.output("y", {8, 4, 4096});
+    }
+    auto path = m.save("vtpu_chunks_mix_" + std::to_string(::getpid()) + ".onnx");
+    try {
+      compile_onnx(path, cfg, {});
+      FAIL() << "the output fit a 256 KiB unified buffer";
+    } catch (const DoesNotFitError& e) {
+      EXPECT_EQ(e.key(), "core.unified_buffer.bytes");
+      EXPECT_EQ(std::string(e.what()).find("one sample at a time"), std::string::npos) << e.what();
+    }
   }
 }
 
