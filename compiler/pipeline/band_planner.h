@@ -76,10 +76,12 @@ bool windowed(mlir::Operation* op);
 
 class BandPlanner {
  public:
+  // `phases_only`: only transposed convolutions whose kernel is their stride, in phases with
+  // their outputs in HBM however small (phases_through_hbm); nothing else goes to HBM.
   BandPlanner(mlir::func::FuncOp fn, const config::Config& cfg, bool int8, uint64_t budget, std::map<const void*, float>& scales,
-              bool channels)
+              bool channels, bool phases_only = false)
       : fn_(fn), b_(fn.getContext()), cfg_(cfg), lanes_(cfg.core.mxu.rows), esz_(int8 ? 1 : 2), budget_(budget), scales_(scales),
-        channels_(channels) {}
+        channels_(channels), phases_only_(phases_only) {}
 
   size_t run();
 
@@ -145,6 +147,7 @@ class BandPlanner {
   uint64_t lanes_, esz_, budget_;
   std::map<const void*, float>& scales_;
   bool channels_;  // bands of channels and concats into HBM allowed
+  bool phases_only_;
   std::set<const void*> in_hbm_;
   std::map<std::pair<const void*, int64_t>, Value> cut_consts_;  // a constant's channels from c0, made once for all row bands
   std::map<mlir::Operation*, std::vector<int64_t>> shown_dims_;  // a flat op's layer shape, as the model has it (rewrite_flat)

@@ -50,7 +50,7 @@ bool BandPlanner::subpixel(tpu::Conv2DOp conv) const {
     return false;
   auto x = band_dims(z.getInput()), y = band_dims(conv.getOutput());
   if (y[1] != x[1] * st[0] || y[2] != x[2] * st[1] || w[2] != x[3]) return false;
-  return too_big(conv.getOutput());
+  return phases_only_ || too_big(conv.getOutput());
 }
 
 // Input pixels per row of a phase (P): R / (s * CO) when that divides the image's width, the

@@ -609,10 +609,11 @@ size_t BandPlanner::run() {
   for (Value a : fn_.getArguments()) {
     bool returned = false;
     for (mlir::Operation* u : a.getUsers()) returned |= mlir::isa<mlir::func::ReturnOp>(u);
-    if (one_image(a) && !a.use_empty() && !returned && too_big(a)) in_hbm_.insert(a.getAsOpaquePointer());
+    if (one_image(a) && !a.use_empty() && !returned && too_big(a) && !phases_only_) in_hbm_.insert(a.getAsOpaquePointer());
   }
   for (auto& g : groups)
-    if (too_big(g.back()->getResult(0))) in_hbm_.insert(g.back()->getResult(0).getAsOpaquePointer());
+    if (phases_only_ ? phased.count(g.front()) != 0 : too_big(g.back()->getResult(0)))
+      in_hbm_.insert(g.back()->getResult(0).getAsOpaquePointer());
   std::map<mlir::Operation*, size_t> group_at;  // a group by its last op, where it is rewritten
   for (size_t i = 0; i < groups.size(); ++i) group_at[groups[i].back()] = i;
   std::vector<mlir::Operation*> ops;  // a copy: rewriting adds and erases ops
@@ -686,6 +687,13 @@ bool has_images(mlir::func::FuncOp fn) {
   for (mlir::Value a : fn.getArguments()) image_input |= bands::one_image(a);
   fn.walk([&](mlir::Operation* op) { images |= bands::windowed(op) || (image_input && bands::elementwise(op) && bands::bandable(op)); });
   return images;
+}
+
+size_t phases_through_hbm(mlir::func::FuncOp fn, const config::Config& cfg, bool int8, std::map<const void*, float>& scales) {
+  bool spread = false;
+  fn.walk([&](tpu::ZeroInsertOp) { spread = true; });
+  if (!spread) return 0;
+  return bands::BandPlanner(fn, cfg, int8, cfg.core.unified_buffer.bytes, scales, false, true).run();
 }
 
 size_t split_into_bands(mlir::func::FuncOp fn, const config::Config& cfg, bool int8, uint64_t budget,

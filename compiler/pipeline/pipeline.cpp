@@ -126,9 +126,39 @@ CompileResult compile_onnx(const std::filesystem::path& model, const config::Con
   return r;
 }
 
+namespace {
+
+// The program with the model's transposed convolutions in phases through HBM
+// (phases_through_hbm) and everything else as generate_program places it, on a copy of
+// `module`; nothing when the model has none or the copy does not fit the unified buffer.
+// The banded programs of a smaller buffer have them in phases: so has a buffer that holds
+// every image, whose cycles would otherwise rise above a smaller one's.
+std::optional<CompileResult> whole_in_phases(mlir::ModuleOp module, const std::filesystem::path& model,
+                                             const config::Config& cfg, const CompileOptions& options,
+                                             const CompileOptions& generating, const std::vector<float>& ordered) {
+  bool spread = false;
+  module.walk([&](tpu::ZeroInsertOp) { spread = true; });
+  if (!spread) return std::nullopt;
+  mlir::OwningOpRef<mlir::ModuleOp> copy = module.clone();
+  auto fn = copy->lookupSymbol<mlir::func::FuncOp>("main");
+  const bool int8 = options.precision == Precision::Int8;
+  std::map<const void*, float> scales;
+  if (int8) scales = given_scales(fn, ordered, model);
+  if (!phases_through_hbm(fn, cfg, int8, scales)) return std::nullopt;
+  try {
+    return generate_program(*copy, cfg, generating, scales);
+  } catch (const DoesNotFitError& e) {
+    if (e.key() != "core.unified_buffer.bytes") throw;
+    return std::nullopt;
+  }
+}
+
+}  // namespace
+
 CompileResult generate_or_split(mlir::ModuleOp module, const std::filesystem::path& model, const config::Config& cfg,
                                 const CompileOptions& options, const CompileOptions& generating,
                                 const std::map<const void*, float>& scales, const std::vector<float>& ordered) {
+  if (auto r = whole_in_phases(module, model, cfg, options, generating, ordered)) return std::move(*r);
   try {
     return generate_program(module, cfg, generating, scales);
   } catch (const DoesNotFitError& e) {

@@ -157,6 +157,12 @@ bool has_images(mlir::func::FuncOp fn);
 // Returns how many layers (with the ops chained to them) were split.
 size_t split_into_bands(mlir::func::FuncOp fn, const config::Config& cfg, bool int8, uint64_t budget,
                         std::map<const void*, float>& scales, bool channels = false);
+// Transposed convolutions whose kernel is their stride (ConvTranspose 2x2 stride 2) in
+// phases of 1x1 convolutions with their outputs in HBM (band_subpixel.cpp), even where every
+// image fits the unified buffer: the spread form the importer makes multiplies s x s times as
+// many pixels, three quarters of them inserted zeros. Nothing else moves. Returns how many
+// layers were rewritten (0: none in the model).
+size_t phases_through_hbm(mlir::func::FuncOp fn, const config::Config& cfg, bool int8, std::map<const void*, float>& scales);
 // A matmul whose result (a model output) is larger than half of `budget`, with the row-wise
 // ops after it, in bands of rows stored into the output in HBM (matmul_rows.cpp). Returns
 // how many were split.

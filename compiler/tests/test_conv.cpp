@@ -349,45 +349,54 @@ TEST_P(CompileE2E, RowsWiderThanTheAccumulatorsMatchFp32Reference) {
 // ConvTranspose (a decoder's upsampling layer): stride 2, pads 1, output_padding 1, two
 // groups, from its definition: every input pixel scatters its kernel-weighted value.
 TEST_P(CompileE2E, ConvTransposeMatchesItsScatterDefinition) {
-  const int64_t CI = 10, COg = 6, G = 2, H = 4, W = 5, K = 3, S = 2, P = 1, OP = 1;
-  const int64_t OH = (H - 1) * S + K - 2 * P + OP, OW = (W - 1) * S + K - 2 * P + OP;
-  OnnxBuilder m;
-  m.input("x", {1, CI, H, W});
-  auto& w = m.init("w", {CI, COg, K, K}, 0.4f);
-  auto& b = m.init("b", {COg * G}, 0.2f);
-  auto* ct = m.node("ConvTranspose", "up", {"x", "w", "b"}, {"y"});
-  OnnxBuilder::attr(ct, "strides", std::vector<int64_t>{S, S});
-  OnnxBuilder::attr(ct, "pads", std::vector<int64_t>{P, P, P, P});
-  OnnxBuilder::attr(ct, "output_padding", std::vector<int64_t>{OP, OP});
-  OnnxBuilder::attr(ct, "group", G);
-  m.output("y", {1, COg * G, OH, OW});
-  auto path = m.save("vtpu_convtranspose_" + id() + ".onnx");
-  Vec x = uniform_values(size_t(CI * H * W), 61, 700.0f);
-  Vec got = compile_and_run(path, {{"x", x}}, "y", /*nchw=*/true);
-  Vec want(size_t(COg * G * OH * OW));
-  for (int64_t o = 0; o < COg * G; ++o)
-    for (int64_t i = 0; i < OH * OW; ++i) want[size_t(o * OH * OW + i)] = b[size_t(o)];
-  const int64_t CIg = CI / G;
-  uint64_t macs = 0;
-  for (int64_t ci = 0; ci < CI; ++ci)
-    for (int64_t iy = 0; iy < H; ++iy)
-      for (int64_t ix = 0; ix < W; ++ix)
-        for (int64_t og = 0; og < COg; ++og)
-          for (int64_t kh = 0; kh < K; ++kh)
-            for (int64_t kw = 0; kw < K; ++kw) {
-              int64_t oy = iy * S - P + kh, ox = ix * S - P + kw, o = ci / CIg * COg + og;
-              if (oy < 0 || ox < 0 || oy >= OH || ox >= OW) continue;
-              want[size_t((o * OH + oy) * OW + ox)] +=
-                  x[size_t((ci * H + iy) * W + ix)] * w[size_t(((ci * COg + og) * K + kh) * K + kw)];
-              ++macs;
-            }
-  expect_close(got, want, tolerance(0.03));
-  // Useful MACs are the definition's products, not the equivalent convolution's taps on the
-  // zeros between the spread input's pixels (3.4 times as many here).
-  CompileResult r = compile_onnx(path, config::load_preset(preset()), options());
-  uint64_t counted = 0;  // the spread's row and the convolution's
-  for (const LayerBound& b : r.bounds) counted += b.layer == "up" ? b.macs : 0;
-  EXPECT_EQ(counted, macs);
+  // A ConvTranspose of CI -> COg x G channels on a 4x5 image against the scatter loop of its
+  // ONNX definition: outputs, and useful MACs as the loop's products.
+  auto expect_as_defined = [&](int64_t CI, int64_t COg, int64_t G, int64_t K, int64_t S, int64_t P, int64_t OP) {
+    const int64_t H = 4, W = 5;
+    const int64_t OH = (H - 1) * S + K - 2 * P + OP, OW = (W - 1) * S + K - 2 * P + OP;
+    OnnxBuilder m;
+    m.input("x", {1, CI, H, W});
+    auto& w = m.init("w", {CI, COg, K, K}, 0.4f);
+    auto& b = m.init("b", {COg * G}, 0.2f);
+    auto* ct = m.node("ConvTranspose", "up", {"x", "w", "b"}, {"y"});
+    OnnxBuilder::attr(ct, "strides", std::vector<int64_t>{S, S});
+    OnnxBuilder::attr(ct, "pads", std::vector<int64_t>{P, P, P, P});
+    OnnxBuilder::attr(ct, "output_padding", std::vector<int64_t>{OP, OP});
+    OnnxBuilder::attr(ct, "group", G);
+    m.output("y", {1, COg * G, OH, OW});
+    auto path = m.save("vtpu_convtranspose_" + id() + ".onnx");
+    Vec x = uniform_values(size_t(CI * H * W), 61, 700.0f);
+    Vec got = compile_and_run(path, {{"x", x}}, "y", /*nchw=*/true);
+    Vec want(size_t(COg * G * OH * OW));
+    for (int64_t o = 0; o < COg * G; ++o)
+      for (int64_t i = 0; i < OH * OW; ++i) want[size_t(o * OH * OW + i)] = b[size_t(o)];
+    const int64_t CIg = CI / G;
+    uint64_t macs = 0;
+    for (int64_t ci = 0; ci < CI; ++ci)
+      for (int64_t iy = 0; iy < H; ++iy)
+        for (int64_t ix = 0; ix < W; ++ix)
+          for (int64_t og = 0; og < COg; ++og)
+            for (int64_t kh = 0; kh < K; ++kh)
+              for (int64_t kw = 0; kw < K; ++kw) {
+                int64_t oy = iy * S - P + kh, ox = ix * S - P + kw, o = ci / CIg * COg + og;
+                if (oy < 0 || ox < 0 || oy >= OH || ox >= OW) continue;
+                want[size_t((o * OH + oy) * OW + ox)] +=
+                    x[size_t((ci * H + iy) * W + ix)] * w[size_t(((ci * COg + og) * K + kh) * K + kw)];
+                ++macs;
+              }
+    expect_close(got, want, tolerance(0.03));
+    // Useful MACs are the definition's products, not the equivalent convolution's taps on the
+    // zeros between the spread input's pixels (3.4 times as many in the 3x3 case).
+    CompileResult r = compile_onnx(path, config::load_preset(preset()), options());
+    uint64_t counted = 0;  // the spread's row and the convolution's
+    for (const LayerBound& b : r.bounds) counted += b.layer == "up" ? b.macs : 0;
+    EXPECT_EQ(counted, macs);
+  };
+  // 3x3 of stride 2, two groups, output padding: a convolution of the spread input.
+  expect_as_defined(10, 6, 2, 3, 2, 1, 1);
+  // 2x2 of stride 2 (a detector's upsampling head): phases of 1x1 convolutions through HBM
+  // however large the buffer (pipeline/band_subpixel.cpp, phases_through_hbm).
+  expect_as_defined(10, 6, 1, 2, 2, 0, 0);
 }
 
 // A "same" convolution whose kernel reaches past a narrow image (5x5 on 3x1 pixels, pads 2;
