@@ -132,6 +132,11 @@ std::optional<CompileResult> chunks_of(const std::filesystem::path& model, const
                               fmt::format("{} (the batch of {} does not fit the unified buffer whole; this is with it "
                                           "in {} chunks of {})",
                                           e.what(), batch, passes, n));
+      // An instruction-set limit the chunks' program meets (a recurrent model's 4,096 vector
+      // parameters): the whole batch's error stands, with this one as the reason.
+      if (!fit && n != batch)
+        throw DoesNotFitError(whole.key(), whole.needed(), whole.available(),
+                              fmt::format("{} (in {} chunks of {}: {})", whole.what(), passes, n, e.what()));
       throw;
     }
     // In bands: too long a program (smaller bands would only be longer), or another of the
