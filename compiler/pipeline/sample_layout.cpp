@@ -41,7 +41,7 @@ int64_t product(const std::vector<int64_t>& d, size_t from, size_t to) {
 
 class SampleLayout {
  public:
-  SampleLayout(int64_t batch) : B_(batch) {}
+  explicit SampleLayout(int64_t batch) : B_(batch) {}
 
   // "" when the samples stay apart in every op, else why not.
   std::string run(mlir::func::FuncOp fn) {
