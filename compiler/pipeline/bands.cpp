@@ -690,9 +690,6 @@ bool has_images(mlir::func::FuncOp fn) {
 }
 
 size_t phases_through_hbm(mlir::func::FuncOp fn, const config::Config& cfg, bool int8, std::map<const void*, float>& scales) {
-  bool spread = false;
-  fn.walk([&](tpu::ZeroInsertOp) { spread = true; });
-  if (!spread) return 0;
   return bands::BandPlanner(fn, cfg, int8, cfg.core.unified_buffer.bytes, scales, false, true).run();
 }
 

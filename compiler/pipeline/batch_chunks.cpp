@@ -7,6 +7,7 @@
 // otherwise the whole batch's error stands (why_samples_mix says why).
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 #include <optional>
 #include <set>
@@ -38,8 +39,10 @@ void scale_bounds(std::vector<LayerBound>& bounds, int64_t passes, int64_t batch
   }
 }
 
+int64_t batch_of(mlir::func::FuncOp fn) { return fn.getNumArguments() ? std::max<int64_t>(dim0(fn.getArgument(0)), 0) : 0; }
+
 int64_t chunkable_batch(mlir::func::FuncOp fn) {
-  const int64_t batch = fn.getNumArguments() ? dim0(fn.getArgument(0)) : 0;
+  const int64_t batch = batch_of(fn);
   return batch > 1 && why_samples_mix(fn, batch).empty() ? batch : 0;
 }
 

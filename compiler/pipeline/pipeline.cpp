@@ -164,8 +164,7 @@ CompileResult generate_or_split(mlir::ModuleOp module, const std::filesystem::pa
   } catch (const DoesNotFitError& e) {
     // The whole batch does not fit the unified buffer: in chunks, if its samples stay apart.
     auto fn = module.lookupSymbol<mlir::func::FuncOp>("main");
-    auto first = fn.getNumArguments() ? mlir::cast<mlir::RankedTensorType>(fn.getArgument(0).getType()) : nullptr;
-    int64_t batch = first && first.getRank() ? first.getShape()[0] : 0;
+    const int64_t batch = batch_of(fn);
     if (e.key() != "core.unified_buffer.bytes") throw;
     bool bands = has_images(fn);
     if (why_samples_mix(fn, batch).empty()) return compile_in_chunks(model, cfg, options, generating, batch, ordered, e, bands);

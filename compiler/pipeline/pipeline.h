@@ -107,8 +107,9 @@ std::string why_samples_mix(mlir::func::FuncOp fn, int64_t batch);
 // The second look why_samples_mix takes when its rules refuse (sample_layout.cpp): where each
 // value holds the samples (a recurrent layer's time-major rows), "" when no op mixes them.
 std::string why_samples_mix_by_layout(mlir::func::FuncOp fn, int64_t batch);
-// The batch of @main (its first input's first dimension) when it can run in chunks of it
-// (why_samples_mix is empty), else 0.
+// The batch of @main: its first input's first dimension (0 without inputs or for a scalar).
+int64_t batch_of(mlir::func::FuncOp fn);
+// batch_of(fn) when @main can run in chunks of it (why_samples_mix is empty), else 0.
 int64_t chunkable_batch(mlir::func::FuncOp fn);
 // Bounds of code for `chunk` samples that runs `passes` times (chunks, micro-batches) over a
 // batch of `batch` (passes x chunk, or fewer when the last pass is padded) as the batch's.
@@ -161,7 +162,7 @@ size_t split_into_bands(mlir::func::FuncOp fn, const config::Config& cfg, bool i
 // phases of 1x1 convolutions with their outputs in HBM (band_subpixel.cpp), even where every
 // image fits the unified buffer: the spread form the importer makes multiplies s x s times as
 // many pixels, three quarters of them inserted zeros. Nothing else moves. Returns how many
-// layers were rewritten (0: none in the model).
+// layers were rewritten (0: none in the model, which is then left as it was).
 size_t phases_through_hbm(mlir::func::FuncOp fn, const config::Config& cfg, bool int8, std::map<const void*, float>& scales);
 // A matmul whose result (a model output) is larger than half of `budget`, with the row-wise
 // ops after it, in bands of rows stored into the output in HBM (matmul_rows.cpp). Returns
