@@ -77,8 +77,9 @@ uint64_t Codegen::hbm_const(std::vector<uint8_t> bytes) {
   return at;
 }
 
-// Identical descriptors and parameters are shared (each table holds 4096 at most): the
-// name of `body`'s entry, declared with `directive` the first time.
+// Identical descriptors and parameters are shared (the tables hold isa::kMaxDescriptors and
+// isa::kMaxVectorParams at most): the name of `body`'s entry, declared with `directive` the
+// first time.
 std::string Codegen::intern(std::map<std::string, std::string>& names, const char* prefix, const char* directive,
                             const std::string& body) {
   auto it = names.find(body);
@@ -90,19 +91,19 @@ std::string Codegen::intern(std::map<std::string, std::string>& names, const cha
 }
 
 std::string Codegen::new_desc(const std::string& body) {
-  // A program in row bands that fills the instruction set's descriptor table (4096) is
+  // A program in row bands that fills the instruction set's descriptor table is
   // refused here rather than once the whole program has been generated (assemble() says the
   // same for any program).
-  if (!band_shapes_.empty() && desc_names_.size() >= 4096 && !desc_names_.count(body))
-    throw DoesNotFitError(kProgramSizeKey, desc_names_.size() + 1, 4096,
-                          fmt::format("in row bands the program needs more than 4096 DMA descriptors (at '{}'); use a "
+  if (!band_shapes_.empty() && desc_names_.size() >= isa::kMaxDescriptors && !desc_names_.count(body))
+    throw DoesNotFitError(kProgramSizeKey, desc_names_.size() + 1, isa::kMaxDescriptors,
+                          fmt::format("in row bands the program needs more than {} DMA descriptors (at '{}'); use a "
                                       "config with a larger unified buffer",
-                                      current_layer_));
+                                      isa::kMaxDescriptors, current_layer_));
   return intern(desc_names_, "d", ".desc", body);
 }
 
 // One unified-buffer copy of `shape` ("bytes=... [dim=[...]]"). The addresses go in
-// registers, so copies of one shape share a descriptor (the table holds 4096).
+// registers, so copies of one shape share a descriptor (the table is finite).
 void Codegen::ub_copy(uint64_t src, uint64_t dst, const std::string& shape) {
   std::string d = new_desc(shape);
   code("  " + emit::li(reg(1), int64_t(src)) + " || " + emit::li(reg(2), int64_t(dst)));

@@ -149,7 +149,8 @@ void Assembler::desc_directive(const Token& n, const std::vector<std::pair<std::
     }
   });
   if (!has_bytes) throw LineError{n.loc, fmt::format(".desc {} needs bytes=N (contiguous bytes per row)", n.text)};
-  if (prog_.descriptors.size() >= (1u << 12)) throw LineError{n.loc, "more than 4096 descriptors"};
+  if (prog_.descriptors.size() >= kMaxDescriptors)
+    throw LineError{n.loc, fmt::format("more than {} descriptors", kMaxDescriptors)};
   descs_[n.text] = uint32_t(prog_.descriptors.size());
   prog_.descriptors.push_back(std::move(d));
 }
@@ -189,7 +190,8 @@ void Assembler::vparam_directive(const Token& n, const std::vector<std::pair<std
              else if (k == "pool_stride") p.pool_stride = int32_t(int_of(v, "pool_stride", 0, INT32_MAX));
            });
   if (p.min > p.max) throw LineError{n.loc, fmt::format(".vparam {}: min {} is greater than max {}", n.text, p.min, p.max)};
-  if (prog_.params.size() >= (1u << 12)) throw LineError{n.loc, "more than 4096 vector params"};
+  if (prog_.params.size() >= kMaxVectorParams)
+    throw LineError{n.loc, fmt::format("more than {} vector params", kMaxVectorParams)};
   params_[n.text] = uint32_t(prog_.params.size());
   prog_.params.push_back(std::move(p));
 }

@@ -55,9 +55,13 @@ std::string upper(std::string_view s) {
 std::string generate_markdown_reference() {
   const IsaTable& t = table();
   std::string o;
+  std::string padding = t.used_bits + 1 == kBundleBits ? fmt::format("Bit {} is padding and must be zero.", t.used_bits)
+                        : t.used_bits < kBundleBits
+                            ? fmt::format("Bits {}..{} are padding and must be zero.", t.used_bits, kBundleBits - 1)
+                            : std::string("Every bit is used.");
   o += fmt::format("### Bundle layout\n\nA bundle is {} bits ({} bytes), stored as {} little-endian 64-bit words; "
-                   "bit 0 is the least significant bit of word 0. Bits {}..{} are padding and must be zero.\n\n",
-                   kBundleBits, kBundleBytes, kBundleWords, t.used_bits, kBundleBits - 1);
+                   "bit 0 is the least significant bit of word 0. {}\n\n",
+                   kBundleBits, kBundleBytes, kBundleWords, padding);
   o += "| bits | slot | width | purpose |\n|---|---|---|---|\n";
   o += fmt::format("| {}..{} | tag | {} | index into the program's tag table (0 = untagged) |\n", t.tag_lsb,
                    t.tag_lsb + kTagBits - 1, kTagBits);

@@ -81,7 +81,7 @@ IsaTable build() {
         reg("rs2", "second source register"), simm("imm", 32, "32-bit signed immediate")},
        0, 0, "scalar slot 1: same operations as s0"},
       {SlotId::Dma, SlotClass::Dma, "dma",
-       {opcode_field(4), typed("desc", 12, FieldKind::Desc, "DMA descriptor index"),
+       {opcode_field(4), typed("desc", kDmaDescBits, FieldKind::Desc, "DMA descriptor index"),
         reg("src", "register holding the source base address (bytes)"),
         reg("dst", "register holding the destination base address (bytes)"),
         flag("flag", "sync flag incremented when the whole transfer has landed"),
@@ -117,7 +117,7 @@ IsaTable build() {
         uimm("rows", 16, "number of rows processed", 1),
         enumf("dt", 3, dt, "source data type"), enumf("odt", 3, dt, "result data type"),
         boolf("bcast", "1 reuses the first row of b for every row"),
-        typed("param", 12, FieldKind::Param, "vector parameter table index"),
+        typed("param", kVecParamBits, FieldKind::Param, "vector parameter table index"),
         flag("flag", "sync flag incremented when the last row is written")},
        0, 0, "vector unit: elementwise arithmetic, requantization, conversions, activation "
              "functions, pooling windows and row reductions over whole rows"},

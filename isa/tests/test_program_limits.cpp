@@ -1,6 +1,7 @@
 // Hostile containers (issue 19): every address and size is bounded (program.h,
 // kMaxAddressBytes), so nothing downstream wraps around 2^64; names that listings refer to
 // are unique; and what `vtpu disasm` writes assembles back to the same program.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include "vtpu/isa/assembler.h"
@@ -138,6 +139,46 @@ TEST(ProgramLimits, DescriptorSizesAreBounded) {
   p.descriptors[0].bytes = 4;
   p.descriptors[0].dims = {{0xffffffffu, 4, 4}};
   EXPECT_EQ(read_back(p), "ok");
+}
+
+// The descriptor and vector parameter tables hold as many entries as their 14-bit fields
+// name (they were 4,096 with 12-bit fields): the last entry is reachable from a bundle and
+// survives encoding and the container; one more is refused where it is declared; the ICI
+// slot's 12-bit descriptor field names only the first 4,096.
+TEST(ProgramLimits, TablesHoldAsManyEntriesAsTheirFieldsName) {
+  ASSERT_EQ(kMaxDescriptors, 16384u);
+  ASSERT_EQ(kMaxVectorParams, 16384u);
+  auto tables = [](unsigned descs, unsigned params) {
+    std::string s = ".tensor x role=input dtype=fp32 shape=[1, 4] addr=0x0\n";
+    for (unsigned i = 0; i < descs; ++i) s += fmt::format(".desc d{} bytes={}\n", i, 4 + 4 * (i % 4));
+    for (unsigned i = 0; i < params; ++i) s += fmt::format(".vparam p{} scale=[{}]\n", i, i);
+    return s;
+  };
+  std::string src = tables(kMaxDescriptors, kMaxVectorParams) +
+                    "  dma.load desc=d16383 src=r0 dst=r0 flag=f1\n  wait f1\n"
+                    "  vec.affine dst=ub[r0+0] a=ub[r0+0] rows=1 dt=fp32 param=p16383 flag=f2\n  wait f2\n  halt\n";
+  Program p = assemble(src, "full_tables.s");
+  ASSERT_EQ(p.descriptors.size(), size_t(kMaxDescriptors));
+  ASSERT_EQ(p.params.size(), size_t(kMaxVectorParams));
+  Program back = deserialize(serialize(p), "full_tables.vtpu");
+  std::vector<Bundle> code = decode_program(back);
+  EXPECT_EQ(field(code.at(0).at(SlotId::Dma), SlotId::Dma, "desc"), 16383);
+  EXPECT_EQ(field(code.at(2).at(SlotId::Vector), SlotId::Vector, "param"), 16383);
+  EXPECT_EQ(back.params.at(16383).scale, std::vector<float>{16383.0f});
+  EXPECT_EQ(back.descriptors.at(16383).bytes, 16u);
+  auto refused = [](const std::string& text) -> std::string {
+    try {
+      assemble(text, "over.s");
+      return "assembled";
+    } catch (const AsmError& e) {
+      return e.what();
+    }
+  };
+  EXPECT_NE(refused(tables(kMaxDescriptors + 1, 0) + "  halt\n").find("more than 16384 descriptors"), std::string::npos);
+  EXPECT_NE(refused(tables(1, kMaxVectorParams + 1) + "  halt\n").find("more than 16384 vector params"), std::string::npos);
+  std::string ici = tables(4097, 0) + "  ici.send desc=d4096 src=r0 dst=r0 chip=r0 flag=f1\n  halt\n";
+  EXPECT_NE(refused(ici).find("field 'desc' = 4096 out of range [0, 4095]"), std::string::npos) << refused(ici);
+  EXPECT_EQ(refused(tables(4096, 0) + "  ici.send desc=d4095 src=r0 dst=r0 chip=r0 flag=f1\n  halt\n"), "assembled");
 }
 
 }  // namespace

@@ -242,7 +242,7 @@ module vtpu_core import vtpu_isa_pkg::*; #(
                   (mxw_op != '0 && 32'(b[MXW_MXU_LSB +: 3]) >= MXUS) || (mxm_op != '0 && 32'(b[MXM_MXU_LSB +: 3]) >= MXUS) ||
                   (dma_op != '0 && 32'(dma_op) == OP_DMA_DMA_WFIFO && 32'(b[DMA_UNIT_LSB +: 3]) >= MXUS) ||
                   (32'(ctl_op) > OP_CTL_LOOP) ||
-                  (vec_op != '0 && b[VEC_PARAM_LSB +: 12] >= 12'(PARAM_ENTRIES));
+                  (vec_op != '0 && 32'(b[VEC_PARAM_LSB +: VEC_PARAM_WIDTH]) >= PARAM_ENTRIES);
   end
 
   assign issue = rst_n && !halted && error == 4'd0 && !unsupported && bubble == 32'd0 &&
@@ -498,7 +498,7 @@ module vtpu_core import vtpu_isa_pkg::*; #(
     .desc_we(desc_we), .desc_waddr(desc_waddr), .desc_wdata(desc_wdata),
     .is_op(dma_op), .can_accept(dma_can), .fire(issue && dma_op != '0),
     .src_base(rd_reg(b[DMA_SRC_LSB +: 5])), .dst_base(rd_reg(b[DMA_DST_LSB +: 5])),
-    .desc_idx(b[DMA_DESC_LSB +: 12]), .unit(b[DMA_UNIT_LSB +: 3]), .flag(b[DMA_FLAG_LSB +: 6]), .pc(pc),
+    .desc_idx(b[DMA_DESC_LSB +: DMA_DESC_WIDTH]), .unit(b[DMA_UNIT_LSB +: 3]), .flag(b[DMA_FLAG_LSB +: 6]), .pc(pc),
     .inc_valid(dma_inc), .inc_flag(dma_inc_flag), .idle(dma_idle),
     .wf_avail(wf_avail), .wf_k(wf_k), .wf_n(wf_n), .wf_pop(wf_pop), .wf_pop_pending(wf_pop_pending),
     .wf_row(wf_row), .wf_data(wf_data),
@@ -531,7 +531,7 @@ module vtpu_core import vtpu_isa_pkg::*; #(
     .odt((32'(vec_op) == OP_VEC_VEC_RESCALE || 32'(vec_op) == OP_VEC_VEC_ADDRESCALE || 32'(vec_op) == OP_VEC_VEC_CVT ||
           32'(vec_op) == OP_VEC_VEC_RSUM)
          ? v_odt_f : v_dt_f),
-    .param(b[VEC_PARAM_LSB +: 12]),
+    .param(b[VEC_PARAM_LSB +: VEC_PARAM_WIDTH]),
     .a_acc(b[VEC_A_MEM_LSB]), .a_addr(v_a), .b_acc(b[VEC_B_MEM_LSB]), .b_addr(v_b),
     .d_acc(b[VEC_DST_MEM_LSB]), .d_addr(v_d), .rows(b[VEC_ROWS_LSB +: 16]),
     .bcast(b[VEC_BCAST_LSB]), .flag(b[VEC_FLAG_LSB +: 6]), .pc(pc),

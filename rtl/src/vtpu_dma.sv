@@ -58,7 +58,7 @@ module vtpu_dma import vtpu_isa_pkg::*; #(
   input  logic                 fire,
   input  logic [31:0]          src_base,
   input  logic [31:0]          dst_base,
-  input  logic [11:0]          desc_idx,
+  input  logic [DMA_DESC_WIDTH-1:0] desc_idx,
   input  logic [2:0]           unit,       // dma.wfifo: the MXU whose FIFO it fills
   input  logic [5:0]           flag,
   input  logic [23:0]          pc,
@@ -290,8 +290,8 @@ module vtpu_dma import vtpu_isa_pkg::*; #(
 
   logic [DESC_BITS-1:0] d;
   assign d = desc_mem[s_desc[q_slot[q_head]]];
-  logic [5:0] unused_desc_idx;
-  assign unused_desc_idx = desc_idx[11:6];
+  logic unused_desc_idx;  // indices past the table are refused by the harness's loader
+  assign unused_desc_idx = ^desc_idx[DMA_DESC_WIDTH-1:DW];
 
   always_ff @(posedge clk) begin
     if (!rst_n) begin

@@ -56,7 +56,7 @@ module vtpu_vector import vtpu_isa_pkg::*, vtpu_num_pkg::*, vtpu_vec_table_pkg::
   input  logic [5:0]         op,
   input  logic [2:0]         dt,
   input  logic [2:0]         odt,     // result type (vec.rescale, vec.cvt; else dt)
-  input  logic [11:0]        param,
+  input  logic [VEC_PARAM_WIDTH-1:0] param,
   input  logic               a_acc,
   input  logic [31:0]        a_addr,
   input  logic               b_acc,
@@ -124,7 +124,7 @@ module vtpu_vector import vtpu_isa_pkg::*, vtpu_num_pkg::*, vtpu_vec_table_pkg::
   assign e_odt   = fire ? odt : v_odt;
   assign e_param = fire ? PW'(param) : v_param;
   logic unused_param;  // indices past the RAM are refused by the core
-  assign unused_param = ^param[11:PW];
+  assign unused_param = ^param[VEC_PARAM_WIDTH-1:PW];
   assign e_aacc  = fire ? a_acc : v_aacc;
   assign e_bacc  = fire ? b_acc : v_bacc;
   assign e_dacc  = fire ? d_acc : v_dacc;

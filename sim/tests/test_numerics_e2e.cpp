@@ -202,6 +202,36 @@ TEST(SimNumerics, AddRescaleIsTheBiasAddThenTheRescaleInOnePass) {
   EXPECT_NE(run_asm("tiny-4x4", int8_rows, report, in).find("vec.addrescale adds int32 rows, not dt=int8"), std::string::npos);
 }
 
+// The last entries of full descriptor and vector parameter tables (16,384 each, their
+// 14-bit fields' reach) are the ones the simulator uses: a field cut to 12 bits would read
+// entry 4095 (scale 4095) instead.
+TEST(SimNumerics, TheLastEntriesOfFullTablesAreTheOnesUsed) {
+  std::string src = ".tensor X role=input dtype=fp32 shape=[1, 4] addr=0x0\n"
+                    ".tensor Y role=output dtype=fp32 shape=[1, 4] addr=0x100\n";
+  for (unsigned i = 0; i < isa::kMaxDescriptors; ++i)
+    src += i + 1 < isa::kMaxDescriptors ? fmt::format(".desc d{} bytes=16\n", i)
+                                       : fmt::format(".desc d{} bytes=16 src_off=0x40 dst_off=0x100\n", i);
+  for (unsigned i = 0; i < isa::kMaxVectorParams; ++i) src += fmt::format(".vparam p{} scale=[{}] bias=[0.5]\n", i, i);
+  src += R"(
+      dma.load desc=d0 src=r0 dst=r0 flag=f1
+      wait f1
+      vec.affine dst=ub[r0+64] a=ub[r0+0] rows=1 dt=fp32 param=p16383 flag=f2
+      wait f2
+      dma.store desc=d16383 src=r0 dst=r0 flag=f3
+      wait f3
+      halt
+  )";
+  const float x[4] = {1.0f, -2.0f, 0.25f, 3.0f};
+  std::vector<uint8_t> in(sizeof x);
+  std::memcpy(in.data(), x, sizeof x);
+  std::string got = run_asm("tiny-4x4", src, [](const RunResult& r) { return hex(r.outputs.at("Y")); }, {{"X", in}});
+  float y[4];
+  for (int i = 0; i < 4; ++i) y[i] = x[i] * 16383.0f + 0.5f;
+  std::vector<uint8_t> want(sizeof y);
+  std::memcpy(want.data(), y, sizeof y);
+  EXPECT_EQ(got, hex(want));
+}
+
 // Random GEMMs tiled over the array by a small program generator, on several presets.
 std::string tiled_gemm_program(uint32_t R, uint32_t C, uint32_t M, uint32_t K, uint32_t N, uint64_t fifo) {
   // Layout: A (M x K, int8, row-major) at 0; W (K x N) at 1 MiB; Y (M x N int32) at 2 MiB.

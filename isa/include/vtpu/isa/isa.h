@@ -25,6 +25,15 @@ inline constexpr unsigned kNumFlags = 64;       // f0 means "no flag"
 inline constexpr unsigned kMaxDmaDims = 3;      // outer dimensions of a DMA descriptor
 inline constexpr unsigned kMxuIndexBits = 3;    // the mxu fields: a config may have up to 8 MXUs
 inline constexpr unsigned kMaxMxus = 1u << kMxuIndexBits;
+// The tables a program declares (.desc, .vparam) hold as many entries as the fields that
+// index them can name: 16384 each. Both fields were 12 bits (4096 entries) until a model's
+// step-wise requantization and a small buffer's bands needed more; they took 4 of the 5
+// padding bits. The ICI slot's descriptor field keeps 12 bits: its transfers name one of the
+// table's first 4096 descriptors.
+inline constexpr unsigned kDmaDescBits = 14;
+inline constexpr unsigned kVecParamBits = 14;
+inline constexpr unsigned kMaxDescriptors = 1u << kDmaDescBits;
+inline constexpr unsigned kMaxVectorParams = 1u << kVecParamBits;
 
 // Ici is last: it was added in bits that were padding, so older programs encode the same.
 enum class SlotId : uint8_t { S0, S1, Dma, MxuWeight, MxuMatmul, Vector, Control, Ici };

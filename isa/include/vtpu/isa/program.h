@@ -17,7 +17,7 @@
 namespace vtpu::isa {
 
 inline constexpr char kMagic[4] = {'V', 'T', 'P', 'U'};
-inline constexpr uint16_t kFormatVersion = 2;
+inline constexpr uint16_t kFormatVersion = 3;  // 3: 14-bit descriptor and param fields
 // Every address, offset and size in a container is below 2^48 bytes (256 TiB, more than any
 // memory a config describes), so an address plus a size can never wrap around 2^64.
 inline constexpr uint64_t kMaxAddressBytes = uint64_t(1) << 48;
