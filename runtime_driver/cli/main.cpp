@@ -270,6 +270,7 @@ struct RunArgs {
   int64_t micro_batches = 0;
   bool no_baseline = false;
   std::string reference = "auto";
+  uint64_t max_cycles = sim::SimOptions{}.max_cycles;
 };
 
 struct CompareArgs {
@@ -344,6 +345,7 @@ int cmd_run(RunArgs a) {
   opt.calibration_percentile = a.calibration_percentile;
   opt.rnn_schedule = rnn_schedule_of(a.rnn_schedule);
   opt.seed = a.seed;
+  opt.max_cycles = a.max_cycles;
   opt.check = a.check || a.reference != "auto";
   opt.check_reference = a.reference;
   opt.record_trace = !a.trace.empty();
@@ -562,6 +564,9 @@ int main(int argc, char** argv) {
                       "NAME=FILE.npy, NAME=IMAGE[,IMAGE...] or NAME=FOLDER: INT8 calibration data for every input (repeatable; as for "
                       "compile); default: seeded random");
   run_cmd->add_option("--seed", run_args.seed, "seed for generated inputs")->capture_default_str();
+  run_cmd->add_option("--max-cycles", run_args.max_cycles, "stop with an error past this many cycles")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
   run_cmd->add_option("--output-dir", run_args.output_dir, "write every output as NAME.npy (float32) here");
   run_cmd->add_option("--report", run_args.report, "write the JSON report here");
   auto* run_csv = run_cmd->add_option("--csv", run_args.csv, "write the per-layer table as CSV here");
