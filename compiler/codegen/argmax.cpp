@@ -41,7 +41,7 @@ void Codegen::gen_argmax(tpu::ArgMaxOp op) {
   uint64_t K = x.features, rows = x.rows, row32 = R_ * 4;
   if (K >= (uint64_t(1) << 24)) throw CompileError(fmt::format("node '{}': ArgMax over {} values exceeds 2^24", layer, K));
   Act v = fp32_twin(x, layer, "values", true, q8_ ? std::optional<double>(scale(op.getInput())) : std::nullopt);
-  uint64_t span = align_up(rows * row32, 64);
+  uint64_t span = align_up(rows * row32, block_align_);
   uint64_t work = ub_take(3 * span + x.blocks * row32, fmt::format("the fp32 work rows of '{}'", layer));
   uint64_t mx = work, tmp = work + span, best = work + 2 * span, masks = work + 3 * span;
   std::vector<uint8_t> mask(x.blocks * row32);

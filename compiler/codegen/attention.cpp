@@ -134,7 +134,7 @@ void Codegen::make_head_transpose(tpu::ReshapeOp op, const Act& x) {
   uint64_t B = uint64_t(xs[0]), S = uint64_t(xs[1]), H = uint64_t(ys[2]), d = uint64_t(ys[3]);
   Act y0 = new_act(shape_of(tp.getOutput()), fmt::format("the output of '{}'", layer));
   auto twin_bytes = [&](uint64_t n) {
-    return x.blocks * align_up(n * S * R_ * 4, 64) + y0.blocks * align_up(n * H * d * R_ * 4, 64);
+    return x.blocks * align_up(n * S * R_ * 4, block_align_) + y0.blocks * align_up(n * H * d * R_ * 4, block_align_);
   };
   uint64_t per = B;
   while (per > 1 && twin_bytes(per) > ub_.largest_free()) per = (per + 1) / 2;
@@ -156,7 +156,7 @@ void Codegen::make_head_transpose(tpu::ReshapeOp op, const Act& x) {
     if (S % R_) {
       yt = fp32_twin(yv, layer, "transpose copies", false);  // zeros on the padding lanes
     } else {  // the copies write every lane
-      yt.block_bytes = align_up(yv.rows * R_ * 4, 64);
+      yt.block_bytes = align_up(yv.rows * R_ * 4, block_align_);
       yt.base = ub_take(yt.bytes(), fmt::format("the fp32 transpose copies of '{}'", layer));
     }
     // Output row (b, h, e) holds lanes s = x's rows (b, s), lane h * d + e: one copy per

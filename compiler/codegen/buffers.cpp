@@ -83,7 +83,7 @@ uint64_t UbAllocator::largest_free() const {
 Act Codegen::fp32_twin(const Act& a, const std::string& layer, const std::string& what, bool convert,
               std::optional<double> rescale) {
   Act t = a;
-  t.block_bytes = align_up(a.rows * R_ * 4, 64);
+  t.block_bytes = align_up(a.rows * R_ * 4, block_align_);
   t.base = ub_take(t.bytes(), fmt::format("the fp32 {} of '{}'", what, layer));
   if (!convert) {
     clear(t.base, t.bytes());  // padding lanes stay zero
@@ -132,7 +132,7 @@ Act Codegen::act_layout(const std::vector<int64_t>& shape) const {
   a.features = shape.empty() ? 1 : uint64_t(shape.back());  // a scalar: one row of one feature
   a.rows = numel(shape) / a.features;
   a.blocks = ceil_div(a.features, R_);
-  a.block_bytes = align_up(a.rows * R_ * esz_, 64);
+  a.block_bytes = align_up(a.rows * R_ * esz_, block_align_);
   return a;
 }
 

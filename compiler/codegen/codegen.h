@@ -17,10 +17,20 @@ CompileResult generate_program(mlir::ModuleOp module, const config::Config& cfg,
 CompileResult generate_program(mlir::ModuleOp module, mlir::ModuleOp tail, const config::Config& cfg,
                                const CompileOptions& options, const std::map<const void*, float>& scales);
 
+// Where lane blocks start in the unified buffer: 64 bytes, or with
+// `options.compact_ub_blocks` the buffer's row (at least its alignment).
+uint64_t ub_block_alignment(const config::Config& cfg, const CompileOptions& options);
+
+// The unified-buffer bytes of @main's values (each once, in the options' lane-block layout;
+// one sample's rows of a value whose rows are a multiple of `batch`, as batch chunks of one
+// hold them): compared across layouts, what compact lane blocks would save.
+uint64_t values_bytes(mlir::ModuleOp module, const config::Config& cfg, const CompileOptions& options, int64_t batch);
+
 // Throws the unified-buffer error generate_program would give when the model's inputs
 // alone do not fit (checked before INT8 calibration, which is slow for big models).
 // `chunk_batch`: the batch when the model may run in chunks of it (why_samples_mix, empty):
-// then an input whose first dimension is that batch needs one sample's rows only.
+// then an input whose first dimension is that batch needs one sample's rows only. Inputs are
+// measured in compact lane blocks (the last attempt's); the error is the usual layout's.
 void check_inputs_fit(mlir::ModuleOp module, const config::Config& cfg, const CompileOptions& options, int64_t chunk_batch = 0);
 
 }  // namespace vtpu::compiler

@@ -225,13 +225,16 @@ class EmbeddingLookup;
 
 class Codegen {
  public:
-  // `compact_hbm`: HBM allocations on 64-byte boundaries instead of 4 KiB pages (see hbm_alloc).
-  // `compact_hbm`: allocations packed on 64-byte boundaries; `reuse_hbm`: an image in HBM
+  // `hbm_align`: where HBM allocations start, 4 KiB pages, or packed on 64 or 16 bytes when
+  // the pages do not fit (see hbm_alloc); `reuse_hbm`: an image in HBM
   // that its last band has been read from gives its bytes to later ones (bands.cpp).
-  Codegen(const config::Config& cfg, const CompileOptions& opt, std::map<const void*, float> scales, bool compact_hbm = false,
+  Codegen(const config::Config& cfg, const CompileOptions& opt, std::map<const void*, float> scales, uint64_t hbm_align = 4096,
           bool reuse_hbm = false);
   bool read_fp32(Value arg) const;
   void check_inputs_fit(mlir::ModuleOp module, int64_t chunk_batch);
+  // The unified-buffer bytes of @main's values in this layout, each counted once, with one
+  // sample's rows when their rows are a multiple of `batch`.
+  uint64_t values_bytes(mlir::ModuleOp module, int64_t batch) const;
   // `tail`: the model's last layers at the whole batch, run once after the chunk loop of
   // `module`'s (batch_chunks.cpp, "A tail at the whole batch").
   CompileResult run(mlir::ModuleOp module, mlir::ModuleOp tail = nullptr);
@@ -599,6 +602,9 @@ class Codegen {
   const config::Config& cfg_;
   FlagPlan flags_;  // the program's sync flags (flags.h)
   CompileOptions opt_;
+  // Where lane blocks and buffers start in the unified buffer: 64 bytes, or the buffer's own
+  // row (CompileOptions::compact_ub_blocks, ub_block_alignment).
+  uint64_t block_align_ = 64;
   UbAllocator ub_;
   uint32_t R_ = 0, C_ = 0;
   uint64_t esz_ = 2, acc_region_ = 0;

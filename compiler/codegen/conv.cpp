@@ -226,7 +226,7 @@ void Codegen::conv_output(tpu::Conv2DOp op, ConvPlan& p) {
   p.nreg = acc_regions(chunk_px), p.region_rows = cfg_.core.accumulators.rows / p.nreg;
   // INT8 adds through the accumulators need int32 slots (see conv_weights).
   p.int32_slots = q8_ && std::isinf(op.getClampMin().convertToDouble()) && std::isinf(op.getClampMax().convertToDouble());
-  p.slot = align_up(chunk_px * C_ * (p.int32_slots ? 4 : esz_), 64) + p.period;
+  p.slot = align_up(chunk_px * C_ * (p.int32_slots ? 4 : esz_), block_align_) + p.period;
   uint64_t slots = p.nreg * uint64_t(cfg_.core.mxu.count);
   p.fused = fusable_add(op, slots * p.slot);
   p.y = p.fused ? Act{} : out_act(op.getOutput(), fmt::format("the output of '{}'", layer));
@@ -256,7 +256,7 @@ void Codegen::conv_input(tpu::Conv2DOp op, ConvPlan& p) {
   if (p.padded) {
     // A depthwise convolution's padded copy one channel block at a time when the whole
     // copy does not fit (OCR networks' 5x5 depthwise layers of 200 channels on small buffers).
-    uint64_t block_bytes = align_up(c.N * Hp * Wp * R_ * esz_, 64);
+    uint64_t block_bytes = align_up(c.N * Hp * Wp * R_ * esz_, block_align_);
     p.pad_per_block = c.G > 1 && c.G == c.CI && c.CI == c.CO && R_ == C_ && x.blocks > 1 &&
                       x.blocks * block_bytes > ub_.largest_free();
     p.xp = new_act({int64_t(c.N), int64_t(Hp), int64_t(Wp), int64_t(p.pad_per_block ? std::min<uint64_t>(c.CI, R_) : c.CI)},

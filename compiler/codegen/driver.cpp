@@ -4,11 +4,12 @@
 
 namespace vtpu::compiler::codegen {
 
-Codegen::Codegen(const config::Config& cfg, const CompileOptions& opt, std::map<const void*, float> scales, bool compact_hbm,
+Codegen::Codegen(const config::Config& cfg, const CompileOptions& opt, std::map<const void*, float> scales, uint64_t hbm_align,
                  bool reuse_hbm)
-    : cfg_(cfg), flags_(FlagPlan::of(cfg)), opt_(opt), ub_(cfg.core.unified_buffer.bytes, 64), scales_(std::move(scales)),
+    : cfg_(cfg), flags_(FlagPlan::of(cfg)), opt_(opt), block_align_(ub_block_alignment(cfg, opt)),
+      ub_(cfg.core.unified_buffer.bytes, block_align_), scales_(std::move(scales)),
       reuse_hbm_(reuse_hbm) {
-  if (compact_hbm) hbm_align_ = 64;
+  hbm_align_ = hbm_align;
   R_ = cfg.core.mxu.rows;
   C_ = cfg.core.mxu.cols;
   if (R_ != C_)
@@ -49,6 +50,26 @@ void Codegen::check_inputs_fit(mlir::ModuleOp module, int64_t chunk_batch) {
     if (chunk_batch > 1 && shape[0] == chunk_batch) shape[0] = 1;  // batch chunks may run one sample at a time
     new_act(shape, "input '" + fn.getArgAttrOfType<mlir::StringAttr>(i, "vtpu.name").str() + "'");
   }
+}
+
+uint64_t Codegen::values_bytes(mlir::ModuleOp module, int64_t batch) const {
+  auto fn = module.lookupSymbol<mlir::func::FuncOp>("main");
+  if (!fn) throw InternalError("no func @main");
+  uint64_t sum = 0;
+  auto add = [&](Value v) {
+    auto t = mlir::dyn_cast<mlir::RankedTensorType>(v.getType());
+    if (!t || !t.hasStaticShape() || t.getNumElements() == 0) return;
+    std::vector<int64_t> shape = shape_of(v);
+    int64_t features = shape.empty() ? 1 : shape.back(), rows = t.getNumElements() / features;
+    if (batch > 1 && rows % batch == 0) shape = {rows / batch, features};  // one sample's rows
+    sum += act_layout(shape).bytes();
+  };
+  for (Value arg : fn.getArguments()) add(arg);
+  fn.walk([&](mlir::Operation* op) {
+    if (!mlir::isa<mlir::tosa::ConstOp>(op))
+      for (Value r : op->getResults()) add(r);
+  });
+  return sum;
 }
 
 CompileResult Codegen::run(mlir::ModuleOp module, mlir::ModuleOp tail) {
@@ -393,33 +414,60 @@ CompileResult generate_program(mlir::ModuleOp module, mlir::ModuleOp tail, const
                                const CompileOptions& options, const std::map<const void*, float>& scales) {
   codegen::plan_codegen(module, cfg, options.precision == Precision::Int8);
   if (tail) codegen::plan_codegen(tail, cfg, options.precision == Precision::Int8);
+  // Out of HBM with every allocation on its own 4 KiB page (small arrays' weight tiles are 16
+  // to 256 bytes each): again with them packed on 64-byte boundaries, then on 16 (a 4 x 4
+  // array's INT8 tile is 16 bytes). Only then, so programs that fit keep their layout.
+  auto packed = [&](bool reuse) {
+    for (uint64_t align : {uint64_t(64), uint64_t(16)}) {
+      try {
+        return codegen::Codegen(cfg, options, scales, align, reuse).run(module, tail);
+      } catch (const DoesNotFitError& e) {
+        if (e.key() != "memory.bytes" || align == 16) throw;
+      }
+    }
+    throw InternalError("unreachable");
+  };
   // A program in row bands (bands.cpp) is made for a buffer-starved chip: HBM packed from
   // the start rather than after a whole program's failed attempt.
   bool bands = false;
   module.walk([&](mlir::Operation* op) { bands |= op->hasAttr(tpu::kBandAttr); });
   if (bands) {
     try {
-      return codegen::Codegen(cfg, options, scales, true).run(module, tail);
+      return codegen::Codegen(cfg, options, scales, 64).run(module, tail);
     } catch (const DoesNotFitError& e) {
       // Out of HBM: again with the images in HBM reusing the bytes of those read for the last
       // time. Only then, so programs that fit keep their layout.
       if (e.key() != "memory.bytes") throw;
-      return codegen::Codegen(cfg, options, scales, true, true).run(module, tail);
+      return packed(true);
     }
   }
   try {
     return codegen::Codegen(cfg, options, scales).run(module, tail);
   } catch (const DoesNotFitError& e) {
-    // Out of HBM with every allocation on its own 4 KiB page (small arrays' weight tiles are
-    // 64 to 256 bytes each): again with them packed on 64-byte boundaries. Only then, so
-    // programs that fit keep their layout.
     if (e.key() != "memory.bytes") throw;
-    return codegen::Codegen(cfg, options, scales, true).run(module, tail);
+    return packed(false);
   }
 }
 
+uint64_t ub_block_alignment(const config::Config& cfg, const CompileOptions& options) {
+  if (!options.compact_ub_blocks) return 64;
+  const auto& u = cfg.core.unified_buffer;
+  return std::min<uint64_t>(64, std::max<uint64_t>(u.row_bytes, u.alignment_bytes));
+}
+
+uint64_t values_bytes(mlir::ModuleOp module, const config::Config& cfg, const CompileOptions& options, int64_t batch) {
+  return codegen::Codegen(cfg, options, {}).values_bytes(module, batch);
+}
+
 void check_inputs_fit(mlir::ModuleOp module, const config::Config& cfg, const CompileOptions& options, int64_t chunk_batch) {
-  codegen::Codegen(cfg, options, {}).check_inputs_fit(module, chunk_batch);
+  CompileOptions compact = options;
+  compact.compact_ub_blocks = true;
+  try {
+    codegen::Codegen(cfg, compact, {}).check_inputs_fit(module, chunk_batch);
+  } catch (const DoesNotFitError&) {
+    codegen::Codegen(cfg, options, {}).check_inputs_fit(module, chunk_batch);
+    throw;
+  }
 }
 
 }  // namespace vtpu::compiler

@@ -44,7 +44,7 @@ void Codegen::gen_add(tpu::AddOp op) {
   bool wide = q8_ && (scale(op.getLhs()) > sy || scale(op.getRhs()) > sy);
   uint64_t row_tmp = wide ? C_ * 4 : R_ * esz_,
            cr = std::min<uint64_t>({y.rows, std::max<uint64_t>(1, (1u << 20) / row_tmp), kMaxVectorRows});
-  uint64_t tmp = 0, tmp_bytes = align_up(cr * row_tmp, 64);
+  uint64_t tmp = 0, tmp_bytes = align_up(cr * row_tmp, block_align_);
   // vec.add reads y and the rescaled b together: the temporary starts one unified-buffer
   // bank after y's rows (mod the banks' period), so the two reads never share a bank.
   const auto& ubc = cfg_.core.unified_buffer;
@@ -157,7 +157,7 @@ void Codegen::gen_binary(tpu::BinaryOp op) {
   const uint64_t piece = q8_ ? std::clamp<uint64_t>((ub_.largest_free() - std::min<uint64_t>(ub_.largest_free(), 256)) / (2 * tmp_row), 1, y.rows) : kMaxVectorRows;
   if (q8_) {
     double sa = scale(op.getLhs()), sb = scale(op.getRhs()), sy = scale(op.getOutput());
-    tmp_bytes = y.rows <= piece ? (rescale_both ? y.block_bytes : y.rows * C_ * 4) : align_up(piece * tmp_row, 64);
+    tmp_bytes = y.rows <= piece ? (rescale_both ? y.block_bytes : y.rows * C_ * 4) : align_up(piece * tmp_row, block_align_);
     tmp = ub_take(2 * tmp_bytes, fmt::format("the rescaled operands of '{}'", layer));
     bool mul = op.getKind() == "mul";
     pa = new_param(fmt::format("scale=[{}]", mul ? sa * sb / sy : sa / sy));

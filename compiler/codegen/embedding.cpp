@@ -72,7 +72,7 @@ class EmbeddingLookup {
   // The one-hot rows of a single id must fit before the table is tiled (a large table on a
   // small config fails here, quickly, with the unified buffer's error).
   void one_fits() {
-    if (uint64_t one = kt_ * align_up(R_ * esz_, 64) + (nm_ + 2) * align_up(C_ * 4, 64); cg_.ub_.largest_free() < one)
+    if (uint64_t one = kt_ * align_up(R_ * esz_, cg_.block_align_) + (nm_ + 2) * align_up(C_ * 4, cg_.block_align_); cg_.ub_.largest_free() < one)
       cg_.ub_take(one, fmt::format("the one-hot rows of '{}' (1 id x {} table rows)", layer_, V_));
   }
 
@@ -168,7 +168,7 @@ class EmbeddingLookup {
     // accumulators hold.
     uint64_t per_row = kt_ * R_ * esz_ + (ks_ + 2) * row32_ + (nb_ - nt_) * R_ * esz_;
     chunk_ = std::min<uint64_t>({S_, 8192, acc_rows_, std::max<uint64_t>(1, cg_.ub_.largest_free() / 2 / per_row)});
-    pb_ = align_up(chunk_ * R_ * esz_, 64);  // one lane block of a partial result
+    pb_ = align_up(chunk_ * R_ * esz_, cg_.block_align_);  // one lane block of a partial result
     parts_ = ks_ > 1 ? cg_.ub_take((ks_ - 1) * nb_ * pb_, fmt::format("the partial results of '{}'", layer_)) : 0;
     if (nb_ > nt_) mask_rows_ = cg_.ub_take((nb_ - nt_) * pb_, fmt::format("the non-finite masks of '{}'", layer_));
   }
@@ -194,7 +194,7 @@ class EmbeddingLookup {
   // and the ranges' partial results added up.
   void run_chunk(uint64_t t0) {
     t0_ = t0, T_ = std::min(chunk_, S_ - t0);
-    bb_ = align_up(T_ * R_ * esz_, 64), fb_ = align_up(T_ * row32_, 64);
+    bb_ = align_up(T_ * R_ * esz_, cg_.block_align_), fb_ = align_up(T_ * row32_, cg_.block_align_);
     hot_ = cg_.ub_take(kt_ * bb_ + (ks_ + 2) * fb_, fmt::format("the one-hot rows of '{}' ({} ids x {} table rows)", layer_, T_, V_));
     load_ids();
     // One-hot block k_start[s] + j, and e of range s moved on to the next block.

@@ -10,7 +10,7 @@ Act Codegen::int32_act(const std::vector<int64_t>& shape, const std::string& wha
   a.features = uint64_t(shape.back());
   a.rows = numel(shape) / a.features;
   a.blocks = ceil_div(a.features, R_);
-  a.block_bytes = align_up(a.rows * R_ * 4, 64);
+  a.block_bytes = align_up(a.rows * R_ * 4, block_align_);
   a.base = ub_take(a.bytes(), what, temporary || output_high_);
   return a;
 }

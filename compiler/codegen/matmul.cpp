@@ -153,7 +153,7 @@ std::vector<Block> Codegen::plan_matmul(tpu::MatmulOp op, uint64_t nt_total, Mat
   if (ln && x.rows > R_) mc = std::min(mc, std::max<uint64_t>(R_, align_up(ceil_div(x.rows, 8), cfg_.core.vector.sublanes)));
   uint64_t nm = cfg_.core.mxu.count, chunks = ceil_div(x.rows, mc), kh = kt / 2;
   auto busiest = [&](uint64_t nblocks, uint64_t tiles_per) { return ceil_div(nblocks, nm) * tiles_per; };
-  uint64_t part_bytes = align_up(mc * C_ * 4, 64) * nt * chunks;
+  uint64_t part_bytes = align_up(mc * C_ * 4, block_align_) * nt * chunks;
   uint64_t stream_blocks = (nt_total ? nt_total : nt) * chunks;  // a group's blocks spread together
   bool split = allow_split && !is_int32(op.getOutput()) && kt >= 2 && busiest(2 * stream_blocks, kt - kh) < busiest(stream_blocks, kt) &&
                ub_.largest_free() >= part_bytes + (1 << 16);
@@ -163,7 +163,7 @@ std::vector<Block> Codegen::plan_matmul(tpu::MatmulOp op, uint64_t nt_total, Mat
   std::vector<std::vector<size_t>> chunk_blocks(ceil_div(x.rows, mc));  // the blocks of each row chunk
   auto add_blocks = [&](uint64_t n, uint64_t r0) {
     uint64_t rows = std::min(mc, x.rows - r0);
-    uint64_t part = split ? parts + (n * chunks + r0 / mc) * align_up(mc * C_ * 4, 64) : 0;
+    uint64_t part = split ? parts + (n * chunks + r0 / mc) * align_up(mc * C_ * 4, block_align_) : 0;
     if (split) {
       Block a;
       for (uint64_t k = 0; k < kh; ++k)

@@ -225,11 +225,11 @@ void Codegen::gen_softmax(tpu::SoftmaxOp op) {
   // Work rows per chunk: one per block for the values, plus the max, sum and a spare row
   // (and the exponentials of a log-softmax).
   uint64_t unit = std::max<uint64_t>(op.getMask() ? numel(shape_of(op.getMask())) / x.features : 1, 1);
-  auto work_bytes = [&](uint64_t n) { return (x.blocks + 3 + (log ? 1 : 0)) * align_up(n * row32, 64); };
+  auto work_bytes = [&](uint64_t n) { return (x.blocks + 3 + (log ? 1 : 0)) * align_up(n * row32, block_align_); };
   // The result takes the input's place when it would not fit beside the masks and the work
   // rows of one chunk and this is the input's last use: each chunk's input rows are in the
   // work rows before its result rows are written.
-  const uint64_t y_bytes = x.blocks * align_up(rows * xrow, 64);
+  const uint64_t y_bytes = x.blocks * align_up(rows * xrow, block_align_);
   const bool in_place = !from_hbm && y_bytes + pad_mask.size() + work_bytes(unit) > ub_.largest_free() && last_use(op.getInput());
   Act y = in_place ? x : new_act(shape_of(op.getOutput()), fmt::format("the output of '{}'", layer));
   const bool partial = !pad_mask.empty();
@@ -250,7 +250,7 @@ void Codegen::gen_softmax(tpu::SoftmaxOp op) {
   }
   uint64_t cr = rows;
   while (cr > unit && work_bytes(cr) > ub_.largest_free()) cr = std::max(unit, (cr / 2 + unit - 1) / unit * unit);
-  uint64_t span = align_up(cr * row32, 64);
+  uint64_t span = align_up(cr * row32, block_align_);
   uint64_t vals = ub_take(work_bytes(cr), fmt::format("the fp32 work rows of '{}'", layer));
   uint64_t mx = vals + x.blocks * span, sum = mx + span, tmp = sum + span, exps = tmp + span;
   for (uint64_t r0 = 0; r0 < rows; r0 += cr) {

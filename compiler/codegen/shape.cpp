@@ -231,7 +231,7 @@ void Codegen::gen_transpose(tpu::TransposeOp op) {
   uint64_t nl = uint64_t(ys[0]), per_chunk = nl;
   if (gather && perm[0] == 0) {
     auto twin_bytes = [&](uint64_t c) {
-      return x0.blocks * align_up(x0.rows / nl * c * R_ * 4, 64) + y0.blocks * align_up(y0.rows / nl * c * R_ * 4, 64);
+      return x0.blocks * align_up(x0.rows / nl * c * R_ * 4, block_align_) + y0.blocks * align_up(y0.rows / nl * c * R_ * 4, block_align_);
     };
     while (per_chunk > 1 && twin_bytes(per_chunk) > ub_.largest_free()) per_chunk = (per_chunk + 1) / 2;
   }

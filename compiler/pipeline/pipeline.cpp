@@ -153,11 +153,10 @@ std::optional<CompileResult> whole_in_phases(mlir::ModuleOp module, const std::f
   }
 }
 
-}  // namespace
-
-CompileResult generate_or_split(mlir::ModuleOp module, const std::filesystem::path& model, const config::Config& cfg,
-                                const CompileOptions& options, const CompileOptions& generating,
-                                const std::map<const void*, float>& scales, const std::vector<float>& ordered) {
+// The whole program, else the batch in chunks or the images in row bands.
+CompileResult whole_chunks_or_bands(mlir::ModuleOp module, const std::filesystem::path& model, const config::Config& cfg,
+                                    const CompileOptions& options, const CompileOptions& generating,
+                                    const std::map<const void*, float>& scales, const std::vector<float>& ordered) {
   if (auto r = whole_in_phases(module, model, cfg, options, generating, ordered)) return std::move(*r);
   try {
     return generate_program(module, cfg, generating, scales);
@@ -170,6 +169,42 @@ CompileResult generate_or_split(mlir::ModuleOp module, const std::filesystem::pa
     if (why_samples_mix(fn, batch).empty()) return compile_in_chunks(model, cfg, options, generating, batch, ordered, e, bands);
     if (bands) return compile_in_bands(model, cfg, options, generating, batch, ordered, e);  // one sample, or samples that mix
     throw;
+  }
+}
+
+}  // namespace
+
+CompileResult generate_or_split(mlir::ModuleOp module, const std::filesystem::path& model, const config::Config& cfg,
+                                const CompileOptions& options, const CompileOptions& generating,
+                                const std::map<const void*, float>& scales, const std::vector<float>& ordered) {
+  try {
+    return whole_chunks_or_bands(module, model, cfg, options, generating, scales, ordered);
+  } catch (const DoesNotFitError& e) {
+    // Last, lane blocks on the unified buffer's rows (CompileOptions::compact_ub_blocks):
+    // only when they save a quarter of one sample's values' bytes (a small array's values of
+    // one or a few rows per sample), on a new import (the first attempts planned `module`).
+    // When that does not fit either, the first attempts' error stands, unless HBM is what
+    // it met.
+    if (e.key() != "core.unified_buffer.bytes" || generating.compact_ub_blocks) throw;
+    CompileOptions compact = generating;
+    compact.compact_ub_blocks = true;
+    const int64_t batch = batch_of(module.lookupSymbol<mlir::func::FuncOp>("main"));
+    if (ub_block_alignment(cfg, compact) >= ub_block_alignment(cfg, generating) ||
+        4 * values_bytes(module, cfg, compact, batch) > 3 * values_bytes(module, cfg, generating, batch))
+      throw;
+    try {
+      Frontend front(model, options);
+      front.import();
+      front.lower();
+      std::map<const void*, float> by_value;
+      if (options.precision == Precision::Int8) by_value = given_scales(front.main(), ordered, model);
+      return whole_chunks_or_bands(front.module(), model, cfg, options, compact, by_value, ordered);
+    } catch (const DoesNotFitError& c) {
+      if (c.key() == "memory.bytes") throw;  // past the buffer, HBM is the limit now
+      throw e;
+    } catch (const CompileError&) {
+      throw e;
+    }
   }
 }
 

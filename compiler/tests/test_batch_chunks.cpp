@@ -26,6 +26,25 @@ CompileOptions at_batch(Precision precision, int64_t batch) {
   return o;
 }
 
+// Compiles `path` for `big` (the whole batch at once) and `small` (in chunks, with the whole
+// batch's INT8 scales) and expects the same output bytes for input values `v`.
+void expect_chunks_give_the_whole_batchs_bytes(const std::string& path, const config::Config& big, const config::Config& small,
+                                               Precision precision, const Vec& v) {
+  CompileResult whole = compile_onnx(path, big, at_batch(precision, 0));
+  ASSERT_EQ(chunks_of(whole.assembly), 1) << "the batch does not fit " << big.core.unified_buffer.bytes << " bytes whole";
+  CompileOptions o = at_batch(precision, 0);
+  o.calibration_scales = whole.calibration_scales;
+  CompileResult parts = compile_onnx(path, small, o);
+  EXPECT_GT(chunks_of(parts.assembly), 1);
+  const isa::TensorInfo& in = only(whole.program, isa::TensorRole::Input);
+  const isa::TensorInfo& out = only(whole.program, isa::TensorRole::Output);
+  SimRun a = run_program(big, whole.program, {{in.name, encode(whole.program, in.name, v)}}, out.name);
+  SimRun b = run_program(small, parts.program, {{in.name, encode(parts.program, in.name, v)}}, out.name);
+  ASSERT_TRUE(a.error.empty()) << a.error;
+  ASSERT_TRUE(b.error.empty()) << b.error;
+  EXPECT_EQ(a.output, b.output);
+}
+
 TEST(BatchChunks, ABatchLargerThanTheUnifiedBufferRunsChunkByChunkAsOneChunkAlone) {
   auto lenet = models::materialize("lenet5", models::default_dir());
   config::Config cfg = config::load_preset("tiny-16x16");  // 256 KiB: LeNet-5 at batch 16 does not fit
@@ -230,20 +249,33 @@ TEST(BatchChunks, ARecurrentModelsTimeMajorRowsKeepItsSamplesApart) {
   small.core.unified_buffer.bytes = 64 * 1024;
   for (Precision precision : {Precision::Int8, Precision::Bf16}) {
     SCOPED_TRACE(precision == Precision::Int8 ? "int8" : "bf16");
-    CompileResult whole = compile_onnx(path, big, at_batch(precision, 0));
-    ASSERT_EQ(chunks_of(whole.assembly), 1) << "the batch does not fit 4 MiB whole";
-    CompileOptions o = at_batch(precision, 0);
-    o.calibration_scales = whole.calibration_scales;
-    CompileResult parts = compile_onnx(path, small, o);
-    EXPECT_GT(chunks_of(parts.assembly), 1);
-    const isa::TensorInfo& in = only(whole.program, isa::TensorRole::Input);
-    const isa::TensorInfo& out = only(whole.program, isa::TensorRole::Output);
-    Vec v = uniform_values(size_t(B * T * H), 11, 1000.0f);
-    SimRun a = run_program(big, whole.program, {{in.name, encode(whole.program, in.name, v)}}, out.name);
-    SimRun b = run_program(small, parts.program, {{in.name, encode(parts.program, in.name, v)}}, out.name);
-    ASSERT_TRUE(a.error.empty()) << a.error;
-    ASSERT_TRUE(b.error.empty()) << b.error;
-    EXPECT_EQ(a.output, b.output);
+    expect_chunks_give_the_whole_batchs_bytes(path, big, small, precision, uniform_values(size_t(B * T * H), 11, 1000.0f));
+  }
+}
+
+TEST(BatchChunks, OneRowSamplesOnASmallArrayRunInCompactLaneBlocks) {
+  // Two 1024-wide layers on tiny-8x8: a sample is one row of 128 lane blocks of 16 bytes
+  // (bf16), each padded to 64 bytes in the usual layout, so one sample at a time does not
+  // fit a 12 KiB buffer; with blocks on the buffer's 16-byte rows it does (the compiler's
+  // last attempt, CompileOptions::compact_ub_blocks). Before: refused. The chunks' output
+  // bytes are the whole batch's on a buffer that holds it in the usual layout.
+  const int64_t B = 8, F = 1024;
+  OnnxBuilder m;
+  m.input("x", {B, F});
+  m.init("w1", {F, F}, 0.05f);
+  m.init("w2", {F, F}, 0.05f);
+  m.node("MatMul", "fc1", {"x", "w1"}, {"h"});
+  m.node("Relu", "relu", {"h"}, {"r"});
+  m.node("MatMul", "fc2", {"r", "w2"}, {"y"});
+  m.output("y", {B, F});
+  auto path = m.save("vtpu_chunks_compact_" + std::to_string(::getpid()) + ".onnx");
+  config::Config big = config::load_preset("tiny-8x8"), small = big;
+  big.core.unified_buffer.bytes = 4 << 20;
+  small.core.unified_buffer.bytes = 12 * 1024;
+  ASSERT_LT(small.core.unified_buffer.row_bytes, 64u);
+  for (Precision precision : {Precision::Int8, Precision::Bf16}) {
+    SCOPED_TRACE(precision == Precision::Int8 ? "int8" : "bf16");
+    expect_chunks_give_the_whole_batchs_bytes(path, big, small, precision, uniform_values(size_t(B * F), 5, 1000.0f));
   }
 }
 

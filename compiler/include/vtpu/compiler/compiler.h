@@ -63,6 +63,11 @@ struct CompileOptions {
   // calibration does not read the config, so it is reused instead of run again. Empty:
   // calibrate.
   std::vector<float> calibration_scales;
+  // Lane blocks and buffers in the unified buffer start on its own row
+  // (core.unified_buffer.row_bytes) instead of on 64 bytes: the compiler's last attempt when
+  // nothing else fits, for values of a few rows on a small array, whose 8-byte block rows
+  // would each take 64 bytes (docs/compiler.md, "Lane blocks on the buffer's rows").
+  bool compact_ub_blocks = false;
   // Called as the compile goes, for a progress line with an ETA: the stage ("import",
   // "lower", "calibrate", "codegen") and the share of the whole compile done, from 0 to 1,
   // never decreasing, 1 at the end (docs/compiler.md, "Progress").
