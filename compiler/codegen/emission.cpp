@@ -141,7 +141,23 @@ void Codegen::require_fp32_lane_moves(const std::string& layer, const std::strin
                                    layer, what, cfg_.core.unified_buffer.alignment_bytes));
 }
 
-std::string Codegen::new_param(const std::string& body) { return intern(param_names_, "p", ".vparam", body); }
+std::string Codegen::new_param(const std::string& body) {
+  // A program past the vector parameter table is refused here, where it overflows, rather
+  // than once all of it has been generated and assembled (an LSTM's per-step requantization
+  // on a small array took minutes to be refused so).
+  if (param_names_.size() >= isa::kMaxVectorParams && !param_names_.count(body)) {
+    std::string what = fmt::format("more than {} vector params, at '{}'", isa::kMaxVectorParams, current_layer_);
+    if (!band_shapes_.empty())
+      throw DoesNotFitError(kProgramSizeKey, param_names_.size() + 1, isa::kMaxVectorParams,
+                            fmt::format("in row bands the program does not fit the instruction set ({}); use a config "
+                                        "with a larger unified buffer",
+                                        what));
+    throw CompileError(fmt::format("the generated program does not fit the instruction set ({}); the model is too large "
+                                   "for this compiler version on config '{}'",
+                                   what, cfg_.name));
+  }
+  return intern(param_names_, "p", ".vparam", body);
+}
 
 // An operand address for a vector operation's text: "r0+addr" when it fits the 24-bit
 // offset fields, else "rN+0" with the `li` that loads it appended to `pre` (emitted in

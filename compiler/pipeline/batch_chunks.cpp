@@ -291,6 +291,9 @@ CompileResult compile_in_chunks(const std::filesystem::path& model, const config
     if (!r) fails_from = n;
     return r;
   };
+  // The last attempt, in compact lane blocks (generate_or_split), first with one sample: a
+  // model that does not fit so is refused after one compile instead of a bisection's.
+  if (generating.compact_ub_blocks && !sizes.empty() && !attempt(sizes[0])) sizes.clear();
   for (size_t lo = 0, hi = sizes.size(); lo < hi;) {
     size_t mid = (lo + hi) / 2;
     if (auto r = attempt(sizes[mid])) {

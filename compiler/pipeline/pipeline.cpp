@@ -183,8 +183,8 @@ CompileResult generate_or_split(mlir::ModuleOp module, const std::filesystem::pa
     // Last, lane blocks on the unified buffer's rows (CompileOptions::compact_ub_blocks):
     // only when they save a quarter of one sample's values' bytes (a small array's values of
     // one or a few rows per sample), on a new import (the first attempts planned `module`).
-    // When that does not fit either, the first attempts' error stands, unless HBM is what
-    // it met.
+    // When that does not fit either, its error is the one given (the most lenient layout's
+    // limit; HBM when it got that far).
     if (e.key() != "core.unified_buffer.bytes" || generating.compact_ub_blocks) throw;
     CompileOptions compact = generating;
     compact.compact_ub_blocks = true;
@@ -199,9 +199,8 @@ CompileResult generate_or_split(mlir::ModuleOp module, const std::filesystem::pa
       std::map<const void*, float> by_value;
       if (options.precision == Precision::Int8) by_value = given_scales(front.main(), ordered, model);
       return whole_chunks_or_bands(front.module(), model, cfg, options, compact, by_value, ordered);
-    } catch (const DoesNotFitError& c) {
-      if (c.key() == "memory.bytes") throw;  // past the buffer, HBM is the limit now
-      throw e;
+    } catch (const DoesNotFitError&) {
+      throw;  // the most lenient layout's limit (HBM, or the buffer for one sample, or a table in chunks)
     } catch (const CompileError&) {
       throw e;
     }
