@@ -418,14 +418,12 @@ CompileResult generate_program(mlir::ModuleOp module, mlir::ModuleOp tail, const
   // to 256 bytes each): again with them packed on 64-byte boundaries, then on 16 (a 4 x 4
   // array's INT8 tile is 16 bytes). Only then, so programs that fit keep their layout.
   auto packed = [&](bool reuse) {
-    for (uint64_t align : {uint64_t(64), uint64_t(16)}) {
-      try {
-        return codegen::Codegen(cfg, options, scales, align, reuse).run(module, tail);
-      } catch (const DoesNotFitError& e) {
-        if (e.key() != "memory.bytes" || align == 16) throw;
-      }
+    try {
+      return codegen::Codegen(cfg, options, scales, 64, reuse).run(module, tail);
+    } catch (const DoesNotFitError& e) {
+      if (e.key() != "memory.bytes") throw;
     }
-    throw InternalError("unreachable");
+    return codegen::Codegen(cfg, options, scales, 16, reuse).run(module, tail);
   };
   // A program in row bands (bands.cpp) is made for a buffer-starved chip: HBM packed from
   // the start rather than after a whole program's failed attempt.
