@@ -38,6 +38,9 @@ AsmError::AsmError(std::vector<Diagnostic> diags)
 namespace asm_detail {
 
 Program Assembler::run(std::string_view text) {
+  // At most one bundle per line: reserved once rather than moved as the vector grows (a
+  // compiled model's program has millions).
+  pending_.reserve(size_t(std::count(text.begin(), text.end(), '\n')) + 1);
   int line_no = 0;
   size_t pos = 0;
   while (pos <= text.size()) {
@@ -73,17 +76,18 @@ std::string_view Assembler::strip_comment(std::string_view line) {
   return line;
 }
 
-void Assembler::do_line(std::string_view raw, int line_no) {
-  std::string_view line = strip_comment(raw);
-  size_t start = 0;
+// A comment-free line's text after its leading labels (`NAME:`), trimmed; `on_label(name,
+// column)` is called for each label. `start` ends as the text's offset in the line.
+template <class OnLabel>
+std::string_view after_labels(std::string_view line, size_t& start, OnLabel on_label) {
+  start = 0;
   while (start < line.size() && std::isspace(static_cast<unsigned char>(line[start]))) ++start;
-  // Labels: NAME: at the start of the line.
   while (true) {
     size_t j = start;
     if (j < line.size() && ident_start(line[j]) && line[j] != '.') {
       while (j < line.size() && ident_char(line[j])) ++j;
       if (j < line.size() && line[j] == ':') {
-        define_label(std::string(line.substr(start, j - start)), {line_no, int(start) + 1});
+        on_label(line.substr(start, j - start), int(start) + 1);
         start = j + 1;
         while (start < line.size() && std::isspace(static_cast<unsigned char>(line[start]))) ++start;
         continue;
@@ -93,6 +97,14 @@ void Assembler::do_line(std::string_view raw, int line_no) {
   }
   std::string_view rest = line.substr(start);
   while (!rest.empty() && std::isspace(static_cast<unsigned char>(rest.back()))) rest.remove_suffix(1);
+  return rest;
+}
+
+void Assembler::do_line(std::string_view raw, int line_no) {
+  size_t start;
+  std::string_view rest = after_labels(strip_comment(raw), start, [&](std::string_view name, int col) {
+    define_label(std::string(name), {line_no, col});
+  });
   if (rest.empty()) return;
   int col0 = int(start) + 1;
   if (rest[0] == '.') {
@@ -141,7 +153,7 @@ void Assembler::bundle(std::string_view text, int line_no, int col0) {
     auto toks = lex(part, line_no, pcol);
     Parser ps(toks);
     if (ps.at_end()) throw LineError{{line_no, pcol}, "empty operation between '||'"};
-    Token m = ps.next();
+    const Token& m = ps.next();
     if (m.kind != Tok::Ident) throw LineError{m.loc, fmt::format("expected a mnemonic but found '{}'", m.text)};
     if (m.text == "nop") {
       if (!ps.at_end()) throw LineError{ps.peek().loc, "nop takes no operands"};
@@ -208,6 +220,7 @@ SlotId Assembler::place(const OpDef& def, bool* used, Loc loc) {
 std::vector<std::pair<const OperandDef*, Value>> Assembler::bind(
     const OpDef& def, std::vector<std::pair<std::optional<Token>, Value>> args, Loc loc) {
   std::vector<std::pair<const OperandDef*, Value>> out;
+  out.reserve(args.size());
   std::vector<bool> given(def.operands.size(), false);
   size_t positional = 0;
   bool seen_keyword = false;
@@ -243,7 +256,9 @@ std::vector<std::pair<const OperandDef*, Value>> Assembler::bind(
 }
 
 void Assembler::check_register_writes(const PendingBundle& pb) {
-  std::map<int64_t, std::string_view> writes;
+  // At most one write per operation, one operation per slot: a small table, no allocation.
+  std::pair<int64_t, std::string_view> writes[kNumSlots];
+  size_t n = 0;
   for (const PendingOp& op : pb.ops) {
     std::string_view wfield = op.def->slot_class == SlotClass::Scalar ? "rd"
                               : op.def->mnemonic == "loop"           ? "rs1"
@@ -251,15 +266,22 @@ void Assembler::check_register_writes(const PendingBundle& pb) {
     if (wfield.empty()) continue;
     for (auto& [od, v] : op.bound)
       if (od->fields[0] == wfield && v.kind == Value::Reg && v.i != 0) {
-        if (writes.count(v.i))
-          throw LineError{v.loc, fmt::format("{} and {} both write r{} in one bundle",
-                                             writes[v.i], op.def->mnemonic, v.i)};
-        writes[v.i] = op.def->mnemonic;
+        for (size_t k = 0; k < n; ++k)
+          if (writes[k].first == v.i)
+            throw LineError{v.loc, fmt::format("{} and {} both write r{} in one bundle", writes[k].second,
+                                               op.def->mnemonic, v.i)};
+        if (n < kNumSlots) writes[n++] = {v.i, op.def->mnemonic};
       }
   }
 }
 
 }  // namespace asm_detail
+
+bool is_bundle_line(std::string_view line) {
+  size_t start;
+  std::string_view rest = asm_detail::after_labels(asm_detail::Assembler::strip_comment(line), start, [](auto, int) {});
+  return !rest.empty() && rest[0] != '.';
+}
 
 std::string quote(std::string_view s) {
   std::string q = "\"";

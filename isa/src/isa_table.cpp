@@ -125,7 +125,7 @@ IsaTable build() {
        {opcode_field(5), reg("rs1", "first compared register / loop counter"),
         reg("rs2", "second compared register"), flag("flag", "sync flag"),
         uimm("count", 16, "flag amount", 0), uimm("barrier", 8, "barrier id"),
-        typed("target", 24, FieldKind::Target, "absolute bundle index of the branch target")},
+        typed("target", kBranchTargetBits, FieldKind::Target, "absolute bundle index of the branch target")},
        0, 0, "sequencer control: sync-flag waits and signals, cross-chip barriers, branches, "
              "loops, halt"},
       // Added after the other slots had settled: it lives in what were padding bits, so

@@ -321,6 +321,39 @@ TEST(Assembler, UnquotedTagsTakeOnnxNodeNames) {
   }
 }
 
+// is_bundle_line is how a generator counts bundles before assembling: every kind of line
+// (labels alone and before a bundle, comments, directives, strings with comment characters,
+// blank lines) counted line by line gives the assembled program's bundle count.
+TEST(Assembler, BundleLinesCountTheAssembledBundles) {
+  const std::string src =
+      "# a comment\n"
+      ".config tiny-4x4\n"
+      "start:\n"
+      "   \n"
+      "  li r1, 3   // trailing\n"
+      "a: b: nop\n"
+      ".tag \"x # y\"\n"
+      "  li r2, 1 || li r3, 2\n"
+      ".desc d0 bytes=64\n"
+      "c:   # only a label\n"
+      "  dma.load desc=d0 src=r1 dst=r2 flag=f1\n"
+      ".tag conv-1\n"
+      "  loop r1, start\n"
+      "  halt";
+  size_t counted = 0, at = 0;
+  for (size_t nl; at <= src.size(); at = nl + 1) {
+    nl = src.find('\n', at);
+    if (nl == std::string::npos) nl = src.size();
+    counted += is_bundle_line(std::string_view(src).substr(at, nl - at));
+  }
+  Program p = assemble(src, "count.s");
+  EXPECT_EQ(counted, p.code.size());
+  EXPECT_EQ(counted, 6u);
+  EXPECT_FALSE(is_bundle_line("label:"));
+  EXPECT_FALSE(is_bundle_line("  .equ N, 4"));
+  EXPECT_TRUE(is_bundle_line("x: halt # done"));
+}
+
 TEST(Assembler, MalformedSourcesGiveTheirError) {
   std::filesystem::path dir = std::filesystem::path(VTPU_SOURCE_DIR) / "isa/tests/bad";
   int n = 0;

@@ -36,6 +36,10 @@ class AsmError : public UserError {
 };
 
 Program assemble(std::string_view text, std::string_view file_name);
+
+// Whether an assembly line holds a bundle (after its labels and comment), as the assembler
+// reads it: a generator can count its program's bundles before assembling it.
+bool is_bundle_line(std::string_view line);
 Program assemble_file(const std::filesystem::path& path);
 
 // `s` as an assembly string literal, as the lexer reads it back: in double quotes, with `"`

@@ -34,6 +34,9 @@ inline constexpr unsigned kDmaDescBits = 14;
 inline constexpr unsigned kVecParamBits = 14;
 inline constexpr unsigned kMaxDescriptors = 1u << kDmaDescBits;
 inline constexpr unsigned kMaxVectorParams = 1u << kVecParamBits;
+// Branch targets are 24-bit bundle indices: a program has fewer than 2^24 bundles.
+inline constexpr unsigned kBranchTargetBits = 24;
+inline constexpr uint32_t kMaxBundles = (1u << kBranchTargetBits) - 1;
 
 // Ici is last: it was added in bits that were padding, so older programs encode the same.
 enum class SlotId : uint8_t { S0, S1, Dma, MxuWeight, MxuMatmul, Vector, Control, Ici };
