@@ -64,6 +64,8 @@ void Codegen::chunks_end() {
   for (const IoRegion& io : io_regions_) prologue += "  " + emit::li(reg(io.reg), 0) + "\n";
   prologue += "  " + emit::li(reg(kPassReg), int64_t(batch_chunks_)) + "\n" + kChunkLabel + ":\n";
   code_ = prologue + code_;
+  counted_to_ += prologue.size();  // its bundles: the bases' and the counter's li
+  bundles_ += io_regions_.size() + 1;
 }
 
 }  // namespace vtpu::compiler::codegen

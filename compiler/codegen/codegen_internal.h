@@ -388,6 +388,8 @@ class Codegen {
   static std::string quote(const std::string& s);
   void decl(const std::string& s);
   void code(const std::string& s);
+  void count_bundles();
+  [[noreturn]] void too_large_for_isa(const std::string& what, uint64_t need, uint64_t limit) const;
   void tag(const std::string& layer);
   void load_wait(const std::string& desc);
   uint64_t hbm_alloc(uint64_t bytes);
@@ -684,6 +686,9 @@ class Codegen {
   std::vector<std::tuple<std::string, std::string, std::vector<int64_t>>> fused_bounds_;
   std::map<std::string, std::string> desc_names_, param_names_;
   std::string decls_, code_;
+  size_t counted_to_ = 0;   // code_'s bytes whose bundles are counted (count_bundles)
+  uint64_t bundles_ = 0;    // the bundles in them
+  static constexpr size_t kCountStepBytes = size_t(1) << 20;  // code() counts after each MiB
   std::vector<isa::ConstSegment> segments_;
   std::map<const void*, Act> acts_;
   std::map<const void*, int> uses_;

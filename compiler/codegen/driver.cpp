@@ -115,6 +115,7 @@ void Codegen::gen_body(mlir::func::FuncOp fn, size_t ops_before, size_t ops_tota
     if (mlir::isa<tosa::ConstOp>(op)) continue;
     if (auto ret = mlir::dyn_cast<mlir::func::ReturnOp>(op)) gen_outputs(fn, ret);
     else gen_op(op);
+    count_bundles();
   }
 }
 
@@ -331,7 +332,13 @@ void Codegen::gen_op(mlir::Operation& op) {
 CompileResult Codegen::assemble() {
   merge_band_bounds();
   CompileResult r;
-  r.assembly = decls_ + code_;
+  // Hundreds of MB for a large model on a small array: built once, with room for the line
+  // appended below, and the pieces released.
+  r.assembly.reserve(decls_.size() + code_.size() + 256);
+  r.assembly += decls_;
+  r.assembly += code_;
+  std::string().swap(code_);
+  std::string().swap(decls_);
   try {
     r.program = isa::assemble(r.assembly, "<compiler>");
   } catch (const isa::AsmError& e) {

@@ -9,6 +9,7 @@ void Codegen::decl(const std::string& s) { decls_ += s + "\n"; }
 
 void Codegen::code(const std::string& s) {
   code_ += s + "\n";
+  if (code_.size() - counted_to_ >= kCountStepBytes) count_bundles();
   // A program in row bands repeats each banded layer's code once per band: on a small array
   // a large model grows past what a compile should hold in memory (ResNet-50 on tiny-16x16 is
   // 100 MB of assembly, 1.45 M bundles; the 640x640 detector in int8 on tiny-8x8 124 MB, 2.02 M
@@ -18,6 +19,36 @@ void Codegen::code(const std::string& s) {
                           fmt::format("in row bands the program passes {} MB of assembly at '{}' (about {} bundles); use a "
                                       "config with a larger unified buffer or larger arrays",
                                       kBandProgramBytes >> 20, current_layer_, code_.size() / 70));
+}
+
+// The bundles of the text since the last count, as the assembler will count them: a program
+// past the instruction set's limit is refused while it is generated, at the layer that passes
+// it, rather than once all of it has been (an LSTM with 52M weights on a 4x4 array generated
+// more than 16M bundles and took minutes to be refused by the assembler).
+void Codegen::count_bundles() {
+  size_t at = counted_to_, nl;
+  std::string_view text(code_);
+  while ((nl = text.find('\n', at)) != std::string_view::npos) {
+    bundles_ += isa::is_bundle_line(text.substr(at, nl - at));
+    at = nl + 1;
+  }
+  counted_to_ = at;
+  if (bundles_ > isa::kMaxBundles)
+    too_large_for_isa(fmt::format("more than {} bundles, at '{}'", isa::kMaxBundles, current_layer_), bundles_,
+                      isa::kMaxBundles);
+}
+
+// A program past one of the instruction set's limits (`what`): in row bands smaller bands
+// would only need more, so a larger buffer is the way; otherwise the model is too large.
+void Codegen::too_large_for_isa(const std::string& what, uint64_t need, uint64_t limit) const {
+  if (!band_shapes_.empty())
+    throw DoesNotFitError(kProgramSizeKey, need, limit,
+                          fmt::format("in row bands the program does not fit the instruction set ({}); use a config "
+                                      "with a larger unified buffer",
+                                      what));
+  throw CompileError(fmt::format("the generated program does not fit the instruction set ({}); the model is too large "
+                                 "for this compiler version on config '{}'",
+                                 what, cfg_.name));
 }
 
 void Codegen::tag(const std::string& layer) { code(".tag " + quote(layer)); }
@@ -145,17 +176,9 @@ std::string Codegen::new_param(const std::string& body) {
   // A program past the vector parameter table is refused here, where it overflows, rather
   // than once all of it has been generated and assembled (an LSTM's per-step requantization
   // on a small array took minutes to be refused so).
-  if (param_names_.size() >= isa::kMaxVectorParams && !param_names_.count(body)) {
-    std::string what = fmt::format("more than {} vector params, at '{}'", isa::kMaxVectorParams, current_layer_);
-    if (!band_shapes_.empty())
-      throw DoesNotFitError(kProgramSizeKey, param_names_.size() + 1, isa::kMaxVectorParams,
-                            fmt::format("in row bands the program does not fit the instruction set ({}); use a config "
-                                        "with a larger unified buffer",
-                                        what));
-    throw CompileError(fmt::format("the generated program does not fit the instruction set ({}); the model is too large "
-                                   "for this compiler version on config '{}'",
-                                   what, cfg_.name));
-  }
+  if (param_names_.size() >= isa::kMaxVectorParams && !param_names_.count(body))
+    too_large_for_isa(fmt::format("more than {} vector params, at '{}'", isa::kMaxVectorParams, current_layer_),
+                      param_names_.size() + 1, isa::kMaxVectorParams);
   return intern(param_names_, "p", ".vparam", body);
 }
 
