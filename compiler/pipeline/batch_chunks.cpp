@@ -292,11 +292,18 @@ CompileResult compile_in_chunks(const std::filesystem::path& model, const config
     return r;
   };
   // The last attempt, in compact lane blocks (generate_or_split), first with one sample: a
-  // model that does not fit so is refused after one compile instead of a bisection's.
-  if (generating.compact_ub_blocks && !sizes.empty() && !attempt(sizes[0])) sizes.clear();
+  // model that does not fit so is refused after one compile instead of a bisection's. The
+  // bisection then keeps that program rather than compiling it again when it comes back to
+  // one sample (lstm0 on tiny-8x8 compiled it twice, 35 s each).
+  if (generating.compact_ub_blocks && !sizes.empty()) {
+    if ((best = attempt(sizes[0]))) best_n = sizes[0];
+    else sizes.clear();
+  }
   for (size_t lo = 0, hi = sizes.size(); lo < hi;) {
     size_t mid = (lo + hi) / 2;
-    if (auto r = attempt(sizes[mid])) {
+    if (sizes[mid] == best_n) {
+      lo = mid + 1;
+    } else if (auto r = attempt(sizes[mid])) {
       best = std::move(r), best_n = sizes[mid];
       lo = mid + 1;
     } else {
