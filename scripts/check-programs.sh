@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The program-identity gate: compiles every zoo model on every preset, in int8 and bf16, and
-# compares each program's SHA-256 (or, where the compiler refuses, its exit code and the
-# hash of its message) with the committed list tests/programs/program_hashes.txt.
+# compares each program's SHA-256 (or, where the compiler refuses, its exit code and its
+# message) with the committed list tests/programs/program_hashes.txt.
 #
 # A refactor must leave the list unchanged. A deliberate change to the programs re-blesses
 # it with one command, and the commit that does so says why:
@@ -51,16 +51,19 @@ for m in $models; do for p in $presets; do for d in int8 bf16; do
 done; done; done > "$cells"
 [ -s "$cells" ] || { echo "check-programs: no cell matches --only '$only'" >&2; exit 2; }
 
-# One cell: "model preset dtype sha256" or "model preset dtype refused rc=N msg=SHA(first 16)".
+# One cell: "model preset dtype sha256" or "model preset dtype refused rc=N msg=MESSAGE".
 compile_cell() {
-  local m=$1 p=$2 d=$3 out="$work/$1.$2.$3"
+  local m=$1 p=$2 d=$3 out="$work/$1.$2.$3" t0=$EPOCHREALTIME
   "$vtpu" compile "$m" -c "$p" --dtype "$d" -o "$out.vtpu" > /dev/null 2> "$out.err"
   local rc=$?
+  echo "$m $p $d $t0 $EPOCHREALTIME" >> "$work/seconds"
   if [ $rc -eq 0 ]; then
     echo "$m $p $d $(sha256sum "$out.vtpu" | cut -c1-64)"
   else
-    # paths (the zoo's cache, the temp folder) vary between machines: hash the message without them
-    echo "$m $p $d refused rc=$rc msg=$(sed -E 's#/[^ :]*/##g' "$out.err" | sha256sum | cut -c1-16)"
+    # The message as written, on one line, without paths (the zoo's cache and the temp folder
+    # vary between machines): ZooOnEveryPreset reads refusals from the list instead of
+    # compiling them again.
+    echo "$m $p $d refused rc=$rc msg=$(sed -E 's#/[^ :]*/##g' "$out.err" | tr '\n' ' ' | sed -E 's/ +$//')"
   fi
   rm -f "$out.vtpu"
 }
@@ -76,13 +79,16 @@ done
 xargs -P "$jobs" -L 1 bash -c 'compile_cell "$@"' _ < "$cells" | sort > "$work/now.txt"
 dt=$(( $(date +%s) - t0 ))
 n=$(wc -l < "$work/now.txt")
+# The longest compiles, for whoever wants this gate faster.
+cat "$work/seconds" 2>/dev/null | awk '{printf "%.1f %s %s %s\n", $5 - $4, $1, $2, $3}' | sort -rn | head -5 |
+  awk 'BEGIN {printf "check-programs: longest compiles (s):"} {printf " %s %s %s %s;", $2, $3, $4, $1} END {print ""}'
 
 if [ $bless -eq 1 ]; then
   mkdir -p "$(dirname "$list")"
   {
     echo "# Program hashes of every zoo model x preset x dtype: scripts/check-programs.sh compares,"
     echo "# scripts/check-programs.sh --bless rewrites. A commit that changes this file says why."
-    echo "# model preset dtype sha256-of-program | refused rc=EXIT msg=sha256-of-message"
+    echo "# model preset dtype sha256-of-program | refused rc=EXIT msg=MESSAGE (paths removed)"
     cat "$work/now.txt"
   } > "$list"
   echo "check-programs: blessed $n cells into $list (${dt}s)"
