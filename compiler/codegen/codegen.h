@@ -17,6 +17,10 @@ CompileResult generate_program(mlir::ModuleOp module, const config::Config& cfg,
 CompileResult generate_program(mlir::ModuleOp module, mlir::ModuleOp tail, const config::Config& cfg,
                                const CompileOptions& options, const std::map<const void*, float>& scales);
 
+// A program generated with CompileOptions::defer_assembly assembled from its text, with the
+// errors generate_program gives (`bands`: the program runs in row bands).
+void assemble_program(CompileResult& r, const config::Config& cfg, bool bands);
+
 // Where lane blocks start in the unified buffer: 64 bytes, or with
 // `options.compact_ub_blocks` the buffer's row (at least its alignment).
 uint64_t ub_block_alignment(const config::Config& cfg, const CompileOptions& options);

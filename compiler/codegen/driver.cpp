@@ -328,7 +328,8 @@ void Codegen::gen_op(mlir::Operation& op) {
   for (Value operand : op.getOperands()) release(operand);
 }
 
-// The program text assembled, with its constant segments and the layers' bounds.
+// The program text with its constant segments and the layers' bounds, assembled unless
+// CompileOptions::defer_assembly.
 CompileResult Codegen::assemble() {
   merge_band_bounds();
   CompileResult r;
@@ -339,29 +340,11 @@ CompileResult Codegen::assemble() {
   r.assembly += code_;
   std::string().swap(code_);
   std::string().swap(decls_);
-  try {
-    r.program = isa::assemble(r.assembly, "<compiler>");
-  } catch (const isa::AsmError& e) {
-    // Name the generated line too: a compiler bug is then reportable as it is.
-    const auto& d = e.diagnostics().front();
-    std::string line;
-    std::istringstream in(r.assembly);
-    for (int i = 0; i < d.line && std::getline(in, line);) ++i;
-    if (!band_shapes_.empty())  // bands repeat a layer's code: smaller ones would only need more
-      throw DoesNotFitError(kProgramSizeKey, 0, 0,
-                            fmt::format("in row bands the program does not fit the instruction set ({}); use a config "
-                                        "with a larger unified buffer",
-                                        d.message));
-    throw CompileError(fmt::format("the generated program does not fit the instruction set ({}, at generated line "
-                                   "'{}'); the model is too large for this compiler version on config '{}'",
-                                   d.message, line, cfg_.name));
-  }
-  for (auto& seg : segments_) r.program.constants.push_back(std::move(seg));
-  r.program.config_fingerprint = config::fingerprint(cfg_);
-  r.program.config_name = cfg_.name;
-  r.bounds = std::move(bounds_);
   r.assembly += fmt::format("# {} bytes of weights and constants in {} HBM segments (not listed)\n", const_bytes_,
-                            r.program.constants.size());
+                            segments_.size());
+  for (auto& seg : segments_) r.program.constants.push_back(std::move(seg));
+  r.bounds = std::move(bounds_);
+  if (!opt_.defer_assembly) assemble_program(r, cfg_, !band_shapes_.empty());
   return r;
 }
 
@@ -452,6 +435,31 @@ CompileResult generate_program(mlir::ModuleOp module, mlir::ModuleOp tail, const
     if (e.key() != "memory.bytes") throw;
     return packed(false);
   }
+}
+
+void assemble_program(CompileResult& r, const config::Config& cfg, bool bands) {
+  isa::Program p;
+  try {
+    p = isa::assemble(r.assembly, "<compiler>");
+  } catch (const isa::AsmError& e) {
+    // Name the generated line too: a compiler bug is then reportable as it is.
+    const auto& d = e.diagnostics().front();
+    std::string line;
+    std::istringstream in(r.assembly);
+    for (int i = 0; i < d.line && std::getline(in, line);) ++i;
+    if (bands)  // bands repeat a layer's code: smaller ones would only need more
+      throw DoesNotFitError(kProgramSizeKey, 0, 0,
+                            fmt::format("in row bands the program does not fit the instruction set ({}); use a config "
+                                        "with a larger unified buffer",
+                                        d.message));
+    throw CompileError(fmt::format("the generated program does not fit the instruction set ({}, at generated line "
+                                   "'{}'); the model is too large for this compiler version on config '{}'",
+                                   d.message, line, cfg.name));
+  }
+  for (auto& seg : r.program.constants) p.constants.push_back(std::move(seg));
+  p.config_fingerprint = config::fingerprint(cfg);
+  p.config_name = cfg.name;
+  r.program = std::move(p);
 }
 
 uint64_t ub_block_alignment(const config::Config& cfg, const CompileOptions& options) {

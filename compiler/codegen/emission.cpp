@@ -122,14 +122,17 @@ std::string Codegen::intern(std::map<std::string, std::string>& names, const cha
 }
 
 std::string Codegen::new_desc(const std::string& body) {
-  // A program in row bands that fills the instruction set's descriptor table is
-  // refused here rather than once the whole program has been generated (assemble() says the
-  // same for any program).
-  if (!band_shapes_.empty() && desc_names_.size() >= isa::kMaxDescriptors && !desc_names_.count(body))
-    throw DoesNotFitError(kProgramSizeKey, desc_names_.size() + 1, isa::kMaxDescriptors,
-                          fmt::format("in row bands the program needs more than {} DMA descriptors (at '{}'); use a "
-                                      "config with a larger unified buffer",
-                                      isa::kMaxDescriptors, current_layer_));
+  // A program that fills the instruction set's descriptor table is refused here rather than
+  // once the whole program has been generated and assembled.
+  if (desc_names_.size() >= isa::kMaxDescriptors && !desc_names_.count(body)) {
+    if (!band_shapes_.empty())
+      throw DoesNotFitError(kProgramSizeKey, desc_names_.size() + 1, isa::kMaxDescriptors,
+                            fmt::format("in row bands the program needs more than {} DMA descriptors (at '{}'); use a "
+                                        "config with a larger unified buffer",
+                                        isa::kMaxDescriptors, current_layer_));
+    too_large_for_isa(fmt::format("more than {} DMA descriptors, at '{}'", isa::kMaxDescriptors, current_layer_),
+                      desc_names_.size() + 1, isa::kMaxDescriptors);
+  }
   return intern(desc_names_, "d", ".desc", body);
 }
 

@@ -68,6 +68,10 @@ struct CompileOptions {
   // nothing else fits, for values of a few rows on a small array, whose 8-byte block rows
   // would each take 64 bytes (docs/compiler.md, "Lane blocks on the buffer's rows").
   bool compact_ub_blocks = false;
+  // Internal to the pipeline's searches (a batch's chunk sizes): the program is left as text
+  // (CompileResult::assembly, its constants and bounds filled, program.code empty) for
+  // assemble_program, so that the programs a search does not keep are never assembled.
+  bool defer_assembly = false;
   // Called as the compile goes, for a progress line with an ETA: the stage ("import",
   // "lower", "calibrate", "codegen") and the share of the whole compile done, from 0 to 1,
   // never decreasing, 1 at the end (docs/compiler.md, "Progress").
