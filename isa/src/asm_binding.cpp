@@ -67,7 +67,7 @@ void Assembler::check_range(const OpDef& def, const FieldDef& f, int64_t v, Loc 
     throw LineError{loc, fmt::format("{}: field '{}' = {} out of range [{}, {}]", def.mnemonic, f.name, v, f.min, f.max)};
 }
 
-int64_t Assembler::symbol(const SymbolTable& m, const Value& v, const char* what) {
+int64_t Assembler::symbol(const std::map<std::string, uint32_t>& m, const Value& v, const char* what) {
   auto it = m.find(v.text);
   if (it == m.end()) throw LineError{v.loc, fmt::format("unknown {} '{}'", what, v.text)};
   return it->second;

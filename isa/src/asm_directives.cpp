@@ -124,7 +124,7 @@ void Assembler::each_key(const std::vector<std::pair<std::optional<Token>, Value
   }
 }
 
-void Assembler::check_new_symbol(SymbolTable& table, const Token& n, const char* what) {
+void Assembler::check_new_symbol(std::map<std::string, uint32_t>& table, const Token& n, const char* what) {
   if (table.count(n.text)) throw LineError{n.loc, fmt::format("{} '{}' is already defined", what, n.text)};
 }
 

@@ -12,7 +12,6 @@
 #include <optional>
 #include <string>
 #include <string_view>
-#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -69,8 +68,7 @@ class Parser {
   explicit Parser(std::vector<Token> toks) : t_(std::move(toks)) {}
 
   const Token& peek(size_t k = 0) const { return t_[std::min(p_ + k, t_.size() - 1)]; }
-  // The tokens stay put while the line is parsed: a reference, not a copy.
-  const Token& next() { return t_[std::min(p_++, t_.size() - 1)]; }
+  Token next() { return t_[std::min(p_++, t_.size() - 1)]; }
   bool at_end() const { return peek().kind == Tok::End; }
   bool is_punct(const char* s, size_t k = 0) const {
     return peek(k).kind == Tok::Punct && peek(k).text == s;
@@ -112,8 +110,6 @@ struct PendingBundle {
   std::optional<EncodedBundle> done;  // bound when parsed (Assembler::bind_now); ops then empty
 };
 
-using SymbolTable = std::unordered_map<std::string, uint32_t>;
-
 class Assembler {
  public:
   explicit Assembler(std::string file) : file_(std::move(file)) {}
@@ -146,7 +142,7 @@ class Assembler {
   template <typename F>
   void each_key(const std::vector<std::pair<std::optional<Token>, Value>>& args, const char* dir,
                 const std::vector<const char*>& allowed, F&& f);
-  void check_new_symbol(SymbolTable& table, const Token& n, const char* what);
+  void check_new_symbol(std::map<std::string, uint32_t>& table, const Token& n, const char* what);
   void desc_directive(const Token& n, const std::vector<std::pair<std::optional<Token>, Value>>& args);
   void vparam_directive(const Token& n, const std::vector<std::pair<std::optional<Token>, Value>>& args);
   static std::optional<TensorRole> parse_role(std::string_view s);
@@ -159,7 +155,7 @@ class Assembler {
   EncodedBundle bind_bundle(const PendingBundle& pb);
   std::optional<EncodedBundle> bind_now(const PendingBundle& pb);
   void check_range(const OpDef& def, const FieldDef& f, int64_t v, Loc loc);
-  int64_t symbol(const SymbolTable& m, const Value& v, const char* what);
+  int64_t symbol(const std::map<std::string, uint32_t>& m, const Value& v, const char* what);
   void bind_value(Operation& op, const SlotDef& sd, const OpDef& def, const OperandDef& od, const Value& v);
 
   std::string file_;
@@ -167,10 +163,9 @@ class Assembler {
   std::vector<Diagnostic> errors_;
   std::vector<PendingBundle> pending_;
   bool equ_read_ = false;  // bind_value consulted .equ names (bind_now)
-  // Looked up once per operand that names one (millions in a compiled model's program): hashed.
-  std::unordered_map<std::string, std::pair<uint32_t, Loc>> labels_;
-  SymbolTable descs_, params_;
-  std::unordered_map<std::string, int64_t> equs_;
+  std::map<std::string, std::pair<uint32_t, Loc>> labels_;
+  std::map<std::string, uint32_t> descs_, params_;
+  std::map<std::string, int64_t> equs_;
   uint16_t current_tag_ = 0;
 };
 

@@ -16,7 +16,6 @@ bool ident_char(char c) { return std::isalnum(static_cast<unsigned char>(c)) || 
 
 std::vector<Token> lex(std::string_view s, int line, int col0) {
   std::vector<Token> out;
-  out.reserve(16);  // an operation's tokens, allocated once (programs have millions of lines)
   size_t i = 0;
   while (i < s.size()) {
     char c = s[i];
@@ -105,7 +104,6 @@ std::optional<int64_t> reg_name(std::string_view t, char prefix, int64_t n) {
 
 std::vector<std::pair<std::optional<Token>, Value>> Parser::operands() {
   std::vector<std::pair<std::optional<Token>, Value>> out;
-  out.reserve(4);
   while (!at_end()) {
     std::optional<Token> key;
     if (peek().kind == Tok::Ident && is_punct("=", 1)) {
@@ -119,7 +117,7 @@ std::vector<std::pair<std::optional<Token>, Value>> Parser::operands() {
 }
 
 Value Parser::value() {
-  const Token& t = peek();
+  Token t = peek();
   struct Depth {
     int& d;
     ~Depth() { --d; }
@@ -223,8 +221,8 @@ Value Parser::addr_expr() {
   Value v;
   v.kind = Value::Addr;
   v.loc = peek().loc;
-  const Token& t = next();
-  auto offset = [&](const Token& o, bool negative) {
+  Token t = next();
+  auto offset = [&](Token o, bool negative) {
     if (o.kind == Tok::Number) {
       auto i = parse_int(o.text);
       if (!i) throw LineError{o.loc, fmt::format("malformed offset '{}'", o.text)};

@@ -38,9 +38,6 @@ AsmError::AsmError(std::vector<Diagnostic> diags)
 namespace asm_detail {
 
 Program Assembler::run(std::string_view text) {
-  // At most one bundle per line: reserved once rather than moved as the vector grows (a
-  // compiled model's program has millions).
-  pending_.reserve(size_t(std::count(text.begin(), text.end(), '\n')) + 1);
   int line_no = 0;
   size_t pos = 0;
   while (pos <= text.size()) {
@@ -153,7 +150,7 @@ void Assembler::bundle(std::string_view text, int line_no, int col0) {
     auto toks = lex(part, line_no, pcol);
     Parser ps(toks);
     if (ps.at_end()) throw LineError{{line_no, pcol}, "empty operation between '||'"};
-    const Token& m = ps.next();
+    Token m = ps.next();
     if (m.kind != Tok::Ident) throw LineError{m.loc, fmt::format("expected a mnemonic but found '{}'", m.text)};
     if (m.text == "nop") {
       if (!ps.at_end()) throw LineError{ps.peek().loc, "nop takes no operands"};
@@ -220,7 +217,6 @@ SlotId Assembler::place(const OpDef& def, bool* used, Loc loc) {
 std::vector<std::pair<const OperandDef*, Value>> Assembler::bind(
     const OpDef& def, std::vector<std::pair<std::optional<Token>, Value>> args, Loc loc) {
   std::vector<std::pair<const OperandDef*, Value>> out;
-  out.reserve(args.size());
   std::vector<bool> given(def.operands.size(), false);
   size_t positional = 0;
   bool seen_keyword = false;
@@ -256,9 +252,7 @@ std::vector<std::pair<const OperandDef*, Value>> Assembler::bind(
 }
 
 void Assembler::check_register_writes(const PendingBundle& pb) {
-  // At most one write per operation, one operation per slot: a small table, no allocation.
-  std::pair<int64_t, std::string_view> writes[kNumSlots];
-  size_t n = 0;
+  std::map<int64_t, std::string_view> writes;
   for (const PendingOp& op : pb.ops) {
     std::string_view wfield = op.def->slot_class == SlotClass::Scalar ? "rd"
                               : op.def->mnemonic == "loop"           ? "rs1"
@@ -266,11 +260,10 @@ void Assembler::check_register_writes(const PendingBundle& pb) {
     if (wfield.empty()) continue;
     for (auto& [od, v] : op.bound)
       if (od->fields[0] == wfield && v.kind == Value::Reg && v.i != 0) {
-        for (size_t k = 0; k < n; ++k)
-          if (writes[k].first == v.i)
-            throw LineError{v.loc, fmt::format("{} and {} both write r{} in one bundle", writes[k].second,
-                                               op.def->mnemonic, v.i)};
-        if (n < kNumSlots) writes[n++] = {v.i, op.def->mnemonic};
+        if (writes.count(v.i))
+          throw LineError{v.loc, fmt::format("{} and {} both write r{} in one bundle",
+                                             writes[v.i], op.def->mnemonic, v.i)};
+        writes[v.i] = op.def->mnemonic;
       }
   }
 }
