@@ -64,8 +64,7 @@ void Codegen::chunks_end() {
   for (const IoRegion& io : io_regions_) prologue += "  " + emit::li(reg(io.reg), 0) + "\n";
   prologue += "  " + emit::li(reg(kPassReg), int64_t(batch_chunks_)) + "\n" + kChunkLabel + ":\n";
   code_ = prologue + code_;
-  counted_to_ += prologue.size();  // its bundles: the bases' and the counter's li
-  bundles_ += io_regions_.size() + 1;
+  counted_to_ += count_bundle_lines(prologue, bundles_);  // the bases' and the counter's li
 }
 
 }  // namespace vtpu::compiler::codegen

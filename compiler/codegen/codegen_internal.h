@@ -389,6 +389,7 @@ class Codegen {
   void decl(const std::string& s);
   void code(const std::string& s);
   void count_bundles();
+  static size_t count_bundle_lines(std::string_view text, uint64_t& bundles);
   [[noreturn]] void too_large_for_isa(const std::string& what, uint64_t need, uint64_t limit) const;
   void tag(const std::string& layer);
   void load_wait(const std::string& desc);

@@ -26,16 +26,21 @@ void Codegen::code(const std::string& s) {
 // it, rather than once all of it has been (an LSTM with 52M weights on a 4x4 array generated
 // more than 16M bundles and took minutes to be refused by the assembler).
 void Codegen::count_bundles() {
-  size_t at = counted_to_, nl;
-  std::string_view text(code_);
-  while ((nl = text.find('\n', at)) != std::string_view::npos) {
-    bundles_ += isa::is_bundle_line(text.substr(at, nl - at));
-    at = nl + 1;
-  }
-  counted_to_ = at;
+  counted_to_ += count_bundle_lines(std::string_view(code_).substr(counted_to_), bundles_);
   if (bundles_ > isa::kMaxBundles)
     too_large_for_isa(fmt::format("more than {} bundles, at '{}'", isa::kMaxBundles, current_layer_), bundles_,
                       isa::kMaxBundles);
+}
+
+// Adds the bundles of `text`'s whole lines to `bundles`; returns the bytes they take (a last
+// line without its newline is left for the next count).
+size_t Codegen::count_bundle_lines(std::string_view text, uint64_t& bundles) {
+  size_t at = 0, nl;
+  while ((nl = text.find('\n', at)) != std::string_view::npos) {
+    bundles += isa::is_bundle_line(text.substr(at, nl - at));
+    at = nl + 1;
+  }
+  return at;
 }
 
 // A program past one of the instruction set's limits (`what`): in row bands smaller bands

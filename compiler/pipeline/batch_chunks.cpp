@@ -91,6 +91,13 @@ std::string why_samples_mix(mlir::func::FuncOp fn, int64_t batch) {
 
 namespace {
 
+// An instruction-set limit the chunks' program meets (a recurrent model's vector parameters):
+// the whole batch's error stands, with this one as the reason.
+DoesNotFitError limit_in_chunks(const DoesNotFitError& whole, int64_t passes, int64_t n, const CompileError& e) {
+  return DoesNotFitError(whole.key(), whole.needed(), whole.available(),
+                         fmt::format("{} (in {} chunks of {}: {})", whole.what(), passes, n, e.what()));
+}
+
 // One attempt: the model compiled for chunks of n (n = batch: the whole batch), with images
 // too large for the unified buffer in row bands through HBM when `band_budget` is given
 // (bands.cpp); nothing when it does not fit the unified buffer either (`error` says why).
@@ -135,11 +142,7 @@ std::optional<CompileResult> chunks_of(const std::filesystem::path& model, const
                               fmt::format("{} (the batch of {} does not fit the unified buffer whole; this is with it "
                                           "in {} chunks of {})",
                                           e.what(), batch, passes, n));
-      // An instruction-set limit the chunks' program meets (a recurrent model's 4,096 vector
-      // parameters): the whole batch's error stands, with this one as the reason.
-      if (!fit && n != batch)
-        throw DoesNotFitError(whole.key(), whole.needed(), whole.available(),
-                              fmt::format("{} (in {} chunks of {}: {})", whole.what(), passes, n, e.what()));
+      if (!fit && n != batch) throw limit_in_chunks(whole, passes, n, e);
       throw;
     }
     // In bands: too long a program (smaller bands would only be longer), or another of the
@@ -343,9 +346,7 @@ CompileResult compile_in_chunks(const std::filesystem::path& model, const config
   try {
     assemble_program(*best, cfg, false);
   } catch (const CompileError& e) {
-    throw DoesNotFitError(whole.key(), whole.needed(), whole.available(),
-                          fmt::format("{} (in {} chunks of {}: {})", whole.what(), (batch + chunk - 1) / chunk, chunk,
-                                      e.what()));
+    throw limit_in_chunks(whole, (batch + chunk - 1) / chunk, chunk, e);
   }
   return std::move(*best);
 }
