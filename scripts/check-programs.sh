@@ -10,7 +10,11 @@
 #   scripts/check-programs.sh                  # compare (what ctest unit.program_identity runs)
 #
 # Options: --build DIR (default build), --jobs N (default nproc), --list FILE,
-#          --only REGEX (cells whose "model preset dtype" matches; compare only those).
+#          --only REGEX (cells whose "model preset dtype" matches; compare only those),
+#          --seconds FILE (write each cell's compile time there: "seconds model preset dtype"),
+#          --quick (leave out the cells tests/programs/slow_cells.txt lists, each 40 s or
+#          more to compile or refuse; VTPU_PROGRAMS_FULL=1 keeps them: ctest's gate runs
+#          --quick so that the suite stays within its time, docs/compiler.md "Correctness").
 set -uo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
 build=$here/build
@@ -18,6 +22,9 @@ list=$here/tests/programs/program_hashes.txt
 jobs=$(nproc)
 bless=0
 only=""
+quick=0
+seconds_to=""
+slow=$here/tests/programs/slow_cells.txt
 while [ $# -gt 0 ]; do
   case "$1" in
     --bless) bless=1 ;;
@@ -25,6 +32,8 @@ while [ $# -gt 0 ]; do
     --jobs) jobs=$2; shift ;;
     --list) list=$2; shift ;;
     --only) only=$2; shift ;;
+    --quick) quick=1 ;;
+    --seconds) seconds_to=$2; shift ;;
     -h|--help) sed -n '2,15p' "$0"; exit 0 ;;
     *) echo "check-programs: unknown option '$1' (see --help)" >&2; exit 2 ;;
   esac
@@ -33,6 +42,8 @@ done
 vtpu=$build/bin/vtpu
 [ -x "$vtpu" ] || { echo "check-programs: $vtpu not found; build first (cmake --build $build --target vtpu)" >&2; exit 2; }
 [ $bless -eq 0 ] || [ -z "$only" ] || { echo "check-programs: --bless rewrites the whole list; drop --only" >&2; exit 2; }
+[ $bless -eq 0 ] || [ $quick -eq 0 ] || { echo "check-programs: --bless rewrites the whole list; drop --quick" >&2; exit 2; }
+[ "${VTPU_PROGRAMS_FULL:-0}" != 1 ] || quick=0
 
 work=$(mktemp -d "${TMPDIR:-/tmp}/vtpu-programs.XXXXXX")
 trap 'rm -rf "$work"' EXIT
@@ -50,6 +61,13 @@ for m in $models; do for p in $presets; do for d in int8 bf16; do
   if [ -z "$only" ] || [[ "$line" =~ $only ]]; then echo "$line"; fi
 done; done; done > "$cells"
 [ -s "$cells" ] || { echo "check-programs: no cell matches --only '$only'" >&2; exit 2; }
+left_out=0
+if [ $quick -eq 1 ] && [ -f "$slow" ]; then
+  grep -v '^#' "$slow" | awk 'NF >= 3 {print $1, $2, $3}' | sort -u > "$work/slow"
+  left_out=$(grep -cxFf "$work/slow" "$cells")
+  grep -vxFf "$work/slow" "$cells" > "$work/cells.quick"
+  mv "$work/cells.quick" "$cells"
+fi
 
 # One cell: "model preset dtype sha256" or "model preset dtype refused rc=N msg=MESSAGE".
 compile_cell() {
@@ -80,6 +98,7 @@ xargs -P "$jobs" -L 1 bash -c 'compile_cell "$@"' _ < "$cells" | sort > "$work/n
 dt=$(( $(date +%s) - t0 ))
 n=$(wc -l < "$work/now.txt")
 # The longest compiles, for whoever wants this gate faster.
+[ -z "$seconds_to" ] || awk '{printf "%.1f %s %s %s\n", $5 - $4, $1, $2, $3}' "$work/seconds" | sort -rn > "$seconds_to"
 cat "$work/seconds" 2>/dev/null | awk '{printf "%.1f %s %s %s\n", $5 - $4, $1, $2, $3}' | sort -rn | head -5 |
   awk 'BEGIN {printf "check-programs: longest compiles (s):"} {printf " %s %s %s %s;", $2, $3, $4, $1} END {print ""}'
 
@@ -97,15 +116,16 @@ fi
 
 [ -f "$list" ] || { echo "check-programs: $list missing; run with --bless once" >&2; exit 1; }
 grep -v '^#' "$list" | sort > "$work/want.txt"
-if [ -n "$only" ]; then
+if [ -n "$only" ] || [ "$left_out" -gt 0 ]; then
   : > "$work/want.sel"
   while read -r m p d rest; do
-    [[ "$m $p $d" =~ $only ]] && echo "$m $p $d $rest" >> "$work/want.sel"
+    grep -qxF "$m $p $d" "$cells" && echo "$m $p $d $rest" >> "$work/want.sel"
   done < "$work/want.txt"
   mv "$work/want.sel" "$work/want.txt"
 fi
 if diff -u "$work/want.txt" "$work/now.txt" > "$work/diff.txt"; then
   echo "check-programs: all $n programs identical to $(basename "$list") (${dt}s)"
+  [ "$left_out" -eq 0 ] || echo "check-programs: $left_out slow cells left out (tests/programs/slow_cells.txt; VTPU_PROGRAMS_FULL=1 compiles them)"
   exit 0
 fi
 echo "check-programs: programs differ from $list (- committed, + this build):"
