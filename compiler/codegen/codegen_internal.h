@@ -388,6 +388,7 @@ class Codegen {
   static std::string quote(const std::string& s);
   void decl(const std::string& s);
   void code(const std::string& s);
+  bool join_last_bundle(const std::string& s);
   void count_bundles();
   static size_t count_bundle_lines(std::string_view text, uint64_t& bundles);
   [[noreturn]] void too_large_for_isa(const std::string& what, uint64_t need, uint64_t limit) const;
@@ -633,7 +634,6 @@ class Codegen {
   std::set<std::string> own_rows_;
   static std::string band_key(const std::string& layer, const std::string& op) { return layer + '\x1f' + op; }
   std::map<std::string, uint64_t> band_bytes_;  // bytes the band loads and stores move, by layer
-  static constexpr uint64_t kBandProgramBytes = uint64_t(256) << 20;
   std::string current_layer_;  // the layer of the op being generated (for errors)
   bool in_band_ = false;  // generating a band of a layer: its constants are shared with the other bands
   std::multimap<std::pair<size_t, size_t>, size_t> band_consts_;  // (hash, size) of their bytes -> segment

@@ -8,17 +8,59 @@ std::string Codegen::quote(const std::string& s) { return isa::quote(s); }
 void Codegen::decl(const std::string& s) { decls_ += s + "\n"; }
 
 void Codegen::code(const std::string& s) {
+  if (join_last_bundle(s)) return;
   code_ += s + "\n";
   if (code_.size() - counted_to_ >= kCountStepBytes) count_bundles();
-  // A program in row bands repeats each banded layer's code once per band: on a small array
-  // a large model grows past what a compile should hold in memory (ResNet-50 on tiny-16x16 is
-  // 100 MB of assembly, 1.45 M bundles; the 640x640 detector in int8 on tiny-8x8 124 MB, 2.02 M
-  // bundles, compiles in 0.9 GB). Refused beyond kBandProgramBytes, naming the layer.
-  if (!band_shapes_.empty() && code_.size() > kBandProgramBytes)
-    throw DoesNotFitError(kProgramSizeKey, code_.size(), kBandProgramBytes,
-                          fmt::format("in row bands the program passes {} MB of assembly at '{}' (about {} bundles); use a "
-                                      "config with a larger unified buffer or larger arrays",
-                                      kBandProgramBytes >> 20, current_layer_, code_.size() / 70));
+}
+
+namespace {
+
+// The mnemonic and first operand of one operation's text ("li r5, 64" -> {"li", "r5"}).
+std::pair<std::string_view, std::string_view> mnemonic_and_first(std::string_view op) {
+  auto trim = [](std::string_view v) {
+    while (!v.empty() && v.front() == ' ') v.remove_prefix(1);
+    while (!v.empty() && v.back() == ' ') v.remove_suffix(1);
+    return v;
+  };
+  op = trim(op);
+  size_t sp = op.find(' ');
+  if (sp == std::string_view::npos) return {op, {}};
+  std::string_view rest = trim(op.substr(sp + 1));
+  return {op.substr(0, sp), trim(rest.substr(0, rest.find(',')))};
+}
+
+}  // namespace
+
+// A lone `li` goes into the bundle before it when that bundle has a scalar slot free, writes
+// no register the li writes and does not branch: registers are read before they are written
+// within a bundle (docs/isa.md), and the li's value is there for the next bundle either way,
+// so the program computes the same and issues one bundle fewer. On a small array a weight
+// tile's address (`li` ahead of its `dma.wfifo`) took a bundle of its own per tile: half of
+// an LSTM's 7M bundles on tiny-8x8. Not across a label, a directive or a comment, and not
+// where a stream's prologue may still be inserted (hoist_at_, at the end of the text).
+bool Codegen::join_last_bundle(const std::string& s) {
+  auto [mn, rd] = mnemonic_and_first(s);
+  if (mn != "li" || rd.empty() || s.find("||") != std::string::npos || s.find_first_of(":#/\n") != std::string::npos)
+    return false;
+  if (code_.size() < 2 || code_.back() != '\n' || (hoist_at_ && *hoist_at_ >= code_.size())) return false;
+  size_t start = code_.rfind('\n', code_.size() - 2);
+  start = start == std::string::npos ? 0 : start + 1;
+  std::string_view last(code_.data() + start, code_.size() - 1 - start);
+  if (last.find_first_of(":#/\"") != std::string_view::npos || !isa::is_bundle_line(last)) return false;
+  int scalar = 0;
+  for (size_t at = 0; at <= last.size();) {
+    size_t bar = last.find("||", at);
+    auto [m, first] = mnemonic_and_first(last.substr(at, bar == std::string_view::npos ? std::string_view::npos : bar - at));
+    const isa::OpDef* def = isa::find_op(m);
+    if (!def || def->op_class == isa::OpClass::Branch || def->op_class == isa::OpClass::Halt) return false;
+    if (def->slot_class == isa::SlotClass::Scalar && (++scalar > 1 || first == rd)) return false;
+    if (bar == std::string_view::npos) break;
+    at = bar + 2;
+  }
+  std::string joined = " || " + s.substr(s.find_first_not_of(' '));
+  code_.insert(code_.size() - 1, joined);
+  if (counted_to_ > start) counted_to_ += joined.size();
+  return true;
 }
 
 // The bundles of the text since the last count, as the assembler will count them: a program
